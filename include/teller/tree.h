@@ -1,0 +1,78 @@
+/*
+ * tree.h - call-chain trees, steps and collectives over a loaded store.
+ *
+ * teller_tree_build runs once after every file of a run is loaded:
+ *   1. sorts the event table by (source, pid, tid, start, longer first);
+ *   2. nests CPU ranges per thread by time containment;
+ *   3. hangs GPU work under the runtime/driver call that launched it, by
+ *      correlation id within the source (one graph launch -> many kernels);
+ *   4. assigns ranks and nodes, matches collectives across ranks and
+ *      estimates per-node clock offsets from collective departures, then
+ *      moves every node onto node 0's clock;
+ *   5. cuts steps from engine annotations (or the fallback) and stamps
+ *      every event with its step.
+ * The rules are documented in docs/ARCHITECTURE.md.
+ */
+#ifndef TELLER_TREE_H
+#define TELLER_TREE_H
+
+#include "teller/error.h"
+#include "teller/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct teller_tree_opts {
+    const char *step_pattern;  /* POSIX extended regex for step markers; NULL: built-in set */
+    int         gpus_per_node; /* > 0: node = rank / gpus_per_node (overrides the trace) */
+} teller_tree_opts;
+
+teller_tree_opts teller_tree_defaults(void);
+
+teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err);
+
+/* Numbers computed by teller_tree_build for `teller stats`. */
+typedef struct teller_tree_stats {
+    uint64_t events;
+    uint64_t kernels;         /* KERNEL layer */
+    uint64_t kernels_linked;  /* kernels whose parent is their launching API call */
+    uint64_t gpu_ops;         /* kernels + memcpy + memset */
+    uint64_t gpu_ops_linked;
+    uint64_t comm_kernels;    /* kernels flagged COMM */
+    uint64_t graph_launches;  /* API calls that launched a graph */
+    uint64_t max_graph_fanout;/* most GPU ops under one graph launch */
+    uint64_t by_layer[TELLER_LAYER_COUNT];
+    uint32_t max_depth;
+} teller_tree_stats;
+
+void teller_tree_stats_get(const teller_store *st, teller_tree_stats *out);
+
+/* Per step and rank: where the time went. */
+typedef struct teller_step_summary {
+    uint32_t step;
+    int32_t  rank;
+    int32_t  node;
+    int64_t  start_ns;
+    int64_t  dur_ns;      /* step window: marker start to the end of its last GPU work */
+    int64_t  kernel_ns;   /* sum of compute kernel durations (not COMM) */
+    int64_t  comm_ns;     /* sum of COMM kernel durations */
+    int64_t  memcpy_ns;   /* sum of copy and memset durations */
+    int64_t  gpu_busy_ns; /* union of all GPU work over all streams */
+    int64_t  gpu_idle_ns; /* dur_ns - gpu_busy_ns */
+    uint32_t kernels;     /* kernels launched in the step */
+} teller_step_summary;
+
+/* Computes one summary per row of the step table (same order). *out is
+ * malloc'd; the caller frees it. */
+teller_status teller_step_summaries(const teller_store *st, teller_step_summary **out, size_t *n,
+                                    teller_error *err);
+
+/* True when a name looks like communication work (NCCL/RCCL kernels and
+ * ops, record_param_comms, nccl:* annotations, c10d ops). */
+int teller_name_is_comm(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,49 @@
+/*
+ * cli.h - what the subcommands of the `teller` program share: loading the
+ * traces a user names (files, or case directories holding them), common
+ * options, and safe printing of names that come from traces.
+ */
+#ifndef TELLER_CLI_H
+#define TELLER_CLI_H
+
+#include <stdio.h>
+
+#include "teller/ingest.h"
+#include "teller/store.h"
+#include "teller/tree.h"
+
+/* Options every trace-reading command accepts. */
+typedef struct cli_load_opts {
+    teller_ingest_opts ingest;
+    teller_tree_opts   tree;
+    int                quiet; /* no warning summary on stderr */
+} cli_load_opts;
+
+/* Tries to consume a common option at argv[*i] (advancing *i past its
+ * value). Returns 1 if consumed, 0 if not a common option, -1 on error
+ * (message printed). */
+int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i);
+
+/* Loads every path (a directory loads its *.json, *.json.gz and *.sqlite
+ * files, also under a traces/ subdirectory), builds trees. Prints errors as
+ * "teller: FILE:OFFSET: what". Returns the store or NULL. */
+teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
+
+/* Prints a trace-provided string with control characters escaped, so that
+ * a hostile kernel name cannot drive the terminal. */
+void cli_put_text(FILE *f, const char *s);
+/* Prints s as a JSON string literal (with quotes), escaping as needed. */
+void cli_put_json_str(FILE *f, const char *s);
+
+/* Subcommands. */
+int cmd_stats(int argc, char **argv);
+int cmd_tree(int argc, char **argv);
+int cmd_steps(int argc, char **argv);
+
+#define CLI_COMMON_HELP                                                                 \
+    "  --step-pattern REGEX  step markers (POSIX extended regex on annotation names)\n" \
+    "  --gpus-per-node N     node = rank / N (default: from the trace)\n"               \
+    "  --skip-python         do not load python_function events\n"                      \
+    "  -q, --quiet           no warning summary\n"
+
+#endif

@@ -1,0 +1,206 @@
+/*
+ * cli_common.c - loading traces for the CLI and printing trace text safely.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--step-pattern") || !strcmp(a, "--gpus-per-node")) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "teller: %s needs a value\n", a);
+            return -1;
+        }
+        const char *v = argv[++*i];
+        if (a[2] == 's') {
+            o->tree.step_pattern = v;
+        } else {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n <= 0 || n > 1 << 20) {
+                fprintf(stderr, "teller: --gpus-per-node wants a positive number, not '%s'\n", v);
+                return -1;
+            }
+            o->tree.gpus_per_node = (int)n;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--skip-python")) {
+        o->ingest.skip_python = 1;
+        return 1;
+    }
+    if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+        o->quiet = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int is_trace_name(const char *n)
+{
+    size_t l = strlen(n);
+    return (l > 5 && !strcmp(n + l - 5, ".json")) || (l > 8 && !strcmp(n + l - 8, ".json.gz")) ||
+           (l > 7 && !strcmp(n + l - 7, ".sqlite"));
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the trace files of directory d (sorted by name) to *list. */
+static int collect_dir(const char *d, char ***list, int *n, int *cap)
+{
+    DIR *dir = opendir(d);
+    if (!dir)
+        return 0;
+    int first = *n;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] == '.' || !is_trace_name(de->d_name) || !strcmp(de->d_name, "truth.json"))
+            continue;
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 16;
+            char **nl = realloc(*list, (size_t)*cap * sizeof **list);
+            if (!nl) {
+                closedir(dir);
+                return -1;
+            }
+            *list = nl;
+        }
+        size_t len = strlen(d) + strlen(de->d_name) + 2;
+        char *p = malloc(len);
+        if (!p) {
+            closedir(dir);
+            return -1;
+        }
+        snprintf(p, len, "%s/%s", d, de->d_name);
+        (*list)[(*n)++] = p;
+    }
+    closedir(dir);
+    qsort(*list + first, (size_t)(*n - first), sizeof **list, name_cmp);
+    return 0;
+}
+
+teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
+{
+    char **files = NULL;
+    int nfiles = 0, cap = 0;
+    for (int i = 0; i < npaths; i++) {
+        struct stat sb;
+        if (stat(paths[i], &sb) != 0) {
+            fprintf(stderr, "teller: %s: no such file or directory\n", paths[i]);
+            goto fail;
+        }
+        if (S_ISDIR(sb.st_mode)) {
+            int before = nfiles;
+            size_t l = strlen(paths[i]) + 8;
+            char *sub = malloc(l);
+            if (!sub)
+                goto fail;
+            snprintf(sub, l, "%s/traces", paths[i]);
+            if (collect_dir(paths[i], &files, &nfiles, &cap) || collect_dir(sub, &files, &nfiles, &cap)) {
+                free(sub);
+                goto fail;
+            }
+            free(sub);
+            if (nfiles == before) {
+                fprintf(stderr, "teller: %s: no trace files (*.json, *.json.gz, *.sqlite) in this directory\n",
+                        paths[i]);
+                goto fail;
+            }
+            continue;
+        }
+        if (nfiles == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nl = realloc(files, (size_t)cap * sizeof *files);
+            if (!nl)
+                goto fail;
+            files = nl;
+        }
+        if (!(files[nfiles] = strdup(paths[i])))
+            goto fail;
+        nfiles++;
+    }
+    if (nfiles == 0) {
+        fprintf(stderr, "teller: no trace given\n");
+        goto fail;
+    }
+    teller_store *st = teller_store_create();
+    if (!st) {
+        fprintf(stderr, "teller: out of memory\n");
+        goto fail;
+    }
+    teller_error err;
+    for (int i = 0; i < nfiles; i++) {
+        teller_error_clear(&err);
+        if (teller_ingest_file(st, files[i], &o->ingest, &err) != TELLER_OK) {
+            fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
+            teller_store_free(st);
+            goto fail;
+        }
+    }
+    teller_error_clear(&err);
+    if (teller_tree_build(st, &o->tree, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
+        teller_store_free(st);
+        goto fail;
+    }
+    uint64_t nw = teller_store_num_warnings(st);
+    if (nw && !o->quiet) {
+        size_t shown = teller_store_num_warning_msgs(st);
+        if (shown > 5)
+            shown = 5;
+        for (size_t i = 0; i < shown; i++) {
+            fputs("teller: warning: ", stderr);
+            cli_put_text(stderr, teller_store_warning_msg(st, i));
+            fputc('\n', stderr);
+        }
+        if (nw > shown)
+            fprintf(stderr, "teller: %llu warnings in all\n", (unsigned long long)nw);
+    }
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    return st;
+fail:
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    return NULL;
+}
+
+void cli_put_text(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+void cli_put_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}

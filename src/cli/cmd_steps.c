@@ -1,0 +1,84 @@
+/*
+ * cmd_steps.c - `teller steps [--json] TRACE...`: per step and rank, the
+ * start, duration, kernel time, communication time and GPU idle time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_steps(int argc, char **argv)
+{
+    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    int json = 0, np = 0;
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_opt(&o, argc, argv, &i);
+        if (r < 0) {
+            free(paths);
+            return 2;
+        }
+        if (r)
+            continue;
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: teller steps [--json] [options] TRACE_OR_CASE...\n" CLI_COMMON_HELP);
+            free(paths);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "teller: steps: unknown option %s\n", argv[i]);
+            free(paths);
+            return 2;
+        } else
+            paths[np++] = argv[i];
+    }
+    teller_store *st = cli_load(&o, paths, np);
+    free(paths);
+    if (!st)
+        return 1;
+    teller_step_summary *sum = NULL;
+    size_t n = 0;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_step_summaries(st, &sum, &n, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s\n", err.msg);
+        teller_store_free(st);
+        return 1;
+    }
+    const teller_step *steps = teller_store_steps(st);
+    if (json)
+        printf("{\"steps\": [");
+    else
+        printf("%5s %5s %5s %14s %12s %12s %12s %12s %12s %8s  %s\n", "step", "rank", "node", "start_us", "dur_us",
+               "kernel_us", "comm_us", "copy_us", "gpu_idle_us", "kernels", "marker");
+    for (size_t k = 0; k < n; k++) {
+        const teller_step_summary *s = &sum[k];
+        const char *marker = steps[k].marker == TELLER_NONE
+                                 ? "(whole trace: no step annotation)"
+                                 : teller_store_str(st, teller_store_events(st)->name[steps[k].marker]);
+        if (json) {
+            printf("%s\n  {\"step\": %u, \"rank\": %d, \"node\": %d, \"start_ns\": %lld, \"dur_ns\": %lld, "
+                   "\"kernel_ns\": %lld, \"comm_ns\": %lld, \"memcpy_ns\": %lld, \"gpu_busy_ns\": %lld, "
+                   "\"gpu_idle_ns\": %lld, \"kernels\": %u, \"marker\": ",
+                   k ? "," : "", s->step, s->rank, s->node, (long long)s->start_ns, (long long)s->dur_ns,
+                   (long long)s->kernel_ns, (long long)s->comm_ns, (long long)s->memcpy_ns,
+                   (long long)s->gpu_busy_ns, (long long)s->gpu_idle_ns, s->kernels);
+            cli_put_json_str(stdout, marker);
+            printf("}");
+        } else {
+            printf("%5u %5d %5d %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f %8u  ", s->step, s->rank, s->node,
+                   (double)s->start_ns / 1e3, (double)s->dur_ns / 1e3, (double)s->kernel_ns / 1e3,
+                   (double)s->comm_ns / 1e3, (double)s->memcpy_ns / 1e3, (double)s->gpu_idle_ns / 1e3, s->kernels);
+            cli_put_text(stdout, marker);
+            printf("\n");
+        }
+    }
+    if (json)
+        printf("\n]}\n");
+    free(sum);
+    teller_store_free(st);
+    return 0;
+}

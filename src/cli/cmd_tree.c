@@ -1,0 +1,104 @@
+/*
+ * cmd_tree.c - `teller tree [--rank R] [--step K] [--max-depth D] TRACE...`:
+ * prints the call-chain trees of one step on one rank, depth first, GPU
+ * work under the call that launched it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void print_node(const teller_store *st, uint32_t e, int depth, int max_depth, int64_t t0)
+{
+    const teller_events *ev = teller_store_events(st);
+    printf("%*s[%s] ", depth * 2, "", teller_layer_name((teller_layer)ev->layer[e]));
+    cli_put_text(stdout, teller_store_str(st, ev->name[e]));
+    printf("  %.3f us @%+.3f us", (double)ev->dur_ns[e] / 1e3, (double)(ev->start_ns[e] - t0) / 1e3);
+    if (ev->flags[e] & TELLER_F_GPU)
+        printf(" (device %d stream %d)", ev->pid[e], ev->tid[e]);
+    if (ev->flags[e] & TELLER_F_COMM)
+        printf(" COMM");
+    printf("\n");
+    if (max_depth >= 0 && depth >= max_depth)
+        return;
+    for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c])
+        print_node(st, c, depth + 1, max_depth, t0);
+}
+
+static int parse_int(const char *opt, const char *v, long *out)
+{
+    char *end;
+    *out = strtol(v, &end, 10);
+    if (*end || !*v) {
+        fprintf(stderr, "teller: tree: %s wants a number, not '%s'\n", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_tree(int argc, char **argv)
+{
+    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    long rank = -1, step = 0, max_depth = -1;
+    int np = 0;
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_opt(&o, argc, argv, &i);
+        if (r < 0)
+            goto usage_err;
+        if (r)
+            continue;
+        const char *a = argv[i];
+        if ((!strcmp(a, "--rank") || !strcmp(a, "--step") || !strcmp(a, "--max-depth"))) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "teller: tree: %s needs a value\n", a);
+                goto usage_err;
+            }
+            long *dst = a[2] == 'r' ? &rank : a[2] == 's' ? &step : &max_depth;
+            if (parse_int(a, argv[++i], dst))
+                goto usage_err;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: teller tree [--rank R] [--step K] [--max-depth D] [options] TRACE_OR_CASE...\n"
+                   CLI_COMMON_HELP);
+            free(paths);
+            return 0;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "teller: tree: unknown option %s\n", a);
+            goto usage_err;
+        } else {
+            paths[np++] = argv[i];
+        }
+    }
+    teller_store *st = cli_load(&o, paths, np);
+    free(paths);
+    if (!st)
+        return 1;
+    const teller_step *steps = teller_store_steps(st);
+    size_t ns = teller_store_num_steps(st);
+    size_t row = ns;
+    for (size_t k = 0; k < ns && row == ns; k++)
+        if (steps[k].step == (uint32_t)step && (rank < 0 || steps[k].rank == rank))
+            row = k;
+    if (row == ns) {
+        fprintf(stderr, "teller: tree: no step %ld%s in the trace (it has %u steps)\n", step,
+                rank >= 0 ? " on that rank" : "", teller_store_step_count(st));
+        teller_store_free(st);
+        return 1;
+    }
+    int32_t r = steps[row].rank;
+    printf("step %ld, rank %d: %.3f us\n", step, r, (double)(steps[row].end_ns - steps[row].start_ns) / 1e3);
+    const teller_events *ev = teller_store_events(st);
+    for (size_t e = 0; e < ev->n; e++) {
+        if (ev->parent[e] != TELLER_NONE || ev->step[e] != (uint32_t)step ||
+            teller_store_event_rank(st, (uint32_t)e) != r || ev->layer[e] == TELLER_LAYER_OTHER)
+            continue;
+        print_node(st, (uint32_t)e, 0, (int)max_depth, steps[row].start_ns);
+    }
+    teller_store_free(st);
+    return 0;
+usage_err:
+    free(paths);
+    return 2;
+}

@@ -1,0 +1,40 @@
+/*
+ * teller.c - the `teller` program: dispatches to one subcommand per file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: teller COMMAND [options] ...\n"
+               "commands:\n"
+               "  stats   what a trace holds: events, links, steps, collectives, layers\n"
+               "  tree    the call-chain trees of one step on one rank\n"
+               "  steps   per step and rank: duration, kernel, comm and copy time, GPU idle\n"
+               "Traces: Kineto JSON (.json, .json.gz) and Nsight Systems SQLite exports;\n"
+               "a directory loads every trace file in it. 'teller COMMAND --help' for options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "stats"))
+        return cmd_stats(argc - 1, argv + 1);
+    if (!strcmp(c, "tree"))
+        return cmd_tree(argc - 1, argv + 1);
+    if (!strcmp(c, "steps"))
+        return cmd_steps(argc - 1, argv + 1);
+    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "teller: unknown command '%s'\n", c);
+    usage(stderr);
+    return 2;
+}

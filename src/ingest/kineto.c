@@ -1,0 +1,1017 @@
+/*
+ * kineto.c - the PyTorch profiler (Kineto) Chrome-trace JSON reader.
+ *
+ * Streams the file through a window (plain or gzip, via zlib's gzread,
+ * which passes plain files through) and pulls one top-level value or one
+ * event at a time with the tokenizer in json.c. A unit that crosses the end
+ * of the window is parsed again once more bytes are in; nothing is
+ * committed to the store before a unit parsed whole, so memory is bounded
+ * by the window and the events kept, never by the file size.
+ *
+ * Formats handled (facts in ../shared/notes/formats.md): phases X, i/I, C,
+ * s/t/f flows, M; current and legacy categories; relative timestamps plus
+ * baseTimeNanoseconds (which may come after traceEvents) and absolute
+ * epoch microseconds; string pids/tids; distributedInfo and
+ * deviceProperties anywhere in the top-level object; ROCm spellings.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "json.h"
+#include "teller/ingest.h"
+#include "teller/tree.h"
+#include "../util/vec.h"
+
+#define WINDOW_INITIAL (4u << 20)
+#define WINDOW_MAX     (1u << 30) /* one top-level value or event may not exceed this */
+
+enum cat_kind {
+    CAT_OTHER = 0,
+    CAT_KERNEL,
+    CAT_MEMCPY,
+    CAT_MEMSET,
+    CAT_RUNTIME,
+    CAT_DRIVER,
+    CAT_SYNC,
+    CAT_CPU_OP,
+    CAT_PYTHON,
+    CAT_USER_ANN,
+    CAT_GPU_ANN,
+    CAT_COLLECTIVE,
+    CAT_FLOW_AC2G
+};
+
+/* One parsed event, slices into the window; committed only when whole. */
+typedef struct ev_fields {
+    json_str ph, name, cat, pid_s, tid_s;
+    int      has_name, has_ph, has_ts, has_dur, pid_num, tid_num, has_id;
+    int64_t  pid, tid, ts, dur, id;
+    int      bad_type; /* a field had the wrong JSON type */
+    /* args */
+    int64_t  corr, ext_id, bytes, in_n, out_n, seq;
+    int64_t  group_size;
+    json_str coll, pg_name, pg_desc, pg_ranks, dtype, m_name;
+    uint32_t grid[3], block[3];
+} ev_fields;
+
+typedef struct flow {
+    int64_t  ts;
+    int32_t  pid, tid;
+    uint32_t id;
+    uint8_t  start; /* 's' (on the API call) or 'f' (on the GPU op) */
+} flow;
+
+typedef struct reader {
+    teller_store             *st;
+    const char               *path;
+    const teller_ingest_opts *opts;
+    gzFile                    gz;
+    char                     *buf; /* window */
+    size_t                    len, cap;
+    uint64_t                  base_off; /* file offset of buf[0] */
+    int                       eof, owned;
+    char                     *scratch; /* unescape buffer */
+    size_t                    scratch_cap;
+    uint16_t                  src;
+    /* file-level facts, applied when the file ends */
+    int      has_base;
+    int64_t  base_ns;
+    int64_t  rank, world;
+    int      ndev;
+    uint32_t host, devname;
+    /* flows for the correlation fallback */
+    flow    *flows;
+    size_t   nflows, flows_cap;
+    uint64_t gpu_without_corr;
+    teller_error *err;
+} reader;
+
+static enum cat_kind cat_kind(const json_str *c)
+{
+    switch (c->len) {
+    case 3:
+        if (JSON_EQ(c, "Gpu")) return CAT_KERNEL;
+        break;
+    case 4:
+        if (JSON_EQ(c, "ac2g")) return CAT_FLOW_AC2G;
+        break;
+    case 6:
+        if (JSON_EQ(c, "kernel") || JSON_EQ(c, "Kernel")) return CAT_KERNEL;
+        if (JSON_EQ(c, "cpu_op") || JSON_EQ(c, "hpu_op")) return CAT_CPU_OP;
+        if (JSON_EQ(c, "Memcpy")) return CAT_MEMCPY;
+        if (JSON_EQ(c, "Memset")) return CAT_MEMSET;
+        if (JSON_EQ(c, "Driver")) return CAT_DRIVER;
+        break;
+    case 7:
+        if (JSON_EQ(c, "Runtime")) return CAT_RUNTIME;
+        break;
+    case 8:
+        if (JSON_EQ(c, "Operator")) return CAT_CPU_OP;
+        break;
+    case 9:
+        if (JSON_EQ(c, "cuda_sync") || JSON_EQ(c, "async_gpu") || JSON_EQ(c, "xpu_sync"))
+            return c->s[0] == 'a' ? CAT_FLOW_AC2G : CAT_SYNC;
+        break;
+    case 10:
+        if (JSON_EQ(c, "gpu_memcpy")) return CAT_MEMCPY;
+        if (JSON_EQ(c, "gpu_memset")) return CAT_MEMSET;
+        break;
+    case 11:
+        if (JSON_EQ(c, "cuda_driver")) return CAT_DRIVER;
+        if (JSON_EQ(c, "xpu_driver")) return CAT_DRIVER;
+        break;
+    case 12:
+        if (JSON_EQ(c, "cuda_runtime")) return CAT_RUNTIME;
+        if (JSON_EQ(c, "mtia_runtime")) return CAT_RUNTIME;
+        break;
+    case 15:
+        if (JSON_EQ(c, "python_function")) return CAT_PYTHON;
+        if (JSON_EQ(c, "user_annotation")) return CAT_USER_ANN;
+        if (JSON_EQ(c, "collective_comm")) return CAT_COLLECTIVE;
+        break;
+    case 16:
+        if (JSON_EQ(c, "async_cpu_to_gpu")) return CAT_FLOW_AC2G;
+        break;
+    case 19:
+        if (JSON_EQ(c, "gpu_user_annotation")) return CAT_GPU_ANN;
+        if (JSON_EQ(c, "privateuse1_runtime")) return CAT_RUNTIME;
+        break;
+    default:
+        break;
+    }
+    if (JSON_EQ(c, "xpu_runtime")) return CAT_RUNTIME;
+    if (JSON_EQ(c, "privateuse1_driver")) return CAT_DRIVER;
+    return CAT_OTHER;
+}
+
+/* ---- the window ---- */
+
+static teller_status fail_at(reader *r, teller_status code, const char *at, const char *msg)
+{
+    uint64_t off = r->base_off + (uint64_t)(at - r->buf);
+    return teller_error_set(r->err, code, r->path, off, "%s", msg);
+}
+
+/* Drops buf[0..keep), reads more. Returns TELLER_OK, or an error. */
+static teller_status refill(reader *r, size_t keep)
+{
+    if (!r->gz) {
+        r->eof = 1;
+        return TELLER_OK;
+    }
+    memmove(r->buf, r->buf + keep, r->len - keep);
+    r->base_off += keep;
+    r->len -= keep;
+    if (r->len == r->cap) {
+        if (r->cap >= WINDOW_MAX)
+            return teller_error_set(r->err, TELLER_ERR_LIMIT, r->path, r->base_off,
+                                    "a single JSON value is larger than %u MiB", WINDOW_MAX >> 20);
+        char *nb = realloc(r->buf, r->cap * 2);
+        if (!nb)
+            return teller_error_set(r->err, TELLER_ERR_NOMEM, r->path, r->base_off, "out of memory");
+        r->buf = nb;
+        r->cap *= 2;
+    }
+    while (r->len < r->cap) {
+        size_t want = r->cap - r->len;
+        if (want > (1u << 30))
+            want = 1u << 30;
+        int n = gzread(r->gz, r->buf + r->len, (unsigned)want);
+        if (n < 0) {
+            int zerr;
+            const char *m = gzerror(r->gz, &zerr);
+            return teller_error_set(r->err, zerr == Z_DATA_ERROR ? TELLER_ERR_FORMAT : TELLER_ERR_IO, r->path,
+                                    r->base_off + r->len, "corrupt gzip data: %s", m);
+        }
+        if (n == 0) {
+            int zerr;
+            const char *m = gzerror(r->gz, &zerr);
+            if (zerr != Z_OK && zerr != Z_STREAM_END)
+                return teller_error_set(r->err, TELLER_ERR_TRUNCATED, r->path, r->base_off + r->len,
+                                        "gzip stream ends early: %s", m);
+            r->eof = 1;
+            break;
+        }
+        r->len += (size_t)n;
+        if ((size_t)n < want) {
+            /* gzread returns short only at the end or on error; check which next call */
+            continue;
+        }
+    }
+    return TELLER_OK;
+}
+
+/* Interns a slice, unescaping when needed. TELLER_NONE on a bad escape or
+ * out of memory. */
+static uint32_t intern_str(reader *r, const json_str *s)
+{
+    if (!s->escaped)
+        return teller_store_intern(r->st, s->s, s->len);
+    if (s->len + 8 > r->scratch_cap) {
+        size_t c = s->len + 8 > 4096 ? s->len + 8 : 4096;
+        char *nb = realloc(r->scratch, c);
+        if (!nb)
+            return TELLER_NONE;
+        r->scratch = nb;
+        r->scratch_cap = c;
+    }
+    long n = json_unescape(s, r->scratch, r->scratch_cap);
+    if (n < 0)
+        return TELLER_NONE;
+    return teller_store_intern(r->st, r->scratch, (size_t)n);
+}
+
+/* ---- parsing one event ---- */
+
+static int parse_grid(json_cur *c, uint32_t out[3], int *bad)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    if (*c->p != '[') {
+        *bad = 1;
+        return json_skip(c);
+    }
+    c->p++;
+    for (int i = 0, done = 0;; i++) {
+        if ((r = json_arr_next(c, i == 0, &done)))
+            return r;
+        if (done)
+            return JSON_OK;
+        int64_t v = 0;
+        if ((r = json_ws(c)))
+            return r;
+        if (*c->p == '-' || (*c->p >= '0' && *c->p <= '9')) {
+            if ((r = json_int(c, &v)))
+                return r;
+            if (i < 3)
+                out[i] = v > 0 && v < UINT32_MAX ? (uint32_t)v : 0;
+        } else {
+            *bad = 1;
+            if ((r = json_skip(c)))
+                return r;
+        }
+    }
+}
+
+/* Reads a number value, or skips a value of another type and notes it. */
+static int num_field(json_cur *c, int64_t *out, int *bad)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    char ch = *c->p;
+    if (ch == '-' || (ch >= '0' && ch <= '9'))
+        return json_int(c, out);
+    *bad = 1;
+    return json_skip(c);
+}
+
+static int str_field(json_cur *c, json_str *out, int *bad)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    if (*c->p == '"')
+        return json_string(c, out);
+    *bad = 1;
+    return json_skip(c);
+}
+
+static int parse_args(json_cur *c, ev_fields *f)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    if (*c->p != '{') {
+        f->bad_type = 1;
+        return json_skip(c);
+    }
+    c->p++;
+    for (int first = 1;;) {
+        json_str k;
+        int done;
+        if ((r = json_obj_next(c, &first, &k, &done)))
+            return r;
+        if (done)
+            return JSON_OK;
+        int64_t v;
+        switch (k.len) {
+        case 4:
+            if (JSON_EQ(&k, "name")) { r = str_field(c, &f->m_name, &f->bad_type); break; }
+            if (JSON_EQ(&k, "grid")) { r = parse_grid(c, f->grid, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 5:
+            if (JSON_EQ(&k, "bytes")) { r = num_field(c, &f->bytes, &f->bad_type); break; }
+            if (JSON_EQ(&k, "block")) { r = parse_grid(c, f->block, &f->bad_type); break; }
+            if (JSON_EQ(&k, "dtype")) { r = str_field(c, &f->dtype, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 3:
+            if (JSON_EQ(&k, "Seq")) { r = num_field(c, &f->seq, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 10:
+            if (JSON_EQ(&k, "Group size")) {
+                v = 0;
+                r = num_field(c, &v, &f->bad_type);
+                f->group_size = v;
+                break;
+            }
+            r = json_skip(c);
+            break;
+        case 11:
+            if (JSON_EQ(&k, "External id") || JSON_EQ(&k, "external id")) {
+                r = num_field(c, &f->ext_id, &f->bad_type);
+                break;
+            }
+            if (JSON_EQ(&k, "correlation")) { r = num_field(c, &f->corr, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 13:
+            if (JSON_EQ(&k, "In msg nelems")) { r = num_field(c, &f->in_n, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 14:
+            if (JSON_EQ(&k, "Out msg nelems")) { r = num_field(c, &f->out_n, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 15:
+            if (JSON_EQ(&k, "Collective name")) { r = str_field(c, &f->coll, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 18:
+            if (JSON_EQ(&k, "Process Group Name")) { r = str_field(c, &f->pg_name, &f->bad_type); break; }
+            r = json_skip(c);
+            break;
+        case 19:
+            if (JSON_EQ(&k, "Process Group Ranks")) {
+                /* a string like "[0, 1]"; Kineto's on-demand writer may emit a list */
+                if ((r = json_ws(c)))
+                    return r;
+                if (*c->p == '[') {
+                    const char *s0 = c->p;
+                    if ((r = json_skip(c)))
+                        return r;
+                    f->pg_ranks.s = s0;
+                    f->pg_ranks.len = (size_t)(c->p - s0);
+                    f->pg_ranks.escaped = 0;
+                    break;
+                }
+                r = str_field(c, &f->pg_ranks, &f->bad_type);
+                break;
+            }
+            r = json_skip(c);
+            break;
+        case 25:
+            if (JSON_EQ(&k, "Process Group Description")) {
+                r = str_field(c, &f->pg_desc, &f->bad_type);
+                break;
+            }
+            r = json_skip(c);
+            break;
+        default:
+            r = json_skip(c);
+            break;
+        }
+        if (r)
+            return r;
+    }
+}
+
+/* pid and tid: a number, or a string (numeric strings become numbers). */
+static int id_field(json_cur *c, int64_t *num, json_str *s, int *is_num, int *bad)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    char ch = *c->p;
+    if (ch == '-' || (ch >= '0' && ch <= '9')) {
+        *is_num = 1;
+        return json_int(c, num);
+    }
+    if (ch == '"') {
+        *is_num = 0;
+        return json_string(c, s);
+    }
+    *bad = 1;
+    return json_skip(c);
+}
+
+static int ts_field(json_cur *c, int64_t *out, int *has, int *bad)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    char ch = *c->p;
+    if (ch == '-' || (ch >= '0' && ch <= '9')) {
+        *has = 1;
+        return json_milli(c, out);
+    }
+    if (ch == '"') {
+        /* some writers quote timestamps */
+        json_str s;
+        if ((r = json_string(c, &s)))
+            return r;
+        json_cur sc = {s.s, s.s + s.len, NULL};
+        char tmp[48];
+        if (s.len == 0 || s.len >= sizeof tmp - 1) {
+            *bad = 1;
+            return JSON_OK;
+        }
+        /* parse from a copy with a terminator so the number can end */
+        memcpy(tmp, s.s, s.len);
+        tmp[s.len] = ' ';
+        sc.p = tmp;
+        sc.end = tmp + s.len + 1;
+        if (json_milli(&sc, out) != JSON_OK || sc.p != tmp + s.len) {
+            *bad = 1;
+            return JSON_OK;
+        }
+        *has = 1;
+        return JSON_OK;
+    }
+    *bad = 1;
+    return json_skip(c);
+}
+
+static int parse_event(json_cur *c, ev_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    f->corr = f->ext_id = f->bytes = f->in_n = f->out_n = f->seq = -1;
+    int r = json_ws(c);
+    if (r)
+        return r;
+    if (*c->p != '{') {
+        c->err = "an event must be an object";
+        return JSON_ERR;
+    }
+    c->p++;
+    for (int first = 1;;) {
+        json_str k;
+        int done;
+        if ((r = json_obj_next(c, &first, &k, &done)))
+            return r;
+        if (done)
+            return JSON_OK;
+        if (k.len == 2 && k.s[0] == 'p' && k.s[1] == 'h') {
+            r = str_field(c, &f->ph, &f->bad_type);
+            f->has_ph = f->ph.len > 0;
+        } else if (k.len == 2 && k.s[0] == 't' && k.s[1] == 's') {
+            r = ts_field(c, &f->ts, &f->has_ts, &f->bad_type);
+        } else if (k.len == 2 && k.s[0] == 'i' && k.s[1] == 'd') {
+            r = json_ws(c);
+            if (!r) {
+                if (*c->p == '"') {
+                    json_str s;
+                    r = json_string(c, &s);
+                    if (!r) {
+                        /* string ids: numeric text, or hashed */
+                        int64_t v = 0;
+                        size_t i = 0;
+                        for (; i < s.len && isdigit((unsigned char)s.s[i]); i++)
+                            v = v * 10 + (s.s[i] - '0');
+                        f->id = i == s.len && s.len && s.len < 18 ? v : (int64_t)(s.len * 2654435761u);
+                        f->has_id = 1;
+                    }
+                } else {
+                    int bad = 0;
+                    r = num_field(c, &f->id, &bad);
+                    f->has_id = !bad;
+                }
+            }
+        } else if (JSON_EQ(&k, "name")) {
+            r = str_field(c, &f->name, &f->bad_type);
+            f->has_name = f->name.s != NULL;
+        } else if (JSON_EQ(&k, "cat")) {
+            r = str_field(c, &f->cat, &f->bad_type);
+        } else if (JSON_EQ(&k, "pid")) {
+            r = id_field(c, &f->pid, &f->pid_s, &f->pid_num, &f->bad_type);
+        } else if (JSON_EQ(&k, "tid")) {
+            r = id_field(c, &f->tid, &f->tid_s, &f->tid_num, &f->bad_type);
+        } else if (JSON_EQ(&k, "dur")) {
+            r = ts_field(c, &f->dur, &f->has_dur, &f->bad_type);
+        } else if (JSON_EQ(&k, "args")) {
+            r = parse_args(c, f);
+        } else {
+            r = json_skip(c);
+        }
+        if (r)
+            return r;
+    }
+}
+
+/* String pids/tids ("Spans", "Traces", "GPU 0 Counters") become negative
+ * ids derived from the interned text, so rows stay apart. */
+static int32_t row_id(reader *r, int is_num, int64_t num, const json_str *s)
+{
+    if (is_num)
+        return (int32_t)num;
+    uint32_t id = intern_str(r, s);
+    if (id == TELLER_NONE)
+        id = 0;
+    return -2 - (int32_t)(id & 0x3fffffff);
+}
+
+static uint64_t pos_of(reader *r, const char *p) { return r->base_off + (uint64_t)(p - r->buf); }
+
+/* Commits a parsed event to the store. Returns 0, or -1 when out of memory. */
+static int commit_event(reader *r, const ev_fields *f, const char *at)
+{
+    teller_store *st = r->st;
+    if (!f->has_ph || f->ph.len != 1) {
+        teller_store_warn(st, r->path, pos_of(r, at), "event without a valid \"ph\"; skipped");
+        return 0;
+    }
+    char ph = f->ph.s[0];
+    if (f->bad_type)
+        teller_store_warn(st, r->path, pos_of(r, at), "event field of the wrong type ignored");
+    enum cat_kind ck = cat_kind(&f->cat);
+
+    if (ph == 'M') {
+        /* process_name, thread_name, process_labels, sort indexes: names for
+         * display only; the reader keeps none of them today. */
+        return 0;
+    }
+    if (ph == 's' || ph == 'f' || ph == 't') {
+        if (ck != CAT_FLOW_AC2G || !f->has_id || !f->has_ts || ph == 't')
+            return 0; /* fwdbwd and other flows carry no launch link */
+        if (TELLER_GROW(r->flows, r->flows_cap, r->nflows + 1))
+            return -1;
+        r->flows[r->nflows++] = (flow){f->ts, row_id(r, f->pid_num, f->pid, &f->pid_s),
+                                       row_id(r, f->tid_num, f->tid, &f->tid_s), (uint32_t)f->id, ph == 's'};
+        return 0;
+    }
+    if (ph != 'X' && ph != 'i' && ph != 'I' && ph != 'C') {
+        teller_store_warn(st, r->path, pos_of(r, at), "unsupported phase '%c'; event skipped", ph);
+        return 0;
+    }
+    if (!f->has_name || !f->has_ts) {
+        teller_store_warn(st, r->path, pos_of(r, at), "event without \"name\" or \"ts\"; skipped");
+        return 0;
+    }
+    if (ck == CAT_PYTHON && r->opts->skip_python)
+        return 0;
+    int64_t dur = 0;
+    if (ph == 'X') {
+        if (!f->has_dur)
+            teller_store_warn(st, r->path, pos_of(r, at), "complete event without \"dur\"; taken as 0");
+        else
+            dur = f->dur;
+        if (dur < 0) {
+            teller_store_warn(st, r->path, pos_of(r, at), "negative duration; event skipped");
+            return 0;
+        }
+    }
+    uint32_t name = intern_str(r, &f->name);
+    if (name == TELLER_NONE) {
+        teller_store_warn(st, r->path, pos_of(r, at), "bad escape in event name; event skipped");
+        return 0;
+    }
+    teller_event_row row = {0};
+    row.start_ns = f->ts;
+    row.dur_ns = dur;
+    row.name = name;
+    row.source = r->src;
+    row.pid = row_id(r, f->pid_num, f->pid, &f->pid_s);
+    row.tid = row_id(r, f->tid_num, f->tid, &f->tid_s);
+    row.corr = f->corr > 0 && f->corr < UINT32_MAX ? (uint32_t)f->corr : 0;
+    row.args = TELLER_NONE;
+    row.layer = TELLER_LAYER_OTHER;
+    int gpu_op = 0;
+    switch (ck) {
+    case CAT_KERNEL: row.layer = TELLER_LAYER_KERNEL; row.flags |= TELLER_F_GPU; gpu_op = 1; break;
+    case CAT_MEMCPY: row.layer = TELLER_LAYER_MEMCPY; row.flags |= TELLER_F_GPU; gpu_op = 1; break;
+    case CAT_MEMSET: row.layer = TELLER_LAYER_MEMSET; row.flags |= TELLER_F_GPU; gpu_op = 1; break;
+    case CAT_SYNC: row.layer = TELLER_LAYER_SYNC; row.flags |= TELLER_F_GPU; break;
+    case CAT_RUNTIME: row.layer = TELLER_LAYER_RUNTIME; break;
+    case CAT_DRIVER: row.layer = TELLER_LAYER_DRIVER; break;
+    case CAT_CPU_OP: row.layer = TELLER_LAYER_BACKEND; break;
+    case CAT_COLLECTIVE: row.layer = TELLER_LAYER_BACKEND; row.flags |= TELLER_F_COMM; break;
+    case CAT_PYTHON: row.layer = TELLER_LAYER_FRONTEND; break;
+    case CAT_USER_ANN: row.layer = TELLER_LAYER_ENGINE; break;
+    case CAT_GPU_ANN: row.layer = TELLER_LAYER_ENGINE; row.flags |= TELLER_F_GPU; break;
+    default: break;
+    }
+    if (ph == 'i' || ph == 'I') {
+        row.flags |= TELLER_F_INSTANT;
+        row.layer = TELLER_LAYER_OTHER;
+        row.flags &= (uint8_t)~TELLER_F_GPU;
+    } else if (ph == 'C') {
+        row.flags |= TELLER_F_COUNTER;
+        row.layer = TELLER_LAYER_OTHER;
+        row.flags &= (uint8_t)~TELLER_F_GPU;
+    }
+    const char *nm = teller_store_str(st, name);
+    if (row.layer != TELLER_LAYER_OTHER && row.layer != TELLER_LAYER_FRONTEND && teller_name_is_comm(nm))
+        row.flags |= TELLER_F_COMM;
+    if ((row.layer == TELLER_LAYER_RUNTIME || row.layer == TELLER_LAYER_DRIVER) && strstr(nm, "GraphLaunch"))
+        row.flags |= TELLER_F_GRAPH;
+    if (f->coll.s)
+        row.flags |= TELLER_F_COMM;
+    if (gpu_op && row.corr == 0)
+        r->gpu_without_corr++;
+
+    if (gpu_op || f->coll.s) {
+        teller_args a = {0};
+        a.bytes = f->bytes;
+        memcpy(a.grid, f->grid, sizeof a.grid);
+        memcpy(a.block, f->block, sizeof a.block);
+        a.comm = TELLER_NONE;
+        a.ext_id = f->ext_id;
+        if (f->coll.s) {
+            teller_comm cm = {0};
+            cm.collective = intern_str(r, &f->coll);
+            cm.pg_name = f->pg_name.s ? intern_str(r, &f->pg_name) : 0;
+            cm.pg_desc = f->pg_desc.s ? intern_str(r, &f->pg_desc) : 0;
+            cm.pg_ranks = f->pg_ranks.s ? intern_str(r, &f->pg_ranks) : 0;
+            cm.dtype = f->dtype.s ? intern_str(r, &f->dtype) : 0;
+            cm.group_size = f->group_size > 0 && f->group_size < INT32_MAX ? (int32_t)f->group_size : 0;
+            cm.in_nelems = f->in_n;
+            cm.out_nelems = f->out_n;
+            cm.seq = f->seq;
+            if (cm.collective == TELLER_NONE || cm.pg_name == TELLER_NONE || cm.pg_desc == TELLER_NONE ||
+                cm.pg_ranks == TELLER_NONE || cm.dtype == TELLER_NONE) {
+                teller_store_warn(st, r->path, pos_of(r, at), "bad collective metadata ignored");
+            } else if ((a.comm = teller_store_add_comm(st, &cm)) == TELLER_NONE) {
+                return -1;
+            }
+        }
+        if ((row.args = teller_store_add_args(st, &a)) == TELLER_NONE)
+            return -1;
+    }
+    return teller_store_add_event(st, &row) == TELLER_NONE ? -1 : 0;
+}
+
+/* ---- top-level values ---- */
+
+static int parse_distributed(json_cur *c, reader *r)
+{
+    int rr = json_ws(c);
+    if (rr)
+        return rr;
+    if (*c->p != '{')
+        return json_skip(c);
+    c->p++;
+    int64_t rank = -1, world = 0;
+    for (int first = 1;;) {
+        json_str k;
+        int done, bad = 0;
+        if ((rr = json_obj_next(c, &first, &k, &done)))
+            return rr;
+        if (done)
+            break;
+        if (JSON_EQ(&k, "rank"))
+            rr = num_field(c, &rank, &bad);
+        else if (JSON_EQ(&k, "world_size"))
+            rr = num_field(c, &world, &bad);
+        else
+            rr = json_skip(c);
+        if (rr)
+            return rr;
+    }
+    if (rank >= 0 && rank < 1000000)
+        r->rank = rank;
+    if (world > 0 && world < 100000000)
+        r->world = world;
+    return JSON_OK;
+}
+
+static int parse_devices(json_cur *c, reader *r)
+{
+    int rr = json_ws(c);
+    if (rr)
+        return rr;
+    if (*c->p != '[')
+        return json_skip(c);
+    c->p++;
+    int n = 0;
+    json_str first = {0};
+    for (int i = 0;; i++) {
+        int done;
+        if ((rr = json_arr_next(c, i == 0, &done)))
+            return rr;
+        if (done)
+            break;
+        if ((rr = json_ws(c)))
+            return rr;
+        if (*c->p != '{') {
+            if ((rr = json_skip(c)))
+                return rr;
+            continue;
+        }
+        c->p++;
+        for (int kfirst = 1;;) {
+            json_str k;
+            int d2, bad = 0;
+            if ((rr = json_obj_next(c, &kfirst, &k, &d2)))
+                return rr;
+            if (d2)
+                break;
+            if (n == 0 && JSON_EQ(&k, "name"))
+                rr = str_field(c, &first, &bad);
+            else
+                rr = json_skip(c);
+            if (rr)
+                return rr;
+        }
+        n++;
+    }
+    r->ndev = n;
+    if (first.s) {
+        uint32_t id = intern_str(r, &first);
+        r->devname = id == TELLER_NONE ? 0 : id;
+    }
+    return JSON_OK;
+}
+
+/* Handles one top-level key's value (not traceEvents). */
+static int parse_top_value(json_cur *c, reader *r, const json_str *k)
+{
+    int bad = 0, rr;
+    if (JSON_EQ(k, "distributedInfo"))
+        return parse_distributed(c, r);
+    if (JSON_EQ(k, "deviceProperties"))
+        return parse_devices(c, r);
+    if (JSON_EQ(k, "baseTimeNanoseconds")) {
+        int64_t v = 0;
+        if ((rr = num_field(c, &v, &bad)))
+            return rr;
+        if (!bad) {
+            r->has_base = 1;
+            r->base_ns = v;
+        }
+        return JSON_OK;
+    }
+    if (JSON_EQ(k, "host_name") || JSON_EQ(k, "hostname")) {
+        json_str s = {0};
+        if ((rr = str_field(c, &s, &bad)))
+            return rr;
+        if (s.s) {
+            uint32_t id = intern_str(r, &s);
+            r->host = id == TELLER_NONE ? 0 : id;
+        }
+        return JSON_OK;
+    }
+    return json_skip(c);
+}
+
+/* "rank3", "rank-3", "rank_3" in the file's base name. */
+static int64_t rank_from_path(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    for (const char *p = b; (p = strstr(p, "rank")) != NULL; p += 4) {
+        const char *q = p + 4;
+        if (*q == '-' || *q == '_')
+            q++;
+        if (isdigit((unsigned char)*q))
+            return strtol(q, NULL, 10);
+    }
+    return -1;
+}
+
+static int flow_cmp(const void *a, const void *b)
+{
+    const flow *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return 0;
+}
+
+/* Events that lack args.correlation get it from the ac2g flow that points
+ * at them (same row, same timestamp): 'f' for GPU ops, 's' for API calls. */
+static void link_flows(reader *r, uint32_t first)
+{
+    if (r->nflows == 0)
+        return;
+    qsort(r->flows, r->nflows, sizeof *r->flows, flow_cmp);
+    teller_events *ev = teller_store_events_mut(r->st);
+    for (size_t i = first; i < ev->n; i++) {
+        if (ev->corr[i])
+            continue;
+        uint8_t L = ev->layer[i];
+        int gpu = L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET;
+        int api = L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER;
+        if (!gpu && !api)
+            continue;
+        flow key = {ev->start_ns[i], ev->pid[i], ev->tid[i], 0, (uint8_t)api};
+        flow *hit = bsearch(&key, r->flows, r->nflows, sizeof *r->flows, flow_cmp);
+        if (hit) {
+            ev->corr[i] = hit->id;
+            if (gpu)
+                r->gpu_without_corr--;
+        }
+    }
+}
+
+static teller_status run(reader *r)
+{
+    enum { TOP_START, TOP_OBJ, EVENTS, TOP_END } state = TOP_START;
+    int bare = 0, first = 1, top_first = 1;
+    size_t pos = 0;
+    teller_store *st = r->st;
+    for (;;) {
+        json_cur c = {r->buf + pos, r->buf + r->len, NULL};
+        const char *mark = c.p;
+        int res;
+        if (state == TOP_START) {
+            res = json_ws(&c);
+            if (res == JSON_OK) {
+                if (*c.p == '{') {
+                    state = TOP_OBJ;
+                    first = 1;
+                } else if (*c.p == '[') {
+                    state = EVENTS;
+                    bare = 1;
+                    first = 1;
+                } else {
+                    return fail_at(r, TELLER_ERR_FORMAT, c.p, "not a trace: expected '{' or '[' at the start");
+                }
+                c.p++;
+                pos = (size_t)(c.p - r->buf);
+                continue;
+            }
+        } else if (state == TOP_OBJ) {
+            json_str k;
+            int done, tf = top_first; /* committed only when the whole unit parsed */
+            res = json_obj_next(&c, &tf, &k, &done);
+            if (res == JSON_OK) {
+                if (done) {
+                    state = TOP_END;
+                } else if (JSON_EQ(&k, "traceEvents")) {
+                    res = json_expect(&c, '[');
+                    if (res == JSON_OK) {
+                        state = EVENTS;
+                        first = 1;
+                    }
+                } else {
+                    res = parse_top_value(&c, r, &k);
+                }
+                if (res == JSON_OK)
+                    top_first = tf;
+            }
+        } else if (state == EVENTS) {
+            int done;
+            res = json_arr_next(&c, first, &done);
+            if (res == JSON_OK) {
+                if (done) {
+                    state = bare ? TOP_END : TOP_OBJ;
+                } else {
+                    ev_fields f;
+                    const char *at = c.p;
+                    res = parse_event(&c, &f);
+                    if (res == JSON_OK) {
+                        if (commit_event(r, &f, at) != 0)
+                            return teller_error_set(r->err, TELLER_ERR_NOMEM, r->path, pos_of(r, at),
+                                                    "out of memory");
+                        first = 0;
+                    }
+                }
+            }
+        } else { /* TOP_END: only white space may follow */
+            res = json_ws(&c);
+            if (res == JSON_OK) {
+                teller_store_warn(st, r->path, pos_of(r, c.p), "data after the end of the trace ignored");
+                return TELLER_OK;
+            }
+            if (r->eof)
+                return TELLER_OK;
+            pos = r->len;
+            teller_status s = refill(r, pos);
+            if (s)
+                return s;
+            pos = 0;
+            continue;
+        }
+        if (res == JSON_OK) {
+            pos = (size_t)(c.p - r->buf);
+            continue;
+        }
+        if (res == JSON_ERR)
+            return fail_at(r, TELLER_ERR_FORMAT, c.p, c.err ? c.err : "invalid JSON");
+        /* JSON_MORE: keep from the mark, read more, parse the unit again */
+        if (r->eof)
+            return teller_error_set(r->err, TELLER_ERR_TRUNCATED, r->path, r->base_off + r->len,
+                                    "the trace ends early (truncated JSON)");
+        teller_status s = refill(r, (size_t)(mark - r->buf));
+        if (s)
+            return s;
+        pos = 0;
+    }
+}
+
+static teller_status ingest(reader *r)
+{
+    teller_store *st = r->st;
+    teller_source src = {0};
+    src.path = teller_store_intern(st, r->path, strlen(r->path));
+    src.format = TELLER_FORMAT_KINETO;
+    src.rank = -1;
+    src.node = -1;
+    src.pid = -1;
+    uint32_t first = (uint32_t)teller_store_events(st)->n;
+    src.first_event = first;
+    uint32_t si = teller_store_add_source(st, &src);
+    if (si == TELLER_NONE || src.path == TELLER_NONE)
+        return teller_error_set(r->err, TELLER_ERR_LIMIT, r->path, 0, "too many sources or out of memory");
+    r->src = (uint16_t)si;
+    r->rank = -1;
+    teller_status s = run(r);
+    if (s)
+        return s;
+    link_flows(r, first);
+    if (r->gpu_without_corr)
+        teller_store_warn(st, r->path, 0, "%llu GPU operations carry no correlation id and cannot be linked",
+                          (unsigned long long)r->gpu_without_corr);
+    teller_events *ev = teller_store_events_mut(st);
+    if (r->has_base) {
+        for (size_t i = first; i < ev->n; i++)
+            ev->start_ns[i] += r->base_ns;
+    }
+    teller_source *so = teller_store_source(st, si);
+    so->num_events = (uint32_t)(ev->n - first);
+    so->base_ns = r->has_base ? r->base_ns : 0;
+    if (r->opts->rank_override >= 0)
+        so->rank = r->opts->rank_override;
+    else if (r->rank >= 0)
+        so->rank = (int32_t)r->rank;
+    else
+        so->rank = (int32_t)rank_from_path(r->path);
+    so->world_size = (int32_t)r->world;
+    so->num_devices = r->ndev;
+    so->device_name = r->devname;
+    so->host = r->host;
+    /* the CPU process: the most common non-negative pid of CPU events */
+    for (size_t i = first; i < ev->n; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU) && ev->pid[i] > 0 && ev->layer[i] != TELLER_LAYER_OTHER) {
+            so->pid = ev->pid[i];
+            break;
+        }
+    }
+    return TELLER_OK;
+}
+
+teller_ingest_opts teller_ingest_defaults(void)
+{
+    teller_ingest_opts o = {0};
+    o.rank_override = -1;
+    return o;
+}
+
+static void reader_free(reader *r)
+{
+    if (r->owned)
+        free(r->buf);
+    free(r->scratch);
+    free(r->flows);
+}
+
+teller_status teller_ingest_kineto(teller_store *st, const char *path, const teller_ingest_opts *opts,
+                                   teller_error *err)
+{
+    teller_ingest_opts def = teller_ingest_defaults();
+    reader r = {0};
+    r.st = st;
+    r.path = path;
+    r.opts = opts ? opts : &def;
+    r.err = err;
+    r.gz = gzopen(path, "rb");
+    if (!r.gz)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the file");
+    gzbuffer(r.gz, 1u << 20);
+    r.cap = WINDOW_INITIAL;
+    r.buf = malloc(r.cap);
+    r.owned = 1;
+    teller_status s;
+    if (!r.buf)
+        s = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    else if ((s = refill(&r, 0)) == TELLER_OK)
+        s = ingest(&r);
+    gzclose(r.gz);
+    reader_free(&r);
+    return s;
+}
+
+teller_status teller_ingest_kineto_mem(teller_store *st, const char *name, const void *data, size_t len,
+                                       const teller_ingest_opts *opts, teller_error *err)
+{
+    teller_ingest_opts def = teller_ingest_defaults();
+    reader r = {0};
+    r.st = st;
+    r.path = name;
+    r.opts = opts ? opts : &def;
+    r.err = err;
+    r.buf = (char *)data; /* never written: refill() does nothing without gz */
+    r.len = len;
+    r.cap = len;
+    r.eof = 1;
+    teller_status s = ingest(&r);
+    reader_free(&r);
+    return s;
+}

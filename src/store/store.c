@@ -1,0 +1,330 @@
+/*
+ * store.c - the columnar event table, side tables and string interning.
+ *
+ * Interning is an open-addressing hash table of ids over text kept in
+ * large blocks; ids are dense and stable, 0 is the empty string. Event
+ * columns grow together. See include/teller/store.h for the contract.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+#include "../util/vec.h"
+
+#define STR_BLOCK_SIZE (1u << 20)
+
+static uint32_t hash_bytes(const char *s, size_t n)
+{
+    /* FNV-1a over 8-byte words then bytes: names are short and repeat. */
+    uint64_t h = 1469598103934665603ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+static char *str_alloc(teller_store *st, size_t n)
+{
+    str_block *b = st->blocks;
+    if (!b || b->size - b->used < n) {
+        size_t sz = n > STR_BLOCK_SIZE ? n : STR_BLOCK_SIZE;
+        str_block *nb = malloc(sizeof *nb + sz);
+        if (!nb)
+            return NULL;
+        nb->next = st->blocks;
+        nb->used = 0;
+        nb->size = sz;
+        st->blocks = nb;
+        st->str_bytes += sizeof *nb + sz;
+        b = nb;
+    }
+    char *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+static int rehash(teller_store *st, size_t ncap)
+{
+    uint32_t *t = malloc(ncap * sizeof *t);
+    if (!t)
+        return -1;
+    memset(t, 0xff, ncap * sizeof *t);
+    for (size_t id = 0; id < st->nstr; id++) {
+        size_t i = st->strs[id].hash & (ncap - 1);
+        while (t[i] != TELLER_NONE)
+            i = (i + 1) & (ncap - 1);
+        t[i] = (uint32_t)id;
+    }
+    free(st->htab);
+    st->str_bytes += (ncap - st->hcap) * sizeof *t;
+    st->htab = t;
+    st->hcap = ncap;
+    return 0;
+}
+
+uint32_t teller_store_intern(teller_store *st, const char *s, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (len > UINT32_MAX - 1)
+        return TELLER_NONE;
+    uint32_t h = hash_bytes(s, len);
+    size_t mask = st->hcap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t id = st->htab[i];
+        if (id == TELLER_NONE)
+            break;
+        const struct str_ent *se = &st->strs[id];
+        if (se->hash == h && se->len == len && memcmp(se->ptr, s, len) == 0)
+            return id;
+    }
+    if ((st->nstr + 1) * 4 > st->hcap * 3 && rehash(st, st->hcap * 2) != 0)
+        return TELLER_NONE;
+    size_t old_cap = st->str_cap;
+    if (TELLER_GROW(st->strs, st->str_cap, st->nstr + 1))
+        return TELLER_NONE;
+    st->str_bytes += (st->str_cap - old_cap) * sizeof *st->strs;
+    char *p = str_alloc(st, len + 1);
+    if (!p)
+        return TELLER_NONE;
+    memcpy(p, s, len);
+    p[len] = 0;
+    uint32_t id = (uint32_t)st->nstr++;
+    st->strs[id] = (struct str_ent){p, (uint32_t)len, h};
+    mask = st->hcap - 1;
+    size_t i = h & mask;
+    while (st->htab[i] != TELLER_NONE)
+        i = (i + 1) & mask;
+    st->htab[i] = id;
+    return id;
+}
+
+const char *teller_store_str(const teller_store *st, uint32_t id)
+{
+    if (id >= st->nstr)
+        return "";
+    return st->strs[id].ptr;
+}
+
+size_t teller_store_str_bytes(const teller_store *st) { return st->str_bytes; }
+
+teller_store *teller_store_create(void)
+{
+    teller_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    if (rehash(st, 1024) != 0) {
+        free(st);
+        return NULL;
+    }
+    /* id 0 is the empty string; it is not in htab: intern("") returns 0 directly */
+    if (TELLER_GROW(st->strs, st->str_cap, 1)) {
+        teller_store_free(st);
+        return NULL;
+    }
+    st->strs[0] = (struct str_ent){"", 0, 0};
+    st->nstr = 1;
+    return st;
+}
+
+void teller_store_free(teller_store *st)
+{
+    if (!st)
+        return;
+    for (str_block *b = st->blocks, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    free(st->strs);
+    free(st->htab);
+    free(st->sources);
+    teller_events *e = &st->ev;
+    free(e->start_ns);
+    free(e->dur_ns);
+    free(e->name);
+    free(e->layer);
+    free(e->flags);
+    free(e->source);
+    free(e->pid);
+    free(e->tid);
+    free(e->corr);
+    free(e->args);
+    free(e->parent);
+    free(e->first_child);
+    free(e->next_sibling);
+    free(e->depth);
+    free(e->step);
+    free(st->args);
+    free(st->comms);
+    free(st->steps);
+    free(st->colls);
+    free(st->members);
+    free(st->nodes);
+    for (size_t i = 0; i < st->nwarn_msgs; i++)
+        free(st->warn_msgs[i]);
+    free(st);
+}
+
+uint32_t teller_store_add_source(teller_store *st, const teller_source *src)
+{
+    if (st->nsources >= UINT16_MAX || TELLER_GROW(st->sources, st->sources_cap, st->nsources + 1))
+        return TELLER_NONE;
+    st->sources[st->nsources] = *src;
+    return (uint32_t)st->nsources++;
+}
+
+size_t teller_store_num_sources(const teller_store *st) { return st->nsources; }
+teller_source *teller_store_source(teller_store *st, uint32_t i) { return &st->sources[i]; }
+const teller_source *teller_store_source_c(const teller_store *st, uint32_t i) { return &st->sources[i]; }
+
+int teller_store_reserve_events(teller_store *st, size_t need)
+{
+    if (need <= st->ev_cap)
+        return 0;
+    if (need >= TELLER_NONE)
+        return -1;
+    size_t ncap = st->ev_cap ? st->ev_cap + st->ev_cap / 2 : 4096;
+    if (ncap < need)
+        ncap = need;
+    if (ncap >= TELLER_NONE)
+        ncap = TELLER_NONE - 1;
+    teller_events *e = &st->ev;
+#define COL(f)                                                   \
+    do {                                                         \
+        size_t c = st->ev_cap;                                   \
+        if (teller_grow((void **)&e->f, &c, ncap, sizeof *e->f)) \
+            return -1;                                           \
+    } while (0)
+    COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
+    COL(pid); COL(tid); COL(corr); COL(args); COL(parent); COL(first_child);
+    COL(next_sibling); COL(depth); COL(step);
+#undef COL
+    st->ev_cap = ncap;
+    return 0;
+}
+
+uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
+{
+    size_t i = st->ev.n;
+    if (teller_store_reserve_events(st, i + 1))
+        return TELLER_NONE;
+    teller_events *e = &st->ev;
+    e->start_ns[i] = r->start_ns;
+    e->dur_ns[i] = r->dur_ns;
+    e->name[i] = r->name;
+    e->layer[i] = r->layer;
+    e->flags[i] = r->flags;
+    e->source[i] = r->source;
+    e->pid[i] = r->pid;
+    e->tid[i] = r->tid;
+    e->corr[i] = r->corr;
+    e->args[i] = r->args;
+    e->parent[i] = TELLER_NONE;
+    e->first_child[i] = TELLER_NONE;
+    e->next_sibling[i] = TELLER_NONE;
+    e->depth[i] = 0;
+    e->step[i] = TELLER_NONE;
+    e->n = i + 1;
+    return (uint32_t)i;
+}
+
+const teller_events *teller_store_events(const teller_store *st) { return &st->ev; }
+teller_events *teller_store_events_mut(teller_store *st) { return &st->ev; }
+
+uint32_t teller_store_add_args(teller_store *st, const teller_args *a)
+{
+    if (st->nargs >= TELLER_NONE - 1 || TELLER_GROW(st->args, st->args_cap, st->nargs + 1))
+        return TELLER_NONE;
+    st->args[st->nargs] = *a;
+    return (uint32_t)st->nargs++;
+}
+
+const teller_args *teller_store_args(const teller_store *st, uint32_t i)
+{
+    return i < st->nargs ? &st->args[i] : NULL;
+}
+
+uint32_t teller_store_add_comm(teller_store *st, const teller_comm *c)
+{
+    if (st->ncomms >= TELLER_NONE - 1 || TELLER_GROW(st->comms, st->comms_cap, st->ncomms + 1))
+        return TELLER_NONE;
+    st->comms[st->ncomms] = *c;
+    return (uint32_t)st->ncomms++;
+}
+
+const teller_comm *teller_store_comm(const teller_store *st, uint32_t i)
+{
+    return i < st->ncomms ? &st->comms[i] : NULL;
+}
+
+const teller_args *teller_store_event_args(const teller_store *st, uint32_t e)
+{
+    return e < st->ev.n ? teller_store_args(st, st->ev.args[e]) : NULL;
+}
+
+const teller_comm *teller_store_event_comm(const teller_store *st, uint32_t e)
+{
+    const teller_args *a = teller_store_event_args(st, e);
+    return a ? teller_store_comm(st, a->comm) : NULL;
+}
+
+int32_t teller_store_event_rank(const teller_store *st, uint32_t e)
+{
+    return st->sources[st->ev.source[e]].rank;
+}
+
+int32_t teller_store_event_node(const teller_store *st, uint32_t e)
+{
+    return st->sources[st->ev.source[e]].node;
+}
+
+size_t teller_store_num_steps(const teller_store *st) { return st->nsteps; }
+const teller_step *teller_store_steps(const teller_store *st) { return st->steps; }
+uint32_t teller_store_step_count(const teller_store *st) { return st->step_count; }
+size_t teller_store_num_collectives(const teller_store *st) { return st->ncolls; }
+const teller_collective *teller_store_collectives(const teller_store *st) { return st->colls; }
+const teller_coll_member *teller_store_coll_members(const teller_store *st) { return st->members; }
+size_t teller_store_num_nodes(const teller_store *st) { return st->nnodes; }
+const teller_node *teller_store_nodes(const teller_store *st) { return st->nodes; }
+
+void teller_store_warn(teller_store *st, const char *file, uint64_t offset, const char *fmt, ...)
+{
+    st->nwarn++;
+    if (st->nwarn_msgs >= TELLER_MAX_WARNINGS)
+        return;
+    char body[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(file) + strlen(body) + 32;
+    char *m = malloc(n);
+    if (!m)
+        return;
+    snprintf(m, n, "%s:%llu: %s", file, (unsigned long long)offset, body);
+    st->warn_msgs[st->nwarn_msgs++] = m;
+}
+
+uint64_t teller_store_num_warnings(const teller_store *st) { return st->nwarn; }
+size_t teller_store_num_warning_msgs(const teller_store *st) { return st->nwarn_msgs; }
+const char *teller_store_warning_msg(const teller_store *st, size_t i)
+{
+    return i < st->nwarn_msgs ? st->warn_msgs[i] : "";
+}
+
+const char *teller_layer_name(teller_layer l)
+{
+    static const char *const names[TELLER_LAYER_COUNT] = {
+        "engine", "frontend", "backend", "runtime", "driver",
+        "kernel", "memcpy", "memset", "sync", "other"};
+    return (unsigned)l < TELLER_LAYER_COUNT ? names[l] : "?";
+}

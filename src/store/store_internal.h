@@ -1,0 +1,57 @@
+/*
+ * store_internal.h - the store's private layout, shared by store.c and the
+ * tree builder (which fills the derived tables). Not a public header.
+ */
+#ifndef TELLER_STORE_INTERNAL_H
+#define TELLER_STORE_INTERNAL_H
+
+#include "teller/store.h"
+
+/* String blocks: interned text lives in blocks that never move. */
+typedef struct str_block {
+    struct str_block *next;
+    size_t            used, size;
+    char              data[];
+} str_block;
+
+struct teller_store {
+    /* interned strings */
+    str_block   *blocks;
+    struct str_ent { const char *ptr; uint32_t len, hash; } *strs; /* id -> text */
+    size_t       nstr, str_cap;
+    uint32_t    *htab;      /* open addressing, TELLER_NONE = empty */
+    size_t       hcap;      /* power of two */
+    size_t       str_bytes;
+
+    teller_source *sources;
+    size_t         nsources, sources_cap;
+
+    teller_events ev;
+    size_t        ev_cap;
+
+    teller_args *args;
+    size_t       nargs, args_cap;
+    teller_comm *comms;
+    size_t       ncomms, comms_cap;
+
+    /* derived (tree.c) */
+    teller_step        *steps;
+    size_t              nsteps;
+    uint32_t            step_count;
+    teller_collective  *colls;
+    size_t              ncolls;
+    teller_coll_member *members;
+    size_t              nmembers;
+    teller_node        *nodes;
+    size_t              nnodes;
+
+    /* warnings */
+    uint64_t nwarn;
+    char    *warn_msgs[TELLER_MAX_WARNINGS];
+    size_t   nwarn_msgs;
+};
+
+/* Grows every event column to hold `need` events; 0 or -1 (out of memory). */
+int teller_store_reserve_events(teller_store *st, size_t need);
+
+#endif

@@ -1,0 +1,917 @@
+/*
+ * tree.c - call-chain trees, ranks and nodes, collectives, clock offsets
+ * and steps over a loaded store. See include/teller/tree.h for the order
+ * of the passes and docs/ARCHITECTURE.md for the rules.
+ *
+ * Memory: the sort and the sweep borrow the not-yet-filled columns
+ * (parent, first_child, next_sibling, step) as scratch, and the
+ * permutation is applied in place by following cycles, so building the
+ * trees adds no per-event memory beyond the correlation hash table, which
+ * holds only API calls.
+ */
+#include <ctype.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "teller/tree.h"
+#include "../store/store_internal.h"
+#include "../util/vec.h"
+
+teller_tree_opts teller_tree_defaults(void)
+{
+    teller_tree_opts o = {0};
+    return o;
+}
+
+static int ci_contains(const char *s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *s; s++) {
+        size_t i = 0;
+        while (i < n && s[i] && tolower((unsigned char)s[i]) == needle[i])
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+int teller_name_is_comm(const char *name)
+{
+    if (strncmp(name, "c10d::", 6) == 0 || strcmp(name, "record_param_comms") == 0)
+        return 1;
+    return ci_contains(name, "nccl") || ci_contains(name, "rccl");
+}
+
+/* ---- pass 1: sort events by row, then time ---- */
+
+typedef struct row_key {
+    uint16_t source;
+    uint8_t  gpu;
+    int32_t  pid, tid;
+} row_key;
+
+/* Rows are (source, gpu?, pid, tid). Returns the number of rows and writes
+ * each event's row id into rowid[]; fills *rows (caller frees). */
+static long assign_rows(const teller_events *ev, uint32_t *rowid, row_key **rows_out)
+{
+    size_t cap = 1024, nrows = 0, rcap = 0;
+    row_key *rows = NULL;
+    uint32_t *tab = malloc(cap * sizeof *tab);
+    if (!tab)
+        return -1;
+    memset(tab, 0xff, cap * sizeof *tab);
+    for (size_t i = 0; i < ev->n; i++) {
+        row_key k = {ev->source[i], (uint8_t)((ev->flags[i] & TELLER_F_GPU) != 0), ev->pid[i], ev->tid[i]};
+        uint64_t h = ((uint64_t)k.source * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)k.pid * 0xC2B2AE3D27D4EB4Full) ^
+                     ((uint64_t)(uint32_t)k.tid * 0x165667B19E3779F9ull) ^ k.gpu;
+        h ^= h >> 31;
+        size_t j = h & (cap - 1);
+        for (;;) {
+            uint32_t r = tab[j];
+            if (r == TELLER_NONE) {
+                if (TELLER_GROW(rows, rcap, nrows + 1)) {
+                    free(tab);
+                    free(rows);
+                    return -1;
+                }
+                rows[nrows] = k;
+                tab[j] = (uint32_t)nrows;
+                rowid[i] = (uint32_t)nrows++;
+                break;
+            }
+            if (rows[r].source == k.source && rows[r].gpu == k.gpu && rows[r].pid == k.pid && rows[r].tid == k.tid) {
+                rowid[i] = r;
+                break;
+            }
+            j = (j + 1) & (cap - 1);
+        }
+        if (nrows * 2 > cap) {
+            /* grow and rehash */
+            size_t ncap = cap * 2;
+            uint32_t *nt = malloc(ncap * sizeof *nt);
+            if (!nt) {
+                free(tab);
+                free(rows);
+                return -1;
+            }
+            memset(nt, 0xff, ncap * sizeof *nt);
+            for (size_t r = 0; r < nrows; r++) {
+                const row_key *q = &rows[r];
+                uint64_t hh = ((uint64_t)q->source * 0x9E3779B97F4A7C15ull) ^
+                              ((uint64_t)(uint32_t)q->pid * 0xC2B2AE3D27D4EB4Full) ^
+                              ((uint64_t)(uint32_t)q->tid * 0x165667B19E3779F9ull) ^ q->gpu;
+                hh ^= hh >> 31;
+                size_t jj = hh & (ncap - 1);
+                while (nt[jj] != TELLER_NONE)
+                    jj = (jj + 1) & (ncap - 1);
+                nt[jj] = (uint32_t)r;
+            }
+            free(tab);
+            tab = nt;
+            cap = ncap;
+        }
+    }
+    free(tab);
+    *rows_out = rows;
+    return (long)nrows;
+}
+
+static int row_cmp(const row_key *a, const row_key *b)
+{
+    if (a->source != b->source) return a->source < b->source ? -1 : 1;
+    if (a->gpu != b->gpu) return a->gpu < b->gpu ? -1 : 1;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    return 0;
+}
+
+static const row_key *g_rows; /* for qsort of row order only (a few hundred rows) */
+static int row_order_cmp(const void *a, const void *b)
+{
+    return row_cmp(&g_rows[*(const uint32_t *)a], &g_rows[*(const uint32_t *)b]);
+}
+
+/* Orders events with equal start: longer first, then outer layer first. */
+static int tie_less(const teller_events *ev, uint32_t a, uint32_t b)
+{
+    if (ev->dur_ns[a] != ev->dur_ns[b])
+        return ev->dur_ns[a] > ev->dur_ns[b];
+    if (ev->layer[a] != ev->layer[b])
+        return ev->layer[a] < ev->layer[b];
+    return a < b;
+}
+
+/* Sorts perm[lo..hi) by start (radix on start - min), ties by tie_less. */
+static void sort_row(const teller_events *ev, uint32_t *perm, uint32_t *tmp, size_t lo, size_t hi)
+{
+    size_t n = hi - lo;
+    if (n < 2)
+        return;
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    int sorted = 1;
+    for (size_t i = lo; i < hi; i++) {
+        int64_t s = ev->start_ns[perm[i]];
+        if (s < mn) mn = s;
+        if (s > mx) mx = s;
+        if (i > lo && s < ev->start_ns[perm[i - 1]])
+            sorted = 0;
+    }
+    if (!sorted) {
+        uint64_t span = (uint64_t)mx - (uint64_t)mn;
+        uint32_t *a = perm + lo, *b = tmp + lo;
+        for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 11) {
+            size_t cnt[2048] = {0};
+            for (size_t i = 0; i < n; i++)
+                cnt[(((uint64_t)ev->start_ns[a[i]] - (uint64_t)mn) >> shift) & 2047]++;
+            size_t sum = 0;
+            for (size_t d = 0; d < 2048; d++) {
+                size_t c = cnt[d];
+                cnt[d] = sum;
+                sum += c;
+            }
+            for (size_t i = 0; i < n; i++)
+                b[cnt[(((uint64_t)ev->start_ns[a[i]] - (uint64_t)mn) >> shift) & 2047]++] = a[i];
+            uint32_t *t = a;
+            a = b;
+            b = t;
+        }
+        if (a != perm + lo)
+            memcpy(perm + lo, a, n * sizeof *a);
+    }
+    /* ties: insertion sort within runs of equal start */
+    for (size_t i = lo + 1; i < hi; i++) {
+        uint32_t x = perm[i];
+        size_t j = i;
+        while (j > lo && ev->start_ns[perm[j - 1]] == ev->start_ns[x] && tie_less(ev, x, perm[j - 1])) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = x;
+    }
+}
+
+/* Applies perm (new position k holds old event perm[k]) to the input
+ * columns in place, by cycles. perm is destroyed. */
+static void apply_perm(teller_events *ev, uint32_t *perm)
+{
+    for (size_t k = 0; k < ev->n; k++) {
+        if (perm[k] == k || perm[k] == TELLER_NONE)
+            continue;
+        int64_t s = ev->start_ns[k], d = ev->dur_ns[k];
+        uint32_t nm = ev->name[k], co = ev->corr[k], ar = ev->args[k];
+        uint8_t ly = ev->layer[k], fl = ev->flags[k];
+        uint16_t so = ev->source[k];
+        int32_t pi = ev->pid[k], ti = ev->tid[k];
+        size_t j = k;
+        for (;;) {
+            uint32_t src = perm[j];
+            perm[j] = TELLER_NONE;
+            if (src == k) {
+                ev->start_ns[j] = s; ev->dur_ns[j] = d; ev->name[j] = nm; ev->corr[j] = co;
+                ev->args[j] = ar; ev->layer[j] = ly; ev->flags[j] = fl; ev->source[j] = so;
+                ev->pid[j] = pi; ev->tid[j] = ti;
+                break;
+            }
+            ev->start_ns[j] = ev->start_ns[src]; ev->dur_ns[j] = ev->dur_ns[src];
+            ev->name[j] = ev->name[src]; ev->corr[j] = ev->corr[src]; ev->args[j] = ev->args[src];
+            ev->layer[j] = ev->layer[src]; ev->flags[j] = ev->flags[src]; ev->source[j] = ev->source[src];
+            ev->pid[j] = ev->pid[src]; ev->tid[j] = ev->tid[src];
+            j = src;
+        }
+    }
+}
+
+/* Sorts the event table; returns 0 or -1 (out of memory). Row boundaries
+ * come back in *row_start (nrows+1 entries, caller frees). */
+static int sort_events(teller_store *st, size_t **row_start_out, long *nrows_out)
+{
+    teller_events *ev = &st->ev;
+    size_t n = ev->n;
+    uint32_t *rowid = ev->parent, *perm = ev->step, *tmp = ev->first_child; /* scratch */
+    row_key *rows = NULL;
+    long nrows = assign_rows(ev, rowid, &rows);
+    if (nrows < 0)
+        return -1;
+    uint32_t *order = malloc((size_t)(nrows ? nrows : 1) * sizeof *order);
+    uint32_t *rank_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *rank_of);
+    size_t *start = calloc((size_t)nrows + 1, sizeof *start);
+    if (!order || !rank_of || !start) {
+        free(order); free(rank_of); free(start); free(rows);
+        return -1;
+    }
+    for (long r = 0; r < nrows; r++)
+        order[r] = (uint32_t)r;
+    g_rows = rows;
+    qsort(order, (size_t)nrows, sizeof *order, row_order_cmp);
+    for (long r = 0; r < nrows; r++)
+        rank_of[order[r]] = (uint32_t)r;
+    /* counting sort by row position */
+    for (size_t i = 0; i < n; i++)
+        start[rank_of[rowid[i]] + 1]++;
+    for (long r = 0; r < nrows; r++)
+        start[r + 1] += start[r];
+    {
+        size_t *fill = malloc((size_t)(nrows ? nrows : 1) * sizeof *fill);
+        if (!fill) {
+            free(order); free(rank_of); free(start); free(rows);
+            return -1;
+        }
+        memcpy(fill, start, (size_t)nrows * sizeof *fill);
+        for (size_t i = 0; i < n; i++)
+            perm[fill[rank_of[rowid[i]]]++] = (uint32_t)i;
+        free(fill);
+    }
+    for (long r = 0; r < nrows; r++)
+        sort_row(ev, perm, tmp, start[r], start[r + 1]);
+    apply_perm(ev, perm);
+    free(order);
+    free(rank_of);
+    free(rows);
+    *row_start_out = start;
+    *nrows_out = nrows;
+    return 0;
+}
+
+/* ---- pass 2: nesting and launch links ---- */
+
+static int is_gpu_op(uint8_t layer)
+{
+    return layer == TELLER_LAYER_KERNEL || layer == TELLER_LAYER_MEMCPY || layer == TELLER_LAYER_MEMSET ||
+           layer == TELLER_LAYER_SYNC;
+}
+
+static int nest_cpu_rows(teller_events *ev, const size_t *row_start, long nrows)
+{
+    uint32_t *stack = NULL;
+    size_t scap = 0;
+    for (long r = 0; r < nrows; r++) {
+        size_t lo = row_start[r], hi = row_start[r + 1];
+        if (lo == hi || (ev->flags[lo] & TELLER_F_GPU))
+            continue;
+        size_t sp = 0;
+        for (size_t i = lo; i < hi; i++) {
+            if (ev->flags[i] & (TELLER_F_INSTANT | TELLER_F_COUNTER))
+                continue; /* instants and counters stay roots */
+            int64_t s = ev->start_ns[i], e = s + ev->dur_ns[i];
+            while (sp > 0) {
+                uint32_t t = stack[sp - 1];
+                if (s >= ev->start_ns[t] && e <= ev->start_ns[t] + ev->dur_ns[t])
+                    break;
+                sp--;
+            }
+            if (sp > 0) {
+                uint32_t t = stack[sp - 1];
+                ev->parent[i] = t;
+                ev->depth[i] = ev->depth[t] < UINT16_MAX ? (uint16_t)(ev->depth[t] + 1) : UINT16_MAX;
+            }
+            if (TELLER_GROW(stack, scap, sp + 1)) {
+                free(stack);
+                return -1;
+            }
+            stack[sp++] = (uint32_t)i;
+        }
+    }
+    free(stack);
+    return 0;
+}
+
+typedef struct corr_map {
+    uint64_t *keys; /* (source << 32) | corr, 0 = empty */
+    uint32_t *vals;
+    size_t    cap;
+} corr_map;
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int link_gpu(teller_store *st)
+{
+    teller_events *ev = &st->ev;
+    size_t napi = 0;
+    for (size_t i = 0; i < ev->n; i++)
+        if ((ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i])
+            napi++;
+    corr_map m = {0};
+    m.cap = 64;
+    while (m.cap < napi * 2)
+        m.cap *= 2;
+    m.keys = calloc(m.cap, sizeof *m.keys);
+    m.vals = malloc(m.cap * sizeof *m.vals);
+    if (!m.keys || !m.vals) {
+        free(m.keys);
+        free(m.vals);
+        return -1;
+    }
+    uint64_t dups = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!((ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i]))
+            continue;
+        uint64_t key = ((uint64_t)ev->source[i] << 32) | ev->corr[i];
+        size_t j = mix64(key) & (m.cap - 1);
+        while (m.keys[j] && m.keys[j] != key)
+            j = (j + 1) & (m.cap - 1);
+        if (m.keys[j] == key) {
+            /* the same id twice: keep the inner call if nested, else the first */
+            uint32_t o = m.vals[j];
+            int nested = ev->start_ns[i] >= ev->start_ns[o] &&
+                         ev->start_ns[i] + ev->dur_ns[i] <= ev->start_ns[o] + ev->dur_ns[o];
+            if (nested)
+                m.vals[j] = (uint32_t)i;
+            else
+                dups++;
+            continue;
+        }
+        m.keys[j] = key;
+        m.vals[j] = (uint32_t)i;
+    }
+    if (dups)
+        teller_store_warn(st, "(trace)", 0,
+                          "%llu API calls reuse a correlation id already seen; GPU work links to the first",
+                          (unsigned long long)dups);
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU) || !is_gpu_op(ev->layer[i]) || !ev->corr[i])
+            continue;
+        uint64_t key = ((uint64_t)ev->source[i] << 32) | ev->corr[i];
+        size_t j = mix64(key) & (m.cap - 1);
+        while (m.keys[j] && m.keys[j] != key)
+            j = (j + 1) & (m.cap - 1);
+        if (m.keys[j] != key)
+            continue;
+        uint32_t p = m.vals[j];
+        ev->parent[i] = p;
+        ev->depth[i] = ev->depth[p] < UINT16_MAX ? (uint16_t)(ev->depth[p] + 1) : UINT16_MAX;
+        /* kernels of a collective make their launch (and its op) COMM too */
+        if (ev->flags[i] & TELLER_F_COMM)
+            ev->flags[p] |= TELLER_F_COMM;
+    }
+    free(m.keys);
+    free(m.vals);
+    return 0;
+}
+
+static void build_children(teller_events *ev)
+{
+    for (size_t i = 0; i < ev->n; i++) {
+        ev->first_child[i] = TELLER_NONE;
+        ev->next_sibling[i] = TELLER_NONE;
+    }
+    for (size_t k = ev->n; k-- > 0;) {
+        uint32_t p = ev->parent[k];
+        if (p == TELLER_NONE)
+            continue;
+        ev->next_sibling[k] = ev->first_child[p];
+        ev->first_child[p] = (uint32_t)k;
+    }
+}
+
+/* ---- pass 3: ranks and nodes ---- */
+
+static int assign_ranks_nodes(teller_store *st, const teller_tree_opts *o)
+{
+    size_t ns = st->nsources;
+    /* ranks: sources without one take the lowest unused ranks, in load order */
+    int32_t next = 0;
+    for (size_t i = 0; i < ns; i++) {
+        if (st->sources[i].rank >= 0)
+            continue;
+        for (;; next++) {
+            int used = 0;
+            for (size_t j = 0; j < ns && !used; j++)
+                used = st->sources[j].rank == next;
+            if (!used)
+                break;
+        }
+        st->sources[i].rank = next++;
+    }
+    for (size_t i = 0; i < ns; i++)
+        for (size_t j = i + 1; j < ns; j++)
+            if (st->sources[i].rank == st->sources[j].rank)
+                teller_store_warn(st, teller_store_str(st, st->sources[j].path), 0,
+                                  "rank %d appears in more than one source", (int)st->sources[j].rank);
+    /* nodes: by host name when every source has one; else rank / gpus per
+     * node (option, then deviceProperties count); else all on node 0 */
+    int all_hosts = ns > 0;
+    for (size_t i = 0; i < ns; i++)
+        all_hosts &= st->sources[i].host != 0;
+    free(st->nodes);
+    st->nodes = NULL;
+    st->nnodes = 0;
+    size_t ncap = 0;
+    for (size_t i = 0; i < ns; i++) {
+        teller_source *s = &st->sources[i];
+        int32_t node;
+        uint32_t host = s->host;
+        if (all_hosts) {
+            node = -1;
+            for (size_t k = 0; k < st->nnodes; k++)
+                if (st->nodes[k].host == host)
+                    node = st->nodes[k].node;
+            if (node < 0)
+                node = (int32_t)st->nnodes;
+        } else {
+            int gpn = o->gpus_per_node > 0 ? o->gpus_per_node : s->num_devices;
+            node = gpn > 0 ? s->rank / gpn : 0;
+            host = 0;
+        }
+        s->node = node;
+        int seen = 0;
+        for (size_t k = 0; k < st->nnodes; k++)
+            seen |= st->nodes[k].node == node;
+        if (!seen) {
+            if (TELLER_GROW(st->nodes, ncap, st->nnodes + 1))
+                return -1;
+            st->nodes[st->nnodes++] = (teller_node){node, host, 0, 0};
+        }
+    }
+    /* nodes ordered by id */
+    for (size_t i = 1; i < st->nnodes; i++)
+        for (size_t j = i; j > 0 && st->nodes[j - 1].node > st->nodes[j].node; j--) {
+            teller_node t = st->nodes[j];
+            st->nodes[j] = st->nodes[j - 1];
+            st->nodes[j - 1] = t;
+        }
+    return 0;
+}
+
+/* ---- pass 4: collectives ---- */
+
+typedef struct coll_item {
+    uint32_t key, seq;
+    int32_t  rank;
+    uint32_t ev;
+    int64_t  start;
+} coll_item;
+
+static int coll_item_cmp(const void *a, const void *b)
+{
+    const coll_item *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+static int coll_time_cmp(const void *a, const void *b)
+{
+    const coll_item *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The collective's operation from an NCCL kernel name:
+ * "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)" -> "AllReduce",
+ * "ncclKernel_AllReduce_RING_LL_Sum_float(...)" -> "AllReduce". */
+static size_t kernel_op(const char *name, const char **op)
+{
+    const char *p = strstr(name, "Kernel_");
+    if (!p) {
+        *op = name;
+        size_t n = strcspn(name, "(<");
+        return n;
+    }
+    p += 7;
+    *op = p;
+    return strcspn(p, "_(<");
+}
+
+/* Collectives are matched by (key, seq): the key is the process group
+ * when the trace names it (Kineto copies it onto the NCCL kernel), else
+ * the NCCL operation from the kernel name; seq is the trace's own sequence
+ * number when recorded, else the order of the rank's kernels of that key. */
+static int match_collectives(teller_store *st)
+{
+    teller_events *ev = &st->ev;
+    coll_item *items = NULL;
+    size_t nitems = 0, icap = 0;
+    char buf[256];
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
+            continue;
+        const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
+        const char *op;
+        size_t oplen = kernel_op(teller_store_str(st, ev->name[i]), &op);
+        if (cm && cm->pg_name)
+            snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, cm->pg_name));
+        else
+            snprintf(buf, sizeof buf, "op %.*s", (int)(oplen < 200 ? oplen : 200), op);
+        uint32_t key = teller_store_intern(st, buf, strlen(buf));
+        if (key == TELLER_NONE || TELLER_GROW(items, icap, nitems + 1))
+            goto oom;
+        uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
+        items[nitems++] = (coll_item){key, seq, st->sources[ev->source[i]].rank, (uint32_t)i, ev->start_ns[i]};
+    }
+    /* number the kernels without a recorded seq by time within (key, rank) */
+    qsort(items, nitems, sizeof *items, coll_time_cmp);
+    uint32_t count = 0;
+    for (size_t a = 0; a < nitems; a++) {
+        if (a == 0 || items[a].key != items[a - 1].key || items[a].rank != items[a - 1].rank)
+            count = 0;
+        if (items[a].seq == TELLER_NONE)
+            items[a].seq = count;
+        count++;
+    }
+    qsort(items, nitems, sizeof *items, coll_item_cmp);
+    free(st->colls);
+    free(st->members);
+    st->colls = NULL;
+    st->members = NULL;
+    st->ncolls = st->nmembers = 0;
+    size_t ccap = 0, mcap = 0;
+    for (size_t a = 0; a < nitems;) {
+        size_t b = a;
+        while (b < nitems && items[b].key == items[a].key && items[b].seq == items[a].seq)
+            b++;
+        if (TELLER_GROW(st->colls, ccap, st->ncolls + 1) || TELLER_GROW(st->members, mcap, st->nmembers + (b - a)))
+            goto oom;
+        st->colls[st->ncolls++] =
+            (teller_collective){items[a].key, items[a].seq, (uint32_t)st->nmembers, (uint32_t)(b - a)};
+        for (size_t k = a; k < b; k++)
+            st->members[st->nmembers++] = (teller_coll_member){items[k].rank, items[k].ev};
+        a = b;
+    }
+    free(items);
+    return 0;
+oom:
+    free(items);
+    return -1;
+}
+
+/* ---- pass 5: clock offsets ---- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t median_i64(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+static size_t node_index(const teller_store *st, int32_t node)
+{
+    for (size_t k = 0; k < st->nnodes; k++)
+        if (st->nodes[k].node == node)
+            return k;
+    return 0;
+}
+
+static int estimate_offsets(teller_store *st)
+{
+    size_t nn = st->nnodes;
+    if (nn < 2)
+        return 0;
+    teller_events *ev = &st->ev;
+    int *known = calloc(nn, sizeof *known);
+    int64_t *dep = malloc(nn * sizeof *dep);
+    int64_t *tmp = NULL, *diffs = NULL;
+    size_t tcap = 0, dcap = 0;
+    if (!known || !dep)
+        goto oom;
+    known[0] = 1;
+    /* chain: a node is estimated against any node already known */
+    for (int round = 0; round < (int)nn; round++) {
+        int progress = 0;
+        for (size_t n = 1; n < nn; n++) {
+            if (known[n])
+                continue;
+            size_t nd = 0;
+            for (size_t c = 0; c < st->ncolls; c++) {
+                const teller_collective *co = &st->colls[c];
+                if (co->num_members < 2)
+                    continue;
+                /* departure per node = median end of its members */
+                int64_t dn = 0, dref = 0;
+                int have_n = 0, have_ref = 0;
+                size_t ref = 0;
+                for (size_t pass = 0; pass < 2; pass++) {
+                    for (size_t k = 0; k < nn; k++) {
+                        if (pass == 0 ? k != n : !(known[k]))
+                            continue;
+                        size_t nt = 0;
+                        for (uint32_t m = 0; m < co->num_members; m++) {
+                            uint32_t e = st->members[co->first_member + m].kernel;
+                            if (node_index(st, st->sources[ev->source[e]].node) != k)
+                                continue;
+                            if (TELLER_GROW(tmp, tcap, nt + 1))
+                                goto oom;
+                            tmp[nt++] = ev->start_ns[e] + ev->dur_ns[e];
+                        }
+                        if (!nt)
+                            continue;
+                        if (pass == 0) {
+                            dn = median_i64(tmp, nt);
+                            have_n = 1;
+                        } else {
+                            dref = median_i64(tmp, nt) - st->nodes[k].offset_ns;
+                            have_ref = 1;
+                            ref = k;
+                            break;
+                        }
+                    }
+                }
+                (void)ref;
+                if (have_n && have_ref) {
+                    if (TELLER_GROW(diffs, dcap, nd + 1))
+                        goto oom;
+                    diffs[nd++] = dn - dref;
+                }
+            }
+            if (nd) {
+                st->nodes[n].offset_ns = median_i64(diffs, nd);
+                st->nodes[n].offset_samples = (uint32_t)nd;
+                known[n] = 1;
+                progress = 1;
+            }
+        }
+        if (!progress)
+            break;
+    }
+    for (size_t n = 1; n < nn; n++)
+        if (!known[n])
+            teller_store_warn(st, "(trace)", 0,
+                              "node %d shares no collective with node 0; its clock offset is unknown (taken as 0)",
+                              (int)st->nodes[n].node);
+    /* move every node onto node 0's clock */
+    for (size_t i = 0; i < ev->n; i++) {
+        int64_t off = st->nodes[node_index(st, st->sources[ev->source[i]].node)].offset_ns;
+        ev->start_ns[i] -= off;
+    }
+    free(known);
+    free(dep);
+    free(tmp);
+    free(diffs);
+    return 0;
+oom:
+    free(known);
+    free(dep);
+    free(tmp);
+    free(diffs);
+    return -1;
+}
+
+/* ---- pass 6: steps ---- */
+
+/* Built-in step markers, see docs/ARCHITECTURE.md. */
+static const char *const k_step_patterns =
+    "^ProfilerStep#[0-9]+$|^execute_([0-9]+_)?context_|^step\\[";
+
+typedef struct marker {
+    int32_t  rank;
+    int64_t  start, end;
+    uint32_t ev;
+} marker;
+
+static int marker_cmp(const void *a, const void *b)
+{
+    const marker *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+static int step_cmp(const void *a, const void *b)
+{
+    const teller_step *x = a, *y = b;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, teller_error *err)
+{
+    teller_events *ev = &st->ev;
+    regex_t re;
+    const char *pat = o->step_pattern ? o->step_pattern : k_step_patterns;
+    int rc = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+        char m[256];
+        regerror(rc, &re, m, sizeof m);
+        return teller_error_set(err, TELLER_ERR_ARG, "--step-pattern", 0, "bad regular expression: %s", m);
+    }
+    /* names are interned: test each distinct name once */
+    uint8_t *is_marker_name = calloc(st->nstr, 1);
+    if (!is_marker_name) {
+        regfree(&re);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+    }
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->layer[i] != TELLER_LAYER_ENGINE || (ev->flags[i] & TELLER_F_GPU))
+            continue;
+        uint32_t nm = ev->name[i];
+        if (is_marker_name[nm] == 0)
+            is_marker_name[nm] = regexec(&re, teller_store_str(st, nm), 0, NULL, 0) == 0 ? 1 : 2;
+    }
+    regfree(&re);
+    marker *mk = NULL;
+    size_t nmk = 0, mcap = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->layer[i] != TELLER_LAYER_ENGINE || (ev->flags[i] & TELLER_F_GPU) || is_marker_name[ev->name[i]] != 1)
+            continue;
+        /* outermost markers only */
+        int nested = 0;
+        for (uint32_t p = ev->parent[i]; p != TELLER_NONE && !nested; p = ev->parent[p])
+            nested = ev->layer[p] == TELLER_LAYER_ENGINE && is_marker_name[ev->name[p]] == 1;
+        if (nested)
+            continue;
+        if (TELLER_GROW(mk, mcap, nmk + 1))
+            goto oom;
+        mk[nmk++] = (marker){st->sources[ev->source[i]].rank, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
+                             (uint32_t)i};
+        ev->flags[i] |= TELLER_F_STEP;
+    }
+    free(is_marker_name);
+    is_marker_name = NULL;
+    /* ranks without markers get one fallback step spanning their events */
+    for (size_t s = 0; s < st->nsources; s++) {
+        int32_t rank = st->sources[s].rank;
+        int has = 0;
+        for (size_t k = 0; k < nmk && !has; k++)
+            has = mk[k].rank == rank;
+        if (has)
+            continue;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (size_t i = 0; i < ev->n; i++) {
+            if (st->sources[ev->source[i]].rank != rank || ev->layer[i] == TELLER_LAYER_OTHER)
+                continue;
+            if (ev->start_ns[i] < lo) lo = ev->start_ns[i];
+            if (ev->start_ns[i] + ev->dur_ns[i] > hi) hi = ev->start_ns[i] + ev->dur_ns[i];
+        }
+        if (lo > hi)
+            continue;
+        if (TELLER_GROW(mk, mcap, nmk + 1))
+            goto oom;
+        mk[nmk++] = (marker){rank, lo, hi, TELLER_NONE};
+    }
+    qsort(mk, nmk, sizeof *mk, marker_cmp);
+    free(st->steps);
+    st->steps = malloc((nmk ? nmk : 1) * sizeof *st->steps);
+    if (!st->steps)
+        goto oom;
+    st->nsteps = nmk;
+    st->step_count = 0;
+    for (size_t k = 0; k < nmk; k++) {
+        uint32_t num = (k > 0 && mk[k - 1].rank == mk[k].rank) ? st->steps[k - 1].step + 1 : 0;
+        st->steps[k] = (teller_step){num, mk[k].rank, mk[k].ev, mk[k].start, mk[k].end};
+        if (num + 1 > st->step_count)
+            st->step_count = num + 1;
+    }
+    /* stamp CPU events by time on their rank; mk is sorted by (rank, start) */
+    for (size_t i = 0; i < ev->n; i++) {
+        ev->step[i] = TELLER_NONE;
+        if (ev->flags[i] & TELLER_F_GPU)
+            continue;
+        int32_t rank = st->sources[ev->source[i]].rank;
+        size_t lo = 0, hi = nmk;
+        while (lo < hi) { /* last marker with (rank, start) <= (rank, t) */
+            size_t mid = (lo + hi) / 2;
+            if (mk[mid].rank < rank || (mk[mid].rank == rank && mk[mid].start <= ev->start_ns[i]))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && mk[lo - 1].rank == rank && ev->start_ns[i] < mk[lo - 1].end)
+            ev->step[i] = st->steps[lo - 1].step;
+    }
+    /* GPU work belongs to the step of its launch; steps end with their GPU work */
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU))
+            continue;
+        uint32_t p = ev->parent[i];
+        if (p == TELLER_NONE || ev->step[p] == TELLER_NONE)
+            continue;
+        ev->step[i] = ev->step[p];
+    }
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU) || ev->step[i] == TELLER_NONE)
+            continue;
+        /* steps[] is still in (rank, start) order: rank r's step k is at
+         * (first row of rank r) + k */
+        int32_t rank = st->sources[ev->source[i]].rank;
+        size_t lo = 0, hi = nmk;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (st->steps[mid].rank < rank)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t k = lo + ev->step[i];
+        int64_t e = ev->start_ns[i] + ev->dur_ns[i];
+        if (k < nmk && st->steps[k].rank == rank && e > st->steps[k].end_ns)
+            st->steps[k].end_ns = e;
+    }
+    qsort(st->steps, st->nsteps, sizeof *st->steps, step_cmp);
+    free(mk);
+    return TELLER_OK;
+oom:
+    free(is_marker_name);
+    free(mk);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+}
+
+teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err)
+{
+    teller_tree_opts def = teller_tree_defaults();
+    const teller_tree_opts *o = opts ? opts : &def;
+    teller_events *ev = &st->ev;
+    size_t *row_start = NULL;
+    long nrows = 0;
+    if (sort_events(st, &row_start, &nrows))
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while sorting events");
+    for (size_t i = 0; i < ev->n; i++) {
+        ev->parent[i] = TELLER_NONE;
+        ev->depth[i] = 0;
+    }
+    int bad = nest_cpu_rows(ev, row_start, nrows);
+    free(row_start);
+    if (bad || link_gpu(st))
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while linking events");
+    build_children(ev);
+    if (assign_ranks_nodes(st, o) || match_collectives(st) || estimate_offsets(st))
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
+    return cut_steps(st, o, err);
+}
+
+void teller_tree_stats_get(const teller_store *st, teller_tree_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    const teller_events *ev = &st->ev;
+    out->events = ev->n;
+    for (size_t i = 0; i < ev->n; i++) {
+        uint8_t L = ev->layer[i];
+        out->by_layer[L < TELLER_LAYER_COUNT ? L : TELLER_LAYER_OTHER]++;
+        if (ev->depth[i] > out->max_depth)
+            out->max_depth = ev->depth[i];
+        int launched = ev->parent[i] != TELLER_NONE &&
+                       (ev->layer[ev->parent[i]] == TELLER_LAYER_RUNTIME || ev->layer[ev->parent[i]] == TELLER_LAYER_DRIVER);
+        if (L == TELLER_LAYER_KERNEL) {
+            out->kernels++;
+            out->kernels_linked += (uint64_t)launched;
+            if (ev->flags[i] & TELLER_F_COMM)
+                out->comm_kernels++;
+        }
+        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET) {
+            out->gpu_ops++;
+            out->gpu_ops_linked += (uint64_t)launched;
+        }
+        if (ev->flags[i] & TELLER_F_GRAPH) {
+            out->graph_launches++;
+            uint64_t fan = 0;
+            for (uint32_t c = ev->first_child[i]; c != TELLER_NONE; c = ev->next_sibling[c])
+                fan += (ev->flags[c] & TELLER_F_GPU) != 0;
+            if (fan > out->max_graph_fanout)
+                out->max_graph_fanout = fan;
+        }
+    }
+}

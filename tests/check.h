@@ -1,0 +1,42 @@
+/*
+ * check.h - the test harness: named tests, CHECK macros that report file
+ * and line and keep going, and a closing "N passed, N failed" line.
+ */
+#ifndef TELLER_CHECK_H
+#define TELLER_CHECK_H
+
+#include <stdio.h>
+
+extern int check_failures; /* failures in the current test */
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            check_failures++;                                                \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                   \
+    do {                                                                     \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                \
+        if (va_ != vb_) {                                                    \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s == %s (%lld vs %lld)\n", __FILE__, __LINE__, #a, #b, va_, vb_); \
+            check_failures++;                                                \
+        }                                                                    \
+    } while (0)
+
+typedef struct test_case {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+/* Each test file defines one table, terminated by {NULL, NULL}. */
+extern const test_case json_tests[];
+extern const test_case kineto_tests[];
+extern const test_case real_trace_tests[];
+
+/* Path of a file under ../shared/data/traces (static buffer). */
+const char *shared_path(const char *rel);
+
+#endif

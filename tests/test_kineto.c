@@ -1,0 +1,247 @@
+/*
+ * test_kineto.c - the Kineto reader and the tree builder on small
+ * hand-made traces: phases, timestamps, links, steps, collectives across
+ * ranks, clock offsets, and bad input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "check.h"
+#include "teller/ingest.h"
+#include "teller/tree.h"
+
+static teller_store *load_mem(const char *doc, teller_status *st_out, teller_error *err)
+{
+    teller_store *st = teller_store_create();
+    teller_error_clear(err);
+    *st_out = teller_ingest_kineto_mem(st, "mem.json", doc, strlen(doc), NULL, err);
+    return st;
+}
+
+static uint32_t find(const teller_store *st, const char *name)
+{
+    const teller_events *ev = teller_store_events(st);
+    for (size_t i = 0; i < ev->n; i++)
+        if (!strcmp(teller_store_str(st, ev->name[i]), name))
+            return (uint32_t)i;
+    return TELLER_NONE;
+}
+
+/* One rank, one step: annotation > op > launch > kernel, base time after
+ * the events, a string pid, a flow, an instant, metadata. */
+static const char *k_small =
+    "{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": 3, \"world_size\": 4},\n"
+    " \"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\\u005fk\", \"pid\": 0, \"tid\": 7, \"ts\": 1010.5, \"dur\": 5,"
+    "   \"args\": {\"correlation\": 11, \"grid\": [2, 1, 1], \"block\": [128, 1, 1], \"External id\": 5}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 9, \"tid\": 9, \"ts\": 1003, \"dur\": 2,"
+    "   \"args\": {\"correlation\": 11, \"External id\": 5}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 9, \"tid\": 9, \"ts\": 1002, \"dur\": 4},\n"
+    "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#7\", \"pid\": 9, \"tid\": 9, \"ts\": 1000, \"dur\": 10},\n"
+    "  {\"ph\": \"s\", \"cat\": \"ac2g\", \"id\": 11, \"pid\": 9, \"tid\": 9, \"ts\": 1003, \"name\": \"ac2g\"},\n"
+    "  {\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": 9, \"tid\": 9, \"ts\": 1004},\n"
+    "  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 9, \"tid\": 9, \"args\": {\"name\": \"main\"}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", \"ts\": 990, \"dur\": 50}\n"
+    " ],\n"
+    " \"baseTimeNanoseconds\": 1000000000000, \"traceName\": \"x\"}\n";
+
+static void test_small_trace_links_and_step(void)
+{
+    teller_status s;
+    teller_error err;
+    teller_store *st = load_mem(k_small, &s, &err);
+    CHECK_EQ_INT(s, TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    const teller_events *ev = teller_store_events(st);
+    CHECK_EQ_INT(ev->n, 6);
+    uint32_t k = find(st, "gemm_k"), l = find(st, "cudaLaunchKernel"), op = find(st, "aten::mm"),
+             an = find(st, "ProfilerStep#7");
+    CHECK(k != TELLER_NONE && l != TELLER_NONE && op != TELLER_NONE && an != TELLER_NONE);
+    if (k == TELLER_NONE || l == TELLER_NONE || op == TELLER_NONE || an == TELLER_NONE) {
+        teller_store_free(st);
+        return;
+    }
+    CHECK_EQ_INT(ev->parent[k], l);
+    CHECK_EQ_INT(ev->parent[l], op);
+    CHECK_EQ_INT(ev->parent[op], an);
+    CHECK_EQ_INT(ev->parent[an], TELLER_NONE);
+    CHECK_EQ_INT(ev->depth[k], 3);
+    CHECK_EQ_INT(ev->layer[k], TELLER_LAYER_KERNEL);
+    CHECK_EQ_INT(ev->layer[an], TELLER_LAYER_ENGINE);
+    /* base time added even though it came after traceEvents; fractional us exact */
+    CHECK_EQ_INT(ev->start_ns[k], 1000000000000LL + 1010500);
+    CHECK_EQ_INT(teller_store_event_rank(st, k), 3);
+    CHECK_EQ_INT(teller_store_step_count(st), 1);
+    CHECK_EQ_INT(ev->step[k], 0);
+    const teller_args *a = teller_store_event_args(st, k);
+    CHECK(a && a->grid[0] == 2 && a->block[0] == 128 && a->ext_id == 5);
+    teller_store_free(st);
+}
+
+/* Two ranks on two nodes, node 1's clock 250 us ahead: the collective's
+ * departures give the offset back, and the steps line up. */
+static char *two_rank_doc(int rank, int64_t clock_off_us, int64_t late_us)
+{
+    char *buf = malloc(1 << 16);
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, 1 << 16, "{\"distributedInfo\": {\"rank\": %d}, \"deviceProperties\": [{\"name\": \"H200\"}],"
+                                            " \"traceEvents\": [", rank);
+    for (int step = 0; step < 3; step++) {
+        int64_t t0 = 1000000 + step * 10000 + clock_off_us;
+        int64_t arrive = t0 + 100 + (rank == 1 ? late_us : 0);
+        int64_t depart = t0 + 100 + late_us + 50; /* everyone leaves when the last arrives */
+        o += (size_t)snprintf(buf + o, (1 << 16) - o,
+            "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"execute_context_%d(1)_generation_0(0)\",\"pid\":1,\"tid\":1,\"ts\":%lld,\"dur\":1000},"
+            "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":%lld,\"dur\":5,\"args\":{\"correlation\":%d}},"
+            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)\",\"pid\":0,\"tid\":40,\"ts\":%lld,\"dur\":%lld,"
+            "\"args\":{\"correlation\":%d,\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"Group size\":2}}",
+            step ? "," : "", step, (long long)t0, (long long)(arrive - 10), 100 + step, (long long)arrive,
+            (long long)(depart - arrive), 100 + step);
+    }
+    snprintf(buf + o, (1 << 16) - o, "]}");
+    return buf;
+}
+
+static void test_two_nodes_collectives_and_offsets(void)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    char *d0 = two_rank_doc(0, 0, 30), *d1 = two_rank_doc(1, 250, 30);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank0.json", d0, strlen(d0), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank1.json", d1, strlen(d1), NULL, &err), TELLER_OK);
+    free(d0);
+    free(d1);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK); /* 1 GPU per node from deviceProperties */
+    CHECK_EQ_INT(teller_store_num_nodes(st), 2);
+    CHECK_EQ_INT(teller_store_nodes(st)[1].offset_ns, 250000);
+    CHECK_EQ_INT(teller_store_num_collectives(st), 3);
+    const teller_collective *co = teller_store_collectives(st);
+    for (size_t c = 0; c < teller_store_num_collectives(st); c++)
+        CHECK_EQ_INT(co[c].num_members, 2);
+    CHECK_EQ_INT(teller_store_step_count(st), 3);
+    CHECK_EQ_INT(teller_store_num_steps(st), 6);
+    const teller_step *s = teller_store_steps(st);
+    /* after alignment step k starts at the same time on both ranks */
+    CHECK_EQ_INT(s[0].start_ns, s[1].start_ns);
+    CHECK_EQ_INT(s[4].start_ns, s[5].start_ns);
+    teller_store_free(st);
+}
+
+static void test_bad_input_errors_with_offsets(void)
+{
+    struct {
+        const char *doc;
+        teller_status want;
+    } cases[] = {
+        {"", TELLER_ERR_TRUNCATED},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\"", TELLER_ERR_TRUNCATED},
+        {"garbage", TELLER_ERR_FORMAT},
+        {"{\"traceEvents\": [1, 2]}", TELLER_ERR_FORMAT},
+        {"{\"traceEvents\": [{\"ph\": \"X\" \"name\": \"a\"}]}", TELLER_ERR_FORMAT},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}}", TELLER_ERR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        teller_status s;
+        teller_error err;
+        teller_store *st = load_mem(cases[i].doc, &s, &err);
+        if (s != cases[i].want)
+            fprintf(stderr, "  case %zu: got %d (%s)\n", i, s, err.msg);
+        CHECK_EQ_INT(s, cases[i].want);
+        CHECK(err.msg[0] != 0);
+        CHECK(err.offset <= strlen(cases[i].doc));
+        teller_store_free(st);
+    }
+}
+
+static void test_bad_events_are_skipped_with_warnings(void)
+{
+    const char *doc =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"name\": \"neg\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": -3},"
+        "{\"ph\": \"Q\", \"name\": \"unknown phase\", \"pid\": 1, \"tid\": 1, \"ts\": 5},"
+        "{\"ph\": \"X\", \"name\": 42, \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": 1},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": \"oops\", \"dur\": 1},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 2, \"args\": {\"correlation\": 9}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 2, \"args\": {\"correlation\": 9}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"<script>\\u001b[31m\", \"pid\": 0, \"tid\": 7, \"ts\": 30, \"dur\": 1, \"args\": {\"correlation\": \"9\"}},"
+        "{\"ph\": \"X\", \"name\": \"ok\", \"pid\": 1, \"tid\": 1, \"ts\": 40, \"dur\": 1}"
+        "]}";
+    teller_status s;
+    teller_error err;
+    teller_store *st = load_mem(doc, &s, &err);
+    CHECK_EQ_INT(s, TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_store_events(st)->n, 4); /* two launches, the hostile kernel, "ok" */
+    CHECK(teller_store_num_warnings(st) >= 5);
+    CHECK(find(st, "<script>\x1b[31m") != TELLER_NONE);
+    teller_store_free(st);
+}
+
+/* A gzip file bigger than the reader's window: the same events as the
+ * in-memory read, so units split across refills are parsed again whole. */
+static void test_streaming_gzip_matches_memory(void)
+{
+    size_t cap = 24u << 20, o = 0;
+    char *doc = malloc(cap);
+    o += (size_t)snprintf(doc, cap, "{\"traceEvents\": [");
+    int n = 0;
+    while (o < cap - 4096) {
+        o += (size_t)snprintf(doc + o, cap - o,
+                              "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op_%d \\\"q\\\"\", \"pid\": 1, "
+                              "\"tid\": 1, \"ts\": %d.%03d, \"dur\": 0.5, \"args\": {\"Input Dims\": [[1, 2], [3]]}}",
+                              n ? "," : "", n % 97, n, n % 1000);
+        n++;
+    }
+    o += (size_t)snprintf(doc + o, cap - o, "]}");
+    char path[] = "/tmp/teller_test_XXXXXX.json.gz";
+    int fd = mkstemps(path, 8);
+    CHECK(fd >= 0);
+    close(fd);
+    gzFile gz = gzopen(path, "wb1");
+    gzwrite(gz, doc, (unsigned)o);
+    gzclose(gz);
+    teller_store *a = teller_store_create(), *b = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_kineto(a, path, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(b, "mem", doc, o, NULL, &err), TELLER_OK);
+    const teller_events *ea = teller_store_events(a), *eb = teller_store_events(b);
+    CHECK_EQ_INT(ea->n, (size_t)n);
+    CHECK_EQ_INT(eb->n, (size_t)n);
+    int same = ea->n == eb->n;
+    for (size_t i = 0; same && i < ea->n; i++)
+        same = ea->start_ns[i] == eb->start_ns[i] &&
+               !strcmp(teller_store_str(a, ea->name[i]), teller_store_str(b, eb->name[i]));
+    CHECK(same);
+    /* truncated gzip: a clear error, not a crash */
+    gz = gzopen(path, "wb1");
+    gzwrite(gz, doc, (unsigned)o);
+    gzclose(gz);
+    FILE *f = fopen(path, "r+b");
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    CHECK(ftruncate(fileno(f), sz / 2) == 0);
+    fclose(f);
+    teller_store *c = teller_store_create();
+    teller_status s = teller_ingest_kineto(c, path, NULL, &err);
+    CHECK(s == TELLER_ERR_TRUNCATED || s == TELLER_ERR_FORMAT);
+    CHECK(err.offset > 0);
+    unlink(path);
+    free(doc);
+    teller_store_free(a);
+    teller_store_free(b);
+    teller_store_free(c);
+}
+
+const test_case kineto_tests[] = {
+    {"kineto: kernel links to its launch by correlation id, op and step by time", test_small_trace_links_and_step},
+    {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
+    {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},
+    {"kineto: bad events are skipped with warnings, hostile names kept verbatim", test_bad_events_are_skipped_with_warnings},
+    {"kineto: streamed gzip larger than the window reads like memory", test_streaming_gzip_matches_memory},
+    {NULL, NULL},
+};

@@ -1,0 +1,42 @@
+/*
+ * test_main.c - runs every test table, or those whose name contains argv[1].
+ * Ends with "N passed, N failed" and exits non-zero on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+int check_failures;
+
+const char *shared_path(const char *rel)
+{
+    static char buf[4096];
+    const char *base = getenv("TELLER_SHARED");
+    snprintf(buf, sizeof buf, "%s/data/traces/%s", base ? base : TELLER_SHARED_DIR, rel);
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    const test_case *tables[] = {json_tests, kineto_tests, real_trace_tests};
+    int passed = 0, failed = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
+        for (const test_case *c = tables[t]; c->name; c++) {
+            if (argc > 1 && !strstr(c->name, argv[1]))
+                continue;
+            check_failures = 0;
+            c->fn();
+            if (check_failures) {
+                printf("FAIL %s\n", c->name);
+                failed++;
+            } else {
+                printf("ok   %s\n", c->name);
+                passed++;
+            }
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
