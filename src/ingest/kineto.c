@@ -84,7 +84,7 @@ typedef struct reader {
     /* flows for the correlation fallback */
     flow    *flows;
     size_t   nflows, flows_cap;
-    uint64_t gpu_without_corr;
+    uint64_t gpu_without_corr, gpu_with_corr;
     teller_error *err;
 } reader;
 
@@ -256,7 +256,8 @@ static int parse_grid(json_cur *c, uint32_t out[3], int *bad)
     }
 }
 
-/* Reads a number value, or skips a value of another type and notes it. */
+/* Reads a number value, or a string holding a decimal integer (ROCm
+ * traces write "bytes": "9216"); skips a value of another type and notes it. */
 static int num_field(json_cur *c, int64_t *out, int *bad)
 {
     int r = json_ws(c);
@@ -265,6 +266,20 @@ static int num_field(json_cur *c, int64_t *out, int *bad)
     char ch = *c->p;
     if (ch == '-' || (ch >= '0' && ch <= '9'))
         return json_int(c, out);
+    if (ch == '"') {
+        json_str s;
+        if ((r = json_string(c, &s)))
+            return r;
+        int64_t v = 0;
+        size_t i = 0;
+        for (; i < s.len && i < 18 && s.s[i] >= '0' && s.s[i] <= '9'; i++)
+            v = v * 10 + (s.s[i] - '0');
+        if (i == s.len && s.len > 0)
+            *out = v;
+        else
+            *bad = 1;
+        return JSON_OK;
+    }
     *bad = 1;
     return json_skip(c);
 }
@@ -539,6 +554,8 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
     if (ph == 's' || ph == 'f' || ph == 't') {
         if (ck != CAT_FLOW_AC2G || !f->has_id || !f->has_ts || ph == 't')
             return 0; /* fwdbwd and other flows carry no launch link */
+        if (r->gpu_with_corr && !r->gpu_without_corr)
+            return 0; /* this file links by args.correlation: flows are not needed */
         if (TELLER_GROW(r->flows, r->flows_cap, r->nflows + 1))
             return -1;
         r->flows[r->nflows++] = (flow){f->ts, row_id(r, f->pid_num, f->pid, &f->pid_s),
@@ -614,6 +631,12 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
         row.flags |= TELLER_F_COMM;
     if (gpu_op && row.corr == 0)
         r->gpu_without_corr++;
+    if (gpu_op && row.corr != 0 && !r->gpu_with_corr++ && !r->gpu_without_corr) {
+        /* first GPU op, and it has its correlation: drop the flows kept so far */
+        free(r->flows);
+        r->flows = NULL;
+        r->nflows = r->flows_cap = 0;
+    }
 
     if (gpu_op || f->coll.s) {
         teller_args a = {0};
