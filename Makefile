@@ -3,7 +3,7 @@
 #   make test     build, then run the tests (plain, then under ASan+UBSan)
 #   make bench    ingest speed and memory against Python's json (bench/run.sh)
 #   make fuzz     libFuzzer targets with clang, FUZZ_SECONDS each (fuzz/run.sh)
-#   make demo     filled in by the simulator and diagnosis work
+#   make demo     build, then read a real vLLM trace (the simulated demo comes later)
 # Every target installs missing Debian packages first (scripts/install-deps).
 
 BUILD      ?= build
@@ -36,9 +36,12 @@ bench: all
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
+# Until the simulator and diagnosis land, the demo reads a real vLLM trace.
+DEMO_TRACE ?= ../shared/data/traces/tracelens/b200/eager_trace.json.gz
 demo: all
-	@echo "make demo: the simulator and diagnosis land in later issues; for now try:"
-	@echo "  $(BUILD)/teller stats ../shared/data/traces/tracelens/b200/eager_trace.json.gz"
+	$(BUILD)/teller stats $(DEMO_TRACE)
+	$(BUILD)/teller steps $(DEMO_TRACE)
+	$(BUILD)/teller tree --max-depth 3 $(DEMO_TRACE) | head -40
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -813,7 +813,7 @@ static void link_flows(reader *r, uint32_t first)
 {
     if (r->nflows == 0)
         return;
-    qsort(r->flows, r->nflows, sizeof *r->flows, flow_cmp);
+    teller_sort(r->flows, r->nflows, sizeof *r->flows, flow_cmp);
     teller_events *ev = teller_store_events_mut(r->st);
     for (size_t i = first; i < ev->n; i++) {
         if (ev->corr[i])

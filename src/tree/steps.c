@@ -79,7 +79,7 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
         }
         iv[niv++] = (ival){(uint32_t)row, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
     }
-    qsort(iv, niv, sizeof *iv, ival_cmp);
+    teller_sort(iv, niv, sizeof *iv, ival_cmp);
     for (size_t a = 0; a < niv;) {
         uint32_t row = iv[a].row;
         int64_t busy = 0, cs = iv[a].s, ce = iv[a].e;

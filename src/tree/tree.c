@@ -245,7 +245,7 @@ static int sort_events(teller_store *st, size_t **row_start_out, long *nrows_out
     for (long r = 0; r < nrows; r++)
         order[r] = (uint32_t)r;
     g_rows = rows;
-    qsort(order, (size_t)nrows, sizeof *order, row_order_cmp);
+    teller_sort(order, (size_t)nrows, sizeof *order, row_order_cmp);
     for (long r = 0; r < nrows; r++)
         rank_of[order[r]] = (uint32_t)r;
     /* counting sort by row position */
@@ -550,7 +550,7 @@ static int match_collectives(teller_store *st)
         items[nitems++] = (coll_item){key, seq, st->sources[ev->source[i]].rank, (uint32_t)i, ev->start_ns[i]};
     }
     /* number the kernels without a recorded seq by time within (key, rank) */
-    qsort(items, nitems, sizeof *items, coll_time_cmp);
+    teller_sort(items, nitems, sizeof *items, coll_time_cmp);
     uint32_t count = 0;
     for (size_t a = 0; a < nitems; a++) {
         if (a == 0 || items[a].key != items[a - 1].key || items[a].rank != items[a - 1].rank)
@@ -559,7 +559,7 @@ static int match_collectives(teller_store *st)
             items[a].seq = count;
         count++;
     }
-    qsort(items, nitems, sizeof *items, coll_item_cmp);
+    teller_sort(items, nitems, sizeof *items, coll_item_cmp);
     free(st->colls);
     free(st->members);
     st->colls = NULL;
@@ -595,7 +595,7 @@ static int cmp_i64(const void *a, const void *b)
 
 static int64_t median_i64(int64_t *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_i64);
+    teller_sort(v, n, sizeof *v, cmp_i64);
     return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
@@ -793,7 +793,7 @@ static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, tell
             goto oom;
         mk[nmk++] = (marker){rank, lo, hi, TELLER_NONE};
     }
-    qsort(mk, nmk, sizeof *mk, marker_cmp);
+    teller_sort(mk, nmk, sizeof *mk, marker_cmp);
     free(st->steps);
     st->steps = malloc((nmk ? nmk : 1) * sizeof *st->steps);
     if (!st->steps)
@@ -851,7 +851,7 @@ static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, tell
         if (k < nmk && st->steps[k].rank == rank && e > st->steps[k].end_ns)
             st->steps[k].end_ns = e;
     }
-    qsort(st->steps, st->nsteps, sizeof *st->steps, step_cmp);
+    teller_sort(st->steps, st->nsteps, sizeof *st->steps, step_cmp);
     free(mk);
     return TELLER_OK;
 oom:

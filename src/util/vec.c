@@ -22,3 +22,9 @@ int teller_grow(void **p, size_t *cap, size_t need, size_t size)
     *cap = ncap;
     return 0;
 }
+
+void teller_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}

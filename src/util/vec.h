@@ -14,6 +14,9 @@
 
 int teller_grow(void **p, size_t *cap, size_t need, size_t size);
 
+/* qsort that accepts an empty (possibly NULL) array. */
+void teller_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 #define TELLER_GROW(ptr, cap, need) teller_grow((void **)&(ptr), &(cap), (need), sizeof *(ptr))
 
 #endif
