@@ -85,6 +85,8 @@ typedef struct reader {
     flow    *flows;
     size_t   nflows, flows_cap;
     uint64_t gpu_without_corr, gpu_with_corr;
+    uint8_t *name_comm; /* per name id: 0 unknown, 1 communication, 2 not */
+    size_t   name_comm_cap;
     teller_error *err;
 } reader;
 
@@ -622,10 +624,21 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
         row.layer = TELLER_LAYER_OTHER;
         row.flags &= (uint8_t)~TELLER_F_GPU;
     }
-    const char *nm = teller_store_str(st, name);
-    if (row.layer != TELLER_LAYER_OTHER && row.layer != TELLER_LAYER_FRONTEND && teller_name_is_comm(nm))
-        row.flags |= TELLER_F_COMM;
-    if ((row.layer == TELLER_LAYER_RUNTIME || row.layer == TELLER_LAYER_DRIVER) && strstr(nm, "GraphLaunch"))
+    if (row.layer != TELLER_LAYER_OTHER && row.layer != TELLER_LAYER_FRONTEND) {
+        /* classify each distinct name once: names repeat millions of times */
+        if (name >= r->name_comm_cap) {
+            size_t old = r->name_comm_cap;
+            if (TELLER_GROW(r->name_comm, r->name_comm_cap, (size_t)name + 1))
+                return -1;
+            memset(r->name_comm + old, 0, r->name_comm_cap - old);
+        }
+        if (!r->name_comm[name])
+            r->name_comm[name] = teller_name_is_comm(teller_store_str(st, name)) ? 1 : 2;
+        if (r->name_comm[name] == 1)
+            row.flags |= TELLER_F_COMM;
+    }
+    if ((row.layer == TELLER_LAYER_RUNTIME || row.layer == TELLER_LAYER_DRIVER) &&
+        strstr(teller_store_str(st, name), "GraphLaunch"))
         row.flags |= TELLER_F_GRAPH;
     if (f->coll.s)
         row.flags |= TELLER_F_COMM;
@@ -993,6 +1006,7 @@ static void reader_free(reader *r)
         free(r->buf);
     free(r->scratch);
     free(r->flows);
+    free(r->name_comm);
 }
 
 teller_status teller_ingest_kineto(teller_store *st, const char *path, const teller_ingest_opts *opts,

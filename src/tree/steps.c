@@ -52,6 +52,9 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
         sum[k].start_ns = steps[k].start_ns;
         sum[k].dur_ns = steps[k].end_ns - steps[k].start_ns;
         sum[k].node = 0;
+        for (uint32_t s = 0; s < teller_store_num_sources(st); s++)
+            if (teller_store_source_c(st, s)->rank == steps[k].rank)
+                sum[k].node = teller_store_source_c(st, s)->node;
     }
     for (size_t i = 0; i < ev->n; i++) {
         uint8_t L = ev->layer[i];
@@ -62,7 +65,6 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
         size_t row = find_row(steps, n, ev->step[i], rank);
         if (row == n)
             continue;
-        sum[row].node = teller_store_event_node(st, (uint32_t)i);
         if (L == TELLER_LAYER_KERNEL) {
             sum[row].kernels++;
             if (ev->flags[i] & TELLER_F_COMM)
