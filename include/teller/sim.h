@@ -1,0 +1,77 @@
+/*
+ * sim.h - the workload simulator with fault injection (`teller simulate`).
+ *
+ * Writes one case in the layout of ../shared/BENCHMARK.md: a gzip Kineto
+ * trace per global rank, a service log per node and truth.json. The
+ * physics (continuous batching, per-layer op sequences with real kernel and
+ * op names, CUDA graphs for decode, collectives that end when the last rank
+ * arrives, node clock offsets and drift) and every fault kind are described
+ * in docs/SIMULATOR.md. Same options and seed, same bytes.
+ */
+#ifndef TELLER_SIM_H
+#define TELLER_SIM_H
+
+#include <stdint.h>
+#include "teller/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fault kinds of the benchmark (BENCHMARK.md). */
+typedef enum teller_fault {
+    TELLER_FAULT_NONE = 0,
+    TELLER_FAULT_SLOW_LINK,
+    TELLER_FAULT_NCCL_HANG,
+    TELLER_FAULT_PP_SEND_DELAY,
+    TELLER_FAULT_GPU_THROTTLE,
+    TELLER_FAULT_KERNEL_REGRESSION,
+    TELLER_FAULT_LAUNCH_LATENCY,
+    TELLER_FAULT_SYNC_STALL,
+    TELLER_FAULT_MALLOC_STORM,
+    TELLER_FAULT_PCIE_DEGRADATION,
+    TELLER_FAULT_KV_SWAP,
+    TELLER_FAULT_OOM,
+    TELLER_FAULT_CPU_CONTENTION,
+    TELLER_FAULT_PREEMPTION,
+    TELLER_FAULT_COUNT
+} teller_fault;
+
+/* "slow_link", ...; "no_error" for NONE. */
+const char *teller_fault_name(teller_fault f);
+/* The paper's label: communication, kernel, driver_library, memory, scheduling. */
+const char *teller_fault_type(teller_fault f);
+/* "horizontal" or "vertical". */
+const char *teller_fault_view(teller_fault f);
+/* Parses a fault name; TELLER_FAULT_COUNT when unknown. */
+teller_fault teller_fault_parse(const char *name);
+
+typedef struct teller_sim_opts {
+    int         nodes;          /* >= 1 */
+    int         gpus_per_node;  /* >= 1 */
+    int         tp, pp;         /* tp * pp == nodes * gpus_per_node */
+    int         steps;          /* >= 1 */
+    const char *model;          /* "8b", "70b", "moe" */
+    const char *engine;         /* "vllm" or "sglang" */
+    uint32_t    faults;         /* bit (1 << teller_fault) per allowed kind; 0: none */
+    double      fault_rate;     /* share of faulty steps, 0..1 */
+    double      severity;       /* scales fault magnitudes; 1.0 is the default */
+    uint64_t    seed;
+} teller_sim_opts;
+
+teller_sim_opts teller_sim_defaults(void);
+
+/* Checks the options; TELLER_ERR_ARG with a message when impossible. */
+teller_status teller_sim_check(const teller_sim_opts *o, teller_error *err);
+
+/* Simulates one case into dir (created if missing). */
+teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_error *err);
+
+/* Simulates n cases into dir/case_0000 ..., each with a workload and fault
+ * mix drawn from base->seed; base gives the fault set, rate and severity. */
+teller_status teller_simulate_corpus(const teller_sim_opts *base, int n, const char *dir, teller_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,117 @@
+/*
+ * cmd_simulate.c - `teller simulate -o DIR [options]`: one simulated case,
+ * or a corpus of cases with --corpus N.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "teller/sim.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: teller simulate -o DIR [options]\n"
+               "  --nodes N --gpus-per-node G --tp T --pp P   topology (tp x pp = nodes x G)\n"
+               "  --steps N                 engine steps (default 60)\n"
+               "  --model 8b|70b|moe        model preset\n"
+               "  --engine vllm|sglang      log formats and step annotations\n"
+               "  --fault KIND[,KIND...]    fault kinds to inject (all: every kind)\n"
+               "  --fault-rate P            share of faulty steps (default 0.3)\n"
+               "  --severity S              scales fault magnitudes (default 1)\n"
+               "  --seed N                  same seed, same bytes\n"
+               "  --corpus N                write N cases DIR/case_0000... with a seeded workload mix\n"
+               "fault kinds: slow_link nccl_hang pp_send_delay gpu_throttle kernel_regression\n"
+               "  launch_latency sync_stall malloc_storm pcie_degradation kv_swap oom\n"
+               "  cpu_contention preemption\n");
+}
+
+static int num(const char *opt, const char *v, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    if (!*v || *end) {
+        fprintf(stderr, "teller: simulate: %s wants a number, not '%s'\n", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+    teller_sim_opts o = teller_sim_defaults();
+    const char *out = NULL;
+    int corpus = 0, topo_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "teller: simulate: %s needs a value (or is unknown)\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        double d;
+        if (!strcmp(a, "-o")) {
+            out = v;
+        } else if (!strcmp(a, "--model")) {
+            o.model = v;
+        } else if (!strcmp(a, "--engine")) {
+            o.engine = v;
+        } else if (!strcmp(a, "--fault")) {
+            o.faults = 0;
+            char *copy = strdup(v), *save = NULL;
+            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(tok, "all")) {
+                    o.faults |= ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+                    continue;
+                }
+                teller_fault f = teller_fault_parse(tok);
+                if (f == TELLER_FAULT_COUNT) {
+                    fprintf(stderr, "teller: simulate: unknown fault kind '%s' (see --help)\n", tok);
+                    free(copy);
+                    return 2;
+                }
+                o.faults |= 1u << f;
+            }
+            free(copy);
+        } else {
+            if (num(a, v, &d))
+                return 2;
+            if (!strcmp(a, "--nodes")) { o.nodes = (int)d; topo_set = 1; }
+            else if (!strcmp(a, "--gpus-per-node")) { o.gpus_per_node = (int)d; topo_set = 1; }
+            else if (!strcmp(a, "--tp")) { o.tp = (int)d; topo_set |= 2; }
+            else if (!strcmp(a, "--pp")) { o.pp = (int)d; topo_set |= 4; }
+            else if (!strcmp(a, "--steps")) o.steps = (int)d;
+            else if (!strcmp(a, "--fault-rate")) o.fault_rate = d;
+            else if (!strcmp(a, "--severity")) o.severity = d;
+            else if (!strcmp(a, "--seed")) o.seed = (uint64_t)d;
+            else if (!strcmp(a, "--corpus")) corpus = (int)d;
+            else {
+                fprintf(stderr, "teller: simulate: unknown option %s\n", a);
+                return 2;
+            }
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "teller: simulate: -o DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    /* topology given without tp/pp: tensor parallel within a node, pipeline across nodes */
+    if ((topo_set & 1) && !(topo_set & 6)) {
+        o.tp = o.gpus_per_node;
+        o.pp = o.nodes;
+    } else if ((topo_set & 2) && !(topo_set & 4) && o.tp > 0) {
+        o.pp = o.nodes * o.gpus_per_node / o.tp;
+    }
+    teller_error err;
+    teller_error_clear(&err);
+    teller_status s = corpus ? teller_simulate_corpus(&o, corpus, out, &err) : teller_simulate(&o, out, &err);
+    if (s != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        return s == TELLER_ERR_ARG ? 2 : 1;
+    }
+    return 0;
+}

@@ -1,0 +1,1646 @@
+/*
+ * sim.c - the serving simulator and fault injector. See include/teller/sim.h
+ * and docs/SIMULATOR.md.
+ *
+ * One case is simulated in true time (ns). Each step:
+ *   1. the scheduler (continuous batching, chunked prefill) picks the batch;
+ *   2. every pipeline stage runs, its tensor-parallel ranks in lockstep op
+ *      by op: host launches (eager steps) or one graph launch (pure decode
+ *      steps), kernels queued on the stream, collectives that end for every
+ *      member when the last one arrives plus the transfer time, pipeline
+ *      send/recv between stages, then sampling and a stream sync;
+ *   3. the step is simulated twice from the same random state, without and
+ *      with its fault, so the truth knows the excess time the fault caused.
+ * Events are written as Kineto JSON per rank on the rank's node clock
+ * (offset and drift); log lines per node in the engines' formats.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "teller/sim.h"
+#include "sim_out.h"
+#include "../util/vec.h"
+
+/* ---- facts: names as real traces spell them (../shared/data/traces) ---- */
+
+#define K_RMSNORM "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>(c10::BFloat16*, c10::BFloat16 const*, long, long, long, long, long, c10::BFloat16 const*, float, int, int)"
+#define K_ADDNORM "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long, c10::BFloat16*, c10::BFloat16 const*, float, int, int)"
+#define K_ROTARY "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)"
+#define K_CACHE "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, unsigned char*, long const*, long, long, long, long, long, int, int, int, float const*, float const*)"
+#define K_FMHA "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext"
+#define K_GEMM_QKV "nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN"
+#define K_GEMM_O "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT"
+#define K_GEMM_UP "nvjet_tst_64x16_64x16_2x4_2cta_h_bz_bias_TNT"
+#define K_GEMM_HEAD "nvjet_tst_192x8_64x8_4x1_v_bz_TNT"
+#define K_ACT "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)"
+#define K_GATHER "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long, long, long, bool)"
+#define K_ARGMAX "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)"
+#define K_MOE_QUANT "void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, __nv_bfloat16, 32, true>(int, int, int, int, __nv_bfloat16 const*, float const*, unsigned int*, unsigned int*, flashinfer::QuantizationSFLayout)"
+#define K_MOE_ROUTE "void moe::dev::routing::routingRenormalize::routingIndicesHistogramScoresKernel<moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)"
+#define K_MOE_OFFS "void moe::dev::routing::routingIndicesOffsetsKernel<moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)"
+#define K_MOE_BMM1 "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedP2x1x2x3_biasM_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f"
+#define K_MOE_BMM2 "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedP2x1x2x3_biasM_bN_tmaOpt_clmp_dynBatch_sm100f"
+#define K_MOE_FIN "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true>)"
+#define K_ALLREDUCE "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+#define K_ALLGATHER "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+#define K_SENDRECV "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+#define M_H2D "Memcpy HtoD (Pinned -> Device)"
+#define M_D2H "Memcpy DtoH (Device -> Pinned)"
+
+enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_P2P = 15 };
+
+/* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
+
+typedef struct rng { uint64_t s[4]; } rng;
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix(&seed);
+}
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t res = ((s[1] * 5) << 7 | (s[1] * 5) >> 57) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return res;
+}
+
+static double uni(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+static double uni_in(rng *r, double a, double b) { return a + (b - a) * uni(r); }
+static int uni_int(rng *r, int n) { return n > 0 ? (int)(uni(r) * n) % n : 0; }
+
+static double gauss(rng *r)
+{
+    double u = uni(r), v = uni(r);
+    if (u < 1e-300)
+        u = 1e-300;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* multiplicative lognormal jitter with median 1 */
+static double jit(rng *r, double sigma) { return exp(sigma * gauss(r)); }
+
+/* ---- fault names ---- */
+
+static const struct {
+    const char *name, *type, *view;
+} k_faults[TELLER_FAULT_COUNT] = {
+    {"no_error", "no_error", ""},
+    {"slow_link", "communication", "horizontal"},
+    {"nccl_hang", "communication", "horizontal"},
+    {"pp_send_delay", "communication", "horizontal"},
+    {"gpu_throttle", "kernel", "horizontal"},
+    {"kernel_regression", "kernel", "vertical"},
+    {"launch_latency", "driver_library", "vertical"},
+    {"sync_stall", "driver_library", "vertical"},
+    {"malloc_storm", "driver_library", "vertical"},
+    {"pcie_degradation", "memory", "vertical"},
+    {"kv_swap", "memory", "vertical"},
+    {"oom", "memory", "vertical"},
+    {"cpu_contention", "scheduling", "vertical"},
+    {"preemption", "scheduling", "vertical"},
+};
+
+const char *teller_fault_name(teller_fault f) { return (unsigned)f < TELLER_FAULT_COUNT ? k_faults[f].name : "?"; }
+const char *teller_fault_type(teller_fault f) { return (unsigned)f < TELLER_FAULT_COUNT ? k_faults[f].type : "?"; }
+const char *teller_fault_view(teller_fault f) { return (unsigned)f < TELLER_FAULT_COUNT ? k_faults[f].view : "?"; }
+
+teller_fault teller_fault_parse(const char *name)
+{
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+        if (!strcmp(name, k_faults[f].name))
+            return (teller_fault)f;
+    return TELLER_FAULT_COUNT;
+}
+
+/* ---- models ---- */
+
+typedef struct model {
+    const char *name, *hf;
+    int    layers, hidden, inter, heads, kv_heads, vocab, experts, topk;
+} model;
+
+static const model k_models[] = {
+    {"8b", "meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 14336, 32, 8, 128256, 0, 0},
+    {"70b", "meta-llama/Llama-3.1-70B-Instruct", 80, 8192, 28672, 64, 8, 128256, 0, 0},
+    {"moe", "mistralai/Mixtral-8x7B-Instruct-v0.1", 32, 4096, 14336, 32, 8, 32000, 8, 2},
+};
+
+static const model *find_model(const char *n)
+{
+    for (size_t i = 0; i < sizeof k_models / sizeof *k_models; i++)
+        if (!strcmp(k_models[i].name, n))
+            return &k_models[i];
+    return NULL;
+}
+
+/* H100-class throughput the durations are scaled by */
+#define PEAK_FLOPS 6.0e14 /* effective bf16 flop/s */
+#define HBM_BW     2.6e12 /* bytes/s */
+#define NVLINK_BW  1.5e11
+#define NET_BW     2.2e10 /* one 200 Gb/s NIC per GPU, effective */
+#define PCIE_BW    2.2e10
+
+/* ---- requests and the scheduler ---- */
+
+typedef struct request {
+    char     id[48];
+    int64_t  arrival;
+    int      prompt, output;
+    int      prefilled, generated;
+    int      state; /* 0 not arrived/waiting, 1 running, 2 finished */
+    int      logged;
+    int      abnormal;
+    uint32_t *steps;
+    size_t   nsteps, cap;
+} request;
+
+/* ---- one op of a step ---- */
+
+enum op_kind { OP_COMPUTE, OP_ALLREDUCE, OP_ALLGATHER, OP_H2D, OP_D2H, OP_RECV, OP_SEND };
+
+typedef struct op {
+    uint8_t     kind;
+    uint8_t     nested;  /* 1: aten::linear > t > transpose > as_strided, addmm */
+    const char *cpu;     /* outer cpu op; NULL for none */
+    const char *api;     /* launch call */
+    const char *kernel;  /* kernel or copy name */
+    double      gpu_ns;  /* base duration, or bytes for comm/copies */
+    double      host_ns; /* host time of the cpu op around the launch */
+    int         in_graph;
+} op;
+
+/* ---- a fault instance ---- */
+
+typedef struct fault_inst {
+    teller_fault kind;
+    int          rank;   /* target rank (or first rank of the node) */
+    int          node;
+    double       factor; /* slowdown factor */
+    int64_t      extra;  /* added ns */
+    const char  *kernel; /* kernel_regression target */
+    int          coll;   /* nccl_hang: index of the collective in the step */
+} fault_inst;
+
+/* ---- the case ---- */
+
+typedef struct rank_st {
+    int64_t  host, gpu;
+    uint32_t corr, ext;
+    int      pid;
+    obuf     out;
+    int      first_event;
+    uint32_t pg_seq;      /* c10d sequence number of the TP group */
+} rank_st;
+
+typedef struct logline {
+    int64_t t;
+    int     node;
+    char   *text;
+} logline;
+
+/* What one step's simulation measured, for the truth. */
+typedef struct step_out {
+    int64_t start, end;
+    int64_t root_ns;          /* duration of the root op on the root rank */
+    const char *root_op;      /* name of the root operator */
+    const char *root_layer;
+    int64_t max_gap;          /* cpu_contention: largest gap */
+    int     hung;
+    char    marker[128];      /* the step annotation's text */
+} step_out;
+
+typedef struct sim {
+    teller_sim_opts o;
+    const model    *m;
+    int             world;
+    rng             r;
+    rank_st        *ranks;
+    int64_t        *node_off;
+    double         *node_drift;
+    int64_t         t0, base_ns;
+    request        *reqs;
+    int             nreqs;
+    logline        *logs;
+    size_t          nlogs, logs_cap;
+    int             emit;      /* 0 while simulating the clean counterfactual */
+    char            host_names[8][32];
+    const char     *dir;
+    int             oom_fail;
+} sim;
+
+static int rank_node(const sim *S, int r) { return r / S->o.gpus_per_node; }
+static int rank_stage(const sim *S, int r) { return r / S->o.tp; }
+
+/* true time -> the rank's node clock */
+static int64_t local_ns(const sim *S, int node, int64_t t)
+{
+    return t + S->node_off[node] + (int64_t)(S->node_drift[node] * (double)(t - S->t0));
+}
+
+/* ---- trace output ---- */
+
+static void ev_begin(sim *S, int r, const char *ph, const char *cat, const char *name, int gpu, int tid, int64_t t,
+                     int64_t dur)
+{
+    rank_st *R = &S->ranks[r];
+    obuf *o = &R->out;
+    ob_s(o, R->first_event ? "\n  {\"ph\": \"" : ",\n  {\"ph\": \"");
+    R->first_event = 0;
+    ob_s(o, ph);
+    ob_s(o, "\", \"cat\": \"");
+    ob_s(o, cat);
+    ob_s(o, "\", \"name\": ");
+    ob_jstr(o, name);
+    ob_s(o, ", \"pid\": ");
+    ob_i64(o, gpu ? r % S->o.gpus_per_node : R->pid);
+    ob_s(o, ", \"tid\": ");
+    ob_i64(o, gpu ? tid : R->pid);
+    ob_s(o, ", \"ts\": ");
+    ob_us(o, local_ns(S, rank_node(S, r), t) - S->base_ns);
+    if (ph[0] == 'X') {
+        ob_s(o, ", \"dur\": ");
+        ob_us(o, dur < 0 ? 0 : dur);
+    }
+}
+
+static void ev_end(sim *S, int r) { ob_s(&S->ranks[r].out, "}"); }
+
+/* a CPU range with an External id */
+static void ev_cpu(sim *S, int r, const char *cat, const char *name, int64_t t, int64_t dur, uint32_t ext)
+{
+    if (!S->emit)
+        return;
+    ev_begin(S, r, "X", cat, name, 0, 0, t, dur);
+    if (ext) {
+        ob_s(&S->ranks[r].out, ", \"args\": {\"External id\": ");
+        ob_i64(&S->ranks[r].out, ext);
+        ob_s(&S->ranks[r].out, "}");
+    }
+    ev_end(S, r);
+}
+
+static void ev_api(sim *S, int r, const char *cat, const char *name, int64_t t, int64_t dur, uint32_t corr,
+                   uint32_t ext, int cbid)
+{
+    if (!S->emit)
+        return;
+    ev_begin(S, r, "X", cat, name, 0, 0, t, dur);
+    ob_fmt(&S->ranks[r].out, ", \"args\": {\"External id\": %u, \"cbid\": %d, \"correlation\": %u}", ext, cbid, corr);
+    ev_end(S, r);
+}
+
+/* comm metadata as Kineto copies it from record_param_comms. Process
+ * groups are named as PyTorch names them, by creation order on every
+ * rank: "0" the world, then one tensor-parallel group per stage, then one
+ * pipeline group per tensor-parallel index. */
+typedef struct comm_md {
+    const char *coll;
+    int64_t     in_n, out_n;
+    int         group_size, group_start, group_stride, pg;
+} comm_md;
+
+static void put_comm_md(sim *S, obuf *o, const comm_md *c)
+{
+    ob_fmt(o, ", \"Collective name\": \"%s\", \"In msg nelems\": %lld, \"Out msg nelems\": %lld, \"Group size\": %d, "
+              "\"dtype\": \"BFloat16\", \"Process Group Name\": \"%d\", \"Process Group Description\": \"undefined\", "
+              "\"Process Group Ranks\": \"[",
+           c->coll, (long long)c->in_n, (long long)c->out_n, c->group_size, c->pg);
+    for (int i = 0; i < c->group_size; i++)
+        ob_fmt(o, "%s%d", i ? ", " : "", c->group_start + i * c->group_stride);
+    ob_s(o, "]\"");
+    (void)S;
+}
+
+static void ev_gpu(sim *S, int r, const char *cat, const char *name, int stream, int64_t t, int64_t dur, uint32_t corr,
+                   uint32_t ext, int64_t bytes, const comm_md *md)
+{
+    if (!S->emit)
+        return;
+    ev_begin(S, r, "X", cat, name, 1, stream, t, dur);
+    obuf *o = &S->ranks[r].out;
+    ob_fmt(o, ", \"args\": {\"External id\": %u, \"device\": %d, \"context\": 1, \"stream\": %d, \"correlation\": %u", ext,
+           r % S->o.gpus_per_node, stream, corr);
+    if (bytes >= 0)
+        ob_fmt(o, ", \"bytes\": %lld", (long long)bytes);
+    if (!strcmp(cat, "kernel"))
+        ob_s(o, ", \"grid\": [132, 1, 1], \"block\": [256, 1, 1]");
+    if (md)
+        put_comm_md(S, o, md);
+    ob_s(o, "}");
+    ev_end(S, r);
+}
+
+/* ---- logs ---- */
+
+static void add_log(sim *S, int node, int64_t t, const char *text)
+{
+    if (!S->emit)
+        return;
+    if (TELLER_GROW(S->logs, S->logs_cap, S->nlogs + 1))
+        return;
+    size_t n = strlen(text);
+    char *c = malloc(n + 1);
+    if (!c)
+        return;
+    memcpy(c, text, n + 1);
+    S->logs[S->nlogs++] = (logline){t, node, c};
+}
+
+/* The engine's log header at true time t on a node. proc is a process
+ * prefix like "(VllmWorker rank=1 pid=7)" or NULL. */
+static void log_header(const sim *S, int node, int64_t t, const char *level, const char *src, const char *proc,
+                       int tp_rank, char *out, size_t cap)
+{
+    int64_t l = local_ns(S, node, t);
+    time_t sec = (time_t)(l / 1000000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    if (!strcmp(S->o.engine, "sglang")) {
+        if (tp_rank >= 0)
+            snprintf(out, cap, "[%04d-%02d-%02d %02d:%02d:%02d TP%d] ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, tp_rank);
+        else
+            snprintf(out, cap, "[%04d-%02d-%02d %02d:%02d:%02d] ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec);
+        return;
+    }
+    snprintf(out, cap, "%s%s%s %02d-%02d %02d:%02d:%02d [%s] ", proc ? proc : "", proc ? " " : "", level,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, src);
+}
+
+static void log_engine(sim *S, int node, int64_t t, const char *level, const char *src, const char *proc, int tp_rank,
+                       const char *msg)
+{
+    char line[2048], hdr[256];
+    log_header(S, node, t, level, src, proc, tp_rank, hdr, sizeof hdr);
+    snprintf(line, sizeof line, "%s%s", hdr, msg);
+    add_log(S, node, t, line);
+}
+
+/* PyTorch ProcessGroupNCCL glog-style line */
+static void log_pg(sim *S, int rank, int64_t t, const char *msg)
+{
+    int node = rank_node(S, rank);
+    int64_t l = local_ns(S, node, t);
+    time_t sec = (time_t)(l / 1000000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    char line[1024];
+    snprintf(line, sizeof line, "[rank%d]:[E%02d%02d %02d:%02d:%02d.%09lld ProcessGroupNCCL.cpp:632] [PG ID 1 PG GUID 1 Rank %d] %s",
+             rank, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(l % 1000000000),
+             rank % S->o.tp, msg);
+    add_log(S, node, t, line);
+}
+
+static void worker_proc(const sim *S, int rank, char *out, size_t cap)
+{
+    if (!strcmp(S->o.engine, "vllm"))
+        snprintf(out, cap, "(VllmWorker rank=%d pid=%d)", rank, S->ranks[rank].pid);
+    else
+        out[0] = 0;
+}
+
+/* ---- building a step's ops ---- */
+
+typedef struct batch {
+    int prefill_tokens, prefill_seqs, decode_seqs;
+    int64_t decode_ctx; /* sum of context lengths of decode sequences */
+    int64_t prefill_ctx; /* sum over prefill chunks of (chunk * context) */
+    int graph;          /* pure decode: one CUDA graph launch */
+} batch;
+
+static double gemm_ns(double tokens, double k, double n, int tp)
+{
+    double flops = 2.0 * tokens * k * n / tp, bytes = 2.0 * k * n / tp + 2.0 * tokens * (k + n / tp);
+    double t = flops / PEAK_FLOPS;
+    double b = bytes / HBM_BW;
+    return (t > b ? t : b) * 1e9 + 2500.0;
+}
+
+static double mem_ns(double bytes) { return bytes / HBM_BW * 1e9 + 1800.0; }
+
+static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
+{
+    const model *m = S->m;
+    int tp = S->o.tp, pp = S->o.pp;
+    double T = b->prefill_tokens + b->decode_seqs;
+    double h = m->hidden, hd = (double)m->hidden / m->heads, kvh = m->kv_heads;
+    int layers = m->layers / pp + (stage < m->layers % pp ? 1 : 0);
+    size_t n = 0;
+    int g = b->graph;
+#define ADD(...) (ops[n++] = (op){__VA_ARGS__})
+    ADD(OP_H2D, 0, "aten::copy_", "cudaMemcpyAsync", M_H2D, T * 16 + 4096, 9000, 0);
+    ADD(OP_H2D, 0, "aten::copy_", "cudaMemcpyAsync", M_H2D, T * 8 + 2048, 7000, 0);
+    if (stage > 0)
+        ADD(OP_RECV, 0, "record_param_comms", "cudaLaunchKernel", K_SENDRECV, T * h * 2, 12000, 0);
+    else
+        ADD(OP_COMPUTE, 0, "aten::embedding", "cudaLaunchKernel", K_GATHER, mem_ns(T * h * 2), 15000, g);
+    for (int l = 0; l < layers; l++) {
+        int first = stage == 0 && l == 0;
+        ADD(OP_COMPUTE, 0, first ? "_C::rms_norm" : "_C::fused_add_rms_norm", "cudaLaunchKernel",
+            first ? K_RMSNORM : K_ADDNORM, mem_ns(T * h * 2 * 3), 14000, g);
+        ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_QKV,
+            gemm_ns(T, h, h + 2 * kvh * hd, tp), 30000, g);
+        ADD(OP_COMPUTE, 0, "_C::rotary_embedding", "cudaLaunchKernel", K_ROTARY, mem_ns(T * h * 2 * 2 / tp), 14000, g);
+        ADD(OP_COMPUTE, 0, "vllm::unified_attention_with_output", "cudaLaunchKernel", K_CACHE,
+            mem_ns(T * kvh * hd * 4 / tp), 20000, g);
+        double attn = 4.0 * (double)b->prefill_ctx * h / tp / PEAK_FLOPS * 1e9 +
+                      (double)b->decode_ctx * 2 * kvh * hd * 2 / tp / HBM_BW * 1e9 + 4000.0;
+        ADD(OP_COMPUTE, 0, NULL, "cuLaunchKernelEx", K_FMHA, attn, 9000, g);
+        ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_O, gemm_ns(T, h, h, tp), 30000, g);
+        if (tp > 1)
+            ADD(OP_ALLREDUCE, 0, "record_param_comms", "cudaLaunchKernel", K_ALLREDUCE, T * h * 2, 25000, g);
+        ADD(OP_COMPUTE, 0, "_C::fused_add_rms_norm", "cudaLaunchKernel", K_ADDNORM, mem_ns(T * h * 2 * 3), 14000, g);
+        if (m->experts) {
+            double per = gemm_ns(T * m->topk / m->experts + 1, h, 2.0 * m->inter, tp);
+            ADD(OP_COMPUTE, 0, "vllm::moe_forward", "cudaLaunchKernelExC", K_MOE_QUANT, mem_ns(T * h * 2), 40000, g);
+            ADD(OP_COMPUTE, 0, NULL, "cudaLaunchKernelExC", K_MOE_ROUTE, mem_ns(T * m->experts * 4) + 2000, 9000, g);
+            ADD(OP_COMPUTE, 0, NULL, "cudaLaunchKernelExC", K_MOE_OFFS, 3000, 9000, g);
+            ADD(OP_COMPUTE, 0, NULL, "cuLaunchKernelEx", K_MOE_BMM1, per * m->experts * 0.6, 12000, g);
+            ADD(OP_COMPUTE, 0, NULL, "cuLaunchKernelEx", K_MOE_BMM2, per * m->experts * 0.35, 12000, g);
+            ADD(OP_COMPUTE, 0, NULL, "cudaLaunchKernelExC", K_MOE_FIN, mem_ns(T * h * 2 * m->topk), 9000, g);
+        } else {
+            ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_UP, gemm_ns(T, h, 2.0 * m->inter, tp), 30000, g);
+            ADD(OP_COMPUTE, 0, "_C::silu_and_mul", "cudaLaunchKernel", K_ACT, mem_ns(T * m->inter * 2 * 3 / tp), 14000, g);
+            ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_O, gemm_ns(T, m->inter, h, tp), 30000, g);
+        }
+        if (tp > 1)
+            ADD(OP_ALLREDUCE, 0, "record_param_comms", "cudaLaunchKernel", K_ALLREDUCE, T * h * 2, 25000, g);
+    }
+    if (stage < pp - 1) {
+        ADD(OP_SEND, 0, "record_param_comms", "cudaLaunchKernel", K_SENDRECV, T * h * 2, 12000, 0);
+    } else {
+        double seqs = b->prefill_seqs + b->decode_seqs;
+        ADD(OP_COMPUTE, 0, "_C::fused_add_rms_norm", "cudaLaunchKernel", K_ADDNORM, mem_ns(seqs * h * 2 * 3), 14000, g);
+        ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_HEAD, gemm_ns(seqs, h, m->vocab, tp), 30000, g);
+        if (tp > 1)
+            ADD(OP_ALLGATHER, 0, "record_param_comms", "cudaLaunchKernel", K_ALLGATHER, seqs * m->vocab * 2.0 / tp,
+                25000, g);
+        ADD(OP_COMPUTE, 0, "aten::argmax", "cudaLaunchKernel", K_ARGMAX, mem_ns(seqs * m->vocab * 4), 16000, 0);
+        ADD(OP_D2H, 0, "aten::copy_", "cudaMemcpyAsync", M_D2H, seqs * 8 + 64, 9000, 0);
+    }
+#undef ADD
+    return n;
+}
+
+static size_t max_ops(const sim *S) { return (size_t)(S->m->layers / S->o.pp + 2) * 20 + 32; }
+
+/* ---- simulating one step ---- */
+
+typedef struct coll_state {
+    int64_t arrive;
+    uint32_t corr, ext;
+    int64_t  launch_t;
+} coll_state;
+
+/* per-stage transfer time of a collective in a TP group */
+static int64_t xfer_ns(const sim *S, const fault_inst *F, int first_rank, int n, double bytes, int allreduce)
+{
+    int cross = rank_node(S, first_rank) != rank_node(S, first_rank + n - 1);
+    double bw = cross ? NET_BW : NVLINK_BW, lat = cross ? 22000 : 7000;
+    double v = allreduce ? 2.0 * (n - 1) / n * bytes : (double)(n - 1) / n * bytes * n;
+    double t = v / bw * 1e9 + lat;
+    if (F && F->kind == TELLER_FAULT_SLOW_LINK && cross) {
+        int hit = 0;
+        for (int k = 0; k < n; k++)
+            hit |= rank_node(S, first_rank + k) == F->node;
+        if (hit)
+            t = t * F->factor + F->extra;
+    }
+    return (int64_t)t;
+}
+
+static int64_t p2p_ns(const sim *S, const fault_inst *F, int from, int to, double bytes)
+{
+    int cross = rank_node(S, from) != rank_node(S, to);
+    double t = bytes / (cross ? NET_BW : NVLINK_BW) * 1e9 + (cross ? 20000 : 6000);
+    if (F && F->kind == TELLER_FAULT_SLOW_LINK && cross && (rank_node(S, from) == F->node || rank_node(S, to) == F->node))
+        t = t * F->factor + (double)F->extra;
+    if (F && F->kind == TELLER_FAULT_PP_SEND_DELAY && F->rank == from)
+        t += (double)F->extra;
+    return (int64_t)t;
+}
+
+static int on_rank(const fault_inst *F, teller_fault k, int r) { return F && F->kind == k && F->rank == r; }
+
+static const char *step_marker(const sim *S, const batch *b, char *buf, size_t cap)
+{
+    if (!strcmp(S->o.engine, "sglang")) {
+        snprintf(buf, cap, "step[%s bs=%d]", b->prefill_seqs ? (b->decode_seqs ? "MIXED" : "EXTEND") : "DECODE",
+                 b->prefill_seqs + b->decode_seqs);
+    } else {
+        snprintf(buf, cap, "execute_context_%d(%d)_generation_%d(%d)", b->prefill_seqs, b->prefill_tokens,
+                 b->decode_seqs, b->decode_seqs);
+    }
+    return buf;
+}
+
+/* Simulates step k for every rank starting at true time t0. Fills out. */
+static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t t0, step_out *out)
+{
+    int tp = S->o.tp, pp = S->o.pp;
+    op *ops = malloc(max_ops(S) * sizeof *ops);
+    coll_state *cs = malloc((size_t)tp * sizeof *cs);
+    int64_t *send_arrive = calloc((size_t)tp, sizeof *send_arrive);
+    int64_t *send_done = calloc((size_t)tp, sizeof *send_done);
+    int64_t *recv_post = calloc((size_t)tp, sizeof *recv_post);
+    memset(out, 0, sizeof *out);
+    out->start = t0;
+    out->end = t0;
+    char *marker = out->marker;
+    step_marker(S, b, out->marker, sizeof out->marker);
+    int coll_index = 0; /* collectives of the step, for nccl_hang */
+    for (int st = 0; st < pp; st++) {
+        size_t nops = build_ops(S, b, st, ops);
+        int r0 = st * tp;
+        int64_t *op_start = calloc((size_t)tp, sizeof *op_start);
+        int64_t *mstart = calloc((size_t)tp, sizeof *mstart);
+        int64_t *fw_start = calloc((size_t)tp, sizeof *fw_start);
+        int64_t *graph_t = calloc((size_t)tp, sizeof *graph_t);
+        uint32_t *graph_corr = calloc((size_t)tp, sizeof *graph_corr);
+        int hung_rank = -1;
+        for (int i = 0; i < tp; i++) {
+            rank_st *R = &S->ranks[r0 + i];
+            R->host = t0 + (int64_t)uni_in(&S->r, 8000, 40000);
+            if (R->gpu < R->host)
+                R->gpu = R->host;
+            mstart[i] = R->host;
+            R->host += (int64_t)uni_in(&S->r, 20000, 60000); /* python up to the model runner */
+            fw_start[i] = R->host;
+            if (st > 0)
+                recv_post[i] = R->host + 30000;
+        }
+        /* OOM: the allocation fails before the forward, the cache is emptied and the step retried */
+        if (F && F->kind == TELLER_FAULT_OOM && rank_stage(S, F->rank) == st) {
+            int i = F->rank - r0;
+            rank_st *R = &S->ranks[F->rank];
+            uint32_t ext = ++R->ext;
+            int64_t t = R->host;
+            ev_cpu(S, F->rank, "cpu_op", "aten::empty", t, 260000, ext);
+            uint32_t c = ++R->corr;
+            ev_api(S, F->rank, "cuda_runtime", "cudaMalloc", t + 8000, 240000, c, ext, 20);
+            out->root_ns = 240000;
+            out->root_op = "cudaMalloc";
+            int nfree = 20 + uni_int(&S->r, 40);
+            int64_t tf = t + 280000;
+            for (int q = 0; q < nfree; q++) {
+                int64_t d = (int64_t)uni_in(&S->r, 40000, 400000) * (int64_t)F->factor;
+                c = ++R->corr;
+                ev_api(S, F->rank, "cuda_runtime", "cudaFree", tf, d, c, 0, 22);
+                tf += d + 3000;
+            }
+            R->host = tf + (int64_t)F->extra;
+            (void)i;
+            char proc[64], msg[512];
+            worker_proc(S, F->rank, proc, sizeof proc);
+            snprintf(msg, sizeof msg,
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU %d has a total capacity of 79.19 GiB "
+                     "of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.11 GiB memory in use. Of the "
+                     "allocated memory 75.02 GiB is allocated by PyTorch, and 1.47 GiB is reserved by PyTorch but unallocated.",
+                     F->rank % S->o.gpus_per_node);
+            log_engine(S, rank_node(S, F->rank), t + 250000, "ERROR", "gpu_model_runner.py:2031", proc[0] ? proc : NULL,
+                       F->rank % tp, msg);
+            log_engine(S, rank_node(S, F->rank), t + 260000, "WARNING", "gpu_worker.py:412", proc[0] ? proc : NULL,
+                       F->rank % tp, "Freeing the KV cache blocks of preempted sequences and retrying the step after an out-of-memory error.");
+        }
+        for (size_t oi = 0; oi < nops; oi++) {
+            const op *p = &ops[oi];
+            int is_coll = p->kind == OP_ALLREDUCE || p->kind == OP_ALLGATHER;
+            /* graph launch: once, at the first graph op */
+            if (p->in_graph && (oi == 0 || !ops[oi - 1].in_graph)) {
+                for (int i = 0; i < tp; i++) {
+                    int r = r0 + i;
+                    rank_st *R = &S->ranks[r];
+                    int64_t d = (int64_t)(uni_in(&S->r, 9000, 18000));
+                    if (on_rank(F, TELLER_FAULT_LAUNCH_LATENCY, r))
+                        d += F->extra;
+                    if (on_rank(F, TELLER_FAULT_CPU_CONTENTION, r) && uni(&S->r) < 0.5) {
+                        int64_t gap = (int64_t)(uni_in(&S->r, 0.3, 1.0) * (double)F->extra);
+                        R->host += gap;
+                        if (gap > out->max_gap) {
+                            out->max_gap = gap;
+                            out->root_op = "cudaGraphLaunch";
+                            out->root_layer = "RUNTIME";
+                        }
+                    }
+                    uint32_t c = ++R->corr;
+                    ev_api(S, r, "cuda_runtime", "cudaGraphLaunch", R->host, d, c, ++R->ext, 311);
+                    if (on_rank(F, TELLER_FAULT_LAUNCH_LATENCY, r) && d > out->root_ns) {
+                        out->root_ns = d;
+                        out->root_op = "cudaGraphLaunch";
+                    }
+                    graph_t[i] = R->host + 4000;
+                    graph_corr[i] = c;
+                    R->host += d + 2000;
+                }
+            }
+            for (int i = 0; i < tp; i++) {
+                int r = r0 + i;
+                rank_st *R = &S->ranks[r];
+                if (hung_rank == r)
+                    continue;
+                uint32_t ext = p->in_graph ? 0 : ++R->ext, corr;
+                int64_t ready;
+                if (p->in_graph) {
+                    corr = graph_corr[i];
+                    ready = graph_t[i];
+                } else {
+                    /* host: optional contention gap, the cpu op, its launch */
+                    if (on_rank(F, TELLER_FAULT_CPU_CONTENTION, r) && uni(&S->r) < 0.12) {
+                        int64_t gap = (int64_t)(uni_in(&S->r, 0.3, 1.0) * (double)F->extra);
+                        R->host += gap;
+                        if (gap > out->max_gap) {
+                            out->max_gap = gap;
+                            out->root_op = p->cpu ? p->cpu : p->api;
+                            out->root_layer = p->cpu ? "BACKEND" : "RUNTIME";
+                        }
+                    }
+                    int64_t host = (int64_t)(p->host_ns * jit(&S->r, 0.15));
+                    int64_t launch = (int64_t)uni_in(&S->r, 4500, 9000);
+                    if (on_rank(F, TELLER_FAULT_LAUNCH_LATENCY, r) && p->kind != OP_H2D && p->kind != OP_D2H) {
+                        launch += (int64_t)((double)F->extra * jit(&S->r, 0.3));
+                        if (!strcmp(p->api, "cudaLaunchKernel") && launch > out->root_ns) {
+                            out->root_ns = launch;
+                            out->root_op = p->api;
+                        }
+                    }
+                    int64_t t = R->host;
+                    int64_t malloc_t = 0;
+                    if (on_rank(F, TELLER_FAULT_MALLOC_STORM, r) && uni(&S->r) < 0.25) {
+                        /* the caching allocator misses inside the op */
+                        malloc_t = (int64_t)(uni_in(&S->r, 0.2, 1.0) * (double)F->extra);
+                        uint32_t c = ++R->corr;
+                        ev_cpu(S, r, "cpu_op", "aten::empty", t + 2000, malloc_t + 6000, ext);
+                        ev_api(S, r, "cuda_runtime", "cudaMalloc", t + 4000, malloc_t, c, ext, 20);
+                        out->root_ns += malloc_t;
+                        out->root_op = "cudaMalloc";
+                    }
+                    int64_t t_launch = t + malloc_t + host * 6 / 10;
+                    int64_t total = malloc_t + host + launch;
+                    if (p->cpu && !strcmp(p->cpu, "record_param_comms")) {
+                        ev_cpu(S, r, "cpu_op", "record_param_comms", t, total, ext);
+                        ev_cpu(S, r, "user_annotation",
+                               p->kind == OP_ALLGATHER ? "nccl:_all_gather_base"
+                                                       : p->kind == OP_ALLREDUCE ? "nccl:all_reduce"
+                                                                                 : p->kind == OP_SEND ? "nccl:send" : "nccl:recv",
+                               t + host / 4, total - host / 4 - 500, ext);
+                    } else if (p->nested) {
+                        ev_cpu(S, r, "cpu_op", p->cpu, t, total, ext);
+                        int64_t q = host / 10;
+                        ev_cpu(S, r, "cpu_op", "aten::t", t + q, 2 * q, ext);
+                        ev_cpu(S, r, "cpu_op", "aten::transpose", t + q + 300, 2 * q - 600, ext);
+                        ev_cpu(S, r, "cpu_op", "aten::as_strided", t + q + 700, q / 2, ext);
+                        ev_cpu(S, r, "cpu_op", "aten::addmm", t + 4 * q, total - 4 * q - 300, ext);
+                    } else if (p->cpu) {
+                        ev_cpu(S, r, "cpu_op", p->cpu, t, total, ext);
+                    }
+                    corr = ++R->corr;
+                    int driver = !strcmp(p->api, "cuLaunchKernelEx");
+                    ev_api(S, r, driver ? "cuda_driver" : "cuda_runtime", p->api, t_launch, launch, corr, ext,
+                           driver ? 652 : (!strcmp(p->api, "cudaMemcpyAsync") ? 41 : 211));
+                    ready = t_launch + 2500;
+                    R->host = t + total + (int64_t)uni_in(&S->r, 800, 3000);
+                }
+                int64_t start = ready > R->gpu ? ready : R->gpu;
+                op_start[i] = start;
+                if (is_coll) {
+                    if (F && F->kind == TELLER_FAULT_NCCL_HANG && F->rank == r && coll_index == F->coll) {
+                        hung_rank = r; /* never launches it, nor anything after */
+                        continue;
+                    }
+                    cs[i] = (coll_state){start, corr, ext, ready};
+                    continue;
+                }
+                if (p->kind == OP_RECV) {
+                    cs[i] = (coll_state){start, corr, ext, ready};
+                    continue;
+                }
+                if (p->kind == OP_SEND) {
+                    send_arrive[i] = start;
+                    cs[i] = (coll_state){start, corr, ext, ready};
+                    continue;
+                }
+                double d;
+                const char *cat = "kernel";
+                int stream = STREAM_COMPUTE;
+                int64_t bytes = -1;
+                if (p->kind == OP_H2D || p->kind == OP_D2H) {
+                    bytes = (int64_t)p->gpu_ns;
+                    d = (double)bytes / PCIE_BW * 1e9 + 1500;
+                    cat = "gpu_memcpy";
+                    if (on_rank(F, TELLER_FAULT_PCIE_DEGRADATION, r))
+                        d *= F->factor;
+                } else {
+                    d = p->gpu_ns;
+                    if (on_rank(F, TELLER_FAULT_GPU_THROTTLE, r))
+                        d *= F->factor;
+                    if (on_rank(F, TELLER_FAULT_KERNEL_REGRESSION, r) && F->kernel == p->kernel)
+                        d *= F->factor;
+                }
+                int64_t dur = (int64_t)(d * jit(&S->r, 0.06));
+                if ((on_rank(F, TELLER_FAULT_PCIE_DEGRADATION, r) && p->kind == OP_H2D) ||
+                    (on_rank(F, TELLER_FAULT_KERNEL_REGRESSION, r) && F->kernel == p->kernel) ||
+                    (on_rank(F, TELLER_FAULT_GPU_THROTTLE, r) && p->kernel == F->kernel)) {
+                    out->root_ns += dur;
+                    out->root_op = p->kernel;
+                }
+                ev_gpu(S, r, cat, p->kernel, stream, start, dur, corr, ext, bytes, NULL);
+                R->gpu = start + dur;
+            }
+            if (is_coll) {
+                int64_t last = 0;
+                int missing = hung_rank >= 0;
+                for (int i = 0; i < tp; i++)
+                    if (r0 + i != hung_rank && cs[i].arrive > last)
+                        last = cs[i].arrive;
+                int64_t x = xfer_ns(S, F, r0, tp, p->gpu_ns, p->kind == OP_ALLREDUCE);
+                comm_md md = {p->kind == OP_ALLREDUCE ? "allreduce" : "_allgather_base", (int64_t)(p->gpu_ns / 2),
+                              (int64_t)(p->gpu_ns / 2 * (p->kind == OP_ALLGATHER ? tp : 1)), tp, r0, 1, 1 + st};
+                for (int i = 0; i < tp; i++) {
+                    int r = r0 + i;
+                    if (r == hung_rank)
+                        continue;
+                    S->ranks[r].pg_seq++;
+                    int64_t end = missing ? cs[i].arrive + 600000000000LL : last + x + (int64_t)uni_in(&S->r, 0, 1500);
+                    ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
+                           cs[i].ext, -1, p->in_graph ? NULL : &md);
+                    S->ranks[r].gpu = end;
+                    if (F && F->kind == TELLER_FAULT_SLOW_LINK && rank_node(S, r) == F->node && !out->root_op) {
+                        out->root_op = p->kernel;
+                        out->root_ns = end - cs[i].arrive;
+                    }
+                }
+                if (missing && F) {
+                    /* the watchdog fires on every rank that waits */
+                    out->hung = 1;
+                    out->root_op = p->kernel;
+                    for (int i = 0; i < tp; i++) {
+                        int r = r0 + i;
+                        if (r == hung_rank)
+                            continue;
+                        char msg[512];
+                        uint32_t seq = S->ranks[r].pg_seq;
+                        snprintf(msg, sizeof msg,
+                                 "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%u, OpType=%s, NumelIn=%lld, "
+                                 "NumelOut=%lld, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.",
+                                 seq, p->kind == OP_ALLREDUCE ? "ALLREDUCE" : "_ALLGATHER_BASE", (long long)md.in_n,
+                                 (long long)md.out_n);
+                        log_pg(S, r, cs[i].arrive + 600000000000LL + 47000000, msg);
+                        snprintf(msg, sizeof msg,
+                                 "Exception (either an error or timeout) detected by watchdog at work: %u, last enqueued NCCL "
+                                 "work: %u, last completed NCCL work: %u.",
+                                 seq, seq, seq - 1);
+                        log_pg(S, r, cs[i].arrive + 600000000000LL + 48000000, msg);
+                    }
+                    break;
+                }
+                coll_index++;
+            } else if (p->kind == OP_SEND) {
+                /* the next stage posted its receive early; the transfer ends both */
+                for (int i = 0; i < tp; i++) {
+                    int r = r0 + i;
+                    int64_t arrive = send_arrive[i], post = recv_post[i];
+                    (void)post;
+                    int64_t x = p2p_ns(S, F, r, r + tp, p->gpu_ns);
+                    int64_t end = arrive + x;
+                    send_done[i] = end;
+                    comm_md md = {"send", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
+                    ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, arrive, end - arrive, cs[i].corr, cs[i].ext, -1, &md);
+                    S->ranks[r].gpu = end;
+                    if (on_rank(F, TELLER_FAULT_PP_SEND_DELAY, r)) {
+                        out->root_op = p->kernel;
+                        out->root_ns = end - arrive;
+                    }
+                    if (F && F->kind == TELLER_FAULT_SLOW_LINK && !out->root_op &&
+                        (rank_node(S, r) == F->node || rank_node(S, r + tp) == F->node) &&
+                        rank_node(S, r) != rank_node(S, r + tp)) {
+                        out->root_op = p->kernel;
+                        out->root_ns = end - arrive;
+                    }
+                }
+            } else if (p->kind == OP_RECV) {
+                for (int i = 0; i < tp; i++) {
+                    int r = r0 + i;
+                    int64_t end = send_done[i] > cs[i].arrive ? send_done[i] : cs[i].arrive + 5000;
+                    comm_md md = {"recv", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
+                    ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
+                           cs[i].ext, -1, &md);
+                    S->ranks[r].gpu = end;
+                }
+            }
+        }
+        /* KV swap: blocks copied out to host at the end of the step */
+        if (F && F->kind == TELLER_FAULT_KV_SWAP) {
+            for (int i = 0; i < tp; i++) {
+                int r = r0 + i;
+                rank_st *R = &S->ranks[r];
+                int nswap = 2 + (int)F->factor;
+                for (int q = 0; q < nswap; q++) {
+                    uint32_t ext = ++R->ext, c = ++R->corr;
+                    int64_t bytes = (int64_t)(64.0 * 1048576 * (double)F->extra / 1e6 / tp);
+                    ev_cpu(S, r, "cpu_op", "aten::copy_", R->host, 14000, ext);
+                    ev_api(S, r, "cuda_runtime", "cudaMemcpyAsync", R->host + 5000, 7000, c, ext, 41);
+                    int64_t start = R->gpu > R->host + 8000 ? R->gpu : R->host + 8000;
+                    int64_t dur = (int64_t)((double)bytes / PCIE_BW * 1e9 * jit(&S->r, 0.05));
+                    ev_gpu(S, r, "gpu_memcpy", M_D2H, STREAM_COMPUTE, start, dur, c, ext, bytes, NULL);
+                    R->gpu = start + dur;
+                    R->host += 16000;
+                    if (r == F->rank) {
+                        out->root_ns += dur;
+                        out->root_op = M_D2H;
+                    }
+                }
+            }
+        }
+        /* sampling is done; wait for the GPU, then the python epilogue */
+        for (int i = 0; i < tp; i++) {
+            int r = r0 + i;
+            rank_st *R = &S->ranks[r];
+            if (r == hung_rank) {
+                /* stuck on the host before the collective: the step never ends */
+                out->end = t0 + 600000000000LL;
+                continue;
+            }
+            uint32_t ext = ++R->ext, c = ++R->corr;
+            int64_t t = R->host;
+            int64_t done = R->gpu > t ? R->gpu : t;
+            int64_t stall = on_rank(F, TELLER_FAULT_SYNC_STALL, r) ? (int64_t)((double)F->extra * jit(&S->r, 0.2)) : 0;
+            int64_t end = done + 4000 + stall;
+            ev_api(S, r, "cuda_runtime", "cudaStreamSynchronize", t, end - t, c, ext, 131);
+            if (S->emit) {
+                ev_begin(S, r, "X", "cuda_sync", "Stream Sync", 1, STREAM_COMPUTE, t, end - t);
+                ob_fmt(&R->out,
+                       ", \"args\": {\"External id\": %u, \"cuda_sync_kind\": \"Stream Sync\", \"stream\": %d, "
+                       "\"correlation\": %u, \"device\": %d, \"context\": 1}",
+                       ext, STREAM_COMPUTE, c, r % S->o.gpus_per_node);
+                ev_end(S, r);
+            }
+            if (stall) {
+                out->root_op = "cudaStreamSynchronize";
+                out->root_ns = end - t;
+            }
+            R->host = end + (int64_t)uni_in(&S->r, 40000, 140000);
+            if (S->emit) {
+                ev_cpu(S, r, "python_function", "vllm/v1/worker/gpu_model_runner.py(2174): execute_model", fw_start[i] - 6000,
+                       R->host - fw_start[i] - 4000, 0);
+                ev_cpu(S, r, "python_function", "torch/nn/modules/module.py(1773): _call_impl", fw_start[i] + 60000,
+                       t - fw_start[i] - 70000 > 0 ? t - fw_start[i] - 70000 : 0, 0);
+                ev_cpu(S, r, "user_annotation", marker, mstart[i], R->host + 3000 - mstart[i], 0);
+            }
+            R->host += 3000;
+            if (R->host > out->end)
+                out->end = R->host;
+        }
+        free(op_start);
+        free(mstart);
+        free(fw_start);
+        free(graph_t);
+        free(graph_corr);
+        if (out->hung)
+            break;
+    }
+    free(ops);
+    free(cs);
+    free(send_arrive);
+    free(send_done);
+    free(recv_post);
+    (void)k;
+}
+
+/* ---- the scheduler: continuous batching with chunked prefill ---- */
+
+#define MAX_BATCH_TOKENS 4096
+#define MAX_RUNNING      128
+
+static void make_requests(sim *S, int nsteps)
+{
+    /* enough requests to keep the engine busy: arrivals over the run */
+    S->nreqs = 24 + nsteps / 2;
+    S->reqs = calloc((size_t)S->nreqs, sizeof *S->reqs);
+    int64_t t = S->t0;
+    for (int i = 0; i < S->nreqs; i++) {
+        request *q = &S->reqs[i];
+        if (i >= 8)
+            t += (int64_t)(-log(1.0 - uni(&S->r) + 1e-12) * 40e6); /* ~25 req/s */
+        q->arrival = t;
+        q->prompt = (int)(300 * jit(&S->r, 0.8)) + 16;
+        if (q->prompt > 6000)
+            q->prompt = 6000;
+        q->output = (int)(60 * jit(&S->r, 0.6)) + 4;
+        if (q->output > 400)
+            q->output = 400;
+        snprintf(q->id, sizeof q->id, "cmpl-%016llx%08x-0", (unsigned long long)rng_next(&S->r),
+                 (unsigned)(rng_next(&S->r) >> 32));
+    }
+}
+
+/* Picks the batch of a step at time now; records which requests took part. */
+static void schedule(sim *S, uint32_t step, int64_t now, batch *b, int extra_recompute)
+{
+    memset(b, 0, sizeof *b);
+    int running = 0, budget = MAX_BATCH_TOKENS;
+    for (int i = 0; i < S->nreqs; i++)
+        running += S->reqs[i].state == 1;
+    for (int i = 0; i < S->nreqs && budget > 0; i++) {
+        request *q = &S->reqs[i];
+        if (q->state == 2 || q->arrival > now)
+            continue;
+        if (q->state == 0) {
+            if (running >= MAX_RUNNING)
+                continue;
+            q->state = 1;
+            running++;
+        }
+        if (q->prefilled < q->prompt) {
+            int chunk = q->prompt - q->prefilled;
+            if (chunk > budget)
+                chunk = budget;
+            b->prefill_tokens += chunk;
+            b->prefill_seqs++;
+            b->prefill_ctx += (int64_t)chunk * (q->prefilled + chunk / 2);
+            q->prefilled += chunk;
+            budget -= chunk;
+        } else {
+            b->decode_seqs++;
+            b->decode_ctx += q->prompt + q->generated;
+            budget--;
+            q->generated++;
+        }
+        if (TELLER_GROW(q->steps, q->cap, q->nsteps + 1) == 0)
+            q->steps[q->nsteps++] = step;
+    }
+    if (extra_recompute) {
+        b->prefill_tokens += extra_recompute;
+        b->prefill_seqs += 1 + extra_recompute / 800;
+        b->prefill_ctx += (int64_t)extra_recompute * extra_recompute / 2;
+    }
+    b->graph = b->prefill_seqs == 0 && b->decode_seqs > 0;
+    if (b->prefill_seqs == 0 && b->decode_seqs == 0) {
+        /* idle engine: a dummy decode of one sequence keeps the step well formed */
+        b->decode_seqs = 1;
+        b->decode_ctx = 16;
+        b->graph = 1;
+    }
+}
+
+static void finish_requests(sim *S, int64_t now)
+{
+    for (int i = 0; i < S->nreqs; i++) {
+        request *q = &S->reqs[i];
+        if (q->state == 1 && q->prefilled >= q->prompt && q->generated >= q->output) {
+            q->state = 2;
+            if (!strcmp(S->o.engine, "vllm")) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "Finished request %s.", q->id);
+                log_engine(S, 0, now, "INFO", "async_llm.py:418", "(APIServer pid=3646)", -1, msg);
+            }
+        }
+    }
+}
+
+/* ---- fault choice ---- */
+
+static int fault_applicable(const sim *S, teller_fault f)
+{
+    switch (f) {
+    case TELLER_FAULT_SLOW_LINK: {
+        /* needs a collective or a send that crosses nodes */
+        if (S->o.nodes < 2)
+            return 0;
+        int tp_cross = rank_node(S, 0) != rank_node(S, S->o.tp - 1);
+        return tp_cross || S->o.pp > 1;
+    }
+    case TELLER_FAULT_NCCL_HANG:
+        return S->o.tp > 1;
+    case TELLER_FAULT_PP_SEND_DELAY:
+        return S->o.pp > 1;
+    default:
+        return 1;
+    }
+}
+
+static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
+{
+    double sev = S->o.severity;
+    memset(F, 0, sizeof *F);
+    F->kind = kind;
+    F->rank = uni_int(&S->r, S->world);
+    F->node = rank_node(S, F->rank);
+    switch (kind) {
+    case TELLER_FAULT_SLOW_LINK:
+        F->node = 1 + uni_int(&S->r, S->o.nodes - 1);
+        F->rank = F->node * S->o.gpus_per_node;
+        F->factor = 1.0 + uni_in(&S->r, 3.0, 9.0) * sev;
+        F->extra = (int64_t)(uni_in(&S->r, 0.3e6, 2e6) * sev); /* retransmit timeouts per transfer */
+        break;
+    case TELLER_FAULT_NCCL_HANG:
+        F->coll = uni_int(&S->r, nops_colls > 0 ? nops_colls : 1);
+        break;
+    case TELLER_FAULT_PP_SEND_DELAY:
+        F->rank = uni_int(&S->r, S->world - S->o.tp);
+        F->node = rank_node(S, F->rank);
+        F->extra = (int64_t)(uni_in(&S->r, 2e6, 12e6) * sev);
+        break;
+    case TELLER_FAULT_GPU_THROTTLE:
+        F->factor = 1.0 + uni_in(&S->r, 0.35, 1.0) * sev;
+        F->kernel = S->m->experts ? K_MOE_BMM1 : K_GEMM_UP; /* the kernel that loses the most time */
+        break;
+    case TELLER_FAULT_KERNEL_REGRESSION: {
+        static const char *const ks[] = {K_GEMM_QKV, K_GEMM_O, K_FMHA, K_ROTARY, K_ADDNORM, K_CACHE};
+        F->kernel = ks[uni_int(&S->r, 6)];
+        F->factor = 1.0 + uni_in(&S->r, 3.0, 9.0) * sev;
+        break;
+    }
+    case TELLER_FAULT_LAUNCH_LATENCY:
+        F->extra = (int64_t)(uni_in(&S->r, 25e3, 90e3) * sev);
+        break;
+    case TELLER_FAULT_SYNC_STALL:
+        F->extra = (int64_t)(uni_in(&S->r, 4e6, 30e6) * sev);
+        break;
+    case TELLER_FAULT_MALLOC_STORM:
+        F->extra = (int64_t)(uni_in(&S->r, 150e3, 900e3) * sev);
+        break;
+    case TELLER_FAULT_PCIE_DEGRADATION:
+        F->factor = 1.0 + uni_in(&S->r, 8.0, 30.0) * sev;
+        break;
+    case TELLER_FAULT_KV_SWAP:
+        F->rank = 0;
+        F->node = 0;
+        F->factor = uni_in(&S->r, 1.0, 4.0);
+        F->extra = (int64_t)(uni_in(&S->r, 1.0, 3.0) * sev * 1e6);
+        break;
+    case TELLER_FAULT_OOM:
+        F->factor = sev;
+        F->extra = (int64_t)uni_in(&S->r, 1e6, 4e6);
+        break;
+    case TELLER_FAULT_CPU_CONTENTION:
+        F->extra = (int64_t)(uni_in(&S->r, 0.6e6, 3e6) * sev);
+        break;
+    case TELLER_FAULT_PREEMPTION:
+        F->rank = 0;
+        F->node = 0;
+        F->extra = (int64_t)(uni_in(&S->r, 1500, 4000) * sev);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- writing the case ---- */
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int log_cmp(const void *a, const void *b)
+{
+    const logline *x = a, *y = b;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return 0;
+}
+
+typedef struct truth_step {
+    int         abnormal;
+    fault_inst  f;
+    int64_t     dur, clean, excess, root_ns, usual_ns;
+    const char *root_op, *root_layer;
+    int         root_rank;
+} truth_step;
+
+/* The root operator when the step never reached the faulty call. */
+static const char *default_root_op(teller_fault k)
+{
+    switch (k) {
+    case TELLER_FAULT_LAUNCH_LATENCY: return "cudaLaunchKernel";
+    case TELLER_FAULT_SYNC_STALL: return "cudaStreamSynchronize";
+    case TELLER_FAULT_MALLOC_STORM:
+    case TELLER_FAULT_OOM: return "cudaMalloc";
+    case TELLER_FAULT_PCIE_DEGRADATION: return M_H2D;
+    case TELLER_FAULT_KV_SWAP: return M_D2H;
+    case TELLER_FAULT_PP_SEND_DELAY: return K_SENDRECV;
+    case TELLER_FAULT_NCCL_HANG: return K_ALLREDUCE;
+    default: return "";
+    }
+}
+
+static const char *layer_of_root(teller_fault k, const char *op)
+{
+    switch (k) {
+    case TELLER_FAULT_LAUNCH_LATENCY:
+    case TELLER_FAULT_SYNC_STALL:
+    case TELLER_FAULT_MALLOC_STORM:
+    case TELLER_FAULT_OOM:
+        return "RUNTIME";
+    case TELLER_FAULT_PCIE_DEGRADATION:
+    case TELLER_FAULT_KV_SWAP:
+        return "MEMCPY";
+    case TELLER_FAULT_PREEMPTION:
+        return "ENGINE";
+    default:
+        return op && !strncmp(op, "cuda", 4) ? "RUNTIME" : "KERNEL";
+    }
+}
+
+static void explain(const sim *S, int step, const truth_step *t, char *out, size_t cap)
+{
+    const fault_inst *f = &t->f;
+    double ex = (double)t->excess / 1e6, dur = (double)t->dur / 1e6;
+    double pct = t->clean > 0 ? 100.0 * (double)t->excess / (double)t->clean : 0;
+    const char *what;
+    switch (f->kind) {
+    case TELLER_FAULT_SLOW_LINK: what = "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in them"; break;
+    case TELLER_FAULT_NCCL_HANG: what = "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired"; break;
+    case TELLER_FAULT_PP_SEND_DELAY: what = "the pipeline send of rank %d stalled and the next stage idled waiting for it"; break;
+    case TELLER_FAULT_GPU_THROTTLE: what = "GPU of rank %d ran every kernel slower (throttled clocks) and its peers waited for it in collectives"; break;
+    case TELLER_FAULT_KERNEL_REGRESSION: what = "one kernel regressed on rank %d"; break;
+    case TELLER_FAULT_LAUNCH_LATENCY: what = "kernel launch calls on rank %d became slow and the GPU idled between kernels"; break;
+    case TELLER_FAULT_SYNC_STALL: what = "a stream synchronize on rank %d blocked far longer than usual"; break;
+    case TELLER_FAULT_MALLOC_STORM: what = "the caching allocator on rank %d missed, causing many slow cudaMalloc calls"; break;
+    case TELLER_FAULT_PCIE_DEGRADATION: what = "host-device copies on rank %d slowed down (PCIe degradation)"; break;
+    case TELLER_FAULT_KV_SWAP: what = "KV cache pressure swapped blocks to host memory from rank %d and its peers"; break;
+    case TELLER_FAULT_OOM: what = "rank %d ran out of GPU memory, freed its cache and retried the step"; break;
+    case TELLER_FAULT_CPU_CONTENTION: what = "the host thread of rank %d was descheduled, delaying its kernel launches"; break;
+    case TELLER_FAULT_PREEMPTION: what = "the scheduler preempted requests and recomputed them in this step (rank %d leads)"; break;
+    default: what = "rank %d"; break;
+    }
+    char head[256];
+    snprintf(head, sizeof head, what, f->kind == TELLER_FAULT_SLOW_LINK ? f->node : t->root_rank);
+    snprintf(out, cap,
+             "Step %d took %.3f ms, %.3f ms (%.0f%%) longer than expected: %s (%s). The root operator is %s on rank %d "
+             "(node %d), which took %.3f ms.",
+             step, dur, ex, pct, head, teller_fault_name(f->kind), t->root_op ? t->root_op : "?", t->root_rank,
+             rank_node(S, t->root_rank), (double)t->root_ns / 1e6);
+}
+
+static void write_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static teller_status write_truth(sim *S, const truth_step *ts, int nsteps, teller_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/truth.json", S->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write");
+    fprintf(f, "{\"version\": 1,\n \"workload\": {\"engine\": \"%s\", \"model\": \"%s\", \"nodes\": %d, "
+               "\"gpus_per_node\": %d, \"tp\": %d, \"pp\": %d, \"seed\": %llu},\n",
+            S->o.engine, S->m->hf, S->o.nodes, S->o.gpus_per_node, S->o.tp, S->o.pp, (unsigned long long)S->o.seed);
+    fprintf(f, " \"clock_offsets_ns\": [");
+    for (int n = 0; n < S->o.nodes; n++)
+        fprintf(f, "%s%lld", n ? ", " : "", (long long)(S->node_off[n] - S->node_off[0]));
+    fprintf(f, "],\n \"steps\": [");
+    for (int k = 0; k < nsteps; k++) {
+        const truth_step *t = &ts[k];
+        fprintf(f, "%s\n  {\"step\": %d, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
+                k, t->abnormal ? "true" : "false", (long long)t->dur, (long long)t->clean);
+        if (!t->abnormal) {
+            fprintf(f, ", \"fault_type\": \"no_error\"}");
+            continue;
+        }
+        char ex[1024];
+        explain(S, k, t, ex, sizeof ex);
+        fprintf(f, ", \"view\": \"%s\", \"fault_type\": \"%s\", \"fault\": \"%s\", \"excess_ns\": %lld, "
+                   "\"root\": {\"rank\": %d, \"node\": %d, \"op\": ",
+                teller_fault_view(t->f.kind), teller_fault_type(t->f.kind), teller_fault_name(t->f.kind),
+                (long long)t->excess, t->root_rank, rank_node(S, t->root_rank));
+        write_json_str(f, t->root_op ? t->root_op : "");
+        fprintf(f, ", \"layer\": \"%s\"}, \"explanation\": ", t->root_layer);
+        write_json_str(f, ex);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n ],\n \"requests\": [");
+    int first = 1;
+    for (int i = 0; i < S->nreqs; i++) {
+        request *q = &S->reqs[i];
+        if (!q->nsteps)
+            continue;
+        int ab = 0;
+        for (size_t j = 0; j < q->nsteps; j++)
+            ab |= ts[q->steps[j]].abnormal;
+        fprintf(f, "%s\n  {\"id\": \"%s\", \"arrival_ns\": %lld, \"prompt_tokens\": %d, \"output_tokens\": %d, "
+                   "\"finished\": %s, \"abnormal\": %s, \"steps\": [",
+                first ? "" : ",", q->id, (long long)q->arrival, q->prompt, q->output, q->state == 2 ? "true" : "false",
+                ab ? "true" : "false");
+        for (size_t j = 0; j < q->nsteps; j++)
+            fprintf(f, "%s%u", j ? ", " : "", q->steps[j]);
+        fprintf(f, "]}");
+        first = 0;
+    }
+    fprintf(f, "\n ]}\n");
+    if (fclose(f) != 0)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "write failed");
+    return TELLER_OK;
+}
+
+static void write_headers(sim *S)
+{
+    for (int r = 0; r < S->world; r++) {
+        obuf *o = &S->ranks[r].out;
+        ob_fmt(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+        for (int d = 0; d < S->o.gpus_per_node; d++)
+            ob_fmt(o, "%s\n    {\"id\": %d, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 84929347584, "
+                      "\"computeMajor\": 9, \"computeMinor\": 0, \"maxThreadsPerBlock\": 1024, \"numSms\": 132}",
+                   d ? "," : "", d);
+        ob_fmt(o, "\n  ],\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d, "
+                  "\"nccl_version\": \"2.21.5\"},\n  \"record_shapes\": 0,\n  \"with_stack\": 1,\n  \"displayTimeUnit\": \"ms\",\n"
+                  "  \"baseTimeNanoseconds\": %lld,\n  \"traceEvents\": [",
+               r, S->world, (long long)S->base_ns);
+        S->ranks[r].first_event = 1;
+    }
+}
+
+static void startup_logs(sim *S)
+{
+    for (int r = 0; r < S->world; r++) {
+        int node = rank_node(S, r);
+        int64_t t = S->t0 - 40000000000LL + r * 1000000LL;
+        char line[512], proc[64];
+        worker_proc(S, r, proc, sizeof proc);
+        snprintf(line, sizeof line, "%s%s%s:%d:%d [%d] NCCL INFO comm 0x7f%08x rank %d nranks %d cudaDev %d busId %d000 - Init COMPLETE",
+                 proc, proc[0] ? " " : "", S->host_names[node % 8], S->ranks[r].pid, S->ranks[r].pid + 17,
+                 r % S->o.gpus_per_node, (unsigned)(0x1000 * (r + 1)), r % S->o.tp, S->o.tp, r % S->o.gpus_per_node,
+                 (r % S->o.gpus_per_node) * 16 + 0x18);
+        add_log(S, node, t, line);
+        if (r % S->o.gpus_per_node == 0) {
+            snprintf(line, sizeof line, "NCCL version 2.21.5+cuda12.4");
+            add_log(S, node, t - 1000, line);
+        }
+    }
+    if (!strcmp(S->o.engine, "vllm")) {
+        log_engine(S, 0, S->t0 - 30000000000LL, "WARNING", "config.py:1404", "(APIServer pid=3646)", -1,
+                   "Possibly too large swap space. 4.00 GiB out of the 15.59 GiB total CPU memory is allocated for the swap space.");
+        log_engine(S, 0, S->t0 - 20000000000LL, "INFO", "api_server.py:1880", "(APIServer pid=3646)", -1,
+                   "Starting vLLM API server 0 on http://0.0.0.0:8000");
+    } else {
+        log_engine(S, 0, S->t0 - 30000000000LL, "INFO", "", NULL, 0,
+                   "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=61.23 GB, mem usage=15.06 GB.");
+        log_engine(S, 0, S->t0 - 20000000000LL, "INFO", "", NULL, -1,
+                   "The server is fired up and ready to roll!");
+    }
+}
+
+static void step_logs(sim *S, int k, const batch *b, int64_t t, const fault_inst *F, int64_t *last_metrics)
+{
+    char msg[768];
+    /* request arrivals in this step's window */
+    for (int i = 0; i < S->nreqs; i++) {
+        request *q = &S->reqs[i];
+        if (q->logged || q->arrival > t)
+            continue;
+        q->logged = 1;
+        if (!strcmp(S->o.engine, "vllm")) {
+            snprintf(msg, sizeof msg,
+                     "Received request %s: params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, "
+                     "repetition_penalty=1.0, temperature=0.7, top_p=0.95, top_k=0, min_p=0.0, seed=None, stop=[], "
+                     "max_tokens=%d), prompt_token_ids: None, lora_request: None.",
+                     q->id, q->output);
+            log_engine(S, 0, q->arrival, "INFO", "logger.py:43", "(APIServer pid=3646)", -1, msg);
+            snprintf(msg, sizeof msg, "Added request %s.", q->id);
+            log_engine(S, 0, q->arrival + 400000, "INFO", "async_llm.py:270", "(APIServer pid=3646)", -1, msg);
+        } else {
+            snprintf(msg, sizeof msg, "INFO:     10.0.3.7:%d - \"POST /v1/completions HTTP/1.1\" 200 OK", 40000 + i);
+            log_engine(S, 0, q->arrival, "INFO", "", NULL, -1, msg);
+        }
+    }
+    int running = 0, waiting = 0;
+    for (int i = 0; i < S->nreqs; i++) {
+        running += S->reqs[i].state == 1;
+        waiting += S->reqs[i].state == 0 && S->reqs[i].arrival <= t;
+    }
+    if (!strcmp(S->o.engine, "sglang")) {
+        if (b->prefill_seqs) {
+            snprintf(msg, sizeof msg,
+                     "Prefill batch. #new-seq: %d, #new-token: %d, #cached-token: 0, token usage: %.2f, #running-req: %d, #queue-req: %d",
+                     b->prefill_seqs, b->prefill_tokens, 0.05 + 0.002 * running, running - b->prefill_seqs, waiting);
+            log_engine(S, 0, t, "INFO", "", NULL, 0, msg);
+        } else if (k % 40 == 0) {
+            snprintf(msg, sizeof msg,
+                     "Decode batch. #running-req: %d, #token: %lld, token usage: %.2f, cuda graph: True, gen throughput (token/s): %.2f, #queue-req: %d",
+                     b->decode_seqs, (long long)b->decode_ctx, 0.05 + 0.002 * running, b->decode_seqs * 38.5, waiting);
+            log_engine(S, 0, t, "INFO", "", NULL, 0, msg);
+        }
+    } else if (t - *last_metrics >= 5000000000LL) {
+        snprintf(msg, sizeof msg,
+                 "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, "
+                 "Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: 0.0%%",
+                 b->prefill_tokens * 25.0, b->decode_seqs * 30.0, running, waiting, 8.0 + 0.3 * running);
+        log_engine(S, 0, t, "INFO", "loggers.py:271", "(APIServer pid=3646)", -1, msg);
+        *last_metrics = t;
+    }
+    if (k % 37 == 11) /* benign noise */
+        log_engine(S, 0, t, "WARNING", "protocol.py:72", "(APIServer pid=3646)", -1,
+                   "The following fields were present in the request but ignored: {'stream_options'}");
+    if (!F)
+        return;
+    if (F->kind == TELLER_FAULT_PREEMPTION || F->kind == TELLER_FAULT_KV_SWAP) {
+        int swap = F->kind == TELLER_FAULT_KV_SWAP;
+        if (!strcmp(S->o.engine, "vllm")) {
+            snprintf(msg, sizeof msg,
+                     "Sequence group %d is preempted by PreemptionMode.%s mode because there is not enough KV cache space. "
+                     "This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to "
+                     "provide more KV cache memory. total_num_cumulative_preemption=%d",
+                     100 + k, swap ? "SWAP" : "RECOMPUTE", 1 + k / 3);
+            log_engine(S, 0, t, "WARNING", "scheduler.py:1089", NULL, -1, msg);
+        } else {
+            snprintf(msg, sizeof msg, "KV cache pool is full. Retract requests. #retracted_reqs: %d, #new_token_ratio: 0.7021 -> 1.0000",
+                     1 + (int)(F->extra / 2000));
+            log_engine(S, 0, t, "WARNING", "", NULL, 0, msg);
+        }
+    }
+}
+
+static void sim_free(sim *S)
+{
+    if (S->ranks)
+        for (int r = 0; r < S->world; r++)
+            ob_free(&S->ranks[r].out);
+    free(S->ranks);
+    free(S->node_off);
+    free(S->node_drift);
+    if (S->reqs)
+        for (int i = 0; i < S->nreqs; i++)
+            free(S->reqs[i].steps);
+    free(S->reqs);
+    for (size_t i = 0; i < S->nlogs; i++)
+        free(S->logs[i].text);
+    free(S->logs);
+}
+
+teller_sim_opts teller_sim_defaults(void)
+{
+    teller_sim_opts o = {0};
+    o.nodes = 2;
+    o.gpus_per_node = 4;
+    o.tp = 4;
+    o.pp = 2;
+    o.steps = 60;
+    o.model = "8b";
+    o.engine = "vllm";
+    o.faults = 0;
+    o.fault_rate = 0.3;
+    o.severity = 1.0;
+    o.seed = 1;
+    return o;
+}
+
+teller_status teller_sim_check(const teller_sim_opts *o, teller_error *err)
+{
+    if (o->nodes < 1 || o->nodes > 64 || o->gpus_per_node < 1 || o->gpus_per_node > 16)
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--nodes must be 1..64 and --gpus-per-node 1..16");
+    if (o->tp < 1 || o->pp < 1 || o->tp * o->pp != o->nodes * o->gpus_per_node)
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0,
+                                "tp (%d) x pp (%d) must equal the GPUs in the run (%d nodes x %d GPUs = %d)", o->tp, o->pp,
+                                o->nodes, o->gpus_per_node, o->nodes * o->gpus_per_node);
+    if (o->steps < 1 || o->steps > 100000)
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--steps must be 1..100000, not %d", o->steps);
+    if (!find_model(o->model))
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "unknown --model '%s' (8b, 70b, moe)", o->model);
+    if (strcmp(o->engine, "vllm") && strcmp(o->engine, "sglang"))
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "unknown --engine '%s' (vllm, sglang)", o->engine);
+    if (!(o->fault_rate >= 0 && o->fault_rate <= 1))
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--fault-rate must be within 0..1");
+    if (!(o->severity > 0 && o->severity <= 100))
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--severity must be positive");
+    return TELLER_OK;
+}
+
+/* Kineto floors its base time to a 7,889,238 s boundary so doubles keep ns. */
+#define KINETO_BASE_PERIOD_NS 7889238000000000LL
+
+typedef struct saved_rank {
+    int64_t  host, gpu;
+    uint32_t corr, ext, pg_seq;
+} saved_rank;
+
+teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_error *err)
+{
+    teller_status st = teller_sim_check(o, err);
+    if (st)
+        return st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/logs", dir);
+    if (mkdir_p(path) != 0)
+        return teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the case directory");
+    sim S;
+    memset(&S, 0, sizeof S);
+    S.o = *o;
+    S.m = find_model(o->model);
+    S.world = o->nodes * o->gpus_per_node;
+    S.dir = dir;
+    rng_seed(&S.r, o->seed * 0x9E3779B97F4A7C15ull + 12345);
+    S.t0 = 1795000000000000000LL + (int64_t)(o->seed % 1000) * 3600000000000LL;
+    S.base_ns = S.t0 / KINETO_BASE_PERIOD_NS * KINETO_BASE_PERIOD_NS;
+    S.ranks = calloc((size_t)S.world, sizeof *S.ranks);
+    S.node_off = calloc((size_t)o->nodes, sizeof *S.node_off);
+    S.node_drift = calloc((size_t)o->nodes, sizeof *S.node_drift);
+    saved_rank *saved = calloc((size_t)S.world, sizeof *saved);
+    truth_step *ts = calloc((size_t)o->steps, sizeof *ts);
+    char (*markers)[128] = calloc((size_t)o->steps, sizeof *markers); /* step annotation texts */
+    if (!S.ranks || !S.node_off || !S.node_drift || !saved || !ts || !markers) {
+        free(markers);
+        free(saved);
+        free(ts);
+        sim_free(&S);
+        return teller_error_set(err, TELLER_ERR_NOMEM, dir, 0, "out of memory");
+    }
+    for (int n = 0; n < o->nodes; n++) {
+        /* NTP-synchronised hosts: offsets of up to a few ms, drift of a ppm or two */
+        S.node_off[n] = (int64_t)uni_in(&S.r, -3e6, 3e6);
+        S.node_drift[n] = uni_in(&S.r, -1.5e-6, 1.5e-6);
+        snprintf(S.host_names[n % 8], sizeof S.host_names[0], "gpu-node-%02d", n);
+    }
+    for (int r = 0; r < S.world; r++) {
+        S.ranks[r].pid = 2000 + (int)(rng_next(&S.r) % 60000);
+        snprintf(path, sizeof path, "%s/rank%d.trace.json.gz", dir, r);
+        gzFile gz = gzopen(path, "wb1");
+        if (!gz) {
+            free(markers);
+            free(saved);
+            free(ts);
+            sim_free(&S);
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
+        }
+        ob_init(&S.ranks[r].out, gz);
+        S.ranks[r].out.failed = 0;
+    }
+    S.emit = 1;
+    write_headers(&S);
+    startup_logs(&S);
+    make_requests(&S, o->steps);
+    int nsteps = o->steps;
+    int64_t t = S.t0, last_metrics = S.t0;
+    int layers0 = S.m->layers / o->pp + (0 < S.m->layers % o->pp ? 1 : 0);
+    for (int k = 0; k < nsteps; k++) {
+        /* does this step carry a fault? */
+        fault_inst F, *Fp = NULL;
+        if (k > 0 && o->faults && uni(&S.r) < o->fault_rate) {
+            teller_fault cand[TELLER_FAULT_COUNT];
+            int nc = 0;
+            for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+                if ((o->faults >> f & 1) && fault_applicable(&S, (teller_fault)f) &&
+                    (f != TELLER_FAULT_NCCL_HANG || k >= nsteps / 2))
+                    cand[nc++] = (teller_fault)f;
+            if (nc) {
+                pick_fault(&S, cand[uni_int(&S.r, nc)], &F, 2 * layers0);
+                Fp = &F;
+            }
+        }
+        batch b;
+        schedule(&S, (uint32_t)k, t, &b, Fp && F.kind == TELLER_FAULT_PREEMPTION ? (int)F.extra : 0);
+        step_out clean, out;
+        if (Fp) {
+            /* the counterfactual: the same step from the same state without the fault */
+            rng saved_rng = S.r;
+            for (int r = 0; r < S.world; r++)
+                saved[r] = (saved_rank){S.ranks[r].host, S.ranks[r].gpu, S.ranks[r].corr, S.ranks[r].ext, S.ranks[r].pg_seq};
+            S.emit = 0;
+            batch bc = b;
+            if (F.kind == TELLER_FAULT_PREEMPTION) {
+                bc.prefill_tokens -= (int)F.extra;
+                bc.prefill_seqs -= 1 + (int)F.extra / 800;
+                bc.prefill_ctx -= F.extra * F.extra / 2;
+                bc.graph = bc.prefill_seqs == 0 && bc.decode_seqs > 0;
+            }
+            sim_step(&S, k, &bc, NULL, t, &clean);
+            S.r = saved_rng;
+            for (int r = 0; r < S.world; r++) {
+                S.ranks[r].host = saved[r].host;
+                S.ranks[r].gpu = saved[r].gpu;
+                S.ranks[r].corr = saved[r].corr;
+                S.ranks[r].ext = saved[r].ext;
+                S.ranks[r].pg_seq = saved[r].pg_seq;
+            }
+            S.emit = 1;
+        }
+        step_logs(&S, k, &b, t, Fp, &last_metrics);
+        sim_step(&S, k, &b, Fp, t, &out);
+        truth_step *T = &ts[k];
+        T->dur = out.end - out.start;
+        T->clean = Fp ? clean.end - clean.start : T->dur;
+        if (Fp) {
+            T->abnormal = 1;
+            T->f = F;
+            T->excess = T->dur - T->clean;
+            T->root_rank = F.rank;
+            T->root_ns = out.root_ns;
+            memcpy(markers[k], out.marker, sizeof markers[k]);
+            T->root_op = F.kind == TELLER_FAULT_PREEMPTION ? markers[k] : out.root_op ? out.root_op : default_root_op(F.kind);
+            T->root_layer = out.root_layer ? out.root_layer : layer_of_root(F.kind, T->root_op);
+            if (F.kind == TELLER_FAULT_CPU_CONTENTION)
+                T->root_ns = out.max_gap;
+        }
+        finish_requests(&S, out.end);
+        if (out.hung) {
+            nsteps = k + 1;
+            break;
+        }
+        t = out.end + (int64_t)uni_in(&S.r, 150000, 450000);
+    }
+    st = TELLER_OK;
+    for (int r = 0; r < S.world; r++) {
+        obuf *ob = &S.ranks[r].out;
+        ob_fmt(ob, "\n  ],\n  \"traceName\": \"rank%d.trace.json\"\n}\n", r);
+        ob_flush(ob);
+        int failed = ob->failed;
+        if (gzclose(ob->gz) != Z_OK || failed)
+            st = teller_error_set(err, TELLER_ERR_IO, dir, 0, "writing rank %d's trace failed", r);
+        ob->gz = NULL;
+    }
+    teller_sort(S.logs, S.nlogs, sizeof *S.logs, log_cmp);
+    for (int n = 0; n < o->nodes && st == TELLER_OK; n++) {
+        snprintf(path, sizeof path, "%s/logs/node%d.log", dir, n);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            st = teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
+            break;
+        }
+        for (size_t i = 0; i < S.nlogs; i++)
+            if (S.logs[i].node == n)
+                fprintf(f, "%s\n", S.logs[i].text);
+        if (fclose(f) != 0)
+            st = teller_error_set(err, TELLER_ERR_IO, path, 0, "write failed");
+    }
+    if (st == TELLER_OK)
+        st = write_truth(&S, ts, nsteps, err);
+    free(markers);
+    free(saved);
+    free(ts);
+    sim_free(&S);
+    return st;
+}
+
+teller_status teller_simulate_corpus(const teller_sim_opts *base, int n, const char *dir, teller_error *err)
+{
+    if (n < 1 || n > 100000)
+        return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--corpus wants 1..100000 cases");
+    rng r;
+    rng_seed(&r, base->seed ^ 0xC0FFEEull);
+    static const char *const models[] = {"8b", "8b", "8b", "moe", "moe", "70b"};
+    for (int i = 0; i < n; i++) {
+        teller_sim_opts o = *base;
+        o.engine = uni(&r) < 0.6 ? "vllm" : "sglang";
+        o.model = models[uni_int(&r, 6)];
+        o.nodes = uni(&r) < 0.3 ? 1 : 2;
+        o.gpus_per_node = uni(&r) < 0.5 ? 2 : 4;
+        int world = o.nodes * o.gpus_per_node;
+        if (o.nodes == 1)
+            o.tp = uni(&r) < 0.7 ? world : world / 2;
+        else
+            o.tp = uni(&r) < 0.3 ? world : o.gpus_per_node;
+        o.pp = world / o.tp;
+        o.steps = 24 + uni_int(&r, 25);
+        o.severity = base->severity * uni_in(&r, 0.6, 1.4);
+        o.seed = rng_next(&r) % 1000000007ull;
+        if (!o.faults)
+            o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/case_%04d", dir, i);
+        teller_status st = teller_simulate(&o, sub, err);
+        if (st)
+            return st;
+    }
+    return TELLER_OK;
+}
