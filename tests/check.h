@@ -35,6 +35,10 @@ typedef struct test_case {
 extern const test_case json_tests[];
 extern const test_case kineto_tests[];
 extern const test_case real_trace_tests[];
+extern const test_case logs_tests[];
+extern const test_case sim_tests[];
+extern const test_case nsys_tests[];
+extern const test_case collect_tests[]; /* empty without the CUPTI headers */
 
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);

@@ -29,7 +29,7 @@ typedef struct teller_ingest_opts {
 teller_ingest_opts teller_ingest_defaults(void);
 
 /* Loads one file, detecting its format from its first bytes: SQLite
- * (Nsight Systems export), gzip or plain JSON (Kineto). */
+ * (Nsight Systems export), teller .tlt, gzip or plain JSON (Kineto). */
 teller_status teller_ingest_file(teller_store *st, const char *path,
                                  const teller_ingest_opts *opts, teller_error *err);
 
@@ -46,6 +46,15 @@ teller_status teller_ingest_kineto_mem(teller_store *st, const char *name, const
 /* Loads an Nsight Systems SQLite export (nsys export --type sqlite). */
 teller_status teller_ingest_nsys(teller_store *st, const char *path,
                                  const teller_ingest_opts *opts, teller_error *err);
+
+/* Loads a teller collector file (.tlt, one process). Damaged files load
+ * what is valid and warn in the store about what was lost. */
+teller_status teller_ingest_tlt(teller_store *st, const char *path,
+                                const teller_ingest_opts *opts, teller_error *err);
+/* The same from memory (tests, fuzz targets); name is what errors and the
+ * source record call it. */
+teller_status teller_ingest_tlt_mem(teller_store *st, const char *name, const void *data, size_t len,
+                                    const teller_ingest_opts *opts, teller_error *err);
 
 #ifdef __cplusplus
 }

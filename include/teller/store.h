@@ -53,7 +53,8 @@ enum {
 /* Input formats a source came from. */
 typedef enum teller_format {
     TELLER_FORMAT_KINETO = 0, /* PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz) */
-    TELLER_FORMAT_NSYS        /* Nsight Systems SQLite export */
+    TELLER_FORMAT_NSYS,       /* Nsight Systems SQLite export */
+    TELLER_FORMAT_TLT         /* teller's own collector (.tlt, src/collect/tlt_format.h) */
 } teller_format;
 
 /* One source: a trace file, or one process inside a multi-process file
@@ -228,6 +229,8 @@ const char *teller_store_warning_msg(const teller_store *st, size_t i);
 
 /* Short lower-case name of a layer ("kernel", ...). */
 const char *teller_layer_name(teller_layer l);
+/* The upper-case tag of a layer as truth and predictions spell it ("KERNEL"). */
+const char *teller_layer_tag(teller_layer l);
 
 #ifdef __cplusplus
 }

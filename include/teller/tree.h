@@ -68,6 +68,14 @@ typedef struct teller_step_summary {
 teller_status teller_step_summaries(const teller_store *st, teller_step_summary **out, size_t *n,
                                     teller_error *err);
 
+/* Normalises an operator name for comparison and grouping: drops the
+ * parameter list and template arguments, return types and qualifiers
+ * before the name ("void ", "std::enable_if<...>::type "), and CUDA API
+ * version suffixes ("_v7000"). "void vllm::rotary_embedding_kernel<c10::
+ * BFloat16, true>(long const*, ...)" -> "vllm::rotary_embedding_kernel".
+ * Writes at most cap bytes (NUL-terminated); returns the length. */
+size_t teller_name_normalize(const char *name, char *out, size_t cap);
+
 /* True when a name looks like communication work (NCCL/RCCL kernels and
  * ops, record_param_comms, nccl:* annotations, c10d ops). */
 int teller_name_is_comm(const char *name);

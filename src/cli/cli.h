@@ -24,8 +24,8 @@ typedef struct cli_load_opts {
  * (message printed). */
 int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i);
 
-/* Loads every path (a directory loads its *.json, *.json.gz and *.sqlite
- * files, also under a traces/ subdirectory), builds trees. Prints errors as
+/* Loads every path (a directory loads its *.json, *.json.gz, *.sqlite and
+ * *.tlt files, also under a traces/ subdirectory), builds trees. Prints errors as
  * "teller: FILE:OFFSET: what". Returns the store or NULL. */
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
 
@@ -39,6 +39,11 @@ void cli_put_json_str(FILE *f, const char *s);
 int cmd_stats(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_steps(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_baseline(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #define CLI_COMMON_HELP                                                                 \
     "  --step-pattern REGEX  step markers (POSIX extended regex on annotation names)\n" \

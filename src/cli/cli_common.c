@@ -45,7 +45,7 @@ static int is_trace_name(const char *n)
 {
     size_t l = strlen(n);
     return (l > 5 && !strcmp(n + l - 5, ".json")) || (l > 8 && !strcmp(n + l - 8, ".json.gz")) ||
-           (l > 7 && !strcmp(n + l - 7, ".sqlite"));
+           (l > 7 && !strcmp(n + l - 7, ".sqlite")) || (l > 4 && !strcmp(n + l - 4, ".tlt"));
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -110,7 +110,7 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
             }
             free(sub);
             if (nfiles == before) {
-                fprintf(stderr, "teller: %s: no trace files (*.json, *.json.gz, *.sqlite) in this directory\n",
+                fprintf(stderr, "teller: %s: no trace files (*.json, *.json.gz, *.sqlite, *.tlt) in this directory\n",
                         paths[i]);
                 goto fail;
             }

@@ -13,7 +13,12 @@ static void usage(FILE *f)
                "  stats   what a trace holds: events, links, steps, collectives, layers\n"
                "  tree    the call-chain trees of one step on one rank\n"
                "  steps   per step and rank: duration, kernel, comm and copy time, GPU idle\n"
-               "Traces: Kineto JSON (.json, .json.gz) and Nsight Systems SQLite exports;\n"
+               "  logs    service logs: records, templates, alignment to steps; Loghub accuracy\n"
+               "  simulate  write a simulated multi-node case with injected faults and truth\n"
+               "  eval      score predictions against truth (BENCHMARK.md metrics)\n"
+               "  baseline  reference predictions: zscore or gmm (the paper's candidate stage)\n"
+               "  run     run a program under the collector: traces, logs, manifest\n"
+               "Traces: Kineto JSON (.json, .json.gz), Nsight Systems SQLite exports, .tlt;\n"
                "a directory loads every trace file in it. 'teller COMMAND --help' for options.\n");
 }
 
@@ -30,6 +35,16 @@ int main(int argc, char **argv)
         return cmd_tree(argc - 1, argv + 1);
     if (!strcmp(c, "steps"))
         return cmd_steps(argc - 1, argv + 1);
+    if (!strcmp(c, "logs"))
+        return cmd_logs(argc - 1, argv + 1);
+    if (!strcmp(c, "simulate"))
+        return cmd_simulate(argc - 1, argv + 1);
+    if (!strcmp(c, "eval"))
+        return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "baseline"))
+        return cmd_baseline(argc - 1, argv + 1);
+    if (!strcmp(c, "run"))
+        return cmd_run(argc - 1, argv + 1);
     if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
         usage(stdout);
         return 0;

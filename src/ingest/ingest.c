@@ -1,7 +1,8 @@
 /*
  * ingest.c - picks the reader for a file from its first bytes.
  *
- * SQLite files start with "SQLite format 3\0" (Nsight Systems exports);
+ * SQLite files start with "SQLite format 3\0" (Nsight Systems exports),
+ * teller collector files with "\x89TLT\r\n\x1a\n" (src/collect/tlt_format.h);
  * everything else goes to the Kineto reader, which reads gzip and plain
  * JSON alike.
  */
@@ -23,5 +24,7 @@ teller_status teller_ingest_file(teller_store *st, const char *path, const telle
         return teller_error_set(err, TELLER_ERR_FORMAT, path, 0, "the file is empty");
     if (n == sizeof head && memcmp(head, "SQLite format 3", 16) == 0)
         return teller_ingest_nsys(st, path, opts, err);
+    if (n >= 8 && memcmp(head, "\x89TLT\r\n\x1a\n", 8) == 0)
+        return teller_ingest_tlt(st, path, opts, err);
     return teller_ingest_kineto(st, path, opts, err);
 }

@@ -328,3 +328,11 @@ const char *teller_layer_name(teller_layer l)
         "kernel", "memcpy", "memset", "sync", "other"};
     return (unsigned)l < TELLER_LAYER_COUNT ? names[l] : "?";
 }
+
+const char *teller_layer_tag(teller_layer l)
+{
+    static const char *const tags[TELLER_LAYER_COUNT] = {
+        "ENGINE", "FRONTEND", "BACKEND", "RUNTIME", "DRIVER",
+        "KERNEL", "MEMCPY", "MEMSET", "SYNC", "OTHER"};
+    return (unsigned)l < TELLER_LAYER_COUNT ? tags[l] : "OTHER";
+}

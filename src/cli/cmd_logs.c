@@ -1,0 +1,461 @@
+/*
+ * cmd_logs.c - `teller logs`: read service logs, mine templates, align to
+ * a trace's steps, or measure the miner on Loghub-2k.
+ */
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "teller/logs.h"
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: teller logs [options] LOG...\n"
+            "       teller logs --align TRACE_OR_CASE... -- [options] LOG...\n"
+            "       teller logs --loghub DIR\n"
+            "Reads vLLM, SGLang, PyTorch, NCCL and other logs; one record per line\n"
+            "(one per Python traceback); mines templates (Drain family).\n"
+            "Without --json: a summary of templates by count and level.\n"
+            "  --json             one JSON object per record: line, time_ns, level, rank,\n"
+            "                     template_id, template, params, family, ... (+ step with --align)\n"
+            "  --align TRACE...   load traces (files or case directories) up to '--' and give\n"
+            "                     each record its step (rules: docs/ARCHITECTURE.md, Logs)\n"
+            "  --node N           the node the logs were written on (default: 'node<N>' in\n"
+            "                     the file name, else 0)\n"
+            "  --year Y           year for timestamps without one (default: the file's mtime,\n"
+            "                     or the trace's first event with --align)\n"
+            "  --tz-offset S      the logger's zone in seconds east of UTC (default 0)\n"
+            "  --loghub DIR       GA and PA of the miner on every Loghub-2k dataset in DIR\n"
+            "                     (feeds the Content column)\n"
+            "  --similarity F     miner threshold (default 0.7)\n" CLI_COMMON_HELP);
+}
+
+/* ---- output helpers ------------------------------------------------------ */
+
+static char  *g_tmp;
+static size_t g_tmp_cap;
+
+static void put_json_slice(FILE *f, const char *p, size_t n)
+{
+    if (n + 1 > g_tmp_cap) {
+        char *t = realloc(g_tmp, n + 1);
+        if (!t) {
+            fputs("\"\"", f);
+            return;
+        }
+        g_tmp = t;
+        g_tmp_cap = n + 1;
+    }
+    memcpy(g_tmp, p, n);
+    g_tmp[n] = 0;
+    cli_put_json_str(f, g_tmp);
+}
+
+typedef struct tpl_info {
+    uint64_t by_level[TELLER_LOGL_COUNT];
+} tpl_info;
+
+typedef struct run {
+    int                json;
+    teller_log_miner  *miner;
+    tpl_info          *info;
+    size_t             info_cap;
+    const char        *file;
+    teller_store      *store; /* for --align, else NULL */
+    int32_t            node;
+    teller_status      st;
+    teller_log_param   params[64];
+} run;
+
+static const char *const FLAG_NAMES[] = {"no_time",   "year_inferred", "date_inferred", "no_subsec",
+                                         "truncated", "ansi",          "bad_utf8",      "wrapper_time",
+                                         "outside_step", "seq_assumed"};
+
+static int on_record(void *ctx, const teller_log_record *rec)
+{
+    run *r = ctx;
+    teller_log_match mt;
+    teller_status s = teller_log_miner_add(r->miner, rec->key.p, rec->key.n, &mt, r->params, 64);
+    if (s != TELLER_OK) {
+        r->st = s;
+        return 1;
+    }
+    if (mt.template_id >= r->info_cap) {
+        size_t nc = r->info_cap ? r->info_cap * 2 : 256;
+        while (nc <= mt.template_id)
+            nc *= 2;
+        tpl_info *ni = realloc(r->info, nc * sizeof *ni);
+        if (!ni) {
+            r->st = TELLER_ERR_NOMEM;
+            return 1;
+        }
+        memset(ni + r->info_cap, 0, (nc - r->info_cap) * sizeof *ni);
+        r->info = ni;
+        r->info_cap = nc;
+    }
+    r->info[mt.template_id].by_level[rec->level < TELLER_LOGL_COUNT ? rec->level : 0]++;
+    if (!r->json)
+        return 0;
+
+    teller_log_align al;
+    uint32_t flags = rec->flags;
+    if (r->store) {
+        teller_log_align_record(r->store, r->node, rec, &al);
+        flags |= al.flags;
+    }
+    FILE *f = stdout;
+    fputs("{\"file\":", f);
+    cli_put_json_str(f, r->file);
+    fprintf(f, ",\"line\":%llu,\"lines\":%u,", (unsigned long long)rec->line, rec->num_lines);
+    if (rec->time_ns == INT64_MIN)
+        fputs("\"time_ns\":null", f);
+    else
+        fprintf(f, "\"time_ns\":%lld", (long long)rec->time_ns);
+    fprintf(f, ",\"level\":\"%s\",\"family\":\"%s\",\"rank\":%d,\"pid\":%d",
+            teller_log_level_name((teller_log_level)rec->level),
+            teller_log_family_name((teller_log_family)rec->family), (int)rec->rank, (int)rec->pid);
+    if (rec->device >= 0)
+        fprintf(f, ",\"device\":%d", (int)rec->device);
+    if (rec->seq >= 0)
+        fprintf(f, ",\"seq\":%lld", (long long)rec->seq);
+    if (rec->process.n) {
+        fputs(",\"process\":", f);
+        put_json_slice(f, rec->process.p, rec->process.n);
+    }
+    if (rec->source.n) {
+        fputs(",\"source\":", f);
+        put_json_slice(f, rec->source.p, rec->source.n);
+    }
+    fputs(",\"requests\":[", f);
+    for (uint32_t i = 0; i < rec->num_requests; i++) {
+        if (i)
+            fputc(',', f);
+        put_json_slice(f, rec->request[i].p, rec->request[i].n);
+    }
+    fprintf(f, "],\"template_id\":%u,\"template\":", mt.template_id);
+    cli_put_json_str(f, teller_log_miner_template(r->miner, mt.template_id));
+    fputs(",\"params\":[", f);
+    for (uint32_t i = 0; i < mt.num_params && i < 64; i++) {
+        if (i)
+            fputc(',', f);
+        put_json_slice(f, rec->key.p + r->params[i].off, r->params[i].len);
+    }
+    fputs("]", f);
+    if (r->store) {
+        if (al.step == TELLER_NONE)
+            fputs(",\"step\":null", f);
+        else
+            fprintf(f, ",\"step\":%u", al.step);
+        fprintf(f, ",\"step_rank\":%d", (int)al.rank);
+        if (al.coll != TELLER_NONE)
+            fprintf(f, ",\"collective\":%u", al.coll);
+    }
+    fputs(",\"flags\":[", f);
+    int first = 1;
+    for (size_t b = 0; b < sizeof FLAG_NAMES / sizeof *FLAG_NAMES; b++)
+        if (flags & (1u << b)) {
+            fprintf(f, "%s\"%s\"", first ? "" : ",", FLAG_NAMES[b]);
+            first = 0;
+        }
+    fputs("],\"msg\":", f);
+    put_json_slice(f, rec->msg.p, rec->msg.n);
+    fputs("}\n", f);
+    return 0;
+}
+
+static int year_ref(int year, int64_t *ref)
+{
+    if (year < 1970 || year > 9999)
+        return -1;
+    /* Dec 31st 00:00 of that year: every MM-DD stamp then falls in that year
+     * (the reader moves a date more than a month after the reference to the
+     * year before); it is also the date of time-only lines until a dated line */
+    int64_t y = year, days = y * 365 + y / 4 - y / 100 + y / 400 - 719162 - 1;
+    *ref = days * 86400LL * 1000000000LL;
+    return 0;
+}
+
+/* ---- Loghub ---------------------------------------------------------------- */
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int loghub(const char *dir, const teller_miner_opts *mo)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "teller: %s: cannot open directory\n", dir);
+        return 1;
+    }
+    char *names[256];
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < 256) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p[4096];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s/%s_2k.log_structured_corrected.csv", dir, de->d_name, de->d_name);
+        if (stat(p, &sb) == 0)
+            names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, name_cmp);
+    printf("Loghub-2k, Content column fed to the miner; GA and PA as Loghub-2.0 defines them\n");
+    printf("%-12s %6s %7s %7s %7s %7s %9s\n", "dataset", "lines", "truth", "found", "GA", "PA", "lines/s");
+    double sga = 0, spa = 0;
+    int ok = 0, rc = 0;
+    for (int i = 0; i < n; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        teller_loghub_result res;
+        teller_error err;
+        teller_error_clear(&err);
+        if (teller_loghub_eval(p, mo, &res, &err) != TELLER_OK) {
+            fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+            rc = 1;
+        } else {
+            printf("%-12s %6u %7u %7u %7.3f %7.3f %9.0f\n", res.name, res.lines, res.truth_groups,
+                   res.found_groups, res.ga, res.pa, res.seconds > 0 ? res.lines / res.seconds : 0.0);
+            sga += res.ga;
+            spa += res.pa;
+            ok++;
+        }
+        free(names[i]);
+    }
+    if (ok)
+        printf("%-12s %6s %7s %7s %7.3f %7.3f\n", "average", "", "", "", sga / ok, spa / ok);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+int cmd_logs(int argc, char **argv)
+{
+    cli_load_opts lo;
+    memset(&lo, 0, sizeof lo);
+    lo.ingest = teller_ingest_defaults();
+    lo.tree = teller_tree_defaults();
+    teller_miner_opts mo = {0, 0};
+    run r;
+    memset(&r, 0, sizeof r);
+    char **traces = NULL, **logs = NULL;
+    int ntraces = 0, nlogs = 0, year = 0, node = -1, tz = 0;
+    const char *loghub_dir = NULL;
+    traces = calloc((size_t)argc + 1, sizeof *traces);
+    logs = calloc((size_t)argc + 1, sizeof *logs);
+    if (!traces || !logs) {
+        free(traces);
+        free(logs);
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int c;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            goto out;
+        } else if (!strcmp(a, "--json")) {
+            r.json = 1;
+        } else if (!strcmp(a, "--align")) {
+            int j = i + 1;
+            while (j < argc && strcmp(argv[j], "--"))
+                traces[ntraces++] = argv[j++];
+            if (j >= argc || ntraces == 0) {
+                fprintf(stderr, "teller: --align wants TRACE... followed by '--' and the logs\n");
+                rc = 2;
+                goto out;
+            }
+            i = j;
+        } else if ((!strcmp(a, "--year") || !strcmp(a, "--node") || !strcmp(a, "--tz-offset") ||
+                    !strcmp(a, "--loghub") || !strcmp(a, "--similarity")) && i + 1 < argc) {
+            const char *v = argv[++i];
+            char *end;
+            if (!strcmp(a, "--loghub")) {
+                loghub_dir = v;
+                continue;
+            }
+            if (!strcmp(a, "--similarity")) {
+                mo.similarity = strtod(v, &end);
+                if (*end || mo.similarity <= 0 || mo.similarity > 1) {
+                    fprintf(stderr, "teller: --similarity wants a number in (0, 1]\n");
+                    rc = 2;
+                    goto out;
+                }
+                continue;
+            }
+            long x = strtol(v, &end, 10);
+            if (*end || x < -86400 || x > 1000000) {
+                fprintf(stderr, "teller: %s: bad value '%s'\n", a, v);
+                rc = 2;
+                goto out;
+            }
+            if (a[2] == 'y')
+                year = (int)x;
+            else if (a[2] == 'n')
+                node = (int)x;
+            else
+                tz = (int)x;
+        } else if ((c = cli_common_opt(&lo, argc, argv, &i)) != 0) {
+            if (c < 0) {
+                rc = 2;
+                goto out;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "teller: logs: unknown option '%s'\n", a);
+            help(stderr);
+            rc = 2;
+            goto out;
+        } else {
+            logs[nlogs++] = argv[i];
+        }
+    }
+    if (loghub_dir) {
+        rc = loghub(loghub_dir, &mo);
+        goto out;
+    }
+    if (nlogs == 0) {
+        help(stderr);
+        rc = 2;
+        goto out;
+    }
+    int64_t ref = 0;
+    if (year && year_ref(year, &ref)) {
+        fprintf(stderr, "teller: --year wants a year from 1970\n");
+        rc = 2;
+        goto out;
+    }
+    if (ntraces) {
+        r.store = cli_load(&lo, traces, ntraces);
+        if (!r.store) {
+            rc = 1;
+            goto out;
+        }
+        if (!year) {
+            const teller_events *ev = teller_store_events(r.store);
+            int64_t mn = INT64_MAX;
+            for (size_t e = 0; e < ev->n; e++)
+                if (ev->start_ns[e] < mn)
+                    mn = ev->start_ns[e];
+            if (ev->n)
+                ref = mn;
+        }
+    }
+    r.miner = teller_log_miner_create(&mo);
+    if (!r.miner) {
+        fprintf(stderr, "teller: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    teller_log_stats total;
+    memset(&total, 0, sizeof total);
+    char *buf = malloc(1 << 20);
+    for (int k = 0; buf && k < nlogs && rc == 0; k++) {
+        FILE *f = fopen(logs[k], "rb");
+        if (!f) {
+            fprintf(stderr, "teller: %s: cannot open\n", logs[k]);
+            rc = 1;
+            break;
+        }
+        teller_log_opts o = teller_log_defaults();
+        o.tz_offset_s = tz;
+        o.ref_ns = ref;
+        struct stat sb;
+        if (!ref && fstat(fileno(f), &sb) == 0)
+            o.ref_ns = (int64_t)sb.st_mtime * 1000000000LL;
+        teller_log_reader *rd = teller_log_reader_create(&o);
+        if (!rd) {
+            fclose(f);
+            rc = 1;
+            break;
+        }
+        r.file = logs[k];
+        r.node = node >= 0 ? node : teller_log_node_from_path(logs[k]);
+        if (r.node < 0)
+            r.node = 0;
+        teller_error err;
+        teller_error_clear(&err);
+        size_t got;
+        while (r.st == TELLER_OK && (got = fread(buf, 1, 1 << 20, f)) > 0)
+            teller_log_reader_feed(rd, buf, got, on_record, &r, &err);
+        if (r.st == TELLER_OK)
+            teller_log_reader_finish(rd, on_record, &r, &err);
+        const teller_log_stats *s = teller_log_reader_stats(rd);
+        total.lines += s->lines;
+        total.records += s->records;
+        total.blank += s->blank;
+        total.binary += s->binary;
+        total.bad_utf8 += s->bad_utf8;
+        total.ansi += s->ansi;
+        total.truncated += s->truncated;
+        total.no_time += s->no_time;
+        for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
+            total.by_family[fam] += s->by_family[fam];
+        teller_log_reader_free(rd);
+        fclose(f);
+        if (r.st != TELLER_OK) {
+            fprintf(stderr, "teller: %s: %s\n", logs[k], teller_status_str(r.st));
+            rc = 1;
+        }
+    }
+    free(buf);
+    FILE *sf = r.json ? stderr : stdout;
+    fprintf(sf, "%llu lines, %llu records (", (unsigned long long)total.lines,
+            (unsigned long long)total.records);
+    for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
+        fprintf(sf, "%s%s %llu", fam ? ", " : "", teller_log_family_name((teller_log_family)fam),
+                (unsigned long long)total.by_family[fam]);
+    fprintf(sf, "), %u templates; skipped: %llu blank, %llu binary; kept: %llu bad UTF-8, "
+                "%llu ANSI, %llu truncated, %llu without time\n",
+            teller_log_miner_count(r.miner), (unsigned long long)total.blank,
+            (unsigned long long)total.binary, (unsigned long long)total.bad_utf8,
+            (unsigned long long)total.ansi, (unsigned long long)total.truncated,
+            (unsigned long long)total.no_time);
+    if (!r.json) {
+        uint32_t nt = teller_log_miner_count(r.miner);
+        uint32_t *order = malloc((nt + 1) * sizeof *order);
+        for (uint32_t i = 0; order && i < nt; i++)
+            order[i] = i;
+        /* by count, descending; ties by id (insertion sort keeps it simple and stable) */
+        for (uint32_t i = 1; order && i < nt; i++) {
+            uint32_t x = order[i], j = i;
+            while (j > 0 && teller_log_miner_hits(r.miner, order[j - 1]) < teller_log_miner_hits(r.miner, x)) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = x;
+        }
+        printf("%8s %-8s %5s  %s\n", "count", "level", "id", "template");
+        for (uint32_t i = 0; order && i < nt; i++) {
+            uint32_t id = order[i];
+            int lv = 0;
+            for (int l = TELLER_LOGL_COUNT - 1; l > 0; l--)
+                if (id < r.info_cap && r.info[id].by_level[l]) {
+                    lv = l;
+                    break;
+                }
+            printf("%8llu %-8s %5u  ", (unsigned long long)teller_log_miner_hits(r.miner, id),
+                   lv ? teller_log_level_name((teller_log_level)lv) : "-", id);
+            cli_put_text(stdout, teller_log_miner_template(r.miner, id));
+            putchar('\n');
+        }
+        free(order);
+    }
+out:
+    teller_log_miner_free(r.miner);
+    teller_store_free(r.store);
+    free(r.info);
+    free(traces);
+    free(logs);
+    free(g_tmp);
+    g_tmp = NULL;
+    g_tmp_cap = 0;
+    return rc;
+}

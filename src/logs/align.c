@@ -1,0 +1,154 @@
+/*
+ * align.c - a log record to the rank and step of a tree-built store.
+ *
+ * Rules, first that applies:
+ *   1. Rank: the record's own ([rankN]:, rank=N, TPn, "[Rank N]"), else the
+ *      only rank the store has on the log's node, else unknown (-1).
+ *   2. A NCCL watchdog record with a sequence number (SeqNum=N, "work: N")
+ *      goes to the collective instance of that number: first one whose
+ *      member kernel carries the trace's own Seq (Kineto's
+ *      record_param_comms "Seq", the same counter the watchdog prints) equal
+ *      to N; else, assuming the trace holds the process group's collectives
+ *      from its first one, the instance with 0-based seq N-1
+ *      (TELLER_LOGF_SEQ_ASSUMED). With a known rank only instances that rank
+ *      took part in count. The step is that rank's kernel's step (or the
+ *      first member's). Limits: a trace cut in the middle of a run without
+ *      Seq gives a wrong instance under the assumption; several process
+ *      groups number their collectives separately and the watchdog line's
+ *      "[PG n]" is not yet used to pick one (the first key that matches wins).
+ *   3. Otherwise by time: the record's time moved onto node 0's clock
+ *      (minus the node's offset) falls inside a step of its rank (any rank
+ *      when unknown); outside every step the nearest step is kept and the
+ *      record flagged TELLER_LOGF_OUTSIDE_STEP. Whole-second log times are
+ *      taken at the middle of their second.
+ *   4. No time and no sequence: step TELLER_NONE.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "teller/logs.h"
+
+int32_t teller_log_node_from_path(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (const char *p = base; (p = strstr(p, "node")) != NULL; p += 4) {
+        const char *q = p + 4;
+        int64_t v = 0;
+        int nd = 0;
+        while (*q >= '0' && *q <= '9' && nd < 9) {
+            v = v * 10 + (*q++ - '0');
+            nd++;
+        }
+        if (nd)
+            return (int32_t)v;
+    }
+    return -1;
+}
+
+static int64_t node_offset(const teller_store *st, int32_t node)
+{
+    const teller_node *nodes = teller_store_nodes(st);
+    size_t n = teller_store_num_nodes(st);
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].node == node)
+            return nodes[i].offset_ns;
+    return 0;
+}
+
+/* The only rank on a node, or -1 when none or several. */
+static int32_t only_rank(const teller_store *st, int32_t node)
+{
+    int32_t r = -1;
+    size_t ns = teller_store_num_sources(st);
+    for (size_t i = 0; i < ns; i++) {
+        const teller_source *s = teller_store_source_c(st, (uint32_t)i);
+        if (s->node != node || s->rank < 0)
+            continue;
+        if (r >= 0 && r != s->rank)
+            return -1;
+        r = s->rank;
+    }
+    return r;
+}
+
+static uint32_t coll_by_seq(const teller_store *st, int64_t seq, int32_t rank, int assumed,
+                            uint32_t *kernel)
+{
+    const teller_collective *cs = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    size_t nc = teller_store_num_collectives(st);
+    for (size_t c = 0; c < nc; c++) {
+        if (assumed && (int64_t)cs[c].seq != seq - 1)
+            continue;
+        uint32_t pick = TELLER_NONE;
+        int seq_ok = assumed;
+        for (uint32_t k = 0; k < cs[c].num_members; k++) {
+            const teller_coll_member *m = &mem[cs[c].first_member + k];
+            if (!assumed) {
+                const teller_comm *cm = teller_store_event_comm(st, m->kernel);
+                if (cm && cm->seq == seq)
+                    seq_ok = 1;
+            }
+            if (rank < 0 ? pick == TELLER_NONE : m->rank == rank)
+                pick = m->kernel;
+        }
+        if (seq_ok && pick != TELLER_NONE) {
+            *kernel = pick;
+            return (uint32_t)c;
+        }
+    }
+    return TELLER_NONE;
+}
+
+void teller_log_align_record(const teller_store *st, int32_t node, const teller_log_record *rec,
+                             teller_log_align *out)
+{
+    memset(out, 0, sizeof *out);
+    out->step = TELLER_NONE;
+    out->coll = TELLER_NONE;
+    out->rank = rec->rank >= 0 ? rec->rank : only_rank(st, node);
+    out->time_ns = INT64_MIN;
+    if (rec->time_ns != INT64_MIN) {
+        out->time_ns = rec->time_ns - node_offset(st, node);
+        if (rec->flags & TELLER_LOGF_NO_SUBSEC)
+            out->time_ns += 500000000;
+    }
+
+    if (rec->seq >= 0) {
+        uint32_t kernel = TELLER_NONE;
+        uint32_t c = coll_by_seq(st, rec->seq, out->rank, 0, &kernel);
+        if (c == TELLER_NONE && rec->seq >= 1) {
+            c = coll_by_seq(st, rec->seq, out->rank, 1, &kernel);
+            if (c != TELLER_NONE)
+                out->flags |= TELLER_LOGF_SEQ_ASSUMED;
+        }
+        if (c != TELLER_NONE) {
+            const teller_events *ev = teller_store_events(st);
+            out->coll = c;
+            out->step = ev->step ? ev->step[kernel] : TELLER_NONE;
+            if (out->step != TELLER_NONE)
+                return;
+        }
+    }
+    if (out->time_ns == INT64_MIN)
+        return;
+    const teller_step *steps = teller_store_steps(st);
+    size_t n = teller_store_num_steps(st);
+    int64_t best_d = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (out->rank >= 0 && steps[i].rank != out->rank)
+            continue;
+        int64_t t = out->time_ns, d;
+        if (t >= steps[i].start_ns && t <= steps[i].end_ns)
+            d = 0;
+        else
+            d = t < steps[i].start_ns ? steps[i].start_ns - t : t - steps[i].end_ns;
+        if (d < best_d) {
+            best_d = d;
+            out->step = steps[i].step;
+        }
+    }
+    if (out->step != TELLER_NONE && best_d > 0)
+        out->flags |= TELLER_LOGF_OUTSIDE_STEP;
+}

@@ -1,0 +1,431 @@
+/*
+ * drain.c - online template mining in the Drain family.
+ *
+ * A message is split into tokens at spaces and tabs. Masking is the one
+ * rule Drain's users add by regex, made general: inside a token, every
+ * segment between the delimiters  = : , ; ( ) [ ] { } " ' |  that holds a
+ * digit is a variable and becomes `<*>` (so "size:123," is "size:<*>,",
+ * an IP, a hex address, a block id, a path with numbers are each `<*>`).
+ * Masked tokens are interned; `<*>` alone is token 0.
+ *
+ * The prefix tree of Drain (length first, then the first depth-2 tokens,
+ * tokens holding a variable going to the `<*>` branch) is kept as one hash
+ * table from (length, prefix tokens) to a leaf: a list of templates. In the
+ * leaf the message joins the template with the most equal constant tokens
+ * if that share of its length reaches the similarity threshold (ties go to
+ * the template with more wildcards, then the older); otherwise it starts a
+ * new template. Joining turns every position that differs into `<*>`.
+ * Template ids count up from 0 in order of creation, so the same input
+ * gives the same ids. Nothing is allocated per message once the tables
+ * have grown: tokens and templates live in arenas owned by the miner.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "teller/logs.h"
+#include "../util/vec.h"
+
+#define MAX_TOKENS 255
+#define WILD 0u
+
+typedef struct tok_entry {
+    uint32_t off;   /* into text */
+    uint32_t len;
+    uint32_t hash;
+    uint8_t  var;   /* holds `<*>` */
+} tok_entry;
+
+typedef struct cluster {
+    uint32_t first_tok; /* into tpl_toks */
+    uint32_t ntok;
+    uint32_t nwild;
+    uint64_t hits;
+    char    *text;      /* cached template text, NULL when stale */
+} cluster;
+
+typedef struct leaf {
+    uint64_t key_hash;
+    uint32_t ntok;
+    uint32_t prefix[2];
+    uint32_t first;     /* clusters of the leaf: a linked list through next_in_leaf */
+    uint32_t used;
+} leaf;
+
+struct teller_log_miner {
+    uint32_t   depth;
+    double     sim;
+    /* interned tokens */
+    char      *text;
+    size_t     text_len, text_cap;
+    tok_entry *toks;
+    size_t     ntoks, toks_cap;
+    uint32_t  *tok_table;   /* open addressing: token id + 1, 0 empty */
+    size_t     tok_mask;
+    /* templates */
+    cluster   *cl;
+    size_t     ncl, cl_cap;
+    uint32_t  *next_in_leaf;
+    size_t     nil_cap;
+    uint32_t  *tpl_toks;
+    size_t     tpl_len, tpl_cap;
+    /* leaves */
+    leaf      *leaves;
+    size_t     leaf_mask, nleaves;
+    /* scratch for one message */
+    char      *scratch;
+    size_t     scratch_cap;
+    uint32_t   ids[MAX_TOKENS];
+    uint32_t   off[MAX_TOKENS], len[MAX_TOKENS];
+};
+
+static uint32_t hash_bytes(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static int is_delim(char c)
+{
+    switch (c) {
+    case '=': case ':': case ',': case ';': case '(': case ')': case '[': case ']':
+    case '{': case '}': case '"': case '\'': case '|':
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Interns s[0..n); returns the id or UINT32_MAX when out of memory. */
+static uint32_t intern(teller_log_miner *m, const char *s, size_t n, int var)
+{
+    uint32_t h = hash_bytes(s, n);
+    size_t i = h & m->tok_mask;
+    for (;;) {
+        uint32_t e = m->tok_table[i];
+        if (!e)
+            break;
+        tok_entry *t = &m->toks[e - 1];
+        if (t->hash == h && t->len == n && !memcmp(m->text + t->off, s, n))
+            return e - 1;
+        i = (i + 1) & m->tok_mask;
+    }
+    if ((m->ntoks + 1) * 2 > m->tok_mask + 1) { /* grow the table, then retry */
+        size_t ncap = (m->tok_mask + 1) * 2;
+        uint32_t *nt = calloc(ncap, sizeof *nt);
+        if (!nt)
+            return UINT32_MAX;
+        for (size_t k = 0; k < m->ntoks; k++) {
+            size_t j = m->toks[k].hash & (ncap - 1);
+            while (nt[j])
+                j = (j + 1) & (ncap - 1);
+            nt[j] = (uint32_t)k + 1;
+        }
+        free(m->tok_table);
+        m->tok_table = nt;
+        m->tok_mask = ncap - 1;
+        return intern(m, s, n, var);
+    }
+    if (TELLER_GROW(m->toks, m->toks_cap, m->ntoks + 1) ||
+        TELLER_GROW(m->text, m->text_cap, m->text_len + n + 1))
+        return UINT32_MAX;
+    memcpy(m->text + m->text_len, s, n);
+    m->text[m->text_len + n] = 0;
+    tok_entry *t = &m->toks[m->ntoks];
+    t->off = (uint32_t)m->text_len;
+    t->len = (uint32_t)n;
+    t->hash = h;
+    t->var = (uint8_t)var;
+    m->text_len += n + 1;
+    m->tok_table[i] = (uint32_t)m->ntoks + 1;
+    return (uint32_t)m->ntoks++;
+}
+
+teller_log_miner *teller_log_miner_create(const teller_miner_opts *opts)
+{
+    teller_log_miner *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->depth = opts && opts->depth ? opts->depth : 4;
+    if (m->depth < 2)
+        m->depth = 2;
+    if (m->depth > 4)
+        m->depth = 4;
+    m->sim = opts && opts->similarity > 0 ? opts->similarity : 0.7;
+    m->tok_mask = 1023;
+    m->tok_table = calloc(m->tok_mask + 1, sizeof *m->tok_table);
+    m->leaf_mask = 255;
+    m->leaves = calloc(m->leaf_mask + 1, sizeof *m->leaves);
+    if (!m->tok_table || !m->leaves || intern(m, "<*>", 3, 1) != WILD) {
+        teller_log_miner_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void teller_log_miner_free(teller_log_miner *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->ncl; i++)
+        free(m->cl[i].text);
+    free(m->text);
+    free(m->toks);
+    free(m->tok_table);
+    free(m->cl);
+    free(m->next_in_leaf);
+    free(m->tpl_toks);
+    free(m->leaves);
+    free(m->scratch);
+    free(m);
+}
+
+static uint64_t leaf_hash(uint32_t ntok, const uint32_t *pre, uint32_t npre)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ntok;
+    for (uint32_t i = 0; i < npre; i++)
+        h = (h ^ pre[i]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+/* Finds or creates the leaf for (ntok, prefix). NULL when out of memory. */
+static leaf *get_leaf(teller_log_miner *m, uint32_t ntok, const uint32_t *pre, uint32_t npre)
+{
+    uint64_t h = leaf_hash(ntok, pre, npre);
+    for (;;) {
+        size_t i = h & m->leaf_mask;
+        for (;;) {
+            leaf *l = &m->leaves[i];
+            if (!l->used)
+                break;
+            if (l->key_hash == h && l->ntok == ntok && (npre < 1 || l->prefix[0] == pre[0]) &&
+                (npre < 2 || l->prefix[1] == pre[1]))
+                return l;
+            i = (i + 1) & m->leaf_mask;
+        }
+        if ((m->nleaves + 1) * 2 <= m->leaf_mask + 1) {
+            leaf *l = &m->leaves[i];
+            l->used = 1;
+            l->key_hash = h;
+            l->ntok = ntok;
+            l->prefix[0] = npre > 0 ? pre[0] : 0;
+            l->prefix[1] = npre > 1 ? pre[1] : 0;
+            l->first = UINT32_MAX;
+            m->nleaves++;
+            return l;
+        }
+        size_t ncap = (m->leaf_mask + 1) * 2;
+        leaf *nl = calloc(ncap, sizeof *nl);
+        if (!nl)
+            return NULL;
+        for (size_t k = 0; k <= m->leaf_mask; k++) {
+            if (!m->leaves[k].used)
+                continue;
+            size_t j = m->leaves[k].key_hash & (ncap - 1);
+            while (nl[j].used)
+                j = (j + 1) & (ncap - 1);
+            nl[j] = m->leaves[k];
+        }
+        free(m->leaves);
+        m->leaves = nl;
+        m->leaf_mask = ncap - 1;
+    }
+}
+
+/* Splits msg into tokens and masks them into m->ids. Returns the count,
+ * or -1 when out of memory. */
+static int tokenize(teller_log_miner *m, const char *msg, size_t n)
+{
+    if (m->scratch_cap < n + 8) {
+        char *s = realloc(m->scratch, n + 8);
+        if (!s)
+            return -1;
+        m->scratch = s;
+        m->scratch_cap = n + 8;
+    }
+    int nt = 0;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (msg[i] == ' ' || msg[i] == '\t'))
+            i++;
+        if (i >= n)
+            break;
+        size_t b = i;
+        if (nt == MAX_TOKENS - 1) { /* the last token takes the rest */
+            i = n;
+            while (i > b && (msg[i - 1] == ' ' || msg[i - 1] == '\t'))
+                i--;
+        } else {
+            while (i < n && msg[i] != ' ' && msg[i] != '\t')
+                i++;
+        }
+        /* mask: segments between delimiters that hold a digit */
+        size_t o = 0;
+        int var = 0;
+        char *out = m->scratch;
+        for (size_t j = b; j < i;) {
+            if (is_delim(msg[j])) {
+                out[o++] = msg[j++];
+                continue;
+            }
+            size_t s0 = j;
+            int dig = 0;
+            while (j < i && !is_delim(msg[j])) {
+                dig |= msg[j] >= '0' && msg[j] <= '9';
+                j++;
+            }
+            if (dig) {
+                if (!(o >= 3 && !memcmp(out + o - 3, "<*>", 3))) {
+                    memcpy(out + o, "<*>", 3);
+                    o += 3;
+                }
+                var = 1;
+            } else {
+                memcpy(out + o, msg + s0, j - s0);
+                o += j - s0;
+            }
+        }
+        uint32_t id = intern(m, out, o, var);
+        if (id == UINT32_MAX)
+            return -1;
+        m->ids[nt] = id;
+        m->off[nt] = (uint32_t)b;
+        m->len[nt] = (uint32_t)(i - b);
+        nt++;
+    }
+    return nt;
+}
+
+static void mark_stale(cluster *c)
+{
+    free(c->text);
+    c->text = NULL;
+}
+
+teller_status teller_log_miner_add(teller_log_miner *m, const char *msg, size_t len,
+                                   teller_log_match *out, teller_log_param *params,
+                                   uint32_t max_params)
+{
+    if (len > UINT32_MAX)
+        len = UINT32_MAX;
+    int nt = tokenize(m, msg, len);
+    if (nt < 0)
+        return TELLER_ERR_NOMEM;
+    uint32_t npre = m->depth - 2;
+    if (npre > (uint32_t)nt)
+        npre = (uint32_t)nt;
+    uint32_t pre[2] = {0, 0};
+    for (uint32_t i = 0; i < npre; i++)
+        pre[i] = m->toks[m->ids[i]].var ? WILD : m->ids[i];
+    leaf *l = get_leaf(m, (uint32_t)nt, pre, npre);
+    if (!l)
+        return TELLER_ERR_NOMEM;
+
+    uint32_t best = UINT32_MAX, best_eq = 0, best_wild = 0;
+    for (uint32_t c = l->first; c != UINT32_MAX; c = m->next_in_leaf[c]) {
+        const uint32_t *t = m->tpl_toks + m->cl[c].first_tok;
+        uint32_t eq = 0;
+        for (int i = 0; i < nt; i++)
+            eq += t[i] != WILD && t[i] == m->ids[i];
+        if (best == UINT32_MAX || eq > best_eq || (eq == best_eq && m->cl[c].nwild > best_wild)) {
+            best = c;
+            best_eq = eq;
+            best_wild = m->cl[c].nwild;
+        }
+    }
+    /* the share is taken over the template's constant positions: a template
+     * that has already generalised is not penalised for its wildcards */
+    int join = best != UINT32_MAX &&
+               (nt == 0 || (double)best_eq >= m->sim * (double)(nt - (int)best_wild));
+    if (join) {
+        cluster *c = &m->cl[best];
+        uint32_t *t = m->tpl_toks + c->first_tok;
+        int changed = 0;
+        for (int i = 0; i < nt; i++)
+            if (t[i] != WILD && t[i] != m->ids[i]) {
+                t[i] = WILD;
+                c->nwild++;
+                changed = 1;
+            }
+        if (changed)
+            mark_stale(c);
+    } else {
+        if (TELLER_GROW(m->cl, m->cl_cap, m->ncl + 1) ||
+            TELLER_GROW(m->next_in_leaf, m->nil_cap, m->ncl + 1) ||
+            TELLER_GROW(m->tpl_toks, m->tpl_cap, m->tpl_len + (size_t)nt + 1))
+            return TELLER_ERR_NOMEM;
+        cluster *c = &m->cl[m->ncl];
+        memset(c, 0, sizeof *c);
+        c->first_tok = (uint32_t)m->tpl_len;
+        c->ntok = (uint32_t)nt;
+        for (int i = 0; i < nt; i++) {
+            m->tpl_toks[m->tpl_len + (size_t)i] = m->ids[i];
+            c->nwild += m->ids[i] == WILD;
+        }
+        m->tpl_len += (size_t)nt;
+        /* append at the tail so that ties go to the older template */
+        m->next_in_leaf[m->ncl] = UINT32_MAX;
+        if (l->first == UINT32_MAX) {
+            l->first = (uint32_t)m->ncl;
+        } else {
+            uint32_t k = l->first;
+            while (m->next_in_leaf[k] != UINT32_MAX)
+                k = m->next_in_leaf[k];
+            m->next_in_leaf[k] = (uint32_t)m->ncl;
+        }
+        best = (uint32_t)m->ncl++;
+    }
+    cluster *c = &m->cl[best];
+    c->hits++;
+    uint32_t np = 0;
+    const uint32_t *t = m->tpl_toks + c->first_tok;
+    for (int i = 0; i < nt; i++)
+        if (m->toks[t[i]].var) {
+            if (params && np < max_params) {
+                params[np].off = m->off[i];
+                params[np].len = m->len[i];
+            }
+            np++;
+        }
+    if (out) {
+        out->template_id = best;
+        out->num_params = np;
+    }
+    return TELLER_OK;
+}
+
+uint32_t teller_log_miner_count(const teller_log_miner *m)
+{
+    return (uint32_t)m->ncl;
+}
+
+uint64_t teller_log_miner_hits(const teller_log_miner *m, uint32_t id)
+{
+    return id < m->ncl ? m->cl[id].hits : 0;
+}
+
+const char *teller_log_miner_template(const teller_log_miner *m, uint32_t id)
+{
+    if (id >= m->ncl)
+        return "";
+    cluster *c = &((teller_log_miner *)m)->cl[id];
+    if (!c->text) {
+        const uint32_t *t = m->tpl_toks + c->first_tok;
+        size_t n = 1;
+        for (uint32_t i = 0; i < c->ntok; i++)
+            n += m->toks[t[i]].len + 1;
+        c->text = malloc(n);
+        if (!c->text)
+            return "";
+        size_t o = 0;
+        for (uint32_t i = 0; i < c->ntok; i++) {
+            if (i)
+                c->text[o++] = ' ';
+            memcpy(c->text + o, m->text + m->toks[t[i]].off, m->toks[t[i]].len);
+            o += m->toks[t[i]].len;
+        }
+        c->text[o] = 0;
+    }
+    return c->text;
+}

@@ -1,0 +1,37 @@
+/*
+ * logs_internal.h - what the files of src/logs share: the parse context
+ * (reference time, last date seen) and the pieces of a timestamp.
+ */
+#ifndef TELLER_LOGS_INTERNAL_H
+#define TELLER_LOGS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "teller/logs.h"
+
+/* The parts of a timestamp as a line states them. */
+typedef struct log_time {
+    int     have;       /* a time of day was found */
+    int     has_date;   /* month and day */
+    int     has_year;
+    int     subsec;     /* ns was stated */
+    int     utc;        /* ends in Z: no zone correction */
+    int     y, mo, d, h, mi, s;
+    int64_t ns;
+} log_time;
+
+typedef struct parse_ctx {
+    int32_t tz_offset_s;
+    int     ref_year;
+    int64_t ref_day;   /* days since the epoch of the reference, INT64_MIN when none */
+    int64_t last_day;  /* date of the last timed line, INT64_MIN before one */
+    int64_t last_tod;  /* its second of the day */
+} parse_ctx;
+
+void log_ctx_init(parse_ctx *c, const teller_log_opts *o);
+void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record *r);
+int log_is_exception_line(const char *s, size_t n);
+void log_find_requests(const char *s, size_t n, teller_log_record *r);
+int64_t log_days_from_civil(int64_t y, int m, int d);
+
+#endif

@@ -1,0 +1,361 @@
+/*
+ * reader.c - the streaming log reader: bytes in, records out.
+ *
+ * Bytes arrive in pieces of any size. They are cut into lines; a line
+ * longer than max_record_bytes keeps its first max_record_bytes bytes and
+ * the rest is dropped up to the newline, so memory stays at three buffers
+ * of that size whatever the input. Each line is cleaned (carriage-return
+ * redraws resolved to what a terminal shows, ANSI escapes removed, other
+ * control bytes turned into spaces, invalid UTF-8 bytes into '?'), binary
+ * lines (a NUL, or more than a quarter control bytes) are counted and
+ * skipped, and the rest is parsed by logline.c.
+ *
+ * Python tracebacks become one record. A record whose message is
+ * "Traceback (most recent call last):" opens one; the lines that follow
+ * from the same process (same pid and rank) join it while they are
+ * indented, blank, or chained-exception notes, and the first exception line
+ * ("pkg.SomeError: text") closes it. vLLM repeats its header on every line
+ * of a traceback, so this works on messages after their headers. A closed
+ * traceback is held for one more line in case "During handling of the above
+ * exception" follows and reopens it. Its message is all its message lines
+ * joined by '\n'; its key (for template mining) is the exception line.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logs_internal.h"
+
+enum { TB_NONE = 0, TB_OPEN, TB_ENDED };
+
+struct teller_log_reader {
+    teller_log_opts  opts;
+    parse_ctx        ctx;
+    teller_log_stats stats;
+    size_t           cap;      /* max_record_bytes */
+    char            *line;     /* the line being assembled */
+    size_t           len;
+    int              overflow; /* the current line passed cap */
+    char            *clean;    /* the cleaned line */
+    int              stopped;
+    /* the open traceback */
+    int              tb;
+    teller_log_record tb_rec;
+    char            *tb_buf;
+    size_t           tb_len;
+    size_t           tb_key;   /* offset of the last exception line in tb_buf */
+    size_t           tb_key_len;
+    char             tb_proc[128];
+    char             tb_src[256];
+};
+
+teller_log_reader *teller_log_reader_create(const teller_log_opts *opts)
+{
+    teller_log_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->opts = opts ? *opts : teller_log_defaults();
+    if (r->opts.max_record_bytes == 0)
+        r->opts.max_record_bytes = 64 * 1024;
+    r->cap = r->opts.max_record_bytes;
+    log_ctx_init(&r->ctx, &r->opts);
+    r->line = malloc(r->cap + 1);
+    r->clean = malloc(r->cap + 1);
+    r->tb_buf = malloc(r->cap + 1);
+    if (!r->line || !r->clean || !r->tb_buf) {
+        teller_log_reader_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void teller_log_reader_free(teller_log_reader *r)
+{
+    if (!r)
+        return;
+    free(r->line);
+    free(r->clean);
+    free(r->tb_buf);
+    free(r);
+}
+
+const teller_log_stats *teller_log_reader_stats(const teller_log_reader *r)
+{
+    return &r->stats;
+}
+
+static int emit(teller_log_reader *r, const teller_log_record *rec, teller_log_fn fn, void *ctx)
+{
+    r->stats.records++;
+    r->stats.by_family[rec->family < TELLER_LOG_FAMILY_COUNT ? rec->family : 0]++;
+    if (rec->flags & TELLER_LOGF_TRUNCATED)
+        r->stats.truncated++;
+    if (rec->flags & TELLER_LOGF_NO_TIME)
+        r->stats.no_time++;
+    if (fn && fn(ctx, rec))
+        r->stopped = 1;
+    return r->stopped;
+}
+
+static int tb_flush(teller_log_reader *r, teller_log_fn fn, void *ctx)
+{
+    if (r->tb == TB_NONE)
+        return 0;
+    r->tb = TB_NONE;
+    teller_log_record *t = &r->tb_rec;
+    t->msg.p = r->tb_buf;
+    t->msg.n = r->tb_len;
+    t->key.p = r->tb_buf + r->tb_key;
+    t->key.n = r->tb_key_len;
+    t->num_requests = 0;
+    log_find_requests(t->msg.p, t->msg.n, t);
+    return emit(r, t, fn, ctx);
+}
+
+static void tb_append(teller_log_reader *r, const teller_log_record *rec)
+{
+    size_t need = rec->msg.n + (r->tb_len ? 1 : 0);
+    if (r->tb_len + need > r->cap) {
+        r->tb_rec.flags |= TELLER_LOGF_TRUNCATED;
+        return;
+    }
+    if (r->tb_len)
+        r->tb_buf[r->tb_len++] = '\n';
+    memcpy(r->tb_buf + r->tb_len, rec->msg.p, rec->msg.n);
+    r->tb_len += rec->msg.n;
+    r->tb_rec.num_lines++;
+    r->tb_rec.flags |= rec->flags & (TELLER_LOGF_ANSI | TELLER_LOGF_BAD_UTF8 | TELLER_LOGF_TRUNCATED);
+}
+
+static void copy_slice(teller_log_str *dst, char *buf, size_t cap)
+{
+    size_t n = dst->n < cap ? dst->n : cap;
+    if (n)
+        memcpy(buf, dst->p, n);
+    dst->p = buf;
+    dst->n = n;
+}
+
+static void tb_open(teller_log_reader *r, const teller_log_record *rec)
+{
+    r->tb = TB_OPEN;
+    r->tb_rec = *rec;
+    r->tb_rec.family = TELLER_LOG_TRACEBACK;
+    if (r->tb_rec.level < TELLER_LOGL_ERROR)
+        r->tb_rec.level = TELLER_LOGL_ERROR;
+    r->tb_rec.num_lines = 0;
+    copy_slice(&r->tb_rec.process, r->tb_proc, sizeof r->tb_proc);
+    copy_slice(&r->tb_rec.source, r->tb_src, sizeof r->tb_src);
+    r->tb_len = 0;
+    tb_append(r, rec);
+    r->tb_key = 0;
+    r->tb_key_len = r->tb_len;
+}
+
+static int same_process(const teller_log_record *a, const teller_log_record *b)
+{
+    return a->pid == b->pid && a->rank == b->rank;
+}
+
+static int is_continuation(const teller_log_record *rec)
+{
+    const char *m = rec->msg.p;
+    size_t n = rec->msg.n;
+    if (n == 0 || m[0] == ' ' || m[0] == '\t' || m[0] == '^' || m[0] == '~')
+        return 1;
+    static const char *const K[] = {"Traceback (most recent call last):",
+                                    "During handling of the above exception",
+                                    "The above exception was the direct cause"};
+    for (size_t k = 0; k < sizeof K / sizeof *K; k++) {
+        size_t l = strlen(K[k]);
+        if (n >= l && !memcmp(m, K[k], l))
+            return 1;
+    }
+    return 0;
+}
+
+static int is_chain_note(const teller_log_record *rec)
+{
+    return (rec->msg.n >= 10 && !memcmp(rec->msg.p, "During han", 10)) ||
+           (rec->msg.n >= 10 && !memcmp(rec->msg.p, "The above ", 10));
+}
+
+/* Cleans raw[0..n) into r->clean; returns the new length, or SIZE_MAX for a
+ * binary line. */
+static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32_t *flags)
+{
+    /* a carriage return inside the line redraws it: keep what is shown last */
+    const char *cr = NULL;
+    for (const char *p = raw; (p = memchr(p, '\r', (size_t)(raw + n - p))) != NULL; p++)
+        if (p + 1 < raw + n)
+            cr = p;
+    if (cr) {
+        n -= (size_t)(cr + 1 - raw);
+        raw = cr + 1;
+    }
+    size_t ctrl = 0, o = 0;
+    char *out = r->clean;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c == 0)
+            return SIZE_MAX;
+        if (c == 0x1b) { /* ESC: CSI "ESC [ ... final", OSC "ESC ] ... BEL|ESC \", else 2 bytes */
+            *flags |= TELLER_LOGF_ANSI;
+            i++;
+            if (i < n && raw[i] == '[') {
+                i++;
+                while (i < n && !((unsigned char)raw[i] >= 0x40 && (unsigned char)raw[i] <= 0x7e))
+                    i++;
+                i++;
+            } else if (i < n && raw[i] == ']') {
+                while (i < n && raw[i] != 7 && !(raw[i] == 0x1b && i + 1 < n && raw[i + 1] == '\\'))
+                    i++;
+                i += i < n && raw[i] == 7 ? 1 : 2;
+            } else {
+                i++;
+            }
+            continue;
+        }
+        if (c < 0x20 || c == 0x7f) {
+            if (c != '\t' && c != '\r')
+                ctrl++;
+            out[o++] = ' ';
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            out[o++] = (char)c;
+            i++;
+            continue;
+        }
+        /* UTF-8: validate one sequence */
+        size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        int ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = ((unsigned char)raw[i + k] & 0xc0) == 0x80;
+        if (ok && len == 3) {
+            unsigned char c1 = (unsigned char)raw[i + 1];
+            ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
+        }
+        if (ok && len == 4) {
+            unsigned char c1 = (unsigned char)raw[i + 1];
+            ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+        }
+        if (ok) {
+            memcpy(out + o, raw + i, len);
+            o += len;
+            i += len;
+        } else {
+            *flags |= TELLER_LOGF_BAD_UTF8;
+            out[o++] = '?';
+            i++;
+        }
+    }
+    if (ctrl * 4 > n)
+        return SIZE_MAX;
+    return o;
+}
+
+static int process_line(teller_log_reader *r, const char *raw, size_t n, int truncated,
+                        teller_log_fn fn, void *ctx)
+{
+    r->stats.lines++;
+    while (n && raw[n - 1] == '\r')
+        n--;
+    uint32_t flags = truncated ? TELLER_LOGF_TRUNCATED : 0;
+    size_t m = clean_line(r, raw, n, &flags);
+    if (m == SIZE_MAX) {
+        r->stats.binary++;
+        return 0;
+    }
+    if (flags & TELLER_LOGF_ANSI)
+        r->stats.ansi++;
+    if (flags & TELLER_LOGF_BAD_UTF8)
+        r->stats.bad_utf8++;
+    size_t b = 0;
+    while (b < m && (r->clean[b] == ' ' || r->clean[b] == '\t'))
+        b++;
+    if (b == m) {
+        r->stats.blank++;
+        return 0; /* a blank line never closes nor extends a traceback */
+    }
+    teller_log_record rec;
+    log_parse_line_ctx(&r->ctx, r->clean, m, &rec);
+    rec.line = r->stats.lines;
+    rec.flags |= flags;
+
+    if (r->tb != TB_NONE && same_process(&r->tb_rec, &rec)) {
+        if (r->tb == TB_OPEN && is_continuation(&rec)) {
+            tb_append(r, &rec);
+            return 0;
+        }
+        if (r->tb == TB_OPEN && log_is_exception_line(rec.msg.p, rec.msg.n)) {
+            size_t at = r->tb_len + (r->tb_len ? 1 : 0);
+            tb_append(r, &rec);
+            if (at + rec.msg.n <= r->tb_len) {
+                r->tb_key = at;
+                r->tb_key_len = rec.msg.n;
+            }
+            r->tb = TB_ENDED;
+            return 0;
+        }
+        if (r->tb == TB_ENDED && is_chain_note(&rec)) {
+            tb_append(r, &rec);
+            r->tb = TB_OPEN;
+            return 0;
+        }
+    }
+    if (r->tb != TB_NONE && (r->tb == TB_ENDED || same_process(&r->tb_rec, &rec)) &&
+        tb_flush(r, fn, ctx))
+        return 1;
+    if (rec.family == TELLER_LOG_TRACEBACK ||
+        (rec.msg.n >= 34 && !memcmp(rec.msg.p, "Traceback (most recent call last):", 34))) {
+        if (r->tb != TB_NONE && tb_flush(r, fn, ctx))
+            return 1;
+        tb_open(r, &rec);
+        return 0;
+    }
+    return emit(r, &rec, fn, ctx);
+}
+
+teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size_t len,
+                                     teller_log_fn fn, void *ctx, teller_error *err)
+{
+    if (!r || (!buf && len))
+        return teller_error_set(err, TELLER_ERR_ARG, "", 0, "log reader: no reader or buffer");
+    const char *p = buf, *end = p + len;
+    while (p < end && !r->stopped) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t chunk = (size_t)((nl ? nl : end) - p);
+        /* a whole line in the input and nothing pending: parse in place */
+        size_t room = r->cap - r->len;
+        size_t take = chunk < room ? chunk : room;
+        if (chunk > room)
+            r->overflow = 1;
+        if (take)
+            memcpy(r->line + r->len, p, take);
+        r->len += take;
+        if (!nl)
+            break;
+        process_line(r, r->line, r->len, r->overflow, fn, ctx);
+        r->len = 0;
+        r->overflow = 0;
+        p = nl + 1;
+    }
+    return TELLER_OK;
+}
+
+teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, void *ctx,
+                                       teller_error *err)
+{
+    if (!r)
+        return teller_error_set(err, TELLER_ERR_ARG, "", 0, "log reader: no reader");
+    if (!r->stopped && (r->len || r->overflow)) {
+        process_line(r, r->line, r->len, r->overflow, fn, ctx);
+        r->len = 0;
+        r->overflow = 0;
+    }
+    if (!r->stopped)
+        tb_flush(r, fn, ctx);
+    return TELLER_OK;
+}

@@ -1,0 +1,267 @@
+/*
+ * test_sim.c - the simulator through the same readers as real traces, the
+ * evaluator on hand-made truth and predictions, and the baselines.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ingest/jdom.h"
+#include "teller/baseline.h"
+#include "teller/eval.h"
+#include "teller/ingest.h"
+#include "teller/sim.h"
+#include "teller/tree.h"
+
+static teller_store *load_case(const char *dir, int world)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    for (int r = 0; r < world; r++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
+        CHECK_EQ_INT(teller_ingest_file(st, p, NULL, &err), TELLER_OK);
+    }
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+static void test_sim_case_reads_back(void)
+{
+    char dir[] = "/tmp/teller_sim_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 16;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~(1u | 1u << TELLER_FAULT_NCCL_HANG);
+    o.seed = 7;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    jv *truth = jdom_load(tp, &err);
+    CHECK(truth != NULL);
+    teller_store *st = load_case(dir, 4);
+    /* steps: the same count as the truth, every rank has each */
+    const jv *steps = jdom_get(truth, "steps");
+    CHECK_EQ_INT(teller_store_step_count(st), steps ? (long)steps->n : -1);
+    CHECK_EQ_INT(teller_store_num_steps(st), 4 * (long)teller_store_step_count(st));
+    /* every collective instance has all members of its group: TP all-reduces
+     * and all-gathers 2 ranks, pipeline send/recv pairs 2 */
+    size_t nc = teller_store_num_collectives(st), whole = 0;
+    const teller_collective *co = teller_store_collectives(st);
+    for (size_t c = 0; c < nc; c++)
+        whole += co[c].num_members == 2;
+    CHECK(nc > 100);
+    CHECK_EQ_INT(whole, nc);
+    /* clock offsets within 50 us of what the simulator applied */
+    const jv *off = jdom_get(truth, "clock_offsets_ns");
+    CHECK(off && off->n == 2);
+    CHECK_EQ_INT(teller_store_num_nodes(st), 2);
+    if (off && off->n == 2 && teller_store_num_nodes(st) == 2) {
+        double est = (double)teller_store_nodes(st)[1].offset_ns, want = off->items[1].num;
+        if (fabs(est - want) > 50000)
+            fprintf(stderr, "  offset estimated %.0f ns, applied %.0f ns\n", est, want);
+        CHECK(fabs(est - want) <= 50000);
+    }
+    /* kernels all linked; decode steps run as one graph launch */
+    teller_tree_stats s;
+    teller_tree_stats_get(st, &s);
+    CHECK_EQ_INT(s.kernels_linked, s.kernels);
+    CHECK(s.graph_launches > 0);
+    /* the baselines predict every step and the evaluator scores them */
+    teller_step_pred *p = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(teller_baseline_zscore(st, &p, &n, &err), TELLER_OK);
+    CHECK_EQ_INT(n, teller_store_step_count(st));
+    char pp[600];
+    snprintf(pp, sizeof pp, "%s/pred.json", dir);
+    FILE *f = fopen(pp, "w");
+    teller_pred_write(f, p, n);
+    fclose(f);
+    free(p);
+    teller_eval *e = teller_eval_create();
+    CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
+    teller_eval_summary sum;
+    teller_eval_summary_get(e, NULL, NULL, &sum);
+    CHECK_EQ_INT(sum.steps, (long)teller_store_step_count(st));
+    CHECK(sum.abnormal_steps > 0);
+    teller_eval_free(e);
+    teller_store_free(st);
+    jdom_free(truth);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *x = fopen(a, "rb"), *y = fopen(b, "rb");
+    int same = x && y;
+    while (same) {
+        int c = fgetc(x), d = fgetc(y);
+        same = c == d;
+        if (c == EOF || d == EOF)
+            break;
+    }
+    if (x)
+        fclose(x);
+    if (y)
+        fclose(y);
+    return same;
+}
+
+static void test_sim_same_seed_same_bytes(void)
+{
+    char a[] = "/tmp/teller_simA_XXXXXX", b[] = "/tmp/teller_simB_XXXXXX";
+    CHECK(mkdtemp(a) && mkdtemp(b));
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 8;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.engine = "sglang";
+    o.model = "moe";
+    o.seed = 42;
+    teller_error err;
+    CHECK_EQ_INT(teller_simulate(&o, a, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_simulate(&o, b, &err), TELLER_OK);
+    const char *files[] = {"rank0.trace.json.gz", "rank1.trace.json.gz", "logs/node0.log", "truth.json"};
+    for (size_t i = 0; i < 4; i++) {
+        char pa[600], pb[600];
+        snprintf(pa, sizeof pa, "%s/%s", a, files[i]);
+        snprintf(pb, sizeof pb, "%s/%s", b, files[i]);
+        if (!same_file(pa, pb))
+            fprintf(stderr, "  %s differs\n", files[i]);
+        CHECK(same_file(pa, pb));
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
+    CHECK(system(cmd) == 0);
+}
+
+static void test_sim_rejects_impossible_options(void)
+{
+    teller_error err;
+    teller_sim_opts o = teller_sim_defaults();
+    o.tp = 3; /* does not divide 8 GPUs */
+    CHECK_EQ_INT(teller_sim_check(&o, &err), TELLER_ERR_ARG);
+    CHECK(strstr(err.msg, "tp") != NULL);
+    o = teller_sim_defaults();
+    o.steps = 0;
+    CHECK_EQ_INT(teller_sim_check(&o, &err), TELLER_ERR_ARG);
+    o = teller_sim_defaults();
+    o.model = "13b";
+    CHECK_EQ_INT(teller_sim_check(&o, &err), TELLER_ERR_ARG);
+    CHECK_EQ_INT(teller_fault_parse("nope"), TELLER_FAULT_COUNT);
+    CHECK_EQ_INT(teller_fault_parse("slow_link"), TELLER_FAULT_SLOW_LINK);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Four steps: two faults. The prediction finds step 1 exactly, misses step
+ * 3, and flags normal step 2. */
+static const char *k_truth =
+    "{\"version\": 1, \"steps\": ["
+    "{\"step\": 0, \"abnormal\": false, \"fault_type\": \"no_error\"},"
+    "{\"step\": 1, \"abnormal\": true, \"view\": \"horizontal\", \"fault_type\": \"communication\", \"fault\": \"slow_link\","
+    " \"excess_ns\": 4000000, \"root\": {\"rank\": 5, \"node\": 1, \"op\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\", \"layer\": \"KERNEL\"},"
+    " \"explanation\": \"the link of node 1 degraded on rank 5\"},"
+    "{\"step\": 2, \"abnormal\": false, \"fault_type\": \"no_error\"},"
+    "{\"step\": 3, \"abnormal\": true, \"view\": \"vertical\", \"fault_type\": \"kernel\", \"fault\": \"kernel_regression\","
+    " \"excess_ns\": 1000000, \"root\": {\"rank\": 0, \"node\": 0, \"op\": \"nvjet_tst_64x64\", \"layer\": \"KERNEL\"},"
+    " \"explanation\": \"x\"}]}";
+static const char *k_pred =
+    "{\"version\": 1, \"steps\": ["
+    "{\"step\": 0, \"abnormal\": false},"
+    "{\"step\": 1, \"abnormal\": true, \"fault_type\": \"communication\", \"view\": \"horizontal\","
+    " \"candidates\": [{\"rank\": 5, \"op\": \"ncclDevKernel_SendRecv\", \"score\": 0.9}],"
+    " \"explanation\": \"the link of node 1 degraded on rank 5, slow_link, 4.1 ms\"},"
+    "{\"step\": 2, \"abnormal\": true, \"fault_type\": \"kernel\", \"view\": \"vertical\", \"candidates\": []},"
+    "{\"step\": 3, \"abnormal\": false}]}";
+
+static void test_eval_metrics_by_hand(void)
+{
+    char dir[] = "/tmp/teller_eval_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char t[600], p[600];
+    snprintf(t, sizeof t, "%s/truth.json", dir);
+    snprintf(p, sizeof p, "%s/pred.json", dir);
+    write_file(t, k_truth);
+    write_file(p, k_pred);
+    teller_eval *e = teller_eval_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_eval_add(e, t, p, &err), TELLER_OK);
+    teller_eval_summary s;
+    teller_eval_summary_get(e, NULL, NULL, &s);
+    CHECK_EQ_INT(s.steps, 4);
+    CHECK_EQ_INT(s.abnormal_steps, 2);
+    CHECK(fabs(s.step_precision - 0.5) < 1e-9); /* 1 of 2 flagged */
+    CHECK(fabs(s.step_recall - 0.5) < 1e-9);    /* 1 of 2 found */
+    CHECK(fabs(s.step_accuracy - 0.5) < 1e-9);
+    CHECK(fabs(s.op_ac1 - 0.5) < 1e-9);         /* normalised names match on step 1 */
+    CHECK(fabs(s.rank_ac1 - 0.5) < 1e-9);
+    CHECK(fabs(s.fault_type_accuracy - 0.5) < 1e-9);
+    /* step 1 names rank, op? no (normalised op text absent), fault yes, 4.1 ms within 20% of 4 ms: 3/4; step 3: 0 */
+    CHECK(fabs(s.fact_recall - 0.375) < 1e-9);
+    teller_eval_summary_get(e, "horizontal", NULL, &s);
+    CHECK_EQ_INT(s.abnormal_steps, 1);
+    CHECK(fabs(s.step_f1 - 1.0) < 1e-9);
+    teller_eval_summary_get(e, NULL, "kernel_regression", &s);
+    CHECK(fabs(s.step_recall) < 1e-9);
+    teller_eval_free(e);
+    /* a prediction that names a step the truth does not have */
+    write_file(p, "{\"steps\": [{\"step\": 9, \"abnormal\": false}]}");
+    e = teller_eval_create();
+    CHECK_EQ_INT(teller_eval_add(e, t, p, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "step 9") != NULL);
+    /* malformed JSON: the position is given */
+    write_file(p, "{\"steps\": [{\"step\": 0, \"abnormal\": tru}]}");
+    CHECK_EQ_INT(teller_eval_add(e, t, p, &err), TELLER_ERR_FORMAT);
+    CHECK(err.offset > 0);
+    teller_eval_free(e);
+    unlink(t);
+    unlink(p);
+    rmdir(dir);
+}
+
+static void test_name_normalisation(void)
+{
+    char b[256];
+    teller_name_normalize("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, int)", b, sizeof b);
+    CHECK(!strcmp(b, "vllm::rotary_embedding_kernel"));
+    teller_name_normalize("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", b, sizeof b);
+    CHECK(!strcmp(b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"));
+    teller_name_normalize("cudaLaunchKernel_v7000", b, sizeof b);
+    CHECK(!strcmp(b, "cudaLaunchKernel"));
+    teller_name_normalize("Memcpy HtoD (Pinned -> Device)", b, sizeof b);
+    CHECK(!strcmp(b, "Memcpy HtoD (Pinned -> Device)"));
+    teller_name_normalize("std::enable_if<(((8)>(0))), void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*)", b, sizeof b);
+    CHECK(!strcmp(b, "vllm::fused_add_rms_norm_kernel"));
+}
+
+const test_case sim_tests[] = {
+    {"sim: a simulated case reads back: steps, whole collectives, clock offsets", test_sim_case_reads_back},
+    {"sim: same seed, same bytes", test_sim_same_seed_same_bytes},
+    {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
+    {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},
+    {"names: normalisation drops templates, parameters and API versions", test_name_normalisation},
+    {NULL, NULL},
+};
