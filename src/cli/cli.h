@@ -43,6 +43,7 @@ int cmd_logs(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_baseline(int argc, char **argv);
+int cmd_diagnose(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
 #define CLI_COMMON_HELP                                                                 \

@@ -15,6 +15,7 @@ static void usage(FILE *f)
                "  steps   per step and rank: duration, kernel, comm and copy time, GPU idle\n"
                "  logs    service logs: records, templates, alignment to steps; Loghub accuracy\n"
                "  simulate  write a simulated multi-node case with injected faults and truth\n"
+               "  diagnose  which steps were abnormal, where and why: summary, JSON, HTML, Perfetto\n"
                "  eval      score predictions against truth (BENCHMARK.md metrics)\n"
                "  baseline  reference predictions: zscore or gmm (the paper's candidate stage)\n"
                "  run     run a program under the collector: traces, logs, manifest\n"
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
         return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "baseline"))
         return cmd_baseline(argc - 1, argv + 1);
+    if (!strcmp(c, "diagnose"))
+        return cmd_diagnose(argc - 1, argv + 1);
     if (!strcmp(c, "run"))
         return cmd_run(argc - 1, argv + 1);
     if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {

@@ -572,10 +572,10 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
     out->end = t0;
     char *marker = out->marker;
     step_marker(S, b, out->marker, sizeof out->marker);
-    int coll_index = 0; /* collectives of the step, for nccl_hang */
     for (int st = 0; st < pp; st++) {
         size_t nops = build_ops(S, b, st, ops);
         int r0 = st * tp;
+        int coll_index = 0; /* the stage's collectives so far, for nccl_hang */
         int64_t *op_start = calloc((size_t)tp, sizeof *op_start);
         int64_t *mstart = calloc((size_t)tp, sizeof *mstart);
         int64_t *fw_start = calloc((size_t)tp, sizeof *fw_start);

@@ -1,0 +1,179 @@
+/*
+ * cmd_diagnose.c - `teller diagnose [--log LOG...] [--json FILE] [--html FILE]
+ * [--perfetto FILE] TRACE_OR_CASE...`: the terminal summary (worst steps
+ * first), the predictions JSON of BENCHMARK.md, and the reports.
+ * A case directory brings its logs/node*.log along.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "teller/diagnose.h"
+
+static int add_str(char ***v, size_t *n, const char *s)
+{
+    char **nv = realloc(*v, (*n + 1) * sizeof **v);
+    if (!nv)
+        return -1;
+    *v = nv;
+    (*v)[(*n)++] = strdup(s);
+    return 0;
+}
+
+/* logs/node*.log of a case directory */
+static void case_logs(const char *dir, char ***v, size_t *n)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/logs", dir);
+    DIR *d = opendir(p);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (de->d_name[0] == '.' || l < 5 || strcmp(de->d_name + l - 4, ".log"))
+            continue;
+        char f[4400];
+        snprintf(f, sizeof f, "%s/%s", p, de->d_name);
+        add_str(v, n, f);
+    }
+    closedir(d);
+}
+
+static int step_cmp(const void *a, const void *b)
+{
+    const teller_diag_step *x = *(const teller_diag_step *const *)a, *y = *(const teller_diag_step *const *)b;
+    if (x->pred.score != y->pred.score)
+        return x->pred.score > y->pred.score ? -1 : 1;
+    return x->pred.step < y->pred.step ? -1 : 1;
+}
+
+int cmd_diagnose(int argc, char **argv)
+{
+    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    const char *json = NULL, *html = NULL, *perfetto = NULL;
+    char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
+    size_t nlogs = 0;
+    int np = 0, rc = 0;
+    double threshold = 0;
+    if (!paths)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_opt(&o, argc, argv, &i);
+        if (r < 0) {
+            rc = 2;
+            goto done;
+        }
+        if (r)
+            continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: teller diagnose [--log LOG...] [--json FILE] [--html FILE] [--perfetto FILE]\n"
+                   "                       [--threshold T] [options] TRACE_OR_CASE...\n"
+                   "  a case directory brings its logs/node*.log; --log adds service logs\n"
+                   "  (a log's node comes from node<N> in its name)\n" CLI_COMMON_HELP);
+            goto done;
+        }
+        if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
+             !strcmp(a, "--threshold")) &&
+            i + 1 >= argc) {
+            fprintf(stderr, "teller: diagnose: %s needs a value\n", a);
+            rc = 2;
+            goto done;
+        }
+        if (!strcmp(a, "--log"))
+            add_str(&logs, &nlogs, argv[++i]);
+        else if (!strcmp(a, "--json"))
+            json = argv[++i];
+        else if (!strcmp(a, "--html"))
+            html = argv[++i];
+        else if (!strcmp(a, "--perfetto"))
+            perfetto = argv[++i];
+        else if (!strcmp(a, "--threshold"))
+            threshold = atof(argv[++i]);
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "teller: diagnose: unknown option %s\n", a);
+            rc = 2;
+            goto done;
+        } else {
+            paths[np++] = argv[i];
+            struct stat sb;
+            if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
+                case_logs(argv[i], &logs, &nlogs);
+        }
+    }
+    teller_store *st = cli_load(&o, paths, np);
+    if (!st) {
+        rc = 1;
+        goto done;
+    }
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = (const char *const *)logs;
+    dop.nlogs = nlogs;
+    if (threshold > 0)
+        dop.threshold = threshold;
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        teller_store_free(st);
+        rc = 1;
+        goto done;
+    }
+    /* terminal summary: worst steps first */
+    size_t nab = 0;
+    const teller_diag_step **order = malloc((d->n ? d->n : 1) * sizeof *order);
+    for (size_t k = 0; order && k < d->n; k++) {
+        order[k] = &d->steps[k];
+        nab += (size_t)d->steps[k].pred.abnormal;
+    }
+    if (order)
+        qsort(order, d->n, sizeof *order, step_cmp);
+    printf("%zu steps, %zu abnormal, %zu ranks%s\n", d->n, nab, teller_store_num_sources(st),
+           nlogs ? "" : " (no logs given)");
+    for (size_t k = 0; order && k < d->n && k < 10 && order[k]->pred.abnormal; k++) {
+        const teller_diag_step *s = order[k];
+        printf("\nstep %u  score %.2f  %s/%s  rank %d  ", s->pred.step, s->pred.score, s->pred.fault_type, s->fault,
+               s->root_rank);
+        cli_put_text(stdout, s->pred.ncand ? s->pred.cand[0].op : "");
+        printf("\n  ");
+        cli_put_text(stdout, s->pred.explanation);
+        printf("\n");
+    }
+    if (nab > 10)
+        printf("\n... %zu more abnormal steps (see --json / --html)\n", nab - 10);
+    for (size_t i = 0; i < d->nnotes; i++) {
+        printf("note: ");
+        cli_put_text(stdout, d->notes[i]);
+        printf("\n");
+    }
+    free(order);
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            fprintf(stderr, "teller: %s: cannot write\n", json);
+            rc = 1;
+        } else {
+            teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
+            for (size_t k = 0; p && k < d->n; k++)
+                p[k] = d->steps[k].pred;
+            if (p)
+                teller_pred_write(f, p, d->n);
+            free(p);
+            fclose(f);
+        }
+    }
+    (void)html;
+    (void)perfetto;
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+done:
+    for (size_t i = 0; i < nlogs; i++)
+        free(logs[i]);
+    free(logs);
+    free(paths);
+    return rc;
+}

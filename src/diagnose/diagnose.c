@@ -1,0 +1,1484 @@
+/*
+ * diagnose.c - numeric candidate localization (see diagnose.h).
+ *
+ * Every detector compares what a step did with what the run itself says is
+ * normal, in a way that does not move with the batch (so a long prefill is
+ * not an anomaly):
+ *   peers     a kernel's time on a rank against the fastest tensor-parallel
+ *             peer in the same step (peers do identical work); the peer
+ *             groups come from the collectives the ranks share;
+ *   per call  an API call's duration against the run's median for that API
+ *             (launch latency); rare APIs (cudaMalloc, cudaFree) against zero;
+ *   sync      a synchronize's overhang past the rank's last GPU work;
+ *   copies    copy bandwidth against the run's median (PCIe), and copy volume
+ *             against the rank's usual volume per step (swapping);
+ *   host      gaps between consecutive host ops on the stepping thread
+ *             against the rank's usual gap (descheduling);
+ *   links     a collective's transfer time (the last arriver's duration)
+ *             against the usual for its operation and message size; one slow
+ *             pair is a stalled send, several pairs a slow link; a collective
+ *             that a rank never joined, or that ran for seconds, is a hang;
+ *   logs      preemption, OOM and watchdog lines, aligned to steps.
+ * Each finding is a candidate (rank, operator, layer) with the excess time
+ * it explains and how unusual it is; a step's score is its best candidate's.
+ * The thresholds were set on a tuning corpus (seeds kept apart from the ones
+ * reported) and are documented in docs/DIAGNOSE.md.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "teller/diagnose.h"
+#include "teller/logs.h"
+#include "teller/tree.h"
+#include "../util/vec.h"
+
+/* ---- detector kinds and what they mean ---- */
+
+enum det {
+    D_HANG, D_LINK, D_SEND, D_THROTTLE, D_REGRESSION, D_LAUNCH, D_SYNC, D_MALLOC, D_OOM,
+    D_PCIE, D_SWAP, D_CONTENTION, D_PREEMPT, D_COUNT
+};
+
+static const struct {
+    const char *fault, *type, *view, *what;
+} k_det[D_COUNT] = {
+    {"nccl_hang", "communication", "horizontal", "rank %d never joined a collective, so its peers blocked until the watchdog"},
+    {"slow_link", "communication", "horizontal", "cross-node transfers involving node %d were slow for every rank in them (degraded link)"},
+    {"pp_send_delay", "communication", "horizontal", "the pipeline transfer from rank %d stalled and the next stage waited"},
+    {"gpu_throttle", "kernel", "horizontal", "every kernel on rank %d ran slower than on its peers (throttled GPU) and the peers waited"},
+    {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d against its peers"},
+    {"launch_latency", "driver_library", "vertical", "kernel launch calls on rank %d were slow and the GPU idled between kernels"},
+    {"sync_stall", "driver_library", "vertical", "a synchronize on rank %d blocked long after its GPU work had finished"},
+    {"malloc_storm", "driver_library", "vertical", "the caching allocator on rank %d missed: many slow cudaMalloc calls"},
+    {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried"},
+    {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d ran at a fraction of their usual bandwidth (PCIe degradation)"},
+    {"kv_swap", "memory", "vertical", "KV cache blocks were swapped to host memory (rank %d and its peers)"},
+    {"cpu_contention", "scheduling", "vertical", "the host thread of rank %d stalled between operations (CPU contention), launching kernels late"},
+    {"preemption", "scheduling", "vertical", "the scheduler preempted requests and recomputed them in this step (led by rank %d)"},
+};
+
+typedef struct cand {
+    int      det;
+    int32_t  rank;
+    uint32_t name;     /* interned operator name */
+    uint8_t  layer;
+    double   excess;   /* ns the finding explains */
+    double   sig;      /* how unusual: a ratio or z-like figure, >= 1 */
+    double   actual, usual; /* the operator's time in the step and its usual time, ns */
+    uint32_t event;    /* an event of the candidate */
+    double   score;
+    uint32_t fed;      /* launches: GPU operations the slowed calls launched; allocations: calls */
+} cand;
+
+typedef struct step_acc {
+    cand    *c;
+    size_t   n, cap;
+    double   start; /* earliest rank's start */
+    double   work;  /* compute kernel time on the lowest rank: the batch's size */
+    int      claimed; /* a whole-second log line was already placed here */
+} step_acc;
+
+typedef struct dctx {
+    teller_store       *st;
+    const teller_events *ev;
+    uint32_t            nsteps;
+    int32_t             nranks_max;
+    step_acc           *steps;
+    int32_t            *group;   /* per source: peer group id (union-find root) */
+    teller_diagnosis   *out;
+} dctx;
+
+static int add_cand(dctx *D, uint32_t step, const cand *c)
+{
+    if (step >= D->nsteps)
+        return 0;
+    step_acc *s = &D->steps[step];
+    if (TELLER_GROW(s->c, s->cap, s->n + 1))
+        return -1;
+    s->c[s->n++] = *c;
+    return 0;
+}
+
+static int32_t rank_of(const dctx *D, uint32_t e) { return teller_store_event_rank(D->st, e); }
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median of v[0..n) (reorders v) */
+static double median_of(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    teller_sort(v, n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- a small (key -> index) map ---- */
+
+typedef struct kmap {
+    uint64_t *k;
+    uint32_t *v;
+    size_t    cap, n;
+} kmap;
+
+static uint32_t kmap_get(kmap *m, uint64_t key, int create)
+{
+    key += 1;
+    if (create && (m->n + 1) * 2 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 256;
+        uint64_t *nk = calloc(nc, sizeof *nk);
+        uint32_t *nv = calloc(nc, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return TELLER_NONE;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->k[i])
+                continue;
+            size_t j = (m->k[i] * 0x9E3779B97F4A7C15ull >> 17) & (nc - 1);
+            while (nk[j])
+                j = (j + 1) & (nc - 1);
+            nk[j] = m->k[i];
+            nv[j] = m->v[i];
+        }
+        free(m->k);
+        free(m->v);
+        m->k = nk;
+        m->v = nv;
+        m->cap = nc;
+    }
+    if (!m->cap)
+        return TELLER_NONE;
+    size_t j = (key * 0x9E3779B97F4A7C15ull >> 17) & (m->cap - 1);
+    while (m->k[j] && m->k[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    if (m->k[j])
+        return m->v[j];
+    if (!create)
+        return TELLER_NONE;
+    m->k[j] = key;
+    m->v[j] = (uint32_t)m->n++;
+    return m->v[j];
+}
+
+static void kmap_free(kmap *m)
+{
+    free(m->k);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- peer groups: ranks that share all-reduce / all-gather collectives ---- */
+
+static int32_t uf_find(int32_t *p, int32_t x)
+{
+    while (p[x] != x)
+        x = p[x] = p[p[x]];
+    return x;
+}
+
+static void build_groups(dctx *D)
+{
+    size_t ns = teller_store_num_sources(D->st);
+    for (size_t s = 0; s < ns; s++)
+        D->group[s] = (int32_t)s;
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
+        if (co[c].num_members < 2)
+            continue;
+        const char *nm = teller_store_str(D->st, D->ev->name[mem[co[c].first_member].kernel]);
+        if (strstr(nm, "SendRecv") || strstr(nm, "Send") == nm)
+            continue;
+        uint16_t a = D->ev->source[mem[co[c].first_member].kernel];
+        for (uint32_t m = 1; m < co[c].num_members; m++) {
+            uint16_t b = D->ev->source[mem[co[c].first_member + m].kernel];
+            int32_t ra = uf_find(D->group, a), rb = uf_find(D->group, b);
+            if (ra != rb)
+                D->group[rb] = ra;
+        }
+    }
+    for (size_t s = 0; s < ns; s++)
+        D->group[s] = uf_find(D->group, (int32_t)s);
+}
+
+/* ---- detector: kernels against peers ---- */
+
+typedef struct ktot {
+    double   t;
+    uint32_t count, event;
+} ktot;
+
+static int detect_kernels(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = teller_store_num_sources(D->st);
+    /* totals per (step, source, name) */
+    kmap m = {0};
+    ktot *tot = NULL;
+    uint64_t *keys = NULL;
+    size_t cap = 0, kcap = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->layer[i] != TELLER_LAYER_KERNEL || (ev->flags[i] & TELLER_F_COMM) || ev->step[i] >= D->nsteps)
+            continue;
+        uint64_t key = ((uint64_t)ev->step[i] << 44) | ((uint64_t)ev->source[i] << 28) | (ev->name[i] & 0xFFFFFFF);
+        uint32_t ix = kmap_get(&m, key, 1);
+        if (ix == TELLER_NONE)
+            goto oom;
+        if (ix >= cap) {
+            size_t old = cap;
+            if (TELLER_GROW(tot, cap, (size_t)ix + 1))
+                goto oom;
+            memset(tot + old, 0, (cap - old) * sizeof *tot);
+        }
+        if (ix >= kcap && TELLER_GROW(keys, kcap, (size_t)ix + 1))
+            goto oom;
+        keys[ix] = key;
+        tot[ix].t += (double)ev->dur_ns[i];
+        if (!tot[ix].count++)
+            tot[ix].event = (uint32_t)i;
+    }
+    /* per rank and step: excess of each name over the fastest peer */
+    for (size_t ix = 0; ix < m.n; ix++) {
+        uint64_t key = keys[ix];
+        uint32_t step = (uint32_t)(key >> 44), name = (uint32_t)(key & 0xFFFFFFF);
+        uint16_t src = (uint16_t)(key >> 28 & 0xFFFF);
+        double best = INFINITY;
+        int peers = 0;
+        for (size_t s = 0; s < ns; s++) {
+            if ((uint16_t)s == src || D->group[s] != D->group[src])
+                continue;
+            uint64_t pk = ((uint64_t)step << 44) | ((uint64_t)s << 28) | name;
+            uint32_t pi = kmap_get(&m, pk, 0);
+            if (pi == TELLER_NONE)
+                continue;
+            peers++;
+            if (tot[pi].t < best)
+                best = tot[pi].t;
+        }
+        if (!peers || tot[ix].t <= best * 1.15 || tot[ix].t - best < 10000)
+            continue;
+        cand c = {D_REGRESSION, teller_store_source_c(D->st, src)->rank, name, TELLER_LAYER_KERNEL,
+                  tot[ix].t - best, tot[ix].t / best, tot[ix].t, best, tot[ix].event, 0, 0};
+        if (add_cand(D, step, &c))
+            goto oom;
+    }
+    kmap_free(&m);
+    free(tot);
+    free(keys);
+    return 0;
+oom:
+    kmap_free(&m);
+    free(tot);
+    free(keys);
+    return -1;
+}
+
+/* Many slowed kernels on one rank in a step are one throttled GPU: merge
+ * them into a single candidate named after the kernel that lost the most. */
+static void merge_throttle(dctx *D)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        step_acc *s = &D->steps[k];
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_REGRESSION)
+                continue;
+            int32_t r = s->c[a].rank;
+            int names = 0;
+            double sum = 0, ratio_sum = 0;
+            size_t best = a;
+            for (size_t b = 0; b < s->n; b++) {
+                if (s->c[b].det != D_REGRESSION || s->c[b].rank != r)
+                    continue;
+                names++;
+                sum += s->c[b].excess;
+                ratio_sum += s->c[b].sig;
+                if (s->c[b].excess > s->c[best].excess)
+                    best = b;
+            }
+            if (names < 3)
+                continue;
+            cand t = s->c[best];
+            t.det = D_THROTTLE;
+            t.excess = sum;
+            t.sig = ratio_sum / names;
+            for (size_t b = 0; b < s->n; b++)
+                if (s->c[b].det == D_REGRESSION && s->c[b].rank == r)
+                    s->c[b].det = -1; /* absorbed */
+            s->c[best] = t;
+        }
+    }
+}
+
+/* ---- detector: API calls ---- */
+
+static int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
+
+static int name_has(const teller_store *st, uint32_t name, const char *s)
+{
+    return strstr(teller_store_str(st, name), s) != NULL;
+}
+
+static int is_alloc_api(const char *nm)
+{
+    return !strncmp(nm, "cudaMalloc", 10) || !strncmp(nm, "cudaFree", 8) || !strncmp(nm, "cuMemAlloc", 10) ||
+           !strncmp(nm, "cuMemFree", 9) || !strncmp(nm, "hipMalloc", 9) || !strncmp(nm, "hipFree", 7);
+}
+
+/* GPU operations launched by API call e */
+static uint32_t launched(const teller_events *ev, uint32_t e)
+{
+    uint32_t n = 0;
+    for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c])
+        n += (ev->flags[c] & TELLER_F_GPU) != 0;
+    return n;
+}
+
+static int detect_apis(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    teller_store *st = D->st;
+    size_t nstr_guess = 0;
+    for (size_t i = 0; i < ev->n; i++)
+        if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
+            nstr_guess = ev->name[i] + 1;
+    /* per API name: call durations -> median; how many (step, rank) pairs use it */
+    double **durs = calloc(nstr_guess ? nstr_guess : 1, sizeof *durs);
+    size_t *nd = calloc(nstr_guess ? nstr_guess : 1, sizeof *nd), *cd = calloc(nstr_guess ? nstr_guess : 1, sizeof *cd);
+    double *med = calloc(nstr_guess ? nstr_guess : 1, sizeof *med);
+    kmap pairs = {0}, slot = {0};
+    if (!durs || !nd || !cd || !med)
+        goto oom;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!is_api(ev->layer[i]))
+            continue;
+        uint32_t nm = ev->name[i];
+        if (TELLER_GROW(durs[nm], cd[nm], nd[nm] + 1))
+            goto oom;
+        durs[nm][nd[nm]++] = (double)ev->dur_ns[i];
+        if (ev->step[i] < D->nsteps &&
+            kmap_get(&pairs, ((uint64_t)nm << 32) | ((uint64_t)ev->step[i] << 12) | ev->source[i], 1) == TELLER_NONE)
+            goto oom;
+    }
+    for (size_t nm = 0; nm < nstr_guess; nm++)
+        med[nm] = median_of(durs[nm], nd[nm]);
+    /* (step, rank) pairs that exist */
+    size_t total_pairs = teller_store_num_steps(st);
+    /* how common each API is: pairs using it over all pairs */
+    size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use);
+    if (!use)
+        goto oom;
+    for (size_t j = 0; j < pairs.cap; j++)
+        if (pairs.k[j])
+            use[(pairs.k[j] - 1) >> 32]++;
+    /* per (step, source, name): excess over the usual per-call time */
+    typedef struct acc_t {
+        double   excess, t, usual;
+        uint32_t n, event, step, name, fed;
+        uint16_t src;
+    } acc_t;
+    acc_t *acc = NULL;
+    size_t acap = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps)
+            continue;
+        uint32_t nm = ev->name[i];
+        /* allocation calls absent from most steps are expected not to happen at all */
+        int rare = is_alloc_api(teller_store_str(st, nm)) && use[nm] * 4 < total_pairs;
+        int sync = name_has(st, nm, "Synchronize");
+        if (sync)
+            continue; /* the sync detector judges these */
+        double d = (double)ev->dur_ns[i];
+        double ex = rare ? d : d - 2.0 * med[nm] - 4000.0;
+        if (ex <= 0)
+            continue;
+        uint32_t ix = kmap_get(&slot, ((uint64_t)nm << 32) | ((uint64_t)ev->step[i] << 12) | ev->source[i], 1);
+        if (ix == TELLER_NONE)
+            goto oom2;
+        if (ix >= acap) {
+            size_t old = acap;
+            if (TELLER_GROW(acc, acap, (size_t)ix + 1))
+                goto oom2;
+            memset(acc + old, 0, (acap - old) * sizeof *acc);
+        }
+        acc_t *a = &acc[ix];
+        if (!a->n) {
+            a->event = (uint32_t)i;
+            a->step = ev->step[i];
+            a->name = nm;
+            a->src = ev->source[i];
+        }
+        a->n++;
+        a->excess += ex;
+        a->t += d;
+        a->usual += rare ? 0 : med[nm];
+        a->fed += launched(ev, (uint32_t)i);
+    }
+    for (size_t ix = 0; ix < slot.n; ix++) {
+        acc_t *a = &acc[ix];
+        if (!a->n)
+            continue;
+        int det = is_alloc_api(teller_store_str(st, a->name)) ? D_MALLOC : D_LAUNCH;
+        double usual = a->usual > 0 ? a->usual : 1000.0;
+        cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
+                  a->t / usual, a->t, a->usual, a->event, 0, det == D_MALLOC ? a->n : a->fed};
+        if (add_cand(D, a->step, &c))
+            goto oom2;
+    }
+    free(acc);
+    free(use);
+    for (size_t nm = 0; nm < nstr_guess; nm++)
+        free(durs[nm]);
+    free(durs);
+    free(nd);
+    free(cd);
+    free(med);
+    kmap_free(&pairs);
+    kmap_free(&slot);
+    return 0;
+oom2:
+    free(acc);
+    free(use);
+oom:
+    if (durs)
+        for (size_t nm = 0; nm < nstr_guess; nm++)
+            free(durs[nm]);
+    free(durs);
+    free(nd);
+    free(cd);
+    free(med);
+    kmap_free(&pairs);
+    kmap_free(&slot);
+    return -1;
+}
+
+/* A step with many cudaFree calls after a cudaMalloc is an out-of-memory
+ * retry, not an allocator storm. */
+static void classify_malloc(dctx *D)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        step_acc *s = &D->steps[k];
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_MALLOC)
+                continue;
+            int32_t r = s->c[a].rank;
+            double free_t = 0, malloc_t = 0;
+            uint32_t frees = 0, mallocs = 0;
+            size_t mi = a;
+            for (size_t b = 0; b < s->n; b++) {
+                if (s->c[b].det != D_MALLOC || s->c[b].rank != r)
+                    continue;
+                const char *nm = teller_store_str(D->st, s->c[b].name);
+                if (strstr(nm, "Free")) {
+                    free_t += s->c[b].excess;
+                    frees += s->c[b].fed;
+                } else {
+                    malloc_t += s->c[b].excess;
+                    mallocs += s->c[b].fed;
+                    mi = b;
+                }
+            }
+            if (strstr(teller_store_str(D->st, s->c[mi].name), "Free"))
+                continue;
+            cand c = s->c[mi];
+            c.excess = malloc_t + free_t;
+            /* emptying the cache (many frees) after a failed allocation is an OOM retry */
+            c.det = frees >= 5 && frees > mallocs ? D_OOM : D_MALLOC;
+            for (size_t b = 0; b < s->n; b++)
+                if (s->c[b].det == D_MALLOC && s->c[b].rank == r)
+                    s->c[b].det = -1;
+            s->c[mi] = c;
+        }
+    }
+}
+
+/* Slow launches of several APIs on one rank are one finding, named after
+ * the API whose slowed calls launched the most GPU work (a graph launch
+ * feeds hundreds of kernels; in eager steps the most used launch call). */
+static void merge_launches(dctx *D)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        step_acc *s = &D->steps[k];
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_LAUNCH)
+                continue;
+            int32_t r = s->c[a].rank;
+            size_t best = a;
+            double ex = 0, t = 0, u = 0;
+            for (size_t b = 0; b < s->n; b++) {
+                if (s->c[b].det != D_LAUNCH || s->c[b].rank != r)
+                    continue;
+                ex += s->c[b].excess;
+                t += s->c[b].actual;
+                u += s->c[b].usual;
+                if (s->c[b].fed > s->c[best].fed || (s->c[b].fed == s->c[best].fed && s->c[b].excess > s->c[best].excess))
+                    best = b;
+            }
+            cand m = s->c[best];
+            m.excess = ex;
+            m.sig = u > 0 ? t / u : m.sig;
+            for (size_t b = 0; b < s->n; b++)
+                if (s->c[b].det == D_LAUNCH && s->c[b].rank == r)
+                    s->c[b].det = -1;
+            s->c[best] = m;
+        }
+    }
+}
+
+/* A host stall on a rank whose step also shows an allocator or OOM
+ * finding is that finding's handling, not contention. Engine-wide copy
+ * volume (swapping on every rank) is one finding, led by the lowest rank. */
+static void absorb(dctx *D)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        step_acc *s = &D->steps[k];
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_OOM && s->c[a].det != D_MALLOC)
+                continue;
+            for (size_t b = 0; b < s->n; b++)
+                if (s->c[b].det == D_CONTENTION && s->c[b].rank == s->c[a].rank) {
+                    s->c[a].excess += s->c[b].excess;
+                    s->c[b].det = -1;
+                }
+        }
+        size_t lead = SIZE_MAX;
+        double sum = 0;
+        int n = 0;
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_SWAP)
+                continue;
+            n++;
+            if (s->c[a].excess > sum)
+                sum = s->c[a].excess;
+            if (lead == SIZE_MAX || s->c[a].rank < s->c[lead].rank)
+                lead = a;
+        }
+        if (n < 2)
+            continue;
+        for (size_t a = 0; a < s->n; a++)
+            if (s->c[a].det == D_SWAP && a != lead)
+                s->c[a].det = -1;
+        s->c[lead].excess = sum;
+    }
+}
+
+/* ---- detector: synchronize overhang ---- */
+
+static int detect_sync(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = teller_store_num_sources(D->st);
+    /* last GPU end per (step, source) */
+    size_t cells = (size_t)D->nsteps * ns;
+    int64_t *last = calloc(cells ? cells : 1, sizeof *last);
+    double *over = NULL;
+    size_t nover = 0, ocap = 0;
+    if (!last)
+        return -1;
+    for (size_t i = 0; i < ev->n; i++) {
+        uint8_t L = ev->layer[i];
+        if ((L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET) && ev->step[i] < D->nsteps) {
+            int64_t e = ev->start_ns[i] + ev->dur_ns[i];
+            size_t c = (size_t)ev->step[i] * ns + ev->source[i];
+            if (e > last[c])
+                last[c] = e;
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        double usual = pass ? median_of(over, nover) : 0;
+        for (size_t i = 0; i < ev->n; i++) {
+            if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !name_has(D->st, ev->name[i], "Synchronize"))
+                continue;
+            size_t c = (size_t)ev->step[i] * ns + ev->source[i];
+            int64_t end = ev->start_ns[i] + ev->dur_ns[i];
+            double o = last[c] ? (double)(end - (last[c] > ev->start_ns[i] ? last[c] : ev->start_ns[i])) : 0;
+            if (pass == 0) {
+                if (TELLER_GROW(over, ocap, nover + 1)) {
+                    free(last);
+                    free(over);
+                    return -1;
+                }
+                over[nover++] = o;
+                continue;
+            }
+            double ex = o - 3 * usual - 20000;
+            if (ex <= 0)
+                continue;
+            cand cd = {D_SYNC, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
+                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0};
+            if (add_cand(D, ev->step[i], &cd)) {
+                free(last);
+                free(over);
+                return -1;
+            }
+        }
+    }
+    free(last);
+    free(over);
+    return 0;
+}
+
+/* ---- detector: copies ---- */
+
+static int size_bucket(int64_t bytes) { return bytes > 0 ? (int)log2((double)bytes) : 0; }
+
+static int detect_copies(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    teller_store *st = D->st;
+    kmap bm = {0}, m = {0};
+    double **bd = NULL;
+    size_t *nb = NULL, *cb = NULL, bcap = 0;
+    typedef struct cp {
+        double t, bytes, slow, usual;
+        uint32_t event, step, name;
+        uint16_t src;
+    } cp;
+    cp *c = NULL;
+    size_t ccap = 0;
+    /* usual duration of a copy of this name and size */
+    for (size_t i = 0; i < ev->n; i++) {
+        const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
+        if (!a || a->bytes <= 0)
+            continue;
+        uint32_t ix = kmap_get(&bm, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), 1);
+        if (ix == TELLER_NONE)
+            goto oom;
+        if (ix >= bcap) {
+            size_t old = bcap, o2 = bcap, o3 = bcap;
+            if (TELLER_GROW(bd, bcap, (size_t)ix + 1) || TELLER_GROW(nb, o2, bcap) || TELLER_GROW(cb, o3, bcap))
+                goto oom;
+            memset(bd + old, 0, (bcap - old) * sizeof *bd);
+            memset(nb + old, 0, (bcap - old) * sizeof *nb);
+            memset(cb + old, 0, (bcap - old) * sizeof *cb);
+        }
+        if (TELLER_GROW(bd[ix], cb[ix], nb[ix] + 1))
+            goto oom;
+        bd[ix][nb[ix]++] = (double)ev->dur_ns[i];
+    }
+    double *usual = calloc(bm.n ? bm.n : 1, sizeof *usual);
+    if (!usual)
+        goto oom;
+    for (size_t ix = 0; ix < bm.n; ix++)
+        usual[ix] = median_of(bd[ix], nb[ix]);
+    for (size_t i = 0; i < ev->n; i++) {
+        const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
+        if (!a || a->bytes <= 0 || ev->step[i] >= D->nsteps)
+            continue;
+        uint32_t ix = kmap_get(&m, ((uint64_t)ev->name[i] << 32) | ((uint64_t)ev->step[i] << 12) | ev->source[i], 1);
+        if (ix == TELLER_NONE)
+            goto oom2;
+        if (ix >= ccap) {
+            size_t old = ccap;
+            if (TELLER_GROW(c, ccap, (size_t)ix + 1))
+                goto oom2;
+            memset(c + old, 0, (ccap - old) * sizeof *c);
+        }
+        cp *x = &c[ix];
+        if (!x->t) {
+            x->event = (uint32_t)i;
+            x->step = ev->step[i];
+            x->name = ev->name[i];
+            x->src = ev->source[i];
+        }
+        double u = usual[kmap_get(&bm, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), 0)];
+        x->t += (double)ev->dur_ns[i];
+        x->bytes += (double)a->bytes;
+        x->usual += u;
+        if ((double)ev->dur_ns[i] > 3 * u + 2000)
+            x->slow += (double)ev->dur_ns[i] - u;
+    }
+    /* usual volume per (name, source) over all steps, absent steps counting zero */
+    double *vols = malloc((D->nsteps ? D->nsteps : 1) * sizeof *vols);
+    if (!vols)
+        goto oom2;
+    for (size_t ix = 0; ix < m.n; ix++) {
+        cp *x = &c[ix];
+        size_t nv = 0;
+        for (size_t j = 0; j < m.n; j++)
+            if (c[j].name == x->name && c[j].src == x->src && nv < D->nsteps)
+                vols[nv++] = c[j].bytes;
+        while (nv < D->nsteps)
+            vols[nv++] = 0;
+        double vmed = median_of(vols, nv);
+        double per_byte = x->bytes > 0 ? x->usual / x->bytes : 0;
+        double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
+        if (x->slow > 10000) {
+            cand cd = {D_PCIE, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
+                       x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0};
+            if (add_cand(D, x->step, &cd))
+                goto oom3;
+        } else if (extra_vol > 20000) {
+            cand cd = {D_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
+                       x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0};
+            if (add_cand(D, x->step, &cd))
+                goto oom3;
+        }
+    }
+    free(vols);
+    free(usual);
+    for (size_t ix = 0; ix < bm.n; ix++)
+        free(bd[ix]);
+    free(bd);
+    free(nb);
+    free(cb);
+    free(c);
+    kmap_free(&bm);
+    kmap_free(&m);
+    return 0;
+oom3:
+    free(vols);
+oom2:
+    free(usual);
+oom:
+    if (bd)
+        for (size_t ix = 0; ix < bm.n && ix < bcap; ix++)
+            free(bd[ix]);
+    free(bd);
+    free(nb);
+    free(cb);
+    free(c);
+    kmap_free(&bm);
+    kmap_free(&m);
+    return -1;
+}
+
+/* ---- detector: host gaps on the stepping thread ---- */
+
+static int is_host_op(uint8_t L) { return L == TELLER_LAYER_BACKEND || is_api(L); }
+
+static int detect_gaps(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = teller_store_num_sources(D->st);
+    /* the stepping thread of each source: the thread of its step markers */
+    int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
+    double **gaps = calloc(ns ? ns : 1, sizeof *gaps);
+    size_t *ng = calloc(ns ? ns : 1, sizeof *ng), *gc = calloc(ns ? ns : 1, sizeof *gc);
+    if (!tid || !gaps || !ng || !gc)
+        goto oom;
+    for (size_t s = 0; s < ns; s++)
+        tid[s] = INT32_MIN;
+    const teller_step *steps = teller_store_steps(D->st);
+    for (size_t k = 0; k < teller_store_num_steps(D->st); k++) {
+        uint32_t mk = steps[k].marker;
+        if (mk != TELLER_NONE)
+            tid[ev->source[mk]] = ev->tid[mk];
+    }
+    /* events are sorted by (source, pid, tid, start): a sweep sees each
+     * thread in time order */
+    for (int pass = 0; pass < 2; pass++) {
+        double *usual = NULL;
+        if (pass) {
+            usual = malloc((ns ? ns : 1) * sizeof *usual);
+            if (!usual)
+                goto oom;
+            for (size_t s = 0; s < ns; s++) {
+                double tmpv = median_of(gaps[s], ng[s]);
+                usual[s] = tmpv;
+            }
+        }
+        int64_t prev_end = 0;
+        uint32_t prev_step = TELLER_NONE;
+        uint16_t prev_src = UINT16_MAX;
+        double best_gap = 0, sum_ex = 0;
+        uint32_t best_ev = TELLER_NONE;
+        for (size_t i = 0; i <= ev->n; i++) {
+            int boundary = i == ev->n;
+            if (!boundary) {
+                uint16_t s = ev->source[i];
+                if (ev->tid[i] != tid[s] || (ev->flags[i] & TELLER_F_GPU) || !is_host_op(ev->layer[i]))
+                    continue;
+                uint32_t p = ev->parent[i];
+                if (p != TELLER_NONE && is_host_op(ev->layer[p]))
+                    continue; /* not outermost */
+                boundary = s != prev_src || ev->step[i] != prev_step;
+            }
+            if (boundary) {
+                if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
+                    uint16_t s = prev_src;
+                    cand c = {D_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
+                              ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0};
+                    if (add_cand(D, prev_step, &c)) {
+                        free(usual);
+                        goto oom;
+                    }
+                }
+                best_gap = sum_ex = 0;
+                best_ev = TELLER_NONE;
+                if (i == ev->n)
+                    break;
+                prev_src = ev->source[i];
+                prev_step = ev->step[i];
+                prev_end = ev->start_ns[i] + ev->dur_ns[i];
+                continue;
+            }
+            double g = (double)(ev->start_ns[i] - prev_end);
+            int64_t e = ev->start_ns[i] + ev->dur_ns[i];
+            if (e > prev_end)
+                prev_end = e;
+            if (prev_step >= D->nsteps || g <= 0)
+                continue;
+            uint16_t s = ev->source[i];
+            if (!pass) {
+                if (TELLER_GROW(gaps[s], gc[s], ng[s] + 1)) {
+                    goto oom;
+                }
+                gaps[s][ng[s]++] = g;
+                continue;
+            }
+            double thr = 40 * usual[s] + 100000;
+            if (g > thr) {
+                sum_ex += g - usual[s];
+                if (g > best_gap) {
+                    best_gap = g;
+                    best_ev = (uint32_t)i;
+                }
+            }
+        }
+        free(usual);
+    }
+    for (size_t s = 0; s < ns; s++)
+        free(gaps[s]);
+    free(gaps);
+    free(ng);
+    free(gc);
+    free(tid);
+    return 0;
+oom:
+    if (gaps)
+        for (size_t s = 0; s < ns; s++)
+            free(gaps[s]);
+    free(gaps);
+    free(ng);
+    free(gc);
+    free(tid);
+    return -1;
+}
+
+/* ---- detector: collectives (links, stalled sends, hangs) ---- */
+
+typedef struct inst {
+    uint32_t c;        /* collective index */
+    uint32_t step;
+    double   transfer; /* shortest member duration */
+    double   bytes;
+    int      p2p;
+    uint32_t opname;   /* normalised op, interned */
+} inst;
+
+static int detect_comm(dctx *D)
+{
+    teller_store *st = D->st;
+    const teller_events *ev = D->ev;
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    size_t nc = teller_store_num_collectives(st);
+    inst *in = malloc((nc ? nc : 1) * sizeof *in);
+    if (!in)
+        return -1;
+    /* expected members per key: the most seen */
+    kmap km = {0};
+    uint32_t *maxm = NULL;
+    size_t mcap = 0;
+    for (size_t c = 0; c < nc; c++) {
+        uint32_t ix = kmap_get(&km, co[c].key, 1);
+        if (ix == TELLER_NONE) {
+            free(in);
+            return -1;
+        }
+        if (ix >= mcap) {
+            size_t old = mcap;
+            if (TELLER_GROW(maxm, mcap, (size_t)ix + 1)) {
+                free(in);
+                kmap_free(&km);
+                return -1;
+            }
+            memset(maxm + old, 0, (mcap - old) * sizeof *maxm);
+        }
+        if (co[c].num_members > maxm[ix])
+            maxm[ix] = co[c].num_members;
+    }
+    char buf[256];
+    for (size_t c = 0; c < nc; c++) {
+        inst *x = &in[c];
+        x->c = (uint32_t)c;
+        uint32_t k0 = mem[co[c].first_member].kernel;
+        x->step = ev->step[k0];
+        x->transfer = INFINITY;
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            uint32_t k = mem[co[c].first_member + m].kernel;
+            if ((double)ev->dur_ns[k] < x->transfer)
+                x->transfer = (double)ev->dur_ns[k];
+            if (ev->step[k] < x->step)
+                x->step = ev->step[k];
+        }
+        const teller_comm *cm = teller_store_event_comm(st, k0);
+        x->bytes = cm && cm->in_nelems > 0 ? (double)cm->in_nelems : -1;
+        teller_name_normalize(teller_store_str(st, ev->name[k0]), buf, sizeof buf);
+        x->p2p = strstr(buf, "SendRecv") != NULL || (cm && (!strcmp(teller_store_str(st, cm->collective), "send") ||
+                                                            !strcmp(teller_store_str(st, cm->collective), "recv")));
+        x->opname = teller_store_intern(st, buf, strlen(buf));
+    }
+    /* usual transfer per op: a latency plus a time per element,
+     * usual = r * (elements + E0) with r the median of transfer / (elements + E0);
+     * kernels without sizes use the op's median transfer */
+    const double E0 = 131072.0;
+    kmap bm = {0};
+    double **vals = NULL;
+    size_t *nv = NULL, *cv = NULL, vcap = 0;
+    for (size_t c = 0; c < nc; c++) {
+        inst *x = &in[c];
+        uint32_t ix = kmap_get(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0), 1);
+        if (ix == TELLER_NONE)
+            goto oom;
+        if (ix >= vcap) {
+            size_t old = vcap, o2 = vcap, o3 = vcap;
+            if (TELLER_GROW(vals, vcap, (size_t)ix + 1) || TELLER_GROW(nv, o2, vcap) || TELLER_GROW(cv, o3, vcap))
+                goto oom;
+            memset(vals + old, 0, (vcap - old) * sizeof *vals);
+            memset(nv + old, 0, (vcap - old) * sizeof *nv);
+            memset(cv + old, 0, (vcap - old) * sizeof *cv);
+        }
+        if (TELLER_GROW(vals[ix], cv[ix], nv[ix] + 1))
+            goto oom;
+        vals[ix][nv[ix]++] = x->bytes > 0 ? x->transfer / (x->bytes + E0) : x->transfer;
+    }
+    double *usual = calloc(bm.n ? bm.n : 1, sizeof *usual);
+    if (!usual)
+        goto oom;
+    for (size_t ix = 0; ix < bm.n; ix++)
+        usual[ix] = median_of(vals[ix], nv[ix]);
+    for (size_t c = 0; c < nc; c++) {
+        inst *x = &in[c];
+        if (x->step >= D->nsteps)
+            continue;
+        uint32_t ix = kmap_get(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
+        double u = ix == TELLER_NONE ? x->transfer : x->bytes > 0 ? usual[ix] * (x->bytes + E0) : usual[ix];
+        const teller_collective *cc = &co[c];
+        uint32_t exp_members = maxm[kmap_get(&km, cc->key, 0)];
+        uint32_t k0 = mem[cc->first_member].kernel;
+        if (cc->num_members < exp_members || x->transfer > 5e9) {
+            /* hang: who is missing? the ranks of the key's other instances */
+            int32_t missing = -1;
+            for (size_t c2 = 0; c2 < nc && missing < 0; c2++) {
+                if (co[c2].key != cc->key || co[c2].num_members != exp_members)
+                    continue;
+                for (uint32_t m = 0; m < co[c2].num_members && missing < 0; m++) {
+                    int32_t r = mem[co[c2].first_member + m].rank;
+                    int present = 0;
+                    for (uint32_t q = 0; q < cc->num_members; q++)
+                        present |= mem[cc->first_member + q].rank == r;
+                    if (!present)
+                        missing = r;
+                }
+            }
+            if (missing >= 0 || x->transfer > 5e9) {
+                cand cd = {D_HANG, missing >= 0 ? missing : mem[cc->first_member].rank, ev->name[k0],
+                           TELLER_LAYER_KERNEL, x->transfer, x->transfer / (u + 1), x->transfer, u, k0, 0, 0};
+                if (add_cand(D, x->step, &cd))
+                    goto oom2;
+                continue;
+            }
+        }
+        double ex = x->transfer - 2.5 * u - 50000;
+        if (ex <= 0)
+            continue;
+        /* a slow transfer: on which side? the receiving member, or the one on a higher node */
+        uint32_t pick = cc->first_member;
+        for (uint32_t m = 0; m < cc->num_members; m++) {
+            uint32_t e = mem[cc->first_member + m].kernel, pe = mem[pick].kernel;
+            const teller_comm *cm = teller_store_event_comm(st, e);
+            int is_recv = cm && !strcmp(teller_store_str(st, cm->collective), "recv");
+            int is_send = cm && !strcmp(teller_store_str(st, cm->collective), "send");
+            if (x->p2p) {
+                /* the sender is the root of a stalled send; kept as the first pick */
+                if (is_send) {
+                    pick = cc->first_member + m;
+                    break;
+                }
+                (void)is_recv;
+            } else if (teller_store_event_node(st, e) > teller_store_event_node(st, pe)) {
+                pick = cc->first_member + m;
+            }
+        }
+        uint32_t e = mem[pick].kernel;
+        cand cd = {x->p2p ? D_SEND : D_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
+                   x->transfer / (u + 1), x->transfer, u, e, 0, 0};
+        if (add_cand(D, x->step, &cd))
+            goto oom2;
+    }
+    free(usual);
+    for (size_t ix = 0; ix < bm.n; ix++)
+        free(vals[ix]);
+    free(vals);
+    free(nv);
+    free(cv);
+    kmap_free(&bm);
+    kmap_free(&km);
+    free(maxm);
+    free(in);
+    return 0;
+oom2:
+    free(usual);
+oom:
+    if (vals)
+        for (size_t ix = 0; ix < bm.n && ix < vcap; ix++)
+            free(vals[ix]);
+    free(vals);
+    free(nv);
+    free(cv);
+    kmap_free(&bm);
+    kmap_free(&km);
+    free(maxm);
+    free(in);
+    return -1;
+}
+
+/* Several slow pipeline transfers in one step, or slow cross-node
+ * collectives, are one degraded link; the root is on the node they share,
+ * the receiving (higher) node when they share more than one. */
+static void merge_links(dctx *D)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        step_acc *s = &D->steps[k];
+        int n = 0, cross = 0;
+        size_t best = 0;
+        double sum = 0;
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_SEND && s->c[a].det != D_LINK)
+                continue;
+            n++;
+            sum += s->c[a].excess;
+            cross |= s->c[a].det == D_LINK;
+            if (!n || s->c[a].excess >= s->c[best].excess || (s->c[best].det != D_SEND && s->c[best].det != D_LINK))
+                best = a;
+        }
+        if (n == 0 || (n == 1 && !cross))
+            continue;
+        /* one stalled send among healthy ones stays a send stall */
+        cand t = s->c[best];
+        int32_t hi = -1;
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != D_SEND && s->c[a].det != D_LINK)
+                continue;
+            int32_t node = -1;
+            for (size_t q = 0; q < teller_store_num_sources(D->st); q++)
+                if (teller_store_source_c(D->st, (uint32_t)q)->rank == s->c[a].rank)
+                    node = teller_store_source_c(D->st, (uint32_t)q)->node;
+            if (node > hi)
+                hi = node;
+            s->c[a].det = -1;
+        }
+        /* the lowest rank of that node */
+        int32_t root = INT32_MAX;
+        for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
+            const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
+            if (so->node == hi && so->rank < root)
+                root = so->rank;
+        }
+        t.det = D_LINK;
+        t.excess = sum;
+        t.rank = root == INT32_MAX ? t.rank : root;
+        s->c[best] = t;
+    }
+}
+
+/* ---- logs ---- */
+
+typedef struct logctx {
+    dctx       *D;
+    int32_t     node;
+    const char *path;
+    int         aligned, total;
+} logctx;
+
+static int has_sub(const char *m, size_t n, const char *pat);
+
+static int is_preempt_line(const char *m, size_t n)
+{
+    static const char *const pats[] = {"is preempted by PreemptionMode", "Retract requests", "retracted"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strlen(pats[i]);
+        for (size_t j = 0; j + l <= n; j++)
+            if (!memcmp(m + j, pats[i], l))
+                return 1;
+    }
+    return 0;
+}
+
+static int has_sub(const char *m, size_t n, const char *pat)
+{
+    size_t l = strlen(pat);
+    for (size_t j = 0; j + l <= n; j++)
+        if (!memcmp(m + j, pat, l))
+            return 1;
+    return 0;
+}
+
+static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_record *rec, int32_t rank,
+                         int64_t t)
+{
+    if (s->nev >= TELLER_MAX_EVIDENCE)
+        return;
+    teller_evidence *e = &s->ev[s->nev++];
+    snprintf(e->kind, sizeof e->kind, "log");
+    e->node = L->node;
+    e->rank = rank;
+    e->line = rec->line;
+    e->time_ns = t;
+    snprintf(e->file, sizeof e->file, "%s", L->path);
+    size_t n = rec->msg.n < sizeof e->text - 1 ? rec->msg.n : sizeof e->text - 1;
+    /* the first line of a multi-line record */
+    const char *nl = memchr(rec->msg.p, '\n', n);
+    if (nl)
+        n = (size_t)(nl - rec->msg.p);
+    memcpy(e->text, rec->msg.p, n);
+    e->text[n] = 0;
+}
+
+/* Preemption lines often have whole-second times (the aligner puts them at
+ * the middle of their second): the step they mean is the one that did the
+ * most GPU work (recomputing preempted requests is a large prefill) among
+ * the steps starting within that second, not yet claimed by another line. */
+static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
+{
+    uint32_t best = TELLER_NONE;
+    double bestw = -1, lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
+           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        double st0 = D->steps[k].start;
+        if (st0 < lo || st0 >= hi || D->steps[k].claimed)
+            continue;
+        if (D->steps[k].work > bestw) {
+            bestw = D->steps[k].work;
+            best = k;
+        }
+    }
+    return best;
+}
+
+static int on_log(void *ctx, const teller_log_record *rec)
+{
+    logctx *L = ctx;
+    dctx *D = L->D;
+    L->total++;
+    const char *m = rec->msg.p;
+    size_t n = rec->msg.n;
+    /* SGLang lines carry no level: what matters is what they say */
+    int notable = rec->level >= TELLER_LOGL_WARNING || rec->family == TELLER_LOG_TORCH || is_preempt_line(m, n) ||
+                  has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory");
+    teller_log_align al;
+    teller_log_align_record(D->st, L->node, rec, &al);
+    if (al.step == TELLER_NONE && al.time_ns == INT64_MIN)
+        return 0;
+    if (!(al.flags & TELLER_LOGF_OUTSIDE_STEP))
+        L->aligned++;
+    if (!notable)
+        return 0;
+    uint32_t step = al.step;
+    int det = -1;
+    if (is_preempt_line(m, n)) {
+        step = step_in_second(D, al.time_ns, (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0);
+        if (step != TELLER_NONE)
+            D->steps[step].claimed = 1;
+        det = has_sub(m, n, "SWAP") ? D_SWAP : D_PREEMPT;
+    } else if (has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory")) {
+        det = D_OOM;
+    } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
+        det = D_HANG;
+    } else if (rec->level >= TELLER_LOGL_ERROR) {
+        det = -2; /* an error line: evidence for whatever the step holds */
+    } else {
+        return 0;
+    }
+    if (step == TELLER_NONE || step >= D->nsteps)
+        return 0;
+    teller_diag_step *ds = &D->out->steps[step];
+    add_evidence(ds, L, rec, al.rank, al.time_ns);
+    if (det == D_PREEMPT || det == D_SWAP) {
+        /* the scheduler's decision: the step as a whole, led by the first rank */
+        const teller_step *s = teller_store_steps(D->st);
+        uint32_t marker = TELLER_NONE;
+        int32_t r0 = INT32_MAX;
+        for (size_t i = 0; i < teller_store_num_steps(D->st); i++)
+            if (s[i].step == step && s[i].rank < r0 && s[i].marker != TELLER_NONE) {
+                r0 = s[i].rank;
+                marker = s[i].marker;
+            }
+        if (marker != TELLER_NONE && det == D_PREEMPT) {
+            cand c = {D_PREEMPT, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0};
+            c.excess = 0;
+            if (add_cand(D, step, &c))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static void read_logs(dctx *D, const teller_diag_opts *o)
+{
+    for (size_t i = 0; i < o->nlogs; i++) {
+        const char *path = o->logs[i];
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            continue;
+        }
+        teller_log_opts lo = teller_log_defaults();
+        const teller_step *s = teller_store_steps(D->st);
+        lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
+        teller_log_reader *r = teller_log_reader_create(&lo);
+        logctx L = {D, teller_log_node_from_path(path), path, 0, 0};
+        if (L.node < 0)
+            L.node = 0;
+        char buf[1 << 16];
+        size_t n;
+        teller_error err;
+        while (r && (n = fread(buf, 1, sizeof buf, f)) > 0)
+            if (teller_log_reader_feed(r, buf, n, on_log, &L, &err) != TELLER_OK)
+                break;
+        if (r)
+            teller_log_reader_finish(r, on_log, &L, &err);
+        teller_log_reader_free(r);
+        fclose(f);
+        if (L.total && !L.aligned) {
+            char note[600];
+            snprintf(note, sizeof note, "%s: none of its %d records fall within the traced steps (a log from another run, "
+                     "or clocks apart): it was not used", path, L.total);
+            char **nn = realloc(D->out->notes, (D->out->nnotes + 1) * sizeof *nn);
+            if (nn) {
+                D->out->notes = nn;
+                D->out->notes[D->out->nnotes++] = strdup(note);
+            }
+        }
+    }
+}
+
+/* ---- scoring and results ---- */
+
+static void add_note(teller_diagnosis *d, const char *text)
+{
+    char **nn = realloc(d->notes, (d->nnotes + 1) * sizeof *nn);
+    if (!nn)
+        return;
+    d->notes = nn;
+    d->notes[d->nnotes++] = strdup(text);
+}
+
+static double cand_score(const cand *c, double step_dur, int has_log)
+{
+    double rel = step_dur > 0 ? c->excess / step_dur : 0;
+    double sig = c->sig > 1 ? log(c->sig) : 0;
+    double s = 1.0 - exp(-(6.0 * rel + 0.6 * sig));
+    if (c->det == D_HANG || c->det == D_PREEMPT)
+        s = 0.99;
+    if (has_log && (c->det == D_OOM || c->det == D_SWAP))
+        s = s < 0.95 ? 0.95 : s;
+    return s;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    if (x->excess != y->excess)
+        return x->excess > y->excess ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static void fmt_ms(char *b, size_t n, double ns)
+{
+    if (ns >= 1e9)
+        snprintf(b, n, "%.3f s", ns / 1e9);
+    else if (ns >= 1e6)
+        snprintf(b, n, "%.3f ms", ns / 1e6);
+    else
+        snprintf(b, n, "%.1f us", ns / 1e3);
+}
+
+static void explain(dctx *D, teller_diag_step *s, const cand *c)
+{
+    char what[256], dur[32], ex[32], act[32], usual[32];
+    int32_t node = -1;
+    for (size_t q = 0; q < teller_store_num_sources(D->st); q++)
+        if (teller_store_source_c(D->st, (uint32_t)q)->rank == c->rank)
+            node = teller_store_source_c(D->st, (uint32_t)q)->node;
+    snprintf(what, sizeof what, k_det[c->det].what, c->det == D_LINK ? node : c->rank);
+    fmt_ms(dur, sizeof dur, (double)s->dur_ns);
+    fmt_ms(ex, sizeof ex, (double)s->excess_ns);
+    fmt_ms(act, sizeof act, c->actual);
+    fmt_ms(usual, sizeof usual, c->usual);
+    int n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                     "Step %u took %s, %s longer than expected: %s (%s). The root operator is %s on rank %d (node %d), "
+                     "which took %s against a usual %s.",
+                     s->pred.step, dur, ex, what, k_det[c->det].fault, teller_store_str(D->st, c->name), c->rank, node,
+                     act, usual);
+    if (s->nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
+        snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->ev[0].text);
+}
+
+teller_diag_opts teller_diag_defaults(void)
+{
+    teller_diag_opts o = {0};
+    o.threshold = 0.5;
+    return o;
+}
+
+void teller_diagnosis_free(teller_diagnosis *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->nnotes; i++)
+        free(d->notes[i]);
+    free(d->notes);
+    free(d->steps);
+    free(d);
+}
+
+teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, teller_diagnosis **out, teller_error *err)
+{
+    teller_diag_opts def = teller_diag_defaults();
+    const teller_diag_opts *o = opts ? opts : &def;
+    double threshold = o->threshold > 0 ? o->threshold : def.threshold;
+    dctx D = {0};
+    D.st = st;
+    D.ev = teller_store_events(st);
+    D.nsteps = teller_store_step_count(st);
+    D.steps = calloc(D.nsteps ? D.nsteps : 1, sizeof *D.steps);
+    D.group = calloc(teller_store_num_sources(st) + 1, sizeof *D.group);
+    teller_diagnosis *d = calloc(1, sizeof *d);
+    if (!D.steps || !D.group || !d)
+        goto oom;
+    d->steps = calloc(D.nsteps ? D.nsteps : 1, sizeof *d->steps);
+    if (!d->steps)
+        goto oom;
+    d->n = D.nsteps;
+    D.out = d;
+    const teller_step *steps = teller_store_steps(st);
+    for (uint32_t k = 0; k < D.nsteps; k++) {
+        d->steps[k].pred.step = k;
+        d->steps[k].root_rank = -1;
+        d->steps[k].root_node = -1;
+        d->steps[k].culprit_event = TELLER_NONE;
+        d->steps[k].start_ns = INT64_MAX;
+    }
+    for (size_t i = 0; i < teller_store_num_steps(st); i++) {
+        teller_diag_step *s = &d->steps[steps[i].step];
+        int64_t w = steps[i].end_ns - steps[i].start_ns;
+        if (w > s->dur_ns)
+            s->dur_ns = w;
+        if (steps[i].start_ns < s->start_ns)
+            s->start_ns = steps[i].start_ns;
+    }
+    for (uint32_t k = 0; k < D.nsteps; k++)
+        D.steps[k].start = (double)d->steps[k].start_ns;
+    {
+        int32_t low = INT32_MAX;
+        for (size_t s = 0; s < teller_store_num_sources(st); s++)
+            if (teller_store_source_c(st, (uint32_t)s)->rank < low)
+                low = teller_store_source_c(st, (uint32_t)s)->rank;
+        for (size_t i = 0; i < D.ev->n; i++)
+            if (D.ev->layer[i] == TELLER_LAYER_KERNEL && !(D.ev->flags[i] & TELLER_F_COMM) &&
+                D.ev->step[i] < D.nsteps && rank_of(&D, (uint32_t)i) == low)
+                D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
+    }
+    build_groups(&D);
+    if (detect_kernels(&D) || detect_apis(&D) || detect_sync(&D) || detect_copies(&D) || detect_gaps(&D) ||
+        detect_comm(&D))
+        goto oom;
+    merge_throttle(&D);
+    merge_launches(&D);
+    classify_malloc(&D);
+    absorb(&D);
+    merge_links(&D);
+    read_logs(&D, o);
+    /* what could not be seen */
+    int has_markers = 0;
+    for (size_t i = 0; i < teller_store_num_steps(st); i++)
+        has_markers |= steps[i].marker != TELLER_NONE;
+    if (!has_markers)
+        add_note(d, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
+    int lone = 1;
+    for (size_t s = 0; s < teller_store_num_sources(st); s++)
+        lone &= D.group[s] == (int32_t)s;
+    if (teller_store_num_sources(st) > 1 && lone)
+        add_note(d, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
+    if (teller_store_num_sources(st) == 1)
+        add_note(d, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
+    for (size_t s = 0; s < teller_store_num_sources(st); s++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)s);
+        if (so->world_size > 0 && (size_t)so->world_size > teller_store_num_sources(st) && s == 0) {
+            char note[200];
+            snprintf(note, sizeof note, "the trace names %d ranks but %zu were loaded: the others are not seen",
+                     so->world_size, teller_store_num_sources(st));
+            add_note(d, note);
+        }
+    }
+    /* rank the candidates of every step */
+    for (uint32_t k = 0; k < D.nsteps; k++) {
+        step_acc *sa = &D.steps[k];
+        teller_diag_step *s = &d->steps[k];
+        size_t w = 0;
+        for (size_t a = 0; a < sa->n; a++)
+            if (sa->c[a].det >= 0)
+                sa->c[w++] = sa->c[a];
+        sa->n = w;
+        for (size_t a = 0; a < sa->n; a++)
+            sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->nev > 0);
+        teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
+        s->pred.score = sa->n ? sa->c[0].score : 0;
+        s->pred.abnormal = s->pred.score >= threshold;
+        for (size_t a = 0; a < sa->n && s->pred.ncand < TELLER_MAX_CANDIDATES; a++) {
+            const cand *c = &sa->c[a];
+            int dup = 0;
+            for (int q = 0; q < s->pred.ncand; q++)
+                dup |= s->pred.cand[q].rank == c->rank && !strcmp(s->pred.cand[q].op, teller_store_str(st, c->name));
+            if (dup)
+                continue;
+            teller_candidate *tc = &s->pred.cand[s->pred.ncand++];
+            tc->rank = c->rank;
+            snprintf(tc->op, sizeof tc->op, "%s", teller_store_str(st, c->name));
+            snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)c->layer));
+            tc->score = c->score;
+        }
+        if (!sa->n)
+            continue;
+        const cand *top = &sa->c[0];
+        s->root_rank = top->rank;
+        s->culprit_event = top->event;
+        s->culprit_ns = (int64_t)top->actual;
+        s->culprit_base_ns = (int64_t)top->usual;
+        s->root_node = top->event != TELLER_NONE ? teller_store_event_node(st, top->event) : -1;
+        double ex = top->excess < (double)s->dur_ns ? top->excess : (double)s->dur_ns;
+        s->excess_ns = (int64_t)ex;
+        s->expected_ns = s->dur_ns - s->excess_ns;
+        if (s->pred.abnormal) {
+            snprintf(s->fault, sizeof s->fault, "%s", k_det[top->det].fault);
+            snprintf(s->pred.fault_type, sizeof s->pred.fault_type, "%s", k_det[top->det].type);
+            snprintf(s->pred.view, sizeof s->pred.view, "%s", k_det[top->det].view);
+            explain(&D, s, top);
+        }
+    }
+    for (uint32_t k = 0; k < D.nsteps; k++)
+        free(D.steps[k].c);
+    free(D.steps);
+    free(D.group);
+    *out = d;
+    return TELLER_OK;
+oom:
+    if (D.steps)
+        for (uint32_t k = 0; k < D.nsteps; k++)
+            free(D.steps[k].c);
+    free(D.steps);
+    free(D.group);
+    teller_diagnosis_free(d);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");
+}
