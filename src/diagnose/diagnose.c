@@ -71,6 +71,7 @@ typedef struct cand {
     uint32_t event;    /* an event of the candidate */
     double   score;
     uint32_t fed;      /* launches: GPU operations the slowed calls launched; allocations: calls */
+    int32_t  peer;     /* transfers: the rank at the other end, else -1 */
 } cand;
 
 typedef struct step_acc {
@@ -88,6 +89,9 @@ typedef struct dctx {
     int32_t             nranks_max;
     step_acc           *steps;
     int32_t            *group;   /* per source: peer group id (union-find root) */
+    size_t              nsrc;
+    uint32_t           *shape;   /* per (step, source): interned step annotation, TELLER_NONE if none */
+    int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     teller_diagnosis   *out;
 } dctx;
 
@@ -216,6 +220,29 @@ typedef struct ktot {
     uint32_t count, event;
 } ktot;
 
+/* The median time of kernel keys[ix]'s name on its source over the other
+ * steps whose step annotation has the same text (the same batch shape),
+ * or 0 when fewer than three such steps exist. */
+static double temporal_ref(dctx *D, kmap *m, const ktot *tot, const uint64_t *keys, size_t ix)
+{
+    uint64_t key = keys[ix];
+    uint32_t step = (uint32_t)(key >> 44), name = (uint32_t)(key & 0xFFFFFFF);
+    uint16_t src = (uint16_t)(key >> 28 & 0xFFFF);
+    uint32_t shape = D->shape[(size_t)step * D->nsrc + src];
+    if (shape == TELLER_NONE)
+        return 0;
+    double v[64];
+    size_t n = 0;
+    for (uint32_t k = 0; k < D->nsteps && n < 64; k++) {
+        if (k == step || D->shape[(size_t)k * D->nsrc + src] != shape)
+            continue;
+        uint32_t j = kmap_get(m, ((uint64_t)k << 44) | ((uint64_t)src << 28) | name, 0);
+        if (j != TELLER_NONE)
+            v[n++] = tot[j].t;
+    }
+    return n >= 3 ? median_of(v, n) : 0;
+}
+
 static int detect_kernels(dctx *D)
 {
     const teller_events *ev = D->ev;
@@ -263,10 +290,17 @@ static int detect_kernels(dctx *D)
             if (tot[pi].t < best)
                 best = tot[pi].t;
         }
-        if (!peers || tot[ix].t <= best * 1.15 || tot[ix].t - best < 10000)
+        if (!peers) {
+            /* no tensor-parallel peer: compare with the same rank's steps of
+             * the same batch (identical step annotation text) */
+            best = temporal_ref(D, &m, tot, keys, ix);
+            if (best <= 0)
+                continue;
+        }
+        if (tot[ix].t <= best * 1.15 || tot[ix].t - best < 10000)
             continue;
         cand c = {D_REGRESSION, teller_store_source_c(D->st, src)->rank, name, TELLER_LAYER_KERNEL,
-                  tot[ix].t - best, tot[ix].t / best, tot[ix].t, best, tot[ix].event, 0, 0};
+                  tot[ix].t - best, tot[ix].t / best, tot[ix].t, best, tot[ix].event, 0, 0, -1};
         if (add_cand(D, step, &c))
             goto oom;
     }
@@ -428,7 +462,7 @@ static int detect_apis(dctx *D)
         int det = is_alloc_api(teller_store_str(st, a->name)) ? D_MALLOC : D_LAUNCH;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
-                  a->t / usual, a->t, a->usual, a->event, 0, det == D_MALLOC ? a->n : a->fed};
+                  a->t / usual, a->t, a->usual, a->event, 0, det == D_MALLOC ? a->n : a->fed, -1};
         if (add_cand(D, a->step, &c))
             goto oom2;
     }
@@ -612,7 +646,7 @@ static int detect_sync(dctx *D)
             if (ex <= 0)
                 continue;
             cand cd = {D_SYNC, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
-                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0};
+                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1};
             if (add_cand(D, ev->step[i], &cd)) {
                 free(last);
                 free(over);
@@ -712,12 +746,12 @@ static int detect_copies(dctx *D)
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
             cand cd = {D_PCIE, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
-                       x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0};
+                       x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0, -1};
             if (add_cand(D, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
             cand cd = {D_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
-                       x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0};
+                       x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0, -1};
             if (add_cand(D, x->step, &cd))
                 goto oom3;
         }
@@ -805,7 +839,7 @@ static int detect_gaps(dctx *D)
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
                     uint16_t s = prev_src;
                     cand c = {D_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
-                              ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0};
+                              ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0, -1};
                     if (add_cand(D, prev_step, &c)) {
                         free(usual);
                         goto oom;
@@ -817,8 +851,13 @@ static int detect_gaps(dctx *D)
                     break;
                 prev_src = ev->source[i];
                 prev_step = ev->step[i];
-                prev_end = ev->start_ns[i] + ev->dur_ns[i];
-                continue;
+                /* the first op's gap counts from the step's start on this rank */
+                int64_t ms = prev_step < D->nsteps ? D->mstart[(size_t)prev_step * D->nsrc + prev_src] : INT64_MIN;
+                if (ms == INT64_MIN || ms > ev->start_ns[i]) {
+                    prev_end = ev->start_ns[i] + ev->dur_ns[i];
+                    continue;
+                }
+                prev_end = ms;
             }
             double g = (double)(ev->start_ns[i] - prev_end);
             int64_t e = ev->start_ns[i] + ev->dur_ns[i];
@@ -982,7 +1021,7 @@ static int detect_comm(dctx *D)
             }
             if (missing >= 0 || x->transfer > 5e9) {
                 cand cd = {D_HANG, missing >= 0 ? missing : mem[cc->first_member].rank, ev->name[k0],
-                           TELLER_LAYER_KERNEL, x->transfer, x->transfer / (u + 1), x->transfer, u, k0, 0, 0};
+                           TELLER_LAYER_KERNEL, x->transfer, x->transfer / (u + 1), x->transfer, u, k0, 0, 0, -1};
                 if (add_cand(D, x->step, &cd))
                     goto oom2;
                 continue;
@@ -1010,8 +1049,17 @@ static int detect_comm(dctx *D)
             }
         }
         uint32_t e = mem[pick].kernel;
+        int32_t peer = -1, peer_node = INT32_MAX; /* the other end: the member on the lowest node */
+        for (uint32_t m = 0; m < cc->num_members; m++) {
+            uint32_t q = cc->first_member + m;
+            int32_t nd = teller_store_event_node(st, mem[q].kernel);
+            if (q != pick && nd < peer_node) {
+                peer = mem[q].rank;
+                peer_node = nd;
+            }
+        }
         cand cd = {x->p2p ? D_SEND : D_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
-                   x->transfer / (u + 1), x->transfer, u, e, 0, 0};
+                   x->transfer / (u + 1), x->transfer, u, e, 0, 0, peer};
         if (add_cand(D, x->step, &cd))
             goto oom2;
     }
@@ -1069,12 +1117,12 @@ static void merge_links(dctx *D)
         for (size_t a = 0; a < s->n; a++) {
             if (s->c[a].det != D_SEND && s->c[a].det != D_LINK)
                 continue;
-            int32_t node = -1;
-            for (size_t q = 0; q < teller_store_num_sources(D->st); q++)
-                if (teller_store_source_c(D->st, (uint32_t)q)->rank == s->c[a].rank)
-                    node = teller_store_source_c(D->st, (uint32_t)q)->node;
-            if (node > hi)
-                hi = node;
+            /* both ends of the transfer count: the root is on the receiving (higher) node */
+            for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
+                const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
+                if ((so->rank == s->c[a].rank || so->rank == s->c[a].peer) && so->node > hi)
+                    hi = so->node;
+            }
             s->c[a].det = -1;
         }
         /* the lowest rank of that node */
@@ -1165,6 +1213,23 @@ static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
     return best;
 }
 
+/* The unclaimed step near time t (within its second when whole) that
+ * already holds a trace finding of kind det. */
+static uint32_t step_with(dctx *D, int64_t t, int whole_second, int det)
+{
+    double lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
+           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        double st0 = D->steps[k].start;
+        if (st0 < lo || st0 >= hi || D->steps[k].claimed)
+            continue;
+        for (size_t a = 0; a < D->steps[k].n; a++)
+            if (D->steps[k].c[a].det == det)
+                return k;
+    }
+    return TELLER_NONE;
+}
+
 static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
@@ -1186,10 +1251,17 @@ static int on_log(void *ctx, const teller_log_record *rec)
     uint32_t step = al.step;
     int det = -1;
     if (is_preempt_line(m, n)) {
-        step = step_in_second(D, al.time_ns, (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0);
+        /* a step whose trace shows swapping owns the line; otherwise the
+         * preemption recomputed requests: the biggest step of the second */
+        int whole = (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0;
+        step = has_sub(m, n, "RECOMPUTE") ? TELLER_NONE : step_with(D, al.time_ns, whole, D_SWAP);
+        det = D_SWAP;
+        if (step == TELLER_NONE && !has_sub(m, n, "SWAP")) {
+            step = step_in_second(D, al.time_ns, whole);
+            det = D_PREEMPT;
+        }
         if (step != TELLER_NONE)
             D->steps[step].claimed = 1;
-        det = has_sub(m, n, "SWAP") ? D_SWAP : D_PREEMPT;
     } else if (has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory")) {
         det = D_OOM;
     } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
@@ -1214,7 +1286,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
                 marker = s[i].marker;
             }
         if (marker != TELLER_NONE && det == D_PREEMPT) {
-            cand c = {D_PREEMPT, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0};
+            cand c = {D_PREEMPT, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1};
             c.excess = 0;
             if (add_cand(D, step, &c))
                 return 1;
@@ -1380,6 +1452,23 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     }
     for (uint32_t k = 0; k < D.nsteps; k++)
         D.steps[k].start = (double)d->steps[k].start_ns;
+    D.nsrc = teller_store_num_sources(st);
+    D.shape = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.shape);
+    D.mstart = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mstart);
+    if (!D.shape || !D.mstart)
+        goto oom;
+    for (size_t c = 0; c < (size_t)D.nsteps * D.nsrc; c++) {
+        D.shape[c] = TELLER_NONE;
+        D.mstart[c] = INT64_MIN;
+    }
+    for (size_t i = 0; i < teller_store_num_steps(st); i++) {
+        uint32_t mk = steps[i].marker;
+        if (mk == TELLER_NONE)
+            continue;
+        size_t c = (size_t)steps[i].step * D.nsrc + D.ev->source[mk];
+        D.shape[c] = D.ev->name[mk];
+        D.mstart[c] = steps[i].start_ns;
+    }
     {
         int32_t low = INT32_MAX;
         for (size_t s = 0; s < teller_store_num_sources(st); s++)
@@ -1471,6 +1560,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         free(D.steps[k].c);
     free(D.steps);
     free(D.group);
+    free(D.shape);
+    free(D.mstart);
     *out = d;
     return TELLER_OK;
 oom:
@@ -1479,6 +1570,8 @@ oom:
             free(D.steps[k].c);
     free(D.steps);
     free(D.group);
+    free(D.shape);
+    free(D.mstart);
     teller_diagnosis_free(d);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");
 }

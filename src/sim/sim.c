@@ -607,7 +607,7 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
             int nfree = 20 + uni_int(&S->r, 40);
             int64_t tf = t + 280000;
             for (int q = 0; q < nfree; q++) {
-                int64_t d = (int64_t)uni_in(&S->r, 40000, 400000) * (int64_t)F->factor;
+                int64_t d = (int64_t)(uni_in(&S->r, 40000, 400000) * F->factor);
                 c = ++R->corr;
                 ev_api(S, F->rank, "cuda_runtime", "cudaFree", tf, d, c, 0, 22);
                 tf += d + 3000;
