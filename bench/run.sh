@@ -94,6 +94,19 @@ else
   echo "collector overhead: skipped ($BUILD/bench_collect not built: no CUPTI headers)"
 fi
 # ---------------------------------------------------------------------------
+# ===========================================================================
+# requests (bench/bench_requests.c; owned by the requests work, issue 8):
+# `teller requests` join of 10,000 requests over 2,000 steps and 16 ranks
+# (synthetic store via the store API + a vLLM request log). Target: < 5 s.
+# ===========================================================================
+if [ -x "$BUILD/bench_requests" ]; then
+  echo
+  echo "requests benchmark (aim: 10,000 requests / 2,000 steps / 16 ranks in < 5 s)"
+  "$BUILD/bench_requests"
+else
+  echo
+  echo "requests benchmark: skipped ($BUILD/bench_requests not built)"
+fi
 exit 0
 
 # ===========================================================================

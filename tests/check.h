@@ -38,7 +38,10 @@ extern const test_case real_trace_tests[];
 extern const test_case logs_tests[];
 extern const test_case sim_tests[];
 extern const test_case nsys_tests[];
+extern const test_case requests_tests[];
 extern const test_case collect_tests[]; /* empty without the CUPTI headers */
+extern const test_case report_tests[];
+extern const test_case tpe_tests[];
 
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);

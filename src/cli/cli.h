@@ -45,6 +45,9 @@ int cmd_eval(int argc, char **argv);
 int cmd_baseline(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_requests(int argc, char **argv);
+int cmd_tpe(int argc, char **argv);
+int cmd_slice(int argc, char **argv);
 
 #define CLI_COMMON_HELP                                                                 \
     "  --step-pattern REGEX  step markers (POSIX extended regex on annotation names)\n" \

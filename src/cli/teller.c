@@ -19,6 +19,9 @@ static void usage(FILE *f)
                "  eval      score predictions against truth (BENCHMARK.md metrics)\n"
                "  baseline  reference predictions: zscore or gmm (the paper's candidate stage)\n"
                "  run     run a program under the collector: traces, logs, manifest\n"
+               "  requests  per request: lifecycle, steps, latency breakdown, call-chain tree\n"
+               "  tpe     Trace Pair Encoding: train a vocabulary, encode steps, compression stats\n"
+               "  slice   the causal-context slice around an operator or a rank's step\n"
                "Traces: Kineto JSON (.json, .json.gz), Nsight Systems SQLite exports, .tlt;\n"
                "a directory loads every trace file in it. 'teller COMMAND --help' for options.\n");
 }
@@ -48,6 +51,12 @@ int main(int argc, char **argv)
         return cmd_diagnose(argc - 1, argv + 1);
     if (!strcmp(c, "run"))
         return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "tpe"))
+        return cmd_tpe(argc - 1, argv + 1);
+    if (!strcmp(c, "slice"))
+        return cmd_slice(argc - 1, argv + 1);
+    if (!strcmp(c, "requests"))
+        return cmd_requests(argc - 1, argv + 1);
     if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
         usage(stdout);
         return 0;

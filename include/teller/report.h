@@ -1,0 +1,56 @@
+/*
+ * report.h - the report writers: a self-contained HTML page and a Perfetto
+ * (Chrome-trace JSON) re-emission of the trace with the findings on top.
+ *
+ * Both read a tree-built store and a diagnosis (diagnose.h) and write to a
+ * caller's stream; they never print elsewhere and never close the stream.
+ * Every string that comes from a trace or a log (kernel names, log lines,
+ * file names, explanations) is escaped for the output's language, so a
+ * hostile name cannot inject markup or break the JSON.
+ */
+#ifndef TELLER_REPORT_H
+#define TELLER_REPORT_H
+
+#include <stdio.h>
+
+#include "teller/diagnose.h"
+#include "teller/error.h"
+#include "teller/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Abnormal steps given a full section (timeline, call chain, evidence) in
+ * the HTML report; the rest are listed in the summary only. */
+#define TELLER_REPORT_MAX_STEPS 20
+
+/* Writes the HTML report: a summary of the abnormal steps (worst first),
+ * an overview of step durations, then for each of the worst
+ * TELLER_REPORT_MAX_STEPS steps an SVG timeline of every rank around the
+ * step (and its neighbours), the call chain from the step marker down to
+ * the culprit, the evidence, the explanation and the numbers; then the
+ * diagnosis notes. No network, no external resources; readable without
+ * scripts. title may be NULL. TELLER_ERR_IO when the stream fails,
+ * TELLER_ERR_NOMEM when memory runs out. */
+teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const char *title, FILE *out,
+                                 teller_error *err);
+
+/* Writes the trace of every rank as Chrome-trace JSON for Perfetto
+ * (ui.perfetto.dev) and chrome://tracing: one process per source named
+ * "rank R (node N)", one thread per CPU thread and per GPU stream, complete
+ * ("X") events that nest per thread (events that would not nest go to an
+ * extra "(overlap k)" thread), timestamps in microseconds with three
+ * decimals relative to the earliest event (its epoch time is in
+ * otherData.teller_origin_ns). Counters are left out. The findings are
+ * added on a "teller findings" process: an instant per abnormal step with
+ * args {score, fault_type, fault, rank, op, explanation}, a slice over the
+ * step window, and a flow arrow from that slice to the culprit event,
+ * which also carries args.teller_culprit. d may be NULL (trace only). */
+teller_status teller_report_perfetto(const teller_store *st, const teller_diagnosis *d, FILE *out,
+                                     teller_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

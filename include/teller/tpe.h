@@ -1,0 +1,208 @@
+/*
+ * tpe.h - Trace Pair Encoding: structural tokens for a step's call-chain
+ * trees, and a byte-pair-style encoder over them (PAPER.md item 4).
+ *
+ * Serialisation. A step on one rank (or any set of events, such as a
+ * causal-context slice, see slice.h) becomes a forest: an event's parent is
+ * its nearest ancestor inside the set. The forest is walked depth first,
+ * roots and children in time order, and every node becomes two tokens:
+ *   1. the TAG token: the layer tag ("KERNEL", "BACKEND", ...), followed,
+ *      when duration buckets are on, by "~" and the node's duration bucket
+ *      ("KERNEL~4x");
+ *   2. the NAME token: teller_name_normalize of the event name (template
+ *      arguments, parameter lists, return types and "_vNNNN" API version
+ *      suffixes dropped; see src/tree/names.c); for ENGINE and OTHER layer
+ *      events (annotations, profiler spans) each run of digits becomes
+ *      "#", so "ProfilerStep#12" and "execute_3_context_..." are one token
+ *      for every step (kernel names keep their digits: "sm90", tile sizes);
+ *      an empty name is spelt "?".
+ * Parallel arrays give, per token, the parent (index in the sequence of the
+ * parent node's TAG token; TELLER_NONE at a root), the depth (0 at the
+ * roots of the serialised forest, so a parent is always the nearest earlier
+ * node one level up) and the duration (the node's duration on its TAG
+ * token and 0 on its NAME token, so a merged token's summed duration counts
+ * each node once).
+ *
+ * Duration buckets. The bucket compares the node's duration with the median
+ * duration of its operator family (layer and normalised name) over the
+ * whole loaded run: "lo" below 0.5x; "1x" in [0.5, 1.41); "2x" in
+ * [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x and more (log2 scale,
+ * bucket edges halfway between powers of two). A family whose median is 0
+ * (instants) is always "1x". The bucket rides on the TAG token rather than
+ * being a third token: a node stays two tokens (as in the paper, so node
+ * and token reductions stay comparable with its figures), the name alphabet
+ * stays as it is, the extra alphabet is at most layers x buckets, and
+ * "TAG~4x NAME" is still one adjacent pair that a merge can learn as "this
+ * op, and it was slow".
+ *
+ * Vocabulary. An ordered table of symbols: a base symbol is a string (a TAG
+ * or NAME token), a merged symbol is a pair of earlier symbols. The merge
+ * rank of a merged symbol is its order among merged symbols. Base symbols
+ * seen for the first time after training get new ids and never merge.
+ *
+ * Training (teller_tpe_train): word-level BPE over many sequences. Identical
+ * sequences are counted once with a weight. Adjacent pairs are counted
+ * once; then the most frequent pair is merged everywhere, left to right
+ * (ties: lower left id, then lower right id), with pair counts updated
+ * incrementally around each merged occurrence and a lazy max-heap giving the
+ * next pair. A merged token keeps the first token's parent and depth, sums
+ * the durations. With cross_levels (the default, as in the paper) any
+ * adjacent pair may merge; without it, only tokens with the same parent
+ * and depth (a TAG with its NAME, a node with its next sibling), so a
+ * merged token never spans a parent-child boundary: the tree stays
+ * readable from the tokens, at the price of much less compression.
+ *
+ * Encoding (teller_tpe_encode) applies merges by rank with a min-heap of
+ * (rank, position) over adjacent pairs: O(n log n) for n tokens, the same
+ * result as applying the merges one after another, and no restart after a
+ * merge. Each output token records the span of base tokens it covers, and
+ * the encoded sequence keeps each base token's parent, depth (relative to
+ * its token) and duration, the interior a merged token cannot carry, so
+ * that teller_tpe_decode gives back the base sequence exactly: symbols by
+ * expanding merges through the vocabulary, structure from the side arrays,
+ * after checking that every token's parent, depth, duration and span agree
+ * with them.
+ *
+ * Vocabulary file (teller_tpe_vocab_save/load), text, version 1:
+ *   teller-tpe-vocab 1
+ *   options buckets=B cross=C
+ *   symbols N
+ *   b ESCAPED_STRING        one line per symbol, in id order: a base symbol
+ *   m LEFT RIGHT            or a merge of two earlier ids
+ *   end HASH
+ * Strings escape '\\' as "\\\\", bytes below 0x20, 0x7f and ' ' as "\\xHH".
+ * HASH is the FNV-1a 64-bit hash, 16 hex digits, of every byte before the
+ * "end" line. A file that stops early is TELLER_ERR_TRUNCATED, another
+ * version or a bad hash, id or line is TELLER_ERR_FORMAT, with the line.
+ */
+#ifndef TELLER_TPE_H
+#define TELLER_TPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "teller/error.h"
+#include "teller/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TELLER_TPE_VERSION 1
+#define TELLER_TPE_BUCKETS 5 /* lo, 1x, 2x, 4x, 8x */
+
+/* A token sequence. Base sequences (from serialisation) have one token per
+ * base token: first[i] == i and len[i] == 1, and event[i] is the store event
+ * of the node. Encoded sequences have n tokens covering nbase base tokens,
+ * and keep base_parent/base_ddepth/base_dur_ns/base_event for exact decoding. All arrays
+ * are owned by the sequence (teller_tpe_seq_free). */
+typedef struct teller_tpe_seq {
+    size_t    n;
+    uint32_t *sym;         /* [n] symbol ids */
+    uint32_t *parent;      /* [n] index of the parent token, TELLER_NONE at a root */
+    uint16_t *depth;       /* [n] */
+    int64_t  *dur_ns;      /* [n] */
+    uint32_t *first;       /* [n] first base token covered */
+    uint32_t *len;         /* [n] base tokens covered */
+    uint32_t *event;       /* [n] store event of the first base token (TELLER_NONE when built by hand) */
+    size_t    nbase;       /* encoded: base tokens; base sequences: == n */
+    uint32_t *base_parent; /* encoded: [nbase] the base sequence's parent array; NULL in base sequences */
+    int32_t  *base_ddepth; /* encoded: [nbase] base depth minus its token's depth */
+    int64_t  *base_dur_ns; /* encoded: [nbase] */
+    uint32_t *base_event;  /* encoded: [nbase] */
+} teller_tpe_seq;
+
+/* Allocates the per-token arrays for n tokens (zeroed), freeing what s held. */
+teller_status teller_tpe_seq_alloc(teller_tpe_seq *s, size_t n, teller_error *err);
+void teller_tpe_seq_free(teller_tpe_seq *s);
+
+typedef struct teller_tpe_vocab teller_tpe_vocab;
+
+typedef struct teller_tpe_vocab_opts {
+    int buckets;      /* duration bucket on TAG tokens (default 1) */
+    int cross_levels; /* merges may join tokens of different parent or depth (default 1, the paper's) */
+} teller_tpe_vocab_opts;
+
+teller_tpe_vocab_opts teller_tpe_vocab_defaults(void);
+
+/* An empty vocabulary; NULL when out of memory. */
+teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts);
+void teller_tpe_vocab_free(teller_tpe_vocab *v);
+teller_tpe_vocab_opts teller_tpe_vocab_options(const teller_tpe_vocab *v);
+
+/* Id of the base symbol s[0..len), added when new; TELLER_NONE when out of memory. */
+uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len);
+size_t teller_tpe_vocab_size(const teller_tpe_vocab *v);   /* all symbols */
+size_t teller_tpe_vocab_merges(const teller_tpe_vocab *v); /* merged symbols */
+/* 1 for a merged symbol (left/right filled), 0 for a base symbol (its text
+ * in *text, living as long as the vocabulary), -1 for an unknown id. */
+int teller_tpe_vocab_symbol(const teller_tpe_vocab *v, uint32_t id, const char **text, uint32_t *left,
+                            uint32_t *right);
+/* Writes the readable form of a symbol (base text, or the texts of its base
+ * symbols joined by ' ') into out (at most cap bytes, NUL-terminated, "..."
+ * when cut); returns the full length. */
+size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out, size_t cap);
+
+teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path, teller_error *err);
+teller_status teller_tpe_vocab_load(const char *path, teller_tpe_vocab **out, teller_error *err);
+/* Parses a vocabulary file's bytes; name is used in errors. */
+teller_status teller_tpe_vocab_parse(const char *data, size_t n, const char *name, teller_tpe_vocab **out,
+                                     teller_error *err);
+
+/* ---- serialisation ---- */
+
+/* Per loaded run: normalised names and family medians (see above). Built
+ * once per store; lives until freed; the store must outlive it. */
+typedef struct teller_tpe_ctx teller_tpe_ctx;
+
+teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v, teller_tpe_ctx **out,
+                                    teller_error *err);
+void teller_tpe_ctx_free(teller_tpe_ctx *c);
+/* The duration bucket (0..TELLER_TPE_BUCKETS-1) of event e. */
+int teller_tpe_bucket(const teller_tpe_ctx *c, uint32_t e);
+/* "lo", "1x", "2x", "4x", "8x". */
+const char *teller_tpe_bucket_name(int b);
+
+/* Serialises the given events (any order; duplicates ignored) as a forest,
+ * see above. Instants and counters are skipped. */
+teller_status teller_tpe_serialize_events(teller_tpe_ctx *c, const uint32_t *events, size_t n, teller_tpe_seq *out,
+                                          teller_error *err);
+
+/* One sequence per row of the step table (same order as
+ * teller_store_steps): the events of that step on that rank. *out is an
+ * array of *n sequences; free each, then the array. */
+teller_status teller_tpe_serialize_steps(teller_tpe_ctx *c, teller_tpe_seq **out, size_t *n, teller_error *err);
+
+/* ---- training, encoding, decoding ---- */
+
+typedef struct teller_tpe_train_opts {
+    uint32_t vocab;     /* merged symbols to learn (the learned vocabulary; base symbols are extra) */
+    uint32_t min_count; /* stop when the best pair occurs fewer times (default 2) */
+} teller_tpe_train_opts;
+
+teller_tpe_train_opts teller_tpe_train_defaults(void);
+
+/* Learns merges over the sequences (symbols of v) and appends them to v. */
+teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, size_t nseqs,
+                               const teller_tpe_train_opts *opts, teller_error *err);
+
+/* Encodes a base sequence with v's merges. out is replaced. */
+teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq *base, teller_tpe_seq *out,
+                                teller_error *err);
+/* Gives back the base sequence of an encoded one; TELLER_ERR_FORMAT when
+ * the encoded arrays are inconsistent with each other or with v. */
+teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq *enc, teller_tpe_seq *out,
+                                teller_error *err);
+
+/* Encoder state reused across calls (no allocation per call once warm). */
+typedef struct teller_tpe_encoder teller_tpe_encoder;
+teller_tpe_encoder *teller_tpe_encoder_create(const teller_tpe_vocab *v);
+void teller_tpe_encoder_free(teller_tpe_encoder *e);
+/* Merges only: writes the encoded symbols into out (capacity base->n) and
+ * returns their count. The fast path for counting and benchmarks. */
+size_t teller_tpe_encode_syms(teller_tpe_encoder *e, const teller_tpe_seq *base, uint32_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,119 @@
+/*
+ * cmd_slice.c - `teller slice --step K --rank R [--op NAME] TRACE...`: the
+ * causal-context slice (include/teller/slice.h) around one operator (the
+ * longest on that rank in that step whose normalised name is NAME or whose
+ * name contains it) or around the whole step, in time order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "teller/slice.h"
+
+int cmd_slice(int argc, char **argv)
+{
+    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    long step = 0, rank = 0, max = -1;
+    const char *op = NULL;
+    int json = 0, np = 0;
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_opt(&o, argc, argv, &i);
+        if (r < 0)
+            goto usage_err;
+        if (r)
+            continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "--step") || !strcmp(a, "--rank") || !strcmp(a, "--max")) {
+            char *end;
+            if (i + 1 >= argc) {
+                fprintf(stderr, "teller: slice: %s needs a value\n", a);
+                goto usage_err;
+            }
+            long x = strtol(argv[++i], &end, 10);
+            if (*end || !*argv[i] || x < 0) {
+                fprintf(stderr, "teller: slice: %s wants a number >= 0\n", a);
+                goto usage_err;
+            }
+            *(a[2] == 's' ? &step : a[2] == 'r' ? &rank : &max) = x;
+        } else if (!strcmp(a, "--op")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "teller: slice: --op needs a name\n");
+                goto usage_err;
+            }
+            op = argv[++i];
+        } else if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: teller slice --step K --rank R [--op NAME] [--max N] [--json] [options] TRACE_OR_CASE...\n"
+                   "  --op NAME   seed: the longest event named NAME (normalised) or containing NAME;\n"
+                   "              without it, the step's marker (the whole rank's step)\n"
+                   "  --max N     at most N events (default 256)\n" CLI_COMMON_HELP);
+            free(paths);
+            return 0;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "teller: slice: unknown option %s\n", a);
+            goto usage_err;
+        } else
+            paths[np++] = argv[i];
+    }
+    teller_store *st = cli_load(&o, paths, np);
+    free(paths);
+    if (!st)
+        return 1;
+    uint32_t seed = teller_slice_find_seed(st, (uint32_t)step, (int32_t)rank, op);
+    if (seed == TELLER_NONE) {
+        fprintf(stderr, "teller: slice: no %s on rank %ld in step %ld\n", op ? "matching event" : "step", rank, step);
+        teller_store_free(st);
+        return 1;
+    }
+    teller_slice_opts so = teller_slice_defaults();
+    if (max > 0)
+        so.max_events = (uint32_t)max;
+    teller_slice_item *items = NULL;
+    size_t n = 0;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_slice_build(st, &seed, 1, &so, &items, &n, &err)) {
+        fprintf(stderr, "teller: %s\n", err.msg);
+        teller_store_free(st);
+        return 1;
+    }
+    const teller_events *ev = teller_store_events(st);
+    int64_t t0 = ev->start_ns[seed];
+    if (json)
+        printf("{\"seed\": %u, \"events\": [", seed);
+    else
+        printf("%12s %12s %5s %-11s %6s %-8s  %s\n", "start_us", "dur_us", "rank", "relation", "weight", "layer",
+               "name");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t e = items[i].event;
+        const char *name = teller_store_str(st, ev->name[e]);
+        if (json) {
+            printf("%s\n  {\"event\": %u, \"rank\": %d, \"relation\": \"%s\", \"weight\": %.3f, \"layer\": \"%s\", "
+                   "\"start_ns\": %lld, \"dur_ns\": %lld, \"name\": ",
+                   i ? "," : "", e, teller_store_event_rank(st, e), teller_slice_rel_name((teller_slice_rel)items[i].rel),
+                   items[i].weight, teller_layer_tag((teller_layer)ev->layer[e]), (long long)ev->start_ns[e],
+                   (long long)ev->dur_ns[e]);
+            cli_put_json_str(stdout, name);
+            printf("}");
+        } else {
+            printf("%+12.3f %12.3f %5d %-11s %6.3f %-8s  ", (double)(ev->start_ns[e] - t0) / 1e3,
+                   (double)ev->dur_ns[e] / 1e3, teller_store_event_rank(st, e),
+                   teller_slice_rel_name((teller_slice_rel)items[i].rel), items[i].weight,
+                   teller_layer_tag((teller_layer)ev->layer[e]));
+            cli_put_text(stdout, name);
+            printf("\n");
+        }
+    }
+    if (json)
+        printf("\n]}\n");
+    free(items);
+    teller_store_free(st);
+    return 0;
+usage_err:
+    free(paths);
+    return 2;
+}

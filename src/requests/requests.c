@@ -1,0 +1,910 @@
+/*
+ * requests.c - per-request lifecycle and latency breakdown (requests.h).
+ *
+ * Three passes over what the run carries:
+ *   1. the step table: each step's window over all ranks and its batch
+ *      composition parsed from the step annotation (and request ids when
+ *      the annotation lists them, as contrib/teller_nvtx does);
+ *   2. the service logs: request lines by id, with times moved onto node
+ *      0's clock by the log aligner;
+ *   3. the join: observed ids from annotations win; otherwise the steps are
+ *      inferred by replaying first-come-first-served continuous batching
+ *      against each step's composition (docs/REQUESTS.md explains the
+ *      replay and its limits). Then every request's breakdown.
+ * Nothing here reads a simulator's truth.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "teller/logs.h"
+#include "teller/requests.h"
+#include "../util/vec.h"
+
+#define SEC_NS 1000000000LL
+
+/* ---- a growable request set with an id index ---- */
+
+typedef struct rq {
+    teller_request   r;
+    size_t           cap;
+    int64_t          fin_log_first;
+    uint32_t         nfinish;
+    uint32_t         order;      /* first log line order, for FCFS */
+    int              seen_recv;
+} rq;
+
+typedef struct reqset {
+    rq       *v;
+    size_t    n, cap;
+    uint32_t *slot; /* open addressing: index + 1, 0 empty */
+    size_t    nslot;
+    char    **strs; /* owned id strings */
+    size_t    nstrs, strs_cap;
+} reqset;
+
+static uint64_t hash_id(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static int rehash(reqset *S, size_t nslot)
+{
+    uint32_t *slot = calloc(nslot, sizeof *slot);
+    if (!slot)
+        return -1;
+    for (size_t i = 0; i < S->n; i++) {
+        const char *id = S->v[i].r.id;
+        size_t h = (size_t)hash_id(id, strlen(id)) & (nslot - 1);
+        while (slot[h])
+            h = (h + 1) & (nslot - 1);
+        slot[h] = (uint32_t)i + 1;
+    }
+    free(S->slot);
+    S->slot = slot;
+    S->nslot = nslot;
+    return 0;
+}
+
+/* The request of id[0..n); created when absent. NULL when out of memory. */
+static rq *reqset_get(reqset *S, const char *id, size_t n, int create)
+{
+    if (S->nslot) {
+        size_t h = (size_t)hash_id(id, n) & (S->nslot - 1);
+        while (S->slot[h]) {
+            rq *q = &S->v[S->slot[h] - 1];
+            if (strlen(q->r.id) == n && !memcmp(q->r.id, id, n))
+                return q;
+            h = (h + 1) & (S->nslot - 1);
+        }
+    }
+    if (!create)
+        return NULL;
+    if ((S->n + 1) * 2 > S->nslot && rehash(S, S->nslot ? S->nslot * 2 : 64))
+        return NULL;
+    if (TELLER_GROW(S->v, S->cap, S->n + 1) || TELLER_GROW(S->strs, S->strs_cap, S->nstrs + 1))
+        return NULL;
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, id, n);
+    s[n] = 0;
+    S->strs[S->nstrs++] = s;
+    rq *q = &S->v[S->n];
+    memset(q, 0, sizeof *q);
+    q->r.id = s;
+    q->r.arrival_ns = q->r.arrival_lo_ns = q->r.arrival_hi_ns = INT64_MIN;
+    q->r.log_received_ns = q->r.log_finished_ns = q->r.finish_ns = INT64_MIN;
+    q->r.max_tokens = -1;
+    q->r.latency_ns = -1;
+    q->r.worst_step = TELLER_NONE;
+    q->fin_log_first = INT64_MIN;
+    q->order = (uint32_t)S->n;
+    size_t h = (size_t)hash_id(id, n) & (S->nslot - 1);
+    while (S->slot[h])
+        h = (h + 1) & (S->nslot - 1);
+    S->slot[h] = (uint32_t)S->n + 1;
+    S->n++;
+    return q;
+}
+
+static int add_step(rq *q, uint32_t step, int prefill, int32_t tokens)
+{
+    if (TELLER_GROW(q->r.steps, q->cap, (size_t)q->r.nsteps + 1))
+        return -1;
+    teller_req_step *s = &q->r.steps[q->r.nsteps++];
+    memset(s, 0, sizeof *s);
+    s->step = step;
+    s->prefill = (uint8_t)prefill;
+    s->tokens = tokens;
+    q->r.prefill_steps += prefill != 0;
+    return 0;
+}
+
+/* ---- notes ---- */
+
+static int note(teller_requests *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int note(teller_requests *R, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **n = realloc(R->notes, (R->nnotes + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    R->notes = n;
+    size_t len = strlen(buf);
+    if (!(n[R->nnotes] = malloc(len + 1)))
+        return -1;
+    memcpy(n[R->nnotes++], buf, len + 1);
+    return 0;
+}
+
+/* ---- step annotations ---- */
+
+/* The integer after `key` in s, or -1. */
+static int32_t int_after(const char *s, const char *key)
+{
+    const char *p = strstr(s, key);
+    if (!p)
+        return -1;
+    p += strlen(key);
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    long v = strtol(p, NULL, 10);
+    return v > INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
+/* Token count in the parenthesis after "context_N": "(1951)" (vLLM's
+ * profiler names) or "(sq<N>...)" (TraceLens: sum of query lengths). */
+static int32_t ctx_tokens(const char *s)
+{
+    const char *p = strstr(s, "context_");
+    if (!p || !(p = strchr(p, '(')))
+        return -1;
+    p++;
+    if (!strncmp(p, "sq", 2))
+        p += 2;
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    return (int32_t)strtol(p, NULL, 10);
+}
+
+static void parse_marker(const char *m, teller_req_stepinfo *si)
+{
+    si->prefill_seqs = si->prefill_tokens = si->decode_seqs = -1;
+    if (strstr(m, "context_") && strstr(m, "generation_")) {
+        si->prefill_seqs = int_after(m, "context_");
+        si->prefill_tokens = ctx_tokens(m);
+        si->decode_seqs = int_after(m, "generation_");
+    } else if (!strncmp(m, "step[", 5)) {
+        /* SGLang: step[DECODE bs=N] says all N decode; EXTEND/MIXED give only the total */
+        int32_t bs = int_after(m, "bs=");
+        if (!strncmp(m + 5, "DECODE", 6) && bs >= 0) {
+            si->prefill_seqs = 0;
+            si->prefill_tokens = 0;
+            si->decode_seqs = bs;
+        }
+    }
+}
+
+/* ---- logs ---- */
+
+typedef struct log_ctx {
+    const teller_store *st;
+    reqset             *S;
+    teller_requests    *R;
+    int32_t             node;
+    uint64_t            request_lines, preempt_lines, id_lines_no_time;
+    int64_t             tmin, tmax;
+    int                 oom;
+    uint32_t            order;
+} log_ctx;
+
+static int has(const teller_log_str *m, const char *w)
+{
+    size_t n = strlen(w);
+    if (m->n < n)
+        return 0;
+    for (size_t i = 0; i + n <= m->n; i++)
+        if (m->p[i] == w[0] && !memcmp(m->p + i, w, n))
+            return 1;
+    return 0;
+}
+
+static int on_record(void *vctx, const teller_log_record *rec)
+{
+    log_ctx *c = vctx;
+    if (has(&rec->msg, "is preempted") || has(&rec->msg, "Retract requests"))
+        c->preempt_lines++;
+    if (!rec->num_requests)
+        return 0;
+    int kind = has(&rec->msg, "Received request") ? 1 : has(&rec->msg, "Added request") ? 2
+             : has(&rec->msg, "Finished request") ? 3 : has(&rec->msg, "Aborted request") ? 4 : 0;
+    if (!kind)
+        return 0;
+    teller_log_align al;
+    teller_log_align_record(c->st, c->node, rec, &al);
+    if (al.time_ns == INT64_MIN) {
+        c->id_lines_no_time++;
+        return 0;
+    }
+    /* the aligner puts a whole-second time at the middle of its second; the bounds want its start */
+    if (rec->flags & TELLER_LOGF_NO_SUBSEC)
+        al.time_ns -= SEC_NS / 2;
+    rq *q = reqset_get(c->S, rec->request[0].p, rec->request[0].n, 1);
+    if (!q) {
+        c->oom = 1;
+        return 1;
+    }
+    c->request_lines++;
+    if (al.time_ns < c->tmin)
+        c->tmin = al.time_ns;
+    if (al.time_ns > c->tmax)
+        c->tmax = al.time_ns;
+    int64_t hi = al.time_ns + ((rec->flags & TELLER_LOGF_NO_SUBSEC) ? SEC_NS : 1);
+    if (kind == 1 || kind == 2) {
+        if (!q->seen_recv) {
+            q->seen_recv = 1;
+            q->order = c->order++;
+            q->r.log_received_ns = al.time_ns;
+            q->r.arrival_lo_ns = al.time_ns;
+            q->r.arrival_hi_ns = hi;
+        } else if (kind == 1 && al.time_ns < q->r.arrival_lo_ns) {
+            q->r.log_received_ns = q->r.arrival_lo_ns = al.time_ns;
+        }
+        q->r.flags |= TELLER_REQF_ARRIVAL_LOG;
+        if (kind == 1) {
+            for (size_t i = 0; i + 11 < rec->msg.n; i++)
+                if (!memcmp(rec->msg.p + i, "max_tokens=", 11) && isdigit((unsigned char)rec->msg.p[i + 11])) {
+                    q->r.max_tokens = (int32_t)strtol(rec->msg.p + i + 11, NULL, 10);
+                    break;
+                }
+        }
+    } else {
+        if (kind == 4)
+            q->r.flags |= TELLER_REQF_ABORTED;
+        if (q->nfinish++ == 0)
+            q->r.log_finished_ns = al.time_ns;
+        else
+            q->r.flags |= TELLER_REQF_FINISH_TWICE;
+    }
+    return 0;
+}
+
+static teller_status read_log(const char *path, log_ctx *c, const teller_log_opts *lo, teller_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open log");
+    teller_log_reader *rd = teller_log_reader_create(lo);
+    char *buf = malloc(1 << 16);
+    if (!rd || !buf) {
+        fclose(f);
+        free(buf);
+        teller_log_reader_free(rd);
+        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    }
+    teller_status s = TELLER_OK;
+    size_t got;
+    while (s == TELLER_OK && !c->oom && (got = fread(buf, 1, 1 << 16, f)) > 0)
+        s = teller_log_reader_feed(rd, buf, got, on_record, c, err);
+    if (s == TELLER_OK && !c->oom && ferror(f))
+        s = teller_error_set(err, TELLER_ERR_IO, path, 0, "read failed");
+    if (s == TELLER_OK && !c->oom)
+        s = teller_log_reader_finish(rd, on_record, c, err);
+    if (s == TELLER_OK && c->oom)
+        s = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    teller_log_reader_free(rd);
+    free(buf);
+    fclose(f);
+    return s;
+}
+
+/* ---- the replay ---- */
+
+static int cmp_order(const void *a, const void *b)
+{
+    const rq *x = *(rq *const *)a, *y = *(rq *const *)b;
+    if (x->r.arrival_lo_ns != y->r.arrival_lo_ns)
+        return x->r.arrival_lo_ns < y->r.arrival_lo_ns ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The token budget per step, if the run shows one: the largest step token
+ * total that at least two steps reach while the next step carries a
+ * prefill (the chunk that was cut). 0 when none. */
+static int cut_candidate(const teller_requests *R, size_t k)
+{
+    const teller_req_stepinfo *a = &R->steps[k];
+    return a->prefill_tokens >= 0 && a->decode_seqs >= 0 && a->prefill_seqs > 0 && k + 1 < R->nsteps &&
+           R->steps[k + 1].prefill_seqs > 0;
+}
+
+static int64_t token_budget(const teller_requests *R)
+{
+    int64_t best = 0;
+    for (size_t k = 0; k < R->nsteps; k++) {
+        if (!cut_candidate(R, k))
+            continue;
+        int64_t t = (int64_t)R->steps[k].prefill_tokens + R->steps[k].decode_seqs;
+        if (t <= best)
+            continue;
+        for (size_t j = k + 1; j < R->nsteps; j++)
+            if (cut_candidate(R, j) && (int64_t)R->steps[j].prefill_tokens + R->steps[j].decode_seqs == t) {
+                best = t;
+                break;
+            }
+    }
+    return best;
+}
+
+/* Replays FCFS continuous batching: at each step every running decoder
+ * gets one token, then the prefill that was cut by the token budget
+ * continues, then waiting requests are admitted in arrival order. The
+ * numbers of admissions and cut chunks come from the composition of this
+ * step and the next (decoders next = decoders now - finished now + prefills
+ * completed now); prefill sequences no request accounts for are
+ * recomputation of preempted work. */
+static int replay(teller_requests *R, rq **ord, size_t nord)
+{
+    size_t nst = R->nsteps;
+    size_t *dec = malloc((nord + 1) * sizeof *dec);
+    int32_t *left = malloc((nord + 1) * sizeof *left);
+    if (!dec || !left) {
+        free(dec);
+        free(left);
+        return -1;
+    }
+    size_t nd = 0, next = 0;
+    long carry = -1;
+    int64_t budget = token_budget(R);
+    for (size_t i = 0; i < nord; i++)
+        left[i] = ord[i]->r.max_tokens;
+    for (size_t k = 0; k < nst; k++) {
+        teller_req_stepinfo *si = &R->steps[k];
+        if (si->prefill_seqs < 0 || si->decode_seqs < 0) {
+            R->mismatched_steps++;
+            continue;
+        }
+        /* decoders: more than the annotation says means some stopped before max_tokens (EOS) */
+        if ((size_t)si->decode_seqs < nd) {
+            R->mismatched_steps++;
+            /* drop those with the fewest tokens left: most likely to have stopped */
+            while ((size_t)si->decode_seqs < nd) {
+                size_t w = 0;
+                for (size_t j = 1; j < nd; j++)
+                    if (left[dec[j]] >= 0 && (left[dec[w]] < 0 || left[dec[j]] < left[dec[w]]))
+                        w = j;
+                memmove(dec + w, dec + w + 1, (nd - w - 1) * sizeof *dec);
+                nd--;
+            }
+        } else if ((size_t)si->decode_seqs > nd && !(nd == 0 && si->prefill_seqs == 0 && si->decode_seqs == 1)) {
+            si->unknown_seqs = si->decode_seqs - (int32_t)nd;
+        }
+        size_t fin = 0;
+        for (size_t j = 0; j < nd; j++) {
+            rq *q = ord[dec[j]];
+            if (add_step(q, (uint32_t)k, 0, 1))
+                goto oom;
+            if (left[dec[j]] > 0 && --left[dec[j]] == 0)
+                fin++;
+        }
+        /* prefill completions, from the next step's decoders */
+        int32_t c;
+        if (k + 1 < nst && R->steps[k + 1].decode_seqs >= 0) {
+            c = R->steps[k + 1].decode_seqs - (int32_t)(nd - fin);
+            if (R->steps[k + 1].prefill_seqs == 0 && R->steps[k + 1].decode_seqs == 1 && nd - fin == 0)
+                c = c > 0 ? c : 0; /* a dummy decode of an idle engine */
+            if (c < 0)
+                c = 0;
+        } else {
+            c = si->prefill_seqs; /* last step: assume every chunk completed */
+        }
+        int32_t n = si->prefill_seqs, have = carry >= 0, trunc = 0, phantom = 0;
+        int32_t diff = n - c;
+        int64_t total = si->prefill_tokens >= 0 ? (int64_t)si->prefill_tokens + si->decode_seqs : -1;
+        /* a cut chunk continues in the next step, so that step must hold a prefill */
+        int next_prefills = k + 1 < nst && R->steps[k + 1].prefill_seqs > 0;
+        if (diff <= 0) {
+            trunc = 0;
+        } else if (diff == 1 && next_prefills && (budget == 0 || total >= budget)) {
+            trunc = 1;
+        } else {
+            trunc = next_prefills && budget && total >= budget ? 1 : 0;
+            phantom = diff - trunc;
+        }
+        int32_t admit = n - have - phantom;
+        if (admit < 0) {
+            phantom += admit;
+            admit = 0;
+        }
+        if (phantom < 0)
+            phantom = 0;
+        si->recompute_seqs = phantom;
+        si->truncated = (uint8_t)trunc;
+        int32_t pseqs = have + admit;
+        int32_t each = si->prefill_tokens >= 0 && n > 0 ? si->prefill_tokens / n : -1;
+        size_t first_new = next;
+        if (have && add_step(ord[carry], (uint32_t)k, 1, each))
+            goto oom;
+        int32_t got = 0;
+        while (got < admit && next < nord) {
+            rq *q = ord[next];
+            /* a request whose log line is later than this step cannot be in it */
+            if (q->r.arrival_lo_ns != INT64_MIN && q->r.arrival_lo_ns > si->end_ns)
+                break;
+            if (add_step(q, (uint32_t)k, 1, each))
+                goto oom;
+            /* arrival: after the previous step was scheduled (it would have been taken then),
+             * unless that step's budget was exhausted; never after this one started */
+            int64_t lo = k > 0 && !R->steps[k - 1].truncated ? R->steps[k - 1].start_ns : INT64_MIN;
+            if (k == 0)
+                lo = si->start_ns; /* waiting before the trace began: queueing before it is unseen */
+            if (q->r.arrival_lo_ns == INT64_MIN || lo > q->r.arrival_lo_ns)
+                q->r.arrival_lo_ns = lo;
+            if (q->r.arrival_hi_ns == INT64_MIN || si->start_ns < q->r.arrival_hi_ns)
+                q->r.arrival_hi_ns = si->start_ns;
+            q->r.flags |= TELLER_REQF_ARRIVAL_INFERRED;
+            next++;
+            got++;
+        }
+        si->unknown_seqs += admit - got;
+        si->known_seqs = (int32_t)nd + have + got;
+        if (admit - got || si->unknown_seqs)
+            R->mismatched_steps++;
+        /* state for the next step */
+        size_t nd2 = 0;
+        for (size_t j = 0; j < nd; j++)
+            if (left[dec[j]] != 0)
+                dec[nd2++] = dec[j];
+        nd = nd2;
+        long last = got ? (long)(next - 1) : carry;
+        long newcarry = trunc && pseqs > 0 ? last : -1;
+        if (have && carry != newcarry)
+            dec[nd++] = (size_t)carry;
+        for (size_t i = first_new; i < next; i++)
+            if ((long)i != newcarry)
+                dec[nd++] = i;
+        carry = newcarry;
+        (void)got;
+    }
+    /* unfinished: still decoding or prefilling at the end */
+    for (size_t j = 0; j < nd; j++)
+        ord[dec[j]]->r.flags |= TELLER_REQF_UNFINISHED;
+    if (carry >= 0)
+        ord[carry]->r.flags |= TELLER_REQF_UNFINISHED;
+    free(dec);
+    free(left);
+    return 0;
+oom:
+    free(dec);
+    free(left);
+    return -1;
+}
+
+/* ---- breakdown ---- */
+
+static const teller_diag_step *diag_step(const teller_diagnosis *d, uint32_t step)
+{
+    if (!d)
+        return NULL;
+    if (step < d->n && d->steps[step].pred.step == step)
+        return &d->steps[step];
+    for (size_t i = 0; i < d->n; i++)
+        if (d->steps[i].pred.step == step)
+            return &d->steps[i];
+    return NULL;
+}
+
+static void breakdown(teller_requests *R, teller_request *q, const teller_diagnosis *diag)
+{
+    if (!q->nsteps)
+        return;
+    int64_t worst_ex = -1, worst_len = -1;
+    for (uint32_t i = 0; i < q->nsteps; i++) {
+        teller_req_step *s = &q->steps[i];
+        const teller_req_stepinfo *si = &R->steps[s->step];
+        s->shared_ns = si->end_ns - si->start_ns;
+        int64_t tot = si->prefill_tokens >= 0 && si->decode_seqs >= 0 ? (int64_t)si->prefill_tokens + si->decode_seqs : -1;
+        int32_t seqs = si->prefill_seqs >= 0 && si->decode_seqs >= 0 ? si->prefill_seqs + si->decode_seqs : -1;
+        if (s->tokens >= 0 && tot > 0)
+            s->share = (double)s->tokens / (double)tot;
+        else
+            s->share = seqs > 0 ? 1.0 / seqs : 0.0;
+        s->attributed_ns = (int64_t)(s->share * (double)s->shared_ns);
+        q->attributed_ns += s->attributed_ns;
+        if (s->prefill)
+            q->prefill_ns += s->shared_ns;
+        else
+            q->decode_ns += s->shared_ns;
+        if (si->recompute_seqs > 0)
+            q->flags |= TELLER_REQF_RECOMPUTE;
+        const teller_diag_step *d = diag_step(diag, s->step);
+        if (d && d->pred.abnormal) {
+            q->abnormal_ns += s->shared_ns;
+            q->excess_ns += d->excess_ns;
+            q->flags |= TELLER_REQF_DELAYED;
+            if (d->excess_ns > worst_ex) {
+                worst_ex = d->excess_ns;
+                q->worst_step = s->step;
+            }
+        } else if (worst_ex < 0 && s->shared_ns > worst_len) {
+            worst_len = s->shared_ns;
+            q->worst_step = s->step;
+        }
+    }
+    const teller_req_stepinfo *first = &R->steps[q->steps[0].step];
+    const teller_req_stepinfo *last = &R->steps[q->steps[q->nsteps - 1].step];
+    if (!(q->flags & TELLER_REQF_UNFINISHED))
+        q->finish_ns = last->end_ns;
+    if (q->arrival_lo_ns != INT64_MIN && q->arrival_hi_ns != INT64_MIN) {
+        int64_t lo = q->arrival_lo_ns, hi = q->arrival_hi_ns;
+        if (lo > hi)
+            lo = hi; /* contradicting evidence: trust the step */
+        q->arrival_ns = lo + (hi - lo) / 2;
+    } else if (q->arrival_hi_ns != INT64_MIN) {
+        q->arrival_ns = q->arrival_hi_ns;
+    } else {
+        q->arrival_ns = first->start_ns; /* no log line: queueing unseen */
+        q->flags |= TELLER_REQF_ARRIVAL_INFERRED;
+    }
+    if (q->arrival_ns > first->start_ns)
+        q->arrival_ns = first->start_ns;
+    q->queue_ns = first->start_ns - q->arrival_ns;
+    if (q->log_finished_ns != INT64_MIN && q->finish_ns != INT64_MIN &&
+        (q->log_finished_ns > q->finish_ns + SEC_NS || q->log_finished_ns + SEC_NS < q->finish_ns))
+        q->flags |= TELLER_REQF_FINISH_MISMATCH;
+    if (q->finish_ns == INT64_MIN)
+        return;
+    q->latency_ns = q->finish_ns - q->arrival_ns;
+    q->stall_ns = q->latency_ns - q->queue_ns - q->prefill_ns - q->decode_ns;
+    if (q->stall_ns < 0)
+        q->stall_ns = 0;
+    /* the dominant cause */
+    if (q->excess_ns > 0 && q->excess_ns * 20 >= q->latency_ns && q->worst_step != TELLER_NONE) {
+        const teller_diag_step *d = diag_step(diag, q->worst_step);
+        char op[96] = "";
+        if (d && d->pred.ncand)
+            snprintf(op, sizeof op, " at rank %d %.80s", d->pred.cand[0].rank, d->pred.cand[0].op);
+        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%.2f ms)", q->worst_step,
+                 d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op, (double)q->excess_ns / 1e6);
+        return;
+    }
+    const char *what[4] = {"queue (waiting for a batch slot)", "prefill", "decode", "stalls between its steps"};
+    int64_t v[4] = {q->queue_ns, q->prefill_ns, q->decode_ns, q->stall_ns};
+    int b = 0;
+    for (int i = 1; i < 4; i++)
+        if (v[i] > v[b])
+            b = i;
+    snprintf(q->cause, sizeof q->cause, "%s", what[b]);
+}
+
+/* ---- the build ---- */
+
+teller_req_opts teller_req_defaults(void)
+{
+    teller_req_opts o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+static void reqset_free(reqset *S, int keep_strs)
+{
+    if (!keep_strs) {
+        for (size_t i = 0; i < S->n; i++)
+            free(S->v[i].r.steps);
+        for (size_t i = 0; i < S->nstrs; i++)
+            free(S->strs[i]);
+        free(S->strs);
+        free(S->v);
+    }
+    free(S->slot);
+}
+
+/* Reads "reqs=a,b,c" of a shim annotation into the requests. Returns the
+ * number of ids, or -1 when out of memory. */
+static int trace_ids(reqset *S, const char *m, uint32_t step)
+{
+    const char *p = strstr(m, "reqs=");
+    if (!p)
+        return 0;
+    p += 5;
+    int n = 0;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if (e > p) {
+            rq *q = reqset_get(S, p, (size_t)(e - p), 1);
+            if (!q)
+                return -1;
+            if (!q->r.nsteps || q->r.steps[q->r.nsteps - 1].step != step) {
+                if (add_step(q, step, 0, -1))
+                    return -1;
+                q->r.prefill_steps--; /* phase unknown from the annotation */
+            }
+            q->r.flags |= TELLER_REQF_STEPS_TRACE;
+            n++;
+        }
+        if (*e != ',')
+            break;
+        p = e + 1;
+    }
+    return n;
+}
+
+static int cmp_req(const void *a, const void *b)
+{
+    const teller_request *x = a, *y = b;
+    int64_t ax = x->arrival_ns == INT64_MIN ? INT64_MAX : x->arrival_ns;
+    int64_t ay = y->arrival_ns == INT64_MIN ? INT64_MAX : y->arrival_ns;
+    if (ax != ay)
+        return ax < ay ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+teller_status teller_requests_build(const teller_store *st, const teller_req_opts *opts, teller_requests **out,
+                                    teller_error *err)
+{
+    teller_req_opts o = opts ? *opts : teller_req_defaults();
+    *out = NULL;
+    teller_requests *R = calloc(1, sizeof *R);
+    reqset S;
+    memset(&S, 0, sizeof S);
+    rq **ord = NULL;
+    if (!R)
+        return teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
+    teller_status status = TELLER_OK;
+    /* 1. steps */
+    uint32_t nst = teller_store_step_count(st);
+    const teller_step *rows = teller_store_steps(st);
+    size_t nrows = teller_store_num_steps(st);
+    const teller_events *ev = teller_store_events(st);
+    R->nsteps = nst;
+    R->steps = calloc(nst ? nst : 1, sizeof *R->steps);
+    if (!R->steps)
+        goto oom;
+    for (uint32_t k = 0; k < nst; k++) {
+        R->steps[k].step = k;
+        R->steps[k].start_ns = INT64_MAX;
+        R->steps[k].end_ns = INT64_MIN;
+        R->steps[k].prefill_seqs = R->steps[k].prefill_tokens = R->steps[k].decode_seqs = -1;
+    }
+    int markers = 0, id_steps = 0, sglang = 0, full16 = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        const teller_step *s = &rows[i];
+        if (s->step >= nst)
+            continue;
+        teller_req_stepinfo *si = &R->steps[s->step];
+        if (s->start_ns < si->start_ns)
+            si->start_ns = s->start_ns;
+        if (s->end_ns > si->end_ns)
+            si->end_ns = s->end_ns;
+        if (s->marker != TELLER_NONE && si->known_seqs != -2) {
+            const char *m = teller_store_str(st, ev->name[s->marker]);
+            markers++;
+            parse_marker(m, si);
+            sglang |= !strncmp(m, "step[", 5);
+            /* ids from the annotation, once per step */
+            if (strstr(m, "reqs=")) {
+                int n = trace_ids(&S, m, s->step);
+                if (n < 0)
+                    goto oom;
+                id_steps += n > 0;
+                full16 += n >= 16;
+            }
+        }
+        if (s->marker != TELLER_NONE)
+            si->known_seqs = -2; /* marks "annotation seen" until the replay sets it */
+    }
+    for (uint32_t k = 0; k < nst; k++)
+        R->steps[k].known_seqs = 0;
+    if (!nst && note(R, "the trace has no steps: nothing to join requests with"))
+        goto oom;
+    if (nst && !markers && note(R, "the trace has no step annotations (fallback step): no batch composition, "
+                                   "request steps cannot be inferred"))
+        goto oom;
+    if (markers) {
+        uint32_t parsed = 0;
+        for (uint32_t k = 0; k < nst; k++)
+            parsed += R->steps[k].prefill_seqs >= 0 && R->steps[k].decode_seqs >= 0;
+        if (note(R, "read %d step annotations: batch composition (prefill/decode sequences) for %u of %u steps; "
+                    "request ids in annotations: %s",
+                 markers, parsed, nst, id_steps ? "yes" : "none"))
+            goto oom;
+    }
+    int64_t span_lo = nst ? R->steps[0].start_ns : 0, span_hi = nst ? R->steps[nst - 1].end_ns : 0;
+    /* 2. logs */
+    uint64_t log_lines = 0, preempt = 0;
+    int other_run = 0;
+    if (o.nlogs) {
+        size_t before = S.n;
+        log_ctx c;
+        memset(&c, 0, sizeof c);
+        c.st = st;
+        c.S = &S;
+        c.R = R;
+        c.tmin = INT64_MAX;
+        c.tmax = INT64_MIN;
+        teller_log_opts lo = teller_log_defaults();
+        lo.ref_ns = o.log_ref_ns ? o.log_ref_ns : span_lo;
+        for (size_t i = 0; i < o.nlogs; i++) {
+            int32_t node = teller_log_node_from_path(o.logs[i]);
+            c.node = node < 0 ? 0 : node;
+            status = read_log(o.logs[i], &c, &lo, err);
+            if (status)
+                goto fail;
+        }
+        log_lines = c.request_lines;
+        preempt = c.preempt_lines;
+        if (!log_lines && note(R, "the logs hold no request lines with ids (vLLM needs --enable-log-requests; "
+                                  "SGLang's access lines carry no id)"))
+            goto oom;
+        if (c.id_lines_no_time && note(R, "%llu request lines without a timestamp were ignored",
+                                       (unsigned long long)c.id_lines_no_time))
+            goto oom;
+        if (log_lines && nst && (c.tmax < span_lo - 2 * SEC_NS || c.tmin > span_hi + 2 * SEC_NS)) {
+            other_run = 1;
+            for (size_t i = before; i < S.n; i++)
+                S.v[i].r.flags |= TELLER_REQF_OTHER_RUN;
+            if (note(R, "the logs' request lines (%.3f s to %.3f s) do not overlap the trace (%.3f s to %.3f s): "
+                        "a different run? they are listed but not joined",
+                     (double)c.tmin / 1e9, (double)c.tmax / 1e9, (double)span_lo / 1e9, (double)span_hi / 1e9))
+                goto oom;
+        }
+        if (preempt && note(R, "%llu preemption/retraction lines in the logs (they name no request id); "
+                               "recomputation is located from the batch composition",
+                            (unsigned long long)preempt))
+            goto oom;
+    }
+    /* 3. join */
+    if (id_steps) {
+        R->source = "trace annotations";
+        if (full16 && note(R, "%d step annotations list 16 ids, the shim's cap: their id lists may be cut", full16))
+            goto oom;
+    } else if (S.n && !other_run && markers) {
+        R->source = "logs + batch composition (inferred)";
+        ord = malloc(S.n * sizeof *ord);
+        if (!ord)
+            goto oom;
+        size_t nord = 0;
+        for (size_t i = 0; i < S.n; i++)
+            if (S.v[i].seen_recv)
+                ord[nord++] = &S.v[i];
+        teller_sort(ord, nord, sizeof *ord, cmp_order);
+        int unknown_len = 0;
+        for (size_t i = 0; i < nord; i++)
+            unknown_len += ord[i]->r.max_tokens < 0;
+        if (unknown_len && note(R, "%d requests have no max_tokens in the logs: their finish comes from the "
+                                   "decode counts only", unknown_len))
+            goto oom;
+        if (sglang && note(R, "SGLang step annotations give the batch size only (no prefill/decode split for "
+                              "EXTEND/MIXED): those steps cannot be attributed"))
+            goto oom;
+        if (replay(R, ord, nord))
+            goto oom;
+        for (size_t i = 0; i < nord; i++)
+            if (ord[i]->r.nsteps)
+                ord[i]->r.flags |= TELLER_REQF_STEPS_INFERRED;
+        if (R->mismatched_steps &&
+            note(R, "%u steps disagreed with the replay of the logged requests (requests missing from the logs, "
+                    "early stops, or unparsed annotations): their attribution is approximate",
+                 R->mismatched_steps))
+            goto oom;
+    } else {
+        R->source = "none";
+        if (nst && markers && !S.n &&
+            note(R, "no request ids in the trace annotations or logs: per-request lifecycle is not recoverable "
+                    "(run with contrib/teller_nvtx or vLLM --enable-log-requests)"))
+            goto oom;
+    }
+    /* flags that need the whole picture, then breakdowns */
+    uint32_t never = 0, twice = 0, no_recv = 0;
+    for (size_t i = 0; i < S.n; i++) {
+        teller_request *q = &S.v[i].r;
+        if (!S.v[i].seen_recv && (S.v[i].nfinish || !(q->flags & TELLER_REQF_STEPS_TRACE)))
+            q->flags |= TELLER_REQF_NO_RECEIVE;
+        if (!q->nsteps)
+            q->flags |= TELLER_REQF_LOG_ONLY;
+        if (q->flags & TELLER_REQF_STEPS_TRACE) {
+            /* observed steps: finished when the logs say so, or when its last step is not the trace's last */
+            if (q->nsteps && q->steps[q->nsteps - 1].step + 1 >= nst && !S.v[i].nfinish)
+                q->flags |= TELLER_REQF_UNFINISHED;
+        }
+        if (q->flags & TELLER_REQF_LOG_ONLY && !(q->flags & TELLER_REQF_OTHER_RUN) && !S.v[i].nfinish)
+            q->flags |= TELLER_REQF_UNFINISHED;
+        breakdown(R, q, o.diag);
+        never += (q->flags & TELLER_REQF_UNFINISHED) != 0;
+        twice += (q->flags & TELLER_REQF_FINISH_TWICE) != 0;
+        no_recv += (q->flags & TELLER_REQF_NO_RECEIVE) != 0;
+    }
+    if (never && note(R, "%u requests have no finish within the trace (latency unknown)", never))
+        goto oom;
+    if (twice && note(R, "%u requests finish twice in the logs (the first is kept)", twice))
+        goto oom;
+    if (no_recv && note(R, "%u requests have no received/added line (arrival unknown: queueing unseen)", no_recv))
+        goto oom;
+    if (!o.diag && S.n && note(R, "no diagnosis given: abnormal_ns is 0 for every request"))
+        goto oom;
+    /* hand over */
+    R->n = S.n;
+    R->req = malloc((S.n ? S.n : 1) * sizeof *R->req);
+    if (!R->req)
+        goto oom;
+    for (size_t i = 0; i < S.n; i++)
+        R->req[i] = S.v[i].r;
+    teller_sort(R->req, R->n, sizeof *R->req, cmp_req);
+    R->owned_ids = S.strs; /* the id strings move into the result */
+    R->nowned_ids = S.nstrs;
+    S.strs = NULL;
+    free(S.strs);
+    free(S.v);
+    reqset_free(&S, 1);
+    free(ord);
+    *out = R;
+    return TELLER_OK;
+oom:
+    status = teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
+fail:
+    free(ord);
+    reqset_free(&S, 0);
+    teller_requests_free(R);
+    return status;
+}
+
+void teller_requests_free(teller_requests *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; r->req && i < r->n; i++)
+        free(r->req[i].steps);
+    for (size_t i = 0; i < r->nowned_ids; i++)
+        free(r->owned_ids[i]);
+    free(r->owned_ids);
+    for (size_t i = 0; i < r->nnotes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    free(r->req);
+    free(r->steps);
+    free(r);
+}
+
+const teller_request *teller_requests_find(const teller_requests *r, const char *id)
+{
+    for (size_t i = 0; r && i < r->n; i++)
+        if (!strcmp(r->req[i].id, id))
+            return &r->req[i];
+    return NULL;
+}
+
+size_t teller_request_hot_path(const teller_store *st, uint32_t step, int32_t rank, uint32_t *path, size_t cap)
+{
+    const teller_step *rows = teller_store_steps(st);
+    size_t nrows = teller_store_num_steps(st);
+    const teller_events *ev = teller_store_events(st);
+    uint32_t e = TELLER_NONE;
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].step == step && rows[i].rank == rank) {
+            e = rows[i].marker;
+            break;
+        }
+    size_t n = 0;
+    while (e != TELLER_NONE && n < cap) {
+        path[n++] = e;
+        uint32_t best = TELLER_NONE;
+        for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c])
+            if (best == TELLER_NONE || ev->dur_ns[c] > ev->dur_ns[best])
+                best = c;
+        e = best;
+    }
+    return n;
+}

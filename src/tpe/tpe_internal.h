@@ -1,0 +1,60 @@
+/*
+ * tpe_internal.h - what the TPE sources share: the vocabulary's layout and
+ * its pair lookup, which the encoder calls once per candidate pair.
+ */
+#ifndef TELLER_TPE_INTERNAL_H
+#define TELLER_TPE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "teller/tpe.h"
+
+struct teller_tpe_vocab {
+    teller_tpe_vocab_opts opts;
+    size_t    n, cap;      /* symbols */
+    uint32_t *left;        /* [n] TELLER_NONE for base symbols */
+    uint32_t *right;       /* [n] */
+    uint32_t *text_off;    /* [n] base symbols: offset of the NUL-terminated text in text */
+    uint32_t *text_len;    /* [n] */
+    char     *text;
+    size_t    text_n, text_cap;
+    size_t    nmerges;
+    uint32_t *shash;       /* string -> id, open addressing, TELLER_NONE empty */
+    size_t    shcap;
+    uint64_t *pkey;        /* (left << 32 | right) -> merged id, UINT64_MAX empty */
+    uint32_t *pval;
+    size_t    pcap;
+};
+
+static inline uint64_t tpe_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The merged symbol of (l, r), or TELLER_NONE. Merged ids grow with merge
+ * rank, so a smaller id is an earlier merge. */
+static inline uint32_t tpe_pair_lookup(const struct teller_tpe_vocab *v, uint32_t l, uint32_t r)
+{
+    if (!v->pcap)
+        return TELLER_NONE;
+    uint64_t k = ((uint64_t)l << 32) | r;
+    size_t m = v->pcap - 1, j = tpe_mix64(k) & m;
+    for (;;) {
+        uint64_t q = v->pkey[j];
+        if (q == k)
+            return v->pval[j];
+        if (q == UINT64_MAX)
+            return TELLER_NONE;
+        j = (j + 1) & m;
+    }
+}
+
+/* Appends the merged symbol (l, r); returns its id or TELLER_NONE (out of memory). */
+uint32_t tpe_vocab_add_merge(struct teller_tpe_vocab *v, uint32_t l, uint32_t r);
+
+#endif

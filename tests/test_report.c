@@ -1,0 +1,624 @@
+/*
+ * test_report.c - the report writers (report.h) on a hand-made store with
+ * hostile names, on a simulated case and on a real trace, each with a
+ * hand-made diagnosis (the analysis is tested elsewhere).
+ *
+ * TELLER_REPORT_KEEP=DIR keeps the simulated case's report.html and
+ * report.perfetto.json in DIR (for looking at them); TELLER_REPORT_BIG=1
+ * makes that case 16 ranks and 200 steps.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ingest/jdom.h"
+#include "teller/diagnose.h"
+#include "teller/ingest.h"
+#include "teller/report.h"
+#include "teller/sim.h"
+#include "teller/tree.h"
+
+#define HOSTILE_KERNEL "<script>alert(\"k\")</script>\x1b[31m'evil'&amp;\xff"
+#define HOSTILE_EXPL   "kernel took <img src=x onerror=alert(1)> & 'more'"
+#define HOSTILE_LOG    "[E] </pre><script src=http://evil/x.js></script>"
+#define HOSTILE_NOTE   "</ul><SCRIPT>alert(2)</SCRIPT>"
+
+/* A rendered output in memory. */
+typedef struct buf {
+    char  *p;
+    size_t n;
+} buf;
+
+static void diag_init(teller_diagnosis *d, teller_diag_step *steps, size_t n)
+{
+    memset(d, 0, sizeof *d);
+    memset(steps, 0, n * sizeof *steps);
+    for (size_t i = 0; i < n; i++) {
+        steps[i].pred.step = (uint32_t)i;
+        steps[i].culprit_event = TELLER_NONE;
+        steps[i].root_rank = -1;
+        steps[i].root_node = -1;
+    }
+    d->steps = steps;
+    d->n = n;
+}
+
+static void mark_abnormal(teller_diag_step *s, const teller_store *st, uint32_t culprit, double score,
+                          const char *fault, const char *type, const char *expl)
+{
+    const teller_events *ev = teller_store_events(st);
+    s->pred.abnormal = 1;
+    s->pred.score = score;
+    snprintf(s->pred.fault_type, sizeof s->pred.fault_type, "%s", type);
+    snprintf(s->pred.view, sizeof s->pred.view, "vertical");
+    snprintf(s->fault, sizeof s->fault, "%s", fault);
+    snprintf(s->pred.explanation, sizeof s->pred.explanation, "%s", expl);
+    s->culprit_event = culprit;
+    if (culprit != TELLER_NONE) {
+        s->root_rank = teller_store_event_rank(st, culprit);
+        s->root_node = teller_store_event_node(st, culprit);
+        s->pred.ncand = 1;
+        s->pred.cand[0].rank = s->root_rank;
+        snprintf(s->pred.cand[0].op, sizeof s->pred.cand[0].op, "%s", teller_store_str(st, ev->name[culprit]));
+        snprintf(s->pred.cand[0].layer, sizeof s->pred.cand[0].layer, "%s",
+                 teller_layer_tag((teller_layer)ev->layer[culprit]));
+        s->pred.cand[0].score = score;
+        s->culprit_ns = ev->dur_ns[culprit];
+        s->culprit_base_ns = ev->dur_ns[culprit] / 3;
+    }
+}
+
+/* Fills each diagnosed step's window from the store's step table. */
+static void fill_windows(teller_diagnosis *d, const teller_store *st)
+{
+    const teller_step *s = teller_store_steps(st);
+    for (size_t i = 0; i < teller_store_num_steps(st); i++) {
+        teller_diag_step *ds = s[i].step < d->n ? &d->steps[s[i].step] : NULL;
+        if (!ds)
+            continue;
+        if (ds->dur_ns == 0 || s[i].start_ns < ds->start_ns)
+            ds->start_ns = s[i].start_ns;
+        if (s[i].end_ns - ds->start_ns > ds->dur_ns)
+            ds->dur_ns = s[i].end_ns - ds->start_ns;
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        d->steps[i].expected_ns = d->steps[i].dur_ns * 2 / 3;
+        d->steps[i].excess_ns = d->steps[i].dur_ns - d->steps[i].expected_ns;
+    }
+}
+
+static buf render_html(const teller_store *st, const teller_diagnosis *d, const char *title)
+{
+    buf b = {0};
+    FILE *f = open_memstream(&b.p, &b.n);
+    CHECK(f != NULL);
+    if (!f)
+        return b;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_report_html(st, d, title, f, &err), TELLER_OK);
+    fclose(f);
+    return b;
+}
+
+static buf render_perfetto(const teller_store *st, const teller_diagnosis *d)
+{
+    buf b = {0};
+    FILE *f = open_memstream(&b.p, &b.n);
+    CHECK(f != NULL);
+    if (!f)
+        return b;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_report_perfetto(st, d, f, &err), TELLER_OK);
+    fclose(f);
+    return b;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0, len = strlen(needle);
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + len, needle))
+        n++;
+    return n;
+}
+
+/* Structural checks every HTML report must pass: no script element at all
+ * (in any case), no raw control bytes, the page and its sections closed. */
+static void check_html_safe(const buf *b)
+{
+    CHECK(b->p && b->n > 0);
+    if (!b->p)
+        return;
+    int script = 0, ctrl = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        unsigned char c = (unsigned char)b->p[i];
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+            ctrl = 1;
+        if (c == '<' && i + 7 <= b->n) {
+            char w[8];
+            for (int k = 0; k < 7; k++)
+                w[k] = (char)tolower((unsigned char)b->p[i + k]);
+            w[7] = 0;
+            script |= strcmp(w, "<script") == 0;
+        }
+    }
+    CHECK(!script);
+    CHECK(!ctrl);
+    CHECK(strstr(b->p, "<!DOCTYPE html>") == b->p);
+    CHECK(strstr(b->p, "</html>") != NULL);
+    CHECK_EQ_INT(count(b->p, "<svg"), count(b->p, "</svg>"));
+    CHECK_EQ_INT(count(b->p, "<section"), count(b->p, "</section>"));
+    CHECK_EQ_INT(count(b->p, "<table"), count(b->p, "</table>"));
+    CHECK_EQ_INT(count(b->p, "<tr"), count(b->p, "</tr>"));
+    CHECK_EQ_INT(count(b->p, "<pre>"), count(b->p, "</pre>"));
+    CHECK(strstr(b->p, "http://") == NULL || strstr(b->p, "http://www.w3.org/2000/svg") != NULL);
+    CHECK(strstr(b->p, "src=") == NULL || strstr(b->p, "src=x") != NULL); /* only inside escaped text */
+    CHECK(strstr(b->p, "<img") == NULL && strstr(b->p, "<link") == NULL);
+}
+
+/* The X events of a Chrome-trace document nest per (pid, tid). */
+typedef struct xev {
+    double  pid, tid;
+    int64_t ts, end;
+} xev;
+
+static int cmp_xev(const void *a, const void *b)
+{
+    const xev *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return (x->end < y->end) - (x->end > y->end); /* longer first */
+}
+
+/* Returns the number of X events that do not nest (0 when all do). */
+static size_t check_nesting(const jv *events)
+{
+    xev *x = malloc((events->n + 1) * sizeof *x);
+    size_t n = 0, bad = 0;
+    if (!x)
+        return SIZE_MAX;
+    for (size_t i = 0; i < events->n; i++) {
+        const jv *e = &events->items[i];
+        if (strcmp(jdom_str(e, "ph", ""), "X") != 0)
+            continue;
+        int64_t ts = llround(jdom_num(e, "ts", 0) * 1000), dur = llround(jdom_num(e, "dur", 0) * 1000);
+        x[n++] = (xev){jdom_num(e, "pid", -1), jdom_num(e, "tid", -1), ts, ts + dur};
+    }
+    qsort(x, n, sizeof *x, cmp_xev);
+    int64_t stack[512];
+    size_t sp = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || x[i].pid != x[i - 1].pid || x[i].tid != x[i - 1].tid)
+            sp = 0;
+        while (sp && stack[sp - 1] <= x[i].ts)
+            sp--;
+        if (sp && stack[sp - 1] < x[i].end)
+            bad++;
+        if (sp < 512)
+            stack[sp++] = x[i].end;
+    }
+    free(x);
+    return bad;
+}
+
+static const jv *find_event(const jv *events, const char *ph, const char *name)
+{
+    for (size_t i = 0; i < events->n; i++) {
+        const jv *e = &events->items[i];
+        if (strcmp(jdom_str(e, "ph", ""), ph) == 0 && strcmp(jdom_str(e, "name", ""), name) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static int has_thread_name(const jv *events, const char *part)
+{
+    for (size_t i = 0; i < events->n; i++) {
+        const jv *e = &events->items[i];
+        if (strcmp(jdom_str(e, "ph", ""), "M") == 0 && strcmp(jdom_str(e, "name", ""), "thread_name") == 0 &&
+            strstr(jdom_str(jdom_get(e, "args"), "name", ""), part))
+            return 1;
+    }
+    return 0;
+}
+
+static void keep(const char *name, const buf *b)
+{
+    const char *dir = getenv("TELLER_REPORT_KEEP");
+    if (!dir || !b->p)
+        return;
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    if (f) {
+        fwrite(b->p, 1, b->n, f);
+        fclose(f);
+    }
+    fprintf(stderr, "  kept %s (%zu bytes)\n", p, b->n);
+}
+
+static uint32_t add_ev(teller_store *st, uint16_t src, const char *name, teller_layer layer, uint8_t flags,
+                       int64_t start_us, int64_t dur_us, int32_t pid, int32_t tid, uint32_t corr)
+{
+    teller_event_row r = {0};
+    r.start_ns = 1700000000000000000LL + start_us * 1000;
+    r.dur_ns = dur_us * 1000;
+    r.name = teller_store_intern(st, name, strlen(name));
+    r.layer = (uint8_t)layer;
+    r.flags = flags;
+    r.source = src;
+    r.pid = pid;
+    r.tid = tid;
+    r.corr = corr;
+    r.args = TELLER_NONE;
+    return teller_store_add_event(st, &r);
+}
+
+static uint32_t find_named(const teller_store *st, const char *name)
+{
+    const teller_events *ev = teller_store_events(st);
+    for (size_t i = 0; i < ev->n; i++)
+        if (strcmp(teller_store_str(st, ev->name[i]), name) == 0)
+            return (uint32_t)i;
+    return TELLER_NONE;
+}
+
+/* Two steps on one rank: marker > aten::mm > cudaLaunchKernel -> the
+ * hostile kernel; a comm kernel; two CPU ranges on another thread that
+ * overlap without nesting. */
+static teller_store *hostile_store(void)
+{
+    teller_store *st = teller_store_create();
+    teller_source src = {0};
+    src.path = teller_store_intern(st, "rank0.json", 10);
+    src.rank = 0;
+    src.pid = 100;
+    teller_store_add_source(st, &src);
+    for (int s = 0; s < 2; s++) {
+        int64_t t = s * 1000;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", s);
+        add_ev(st, 0, nm, TELLER_LAYER_ENGINE, TELLER_F_STEP, t, 900, 100, 100, 0);
+        add_ev(st, 0, "aten::mm", TELLER_LAYER_BACKEND, 0, t + 10, 300, 100, 100, 0);
+        add_ev(st, 0, "cudaLaunchKernel", TELLER_LAYER_RUNTIME, 0, t + 20, 10, 100, 100, (uint32_t)(1 + 2 * s));
+        add_ev(st, 0, s ? "ampere_sgemm_128x64_tn" : HOSTILE_KERNEL, TELLER_LAYER_KERNEL, TELLER_F_GPU, t + 40,
+               s ? 100 : 600, 0, 7, (uint32_t)(1 + 2 * s));
+        add_ev(st, 0, "cudaLaunchKernel", TELLER_LAYER_RUNTIME, TELLER_F_COMM, t + 400, 10, 100, 100,
+               (uint32_t)(2 + 2 * s));
+        add_ev(st, 0, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+               TELLER_LAYER_KERNEL, TELLER_F_GPU | TELLER_F_COMM, t + 700, 150, 0, 20, (uint32_t)(2 + 2 * s));
+    }
+    add_ev(st, 0, "worker_a", TELLER_LAYER_FRONTEND, 0, 100, 300, 100, 200, 0);
+    add_ev(st, 0, "worker_b", TELLER_LAYER_FRONTEND, 0, 200, 300, 100, 200, 0);
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+static void test_html_escapes_everything_from_traces_and_logs(void)
+{
+    teller_store *st = hostile_store();
+    CHECK_EQ_INT(teller_store_step_count(st), 2);
+    uint32_t k = find_named(st, HOSTILE_KERNEL);
+    CHECK(k != TELLER_NONE);
+    teller_diag_step steps[2];
+    teller_diagnosis d;
+    diag_init(&d, steps, 2);
+    fill_windows(&d, st);
+    mark_abnormal(&steps[0], st, k, 0.93, "kernel_regression", "kernel", HOSTILE_EXPL);
+    steps[0].nev = 1;
+    snprintf(steps[0].ev[0].kind, sizeof steps[0].ev[0].kind, "log");
+    snprintf(steps[0].ev[0].file, sizeof steps[0].ev[0].file, "node0\"x\".log");
+    snprintf(steps[0].ev[0].text, sizeof steps[0].ev[0].text, "%s", HOSTILE_LOG);
+    steps[0].ev[0].line = 42;
+    steps[0].ev[0].rank = 0;
+    steps[0].ev[0].node = 0;
+    char *notes[] = {HOSTILE_NOTE, "rank 1's trace is missing"};
+    d.notes = notes;
+    d.nnotes = 2;
+
+    buf b = render_html(st, &d, "report <b>title</b>");
+    check_html_safe(&b);
+    keep("hostile.html", &b);
+    if (b.p) {
+        CHECK(strstr(b.p, "&lt;script&gt;alert(&quot;k&quot;)&lt;/script&gt;\\x1b[31m&#39;evil&#39;&amp;amp;&#xfffd;"));
+        CHECK(strstr(b.p, "kernel took &lt;img src=x onerror=alert(1)&gt; &amp; &#39;more&#39;"));
+        CHECK(strstr(b.p, "&lt;/pre&gt;&lt;script src=http://evil/x.js&gt;&lt;/script&gt;"));
+        CHECK(strstr(b.p, "&lt;/ul&gt;&lt;SCRIPT&gt;alert(2)&lt;/SCRIPT&gt;"));
+        CHECK(strstr(b.p, "node0&quot;x&quot;.log:42"));
+        CHECK(strstr(b.p, "<title>report &lt;b&gt;title&lt;/b&gt;</title>"));
+        /* the pieces of the step section */
+        CHECK(strstr(b.p, "id=\"step-0\""));
+        CHECK(strstr(b.p, "id=\"step-1\"") == NULL);
+        CHECK(strstr(b.p, "kernel_regression"));
+        CHECK(strstr(b.p, "class=\"cul\" x="));         /* culprit drawn */
+        CHECK(strstr(b.p, "class=\"gc\""));              /* comm kernel in its own colour */
+        CHECK(strstr(b.p, "rank 0 \xc2\xb7 cpu 100"));   /* lanes */
+        CHECK(strstr(b.p, "rank 0 \xc2\xb7 stream 7"));
+        CHECK(strstr(b.p, "rank 0 \xc2\xb7 stream 20"));
+        CHECK(strstr(b.p, "ms from the start of step 0"));
+        CHECK(strstr(b.p, ">step 1</text>"));            /* the neighbour step */
+        /* call chain: marker, op, launch, kernel, in that order */
+        const char *c0 = strstr(b.p, "<ol class=\"chain\">");
+        CHECK(c0 != NULL);
+        if (c0) {
+            const char *m = strstr(c0, "ProfilerStep#0"), *o = strstr(c0, "aten::mm"),
+                       *l = strstr(c0, "cudaLaunchKernel"), *kk = strstr(c0, "&lt;script&gt;");
+            CHECK(m && o && l && kk && m < o && o < l && l < kk);
+        }
+        CHECK(strstr(b.p, "rank 1&#39;s trace is missing"));
+        CHECK(strstr(b.p, "+50% over expected"));
+    }
+    free(b.p);
+    teller_store_free(st);
+}
+
+static void test_perfetto_is_json_with_findings_and_nesting(void)
+{
+    teller_store *st = hostile_store();
+    uint32_t k = find_named(st, HOSTILE_KERNEL);
+    teller_diag_step steps[2];
+    teller_diagnosis d;
+    diag_init(&d, steps, 2);
+    fill_windows(&d, st);
+    mark_abnormal(&steps[0], st, k, 0.93, "kernel_regression", "kernel", HOSTILE_EXPL);
+
+    buf b = render_perfetto(st, &d);
+    teller_error err;
+    teller_error_clear(&err);
+    jv *doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
+    CHECK(doc != NULL);
+    const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
+    CHECK(events && events->type == J_ARR);
+    if (events && events->type == J_ARR) {
+        CHECK_EQ_INT(check_nesting(events), 0);
+        /* the annotation */
+        const jv *fi = find_event(events, "i", "step 0: kernel_regression");
+        CHECK(fi != NULL);
+        const jv *args = fi ? jdom_get(fi, "args") : NULL;
+        CHECK(args != NULL);
+        if (args) {
+            CHECK(fabs(jdom_num(args, "score", 0) - 0.93) < 1e-9);
+            CHECK(strcmp(jdom_str(args, "fault_type", ""), "kernel") == 0);
+            CHECK(strcmp(jdom_str(args, "fault", ""), "kernel_regression") == 0);
+            CHECK_EQ_INT(jdom_num(args, "rank", -1), 0);
+            CHECK(strcmp(jdom_str(args, "op", ""), HOSTILE_KERNEL) != 0); /* \xff became U+FFFD */
+            CHECK(strcmp(jdom_str(args, "op", ""), "<script>alert(\"k\")</script>\x1b[31m'evil'&amp;\xef\xbf\xbd") == 0);
+            CHECK(strcmp(jdom_str(args, "explanation", ""), HOSTILE_EXPL) == 0);
+        }
+        /* the culprit, verbatim but for the invalid byte, marked */
+        const jv *kx = NULL;
+        for (size_t i = 0; i < events->n && !kx; i++)
+            if (strcmp(jdom_str(jdom_get(&events->items[i], "args"), "teller_culprit", ""), "step 0") == 0)
+                kx = &events->items[i];
+        CHECK(kx != NULL);
+        if (kx) {
+            CHECK(strcmp(jdom_str(kx, "ph", ""), "X") == 0);
+            CHECK(strcmp(jdom_str(kx, "name", ""), "<script>alert(\"k\")</script>\x1b[31m'evil'&amp;\xef\xbf\xbd") == 0);
+            CHECK(fabs(jdom_num(kx, "dur", 0) - 600.0) < 1e-9);
+            /* the flow ends on the culprit's thread at its start */
+            const jv *fs = find_event(events, "s", "teller culprit"), *ff = find_event(events, "f", "teller culprit");
+            CHECK(fs && ff);
+            if (fs && ff) {
+                CHECK(jdom_num(fs, "id", -1) == jdom_num(ff, "id", -2));
+                CHECK(jdom_num(ff, "pid", -1) == jdom_num(kx, "pid", -2));
+                CHECK(jdom_num(ff, "tid", -1) == jdom_num(kx, "tid", -2));
+                CHECK(jdom_num(ff, "ts", -1) == jdom_num(kx, "ts", -2));
+            }
+        }
+        CHECK(find_event(events, "X", "step 0: kernel_regression (0.93)") != NULL);
+        /* names: processes per rank, threads and streams, the overlap thread */
+        int proc = 0;
+        for (size_t i = 0; i < events->n; i++)
+            if (strcmp(jdom_str(&events->items[i], "name", ""), "process_name") == 0 &&
+                strcmp(jdom_str(jdom_get(&events->items[i], "args"), "name", ""), "rank 0 (node 0)") == 0)
+                proc++;
+        CHECK_EQ_INT(proc, 1);
+        CHECK(has_thread_name(events, "stream 7 (device 0)"));
+        CHECK(has_thread_name(events, "thread 200 (overlap 1)"));
+        CHECK(has_thread_name(events, "teller findings"));
+        /* timestamps: microseconds with three decimals from the earliest event */
+        const jv *w1 = find_event(events, "X", "worker_b");
+        CHECK(w1 && fabs(jdom_num(w1, "ts", 0) - 200.0) < 1e-9);
+        CHECK(strstr(b.p, "\"ts\":200.000,") != NULL);
+    }
+    jdom_free(doc);
+    free(b.p);
+    /* no diagnosis: the trace alone */
+    b = render_perfetto(st, NULL);
+    doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
+    CHECK(doc != NULL);
+    CHECK(b.p && strstr(b.p, "teller findings") == NULL);
+    jdom_free(doc);
+    free(b.p);
+    teller_store_free(st);
+}
+
+static void test_nesting_checker_catches_crossing_slices(void)
+{
+    /* the checker the tests rely on must fail on a crossing pair */
+    const char *bad = "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":10},"
+                      "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":10}]}";
+    teller_error err;
+    jv *doc = jdom_parse("bad", bad, strlen(bad), &err);
+    CHECK(doc != NULL);
+    if (doc)
+        CHECK_EQ_INT(check_nesting(jdom_get(doc, "traceEvents")), 1);
+    jdom_free(doc);
+}
+
+static teller_store *load_dir(const char *dir, int world)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    for (int r = 0; r < world; r++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
+        CHECK_EQ_INT(teller_ingest_file(st, p, NULL, &err), TELLER_OK);
+    }
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+/* The longest event of a layer on a rank in a step, or TELLER_NONE. */
+static uint32_t longest(const teller_store *st, uint32_t step, int32_t rank, teller_layer layer, int comm)
+{
+    const teller_events *ev = teller_store_events(st);
+    uint32_t best = TELLER_NONE;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->step[i] != step || ev->layer[i] != layer || teller_store_event_rank(st, (uint32_t)i) != rank ||
+            !!(ev->flags[i] & TELLER_F_COMM) != comm)
+            continue;
+        if (best == TELLER_NONE || ev->dur_ns[i] > ev->dur_ns[best])
+            best = (uint32_t)i;
+    }
+    return best;
+}
+
+static void test_reports_on_a_simulated_case(void)
+{
+    int big = getenv("TELLER_REPORT_BIG") != NULL;
+    char dir[] = "/tmp/teller_report_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = big ? 8 : 2;
+    o.tp = big ? 8 : 2;
+    o.pp = 2;
+    o.steps = big ? 200 : 10;
+    o.seed = 11;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    int world = o.nodes * o.gpus_per_node;
+    teller_store *st = load_dir(dir, world);
+    uint32_t nsteps = teller_store_step_count(st);
+    CHECK_EQ_INT(nsteps, (uint32_t)o.steps);
+    teller_diag_step *steps = calloc(nsteps ? nsteps : 1, sizeof *steps);
+    teller_diagnosis d;
+    diag_init(&d, steps, nsteps);
+    fill_windows(&d, st);
+    /* step 4: a slow kernel on rank 3; step 6: a late all-reduce on rank 1;
+     * the big case also marks every 7th step */
+    uint32_t k4 = longest(st, 4, 3, TELLER_LAYER_KERNEL, 0), c6 = longest(st, 6, 1, TELLER_LAYER_KERNEL, 1);
+    CHECK(k4 != TELLER_NONE && c6 != TELLER_NONE);
+    mark_abnormal(&steps[4], st, k4, 0.97, "kernel_regression", "kernel",
+                  "Step 4 took longer than expected; on rank 3 the kernel ran 3x its usual time.");
+    mark_abnormal(&steps[6], st, c6, 0.71, "slow_link", "communication",
+                  "Step 6: the all-reduce on rank 1 waited for its peers.");
+    steps[4].nev = 2;
+    snprintf(steps[4].ev[0].kind, sizeof steps[4].ev[0].kind, "log");
+    snprintf(steps[4].ev[0].file, sizeof steps[4].ev[0].file, "%s/node1.log", dir);
+    steps[4].ev[0].line = 1234;
+    steps[4].ev[0].rank = 3;
+    steps[4].ev[0].node = 1;
+    snprintf(steps[4].ev[0].text, sizeof steps[4].ev[0].text,
+             "WARNING 03-14 10:22:31 [gpu_worker.py:211] GPU 1 clocks throttled (thermal)");
+    snprintf(steps[4].ev[1].kind, sizeof steps[4].ev[1].kind, "trace");
+    steps[4].ev[1].line = k4;
+    steps[4].ev[1].rank = 3;
+    steps[4].ev[1].node = -1;
+    snprintf(steps[4].ev[1].text, sizeof steps[4].ev[1].text, "kernel 3.0x its median over 40 steps");
+    if (big)
+        for (uint32_t s = 7; s < nsteps; s += 7) {
+            uint32_t e = longest(st, s, (int32_t)(s % 16), TELLER_LAYER_KERNEL, 0);
+            mark_abnormal(&steps[s], st, e, 0.5 + (double)(s % 10) / 25, "gpu_throttle", "kernel",
+                          "a slow kernel, hand-made finding for the size check");
+        }
+    char *notes[] = {"This diagnosis was made by hand for a test; no analysis ran."};
+    d.notes = notes;
+    d.nnotes = 1;
+
+    buf h = render_html(st, &d, "teller report: simulated 2-node case");
+    check_html_safe(&h);
+    if (h.p) {
+        CHECK(strstr(h.p, "id=\"step-4\"") && strstr(h.p, "id=\"step-6\""));
+        CHECK(strstr(h.p, "id=\"step-4\"") < strstr(h.p, "id=\"step-6\"")); /* worst first */
+        CHECK(strstr(h.p, "rank 3 \xc2\xb7 stream"));
+        CHECK(strstr(h.p, "class=\"root\"")); /* the per-rank table marks rank 3 */
+        CHECK(strstr(h.p, "node1.log:1234"));
+        CHECK(strstr(h.p, "trace event "));
+        if (big)
+            CHECK(strstr(h.p, "more are in the summary only") != NULL);
+        CHECK(h.n < (big ? 4u << 20 : 1u << 20));
+    }
+    keep("report.html", &h);
+    buf p = render_perfetto(st, &d);
+    jv *doc = p.p ? jdom_parse("perfetto", p.p, p.n, &err) : NULL;
+    CHECK(doc != NULL);
+    const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
+    CHECK(events && events->n > teller_store_events(st)->n / 2);
+    if (events) {
+        CHECK_EQ_INT(check_nesting(events), 0);
+        CHECK(find_event(events, "i", "step 4: kernel_regression") != NULL);
+        CHECK(find_event(events, "i", "step 6: slow_link") != NULL);
+    }
+    keep("report.perfetto.json", &p);
+    if (big)
+        fprintf(stderr, "  16 ranks x %u steps: %zu events, html %zu bytes, perfetto %zu bytes\n", nsteps,
+                teller_store_events(st)->n, h.n, p.n);
+    jdom_free(doc);
+    free(h.p);
+    free(p.p);
+    free(steps);
+    teller_store_free(st);
+}
+
+static void test_reports_on_the_real_vllm_trace(void)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path("tracelens/b200/eager_trace.json.gz"), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    uint32_t nsteps = teller_store_step_count(st);
+    CHECK(nsteps >= 1);
+    teller_diag_step *steps = calloc(nsteps ? nsteps : 1, sizeof *steps);
+    teller_diagnosis d;
+    diag_init(&d, steps, nsteps);
+    fill_windows(&d, st);
+    uint32_t k = nsteps ? longest(st, 0, teller_store_source_c(st, 0)->rank, TELLER_LAYER_KERNEL, 0) : TELLER_NONE;
+    CHECK(k != TELLER_NONE);
+    if (nsteps)
+        mark_abnormal(&steps[0], st, k, 0.8, "kernel_regression", "kernel", "Hand-made finding on the real trace.");
+
+    buf h = render_html(st, &d, "eager_trace");
+    check_html_safe(&h);
+    keep("eager_trace.html", &h);
+    CHECK(h.p && strstr(h.p, "id=\"step-0\"") && strstr(h.p, "class=\"cul\" x="));
+    buf p = render_perfetto(st, &d);
+    jv *doc = p.p ? jdom_parse("perfetto", p.p, p.n, &err) : NULL;
+    CHECK(doc != NULL);
+    const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
+    CHECK(events && events->type == J_ARR);
+    if (events && events->type == J_ARR) {
+        CHECK_EQ_INT(check_nesting(events), 0);
+        CHECK(events->n >= teller_store_events(st)->n);
+    }
+    jdom_free(doc);
+    free(h.p);
+    free(p.p);
+    free(steps);
+    teller_store_free(st);
+}
+
+const test_case report_tests[] = {
+    {"report html escapes everything from traces and logs", test_html_escapes_everything_from_traces_and_logs},
+    {"report perfetto is JSON with findings, culprit flow and nesting threads",
+     test_perfetto_is_json_with_findings_and_nesting},
+    {"report nesting checker catches crossing slices", test_nesting_checker_catches_crossing_slices},
+    {"report both outputs on a simulated case", test_reports_on_a_simulated_case},
+    {"report valid JSON and HTML on the real vLLM trace", test_reports_on_the_real_vllm_trace},
+    {NULL, NULL},
+};

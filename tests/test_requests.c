@@ -1,0 +1,386 @@
+/*
+ * test_requests.c - per-request lifecycle and breakdown (requests.h) on
+ * simulated vLLM cases checked against the simulator's truth.json, on
+ * hand-made bad logs, on a synthetic store whose step annotations list
+ * request ids, and on the real traces (which carry no ids).
+ *
+ * The diagnosis input here is built from the truth's abnormal steps (the
+ * test checks the join of requests with abnormal steps, not the detector).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ingest/jdom.h"
+#include "teller/ingest.h"
+#include "teller/requests.h"
+#include "teller/sim.h"
+#include "teller/tree.h"
+
+static teller_store *load_case(const char *dir, int world)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_ingest_opts io = teller_ingest_defaults();
+    for (int r = 0; r < world; r++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
+        CHECK_EQ_INT(teller_ingest_file(st, p, &io, &err), TELLER_OK);
+    }
+    teller_tree_opts to = teller_tree_defaults();
+    CHECK_EQ_INT(teller_tree_build(st, &to, &err), TELLER_OK);
+    return st;
+}
+
+/* A diagnosis holding the truth's abnormal steps. */
+static teller_diagnosis *diag_from_truth(const jv *truth)
+{
+    const jv *steps = jdom_get(truth, "steps");
+    teller_diagnosis *d = calloc(1, sizeof *d);
+    d->n = steps ? steps->n : 0;
+    d->steps = calloc(d->n ? d->n : 1, sizeof *d->steps);
+    for (size_t i = 0; i < d->n; i++) {
+        const jv *s = &steps->items[i];
+        teller_diag_step *ds = &d->steps[i];
+        ds->pred.step = (uint32_t)jdom_num(s, "step", 0);
+        ds->pred.abnormal = jdom_bool(s, "abnormal", 0);
+        snprintf(ds->fault, sizeof ds->fault, "%s", ds->pred.abnormal ? jdom_str(s, "fault", "") : "");
+        ds->excess_ns = (int64_t)jdom_num(s, "excess_ns", 0);
+    }
+    return d;
+}
+
+static void free_diag(teller_diagnosis *d)
+{
+    free(d->steps);
+    free(d);
+}
+
+typedef struct figures {
+    int truth, found, exact, lat_n, lat_1pct, in_bounds, tp, fp, fn;
+    double lat_err_sum, lat_err_max;
+    double *errs;
+} figures;
+
+/* Simulates one vLLM case, builds its requests and scores them. */
+static void score_case(const teller_sim_opts *o, figures *f)
+{
+    char dir[] = "/tmp/teller_req_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
+    teller_store *st = load_case(dir, o->nodes * o->gpus_per_node);
+    char truth_path[4200], logs[4][4200];
+    snprintf(truth_path, sizeof truth_path, "%s/truth.json", dir);
+    jv *truth = jdom_load(truth_path, &err);
+    CHECK(truth != NULL);
+    if (!truth) {
+        teller_store_free(st);
+        return;
+    }
+    const char *lp[4];
+    for (int n = 0; n < o->nodes && n < 4; n++) {
+        snprintf(logs[n], sizeof logs[n], "%s/logs/node%d.log", dir, n);
+        lp[n] = logs[n];
+    }
+    teller_diagnosis *diag = diag_from_truth(truth);
+    teller_req_opts ro = teller_req_defaults();
+    ro.logs = lp;
+    ro.nlogs = (size_t)(o->nodes < 4 ? o->nodes : 4);
+    ro.diag = diag;
+    teller_requests *R = NULL;
+    CHECK_EQ_INT(teller_requests_build(st, &ro, &R, &err), TELLER_OK);
+    CHECK(R && !strcmp(R->source, "logs + batch composition (inferred)"));
+    /* truth finish is on the trace: the end of the request's last true step
+     * (all ranks), on node 0's clock; truth arrival is true time, moved onto
+     * node 0's clock by step 0's start minus the first arrival (the first
+     * requests arrive when step 0 is scheduled; error ~ 10-40 us). */
+    const jv *treq = jdom_get(truth, "requests");
+    double t0 = INFINITY;
+    for (size_t i = 0; treq && i < treq->n; i++)
+        t0 = fmin(t0, jdom_num(&treq->items[i], "arrival_ns", 0));
+    int64_t off = R && R->nsteps ? R->steps[0].start_ns - (int64_t)t0 : 0;
+    for (size_t i = 0; R && treq && i < treq->n; i++) {
+        const jv *tq = &treq->items[i];
+        const jv *ts = jdom_get(tq, "steps");
+        f->truth++;
+        const teller_request *q = teller_requests_find(R, jdom_str(tq, "id", ""));
+        if (!q)
+            continue;
+        f->found++;
+        int same = ts && ts->n == q->nsteps;
+        for (size_t k = 0; same && k < ts->n; k++)
+            same = (uint32_t)ts->items[k].num == q->steps[k].step;
+        f->exact += same;
+        int tab = jdom_bool(tq, "abnormal", 0), ab = (q->flags & TELLER_REQF_DELAYED) != 0;
+        f->tp += tab && ab;
+        f->fp += !tab && ab;
+        f->fn += tab && !ab;
+        if (!jdom_bool(tq, "finished", 0) || !same || q->latency_ns < 0 || !ts->n)
+            continue;
+        uint32_t last = (uint32_t)ts->items[ts->n - 1].num;
+        int64_t arr = (int64_t)jdom_num(tq, "arrival_ns", 0) + off;
+        int64_t tl = R->steps[last].end_ns - arr;
+        double e = fabs((double)(q->latency_ns - tl)) / (double)tl;
+        f->errs[f->lat_n++] = e;
+        f->lat_err_sum += e;
+        f->lat_err_max = fmax(f->lat_err_max, e);
+        f->lat_1pct += e <= 0.01;
+        f->in_bounds += arr >= q->arrival_lo_ns - 100000 && arr <= q->arrival_hi_ns + 100000;
+    }
+    teller_requests_free(R);
+    free_diag(diag);
+    jdom_free(truth);
+    teller_store_free(st);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_sim_vllm(void)
+{
+    figures f;
+    memset(&f, 0, sizeof f);
+    f.errs = calloc(4096, sizeof *f.errs);
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u & ~(1u << TELLER_FAULT_NCCL_HANG);
+    o.fault_rate = 0.2;
+    /* one node, TP 2, long enough for chunked prefill, preemption and many finishes */
+    o.nodes = 1, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.steps = 300, o.seed = 11;
+    score_case(&o, &f);
+    o.seed = 13;
+    score_case(&o, &f);
+    /* two nodes, TP 4 x PP 2 (clock offsets between nodes) */
+    o.nodes = 2, o.gpus_per_node = 4, o.tp = 4, o.pp = 2, o.steps = 120, o.seed = 7;
+    score_case(&o, &f);
+    qsort(f.errs, (size_t)f.lat_n, sizeof *f.errs, cmp_d);
+    double med = f.lat_n ? f.errs[f.lat_n / 2] : 1, p90 = f.lat_n ? f.errs[f.lat_n * 9 / 10] : 1;
+    double prec = f.tp + f.fp ? (double)f.tp / (f.tp + f.fp) : 1, rec = f.tp + f.fn ? (double)f.tp / (f.tp + f.fn) : 1;
+    printf("  requests: %d/%d found, steps exact %d/%d (%.3f); latency vs truth over %d finished: median %.4f, "
+           "mean %.4f, p90 %.4f, max %.4f, within 1%% %.3f, truth arrival inside bounds %d/%d; delayed-by-fault "
+           "precision %.3f recall %.3f (diagnosis = truth's abnormal steps)\n",
+           f.found, f.truth, f.exact, f.truth, f.truth ? (double)f.exact / f.truth : 0, f.lat_n, med,
+           f.lat_n ? f.lat_err_sum / f.lat_n : 0, p90, f.lat_err_max, f.lat_n ? (double)f.lat_1pct / f.lat_n : 0,
+           f.in_bounds, f.lat_n, prec, rec);
+    CHECK(f.truth > 100);
+    CHECK_EQ_INT(f.found, f.truth);
+    /* the replay is exact on these cases; the floor leaves room for the
+     * ambiguity a recompute step next to a budget-cut chunk can cause */
+    CHECK(f.exact >= f.truth * 95 / 100);
+    CHECK(f.lat_n > 50);
+    /* arrival is only known to a step period (whole-second log lines), so
+     * short requests can miss 1 %: the median must not, and the truth must
+     * lie inside the stated bounds */
+    CHECK(med <= 0.01);
+    CHECK(f.in_bounds >= f.lat_n * 98 / 100);
+    CHECK(prec >= 0.95 && rec >= 0.95);
+    free(f.errs);
+}
+
+/* Writes text to dir/name; returns the path (static per slot). */
+static const char *write_file(const char *dir, const char *name, const char *text)
+{
+    static char paths[4][4200];
+    static int slot;
+    char *p = paths[slot++ % 4];
+    snprintf(p, 4200, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return p;
+}
+
+static void test_bad_input(void)
+{
+    char dir[] = "/tmp/teller_reqbad_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm", o.nodes = 1, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.steps = 40, o.seed = 5, o.faults = 0;
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    teller_store *st = load_case(dir, 2);
+    /* the case's own log plus: an id that finishes twice, one that only
+     * finishes, one received that the trace never schedules */
+    char logp[4200];
+    snprintf(logp, sizeof logp, "%s/logs/node0.log", dir);
+    FILE *f = fopen(logp, "r");
+    CHECK(f != NULL);
+    char first[4096] = "";
+    if (f) {
+        while (fgets(first, sizeof first, f) && !strstr(first, "Received request"))
+            ;
+        fclose(f);
+    }
+    /* take the date and time of the case's first request line (vLLM header) */
+    const char *info = strstr(first, "INFO ");
+    char stamp[32] = "";
+    if (info)
+        snprintf(stamp, sizeof stamp, "%.14s", info + 5);
+    char extra[2048];
+    snprintf(extra, sizeof extra,
+             "(APIServer pid=1) INFO %s [async_llm.py:418] Finished request cmpl-twice-0.\n"
+             "(APIServer pid=1) INFO %s [async_llm.py:418] Finished request cmpl-twice-0.\n"
+             "(APIServer pid=1) INFO %s [async_llm.py:418] Finished request cmpl-onlyfin-0.\n",
+             stamp, stamp, stamp);
+    const char *bad = write_file(dir, "node0_extra.log", extra);
+    const char *logs[2] = {logp, bad};
+    teller_req_opts ro = teller_req_defaults();
+    ro.logs = logs;
+    ro.nlogs = 2;
+    teller_requests *R = NULL;
+    CHECK_EQ_INT(teller_requests_build(st, &ro, &R, &err), TELLER_OK);
+    const teller_request *q = R ? teller_requests_find(R, "cmpl-twice-0") : NULL;
+    CHECK(q && (q->flags & TELLER_REQF_FINISH_TWICE) && (q->flags & TELLER_REQF_LOG_ONLY) && q->latency_ns == -1);
+    q = R ? teller_requests_find(R, "cmpl-onlyfin-0") : NULL;
+    CHECK(q && (q->flags & TELLER_REQF_NO_RECEIVE) && q->nsteps == 0 && q->latency_ns == -1);
+    /* requests still running at the end of the trace: unfinished, no latency */
+    int unfinished = 0;
+    for (size_t i = 0; R && i < R->n; i++)
+        if (R->req[i].flags & TELLER_REQF_UNFINISHED) {
+            unfinished++;
+            CHECK(R->req[i].latency_ns == -1 && R->req[i].finish_ns == INT64_MIN);
+        }
+    CHECK(unfinished > 0);
+    int twice_note = 0;
+    for (size_t i = 0; R && i < R->nnotes; i++)
+        twice_note |= strstr(R->notes[i], "finish twice") != NULL;
+    CHECK(twice_note);
+    teller_requests_free(R);
+    /* logs from a different run: a year earlier, no overlap: listed, not joined */
+    const char *other = write_file(dir, "node0_other.log",
+                                   "[2020-01-01 10:00:00] noise\n"
+                                   "(APIServer pid=1) INFO 01-01 10:00:00 [logger.py:43] Received request cmpl-old-0: "
+                                   "params: SamplingParams(max_tokens=5).\n"
+                                   "(APIServer pid=1) INFO 01-01 10:00:01 [async_llm.py:418] Finished request cmpl-old-0.\n");
+    const char *ologs[1] = {other};
+    ro.logs = ologs;
+    ro.nlogs = 1;
+    ro.log_ref_ns = 1577872800LL * 1000000000LL; /* 2020-01-01 */
+    CHECK_EQ_INT(teller_requests_build(st, &ro, &R, &err), TELLER_OK);
+    q = R ? teller_requests_find(R, "cmpl-old-0") : NULL;
+    CHECK(q && (q->flags & TELLER_REQF_OTHER_RUN) && q->nsteps == 0 && q->latency_ns == -1);
+    int other_note = 0;
+    for (size_t i = 0; R && i < R->nnotes; i++)
+        other_note |= strstr(R->notes[i], "do not overlap") != NULL;
+    CHECK(other_note);
+    teller_requests_free(R);
+    /* a log that does not exist is an I/O error, not a crash */
+    const char *missing[1] = {"/nonexistent/node0.log"};
+    ro.logs = missing;
+    CHECK_EQ_INT(teller_requests_build(st, &ro, &R, &err), TELLER_ERR_IO);
+    CHECK(R == NULL);
+    teller_store_free(st);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* A store whose step annotations list their requests (contrib/teller_nvtx):
+ * three steps on two ranks; request a in 0-2, b in 1-2. */
+static void test_trace_ids(void)
+{
+    teller_store *st = teller_store_create();
+    for (int r = 0; r < 2; r++) {
+        teller_source src;
+        memset(&src, 0, sizeof src);
+        src.rank = r;
+        src.pid = 100 + r;
+        src.path = teller_store_intern(st, "mem", 3);
+        uint32_t s = teller_store_add_source(st, &src);
+        const char *names[3] = {"step[0] reqs=cmpl-a", "step[1] reqs=cmpl-a,cmpl-b", "step[2] reqs=cmpl-a,cmpl-b"};
+        for (int k = 0; k < 3; k++) {
+            teller_event_row e;
+            memset(&e, 0, sizeof e);
+            e.start_ns = 1000000000LL + k * 10000000LL;
+            e.dur_ns = 8000000;
+            e.name = teller_store_intern(st, names[k], strlen(names[k]));
+            e.layer = TELLER_LAYER_ENGINE;
+            e.source = (uint16_t)s;
+            e.pid = e.tid = 100 + r;
+            e.args = TELLER_NONE;
+            CHECK(teller_store_add_event(st, &e) != TELLER_NONE);
+            e.start_ns += 1000000;
+            e.dur_ns = 5000000 + r * 1000000;
+            e.name = teller_store_intern(st, "aten::mm", 8);
+            e.layer = TELLER_LAYER_BACKEND;
+            CHECK(teller_store_add_event(st, &e) != TELLER_NONE);
+        }
+    }
+    teller_error err;
+    teller_tree_opts to = teller_tree_defaults();
+    CHECK_EQ_INT(teller_tree_build(st, &to, &err), TELLER_OK);
+    teller_requests *R = NULL;
+    CHECK_EQ_INT(teller_requests_build(st, NULL, &R, &err), TELLER_OK);
+    CHECK(R && !strcmp(R->source, "trace annotations"));
+    const teller_request *a = R ? teller_requests_find(R, "cmpl-a") : NULL;
+    const teller_request *b = R ? teller_requests_find(R, "cmpl-b") : NULL;
+    CHECK(a && a->nsteps == 3 && (a->flags & TELLER_REQF_STEPS_TRACE));
+    CHECK(b && b->nsteps == 2 && b->steps[0].step == 1);
+    /* both run to the trace's last step with no finish line: unfinished */
+    CHECK(a && (a->flags & TELLER_REQF_UNFINISHED) && a->latency_ns == -1);
+    /* shared time kept whole, attributed split by sequences (no token counts) */
+    CHECK(b && b->steps[0].shared_ns > 0 && b->steps[0].attributed_ns * 2 <= b->steps[0].shared_ns + 1);
+    /* the hot path descends from the marker to its longest child */
+    uint32_t path[8];
+    size_t n = teller_request_hot_path(st, 1, 1, path, 8);
+    CHECK_EQ_INT(n, 2);
+    if (n == 2)
+        CHECK(!strcmp(teller_store_str(st, teller_store_events(st)->name[path[1]]), "aten::mm"));
+    teller_requests_free(R);
+    teller_store_free(st);
+}
+
+/* The real traces carry step annotations (batch composition) but no ids:
+ * read, and said so. */
+static void test_real_traces(void)
+{
+    const char *rel[] = {"tracelens/inference/vllm_decode_full/graph_execution.json.gz",
+                         "tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+                         "tracelens/b200/eager_trace.json.gz"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *p = shared_path(rel[i]);
+        if (access(p, R_OK) != 0) {
+            printf("  skipped %s (not present)\n", p);
+            continue;
+        }
+        teller_store *st = teller_store_create();
+        teller_error err;
+        teller_ingest_opts io = teller_ingest_defaults();
+        CHECK_EQ_INT(teller_ingest_file(st, p, &io, &err), TELLER_OK);
+        teller_tree_opts to = teller_tree_defaults();
+        CHECK_EQ_INT(teller_tree_build(st, &to, &err), TELLER_OK);
+        teller_requests *R = NULL;
+        CHECK_EQ_INT(teller_requests_build(st, NULL, &R, &err), TELLER_OK);
+        CHECK(R && R->n == 0 && !strcmp(R->source, "none"));
+        int read = 0, missing = 0;
+        for (size_t k = 0; R && k < R->nnotes; k++) {
+            read |= strstr(R->notes[k], "batch composition (prefill/decode sequences) for") != NULL;
+            missing |= strstr(R->notes[k], "no request ids") != NULL;
+        }
+        CHECK(read && missing);
+        /* the composition of the annotations was parsed */
+        CHECK(R && R->nsteps > 0 && R->steps[0].decode_seqs >= 0);
+        teller_requests_free(R);
+        teller_store_free(st);
+    }
+}
+
+const test_case requests_tests[] = {
+    {"requests: vllm sim cases: every request found, steps vs truth, latency, delayed by a fault", test_sim_vllm},
+    {"requests: bad logs (finish twice, only finish, unfinished, other run, missing file) reported", test_bad_input},
+    {"requests: step annotations listing ids are used, shared and attributed time, hot path", test_trace_ids},
+    {"requests: real traces: annotations read, missing request ids said", test_real_traces},
+    {NULL, NULL}};
