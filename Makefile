@@ -3,7 +3,7 @@
 #   make test     build, then run the tests (plain, then under ASan+UBSan)
 #   make bench    ingest speed and memory against Python's json (bench/run.sh)
 #   make fuzz     libFuzzer targets with clang, FUZZ_SECONDS each (fuzz/run.sh)
-#   make demo     build, then read a real vLLM trace (the simulated demo comes later)
+#   make demo     simulate a faulty 2-node run, diagnose it, write the report
 # Every target installs missing Debian packages first (scripts/install-deps).
 
 BUILD      ?= build
@@ -36,12 +36,18 @@ bench: all
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
-# Until the simulator and diagnosis land, the demo reads a real vLLM trace.
-DEMO_TRACE ?= ../shared/data/traces/tracelens/b200/eager_trace.json.gz
+# The demo: a simulated 2-node, 8-GPU vLLM run (tensor parallel inside a
+# node, pipeline across nodes) with injected faults, diagnosed end to end.
+DEMO_DIR ?= $(BUILD)/demo
 demo: all
-	$(BUILD)/teller stats $(DEMO_TRACE)
-	$(BUILD)/teller steps $(DEMO_TRACE)
-	$(BUILD)/teller tree --max-depth 3 $(DEMO_TRACE) | head -40
+	rm -rf $(DEMO_DIR)
+	$(BUILD)/teller simulate -o $(DEMO_DIR)/case --nodes 2 --gpus-per-node 4 --steps 80 --fault all --fault-rate 0.15 --seed 7
+	$(BUILD)/teller diagnose --json $(DEMO_DIR)/predictions.json --html $(DEMO_DIR)/report.html \
+		--perfetto $(DEMO_DIR)/trace.perfetto.json.gz $(DEMO_DIR)/case
+	$(BUILD)/teller eval --truth $(DEMO_DIR)/case --pred $(DEMO_DIR)/predictions.json
+	@echo
+	@echo "report: $(abspath $(DEMO_DIR))/report.html"
+	@echo "perfetto trace (open in ui.perfetto.dev): $(abspath $(DEMO_DIR))/trace.perfetto.json.gz"
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

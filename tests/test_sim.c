@@ -14,6 +14,7 @@
 #include "teller/baseline.h"
 #include "teller/eval.h"
 #include "teller/ingest.h"
+#include "teller/logs.h"
 #include "teller/sim.h"
 #include "teller/tree.h"
 
@@ -101,6 +102,57 @@ static void test_sim_case_reads_back(void)
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* Realism of the logs: every line the simulator writes is one the readers
+ * recognise as a real engine, PyTorch or NCCL line (none falls back to the
+ * generic family), and every family the faults need appears. */
+static void test_sim_logs_are_real_formats(void)
+{
+    const char *engines[] = {"vllm", "sglang"};
+    for (int e = 0; e < 2; e++) {
+        char dir[] = "/tmp/teller_simlog_XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 2;
+        o.gpus_per_node = 2;
+        o.tp = 2;
+        o.pp = 2;
+        o.steps = 40;
+        o.engine = engines[e];
+        o.fault_rate = 0.5;
+        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        o.seed = 31;
+        teller_error err;
+        CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+        long lines = 0, generic = 0, fam[TELLER_LOG_FAMILY_COUNT] = {0};
+        for (int n = 0; n < 2; n++) {
+            char p[600], line[8192];
+            snprintf(p, sizeof p, "%s/logs/node%d.log", dir, n);
+            FILE *f = fopen(p, "r");
+            CHECK(f != NULL);
+            while (f && fgets(line, sizeof line, f)) {
+                size_t len = strcspn(line, "\n");
+                teller_log_record rec;
+                teller_log_parse_line(line, len, NULL, &rec);
+                lines++;
+                fam[rec.family]++;
+                if (rec.family == TELLER_LOG_GENERIC) {
+                    generic++;
+                    fprintf(stderr, "  generic: %.120s\n", line);
+                }
+            }
+            if (f)
+                fclose(f);
+        }
+        CHECK(lines > 20);
+        CHECK_EQ_INT(generic, 0);
+        CHECK(fam[TELLER_LOG_NCCL] > 0);
+        CHECK(fam[e == 0 ? TELLER_LOG_VLLM : TELLER_LOG_SGLANG] > 0);
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0);
+    }
 }
 
 static int same_file(const char *a, const char *b)
@@ -260,6 +312,7 @@ static void test_name_normalisation(void)
 const test_case sim_tests[] = {
     {"sim: a simulated case reads back: steps, whole collectives, clock offsets", test_sim_case_reads_back},
     {"sim: same seed, same bytes", test_sim_same_seed_same_bytes},
+    {"sim: every log line is a real engine, PyTorch or NCCL format", test_sim_logs_are_real_formats},
     {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
     {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},
     {"names: normalisation drops templates, parameters and API versions", test_name_normalisation},

@@ -52,10 +52,11 @@
  * merged token never spans a parent-child boundary: the tree stays
  * readable from the tokens, at the price of much less compression.
  *
- * Encoding (teller_tpe_encode) applies merges by rank with a min-heap of
- * (rank, position) over adjacent pairs: O(n log n) for n tokens, the same
- * result as applying the merges one after another, and no restart after a
- * merge. Each output token records the span of base tokens it covers, and
+ * Encoding (teller_tpe_encode) applies merges by rank: candidate pairs wait
+ * in one bucket per merge, taken in rank order (a merge only creates pairs
+ * of later rank), leftmost first where occurrences overlap: O(n + V/64)
+ * for n tokens and V symbols, the same result as applying the merges one
+ * after another, and no restart after a merge. Each output token records the span of base tokens it covers, and
  * the encoded sequence keeps each base token's parent, depth (relative to
  * its token) and duration, the interior a merged token cannot carry, so
  * that teller_tpe_decode gives back the base sequence exactly: symbols by

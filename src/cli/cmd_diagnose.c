@@ -11,6 +11,8 @@
 
 #include "cli.h"
 #include "teller/diagnose.h"
+#include "teller/report.h"
+#include <zlib.h>
 
 static int add_str(char ***v, size_t *n, const char *s)
 {
@@ -48,6 +50,42 @@ static int step_cmp(const void *a, const void *b)
     if (x->pred.score != y->pred.score)
         return x->pred.score > y->pred.score ? -1 : 1;
     return x->pred.step < y->pred.step ? -1 : 1;
+}
+
+/* Writes the HTML (perfetto = 0) or Perfetto JSON report to path; a
+ * path ending in .gz is gzip-compressed (Perfetto opens those directly). */
+static int write_report(const char *path, int perfetto, const teller_store *st, const teller_diagnosis *d,
+                        const char *title)
+{
+    size_t n = strlen(path);
+    int gz = n > 3 && !strcmp(path + n - 3, ".gz");
+    FILE *f = gz ? tmpfile() : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "teller: %s: cannot write\n", path);
+        return -1;
+    }
+    teller_error err;
+    teller_error_clear(&err);
+    teller_status s = perfetto ? teller_report_perfetto(st, d, f, &err) : teller_report_html(st, d, title, f, &err);
+    int rc = s == TELLER_OK ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "teller: %s: %s\n", path, err.msg);
+    if (!rc && gz) {
+        gzFile z = gzopen(path, "wb6");
+        char buf[1 << 16];
+        size_t got;
+        rewind(f);
+        while (z && (got = fread(buf, 1, sizeof buf, f)) > 0)
+            if (gzwrite(z, buf, (unsigned)got) != (int)got)
+                rc = -1;
+        if (!z || gzclose(z) != Z_OK)
+            rc = -1;
+        if (rc)
+            fprintf(stderr, "teller: %s: cannot write\n", path);
+    }
+    if (fclose(f) != 0 && !gz)
+        rc = -1;
+    return rc;
 }
 
 int cmd_diagnose(int argc, char **argv)
@@ -166,8 +204,13 @@ int cmd_diagnose(int argc, char **argv)
             fclose(f);
         }
     }
-    (void)html;
-    (void)perfetto;
+    if (html && write_report(html, 0, st, d, paths[0]))
+        rc = 1;
+    if (perfetto && write_report(perfetto, 1, st, d, paths[0]))
+        rc = 1;
+    if (html || perfetto || json)
+        printf("\nwritten:%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
+               perfetto ? " " : "", perfetto ? perfetto : "");
     teller_diagnosis_free(d);
     teller_store_free(st);
 done:

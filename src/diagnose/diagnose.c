@@ -90,6 +90,7 @@ typedef struct dctx {
     step_acc           *steps;
     int32_t            *group;   /* per source: peer group id (union-find root) */
     size_t              nsrc;
+    double              t_first, t_last; /* the traced steps' span, node 0's clock */
     uint32_t           *shape;   /* per (step, source): interned step annotation, TELLER_NONE if none */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     teller_diagnosis   *out;
@@ -1244,7 +1245,9 @@ static int on_log(void *ctx, const teller_log_record *rec)
     teller_log_align_record(D->st, L->node, rec, &al);
     if (al.step == TELLER_NONE && al.time_ns == INT64_MIN)
         return 0;
-    if (!(al.flags & TELLER_LOGF_OUTSIDE_STEP))
+    /* does the record fall within the traced time at all (give or take the
+     * second that whole-second times may be off by)? */
+    if (al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9)
         L->aligned++;
     if (!notable)
         return 0;
@@ -1322,8 +1325,8 @@ static void read_logs(dctx *D, const teller_diag_opts *o)
         fclose(f);
         if (L.total && !L.aligned) {
             char note[600];
-            snprintf(note, sizeof note, "%s: none of its %d records fall within the traced steps (a log from another run, "
-                     "or clocks apart): it was not used", path, L.total);
+            snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
+                     "another run, or clocks far apart): nothing in it was used", path, L.total);
             char **nn = realloc(D->out->notes, (D->out->nnotes + 1) * sizeof *nn);
             if (nn) {
                 D->out->notes = nn;
@@ -1450,8 +1453,15 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         if (steps[i].start_ns < s->start_ns)
             s->start_ns = steps[i].start_ns;
     }
-    for (uint32_t k = 0; k < D.nsteps; k++)
+    D.t_first = INFINITY;
+    D.t_last = -INFINITY;
+    for (uint32_t k = 0; k < D.nsteps; k++) {
         D.steps[k].start = (double)d->steps[k].start_ns;
+        if (D.steps[k].start < D.t_first)
+            D.t_first = D.steps[k].start;
+        if (D.steps[k].start + (double)d->steps[k].dur_ns > D.t_last)
+            D.t_last = D.steps[k].start + (double)d->steps[k].dur_ns;
+    }
     D.nsrc = teller_store_num_sources(st);
     D.shape = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.shape);
     D.mstart = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mstart);

@@ -1,14 +1,13 @@
 /*
  * encode.c - TPE encoding by merge rank, and exact decoding.
  *
- * The encoder keeps the sequence as a linked list over base positions and a
- * min-heap of candidate pairs keyed by (merged id, position): merged ids
- * grow with merge rank, so the heap top is the earliest merge, leftmost
- * first, which gives the same tokens as applying the merges one after
- * another over the whole sequence. A merge only pushes the two new pairs
- * around it; an entry made stale by a neighbour's merge is dropped when
- * popped (its left or right symbol no longer matches the merge). O(n log n)
- * for n base tokens, no restart.
+ * The encoder keeps the sequence as a linked list over base positions and
+ * candidate pairs in buckets by merged id (ids grow with merge rank), taken
+ * in increasing id, which gives the same tokens as applying the merges one
+ * after another over the whole sequence (see run_merges). A merge only adds
+ * the two new pairs around it; an entry made stale by a neighbour's merge
+ * is dropped when taken (its left or right symbol no longer matches). No
+ * restart after a merge, no heap: linear in the tokens.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +17,13 @@
 
 struct teller_tpe_encoder {
     const teller_tpe_vocab *v;
-    size_t    cap;
-    uint32_t *sym, *nxt, *prv;
-    uint64_t *heap;
+    size_t    cap;                 /* positions */
+    uint32_t *sym, *nxt, *prv, *work;
+    uint32_t *ent_pos, *ent_next;  /* [3 * cap] bucket entries */
+    size_t    nent;
+    size_t    vcap;                /* symbols */
+    uint32_t *head;                /* [vcap] first entry of each merged id's bucket */
+    uint64_t *bits;                /* [vcap / 64] non-empty buckets */
 };
 
 teller_tpe_encoder *teller_tpe_encoder_create(const teller_tpe_vocab *v)
@@ -38,81 +41,85 @@ void teller_tpe_encoder_free(teller_tpe_encoder *e)
     free(e->sym);
     free(e->nxt);
     free(e->prv);
-    free(e->heap);
+    free(e->work);
+    free(e->ent_pos);
+    free(e->ent_next);
+    free(e->head);
+    free(e->bits);
     free(e);
 }
 
-static int reserve(teller_tpe_encoder *e, size_t n)
+static int grow_u32(uint32_t **p, size_t n)
 {
-    if (n <= e->cap)
-        return 0;
-    size_t nc = e->cap ? e->cap : 1024;
-    while (nc < n)
-        nc *= 2;
-    uint32_t *a = realloc(e->sym, nc * sizeof *a);
+    uint32_t *a = realloc(*p, n * sizeof *a);
     if (!a)
         return -1;
-    e->sym = a;
-    if (!(a = realloc(e->nxt, nc * sizeof *a)))
-        return -1;
-    e->nxt = a;
-    if (!(a = realloc(e->prv, nc * sizeof *a)))
-        return -1;
-    e->prv = a;
-    uint64_t *h = realloc(e->heap, nc * sizeof *h);
-    if (!h)
-        return -1;
-    e->heap = h;
-    e->cap = nc;
+    *p = a;
     return 0;
 }
 
-static inline void sift_down(uint64_t *h, size_t n, size_t i)
+static int reserve(teller_tpe_encoder *e, size_t n, size_t nsym)
 {
-    uint64_t x = h[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= x)
-            break;
-        h[i] = h[c];
-        i = c;
+    if (n > e->cap) {
+        size_t nc = e->cap ? e->cap : 1024;
+        while (nc < n)
+            nc *= 2;
+        if (grow_u32(&e->sym, nc) || grow_u32(&e->nxt, nc) || grow_u32(&e->prv, nc) || grow_u32(&e->work, 3 * nc) ||
+            grow_u32(&e->ent_pos, 3 * nc) || grow_u32(&e->ent_next, 3 * nc))
+            return -1;
+        e->cap = nc;
     }
-    h[i] = x;
+    if (nsym > e->vcap) {
+        size_t nc = (nsym + 63) / 64 * 64;
+        uint64_t *bits = calloc(nc / 64, sizeof *bits);
+        if (!bits || grow_u32(&e->head, nc)) {
+            free(bits);
+            return -1;
+        }
+        memset(e->head, 0xff, nc * sizeof *e->head);
+        free(e->bits);
+        e->bits = bits;
+        e->vcap = nc;
+    }
+    return 0;
 }
 
-static inline void heap_add(uint64_t *h, size_t *n, uint64_t x)
+/* Pushes position p as a candidate for merge c. */
+static inline void bucket_add(teller_tpe_encoder *e, uint32_t c, uint32_t p)
 {
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (h[up] <= x)
-            break;
-        h[i] = h[up];
-        i = up;
-    }
-    h[i] = x;
+    uint32_t k = (uint32_t)e->nent++;
+    e->ent_pos[k] = p;
+    e->ent_next[k] = e->head[c];
+    e->head[c] = k;
+    e->bits[c >> 6] |= 1ull << (c & 63);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* Runs the merges; afterwards e->sym/e->nxt describe the tokens, starting at
- * position 0. Returns -1 when out of memory. The heap starts with at most
- * n - 1 entries and each of the at most n - 1 merges pops one and pushes at
- * most two, so 2n entries always suffice. */
+ * position 0. Returns -1 when out of memory.
+ *
+ * Candidates wait in one bucket per merged id (a bitmap marks the non-empty
+ * ones). A merge of id c only creates pairs whose merges come after c, so
+ * the buckets are taken once each, in increasing id: the same order as
+ * applying the merges one after another. Inside a bucket, occurrences of a
+ * pair (l, r) with l != r cannot overlap, so their order does not matter;
+ * for l == r ("a a a") they are taken left to right. O(n + V/64) for n base
+ * tokens and V symbols, no heap. At most n - 1 + 2(n - 1) entries. */
 static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
 {
     size_t n = b->n;
-    if (reserve(e, 2 * n + 2))
-        return -1;
     const teller_tpe_vocab *v = e->v;
+    if (reserve(e, n + 2, v->n))
+        return -1;
     int cross = v->opts.cross_levels;
     const uint32_t *par = b->parent;
     const uint16_t *dep = b->depth;
     uint32_t *sym = e->sym, *nxt = e->nxt, *prv = e->prv;
-    uint64_t *h = e->heap;
-    size_t nh = 0;
     memcpy(sym, b->sym, n * sizeof *sym);
     for (size_t i = 0; i < n; i++) {
         nxt[i] = i + 1 < n ? (uint32_t)i + 1 : TELLER_NONE;
@@ -120,39 +127,49 @@ static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
     }
     if (!v->nmerges)
         return 0;
+    e->nent = 0;
     for (size_t i = 0; i + 1 < n; i++) {
         if (!cross && (par[i] != par[i + 1] || dep[i] != dep[i + 1]))
             continue;
         uint32_t c = tpe_pair_lookup(v, sym[i], sym[i + 1]);
         if (c != TELLER_NONE)
-            h[nh++] = ((uint64_t)c << 32) | i;
+            bucket_add(e, c, (uint32_t)i);
     }
-    for (size_t i = nh / 2; i-- > 0;)
-        sift_down(h, nh, i);
-    while (nh) {
-        uint64_t top = h[0];
-        h[0] = h[--nh];
-        if (nh)
-            sift_down(h, nh, 0);
-        uint32_t c = (uint32_t)(top >> 32), p = (uint32_t)top, q = nxt[p];
-        if (q == TELLER_NONE || sym[p] != v->left[c] || sym[q] != v->right[c])
-            continue; /* stale: a neighbour merged first */
-        uint32_t r = nxt[q];
-        sym[p] = c;
-        sym[q] = TELLER_NONE;
-        nxt[p] = r;
-        if (r != TELLER_NONE)
-            prv[r] = p;
-        uint32_t pp = prv[p];
-        if (pp != TELLER_NONE && (cross || (par[pp] == par[p] && dep[pp] == dep[p]))) {
-            uint32_t m = tpe_pair_lookup(v, sym[pp], c);
-            if (m != TELLER_NONE)
-                heap_add(h, &nh, ((uint64_t)m << 32) | pp);
-        }
-        if (r != TELLER_NONE && (cross || (par[r] == par[p] && dep[r] == dep[p]))) {
-            uint32_t m = tpe_pair_lookup(v, c, sym[r]);
-            if (m != TELLER_NONE)
-                heap_add(h, &nh, ((uint64_t)m << 32) | p);
+    size_t nw = (v->n + 63) / 64;
+    for (size_t w = 0; w < nw; w++) {
+        while (e->bits[w]) {
+            uint32_t c = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(e->bits[w]));
+            e->bits[w] &= e->bits[w] - 1;
+            uint32_t l = v->left[c], r0 = v->right[c];
+            /* the bucket's positions, in the order to merge them */
+            size_t m = 0;
+            for (uint32_t k = e->head[c]; k != TELLER_NONE; k = e->ent_next[k])
+                e->work[m++] = e->ent_pos[k];
+            e->head[c] = TELLER_NONE;
+            if (l == r0)
+                qsort(e->work, m, sizeof *e->work, cmp_u32);
+            for (size_t k = 0; k < m; k++) {
+                uint32_t p = e->work[k], q = nxt[p];
+                if (q == TELLER_NONE || sym[p] != l || sym[q] != r0)
+                    continue; /* stale: a neighbour merged first */
+                uint32_t r = nxt[q];
+                sym[p] = c;
+                sym[q] = TELLER_NONE;
+                nxt[p] = r;
+                if (r != TELLER_NONE)
+                    prv[r] = p;
+                uint32_t pp = prv[p];
+                if (pp != TELLER_NONE && (cross || (par[pp] == par[p] && dep[pp] == dep[p]))) {
+                    uint32_t x = tpe_pair_lookup(v, sym[pp], c);
+                    if (x != TELLER_NONE)
+                        bucket_add(e, x, pp);
+                }
+                if (r != TELLER_NONE && (cross || (par[r] == par[p] && dep[r] == dep[p]))) {
+                    uint32_t x = tpe_pair_lookup(v, c, sym[r]);
+                    if (x != TELLER_NONE)
+                        bucket_add(e, x, p);
+                }
+            }
         }
     }
     return 0;
