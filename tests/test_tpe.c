@@ -229,6 +229,16 @@ static void test_tpe_most_frequent_pair_first(void)
     teller_tpe_seq_free(&enc);
     teller_tpe_seq_free(&s);
     teller_tpe_vocab_free(v);
+    /* a tie (every pair once): the lower left id wins, then the lower right id */
+    v = teller_tpe_vocab_create(&vo);
+    const char *tie[] = {"a", "b"};
+    hand_seq(v, tie, d, 2, &s); /* KERNEL=0 a=1 KERNEL b=2: (0,1) (1,0) (0,2) */
+    teller_tpe_train_opts one = {1, 1};
+    CHECK_EQ_INT(teller_tpe_train(v, &s, 1, &one, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tpe_vocab_symbol(v, 3, NULL, &l, &r), 1);
+    CHECK(l == 0 && r == 1);
+    teller_tpe_seq_free(&s);
+    teller_tpe_vocab_free(v);
 }
 
 static void test_tpe_no_cross_keeps_levels(void)

@@ -318,12 +318,6 @@ static int nest_cpu_rows(teller_events *ev, const size_t *row_start, long nrows)
     return 0;
 }
 
-typedef struct corr_map {
-    uint64_t *keys; /* (source << 32) | corr, 0 = empty */
-    uint32_t *vals;
-    size_t    cap;
-} corr_map;
-
 static uint64_t mix64(uint64_t x)
 {
     x ^= x >> 33;
@@ -332,6 +326,11 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
+/* Correlation ids are unique within a source: an open-addressing table of
+ * event indices keyed by (source, correlation), compared through the
+ * columns. It lives in the first_child column (unused until
+ * build_children) whenever that is large enough, so linking costs no
+ * per-event memory. */
 static int link_gpu(teller_store *st)
 {
     teller_events *ev = &st->ev;
@@ -339,38 +338,33 @@ static int link_gpu(teller_store *st)
     for (size_t i = 0; i < ev->n; i++)
         if ((ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i])
             napi++;
-    corr_map m = {0};
-    m.cap = 64;
-    while (m.cap < napi * 2)
-        m.cap *= 2;
-    m.keys = calloc(m.cap, sizeof *m.keys);
-    m.vals = malloc(m.cap * sizeof *m.vals);
-    if (!m.keys || !m.vals) {
-        free(m.keys);
-        free(m.vals);
+    size_t cap = 64;
+    while (cap < napi * 2)
+        cap *= 2;
+    uint32_t *tab = cap <= ev->n ? ev->first_child : malloc(cap * sizeof *tab);
+    if (!tab)
         return -1;
-    }
+    memset(tab, 0xff, cap * sizeof *tab);
+#define SAME_KEY(a, b) (ev->source[a] == ev->source[b] && ev->corr[a] == ev->corr[b])
     uint64_t dups = 0;
     for (size_t i = 0; i < ev->n; i++) {
         if (!((ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i]))
             continue;
-        uint64_t key = ((uint64_t)ev->source[i] << 32) | ev->corr[i];
-        size_t j = mix64(key) & (m.cap - 1);
-        while (m.keys[j] && m.keys[j] != key)
-            j = (j + 1) & (m.cap - 1);
-        if (m.keys[j] == key) {
-            /* the same id twice: keep the inner call if nested, else the first */
-            uint32_t o = m.vals[j];
-            int nested = ev->start_ns[i] >= ev->start_ns[o] &&
-                         ev->start_ns[i] + ev->dur_ns[i] <= ev->start_ns[o] + ev->dur_ns[o];
-            if (nested)
-                m.vals[j] = (uint32_t)i;
-            else
-                dups++;
+        size_t j = mix64(((uint64_t)ev->source[i] << 32) | ev->corr[i]) & (cap - 1);
+        while (tab[j] != TELLER_NONE && !SAME_KEY(tab[j], i))
+            j = (j + 1) & (cap - 1);
+        if (tab[j] == TELLER_NONE) {
+            tab[j] = (uint32_t)i;
             continue;
         }
-        m.keys[j] = key;
-        m.vals[j] = (uint32_t)i;
+        /* the same id twice: keep the inner call if nested, else the first */
+        uint32_t o = tab[j];
+        int nested = ev->start_ns[i] >= ev->start_ns[o] &&
+                     ev->start_ns[i] + ev->dur_ns[i] <= ev->start_ns[o] + ev->dur_ns[o];
+        if (nested)
+            tab[j] = (uint32_t)i;
+        else
+            dups++;
     }
     if (dups)
         teller_store_warn(st, "(trace)", 0,
@@ -379,21 +373,21 @@ static int link_gpu(teller_store *st)
     for (size_t i = 0; i < ev->n; i++) {
         if (!(ev->flags[i] & TELLER_F_GPU) || !is_gpu_op(ev->layer[i]) || !ev->corr[i])
             continue;
-        uint64_t key = ((uint64_t)ev->source[i] << 32) | ev->corr[i];
-        size_t j = mix64(key) & (m.cap - 1);
-        while (m.keys[j] && m.keys[j] != key)
-            j = (j + 1) & (m.cap - 1);
-        if (m.keys[j] != key)
+        size_t j = mix64(((uint64_t)ev->source[i] << 32) | ev->corr[i]) & (cap - 1);
+        while (tab[j] != TELLER_NONE && !SAME_KEY(tab[j], i))
+            j = (j + 1) & (cap - 1);
+        if (tab[j] == TELLER_NONE)
             continue;
-        uint32_t p = m.vals[j];
+        uint32_t p = tab[j];
         ev->parent[i] = p;
         ev->depth[i] = ev->depth[p] < UINT16_MAX ? (uint16_t)(ev->depth[p] + 1) : UINT16_MAX;
         /* kernels of a collective make their launch (and its op) COMM too */
         if (ev->flags[i] & TELLER_F_COMM)
             ev->flags[p] |= TELLER_F_COMM;
     }
-    free(m.keys);
-    free(m.vals);
+#undef SAME_KEY
+    if (tab != ev->first_child)
+        free(tab);
     return 0;
 }
 
