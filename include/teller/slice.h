@@ -10,9 +10,12 @@
  *   launch        0.95   the runtime/driver call that launched a seed GPU op
  *   ancestor      0.90   parent; x0.9 per further level (0.81, 0.73, ...)
  *   peer          0.85   the same collective's kernel on every other rank
- *                        (teller_store_collectives members), the horizontal view
+ *                        (teller_store_collectives members), the horizontal
+ *                        view; x the weight of the kernel it pairs with (a
+ *                        seed's peers 0.85, a child kernel's 0.68); not for
+ *                        neighbours
  *   child         0.80   children; x0.8 per further level below a seed
- *   peer_launch   0.70   the launch of a peer kernel ("never launched" vs
+ *   peer_launch   0.70   (x the same) the launch of a peer kernel ("never launched" vs
  *                        "launched but stuck" shows in it)
  *   neighbour     0.70   the nearest events on the same thread or stream at
  *                        the same depth, before and after; x0.7 for the second

@@ -232,7 +232,8 @@ teller_status teller_slice_build(const teller_store *st, const uint32_t *seeds, 
             for (size_t i = 0; i < n0 && !s.oom; i++) {
                 uint32_t e = s.items[i].event;
                 float base = s.items[i].weight;
-                if (coll_of[e] == TELLER_NONE || s.items[i].rel == TELLER_REL_PEER)
+                if (coll_of[e] == TELLER_NONE || s.items[i].rel == TELLER_REL_PEER ||
+                    s.items[i].rel == TELLER_REL_NEIGHBOUR)
                     continue;
                 const teller_collective *c = &co[coll_of[e]];
                 for (uint32_t m = c->first_member; m < c->first_member + c->num_members; m++) {

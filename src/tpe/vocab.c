@@ -418,15 +418,16 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
         const char *p = ls + 8;
         if (ll < 9 || memcmp(ls, "symbols ", 8) || parse_u64(&p, ls + ll, &nsym) || p != ls + ll)
             FAIL(TELLER_ERR_FORMAT, "bad symbol count line");
-        /* every symbol takes at least 4 bytes ("b x\n"): a count beyond that is corrupt */
-        if (nsym > n / 4 || nsym >= UINT32_MAX)
-            FAIL(TELLER_ERR_FORMAT, "symbol count %llu does not fit the file", nsym);
+        if (nsym >= UINT32_MAX)
+            FAIL(TELLER_ERR_LIMIT, "symbol count %llu is over the limit", nsym);
     }
     v = teller_tpe_vocab_create(&o);
     if (!v)
         FAIL(TELLER_ERR_NOMEM, "out of memory");
     for (unsigned long long id = 0; id < nsym; id++) {
-        LINE("symbols");
+        if (!next_line(d, n, &pos, &ls, &ll))
+            FAIL(TELLER_ERR_TRUNCATED, "vocabulary file ends after %llu of its %llu symbols (truncated)", id, nsym);
+        line++;
         if (ll >= 2 && ls[0] == 'm' && ls[1] == ' ') {
             const char *p = ls + 2, *e = ls + ll;
             unsigned long long l = 0, r = 0;
