@@ -22,13 +22,13 @@ deps:
 test: test-plain test-asan
 
 test-plain: all
-	$(BUILD)/teller_tests
+	timeout 1200 $(BUILD)/teller_tests
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTELLER_SANITIZE=ON
 	ninja -C $(ASAN_BUILD)
 	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(ASAN_BUILD)/teller_tests
+		timeout 1500 $(ASAN_BUILD)/teller_tests
 
 bench: all
 	bench/run.sh $(BUILD)

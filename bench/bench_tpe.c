@@ -240,7 +240,28 @@ int main(int argc, char **argv)
     size_t ntok = 0;
     for (size_t k = 0; k < keep_train.n; k++)
         ntok += keep_train.s[k].n;
-    printf("train_steps %zu train_tokens %zu base_symbols %zu\n", keep_train.n, ntok, base_syms);
+    /* distinct training steps (the trainer counts identical ones once) */
+    size_t distinct = 0;
+    {
+        uint64_t *h = malloc((keep_train.n + 1) * sizeof *h);
+        for (size_t k = 0; k < keep_train.n; k++) {
+            uint64_t x = 1469598103934665603ull;
+            for (size_t i = 0; i < keep_train.s[k].n; i++) {
+                x = (x ^ keep_train.s[k].sym[i]) * 1099511628211ull;
+                x = (x ^ keep_train.s[k].depth[i]) * 1099511628211ull;
+            }
+            h[k] = x;
+        }
+        for (size_t k = 0; k < keep_train.n; k++) {
+            int seen = 0;
+            for (size_t j = 0; j < k && !seen; j++)
+                seen = h[j] == h[k];
+            distinct += !seen;
+        }
+        free(h);
+    }
+    printf("train_steps %zu train_tokens %zu base_symbols %zu distinct_steps %zu\n", keep_train.n, ntok, base_syms,
+           distinct);
     if (spm) {
         char in[4096], cmd[12288];
         snprintf(in, sizeof in, "%s/tpe_spm_input.txt", work);

@@ -170,7 +170,7 @@ if [ -x "$BUILD/bench_tpe" ]; then
   echo "$TPE_OUT" | sed -n 's/^curve /  /p'
   echo "$TPE_OUT" | awk '
     $1 == "encode_tokens_per_s" { printf "  %-40s %14.0f  target >= 20000000  %s\n", "encode (base tokens/s, 1 core)", $2, ($2 >= 2e7 ? "PASS" : "FALL SHORT") }
-    $1 == "train_steps" { printf "  training input: %s steps, %s tokens, %s base symbols\n", $2, $4, $6 }
+    $1 == "train_steps" { printf "  training input: %s steps (%s distinct), %s tokens, %s base symbols\n", $2, $8, $4, $6 }
     $1 == "spm" && $4 == "spm_s" { printf "  train vocab %-5s teller %.3f s, spm_train %.3f s: %.1fx  target >= 10x  %s\n", $3, $7, $5, $9, ($9 >= 10 ? "PASS" : "FALL SHORT") }
     $1 == "spm" && $4 == "failed" { print "  " $0 }'
 else

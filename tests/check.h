@@ -37,6 +37,7 @@ extern const test_case kineto_tests[];
 extern const test_case real_trace_tests[];
 extern const test_case logs_tests[];
 extern const test_case sim_tests[];
+extern const test_case diagnose_tests[];
 extern const test_case nsys_tests[];
 extern const test_case requests_tests[];
 extern const test_case collect_tests[]; /* empty without the CUPTI headers */

@@ -226,11 +226,12 @@ static int do_encode(tpe_args *a)
     memset(&enc, 0, sizeof enc);
     teller_error err;
     teller_error_clear(&err);
-    char text[4096];
-    int rc = 0, firstout = 1;
+    size_t tcap = (size_t)1 << 20; /* a merged token can span a whole step */
+    char *text = malloc(tcap);
+    int rc = text ? 0 : 1, firstout = 1;
     if (a->json)
         printf("{\"steps\": [");
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n && text; k++) {
         if ((a->step >= 0 && steps[k].step != (uint32_t)a->step) || (a->rank >= 0 && steps[k].rank != a->rank))
             continue;
         if (teller_tpe_encode(v, &seqs[k], &enc, &err)) {
@@ -246,7 +247,7 @@ static int do_encode(tpe_args *a)
                    seqs[k].n / 2, seqs[k].n, enc.n);
         firstout = 0;
         for (size_t t = 0; t < enc.n; t++) {
-            teller_tpe_symbol_text(v, enc.sym[t], text, sizeof text);
+            teller_tpe_symbol_text(v, enc.sym[t], text, tcap);
             if (a->json) {
                 printf("%s\n  {\"id\": %u, \"text\": ", t ? "," : "", enc.sym[t]);
                 cli_put_json_str(stdout, text);
@@ -268,6 +269,7 @@ static int do_encode(tpe_args *a)
     }
     if (a->json)
         printf("\n]}\n");
+    free(text);
     teller_tpe_seq_free(&enc);
     free_seqs(seqs, n);
     teller_store_free(st);

@@ -46,7 +46,7 @@ static const struct {
     const char *fault, *type, *view, *what;
 } k_det[D_COUNT] = {
     {"nccl_hang", "communication", "horizontal", "rank %d never joined a collective, so its peers blocked until the watchdog"},
-    {"slow_link", "communication", "horizontal", "cross-node transfers involving node %d were slow for every rank in them (degraded link)"},
+    {"slow_link", "communication", "horizontal", "transfers involving node %d were slow for every rank in them (degraded link)"},
     {"pp_send_delay", "communication", "horizontal", "the pipeline transfer from rank %d stalled and the next stage waited"},
     {"gpu_throttle", "kernel", "horizontal", "every kernel on rank %d ran slower than on its peers (throttled GPU) and the peers waited"},
     {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d against its peers"},
@@ -606,39 +606,72 @@ static void absorb(dctx *D)
 
 /* ---- detector: synchronize overhang ---- */
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A synchronize's overhang: how long it went on after the last GPU work
+ * of its rank that had finished by then (0 when it returned as that work
+ * finished). Stalls are overhangs far above the run's usual. */
 static int detect_sync(dctx *D)
 {
     const teller_events *ev = D->ev;
-    size_t ns = teller_store_num_sources(D->st);
-    /* last GPU end per (step, source) */
-    size_t cells = (size_t)D->nsteps * ns;
-    int64_t *last = calloc(cells ? cells : 1, sizeof *last);
+    size_t ns = D->nsrc;
+    /* GPU end times per source, sorted */
+    size_t *cnt = calloc(ns + 1, sizeof *cnt);
+    int64_t *ends = NULL;
     double *over = NULL;
     size_t nover = 0, ocap = 0;
-    if (!last)
+    if (!cnt)
         return -1;
     for (size_t i = 0; i < ev->n; i++) {
         uint8_t L = ev->layer[i];
-        if ((L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET) && ev->step[i] < D->nsteps) {
-            int64_t e = ev->start_ns[i] + ev->dur_ns[i];
-            size_t c = (size_t)ev->step[i] * ns + ev->source[i];
-            if (e > last[c])
-                last[c] = e;
-        }
+        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET)
+            cnt[ev->source[i] + 1]++;
     }
-    for (int pass = 0; pass < 2; pass++) {
+    for (size_t s = 0; s < ns; s++)
+        cnt[s + 1] += cnt[s];
+    ends = malloc((cnt[ns] ? cnt[ns] : 1) * sizeof *ends);
+    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
+    if (!ends || !fill) {
+        free(cnt);
+        free(ends);
+        free(fill);
+        return -1;
+    }
+    memcpy(fill, cnt, ns * sizeof *fill);
+    for (size_t i = 0; i < ev->n; i++) {
+        uint8_t L = ev->layer[i];
+        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET)
+            ends[fill[ev->source[i]]++] = ev->start_ns[i] + ev->dur_ns[i];
+    }
+    for (size_t s = 0; s < ns; s++)
+        teller_sort(ends + cnt[s], cnt[s + 1] - cnt[s], sizeof *ends, cmp_i64);
+    int rc = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
         double usual = pass ? median_of(over, nover) : 0;
         for (size_t i = 0; i < ev->n; i++) {
             if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !name_has(D->st, ev->name[i], "Synchronize"))
                 continue;
-            size_t c = (size_t)ev->step[i] * ns + ev->source[i];
-            int64_t end = ev->start_ns[i] + ev->dur_ns[i];
-            double o = last[c] ? (double)(end - (last[c] > ev->start_ns[i] ? last[c] : ev->start_ns[i])) : 0;
+            uint16_t src = ev->source[i];
+            int64_t start = ev->start_ns[i], end = start + ev->dur_ns[i];
+            /* the last GPU end at or before the sync's end */
+            size_t lo = cnt[src], hi = cnt[src + 1];
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (ends[mid] <= end)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            int64_t last = lo > cnt[src] ? ends[lo - 1] : INT64_MIN;
+            double o = (double)(end - (last > start ? last : start));
             if (pass == 0) {
                 if (TELLER_GROW(over, ocap, nover + 1)) {
-                    free(last);
-                    free(over);
-                    return -1;
+                    rc = -1;
+                    break;
                 }
                 over[nover++] = o;
                 continue;
@@ -649,15 +682,16 @@ static int detect_sync(dctx *D)
             cand cd = {D_SYNC, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
                        (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1};
             if (add_cand(D, ev->step[i], &cd)) {
-                free(last);
-                free(over);
-                return -1;
+                rc = -1;
+                break;
             }
         }
     }
-    free(last);
+    free(cnt);
+    free(ends);
+    free(fill);
     free(over);
-    return 0;
+    return rc;
 }
 
 /* ---- detector: copies ---- */
@@ -797,7 +831,10 @@ static int detect_gaps(dctx *D)
     int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
     double **gaps = calloc(ns ? ns : 1, sizeof *gaps);
     size_t *ng = calloc(ns ? ns : 1, sizeof *ng), *gc = calloc(ns ? ns : 1, sizeof *gc);
-    if (!tid || !gaps || !ng || !gc)
+    /* the longest gap of each (step, source): a gap every step has is normal */
+    double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
+    double *usual_max = calloc(ns ? ns : 1, sizeof *usual_max);
+    if (!tid || !gaps || !ng || !gc || !stepmax || !usual_max)
         goto oom;
     for (size_t s = 0; s < ns; s++)
         tid[s] = INT32_MIN;
@@ -815,10 +852,20 @@ static int detect_gaps(dctx *D)
             usual = malloc((ns ? ns : 1) * sizeof *usual);
             if (!usual)
                 goto oom;
-            for (size_t s = 0; s < ns; s++) {
-                double tmpv = median_of(gaps[s], ng[s]);
-                usual[s] = tmpv;
+            double *col = malloc((D->nsteps ? D->nsteps : 1) * sizeof *col);
+            if (!col) {
+                free(usual);
+                goto oom;
             }
+            for (size_t s = 0; s < ns; s++) {
+                usual[s] = median_of(gaps[s], ng[s]);
+                size_t nc = 0;
+                for (uint32_t k = 0; k < D->nsteps; k++)
+                    if (stepmax[(size_t)k * ns + s] > 0)
+                        col[nc++] = stepmax[(size_t)k * ns + s];
+                usual_max[s] = median_of(col, nc);
+            }
+            free(col);
         }
         int64_t prev_end = 0;
         uint32_t prev_step = TELLER_NONE;
@@ -872,9 +919,14 @@ static int detect_gaps(dctx *D)
                     goto oom;
                 }
                 gaps[s][ng[s]++] = g;
+                double *mx = &stepmax[(size_t)prev_step * ns + s];
+                if (g > *mx)
+                    *mx = g;
                 continue;
             }
             double thr = 40 * usual[s] + 100000;
+            if (thr < 3 * usual_max[s])
+                thr = 3 * usual_max[s];
             if (g > thr) {
                 sum_ex += g - usual[s];
                 if (g > best_gap) {
@@ -891,6 +943,8 @@ static int detect_gaps(dctx *D)
     free(ng);
     free(gc);
     free(tid);
+    free(stepmax);
+    free(usual_max);
     return 0;
 oom:
     if (gaps)
@@ -900,6 +954,8 @@ oom:
     free(ng);
     free(gc);
     free(tid);
+    free(stepmax);
+    free(usual_max);
     return -1;
 }
 
@@ -1028,8 +1084,9 @@ static int detect_comm(dctx *D)
                 continue;
             }
         }
+        /* one member alone cannot tell its transfer from its wait for peers */
         double ex = x->transfer - 2.5 * u - 50000;
-        if (ex <= 0)
+        if (ex <= 0 || cc->num_members < 2)
             continue;
         /* a slow transfer: on which side? the receiving member, or the one on a higher node */
         uint32_t pick = cc->first_member;
@@ -1512,6 +1569,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         add_note(d, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
     if (teller_store_num_sources(st) == 1)
         add_note(d, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
+    if (D.nsteps < 4)
+        add_note(d, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
     for (size_t s = 0; s < teller_store_num_sources(st); s++) {
         const teller_source *so = teller_store_source_c(st, (uint32_t)s);
         if (so->world_size > 0 && (size_t)so->world_size > teller_store_num_sources(st) && s == 0) {

@@ -210,11 +210,12 @@ int teller_tpe_vocab_symbol(const teller_tpe_vocab *v, uint32_t id, const char *
 }
 
 /* Appends the base texts under id, joined by ' ', into out; iterative (a
- * merge chain can be as deep as the vocabulary). */
+ * merge chain can be as deep as the vocabulary), with a small stack on the
+ * C stack and a heap one beyond it. */
 size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out, size_t cap)
 {
-    uint32_t stack[64];
-    size_t sp = 0, len = 0;
+    uint32_t small[64], *stack = small, *heap = NULL;
+    size_t sp = 0, scap = sizeof small / sizeof *small, len = 0;
     int cut = 0;
     if (cap)
         out[0] = 0;
@@ -224,18 +225,24 @@ size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out,
     while (sp) {
         uint32_t s = stack[--sp];
         if (v->left[s] != TELLER_NONE) {
-            if (sp + 2 > sizeof stack / sizeof *stack) {
-                cut = 1; /* deeper than the stack: shown cut */
-                continue;
+            if (sp + 2 > scap) {
+                size_t nc = scap * 2;
+                uint32_t *g = realloc(heap, nc * sizeof *g);
+                if (!g) {
+                    cut = 1; /* out of memory: shown cut */
+                    break;
+                }
+                if (!heap)
+                    memcpy(g, small, sp * sizeof *g);
+                heap = stack = g;
+                scap = nc;
             }
             stack[sp++] = v->right[s];
             stack[sp++] = v->left[s];
             continue;
         }
         const char *t = v->text + v->text_off[s];
-        size_t tl = v->text_len[s];
-        if (len)
-            tl++;
+        size_t tl = v->text_len[s] + (len ? 1 : 0);
         if (!cut && cap && len + tl < cap) {
             if (len)
                 out[len] = ' ';
@@ -245,6 +252,7 @@ size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out,
             cut = 1;
         len += tl;
     }
+    free(heap);
     if (cut && cap >= 4) {
         size_t at = strlen(out);
         memcpy(out + (at + 4 <= cap ? at : cap - 4), "...", 4);
