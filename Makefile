@@ -31,6 +31,7 @@ test-asan: deps
 		timeout 1500 $(ASAN_BUILD)/teller_tests
 
 bench: all
+	@TELLER_WANT_BENCH=1 scripts/install-deps
 	bench/run.sh $(BUILD)
 
 fuzz: deps
