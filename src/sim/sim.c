@@ -216,9 +216,11 @@ typedef struct rank_st {
 } rank_st;
 
 typedef struct logline {
-    int64_t t;
-    int     node;
-    char   *text;
+    int64_t  t;
+    int      node;
+    int      step; /* the step it was written for, -1 for start-up lines */
+    uint32_t line; /* 1-based line in its node's file, set when written */
+    char    *text;
 } logline;
 
 /* What one step's simulation measured, for the truth. */
@@ -246,6 +248,7 @@ typedef struct sim {
     logline        *logs;
     size_t          nlogs, logs_cap;
     int             emit;      /* 0 while simulating the clean counterfactual */
+    int             cur_step;  /* the step being simulated, -1 before the first */
     char            host_names[8][32];
     const char     *dir;
     int             oom_fail;
@@ -366,7 +369,7 @@ static void add_log(sim *S, int node, int64_t t, const char *text)
     if (!c)
         return;
     memcpy(c, text, n + 1);
-    S->logs[S->nlogs++] = (logline){t, node, c};
+    S->logs[S->nlogs++] = (logline){t, node, S->cur_step, 0, c};
 }
 
 /* The engine's log header at true time t on a node. proc is a process
@@ -1251,7 +1254,20 @@ static teller_status write_truth(sim *S, const truth_step *ts, int nsteps, telle
         write_json_str(f, ex);
         fprintf(f, "}");
     }
-    fprintf(f, "\n ],\n \"requests\": [");
+    /* which step each log line was written for: the alignment's truth */
+    fprintf(f, "\n ],\n \"log_steps\": {");
+    for (int n = 0; n < S->o.nodes; n++) {
+        fprintf(f, "%s\"node%d\": [", n ? ", " : "", n);
+        int first_l = 1;
+        for (size_t i = 0; i < S->nlogs; i++) {
+            if (S->logs[i].node != n || S->logs[i].step < 0)
+                continue;
+            fprintf(f, "%s[%u, %d]", first_l ? "" : ", ", S->logs[i].line, S->logs[i].step);
+            first_l = 0;
+        }
+        fprintf(f, "]");
+    }
+    fprintf(f, "},\n \"requests\": [");
     int first = 1;
     for (int i = 0; i < S->nreqs; i++) {
         request *q = &S->reqs[i];
@@ -1507,6 +1523,7 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         S.ranks[r].out.failed = 0;
     }
     S.emit = 1;
+    S.cur_step = -1;
     write_headers(&S);
     startup_logs(&S);
     make_requests(&S, o->steps);
@@ -1528,6 +1545,7 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
                 Fp = &F;
             }
         }
+        S.cur_step = k;
         batch b;
         schedule(&S, (uint32_t)k, t, &b, Fp && F.kind == TELLER_FAULT_PREEMPTION ? (int)F.extra : 0);
         step_out clean, out;
@@ -1597,9 +1615,12 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
             st = teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
             break;
         }
+        uint32_t line = 0;
         for (size_t i = 0; i < S.nlogs; i++)
-            if (S.logs[i].node == n)
+            if (S.logs[i].node == n) {
                 fprintf(f, "%s\n", S.logs[i].text);
+                S.logs[i].line = ++line;
+            }
         if (fclose(f) != 0)
             st = teller_error_set(err, TELLER_ERR_IO, path, 0, "write failed");
     }
