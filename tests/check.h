@@ -44,6 +44,11 @@ extern const test_case collect_tests[]; /* empty without the CUPTI headers */
 extern const test_case report_tests[];
 extern const test_case tpe_tests[];
 
+/* Loads DIR/rank<from>..rank<to-1>.trace.json.gz (a simulated case) and
+ * builds trees, CHECKing every step. */
+struct teller_store;
+struct teller_store *load_case_ranks(const char *dir, int from, int to);
+
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);
 

@@ -18,20 +18,6 @@
 #include "teller/sim.h"
 #include "teller/tree.h"
 
-static teller_store *load_ranks(const char *dir, int from, int to)
-{
-    teller_store *st = teller_store_create();
-    teller_error err;
-    teller_error_clear(&err);
-    for (int r = from; r < to; r++) {
-        char p[600];
-        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
-        CHECK_EQ_INT(teller_ingest_file(st, p, NULL, &err), TELLER_OK);
-    }
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    return st;
-}
-
 static int has_note(const teller_diagnosis *d, const char *needle)
 {
     for (size_t i = 0; i < d->nnotes; i++)
@@ -69,7 +55,7 @@ static void test_diagnose_simulated_case(void)
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
-    teller_store *st = load_ranks(dir, 0, 4);
+    teller_store *st = load_case_ranks(dir, 0, 4);
     char l0[600], l1[600];
     snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
     snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
@@ -106,7 +92,7 @@ static void test_diagnose_simulated_case(void)
     teller_diagnosis_free(d);
     teller_store_free(st);
     /* only three of the four ranks: the diagnosis says one is missing */
-    st = load_ranks(dir, 0, 3);
+    st = load_case_ranks(dir, 0, 3);
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     CHECK(has_note(d, "were loaded"));
     teller_diagnosis_free(d);
@@ -123,7 +109,7 @@ static void test_diagnose_simulated_case(void)
     const char *bad[] = {other};
     dop.logs = bad;
     dop.nlogs = 1;
-    st = load_ranks(dir, 0, 4);
+    st = load_case_ranks(dir, 0, 4);
     CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
     CHECK(has_note(d, "nothing in it was used"));
     int flagged_by_log = 0;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "teller/ingest.h"
+#include "teller/tree.h"
 
 int check_failures;
 
@@ -16,6 +18,20 @@ const char *shared_path(const char *rel)
     const char *base = getenv("TELLER_SHARED");
     snprintf(buf, sizeof buf, "%s/data/traces/%s", base ? base : TELLER_SHARED_DIR, rel);
     return buf;
+}
+
+teller_store *load_case_ranks(const char *dir, int from, int to)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    for (int r = from; r < to; r++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
+        CHECK_EQ_INT(teller_ingest_file(st, p, NULL, &err), TELLER_OK);
+    }
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
 }
 
 int main(int argc, char **argv)

@@ -457,20 +457,6 @@ static void test_nesting_checker_catches_crossing_slices(void)
     jdom_free(doc);
 }
 
-static teller_store *load_dir(const char *dir, int world)
-{
-    teller_store *st = teller_store_create();
-    teller_error err;
-    teller_error_clear(&err);
-    for (int r = 0; r < world; r++) {
-        char p[512];
-        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
-        CHECK_EQ_INT(teller_ingest_file(st, p, NULL, &err), TELLER_OK);
-    }
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    return st;
-}
-
 /* The longest event of a layer on a rank in a step, or TELLER_NONE. */
 static uint32_t longest(const teller_store *st, uint32_t step, int32_t rank, teller_layer layer, int comm)
 {
@@ -502,7 +488,7 @@ static void test_reports_on_a_simulated_case(void)
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
     int world = o.nodes * o.gpus_per_node;
-    teller_store *st = load_dir(dir, world);
+    teller_store *st = load_case_ranks(dir, 0, world);
     uint32_t nsteps = teller_store_step_count(st);
     CHECK_EQ_INT(nsteps, (uint32_t)o.steps);
     teller_diag_step *steps = calloc(nsteps ? nsteps : 1, sizeof *steps);

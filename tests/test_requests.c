@@ -20,21 +20,6 @@
 #include "teller/sim.h"
 #include "teller/tree.h"
 
-static teller_store *load_case(const char *dir, int world)
-{
-    teller_store *st = teller_store_create();
-    teller_error err;
-    teller_ingest_opts io = teller_ingest_defaults();
-    for (int r = 0; r < world; r++) {
-        char p[4200];
-        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
-        CHECK_EQ_INT(teller_ingest_file(st, p, &io, &err), TELLER_OK);
-    }
-    teller_tree_opts to = teller_tree_defaults();
-    CHECK_EQ_INT(teller_tree_build(st, &to, &err), TELLER_OK);
-    return st;
-}
-
 /* A diagnosis holding the truth's abnormal steps. */
 static teller_diagnosis *diag_from_truth(const jv *truth)
 {
@@ -72,7 +57,7 @@ static void score_case(const teller_sim_opts *o, figures *f)
     CHECK(mkdtemp(dir) != NULL);
     teller_error err;
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
-    teller_store *st = load_case(dir, o->nodes * o->gpus_per_node);
+    teller_store *st = load_case_ranks(dir, 0, o->nodes * o->gpus_per_node);
     char truth_path[4200], logs[4][4200];
     snprintf(truth_path, sizeof truth_path, "%s/truth.json", dir);
     jv *truth = jdom_load(truth_path, &err);
@@ -211,7 +196,7 @@ static void test_bad_input(void)
     teller_sim_opts o = teller_sim_defaults();
     o.engine = "vllm", o.nodes = 1, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.steps = 40, o.seed = 5, o.faults = 0;
     CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
-    teller_store *st = load_case(dir, 2);
+    teller_store *st = load_case_ranks(dir, 0, 2);
     /* the case's own log plus: an id that finishes twice, one that only
      * finishes, one received that the trace never schedules */
     char logp[4200];

@@ -18,20 +18,6 @@
 #include "teller/sim.h"
 #include "teller/tree.h"
 
-static teller_store *load_case(const char *dir, int world)
-{
-    teller_store *st = teller_store_create();
-    teller_error err;
-    teller_error_clear(&err);
-    for (int r = 0; r < world; r++) {
-        char p[512];
-        snprintf(p, sizeof p, "%s/rank%d.trace.json.gz", dir, r);
-        CHECK_EQ_INT(teller_ingest_file(st, p, NULL, &err), TELLER_OK);
-    }
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    return st;
-}
-
 static void test_sim_case_reads_back(void)
 {
     char dir[] = "/tmp/teller_sim_XXXXXX";
@@ -51,7 +37,7 @@ static void test_sim_case_reads_back(void)
     snprintf(tp, sizeof tp, "%s/truth.json", dir);
     jv *truth = jdom_load(tp, &err);
     CHECK(truth != NULL);
-    teller_store *st = load_case(dir, 4);
+    teller_store *st = load_case_ranks(dir, 0, 4);
     /* steps: the same count as the truth, every rank has each */
     const jv *steps = jdom_get(truth, "steps");
     CHECK_EQ_INT(teller_store_step_count(st), steps ? (long)steps->n : -1);

@@ -170,6 +170,10 @@ size_t teller_store_str_bytes(const teller_store *st);
 /* Sources. add returns the new index, or TELLER_NONE (out of memory, or more
  * than 65535 sources). The pointer from get lives until the next add. */
 uint32_t teller_store_add_source(teller_store *st, const teller_source *src);
+/* Adds a source for the file at path as every reader starts one: rank,
+ * node and pid unknown (-1), first_event the current number of events.
+ * Returns its index, or TELLER_NONE (out of memory, too many sources). */
+uint32_t teller_store_begin_source(teller_store *st, const char *path, teller_format format);
 size_t teller_store_num_sources(const teller_store *st);
 teller_source *teller_store_source(teller_store *st, uint32_t i);
 const teller_source *teller_store_source_c(const teller_store *st, uint32_t i);

@@ -33,6 +33,7 @@
 #include "teller/diagnose.h"
 #include "teller/logs.h"
 #include "teller/tree.h"
+#include "../util/kmap.h"
 #include "../util/vec.h"
 
 /* ---- detector kinds and what they mean ---- */
@@ -122,62 +123,6 @@ static double median_of(double *v, size_t n)
         return 0;
     teller_sort(v, n, sizeof *v, cmp_dbl);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* ---- a small (key -> index) map ---- */
-
-typedef struct kmap {
-    uint64_t *k;
-    uint32_t *v;
-    size_t    cap, n;
-} kmap;
-
-static uint32_t kmap_get(kmap *m, uint64_t key, int create)
-{
-    key += 1;
-    if (create && (m->n + 1) * 2 > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 256;
-        uint64_t *nk = calloc(nc, sizeof *nk);
-        uint32_t *nv = calloc(nc, sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return TELLER_NONE;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->k[i])
-                continue;
-            size_t j = (m->k[i] * 0x9E3779B97F4A7C15ull >> 17) & (nc - 1);
-            while (nk[j])
-                j = (j + 1) & (nc - 1);
-            nk[j] = m->k[i];
-            nv[j] = m->v[i];
-        }
-        free(m->k);
-        free(m->v);
-        m->k = nk;
-        m->v = nv;
-        m->cap = nc;
-    }
-    if (!m->cap)
-        return TELLER_NONE;
-    size_t j = (key * 0x9E3779B97F4A7C15ull >> 17) & (m->cap - 1);
-    while (m->k[j] && m->k[j] != key)
-        j = (j + 1) & (m->cap - 1);
-    if (m->k[j])
-        return m->v[j];
-    if (!create)
-        return TELLER_NONE;
-    m->k[j] = key;
-    m->v[j] = (uint32_t)m->n++;
-    return m->v[j];
-}
-
-static void kmap_free(kmap *m)
-{
-    free(m->k);
-    free(m->v);
-    memset(m, 0, sizeof *m);
 }
 
 /* ---- peer groups: ranks that share all-reduce / all-gather collectives ---- */

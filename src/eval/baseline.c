@@ -21,6 +21,7 @@
 
 #include "teller/baseline.h"
 #include "teller/tree.h"
+#include "../util/kmap.h"
 #include "../util/vec.h"
 
 static int cmp_dbl(const void *a, const void *b)
@@ -36,56 +37,6 @@ static double median(const double *v, size_t n, double *tmp)
     memcpy(tmp, v, n * sizeof *v);
     teller_sort(tmp, n, sizeof *tmp, cmp_dbl);
     return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
-}
-
-/* (source, name) pairs -> dense index, open addressing */
-typedef struct pair_map {
-    uint64_t *keys;
-    uint32_t *vals;
-    size_t    cap, n;
-} pair_map;
-
-static uint32_t pair_index(pair_map *m, uint64_t key)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 1024;
-        uint64_t *nk = calloc(nc, sizeof *nk);
-        uint32_t *nv = calloc(nc, sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return TELLER_NONE;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i])
-                continue;
-            size_t j = (m->keys[i] * 0x9E3779B97F4A7C15ull >> 20) & (nc - 1);
-            while (nk[j])
-                j = (j + 1) & (nc - 1);
-            nk[j] = m->keys[i];
-            nv[j] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = nk;
-        m->vals = nv;
-        m->cap = nc;
-    }
-    key += 1; /* 0 marks empty */
-    size_t j = (key * 0x9E3779B97F4A7C15ull >> 20) & (m->cap - 1);
-    while (m->keys[j] && m->keys[j] != key)
-        j = (j + 1) & (m->cap - 1);
-    if (!m->keys[j]) {
-        m->keys[j] = key;
-        m->vals[j] = (uint32_t)m->n++;
-    }
-    return m->vals[j];
-}
-
-static void pair_free(pair_map *m)
-{
-    free(m->keys);
-    free(m->vals);
 }
 
 static int32_t source_rank(const teller_store *st, uint16_t s) { return teller_store_source_c(st, s)->rank; }
@@ -119,7 +70,7 @@ teller_status teller_baseline_zscore(const teller_store *st, teller_step_pred **
     teller_step_pred *p = calloc(n ? n : 1, sizeof *p);
     double *dur = step_durations(st, n), *tmp = malloc((n ? n : 1) * sizeof *tmp);
     double *dev = malloc((n ? n : 1) * sizeof *dev);
-    pair_map pm = {0};
+    kmap pm = {0};
     double *tot = NULL; /* [pair][step] kernel time */
     size_t tcap = 0;
     if (!p || !dur || !tmp || !dev)
@@ -128,7 +79,7 @@ teller_status teller_baseline_zscore(const teller_store *st, teller_step_pred **
     for (size_t i = 0; i < ev->n; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || ev->step[i] >= n)
             continue;
-        uint32_t ix = pair_index(&pm, (uint64_t)ev->source[i] << 32 | ev->name[i]);
+        uint32_t ix = kmap_get(&pm, (uint64_t)ev->source[i] << 32 | ev->name[i], 1);
         if (ix == TELLER_NONE)
             goto oom;
         if ((size_t)(ix + 1) * n > tcap) {
@@ -151,9 +102,7 @@ teller_status teller_baseline_zscore(const teller_store *st, teller_step_pred **
         free(pkey);
         goto oom;
     }
-    for (size_t j = 0; j < pm.cap; j++)
-        if (pm.keys[j])
-            pkey[pm.vals[j]] = pm.keys[j] - 1;
+    kmap_keys(&pm, pkey);
     for (size_t ix = 0; ix < pm.n; ix++)
         pmed[ix] = median(tot + ix * n, n, tmp);
     for (uint32_t k = 0; k < n; k++) {
@@ -201,7 +150,7 @@ teller_status teller_baseline_zscore(const teller_store *st, teller_step_pred **
     free(dev);
     free(tmp);
     free(tot);
-    pair_free(&pm);
+    kmap_free(&pm);
     *out = p;
     *nout = n;
     return TELLER_OK;
@@ -211,7 +160,7 @@ oom:
     free(dev);
     free(tmp);
     free(tot);
-    pair_free(&pm);
+    kmap_free(&pm);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(baseline)", 0, "out of memory");
 }
 
@@ -361,7 +310,7 @@ teller_status teller_baseline_gmm(const teller_store *st, teller_step_pred **out
     teller_step_pred *p = calloc(n ? n : 1, sizeof *p);
     sample *sm = NULL;
     size_t ns = 0, scap = 0;
-    pair_map fam = {0}, slot = {0};
+    kmap fam = {0}, slot = {0};
     if (!p)
         goto oom;
     init_preds(p, n);
@@ -384,9 +333,9 @@ teller_status teller_baseline_gmm(const teller_store *st, teller_step_pred **out
         uint32_t nid = teller_store_intern((teller_store *)st, buf, strlen(buf));
         if (nid == TELLER_NONE)
             goto oom;
-        uint32_t f = pair_index(&fam, (uint64_t)L << 32 | nid);
+        uint32_t f = kmap_get(&fam, (uint64_t)L << 32 | nid, 1);
         int32_t rank = source_rank(st, ev->source[i]);
-        uint32_t sl = pair_index(&slot, ((uint64_t)f << 40) ^ ((uint64_t)ev->step[i] << 16) ^ (uint64_t)(uint16_t)rank);
+        uint32_t sl = kmap_get(&slot, ((uint64_t)f << 40) ^ ((uint64_t)ev->step[i] << 16) ^ (uint64_t)(uint16_t)rank, 1);
         if (f == TELLER_NONE || sl == TELLER_NONE)
             goto oom;
         if (sl >= ns) {
@@ -470,15 +419,15 @@ teller_status teller_baseline_gmm(const teller_store *st, teller_step_pred **out
     free(x);
     free(post);
     free(sm);
-    pair_free(&fam);
-    pair_free(&slot);
+    kmap_free(&fam);
+    kmap_free(&slot);
     *out = p;
     *nout = n;
     return TELLER_OK;
 oom:
     free(p);
     free(sm);
-    pair_free(&fam);
-    pair_free(&slot);
+    kmap_free(&fam);
+    kmap_free(&slot);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(baseline)", 0, "out of memory");
 }

@@ -945,16 +945,9 @@ static teller_status run(reader *r)
 static teller_status ingest(reader *r)
 {
     teller_store *st = r->st;
-    teller_source src = {0};
-    src.path = teller_store_intern(st, r->path, strlen(r->path));
-    src.format = TELLER_FORMAT_KINETO;
-    src.rank = -1;
-    src.node = -1;
-    src.pid = -1;
     uint32_t first = (uint32_t)teller_store_events(st)->n;
-    src.first_event = first;
-    uint32_t si = teller_store_add_source(st, &src);
-    if (si == TELLER_NONE || src.path == TELLER_NONE)
+    uint32_t si = teller_store_begin_source(st, r->path, TELLER_FORMAT_KINETO);
+    if (si == TELLER_NONE)
         return teller_error_set(r->err, TELLER_ERR_LIMIT, r->path, 0, "too many sources or out of memory");
     r->src = (uint16_t)si;
     r->rank = -1;

@@ -272,13 +272,9 @@ static uint32_t source_of(reader *r, int32_t pid, int create, teller_status *fat
     }
     if (!create)
         return TELLER_NONE;
-    teller_source src = {0};
-    src.path = teller_store_intern(r->st, r->path, strlen(r->path));
-    src.format = TELLER_FORMAT_NSYS;
-    src.rank = -1;
-    src.node = -1;
-    src.pid = pid;
-    uint32_t si = src.path == TELLER_NONE ? TELLER_NONE : teller_store_add_source(r->st, &src);
+    uint32_t si = teller_store_begin_source(r->st, r->path, TELLER_FORMAT_NSYS);
+    if (si != TELLER_NONE)
+        teller_store_source(r->st, si)->pid = pid;
     if (si == TELLER_NONE || TELLER_GROW(r->procs, r->procs_cap, r->nprocs + 1)) {
         *fatal = teller_error_set(r->err, TELLER_ERR_LIMIT, r->path, 0, "too many sources or out of memory");
         return TELLER_NONE;

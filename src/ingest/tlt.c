@@ -409,16 +409,9 @@ teller_status teller_ingest_tlt_mem(teller_store *st, const char *name, const vo
     r.d = d;
     r.len = len;
     r.rank = -1;
-    teller_source src = {0};
-    src.path = teller_store_intern(st, name, strlen(name));
-    src.format = TELLER_FORMAT_TLT;
-    src.rank = -1;
-    src.node = -1;
-    src.pid = -1;
     uint32_t first = (uint32_t)teller_store_events(st)->n;
-    src.first_event = first;
-    uint32_t si = teller_store_add_source(st, &src);
-    if (si == TELLER_NONE || src.path == TELLER_NONE)
+    uint32_t si = teller_store_begin_source(st, name, TELLER_FORMAT_TLT);
+    if (si == TELLER_NONE)
         return teller_error_set(err, TELLER_ERR_LIMIT, name, 0, "too many sources or out of memory");
     teller_status s = TELLER_OK;
     if (len < TLT_HEADER_SIZE) {

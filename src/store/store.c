@@ -182,6 +182,20 @@ uint32_t teller_store_add_source(teller_store *st, const teller_source *src)
     return (uint32_t)st->nsources++;
 }
 
+uint32_t teller_store_begin_source(teller_store *st, const char *path, teller_format format)
+{
+    teller_source src = {0};
+    src.path = teller_store_intern(st, path, strlen(path));
+    if (src.path == TELLER_NONE)
+        return TELLER_NONE;
+    src.format = format;
+    src.rank = -1;
+    src.node = -1;
+    src.pid = -1;
+    src.first_event = (uint32_t)st->ev.n;
+    return teller_store_add_source(st, &src);
+}
+
 size_t teller_store_num_sources(const teller_store *st) { return st->nsources; }
 teller_source *teller_store_source(teller_store *st, uint32_t i) { return &st->sources[i]; }
 const teller_source *teller_store_source_c(const teller_store *st, uint32_t i) { return &st->sources[i]; }

@@ -1,0 +1,64 @@
+/*
+ * kmap.c - see kmap.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmap.h"
+
+static size_t slot_of(uint64_t key, size_t cap) { return (key * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1); }
+
+uint32_t kmap_get(kmap *m, uint64_t key, int create)
+{
+    key += 1;
+    if (create && (m->n + 1) * 2 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 256;
+        uint64_t *nk = calloc(nc, sizeof *nk);
+        uint32_t *nv = calloc(nc, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return UINT32_MAX;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->k[i])
+                continue;
+            size_t j = slot_of(m->k[i], nc);
+            while (nk[j])
+                j = (j + 1) & (nc - 1);
+            nk[j] = m->k[i];
+            nv[j] = m->v[i];
+        }
+        free(m->k);
+        free(m->v);
+        m->k = nk;
+        m->v = nv;
+        m->cap = nc;
+    }
+    if (!m->cap)
+        return UINT32_MAX;
+    size_t j = slot_of(key, m->cap);
+    while (m->k[j] && m->k[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    if (m->k[j])
+        return m->v[j];
+    if (!create)
+        return UINT32_MAX;
+    m->k[j] = key;
+    m->v[j] = (uint32_t)m->n++;
+    return m->v[j];
+}
+
+void kmap_keys(const kmap *m, uint64_t *keys_by_index)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->k[i])
+            keys_by_index[m->v[i]] = m->k[i] - 1;
+}
+
+void kmap_free(kmap *m)
+{
+    free(m->k);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
