@@ -6,11 +6,16 @@
  *
  * CUPTI hands us filled activity buffers on its own thread; we convert
  * them (convert.c) into a batch under one mutex and free the buffer. NVTX
- * handlers time ranges with CLOCK_REALTIME, CUPTI's default clock, keep the
- * per-thread push/pop stack in thread-local storage, and add one record per
- * finished range. A background thread swaps the batch out every
- * TELLER_FLUSH_MS and writes it (tlt_writer.c) to DIR/HOST-PID.tlt; at exit
- * everything is flushed and an END chunk closes the file.
+ * handlers time ranges with CLOCK_REALTIME, CUPTI's default clock, and
+ * take no lock in the common case: each thread that calls NVTX owns a
+ * thread buffer (its push/pop stack, a cache of the names it used, and a
+ * block of records it fills alone, publishing each record with a release
+ * store of the block's count). A full block goes to a global queue under
+ * the mutex, once per BLK_RECS records. A background thread, every
+ * TELLER_FLUSH_MS, takes the CUPTI batch, the queued blocks and what each
+ * thread's current block holds so far, and writes them (tlt_writer.c) to
+ * DIR/HOST-PID.tlt; at exit everything is flushed and an END chunk closes
+ * the file.
  *
  * Fail open: any error stops collection, leaves the process alone, and is
  * reported once on stderr and as an "error=" note in the file. After fork
@@ -26,6 +31,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,6 +54,10 @@
 
 #define STACK_MAX   128  /* NVTX push/pop depth kept per thread */
 #define OPEN_RANGES 4096 /* start/end ranges open at once */
+#define BLK_RECS    512  /* records per thread block (36 KiB) */
+#define FREE_BLKS   64   /* empty blocks kept for reuse */
+#define NAME_SLOTS  64   /* per-thread name cache entries (power of two) */
+#define NAME_TEXT   112  /* names shorter than this are cached */
 
 enum { K_KERNEL = 1, K_RUNTIME = 2, K_RUNTIME_ALL = 4, K_DRIVER = 8, K_MEMCPY = 16, K_MEMSET = 32,
        K_SYNC = 64, K_EXTCORR = 128, K_OVERHEAD = 256, K_NVTX = 512 };
@@ -68,18 +78,51 @@ typedef struct open_range {
     uint8_t  ptype;
 } open_range;
 
-static _Thread_local struct {
-    range_ent st[STACK_MAX];
-    int       depth;
-    uint32_t  tid;
-} tls;
+/* A block of NVTX records. Its thread writes recs[n] and then stores n + 1
+ * with release; the flusher loads n with acquire and takes recs[done, n).
+ * Records below n are never written again, so the flusher reads them
+ * without a lock. A block is reused only after the flusher took all of it
+ * from the full queue. */
+typedef struct blk {
+    struct blk      *next; /* on G.full or G.free (under mu) */
+    _Atomic uint32_t n;    /* records written */
+    uint32_t         done; /* records the flusher took (under mu) */
+    tlt_rec          recs[BLK_RECS];
+} blk;
+
+/* One cached name: the pointer NVTX passed, a copy of the text it held
+ * (the same pointer may hold other text later: a reused buffer), its id. */
+typedef struct name_ent {
+    const char *p;
+    uint32_t    id;
+    char        text[NAME_TEXT];
+} name_ent;
+
+/* Per thread that called NVTX; allocated on its first call, reached through
+ * one initial-exec thread-local pointer. Everything but next, cur (changed
+ * under mu) and dead (under mu) belongs to the thread alone. The flusher
+ * frees it after the thread exited (dead) and its last block was taken. */
+typedef struct tbuf {
+    struct tbuf *next; /* G.threads */
+    blk         *cur;  /* block being filled, NULL after a failed refill */
+    int          dead; /* the thread exited */
+    int          depth;
+    uint32_t     tid;
+    range_ent    st[STACK_MAX];
+    name_ent     names[NAME_SLOTS];
+} tbuf;
+
+/* A pointer only: the library is dlopen'ed, so initial-exec TLS comes out
+ * of glibc's small static TLS surplus; 8 bytes is all we ask of it. */
+static _Thread_local tbuf *my_tbuf __attribute__((tls_model("initial-exec")));
 
 static struct {
-    pthread_mutex_t mu; /* strings, batch, open ranges, counters */
+    pthread_mutex_t mu; /* strings, batch, blocks, thread list, open ranges, counters */
     pthread_mutex_t io; /* the writer; taken before mu */
     pthread_mutex_t fmu;
     pthread_cond_t  fcv;
     pthread_once_t  once;
+    pthread_key_t   key; /* its destructor marks a thread's buffer dead */
     volatile int    on;     /* collecting */
     int             failed; /* an error stopped collection */
     int             started, cupti_on, flusher_on, stop;
@@ -89,8 +132,13 @@ static struct {
     char            dir[2048], path[2400], host[256], error[512];
     uint32_t        pid;
     tlt_strtab      strs;
+    _Atomic uint32_t nstrs; /* strs.n as of the last intern_locked, for lock-free checks */
     tlt_conv        conv;
     tlt_batch       batch, spare;
+    tbuf           *threads;
+    blk            *full, **full_tail; /* full blocks, oldest first */
+    blk            *free_blks;
+    size_t          nfree, nblk; /* blocks on the free list; blocks holding records (full or current) */
     tlt_writer      w;
     int             fd;
     uint64_t        records, dropped_cupti, dropped_buffer, dropped_ranges, noted;
@@ -103,6 +151,7 @@ static struct {
     .fmu = PTHREAD_MUTEX_INITIALIZER,
     .fcv = PTHREAD_COND_INITIALIZER,
     .once = PTHREAD_ONCE_INIT,
+    .full_tail = &G.full,
     .fd = -1,
 };
 
@@ -111,13 +160,6 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint32_t my_tid(void)
-{
-    if (!tls.tid)
-        tls.tid = (uint32_t)syscall(SYS_gettid);
-    return tls.tid;
 }
 
 /* Stops collection and says why, once. Safe with or without mu held: it

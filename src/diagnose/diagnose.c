@@ -261,41 +261,6 @@ oom:
     return -1;
 }
 
-/* Many slowed kernels on one rank in a step are one throttled GPU: merge
- * them into a single candidate named after the kernel that lost the most. */
-static void merge_throttle(dctx *D)
-{
-    for (uint32_t k = 0; k < D->nsteps; k++) {
-        step_acc *s = &D->steps[k];
-        for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_REGRESSION)
-                continue;
-            int32_t r = s->c[a].rank;
-            int names = 0;
-            double sum = 0, ratio_sum = 0;
-            size_t best = a;
-            for (size_t b = 0; b < s->n; b++) {
-                if (s->c[b].det != D_REGRESSION || s->c[b].rank != r)
-                    continue;
-                names++;
-                sum += s->c[b].excess;
-                ratio_sum += s->c[b].sig;
-                if (s->c[b].excess > s->c[best].excess)
-                    best = b;
-            }
-            if (names < 3)
-                continue;
-            cand t = s->c[best];
-            t.det = D_THROTTLE;
-            t.excess = sum;
-            t.sig = ratio_sum / names;
-            for (size_t b = 0; b < s->n; b++)
-                if (s->c[b].det == D_REGRESSION && s->c[b].rank == r)
-                    s->c[b].det = -1; /* absorbed */
-            s->c[best] = t;
-        }
-    }
-}
 
 /* ---- detector: API calls ---- */
 
@@ -439,77 +404,111 @@ oom:
     return -1;
 }
 
-/* A step with many cudaFree calls after a cudaMalloc is an out-of-memory
- * retry, not an allocator storm. */
-static void classify_malloc(dctx *D)
+
+
+/* ---- merging candidates that are one finding ---- */
+
+/* A merge looks at all candidates of one kind on one rank in one step
+ * (idx[0..n) into c) and returns the one to keep, rewritten, or SIZE_MAX
+ * to keep them as they are. */
+typedef size_t (*merge_fn)(const dctx *D, cand *c, const size_t *idx, size_t n);
+
+static int merge_groups(dctx *D, int det, merge_fn fn)
 {
+    size_t *idx = NULL, cap = 0;
     for (uint32_t k = 0; k < D->nsteps; k++) {
         step_acc *s = &D->steps[k];
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_MALLOC)
+            if (s->c[a].det != det)
                 continue;
-            int32_t r = s->c[a].rank;
-            double free_t = 0, malloc_t = 0;
-            uint32_t frees = 0, mallocs = 0;
-            size_t mi = a;
+            size_t n = 0;
             for (size_t b = 0; b < s->n; b++) {
-                if (s->c[b].det != D_MALLOC || s->c[b].rank != r)
+                if (s->c[b].det != det || s->c[b].rank != s->c[a].rank)
                     continue;
-                const char *nm = teller_store_str(D->st, s->c[b].name);
-                if (strstr(nm, "Free")) {
-                    free_t += s->c[b].excess;
-                    frees += s->c[b].fed;
-                } else {
-                    malloc_t += s->c[b].excess;
-                    mallocs += s->c[b].fed;
-                    mi = b;
+                if (TELLER_GROW(idx, cap, n + 1)) {
+                    free(idx);
+                    return -1;
                 }
+                idx[n++] = b;
             }
-            if (strstr(teller_store_str(D->st, s->c[mi].name), "Free"))
+            size_t keep = fn(D, s->c, idx, n);
+            if (keep == SIZE_MAX)
                 continue;
-            cand c = s->c[mi];
-            c.excess = malloc_t + free_t;
-            /* emptying the cache (many frees) after a failed allocation is an OOM retry */
-            c.det = frees >= 5 && frees > mallocs ? D_OOM : D_MALLOC;
-            for (size_t b = 0; b < s->n; b++)
-                if (s->c[b].det == D_MALLOC && s->c[b].rank == r)
-                    s->c[b].det = -1;
-            s->c[mi] = c;
+            for (size_t q = 0; q < n; q++)
+                if (idx[q] != keep)
+                    s->c[idx[q]].det = -1;
         }
     }
+    free(idx);
+    return 0;
+}
+
+/* Three or more slowed kernel names on one rank are one throttled GPU,
+ * named after the kernel that lost the most. */
+static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
+{
+    (void)D;
+    if (n < 3)
+        return SIZE_MAX;
+    size_t best = idx[0];
+    double sum = 0, ratio_sum = 0;
+    for (size_t q = 0; q < n; q++) {
+        sum += c[idx[q]].excess;
+        ratio_sum += c[idx[q]].sig;
+        if (c[idx[q]].excess > c[best].excess)
+            best = idx[q];
+    }
+    c[best].det = D_THROTTLE;
+    c[best].excess = sum;
+    c[best].sig = ratio_sum / (double)n;
+    return best;
 }
 
 /* Slow launches of several APIs on one rank are one finding, named after
  * the API whose slowed calls launched the most GPU work (a graph launch
  * feeds hundreds of kernels; in eager steps the most used launch call). */
-static void merge_launches(dctx *D)
+static size_t merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
-    for (uint32_t k = 0; k < D->nsteps; k++) {
-        step_acc *s = &D->steps[k];
-        for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_LAUNCH)
-                continue;
-            int32_t r = s->c[a].rank;
-            size_t best = a;
-            double ex = 0, t = 0, u = 0;
-            for (size_t b = 0; b < s->n; b++) {
-                if (s->c[b].det != D_LAUNCH || s->c[b].rank != r)
-                    continue;
-                ex += s->c[b].excess;
-                t += s->c[b].actual;
-                u += s->c[b].usual;
-                if (s->c[b].fed > s->c[best].fed || (s->c[b].fed == s->c[best].fed && s->c[b].excess > s->c[best].excess))
-                    best = b;
-            }
-            cand m = s->c[best];
-            m.excess = ex;
-            m.sig = u > 0 ? t / u : m.sig;
-            for (size_t b = 0; b < s->n; b++)
-                if (s->c[b].det == D_LAUNCH && s->c[b].rank == r)
-                    s->c[b].det = -1;
-            s->c[best] = m;
+    (void)D;
+    size_t best = idx[0];
+    double ex = 0, t = 0, u = 0;
+    for (size_t q = 0; q < n; q++) {
+        const cand *x = &c[idx[q]];
+        ex += x->excess;
+        t += x->actual;
+        u += x->usual;
+        if (x->fed > c[best].fed || (x->fed == c[best].fed && x->excess > c[best].excess))
+            best = idx[q];
+    }
+    c[best].excess = ex;
+    if (u > 0)
+        c[best].sig = t / u;
+    return best;
+}
+
+/* Allocation calls on one rank: emptying the cache (five or more frees,
+ * more than allocations) after an allocation is an OOM retry; otherwise an
+ * allocator storm. Named after the allocation call. */
+static size_t classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
+{
+    size_t mi = SIZE_MAX;
+    double sum = 0;
+    uint32_t frees = 0, mallocs = 0;
+    for (size_t q = 0; q < n; q++) {
+        const cand *x = &c[idx[q]];
+        sum += x->excess;
+        if (strstr(teller_store_str(D->st, x->name), "Free")) {
+            frees += x->fed;
+        } else {
+            mallocs += x->fed;
+            mi = idx[q];
         }
     }
+    if (mi == SIZE_MAX)
+        return SIZE_MAX;
+    c[mi].excess = sum;
+    c[mi].det = frees >= 5 && frees > mallocs ? D_OOM : D_MALLOC;
+    return mi;
 }
 
 /* A host stall on a rank whose step also shows an allocator or OOM
@@ -1495,9 +1494,9 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     if (detect_kernels(&D) || detect_apis(&D) || detect_sync(&D) || detect_copies(&D) || detect_gaps(&D) ||
         detect_comm(&D))
         goto oom;
-    merge_throttle(&D);
-    merge_launches(&D);
-    classify_malloc(&D);
+    if (merge_groups(&D, D_REGRESSION, merge_throttle) || merge_groups(&D, D_LAUNCH, merge_launches) ||
+        merge_groups(&D, D_MALLOC, classify_malloc))
+        goto oom;
     absorb(&D);
     merge_links(&D);
     read_logs(&D, o);
