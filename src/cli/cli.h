@@ -32,8 +32,6 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
 /* Prints a trace-provided string with control characters escaped, so that
  * a hostile kernel name cannot drive the terminal. */
 void cli_put_text(FILE *f, const char *s);
-/* Prints s as a JSON string literal (with quotes), escaping as needed. */
-void cli_put_json_str(FILE *f, const char *s);
 
 /* Subcommands. */
 int cmd_stats(int argc, char **argv);

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "teller/logs.h"
+#include "../util/textout.h"
 
 static void help(FILE *f)
 {
@@ -52,7 +53,7 @@ static void put_json_slice(FILE *f, const char *p, size_t n)
     }
     memcpy(g_tmp, p, n);
     g_tmp[n] = 0;
-    cli_put_json_str(f, g_tmp);
+    teller_json_put(f, g_tmp);
 }
 
 typedef struct tpl_info {
@@ -109,7 +110,7 @@ static int on_record(void *ctx, const teller_log_record *rec)
     }
     FILE *f = stdout;
     fputs("{\"file\":", f);
-    cli_put_json_str(f, r->file);
+    teller_json_put(f, r->file);
     fprintf(f, ",\"line\":%llu,\"lines\":%u,", (unsigned long long)rec->line, rec->num_lines);
     if (rec->time_ns == INT64_MIN)
         fputs("\"time_ns\":null", f);
@@ -137,7 +138,7 @@ static int on_record(void *ctx, const teller_log_record *rec)
         put_json_slice(f, rec->request[i].p, rec->request[i].n);
     }
     fprintf(f, "],\"template_id\":%u,\"template\":", mt.template_id);
-    cli_put_json_str(f, teller_log_miner_template(r->miner, mt.template_id));
+    teller_json_put(f, teller_log_miner_template(r->miner, mt.template_id));
     fputs(",\"params\":[", f);
     for (uint32_t i = 0; i < mt.num_params && i < 64; i++) {
         if (i)

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "teller/diagnose.h"
 #include "teller/requests.h"
+#include "../util/textout.h"
 
 static int add_path(char ***v, int *n, int *cap, const char *s)
 {
@@ -76,13 +77,13 @@ static void put_flags(FILE *f, uint32_t fl, int json)
 static void put_json(const teller_requests *R)
 {
     printf("{\"version\": 1, \"source\": ");
-    cli_put_json_str(stdout, R->source);
+    teller_json_put(stdout, R->source);
     printf(",\n \"inferred_fields\": \"steps (when flags say steps_inferred), arrival_ns (arrival_inferred: midpoint "
            "of the bounds), per-step tokens of prefill chunks\",\n \"requests\": [");
     for (size_t i = 0; i < R->n; i++) {
         const teller_request *q = &R->req[i];
         printf("%s\n  {\"id\": ", i ? "," : "");
-        cli_put_json_str(stdout, q->id);
+        teller_json_put(stdout, q->id);
         printf(", \"arrival_ns\": %lld, \"finish_ns\": %lld, \"latency_ns\": %lld, \"steps\": [",
                (long long)(q->arrival_ns == INT64_MIN ? -1 : q->arrival_ns),
                (long long)(q->finish_ns == INT64_MIN ? -1 : q->finish_ns), (long long)q->latency_ns);
@@ -92,7 +93,7 @@ static void put_json(const teller_requests *R)
                "\"abnormal_ns\": %lld}, \"cause\": ",
                (long long)q->queue_ns, (long long)q->prefill_ns, (long long)q->decode_ns, (long long)q->stall_ns,
                (long long)q->abnormal_ns);
-        cli_put_json_str(stdout, q->cause);
+        teller_json_put(stdout, q->cause);
         printf(",\n   \"arrival_lo_ns\": %lld, \"arrival_hi_ns\": %lld, \"max_tokens\": %d, \"prefill_steps\": %u, "
                "\"attributed_ns\": %lld, \"excess_ns\": %lld, \"abnormal\": %s, \"flags\": [",
                (long long)(q->arrival_lo_ns == INT64_MIN ? -1 : q->arrival_lo_ns),
@@ -104,7 +105,7 @@ static void put_json(const teller_requests *R)
     printf("\n ],\n \"notes\": [");
     for (size_t i = 0; i < R->nnotes; i++) {
         printf("%s\n  ", i ? "," : "");
-        cli_put_json_str(stdout, R->notes[i]);
+        teller_json_put(stdout, R->notes[i]);
     }
     printf("\n ]}\n");
 }

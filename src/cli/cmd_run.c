@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../util/textout.h"
 
 #define INJECT_NAME "libteller_inject.so"
 
@@ -163,7 +164,7 @@ static void put_gpus(FILE *f)
             if (!*line)
                 continue;
             fputs(n++ ? ", " : "[", f);
-            cli_put_json_str(f, line);
+            teller_json_put(f, line);
         }
         if (pclose(p) != 0 && n == 0)
             n = 0;
@@ -192,28 +193,28 @@ static void write_manifest(const char *dir, char **cmd, const char *inject, int6
     memset(&u, 0, sizeof u);
     uname(&u);
     fputs("{\n  \"host\": ", f);
-    cli_put_json_str(f, host);
+    teller_json_put(f, host);
     fputs(",\n  \"command\": [", f);
     for (int i = 0; cmd[i]; i++) {
         if (i)
             fputs(", ", f);
-        cli_put_json_str(f, cmd[i]);
+        teller_json_put(f, cmd[i]);
     }
     fputs("],\n  \"cwd\": ", f);
-    cli_put_json_str(f, cwd);
+    teller_json_put(f, cwd);
     fputs(",\n  \"gpus\": ", f);
     put_gpus(f);
     fputs(",\n  \"versions\": {\"teller_tlt_format\": 1, \"kernel\": ", f);
     char kern[600];
     snprintf(kern, sizeof kern, "%s %s %s", u.sysname, u.release, u.machine);
-    cli_put_json_str(f, kern);
+    teller_json_put(f, kern);
     const char *cuda = getenv("CUDA_VERSION");
     if (cuda) {
         fputs(", \"cuda_env\": ", f);
-        cli_put_json_str(f, cuda);
+        teller_json_put(f, cuda);
     }
     fputs("},\n  \"inject_lib\": ", f);
-    cli_put_json_str(f, inject);
+    teller_json_put(f, inject);
     fprintf(f, ",\n  \"start_ns\": %lld", (long long)start);
     if (end)
         fprintf(f, ",\n  \"end_ns\": %lld,\n  \"exit_status\": %d", (long long)end, status);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "teller/slice.h"
+#include "../util/textout.h"
 
 int cmd_slice(int argc, char **argv)
 {
@@ -97,7 +98,7 @@ int cmd_slice(int argc, char **argv)
                    i ? "," : "", e, teller_store_event_rank(st, e), teller_slice_rel_name((teller_slice_rel)items[i].rel),
                    items[i].weight, teller_layer_tag((teller_layer)ev->layer[e]), (long long)ev->start_ns[e],
                    (long long)ev->dur_ns[e]);
-            cli_put_json_str(stdout, name);
+            teller_json_put(stdout, name);
             printf("}");
         } else {
             printf("%+12.3f %12.3f %5d %-11s %6.3f %-8s  ", (double)(ev->start_ns[e] - t0) / 1e3,

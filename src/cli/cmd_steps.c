@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../util/textout.h"
 
 int cmd_steps(int argc, char **argv)
 {
@@ -66,7 +67,7 @@ int cmd_steps(int argc, char **argv)
                    k ? "," : "", s->step, s->rank, s->node, (long long)s->start_ns, (long long)s->dur_ns,
                    (long long)s->kernel_ns, (long long)s->comm_ns, (long long)s->memcpy_ns,
                    (long long)s->gpu_busy_ns, (long long)s->gpu_idle_ns, s->kernels);
-            cli_put_json_str(stdout, marker);
+            teller_json_put(stdout, marker);
             printf("}");
         } else {
             printf("%5u %5d %5d %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f %8u  ", s->step, s->rank, s->node,

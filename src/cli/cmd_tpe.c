@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "teller/tpe.h"
+#include "../util/textout.h"
 
 typedef struct tpe_args {
     cli_load_opts load;
@@ -250,12 +251,12 @@ static int do_encode(tpe_args *a)
             teller_tpe_symbol_text(v, enc.sym[t], text, tcap);
             if (a->json) {
                 printf("%s\n  {\"id\": %u, \"text\": ", t ? "," : "", enc.sym[t]);
-                cli_put_json_str(stdout, text);
+                teller_json_put(stdout, text);
                 printf(", \"parent\": %lld, \"depth\": %u, \"dur_ns\": %lld, \"first\": %u, \"len\": %u, "
                        "\"event_name\": ",
                        enc.parent[t] == TELLER_NONE ? -1LL : (long long)enc.parent[t], enc.depth[t],
                        (long long)enc.dur_ns[t], enc.first[t], enc.len[t]);
-                cli_put_json_str(stdout, enc.event[t] == TELLER_NONE ? "" : teller_store_str(st, ev->name[enc.event[t]]));
+                teller_json_put(stdout, enc.event[t] == TELLER_NONE ? "" : teller_store_str(st, ev->name[enc.event[t]]));
                 printf("}");
             } else {
                 printf("%*s#%u %10.3f us  [%u+%u]  ", 2 * (int)(enc.depth[t] < 40 ? enc.depth[t] : 40), "",

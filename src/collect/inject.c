@@ -304,7 +304,142 @@ static int write_counts(int end)
     return tlt_writer_chunk(&G.w, end ? TLT_CHUNK_END : TLT_CHUNK_NOTE, note, (size_t)n);
 }
 
-/* Swaps the batch out and writes it: new strings first, then records. */
+/* ---- thread blocks ---- */
+
+/* Puts an emptied block on the free list, or frees it. Caller holds mu. */
+static void put_free(blk *b)
+{
+    if (G.nfree >= FREE_BLKS) {
+        free(b);
+        return;
+    }
+    b->next = G.free_blks;
+    G.free_blks = b;
+    G.nfree++;
+}
+
+/* Appends recs[done, n) of a block to batch b. Caller holds mu. */
+static void take(tlt_batch *b, blk *k, uint32_t n)
+{
+    for (uint32_t i = k->done; i < n; i++) {
+        tlt_rec *o = tlt_batch_add(b, SIZE_MAX); /* admitted already: blocks count against max_recs */
+        if (!o) {
+            G.dropped_buffer += n - i;
+            break;
+        }
+        *o = k->recs[i];
+        G.records++;
+    }
+    k->done = n;
+}
+
+/* Moves every NVTX record written so far into batch b: the full blocks
+ * (oldest first), then what each thread's current block holds, so that
+ * one thread's records keep their order. Frees the buffers of threads that
+ * exited. Caller holds mu. */
+static void collect_blocks(tlt_batch *b)
+{
+    while (G.full) {
+        blk *k = G.full;
+        G.full = k->next;
+        take(b, k, BLK_RECS);
+        G.nblk--;
+        put_free(k);
+    }
+    G.full_tail = &G.full;
+    for (tbuf **pp = &G.threads; *pp;) {
+        tbuf *t = *pp;
+        if (t->cur)
+            take(b, t->cur, atomic_load_explicit(&t->cur->n, memory_order_acquire));
+        if (!t->dead) {
+            pp = &t->next;
+            continue;
+        }
+        *pp = t->next;
+        if (t->cur) {
+            G.nblk--;
+            put_free(t->cur);
+        }
+        free(t);
+    }
+}
+
+/* Queues the thread's full block and gives it an empty one, within the
+ * memory budget (max_recs records held by blocks and the CUPTI batch
+ * together). NULL when over budget or out of memory: the caller drops the
+ * record and counts it. */
+static blk *refill(tbuf *t)
+{
+    pthread_mutex_lock(&G.mu);
+    blk *k = t->cur;
+    if (k) {
+        k->next = NULL;
+        *G.full_tail = k;
+        G.full_tail = &k->next;
+        t->cur = NULL;
+    }
+    k = NULL;
+    if ((G.nblk + 1) * BLK_RECS + G.batch.n <= G.max_recs) {
+        k = G.free_blks;
+        if (k) {
+            G.free_blks = k->next;
+            G.nfree--;
+        } else {
+            k = malloc(sizeof *k);
+        }
+    }
+    if (k) {
+        atomic_store_explicit(&k->n, 0, memory_order_relaxed);
+        k->done = 0;
+        t->cur = k;
+        G.nblk++;
+    } else {
+        G.dropped_buffer++;
+    }
+    pthread_mutex_unlock(&G.mu);
+    return k;
+}
+
+static void thread_gone(void *p)
+{
+    tbuf *t = p;
+    pthread_mutex_lock(&G.mu);
+    t->dead = 1; /* the flusher takes its last records and frees it */
+    pthread_mutex_unlock(&G.mu);
+    my_tbuf = NULL;
+}
+
+/* The calling thread's buffer, made on its first NVTX call; NULL when out
+ * of memory (the caller drops the event). */
+static tbuf *register_thread(void)
+{
+    tbuf *t = calloc(1, sizeof *t);
+    if (!t) {
+        pthread_mutex_lock(&G.mu);
+        G.dropped_buffer++;
+        pthread_mutex_unlock(&G.mu);
+        return NULL;
+    }
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&G.mu);
+    t->next = G.threads;
+    G.threads = t;
+    pthread_mutex_unlock(&G.mu);
+    pthread_setspecific(G.key, t);
+    my_tbuf = t;
+    return t;
+}
+
+static inline tbuf *me(void)
+{
+    tbuf *t = my_tbuf;
+    return t ? t : register_thread();
+}
+
+/* Swaps the batch out, adds the threads' NVTX records and writes them:
+ * new strings first, then records. Every name a taken record refers to was
+ * interned before the record was published, so it is in the strings
+ * written here or before. */
 static void flush_now(int end)
 {
     pthread_mutex_lock(&G.io);
@@ -317,6 +452,7 @@ static void flush_now(int end)
     tlt_batch b = G.batch;
     G.batch = G.spare;
     G.batch.n = 0;
+    collect_blocks(&b);
     if (G.strs.unwritten < G.strs.n) {
         bad |= tlt_writer_strings(&G.w, &G.strs, G.strs.unwritten);
         G.strs.unwritten = G.strs.n;
@@ -411,17 +547,42 @@ static void after_fork_parent(void)
     pthread_mutex_unlock(&G.io);
 }
 
-/* The child keeps the string table (names on its thread's stack stay
- * valid) but not the parent's records, file or flush thread. */
+/* The child keeps the string table (names on its thread's stack and in
+ * its name cache stay valid) but not the parent's records, file, flush
+ * thread or the buffers of the parent's other threads, which do not exist
+ * here. */
 static void after_fork_child(void)
 {
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
     pthread_cond_init(&G.fcv, NULL);
-    tls.tid = 0;
     G.flusher_on = 0;
     G.pid = (uint32_t)getpid();
     G.batch.n = 0;
+    while (G.full) {
+        blk *k = G.full;
+        G.full = k->next;
+        free(k);
+    }
+    G.full_tail = &G.full;
+    G.nblk = 0;
+    for (tbuf *t = G.threads, *next; t; t = next) {
+        next = t->next;
+        if (t == my_tbuf)
+            continue;
+        free(t->cur);
+        free(t);
+    }
+    G.threads = my_tbuf;
+    if (my_tbuf) {
+        my_tbuf->next = NULL;
+        my_tbuf->tid = (uint32_t)syscall(SYS_gettid);
+        if (my_tbuf->cur) {
+            atomic_store_explicit(&my_tbuf->cur->n, 0, memory_order_relaxed);
+            my_tbuf->cur->done = 0;
+            G.nblk = 1;
+        }
+    }
     G.records = G.dropped_cupti = G.dropped_buffer = G.dropped_ranges = G.noted = 0;
     if (G.fd >= 0) {
         close(G.fd);
@@ -461,6 +622,11 @@ static void start_once(void)
     tlt_conv_init(&G.conv, &G.strs);
     if (tlt_strtab_intern(&G.strs, "", 0) == UINT32_MAX) {
         fail("out of memory");
+        return;
+    }
+    atomic_store(&G.nstrs, G.strs.n);
+    if (pthread_key_create(&G.key, thread_gone)) {
+        fail("cannot create a thread key");
         return;
     }
     if (mkdirs(G.dir)) {
@@ -513,7 +679,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
     if (G.on && buf) {
         CUpti_Activity *rec = NULL;
         while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
-            tlt_rec *o = tlt_batch_add(&G.batch, G.max_recs);
+            tlt_rec *o = tlt_batch_add(&G.batch, G.max_recs - G.nblk * BLK_RECS); /* refill keeps it >= 0 */
             if (!o) {
                 G.dropped_buffer++;
                 continue;
@@ -639,11 +805,48 @@ static size_t wide_to_utf8(const wchar_t *w, char *out, size_t cap)
 static uint32_t intern_locked(const char *s, size_t len)
 {
     uint32_t id = tlt_strtab_intern(&G.strs, s, len);
+    atomic_store_explicit(&G.nstrs, G.strs.n, memory_order_release);
     return id == UINT32_MAX ? 0 : id;
 }
 
-/* Name and payload of event attributes. Caller holds mu. */
-static uint32_t attr_name(const nvtxEventAttributes_t *a, uint64_t *payload, uint8_t *ptype)
+static uint32_t intern(const char *s, size_t len)
+{
+    pthread_mutex_lock(&G.mu);
+    uint32_t id = intern_locked(s, len);
+    pthread_mutex_unlock(&G.mu);
+    return id;
+}
+
+/* The id of an ASCII name. The common case, a name this thread used before
+ * from the same pointer with the same text, takes no lock: one cache slot
+ * per pointer, checked against a copy of the text because the pointer may
+ * be a buffer the program reuses for other names. */
+static uint32_t name_id(tbuf *t, const char *s)
+{
+    if (!*s)
+        return 0;
+    name_ent *c = &t->names[((uintptr_t)s * 0x9e3779b97f4a7c15ull) >> (64 - 6)];
+    if (c->p == s && !strcmp(c->text, s))
+        return c->id;
+    size_t len = strlen(s);
+    uint32_t id = intern(s, len);
+    if (id && len < NAME_TEXT) {
+        c->p = s;
+        c->id = id;
+        memcpy(c->text, s, len + 1);
+    }
+    return id;
+}
+
+static uint32_t wide_id(const wchar_t *w)
+{
+    char buf[1024];
+    size_t n = wide_to_utf8(w, buf, sizeof buf);
+    return intern(buf, n);
+}
+
+/* Name and payload of event attributes. */
+static uint32_t attr_name(tbuf *t, const nvtxEventAttributes_t *a, uint64_t *payload, uint8_t *ptype)
 {
     *payload = 0;
     *ptype = 0;
@@ -655,95 +858,100 @@ static uint32_t attr_name(const nvtxEventAttributes_t *a, uint64_t *payload, uin
     }
     switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-        return a->message.ascii ? intern_locked(a->message.ascii, strlen(a->message.ascii)) : 0;
-    case NVTX_MESSAGE_TYPE_UNICODE: {
-        char buf[1024];
-        size_t n = wide_to_utf8(a->message.unicode, buf, sizeof buf);
-        return intern_locked(buf, n);
-    }
+        return a->message.ascii ? name_id(t, a->message.ascii) : 0;
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        return wide_id(a->message.unicode);
     case NVTX_MESSAGE_TYPE_REGISTERED: {
         uintptr_t id = (uintptr_t)a->message.registered;
-        return id < G.strs.n ? (uint32_t)id : 0;
+        return id < atomic_load_explicit(&G.nstrs, memory_order_relaxed) ? (uint32_t)id : 0;
     }
     default:
         return 0;
     }
 }
 
+/* Appends one record to the thread's block; no lock unless the block is
+ * full. */
+static void emit(tbuf *t, uint8_t kind, const range_ent *e, int64_t end, uint32_t tid, uint16_t depth)
+{
+    blk *k = t->cur;
+    uint32_t n = k ? atomic_load_explicit(&k->n, memory_order_relaxed) : BLK_RECS;
+    if (n == BLK_RECS) {
+        if (!(k = refill(t)))
+            return;
+        n = 0;
+    }
+    tlt_rec *r = &k->recs[n];
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->sub = e->ptype;
+    r->aux = depth;
+    r->name = e->name;
+    r->start = e->start;
+    r->end = end;
+    r->dev = G.pid;
+    r->stream = tid;
+    r->ctx = e->dom;
+    r->val = e->payload;
+    atomic_store_explicit(&k->n, n + 1, memory_order_release);
+}
+
+static void count_drop(uint64_t *counter)
+{
+    pthread_mutex_lock(&G.mu);
+    (*counter)++;
+    pthread_mutex_unlock(&G.mu);
+}
+
 static int push(uint32_t dom, const char *ascii, const wchar_t *wide, const nvtxEventAttributes_t *a)
 {
     if (!G.on)
         return -1;
+    tbuf *t = me();
+    if (!t)
+        return -1;
     range_ent e;
     e.start = now_ns();
     e.dom = dom;
-    pthread_mutex_lock(&G.mu);
     if (ascii) {
-        e.name = intern_locked(ascii, strlen(ascii));
+        e.name = name_id(t, ascii);
         e.payload = 0;
         e.ptype = 0;
     } else if (wide) {
-        char buf[1024];
-        size_t n = wide_to_utf8(wide, buf, sizeof buf);
-        e.name = intern_locked(buf, n);
+        e.name = wide_id(wide);
         e.payload = 0;
         e.ptype = 0;
     } else {
-        e.name = attr_name(a, &e.payload, &e.ptype);
+        e.name = attr_name(t, a, &e.payload, &e.ptype);
     }
-    pthread_mutex_unlock(&G.mu);
-    if (tls.depth < STACK_MAX)
-        tls.st[tls.depth] = e;
-    return tls.depth++;
-}
-
-static void emit(uint8_t kind, const range_ent *e, int64_t end, uint32_t tid, uint16_t depth)
-{
-    pthread_mutex_lock(&G.mu);
-    tlt_rec *r = tlt_batch_add(&G.batch, G.max_recs);
-    if (r) {
-        r->kind = kind;
-        r->sub = e->ptype;
-        r->aux = depth;
-        r->name = e->name;
-        r->start = e->start;
-        r->end = end;
-        r->dev = G.pid;
-        r->stream = tid;
-        r->ctx = e->dom;
-        r->val = e->payload;
-        G.records++;
-    } else {
-        G.dropped_buffer++;
-    }
-    pthread_mutex_unlock(&G.mu);
+    if (t->depth < STACK_MAX)
+        t->st[t->depth] = e;
+    return t->depth++;
 }
 
 static int pop(uint32_t dom)
 {
-    if (tls.depth <= 0)
+    tbuf *t = my_tbuf;
+    if (!t || t->depth <= 0)
         return -1;
     int64_t end = now_ns();
-    if (tls.depth > STACK_MAX) {
-        tls.depth--;
-        if (G.on) {
-            pthread_mutex_lock(&G.mu);
-            G.dropped_ranges++;
-            pthread_mutex_unlock(&G.mu);
-        }
-        return tls.depth;
+    if (t->depth > STACK_MAX) {
+        t->depth--;
+        if (G.on)
+            count_drop(&G.dropped_ranges);
+        return t->depth;
     }
     /* the innermost open range of this domain */
-    int i = tls.depth - 1;
-    while (i >= 0 && tls.st[i].dom != dom)
+    int i = t->depth - 1;
+    while (i >= 0 && t->st[i].dom != dom)
         i--;
     if (i < 0)
         return -1;
-    range_ent e = tls.st[i];
-    memmove(&tls.st[i], &tls.st[i + 1], (size_t)(tls.depth - 1 - i) * sizeof *tls.st);
-    tls.depth--;
+    range_ent e = t->st[i];
+    memmove(&t->st[i], &t->st[i + 1], (size_t)(t->depth - 1 - i) * sizeof *t->st);
+    t->depth--;
     if (G.on)
-        emit(TLT_REC_RANGE, &e, end, my_tid(), (uint16_t)i);
+        emit(t, TLT_REC_RANGE, &e, end, t->tid, (uint16_t)i);
     return i;
 }
 
@@ -751,24 +959,25 @@ static nvtxRangeId_t range_start(uint32_t dom, const char *ascii, const nvtxEven
 {
     if (!G.on)
         return 0;
-    int64_t t = now_ns();
-    uint32_t tid = my_tid();
+    tbuf *t = me();
+    if (!t)
+        return 0;
+    range_ent e = {0};
+    e.start = now_ns();
+    e.dom = dom;
+    e.name = ascii ? name_id(t, ascii) : attr_name(t, a, &e.payload, &e.ptype);
     pthread_mutex_lock(&G.mu);
     uint64_t id = ++G.next_range;
     open_range *o = &G.open[id % OPEN_RANGES];
     if (o->id)
         G.dropped_ranges++; /* overwritten: more than OPEN_RANGES open at once */
     o->id = id;
-    o->start = t;
+    o->start = e.start;
     o->dom = dom;
-    o->tid = tid;
-    if (ascii) {
-        o->name = intern_locked(ascii, strlen(ascii));
-        o->payload = 0;
-        o->ptype = 0;
-    } else {
-        o->name = attr_name(a, &o->payload, &o->ptype);
-    }
+    o->tid = t->tid;
+    o->name = e.name;
+    o->payload = e.payload;
+    o->ptype = e.ptype;
     pthread_mutex_unlock(&G.mu);
     return id;
 }
@@ -777,7 +986,10 @@ static void range_end(nvtxRangeId_t id)
 {
     if (!G.on || !id)
         return;
-    int64_t t = now_ns();
+    tbuf *t = me();
+    if (!t)
+        return;
+    int64_t end = now_ns();
     pthread_mutex_lock(&G.mu);
     open_range *o = &G.open[id % OPEN_RANGES];
     range_ent e = {0};
@@ -796,20 +1008,21 @@ static void range_end(nvtxRangeId_t id)
     }
     pthread_mutex_unlock(&G.mu);
     if (found)
-        emit(TLT_REC_RANGE, &e, t, tid, 0);
+        emit(t, TLT_REC_RANGE, &e, end, tid, 0); /* on the starting thread's row */
 }
 
 static void mark(uint32_t dom, const char *ascii, const nvtxEventAttributes_t *a)
 {
     if (!G.on)
         return;
+    tbuf *t = me();
+    if (!t)
+        return;
     range_ent e = {0};
     e.start = now_ns();
     e.dom = dom;
-    pthread_mutex_lock(&G.mu);
-    e.name = ascii ? intern_locked(ascii, strlen(ascii)) : attr_name(a, &e.payload, &e.ptype);
-    pthread_mutex_unlock(&G.mu);
-    emit(TLT_REC_MARK, &e, e.start, my_tid(), (uint16_t)(tls.depth < 0 ? 0 : tls.depth));
+    e.name = ascii ? name_id(t, ascii) : attr_name(t, a, &e.payload, &e.ptype);
+    emit(t, TLT_REC_MARK, &e, e.start, t->tid, (uint16_t)t->depth);
 }
 
 static uint32_t dom_id(nvtxDomainHandle_t d) { return (uint32_t)(uintptr_t)d; }
@@ -844,17 +1057,15 @@ static nvtxStringHandle_t NVTX_API h_DomainRegisterStringA(nvtxDomainHandle_t d,
     (void)d;
     if (!G.on || !s)
         return NULL;
-    pthread_mutex_lock(&G.mu);
-    uint32_t id = intern_locked(s, strlen(s));
-    pthread_mutex_unlock(&G.mu);
-    return (nvtxStringHandle_t)(uintptr_t)id;
+    return (nvtxStringHandle_t)(uintptr_t)intern(s, strlen(s));
 }
 
 static nvtxStringHandle_t NVTX_API h_DomainRegisterStringW(nvtxDomainHandle_t d, const wchar_t *s)
 {
-    char buf[1024];
-    wide_to_utf8(s, buf, sizeof buf);
-    return h_DomainRegisterStringA(d, buf);
+    (void)d;
+    if (!G.on || !s)
+        return NULL;
+    return (nvtxStringHandle_t)(uintptr_t)wide_id(s);
 }
 
 static nvtxDomainHandle_t NVTX_API h_DomainCreateA(const char *name)
@@ -863,10 +1074,7 @@ static nvtxDomainHandle_t NVTX_API h_DomainCreateA(const char *name)
         return NULL;
     if (!name || !*name)
         name = "<unnamed domain>";
-    pthread_mutex_lock(&G.mu);
-    uint32_t id = intern_locked(name, strlen(name));
-    pthread_mutex_unlock(&G.mu);
-    return (nvtxDomainHandle_t)(uintptr_t)id;
+    return (nvtxDomainHandle_t)(uintptr_t)intern(name, strlen(name));
 }
 
 static nvtxDomainHandle_t NVTX_API h_DomainCreateW(const wchar_t *name)

@@ -19,6 +19,7 @@
 #include "teller/report.h"
 #include "teller/tree.h"
 #include "report_internal.h"
+#include "../util/textout.h"
 
 /* One thread track of the output and its stack of open slice ends. */
 typedef struct lane {
@@ -134,7 +135,7 @@ static void meta_name(pw *w, const char *what, int64_t pid, int64_t tid, const c
     sep(w);
     fprintf(w->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":", what,
             pid, tid);
-    rep_json(w->f, name);
+    teller_json_put(w->f, name);
     fputs("}}", w->f);
 }
 
@@ -156,7 +157,7 @@ static void put_event(pw *w, uint32_t e, int64_t pid, int32_t tid, uint32_t culp
     sep(w);
     fprintf(f, "{\"ph\":\"%s\",\"cat\":\"%s\",\"name\":", instant ? "i" : "X",
             teller_layer_name((teller_layer)ev->layer[e]));
-    rep_json(f, teller_store_str(w->st, ev->name[e]));
+    teller_json_put(f, teller_store_str(w->st, ev->name[e]));
     fprintf(f, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", pid, tid);
     put_us(f, ev->start_ns[e] - w->origin);
     if (instant)
@@ -185,16 +186,16 @@ static void put_event(pw *w, uint32_t e, int64_t pid, int32_t tid, uint32_t culp
             fprintf(f, "%s\"External id\":%" PRId64, n++ ? "," : "", a->ext_id);
         if (a->request) {
             fprintf(f, "%s\"request\":", n++ ? "," : "");
-            rep_json(f, teller_store_str(w->st, a->request));
+            teller_json_put(f, teller_store_str(w->st, a->request));
         }
     }
     const teller_comm *c = teller_store_event_comm(w->st, e);
     if (c) {
         fprintf(f, "%s\"collective\":", n++ ? "," : "");
-        rep_json(f, teller_store_str(w->st, c->collective));
+        teller_json_put(f, teller_store_str(w->st, c->collective));
         if (c->pg_name) {
             fputs(",\"process_group\":", f);
-            rep_json(f, teller_store_str(w->st, c->pg_name));
+            teller_json_put(f, teller_store_str(w->st, c->pg_name));
         }
         if (c->seq >= 0)
             fprintf(f, ",\"seq\":%" PRId64, c->seq);
@@ -369,20 +370,20 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             fprintf(out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":");
             char name[128];
             snprintf(name, sizeof name, "step %u: %s", s->pred.step, s->fault[0] ? s->fault : s->pred.fault_type);
-            rep_json(out, name);
+            teller_json_put(out, name);
             fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":1,\"ts\":", fpid);
             put_us(out, s->start_ns - origin);
             fprintf(out, ",\"args\":{\"step\":%u,\"score\":%.4f,\"fault_type\":", s->pred.step, s->pred.score);
-            rep_json(out, s->pred.fault_type);
+            teller_json_put(out, s->pred.fault_type);
             fputs(",\"fault\":", out);
-            rep_json(out, s->fault);
+            teller_json_put(out, s->fault);
             fprintf(out, ",\"rank\":%d,\"node\":%d,\"op\":", s->root_rank, s->root_node);
-            rep_json(out, s->pred.ncand > 0 ? s->pred.cand[0].op : "");
+            teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].op : "");
             fputs(",\"layer\":", out);
-            rep_json(out, s->pred.ncand > 0 ? s->pred.cand[0].layer : "");
+            teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].layer : "");
             fprintf(out, ",\"dur_ms\":%.6f,\"expected_ms\":%.6f,\"excess_ms\":%.6f,\"explanation\":",
                     (double)s->dur_ns / 1e6, (double)s->expected_ns / 1e6, (double)s->excess_ns / 1e6);
-            rep_json(out, s->pred.explanation);
+            teller_json_put(out, s->pred.explanation);
             fputs("}}", out);
         }
         /* Step windows as slices (nesting by the same rule), each with a
@@ -422,13 +423,13 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
                      s->pred.score);
             sep(&w);
             fputs("{\"ph\":\"X\",\"cat\":\"teller\",\"name\":", out);
-            rep_json(out, name);
+            teller_json_put(out, name);
             fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", fpid, tid);
             put_us(out, win[k].start - origin);
             fputs(",\"dur\":", out);
             put_us(out, win[k].dur);
             fputs(",\"args\":{\"explanation\":", out);
-            rep_json(out, s->pred.explanation);
+            teller_json_put(out, s->pred.explanation);
             fputs("}}", out);
             uint32_t si = win[k].e;
             if (cul_pid[si] >= 0) {

@@ -19,10 +19,6 @@
  * (cut on a character boundary, followed by "..."); max 0 means all. */
 void rep_html(FILE *f, const char *s, size_t max);
 
-/* Writes s as a JSON string literal with its quotes; control characters as
- * \u00XX, invalid UTF-8 as \ufffd, so the output is always valid JSON. */
-void rep_json(FILE *f, const char *s);
-
 /* A duration for people: "812 ns", "12.4 us", "3.412 ms", "1.250 s".
  * Returns buf. */
 char *rep_dur(char *buf, size_t cap, int64_t ns);
