@@ -177,4 +177,31 @@ else
   echo
   echo "tpe: skipped ($BUILD/bench_tpe not built)"
 fi
+
+# ===========================================================================
+# Log-to-step alignment on the held-out corpus above (truth.json log_steps).
+# ===========================================================================
+echo
+"$BUILD/align_accuracy" "$OUTDIR/corpus/cases_s2000_r0.3"
+
+# ===========================================================================
+# Scale: simulating and diagnosing a 2-node, 16-GPU, 200-step case (70B,
+# tensor parallel 8, pipeline 2). Targets: simulation in seconds; diagnosis
+# under 10 s. Reported beside the time to load the same case (teller stats).
+# ===========================================================================
+BIG=$OUTDIR/scale_case
+rm -rf "$BIG"
+t0=$(date +%s.%N)
+"$BUILD/teller" simulate -o "$BIG" --nodes 2 --gpus-per-node 8 --tp 8 --pp 2 --steps 200 --model 70b --fault all --seed 3 >/dev/null
+t1=$(date +%s.%N)
+"$BUILD/teller" stats -q "$BIG" >/dev/null
+t2=$(date +%s.%N)
+"$BUILD/teller" diagnose -q --json "$BIG/pred.json" "$BIG" >/dev/null
+t3=$(date +%s.%N)
+awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN {
+  printf "\nscale: 16 ranks x 200 steps\n"
+  printf "%-34s %10.2f s\n", "simulate", b - a
+  printf "%-34s %10.2f s\n", "load (teller stats)", c - b
+  printf "%-34s %10.2f s  (%.2fx the load; target < 10 s: %s)\n", "diagnose (load + analysis)", d - c, (d - c) / (c - b), (d - c < 10 ? "PASS" : "FALL SHORT")
+}'
 exit 0
