@@ -114,7 +114,7 @@ static void test_diagnose_simulated_case(void)
     CHECK(has_note(d, "nothing in it was used"));
     int flagged_by_log = 0;
     for (size_t k = 0; k < d->n; k++)
-        flagged_by_log |= d->steps[k].nev > 0;
+        flagged_by_log |= d->steps[k].pred.nev > 0;
     CHECK(!flagged_by_log);
     teller_diagnosis_free(d);
     teller_store_free(st);

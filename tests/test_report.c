@@ -316,13 +316,13 @@ static void test_html_escapes_everything_from_traces_and_logs(void)
     diag_init(&d, steps, 2);
     fill_windows(&d, st);
     mark_abnormal(&steps[0], st, k, 0.93, "kernel_regression", "kernel", HOSTILE_EXPL);
-    steps[0].nev = 1;
-    snprintf(steps[0].ev[0].kind, sizeof steps[0].ev[0].kind, "log");
-    snprintf(steps[0].ev[0].file, sizeof steps[0].ev[0].file, "node0\"x\".log");
-    snprintf(steps[0].ev[0].text, sizeof steps[0].ev[0].text, "%s", HOSTILE_LOG);
-    steps[0].ev[0].line = 42;
-    steps[0].ev[0].rank = 0;
-    steps[0].ev[0].node = 0;
+    steps[0].pred.nev = 1;
+    snprintf(steps[0].pred.ev[0].kind, sizeof steps[0].pred.ev[0].kind, "log");
+    snprintf(steps[0].pred.ev[0].file, sizeof steps[0].pred.ev[0].file, "node0\"x\".log");
+    snprintf(steps[0].pred.ev[0].text, sizeof steps[0].pred.ev[0].text, "%s", HOSTILE_LOG);
+    steps[0].pred.ev[0].line = 42;
+    steps[0].pred.ev[0].rank = 0;
+    steps[0].pred.ev[0].node = 0;
     char *notes[] = {HOSTILE_NOTE, "rank 1's trace is missing"};
     d.notes = notes;
     d.nnotes = 2;
@@ -503,19 +503,19 @@ static void test_reports_on_a_simulated_case(void)
                   "Step 4 took longer than expected; on rank 3 the kernel ran 3x its usual time.");
     mark_abnormal(&steps[6], st, c6, 0.71, "slow_link", "communication",
                   "Step 6: the all-reduce on rank 1 waited for its peers.");
-    steps[4].nev = 2;
-    snprintf(steps[4].ev[0].kind, sizeof steps[4].ev[0].kind, "log");
-    snprintf(steps[4].ev[0].file, sizeof steps[4].ev[0].file, "%s/node1.log", dir);
-    steps[4].ev[0].line = 1234;
-    steps[4].ev[0].rank = 3;
-    steps[4].ev[0].node = 1;
-    snprintf(steps[4].ev[0].text, sizeof steps[4].ev[0].text,
+    steps[4].pred.nev = 2;
+    snprintf(steps[4].pred.ev[0].kind, sizeof steps[4].pred.ev[0].kind, "log");
+    snprintf(steps[4].pred.ev[0].file, sizeof steps[4].pred.ev[0].file, "%s/node1.log", dir);
+    steps[4].pred.ev[0].line = 1234;
+    steps[4].pred.ev[0].rank = 3;
+    steps[4].pred.ev[0].node = 1;
+    snprintf(steps[4].pred.ev[0].text, sizeof steps[4].pred.ev[0].text,
              "WARNING 03-14 10:22:31 [gpu_worker.py:211] GPU 1 clocks throttled (thermal)");
-    snprintf(steps[4].ev[1].kind, sizeof steps[4].ev[1].kind, "trace");
-    steps[4].ev[1].line = k4;
-    steps[4].ev[1].rank = 3;
-    steps[4].ev[1].node = -1;
-    snprintf(steps[4].ev[1].text, sizeof steps[4].ev[1].text, "kernel 3.0x its median over 40 steps");
+    snprintf(steps[4].pred.ev[1].kind, sizeof steps[4].pred.ev[1].kind, "trace");
+    steps[4].pred.ev[1].line = k4;
+    steps[4].pred.ev[1].rank = 3;
+    steps[4].pred.ev[1].node = -1;
+    snprintf(steps[4].pred.ev[1].text, sizeof steps[4].pred.ev[1].text, "kernel 3.0x its median over 40 steps");
     if (big)
         for (uint32_t s = 7; s < nsteps; s += 7) {
             uint32_t e = longest(st, s, (int32_t)(s % 16), TELLER_LAYER_KERNEL, 0);

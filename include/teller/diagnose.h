@@ -20,20 +20,7 @@
 extern "C" {
 #endif
 
-#define TELLER_MAX_EVIDENCE 6
-
-/* A log line (or a trace fact) that supports a finding. */
-typedef struct teller_evidence {
-    char     kind[8];   /* "log" or "trace" */
-    int32_t  node;      /* log: the node whose log holds it; -1 otherwise */
-    int32_t  rank;      /* -1 when unknown */
-    uint64_t line;      /* log: 1-based line number; trace: event index */
-    int64_t  time_ns;   /* on node 0's clock, INT64_MIN when unknown */
-    char     file[256]; /* log file */
-    char     text[512]; /* verbatim (truncated) line, or a trace fact */
-} teller_evidence;
-
-/* One step's diagnosis. pred carries the benchmark fields. */
+/* One step's diagnosis. pred carries the benchmark fields, evidence included. */
 typedef struct teller_diag_step {
     teller_step_pred pred;
     char             fault[32];     /* finer kind (BENCHMARK.md names), "" when normal */
@@ -46,8 +33,6 @@ typedef struct teller_diag_step {
     uint32_t         culprit_event; /* an event of the top candidate, TELLER_NONE if none */
     int64_t          culprit_ns;    /* the top candidate's time in this step */
     int64_t          culprit_base_ns; /* its usual time */
-    teller_evidence  ev[TELLER_MAX_EVIDENCE];
-    int              nev;
 } teller_diag_step;
 
 /* A set of service logs to use as evidence: file paths; each file's node

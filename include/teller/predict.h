@@ -17,6 +17,19 @@ typedef struct teller_candidate {
     double  score;
 } teller_candidate;
 
+#define TELLER_MAX_EVIDENCE 6
+
+/* A log line (or a trace fact) that supports a finding. */
+typedef struct teller_evidence {
+    char     kind[8];   /* "log" or "trace" */
+    int32_t  node;      /* log: the node whose log holds it; -1 otherwise */
+    int32_t  rank;      /* -1 when unknown */
+    uint64_t line;      /* log: 1-based line number; trace: event index */
+    int64_t  time_ns;   /* on node 0's clock, INT64_MIN when unknown */
+    char     file[256]; /* log file */
+    char     text[512]; /* verbatim (truncated) line, or a trace fact */
+} teller_evidence;
+
 typedef struct teller_step_pred {
     uint32_t         step;
     double           score;       /* abnormality, 0..1 */
@@ -25,10 +38,12 @@ typedef struct teller_step_pred {
     char             view[16];
     teller_candidate cand[TELLER_MAX_CANDIDATES];
     int              ncand;
+    teller_evidence  ev[TELLER_MAX_EVIDENCE]; /* log lines and trace facts behind the finding */
+    int              nev;
     char             explanation[1024];
 } teller_step_pred;
 
-/* Writes {"version": 1, "steps": [...]} with every step given. */
+/* Writes {"version": 1, "steps": [...]} with every step given, evidence included. */
 void teller_pred_write(FILE *f, const teller_step_pred *steps, size_t n);
 
 #endif

@@ -54,8 +54,9 @@
 
 #define STACK_MAX   128  /* NVTX push/pop depth kept per thread */
 #define OPEN_RANGES 4096 /* start/end ranges open at once */
-#define BLK_RECS    512  /* records per thread block (36 KiB) */
-#define FREE_BLKS   64   /* empty blocks kept for reuse */
+#define BLK_RECS    1024 /* records per thread block (40 KiB) */
+#define KICK_BLKS   64   /* full or current blocks that wake the flusher early */
+#define FREE_BLKS   256  /* empty blocks kept for reuse */
 #define NAME_SLOTS  64   /* per-thread name cache entries (power of two) */
 #define NAME_TEXT   112  /* names shorter than this are cached */
 
@@ -78,17 +79,36 @@ typedef struct open_range {
     uint8_t  ptype;
 } open_range;
 
+/* An NVTX record as a thread writes it: 40 bytes where tlt_rec has 72
+ * (pid and the CUPTI fields are the same for all), expanded by the
+ * flusher. */
+typedef struct nvrec {
+    int64_t  start, end;
+    uint64_t payload;
+    uint32_t name, dom, tid;
+    uint16_t depth;
+    uint8_t  kind, ptype;
+} nvrec;
+
 /* A block of NVTX records. Its thread writes recs[n] and then stores n + 1
  * with release; the flusher loads n with acquire and takes recs[done, n).
- * Records below n are never written again, so the flusher reads them
+ * Records below n are never written again, so the flusher copies them
  * without a lock. A block is reused only after the flusher took all of it
  * from the full queue. */
 typedef struct blk {
-    struct blk      *next; /* on G.full or G.free (under mu) */
+    struct blk      *next; /* on G.full or G.free_blks (under mu) */
     _Atomic uint32_t n;    /* records written */
     uint32_t         done; /* records the flusher took (under mu) */
-    tlt_rec          recs[BLK_RECS];
+    nvrec            recs[BLK_RECS];
 } blk;
+
+/* Part of a block the flusher copies outside the lock, and whether the
+ * block goes back to the free list afterwards. */
+typedef struct span {
+    blk     *b;
+    uint32_t from, to;
+    int      release;
+} span;
 
 /* One cached name: the pointer NVTX passed, a copy of the text it held
  * (the same pointer may hold other text later: a reused buffer), its id. */
@@ -125,7 +145,7 @@ static struct {
     pthread_key_t   key; /* its destructor marks a thread's buffer dead */
     volatile int    on;     /* collecting */
     int             failed; /* an error stopped collection */
-    int             started, cupti_on, flusher_on, stop;
+    int             started, cupti_on, flusher_on, stop, kick;
     unsigned        kinds;
     int             flush_ms;
     size_t          cupti_buf, max_recs;
@@ -139,6 +159,8 @@ static struct {
     blk            *full, **full_tail; /* full blocks, oldest first */
     blk            *free_blks;
     size_t          nfree, nblk; /* blocks on the free list; blocks holding records (full or current) */
+    span           *spans; /* the flusher's, under io */
+    size_t          spans_cap;
     tlt_writer      w;
     int             fd;
     uint64_t        records, dropped_cupti, dropped_buffer, dropped_ranges, noted;
@@ -318,56 +340,102 @@ static void put_free(blk *b)
     G.nfree++;
 }
 
-/* Appends recs[done, n) of a block to batch b. Caller holds mu. */
-static void take(tlt_batch *b, blk *k, uint32_t n)
+/* Notes recs[done, to) of a block for the flusher to copy. Caller holds
+ * mu and io. -1 when out of memory (the records are dropped). */
+static int add_span(size_t *n, blk *k, uint32_t to, int release)
 {
-    for (uint32_t i = k->done; i < n; i++) {
-        tlt_rec *o = tlt_batch_add(b, SIZE_MAX); /* admitted already: blocks count against max_recs */
-        if (!o) {
-            G.dropped_buffer += n - i;
-            break;
+    if (*n == G.spans_cap) {
+        size_t c = G.spans_cap ? G.spans_cap * 2 : 64;
+        span *ns = realloc(G.spans, c * sizeof *ns);
+        if (!ns) {
+            G.dropped_buffer += to - k->done;
+            k->done = to;
+            if (release) {
+                G.nblk--;
+                put_free(k);
+            }
+            return -1;
         }
-        *o = k->recs[i];
-        G.records++;
+        G.spans = ns;
+        G.spans_cap = c;
     }
-    k->done = n;
+    G.spans[(*n)++] = (span){k, k->done, to, release};
+    k->done = to;
+    return 0;
 }
 
-/* Moves every NVTX record written so far into batch b: the full blocks
- * (oldest first), then what each thread's current block holds, so that
- * one thread's records keep their order. Frees the buffers of threads that
- * exited. Caller holds mu. */
-static void collect_blocks(tlt_batch *b)
+/* Notes every NVTX record written so far: the full blocks (oldest first),
+ * then what each thread's current block holds, so that one thread's
+ * records keep their order. Frees the buffers of threads that exited.
+ * Returns the number of spans. Caller holds mu and io. */
+static size_t snapshot_blocks(void)
 {
+    size_t n = 0;
     while (G.full) {
         blk *k = G.full;
         G.full = k->next;
-        take(b, k, BLK_RECS);
-        G.nblk--;
-        put_free(k);
+        add_span(&n, k, BLK_RECS, 1);
     }
     G.full_tail = &G.full;
     for (tbuf **pp = &G.threads; *pp;) {
         tbuf *t = *pp;
         if (t->cur)
-            take(b, t->cur, atomic_load_explicit(&t->cur->n, memory_order_acquire));
+            add_span(&n, t->cur, atomic_load_explicit(&t->cur->n, memory_order_acquire), t->dead);
         if (!t->dead) {
             pp = &t->next;
             continue;
         }
         *pp = t->next;
-        if (t->cur) {
-            G.nblk--;
-            put_free(t->cur);
-        }
         free(t);
     }
+    return n;
+}
+
+/* Copies the spans into batch b as full records. No lock: the records are
+ * published and no thread writes them again. */
+static uint64_t copy_spans(tlt_batch *b, size_t nspans, uint64_t *dropped)
+{
+    uint64_t taken = 0;
+    for (size_t i = 0; i < nspans; i++) {
+        const span *sp = &G.spans[i];
+        for (uint32_t j = sp->from; j < sp->to; j++) {
+            const nvrec *r = &sp->b->recs[j];
+            tlt_rec *o = tlt_batch_add(b, SIZE_MAX); /* admitted already: blocks count against max_recs */
+            if (!o) {
+                *dropped += sp->to - j;
+                break;
+            }
+            o->kind = r->kind;
+            o->sub = r->ptype;
+            o->aux = r->depth;
+            o->name = r->name;
+            o->start = r->start;
+            o->end = r->end;
+            o->dev = G.pid;
+            o->stream = r->tid;
+            o->ctx = r->dom;
+            o->val = r->payload;
+            taken++;
+        }
+    }
+    return taken;
+}
+
+/* Wakes the flusher before its interval is over. */
+static void kick_flusher(void)
+{
+    pthread_mutex_lock(&G.fmu);
+    G.kick = 1;
+    pthread_cond_signal(&G.fcv);
+    pthread_mutex_unlock(&G.fmu);
 }
 
 /* Queues the thread's full block and gives it an empty one, within the
  * memory budget (max_recs records held by blocks and the CUPTI batch
- * together). NULL when over budget or out of memory: the caller drops the
- * record and counts it. */
+ * together). Wakes the flusher early when KICK_BLKS blocks hold records,
+ * so that blocks are reused while still in cache and memory stays small.
+ * NULL when over budget or out of memory: the caller drops the record
+ * (counted here). */
 static blk *refill(tbuf *t)
 {
     pthread_mutex_lock(&G.mu);
@@ -396,7 +464,10 @@ static blk *refill(tbuf *t)
     } else {
         G.dropped_buffer++;
     }
+    int kick = G.nblk >= KICK_BLKS;
     pthread_mutex_unlock(&G.mu);
+    if (kick)
+        kick_flusher();
     return k;
 }
 
@@ -452,17 +523,26 @@ static void flush_now(int end)
     tlt_batch b = G.batch;
     G.batch = G.spare;
     G.batch.n = 0;
-    collect_blocks(&b);
+    size_t nspans = snapshot_blocks();
     if (G.strs.unwritten < G.strs.n) {
         bad |= tlt_writer_strings(&G.w, &G.strs, G.strs.unwritten);
         G.strs.unwritten = G.strs.n;
     }
     pthread_mutex_unlock(&G.mu);
+    uint64_t dropped = 0, taken = copy_spans(&b, nspans, &dropped);
     if (!bad)
         bad |= tlt_writer_records(&G.w, b.recs, b.n);
     b.n = 0;
     pthread_mutex_lock(&G.mu);
     G.spare = b;
+    G.records += taken;
+    G.dropped_buffer += dropped;
+    for (size_t i = 0; i < nspans; i++) {
+        if (G.spans[i].release) {
+            G.nblk--;
+            put_free(G.spans[i].b);
+        }
+    }
     pthread_mutex_unlock(&G.mu);
     if (!bad)
         bad |= write_counts(end);
@@ -478,22 +558,37 @@ static void flush_now(int end)
     pthread_mutex_unlock(&G.io);
 }
 
+static struct timespec after_ms(int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ns = ts.tv_nsec + (int64_t)ms * 1000000;
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    return ts;
+}
+
+/* Flushes every flush_ms, and in between when a thread's records fill
+ * KICK_BLKS blocks (refill kicks); CUPTI is asked for its buffers only on
+ * the interval. */
 static void *flusher(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&G.fmu);
+    struct timespec due = after_ms(G.flush_ms);
     while (!G.stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (int64_t)G.flush_ms * 1000000;
-        ts.tv_sec += ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        pthread_cond_timedwait(&G.fcv, &G.fmu, &ts);
+        int r = 0;
+        while (!G.stop && !G.kick && r != ETIMEDOUT)
+            r = pthread_cond_timedwait(&G.fcv, &G.fmu, &due);
         if (G.stop)
             break;
+        G.kick = 0;
         pthread_mutex_unlock(&G.fmu);
-        if (G.cupti_on)
-            cuptiActivityFlushAll(0);
+        if (r == ETIMEDOUT) {
+            if (G.cupti_on)
+                cuptiActivityFlushAll(0);
+            due = after_ms(G.flush_ms);
+        }
         flush_now(0);
         pthread_mutex_lock(&G.fmu);
     }
@@ -555,8 +650,10 @@ static void after_fork_child(void)
 {
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
+    pthread_mutex_init(&G.fmu, NULL); /* a thread that is gone may have held it to kick */
     pthread_cond_init(&G.fcv, NULL);
     G.flusher_on = 0;
+    G.kick = 0;
     G.pid = (uint32_t)getpid();
     G.batch.n = 0;
     while (G.full) {
@@ -881,18 +978,16 @@ static void emit(tbuf *t, uint8_t kind, const range_ent *e, int64_t end, uint32_
             return;
         n = 0;
     }
-    tlt_rec *r = &k->recs[n];
-    memset(r, 0, sizeof *r);
-    r->kind = kind;
-    r->sub = e->ptype;
-    r->aux = depth;
-    r->name = e->name;
+    nvrec *r = &k->recs[n];
     r->start = e->start;
     r->end = end;
-    r->dev = G.pid;
-    r->stream = tid;
-    r->ctx = e->dom;
-    r->val = e->payload;
+    r->payload = e->payload;
+    r->name = e->name;
+    r->dom = e->dom;
+    r->tid = tid;
+    r->depth = depth;
+    r->kind = kind;
+    r->ptype = e->ptype;
     atomic_store_explicit(&k->n, n + 1, memory_order_release);
 }
 

@@ -32,6 +32,7 @@
 #ifndef TELLER_TLT_FORMAT_H
 #define TELLER_TLT_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -105,9 +106,19 @@ static inline uint32_t tlt_get32(const uint8_t *p)
 }
 static inline uint64_t tlt_get64(const uint8_t *p) { return tlt_get32(p) | (uint64_t)tlt_get32(p + 4) << 32; }
 
+/* The in-memory record has no padding and the file's field order, so on a
+ * little-endian machine packing is one copy. */
+_Static_assert(sizeof(tlt_rec) == TLT_REC_SIZE && offsetof(tlt_rec, name) == 4 && offsetof(tlt_rec, start) == 8 &&
+                   offsetof(tlt_rec, corr) == 24 && offsetof(tlt_rec, val) == 40 && offsetof(tlt_rec, grid) == 48 &&
+                   offsetof(tlt_rec, block) == 60,
+               "tlt_rec must match the file layout");
+
 /* Serialises r into TLT_REC_SIZE bytes at p. */
 static inline void tlt_rec_pack(uint8_t *p, const tlt_rec *r)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, r, TLT_REC_SIZE);
+#else
     p[0] = r->kind;
     p[1] = r->sub;
     tlt_put16(p + 2, r->aux);
@@ -123,6 +134,7 @@ static inline void tlt_rec_pack(uint8_t *p, const tlt_rec *r)
         tlt_put32(p + 48 + 4 * i, r->grid[i]);
         tlt_put32(p + 60 + 4 * i, r->block[i]);
     }
+#endif
 }
 
 static inline void tlt_rec_unpack(tlt_rec *r, const uint8_t *p)

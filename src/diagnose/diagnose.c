@@ -1176,9 +1176,9 @@ static int has_sub(const char *m, size_t n, const char *pat)
 static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_record *rec, int32_t rank,
                          int64_t t)
 {
-    if (s->nev >= TELLER_MAX_EVIDENCE)
+    if (s->pred.nev >= TELLER_MAX_EVIDENCE)
         return;
-    teller_evidence *e = &s->ev[s->nev++];
+    teller_evidence *e = &s->pred.ev[s->pred.nev++];
     snprintf(e->kind, sizeof e->kind, "log");
     e->node = L->node;
     e->rank = rank;
@@ -1397,8 +1397,76 @@ static void explain(dctx *D, teller_diag_step *s, const cand *c)
                      "which took %s against a usual %s.",
                      s->pred.step, dur, ex, what, k_det[c->det].fault, teller_store_str(D->st, c->name), c->rank, node,
                      act, usual);
-    if (s->nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
-        snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->ev[0].text);
+    if (s->pred.nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
+        snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->pred.ev[0].text);
+}
+
+/* The horizontal view of one step: at each collective of the step with
+ * two or more members, who arrived last (started its kernel last) and how
+ * long the others waited for it. When the step's root rank was the last to
+ * arrive at most of them, that is trace evidence for the finding. */
+static void late_arrivals(dctx *D, teller_diagnosis *d)
+{
+    const teller_events *ev = D->ev;
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    size_t cells = (size_t)D->nsteps * D->nsrc;
+    uint32_t *last = calloc(cells + 1, sizeof *last), *insts = calloc(D->nsteps + 1, sizeof *insts);
+    double *wait = calloc(cells + 1, sizeof *wait);
+    if (!last || !insts || !wait)
+        goto done;
+    for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
+        if (co[c].num_members < 2)
+            continue;
+        uint32_t lk = mem[co[c].first_member].kernel;
+        int64_t lo = INT64_MAX;
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            uint32_t k = mem[co[c].first_member + m].kernel;
+            if (ev->start_ns[k] > ev->start_ns[lk])
+                lk = k;
+            if (ev->start_ns[k] < lo)
+                lo = ev->start_ns[k];
+        }
+        uint32_t step = ev->step[lk];
+        if (step >= D->nsteps)
+            continue;
+        double w = 0;
+        for (uint32_t m = 0; m < co[c].num_members; m++)
+            w += (double)(ev->start_ns[lk] - ev->start_ns[mem[co[c].first_member + m].kernel]);
+        size_t cell = (size_t)step * D->nsrc + ev->source[lk];
+        last[cell]++;
+        wait[cell] += w;
+        insts[step]++;
+    }
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        teller_diag_step *s = &d->steps[k];
+        if (!s->pred.abnormal || s->culprit_event == TELLER_NONE || insts[k] < 2 || s->pred.nev >= TELLER_MAX_EVIDENCE)
+            continue;
+        uint16_t src = ev->source[s->culprit_event];
+        size_t cell = (size_t)k * D->nsrc + src;
+        if (last[cell] * 2 <= insts[k])
+            continue;
+        char w[32];
+        fmt_ms(w, sizeof w, wait[cell]);
+        teller_evidence *e = &s->pred.ev[s->pred.nev++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->kind, sizeof e->kind, "trace");
+        e->node = teller_store_source_c(D->st, src)->node;
+        e->rank = teller_store_source_c(D->st, src)->rank;
+        e->line = s->culprit_event;
+        e->time_ns = s->start_ns;
+        snprintf(e->text, sizeof e->text,
+                 "rank %d arrived last at %u of the step's %u collectives; its peers waited %s for it in all", e->rank,
+                 last[cell], insts[k], w);
+        size_t n = strlen(s->pred.explanation);
+        if (n + 8 < sizeof s->pred.explanation)
+            snprintf(s->pred.explanation + n, sizeof s->pred.explanation - n, " Rank %d arrived last at %u of %u collectives, "
+                     "its peers waiting %s for it.", e->rank, last[cell], insts[k], w);
+    }
+done:
+    free(last);
+    free(insts);
+    free(wait);
 }
 
 teller_diag_opts teller_diag_defaults(void)
@@ -1534,7 +1602,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 sa->c[w++] = sa->c[a];
         sa->n = w;
         for (size_t a = 0; a < sa->n; a++)
-            sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->nev > 0);
+            sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->pred.nev > 0);
         teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
         s->pred.score = sa->n ? sa->c[0].score : 0;
         s->pred.abnormal = s->pred.score >= threshold;
@@ -1569,6 +1637,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             explain(&D, s, top);
         }
     }
+    late_arrivals(&D, d);
     for (uint32_t k = 0; k < D.nsteps; k++)
         free(D.steps[k].c);
     free(D.steps);

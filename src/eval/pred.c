@@ -26,7 +26,19 @@ void teller_pred_write(FILE *f, const teller_step_pred *s, size_t n)
             teller_json_put(f, p->cand[c].layer);
             fprintf(f, ", \"score\": %.4f}", p->cand[c].score);
         }
-        fprintf(f, "], \"evidence\": [], \"explanation\": ");
+        fprintf(f, "], \"evidence\": [");
+        for (int e = 0; e < p->nev && e < TELLER_MAX_EVIDENCE; e++) {
+            const teller_evidence *ev = &p->ev[e];
+            fprintf(f, "%s{\"kind\": ", e ? ", " : "");
+            teller_json_put(f, ev->kind);
+            fprintf(f, ", \"node\": %d, \"rank\": %d, \"line\": %llu, \"file\": ", ev->node, ev->rank,
+                    (unsigned long long)ev->line);
+            teller_json_put(f, ev->file);
+            fprintf(f, ", \"text\": ");
+            teller_json_put(f, ev->text);
+            fprintf(f, "}");
+        }
+        fprintf(f, "], \"explanation\": ");
         teller_json_put(f, p->explanation);
         fprintf(f, "}");
     }

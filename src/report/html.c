@@ -680,12 +680,12 @@ static void numbers(hw *w, const teller_diag_step *s)
 static void evidence(hw *w, const teller_diag_step *s)
 {
     FILE *f = w->f;
-    if (s->nev <= 0) {
+    if (s->pred.nev <= 0) {
         fputs("<p class=\"note\">No log line or trace fact was attached to this finding.</p>\n", f);
         return;
     }
-    for (int i = 0; i < s->nev && i < TELLER_MAX_EVIDENCE; i++) {
-        const teller_evidence *e = &s->ev[i];
+    for (int i = 0; i < s->pred.nev && i < TELLER_MAX_EVIDENCE; i++) {
+        const teller_evidence *e = &s->pred.ev[i];
         fputs("<div><span class=\"tag\">", f);
         rep_html(f, e->kind, sizeof e->kind);
         fputs("</span><code>", f);
