@@ -7,7 +7,9 @@
  *      per Python traceback. Memory is bounded: a record longer than
  *      max_record_bytes is cut and flagged, binary lines are skipped and
  *      counted, ANSI colour codes are stripped, invalid UTF-8 bytes become
- *      '?'. Records are handed to a callback; the strings in a record live
+ *      '?'. A line captured by `teller run` ("<16-20 digit epoch ns> "
+ *      in front) is read as the line behind the prefix, timed by the
+ *      prefix (TELLER_LOGF_CAPTURE_TIME). Records are handed to a callback; the strings in a record live
  *      until the callback returns.
  *   2. The template miner (Drain family) gives every message a template id
  *      and its parameters, online: ids are handed out in order of first
@@ -63,7 +65,12 @@ enum {
     TELLER_LOGF_BAD_UTF8      = 1u << 6,  /* invalid UTF-8 bytes were replaced by '?' */
     TELLER_LOGF_WRAPPER_TIME  = 1u << 7,  /* time from a docker/journald wrapper, not the logger */
     TELLER_LOGF_OUTSIDE_STEP  = 1u << 8,  /* aligned to the nearest step, not inside one */
-    TELLER_LOGF_SEQ_ASSUMED   = 1u << 9   /* SeqNum matched assuming the trace starts at SeqNum 1 */
+    TELLER_LOGF_SEQ_ASSUMED   = 1u << 9,  /* SeqNum matched assuming the trace starts at SeqNum 1 */
+    /* time from `teller run`'s capture prefix ("<epoch ns> " in front of
+     * the line): when the line reached the capturing pipe, to the ns, on
+     * the node's clock, UTC. It replaces the logger's own time (and any
+     * wrapper's), so NO_SUBSEC, NO_TIME and the *_INFERRED bits are clear. */
+    TELLER_LOGF_CAPTURE_TIME  = 1u << 10
 };
 
 #define TELLER_LOG_MAX_REQUESTS 4

@@ -57,6 +57,8 @@ typedef struct teller_sim_opts {
     double      fault_rate;     /* share of faulty steps, 0..1 */
     double      severity;       /* scales fault magnitudes; 1.0 is the default */
     uint64_t    seed;
+    int         log_capture;    /* 1: each log line as `teller run` captures it, "<epoch ns> " in
+                                 * front (the node's clock when it was written); 0 (default): bare */
 } teller_sim_opts;
 
 teller_sim_opts teller_sim_defaults(void);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "../util/textout.h"
@@ -42,6 +43,26 @@ int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i)
     return 0;
 }
 
+/* A .json file in a directory is taken only if it looks like a trace (a
+ * predictions or metrics file beside the traces is not one). */
+static int looks_like_trace(const char *path)
+{
+    size_t l = strlen(path);
+    if (l < 5 || strcmp(path + l - 5, ".json"))
+        return 1;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 1; /* let the reader say why */
+    char head[65536];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    const char *p = head;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    return *p == '[' || strstr(head, "\"traceEvents\"") != NULL;
+}
+
 static int is_trace_name(const char *n)
 {
     size_t l = strlen(n);
@@ -65,6 +86,10 @@ static int collect_dir(const char *d, char ***list, int *n, int *cap)
     while ((de = readdir(dir)) != NULL) {
         if (de->d_name[0] == '.' || !is_trace_name(de->d_name) || !strcmp(de->d_name, "truth.json"))
             continue;
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", d, de->d_name);
+        if (!looks_like_trace(full))
+            continue;
         if (*n == *cap) {
             *cap = *cap ? *cap * 2 : 16;
             char **nl = realloc(*list, (size_t)*cap * sizeof **list);
@@ -86,6 +111,16 @@ static int collect_dir(const char *d, char ***list, int *n, int *cap)
     closedir(dir);
     qsort(*list + first, (size_t)(*n - first), sizeof **list, name_cmp);
     return 0;
+}
+
+/* "[=========           ] 45%  name" on one line of stderr. */
+static void progress(const char *what, off_t done, off_t total)
+{
+    int w = 30, n = total > 0 ? (int)((double)done / (double)total * w) : w;
+    const char *base = strrchr(what, '/');
+    fprintf(stderr, "\rloading [%.*s%*s] %3d%%  %-40.40s", n, "==============================", w - n, "",
+            total > 0 ? (int)(100.0 * (double)done / (double)total) : 100, base ? base + 1 : what);
+    fflush(stderr);
 }
 
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
@@ -138,13 +173,32 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
         goto fail;
     }
     teller_error err;
+    /* a progress bar on stderr for long inputs, when someone is watching */
+    off_t total = 0, done = 0;
     for (int i = 0; i < nfiles; i++) {
+        struct stat sb;
+        if (stat(files[i], &sb) == 0)
+            total += sb.st_size;
+    }
+    int bar = !o->quiet && isatty(STDERR_FILENO) && total > (32 << 20);
+    for (int i = 0; i < nfiles; i++) {
+        if (bar)
+            progress(files[i], done, total);
         teller_error_clear(&err);
         if (teller_ingest_file(st, files[i], &o->ingest, &err) != TELLER_OK) {
+            if (bar)
+                fputc('\n', stderr);
             fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
             teller_store_free(st);
             goto fail;
         }
+        struct stat sb;
+        if (stat(files[i], &sb) == 0)
+            done += sb.st_size;
+    }
+    if (bar) {
+        progress("building trees", done, total);
+        fputc('\n', stderr);
     }
     teller_error_clear(&err);
     if (teller_tree_build(st, &o->tree, &err) != TELLER_OK) {

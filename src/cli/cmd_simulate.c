@@ -20,6 +20,8 @@ static void usage(FILE *f)
                "  --severity S              scales fault magnitudes (default 1)\n"
                "  --seed N                  same seed, same bytes\n"
                "  --corpus N                write N cases DIR/case_0000... with a seeded workload mix\n"
+               "  --log-capture             log lines as `teller run` captures them: epoch ns, a space,\n"
+               "                            the line (default: the engines' lines alone)\n"
                "fault kinds: slow_link nccl_hang pp_send_delay gpu_throttle kernel_regression\n"
                "  launch_latency sync_stall malloc_storm pcie_degradation kv_swap oom\n"
                "  cpu_contention preemption\n");
@@ -46,6 +48,10 @@ int cmd_simulate(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--log-capture")) {
+            o.log_capture = 1;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "teller: simulate: %s needs a value (or is unknown)\n", a);

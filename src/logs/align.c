@@ -20,7 +20,9 @@
  *      (minus the node's offset) falls inside a step of its rank (any rank
  *      when unknown); outside every step the nearest step is kept and the
  *      record flagged TELLER_LOGF_OUTSIDE_STEP. Whole-second log times are
- *      taken at the middle of their second.
+ *      taken at the middle of their second; sub-second ones, and `teller
+ *      run`'s capture times (TELLER_LOGF_CAPTURE_TIME, never NO_SUBSEC),
+ *      as they are.
  *   4. No time and no sequence: step TELLER_NONE.
  */
 #include <limits.h>

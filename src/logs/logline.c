@@ -3,11 +3,12 @@
  * request ids. The streaming reader (reader.c) calls parse_line_ctx for
  * every cleaned line; teller_log_parse_line is the same for one line.
  *
- * A line is peeled from the outside in. First the wrappers that deployment
- * tools add (docker's ISO timestamp, journald's "Mon DD hh:mm:ss host
- * proc[pid]: ", docker compose's "name | ", Ray's and vLLM's process
- * prefixes "(Name pid=N[, ip=A])", torchrun's "[rankN]:", mpirun's "[N] "),
- * then the header of the logger that wrote it (vLLM, uvicorn, SGLang,
+ * A line is peeled from the outside in. First `teller run`'s capture
+ * prefix ("<epoch ns> ", whose time wins over every other), then the
+ * wrappers that deployment tools add (docker's ISO timestamp, journald's
+ * "Mon DD hh:mm:ss host proc[pid]: ", docker compose's "name | ", Ray's and
+ * vLLM's process prefixes "(Name pid=N[, ip=A])", torchrun's "[rankN]:",
+ * mpirun's "[N] "), then the header of the logger that wrote it (vLLM, uvicorn, SGLang,
  * PyTorch glog, NCCL), and what is left is the message. Every matcher
  * either consumes a well-formed piece or leaves the position alone, so a
  * line that matches nothing is a GENERIC record with the whole line as its
@@ -166,6 +167,28 @@ static int level_word(const char *s, size_t n, size_t i, size_t *len)
 }
 
 /* ---- wrappers ---------------------------------------------------------- */
+
+/* `teller run`'s capture prefix (src/cli/cmd_run.c): the epoch ns at which
+ * the line reached the pipe, 16 to 20 digits, and one space, at the very
+ * start of the line. Returns its length and puts the time in *ns (may be
+ * NULL); 0 when the line has none or the number does not fit an int64. */
+size_t log_capture_prefix(const char *s, size_t n, int64_t *ns)
+{
+    size_t j = 0;
+    int64_t v = 0;
+    while (j < n && is_digit(s[j])) {
+        int d = s[j] - '0';
+        if (j == 20 || v > (INT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+        j++;
+    }
+    if (j < 16 || j >= n || s[j] != ' ')
+        return 0;
+    if (ns)
+        *ns = v;
+    return j + 1;
+}
 
 /* docker --timestamps: "2026-05-12T08:01:39.331095044Z " */
 static size_t wrap_docker(const char *s, size_t n, size_t i, log_time *t)
@@ -731,7 +754,9 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
     r->seq = -1;
     r->num_lines = 1;
     log_time wt = {0}, t = {0};
-    size_t i = 0, k;
+    int64_t cap_ns = 0;
+    size_t cap = log_capture_prefix(s, n, &cap_ns);
+    size_t i = cap, k;
 
     /* wrappers, outside in */
     for (int guard = 0; guard < 8; guard++) {
@@ -805,7 +830,13 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
         t = wt;
         r->flags |= TELLER_LOGF_WRAPPER_TIME;
     }
-    resolve_time(c, &t, r);
+    resolve_time(c, &t, r); /* also for a captured line: it keeps the last date current */
+    if (cap) {
+        r->time_ns = cap_ns;
+        r->flags &= ~(uint32_t)(TELLER_LOGF_NO_TIME | TELLER_LOGF_YEAR_INFERRED | TELLER_LOGF_DATE_INFERRED |
+                                TELLER_LOGF_NO_SUBSEC | TELLER_LOGF_WRAPPER_TIME);
+        r->flags |= TELLER_LOGF_CAPTURE_TIME;
+    }
 
     if (r->rank < 0 && r->family == TELLER_LOG_TORCH)
         r->rank = find_pg_rank(m, mn);

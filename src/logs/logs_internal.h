@@ -5,6 +5,7 @@
 #ifndef TELLER_LOGS_INTERNAL_H
 #define TELLER_LOGS_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "teller/logs.h"
@@ -30,6 +31,7 @@ typedef struct parse_ctx {
 
 void log_ctx_init(parse_ctx *c, const teller_log_opts *o);
 void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record *r);
+size_t log_capture_prefix(const char *s, size_t n, int64_t *ns);
 int log_is_exception_line(const char *s, size_t n);
 void log_find_requests(const char *s, size_t n, teller_log_record *r);
 int64_t log_days_from_civil(int64_t y, int m, int d);

@@ -8,7 +8,9 @@
  * redraws resolved to what a terminal shows, ANSI escapes removed, other
  * control bytes turned into spaces, invalid UTF-8 bytes into '?'), binary
  * lines (a NUL, or more than a quarter control bytes) are counted and
- * skipped, and the rest is parsed by logline.c.
+ * skipped, and the rest is parsed by logline.c. A `teller run` capture
+ * prefix ("<epoch ns> ") is left out of the cleaning and of the blank test:
+ * the captured line behind it is what is cleaned and judged.
  *
  * Python tracebacks become one record. A record whose message is
  * "Traceback (most recent call last):" opens one; the lines that follow
@@ -184,6 +186,12 @@ static int is_chain_note(const teller_log_record *rec)
  * binary line. */
 static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32_t *flags)
 {
+    /* `teller run`'s capture prefix is kept as it is; what follows it is
+     * the captured line, and a redraw inside that must not lose the prefix */
+    size_t pre = log_capture_prefix(raw, n, NULL);
+    memcpy(r->clean, raw, pre);
+    raw += pre;
+    n -= pre;
     /* a carriage return inside the line redraws it: keep what is shown last */
     const char *cr = NULL;
     for (const char *p = raw; (p = memchr(p, '\r', (size_t)(raw + n - p))) != NULL; p++)
@@ -193,7 +201,7 @@ static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32
         n -= (size_t)(cr + 1 - raw);
         raw = cr + 1;
     }
-    size_t ctrl = 0, o = 0;
+    size_t ctrl = 0, o = pre;
     char *out = r->clean;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)raw[i];
@@ -272,7 +280,7 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
         r->stats.ansi++;
     if (flags & TELLER_LOGF_BAD_UTF8)
         r->stats.bad_utf8++;
-    size_t b = 0;
+    size_t b = log_capture_prefix(r->clean, m, NULL); /* a captured empty line is blank too */
     while (b < m && (r->clean[b] == ' ' || r->clean[b] == '\t'))
         b++;
     if (b == m) {

@@ -1618,6 +1618,9 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         uint32_t line = 0;
         for (size_t i = 0; i < S.nlogs; i++)
             if (S.logs[i].node == n) {
+                /* `teller run` puts the arrival time in front: the node's clock at emission */
+                if (o->log_capture)
+                    fprintf(f, "%lld ", (long long)local_ns(&S, n, S.logs[i].t));
                 fprintf(f, "%s\n", S.logs[i].text);
                 S.logs[i].line = ++line;
             }
