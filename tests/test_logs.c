@@ -130,7 +130,9 @@ static int slice_eq(teller_log_str s, const char *z)
     return z && s.n == strlen(z) && !memcmp(s.p, z, s.n);
 }
 
-static void real_lines_read_into_family_time_level_rank_requests(void)
+/* Every real line, behind `prefix` when not NULL (`teller run`'s capture:
+ * "<epoch ns> ", whose time is prefix_ns), against EXPECT. */
+static void check_real_lines(const char *prefix, long long prefix_ns)
 {
     size_t len;
     char *buf = slurp(shared_file("data/logs/real_log_lines.tsv"), &len);
@@ -140,7 +142,10 @@ static void real_lines_read_into_family_time_level_rank_requests(void)
     teller_log_opts o = teller_log_defaults();
     o.ref_ns = REF_NS;
     size_t seen = 0, nexp = sizeof EXPECT / sizeof *EXPECT;
-    for (char *p = buf, *end = buf + len; p < end;) {
+    size_t pre = prefix ? strlen(prefix) : 0;
+    char *line = malloc(len + pre + 1);
+    CHECK(line != NULL);
+    for (char *p = buf, *end = buf + len; line && p < end;) {
         char *nl = memchr(p, '\n', (size_t)(end - p));
         char *e = nl ? nl : end;
         if (*p != '#' && e > p) {
@@ -155,21 +160,32 @@ static void real_lines_read_into_family_time_level_rank_requests(void)
                     x = &EXPECT[k];
             CHECK(x != NULL);
             if (t3 && x) {
+                size_t n = (size_t)(e - t3 - 1);
+                memcpy(line, prefix ? prefix : "", pre);
+                memcpy(line + pre, t3 + 1, n);
                 teller_log_record r;
-                teller_log_parse_line(t3 + 1, (size_t)(e - t3 - 1), &o, &r);
+                teller_log_parse_line(line, pre + n, &o, &r);
+                long long want_ns = prefix ? prefix_ns : x->time_ns;
                 int bad = 0;
                 bad |= r.family != x->family;
                 bad |= r.level != x->level;
                 bad |= r.rank != x->rank;
-                bad |= r.time_ns != x->time_ns;
+                bad |= r.time_ns != want_ns;
+                if (prefix)
+                    bad |= !(r.flags & TELLER_LOGF_CAPTURE_TIME) ||
+                           (r.flags & (TELLER_LOGF_NO_SUBSEC | TELLER_LOGF_NO_TIME | TELLER_LOGF_WRAPPER_TIME |
+                                       TELLER_LOGF_YEAR_INFERRED | TELLER_LOGF_DATE_INFERRED));
+                else
+                    bad |= (r.flags & TELLER_LOGF_CAPTURE_TIME) != 0;
                 uint32_t nreq = (x->req[0] != NULL) + (x->req[1] != NULL);
                 bad |= r.num_requests != nreq;
                 for (uint32_t k = 0; k < nreq && k < r.num_requests; k++)
                     bad |= !slice_eq(r.request[k], x->req[k]);
                 if (bad) {
-                    fprintf(stderr, "  line id %d: family %d/%d level %d/%d rank %d/%d time %lld/%lld req %u/%u\n",
-                            id, r.family, x->family, r.level, x->level, r.rank, x->rank,
-                            (long long)r.time_ns, x->time_ns, r.num_requests, nreq);
+                    fprintf(stderr, "  line id %d%s: family %d/%d level %d/%d rank %d/%d time %lld/%lld req %u/%u "
+                            "flags 0x%x\n", id, prefix ? " (captured)" : "", r.family, x->family, r.level,
+                            x->level, r.rank, x->rank, (long long)r.time_ns, want_ns, r.num_requests, nreq,
+                            r.flags);
                     check_failures++;
                 }
                 seen++;
@@ -178,7 +194,48 @@ static void real_lines_read_into_family_time_level_rank_requests(void)
         p = e + 1;
     }
     CHECK_EQ_INT(seen, nexp);
+    free(line);
     free(buf);
+}
+
+static void real_lines_read_into_family_time_level_rank_requests(void)
+{
+    check_real_lines(NULL, 0);
+}
+
+static void captured_real_lines_read_the_same_at_the_capture_time(void)
+{
+    /* 19 digits (today's epoch ns) and 16 (the shortest taken) */
+    check_real_lines("1767139200123456789 ", 1767139200123456789LL);
+    check_real_lines("1000000000000001 ", 1000000000000001LL);
+}
+
+/* Numbers that are not a capture prefix leave the line as it was. */
+static void capture_prefix_needs_16_to_20_digits_and_a_space(void)
+{
+    teller_log_opts o = teller_log_defaults();
+    o.ref_ns = REF_NS;
+    static const char *const NOT[] = {
+        "123456789012345 INFO 05-19 10:13:11 [loggers.py:271] x",      /* 15 digits */
+        "99999999999999999999 INFO 05-19 10:13:11 [loggers.py:271] x", /* 20 digits, > INT64_MAX */
+        "123456789012345678901 INFO 05-19 10:13:11 [loggers.py:271] x",/* 21 digits */
+        "1767139200123456789INFO 05-19 10:13:11 [loggers.py:271] x",   /* no space */
+        " 1767139200123456789 INFO 05-19 10:13:11 [loggers.py:271] x", /* not at the start */
+    };
+    for (size_t k = 0; k < sizeof NOT / sizeof *NOT; k++) {
+        teller_log_record r;
+        teller_log_parse_line(NOT[k], strlen(NOT[k]), &o, &r);
+        CHECK(!(r.flags & TELLER_LOGF_CAPTURE_TIME));
+        CHECK_EQ_INT(r.family, TELLER_LOG_GENERIC);
+    }
+    /* 20 digits that fit (leading zero) are one */
+    const char *z = "01767139200123456789 INFO 05-19 10:13:11 [loggers.py:271] x";
+    teller_log_record r;
+    teller_log_parse_line(z, strlen(z), &o, &r);
+    CHECK(r.flags & TELLER_LOGF_CAPTURE_TIME);
+    CHECK_EQ_INT(r.family, TELLER_LOG_VLLM);
+    CHECK(r.time_ns == 1767139200123456789LL);
+    CHECK(r.msg.n == 1 && r.msg.p[0] == 'x');
 }
 
 /* ---- the streaming reader ------------------------------------------------ */
@@ -191,6 +248,7 @@ typedef struct collect {
     char     key[8][256];
     char     msg0[256];
     int32_t  rank[64];
+    int64_t  time[64];
 } collect;
 
 static int on_rec(void *ctx, const teller_log_record *r)
@@ -201,6 +259,7 @@ static int on_rec(void *ctx, const teller_log_record *r)
         c->lines[c->n] = r->num_lines;
         c->flags[c->n] = r->flags;
         c->rank[c->n] = r->rank;
+        c->time[c->n] = r->time_ns;
         if (c->n < 8)
             snprintf(c->key[c->n], 256, "%.*s", (int)r->key.n, r->key.p);
         if (c->n == 0)
@@ -265,6 +324,56 @@ static void traceback_with_vllm_headers_is_one_record(void)
     CHECK(!strcmp(c2.key[3], c.key[3]));
     teller_log_reader_free(r);
     teller_log_reader_free(r2);
+}
+
+/* `teller run` output: every line behind "<ns> ", blank lines too. */
+static void captured_traceback_is_one_record_at_its_first_line(void)
+{
+    static const char *const L[] = {
+        "INFO 03-27 10:29:12 [core.py:10] step done",
+        "ERROR 03-27 10:29:13 [worker_base.py:620] Traceback (most recent call last):",
+        "ERROR 03-27 10:29:13 [worker_base.py:620]   File \"/x/worker_base.py\", line 612, in execute_method",
+        "ERROR 03-27 10:29:13 [worker_base.py:620] RuntimeError: NCCL error: unhandled cuda error",
+        "Traceback (most recent call last):",
+        "  File \"a.py\", line 1, in <module>",
+        "KeyError: 'x'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        "  File \"a.py\", line 3, in <module>",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB.",
+        "Loading weights:  10%\rLoading weights: 100%",
+    };
+    const int64_t t0 = 1767139200000000000LL;
+    char text[2048];
+    size_t len = 0;
+    for (size_t k = 0; k < sizeof L / sizeof *L; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%lld %s\n", (long long)(t0 + (int64_t)k * 1000),
+                                L[k]);
+    CHECK(len < sizeof text);
+    collect c;
+    teller_log_reader *r = read_all(text, len, 7, &c, 0);
+    CHECK_EQ_INT(c.n, 4);
+    CHECK_EQ_INT(c.fam[0], TELLER_LOG_VLLM);
+    CHECK(c.time[0] == t0);
+    CHECK_EQ_INT(c.fam[1], TELLER_LOG_TRACEBACK);
+    CHECK_EQ_INT(c.lines[1], 3);
+    CHECK(c.time[1] == t0 + 1000);
+    CHECK(!strcmp(c.key[1], "RuntimeError: NCCL error: unhandled cuda error"));
+    CHECK_EQ_INT(c.fam[2], TELLER_LOG_TRACEBACK);
+    CHECK_EQ_INT(c.lines[2], 7); /* captured blank lines are skipped as blank */
+    CHECK(c.time[2] == t0 + 4000);
+    CHECK(!strncmp(c.key[2], "torch.OutOfMemoryError: CUDA out of memory.", 43));
+    /* a redraw inside the captured line keeps the capture time */
+    CHECK(!strcmp(c.key[3], "Loading weights: 100%"));
+    CHECK(c.time[3] == t0 + 13000);
+    for (int k = 0; k < c.n && k < 64; k++) {
+        CHECK(c.flags[k] & TELLER_LOGF_CAPTURE_TIME);
+        CHECK(!(c.flags[k] & TELLER_LOGF_NO_SUBSEC));
+    }
+    CHECK(teller_log_reader_stats(r)->blank == 2);
+    teller_log_reader_free(r);
 }
 
 static void bad_input_is_kept_or_skipped_with_counts(void)
@@ -579,7 +688,12 @@ static void records_align_to_steps_ranks_and_collectives(void)
 const test_case logs_tests[] = {
     {"logs: every real line read into family, time, level, rank, request ids",
      real_lines_read_into_family_time_level_rank_requests},
+    {"logs: captured real lines (`teller run` prefix) read the same, at the capture time",
+     captured_real_lines_read_the_same_at_the_capture_time},
+    {"logs: a capture prefix is 16-20 digits and a space at the start", capture_prefix_needs_16_to_20_digits_and_a_space},
     {"logs: a traceback with vLLM headers is one record", traceback_with_vllm_headers_is_one_record},
+    {"logs: a captured traceback is one record at its first line's time",
+     captured_traceback_is_one_record_at_its_first_line},
     {"logs: bad input kept or skipped with counts", bad_input_is_kept_or_skipped_with_counts},
     {"logs: inferred time parts are flagged", time_parts_inferred_are_flagged},
     {"logs: templates mask variables, ids stable", templates_mask_variables_and_ids_are_stable},

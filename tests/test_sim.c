@@ -189,6 +189,73 @@ static void test_sim_same_seed_same_bytes(void)
     CHECK(system(cmd) == 0);
 }
 
+/* --log-capture: the same lines, each behind the node's clock at emission,
+ * which the engine's own (whole-second or ns) stamp agrees with. */
+static void test_sim_log_capture_prefixes_the_same_lines(void)
+{
+    const char *engines[] = {"vllm", "sglang"};
+    for (int e = 0; e < 2; e++) {
+        char a[] = "/tmp/teller_simA_XXXXXX", b[] = "/tmp/teller_simB_XXXXXX";
+        CHECK(mkdtemp(a) && mkdtemp(b));
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 2, o.gpus_per_node = 2, o.tp = 2, o.pp = 2, o.steps = 30, o.seed = 9;
+        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        o.fault_rate = 0.5;
+        o.engine = engines[e];
+        teller_error err;
+        CHECK_EQ_INT(teller_simulate(&o, a, &err), TELLER_OK);
+        o.log_capture = 1;
+        CHECK_EQ_INT(teller_simulate(&o, b, &err), TELLER_OK);
+        int lines = 0, timed = 0;
+        for (int n = 0; n < o.nodes; n++) {
+            char pa[600], pb[600];
+            snprintf(pa, sizeof pa, "%s/logs/node%d.log", a, n);
+            snprintf(pb, sizeof pb, "%s/logs/node%d.log", b, n);
+            FILE *fa = fopen(pa, "r"), *fb = fopen(pb, "r");
+            CHECK(fa && fb);
+            char la[4096], lb[4096];
+            int bad = 0;
+            long long prev = 0;
+            while (fa && fb && fgets(la, sizeof la, fa)) {
+                CHECK(fgets(lb, sizeof lb, fb) != NULL);
+                char *sp = strchr(lb, ' ');
+                size_t nd = sp ? (size_t)(sp - lb) : 0;
+                bad |= !sp || nd < 16 || nd > 20 || strspn(lb, "0123456789") != nd || strcmp(sp + 1, la);
+                long long ns = atoll(lb);
+                bad |= ns < prev; /* written in order on one clock */
+                prev = ns;
+                teller_log_opts lo = teller_log_defaults();
+                lo.ref_ns = ns;
+                teller_log_record ra, rb;
+                teller_log_parse_line(la, strcspn(la, "\n"), &lo, &ra);
+                teller_log_parse_line(lb, strcspn(lb, "\n"), &lo, &rb);
+                bad |= rb.time_ns != ns || !(rb.flags & TELLER_LOGF_CAPTURE_TIME) || ra.family != rb.family;
+                if (ra.time_ns != INT64_MIN) {
+                    /* the engine's stamp is the same clock cut to its second, or the same ns */
+                    int64_t w = ra.flags & TELLER_LOGF_NO_SUBSEC ? 1000000000 : 1;
+                    bad |= !(ra.time_ns <= ns && ns < ra.time_ns + w);
+                    timed++;
+                }
+                if (bad)
+                    fprintf(stderr, "  %s line %d: '%s' vs '%s'\n", engines[e], lines + 1, la, lb);
+                if (bad)
+                    break;
+                lines++;
+            }
+            CHECK(fb && !fgets(lb, sizeof lb, fb));
+            CHECK(!bad);
+            if (fa)
+                fclose(fa);
+            if (fb)
+                fclose(fb);
+        }
+        CHECK(lines > 20 && timed > 10);
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
+        CHECK(system(cmd) == 0);
+    }
+}
+
 static void test_sim_rejects_impossible_options(void)
 {
     teller_error err;
@@ -298,6 +365,8 @@ static void test_name_normalisation(void)
 const test_case sim_tests[] = {
     {"sim: a simulated case reads back: steps, whole collectives, clock offsets", test_sim_case_reads_back},
     {"sim: same seed, same bytes", test_sim_same_seed_same_bytes},
+    {"sim: --log-capture puts the node's clock in front of the same lines",
+     test_sim_log_capture_prefixes_the_same_lines},
     {"sim: every log line is a real engine, PyTorch or NCCL format", test_sim_logs_are_real_formats},
     {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
     {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},

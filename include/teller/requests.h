@@ -9,7 +9,8 @@
  *      contrib/teller_nvtx): the steps of a request are then observed;
  *   2. the engines' request log lines (vLLM `Received request`, `Added
  *      request`, `Finished request`, `Aborted request`): ids, arrival (to
- *      the second), max_tokens, finish (to the second);
+ *      the second; to the ns in a log `teller run` captured), max_tokens,
+ *      finish (likewise);
  *   3. each step's batch composition from its annotation (vLLM
  *      `execute_context_<n>(<tok>)_generation_<n>(<n>)`, SGLang
  *      `step[DECODE bs=N]`): with 2, the steps of each request are inferred
@@ -37,7 +38,7 @@ extern "C" {
 enum {
     TELLER_REQF_STEPS_TRACE     = 1u << 0,  /* steps listed by trace annotations (observed) */
     TELLER_REQF_STEPS_INFERRED  = 1u << 1,  /* steps inferred from logs + batch composition */
-    TELLER_REQF_ARRIVAL_LOG     = 1u << 2,  /* arrival bounded by a log line (whole seconds) */
+    TELLER_REQF_ARRIVAL_LOG     = 1u << 2,  /* arrival bounded by a log line (whole seconds, or ns when captured) */
     TELLER_REQF_ARRIVAL_INFERRED= 1u << 3,  /* arrival narrowed/placed by the step timeline */
     TELLER_REQF_UNFINISHED      = 1u << 4,  /* no finish seen before the trace ends */
     TELLER_REQF_FINISH_TWICE    = 1u << 5,  /* two or more finish lines for the id */
@@ -66,7 +67,7 @@ typedef struct teller_request {
     int64_t          arrival_ns;    /* node 0's clock; INT64_MIN when unknown */
     int64_t          arrival_lo_ns; /* bounds the evidence allows */
     int64_t          arrival_hi_ns;
-    int64_t          log_received_ns; /* from the log line (whole seconds), INT64_MIN if none */
+    int64_t          log_received_ns; /* from the log line (whole seconds, or captured ns), INT64_MIN if none */
     int64_t          log_finished_ns;
     int32_t          max_tokens;    /* from the Received line's SamplingParams, -1 if unknown */
     int64_t          finish_ns;     /* end of its last step; INT64_MIN when unfinished/unknown */

@@ -74,7 +74,7 @@ typedef struct run {
 
 static const char *const FLAG_NAMES[] = {"no_time",   "year_inferred", "date_inferred", "no_subsec",
                                          "truncated", "ansi",          "bad_utf8",      "wrapper_time",
-                                         "outside_step", "seq_assumed"};
+                                         "outside_step", "seq_assumed", "capture_time"};
 
 static int on_record(void *ctx, const teller_log_record *rec)
 {

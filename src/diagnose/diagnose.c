@@ -1197,9 +1197,18 @@ static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_
 /* Preemption lines often have whole-second times (the aligner puts them at
  * the middle of their second): the step they mean is the one that did the
  * most GPU work (recomputing preempted requests is a large prefill) among
- * the steps starting within that second, not yet claimed by another line. */
+ * the steps starting within that second, not yet claimed by another line.
+ * With an exact time it is the first unclaimed step starting from then. */
 static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
 {
+    if (!whole_second) {
+        /* an exact time (e.g. captured by teller run): the scheduler logs its
+         * decision just before the step it shapes starts */
+        for (uint32_t k = 0; k < D->nsteps; k++)
+            if (!D->steps[k].claimed && D->steps[k].start >= (double)t - 1e6 && D->steps[k].start < (double)t + 50e6)
+                return k;
+        return TELLER_NONE;
+    }
     uint32_t best = TELLER_NONE;
     double bestw = -1, lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
            hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;

@@ -237,7 +237,8 @@ static int on_record(void *vctx, const teller_log_record *rec)
         c->id_lines_no_time++;
         return 0;
     }
-    /* the aligner puts a whole-second time at the middle of its second; the bounds want its start */
+    /* the aligner puts a whole-second time at the middle of its second; the bounds want its start.
+     * A `teller run` capture time (TELLER_LOGF_CAPTURE_TIME) is never NO_SUBSEC: exact, [t, t+1 ns) */
     if (rec->flags & TELLER_LOGF_NO_SUBSEC)
         al.time_ns -= SEC_NS / 2;
     rq *q = reqset_get(c->S, rec->request[0].p, rec->request[0].n, 1);
