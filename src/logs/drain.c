@@ -237,12 +237,14 @@ static leaf *get_leaf(teller_log_miner *m, uint32_t ntok, const uint32_t *pre, u
  * or -1 when out of memory. */
 static int tokenize(teller_log_miner *m, const char *msg, size_t n)
 {
-    if (m->scratch_cap < n + 8) {
-        char *s = realloc(m->scratch, n + 8);
+    /* masking turns a one-character segment into "<*>": a token can grow
+     * to three times its length */
+    if (m->scratch_cap < 3 * n + 8) {
+        char *s = realloc(m->scratch, 3 * n + 8);
         if (!s)
             return -1;
         m->scratch = s;
-        m->scratch_cap = n + 8;
+        m->scratch_cap = 3 * n + 8;
     }
     int nt = 0;
     size_t i = 0;
