@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <nvtx3/nvToolsExt.h>
+#include <zstd.h>
 
 #include "collect/convert.h"
 #include "collect/tlt_writer.h"
@@ -535,6 +539,71 @@ static void test_tlt_bad_checksum_and_newer_version(void)
     free(d);
 }
 
+/* All records of a .tlt file in file order (chunks walked by hand, zstd
+ * payloads decompressed), or NULL. Assumes an intact file. */
+static tlt_rec *read_tlt_records(const char *path, size_t *n)
+{
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *d = NULL, *raw = NULL;
+    tlt_rec *out = NULL;
+    size_t len = 0, cap = 0, got;
+    uint8_t tmp[65536];
+    while ((got = fread(tmp, 1, sizeof tmp, f)) > 0) {
+        uint8_t *nd = realloc(d, len + got);
+        if (!nd)
+            goto fail;
+        d = nd;
+        memcpy(d + len, tmp, got);
+        len += got;
+    }
+    for (size_t pos = TLT_HEADER_SIZE; pos + TLT_CHUNK_HEADER <= len;) {
+        const uint8_t *h = d + pos;
+        uint32_t rawlen = tlt_get32(h + 8), stored = tlt_get32(h + 12);
+        if (tlt_get32(h) != TLT_CHUNK_MAGIC || pos + TLT_CHUNK_HEADER + stored > len)
+            goto fail;
+        const uint8_t *body = h + TLT_CHUNK_HEADER;
+        if (tlt_get16(h + 4) == TLT_CHUNK_RECORDS) {
+            free(raw);
+            raw = malloc(rawlen ? rawlen : 1);
+            if (!raw)
+                goto fail;
+            if (tlt_get16(h + 6) & TLT_CHUNK_ZSTD) {
+                if (ZSTD_decompress(raw, rawlen, body, stored) != rawlen)
+                    goto fail;
+            } else {
+                memcpy(raw, body, rawlen);
+            }
+            uint32_t size = tlt_get16(raw), count = tlt_get32(raw + 4);
+            if (size < TLT_REC_SIZE || 8 + (size_t)count * size > rawlen)
+                goto fail;
+            if (*n + count > cap) {
+                cap = (*n + count) * 2;
+                tlt_rec *no = realloc(out, cap * sizeof *out);
+                if (!no)
+                    goto fail;
+                out = no;
+            }
+            for (uint32_t i = 0; i < count; i++)
+                tlt_rec_unpack(&out[(*n)++], raw + 8 + (size_t)i * size);
+        }
+        pos += TLT_CHUNK_HEADER + stored;
+    }
+    fclose(f);
+    free(d);
+    free(raw);
+    return out;
+fail:
+    fclose(f);
+    free(d);
+    free(raw);
+    free(out);
+    *n = 0;
+    return NULL;
+}
+
 /* ---- NVTX injection end to end ---- */
 
 static teller_store *load_dir(const char *dir, int expect_files)
@@ -598,6 +667,147 @@ static void test_nvtx_injection_end_to_end(void)
         CHECK_EQ_INT(ev->depth[ar], 2);
     }
     teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* Several threads push and pop at once, each more ranges than one block of
+ * the collector's per-thread buffer holds, while the flusher takes
+ * partial blocks every few milliseconds and threads exit before the
+ * process does. Every range must come back, on its own thread, inside its
+ * own thread's outer range. */
+#define NVTX_THREADS 8
+#define NVTX_ITERS   3000
+
+static void *nvtx_worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    char outer[32], inner[32];
+    snprintf(outer, sizeof outer, "outer %d", id);
+    snprintf(inner, sizeof inner, "inner %d", id);
+    nvtxDomainHandle_t dom = nvtxDomainCreateA("NCCL");
+    nvtxEventAttributes_t a;
+    memset(&a, 0, sizeof a);
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = "ncclAllReduce";
+    a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+    for (int i = 0; i < NVTX_ITERS; i++) {
+        nvtxRangePushA(outer);
+        nvtxRangePushA(inner);
+        a.payload.ullValue = (uint64_t)id << 32 | (uint64_t)i;
+        nvtxDomainRangePushEx(dom, &a);
+        nvtxDomainRangePop(dom);
+        nvtxRangePop();
+        nvtxRangePop();
+    }
+    return NULL;
+}
+
+static void test_nvtx_threads_keep_their_own_nesting(void)
+{
+    const char *dir = make_tmpdir();
+    if (!dir) {
+        CHECK(0);
+        return;
+    }
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        setenv("NVTX_INJECTION64_PATH", TELLER_INJECT_LIB, 1);
+        setenv("TELLER_TRACE_DIR", dir, 1);
+        setenv("TELLER_FLUSH_MS", "3", 1);
+        pthread_t th[NVTX_THREADS];
+        int made = 0;
+        for (int i = 0; i < NVTX_THREADS; i++)
+            made += pthread_create(&th[i], NULL, nvtx_worker, (void *)(intptr_t)i) == 0;
+        for (int i = 0; i < made; i++)
+            pthread_join(th[i], NULL);
+        exit(made == NVTX_THREADS ? 0 : 3); /* atexit: the last records and END */
+    }
+    CHECK_EQ_INT(wait_exit(p), 0);
+    teller_store *st = load_dir(dir, 1);
+    CHECK_EQ_INT(teller_store_num_warnings(st), 0);
+    teller_error err;
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    const teller_events *ev = teller_store_events(st);
+    CHECK_EQ_INT(ev->n, (size_t)NVTX_THREADS * NVTX_ITERS * 3);
+    int outer_tid[NVTX_THREADS], counts[NVTX_THREADS][2], nccl = 0;
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < NVTX_THREADS; i++)
+        outer_tid[i] = -1;
+    int bad_parent = 0, bad_depth = 0, bad_tid = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        const char *name = teller_store_str(st, ev->name[i]);
+        uint32_t par = ev->parent[i];
+        int id = -1;
+        char want[32];
+        if (!strcmp(name, "ncclAllReduce")) { /* under an inner range of its own thread */
+            nccl++;
+            if (par == TELLER_NONE || strncmp(teller_store_str(st, ev->name[par]), "inner ", 6) ||
+                ev->tid[par] != ev->tid[i])
+                bad_parent++;
+            if (ev->depth[i] != 2)
+                bad_depth++;
+        } else if (sscanf(name, "outer %d", &id) == 1 && id >= 0 && id < NVTX_THREADS) {
+            counts[id][0]++;
+            if (outer_tid[id] < 0)
+                outer_tid[id] = ev->tid[i];
+            if (outer_tid[id] != ev->tid[i])
+                bad_tid++;
+            if (par != TELLER_NONE || ev->depth[i] != 0)
+                bad_depth++;
+        } else if (sscanf(name, "inner %d", &id) == 1 && id >= 0 && id < NVTX_THREADS) {
+            counts[id][1]++;
+            snprintf(want, sizeof want, "outer %d", id);
+            if (par == TELLER_NONE || strcmp(teller_store_str(st, ev->name[par]), want) || ev->tid[par] != ev->tid[i])
+                bad_parent++;
+            if (ev->depth[i] != 1)
+                bad_depth++;
+        }
+    }
+    CHECK_EQ_INT(nccl, NVTX_THREADS * NVTX_ITERS);
+    for (int i = 0; i < NVTX_THREADS; i++) {
+        CHECK_EQ_INT(counts[i][0], NVTX_ITERS);
+        CHECK_EQ_INT(counts[i][1], NVTX_ITERS);
+        for (int j = i + 1; j < NVTX_THREADS; j++)
+            CHECK(outer_tid[i] != outer_tid[j]); /* one row per thread */
+    }
+    CHECK_EQ_INT(bad_parent, 0);
+    CHECK_EQ_INT(bad_depth, 0);
+    CHECK_EQ_INT(bad_tid, 0);
+    teller_store_free(st);
+
+    /* The records themselves: every NCCL range kept its 64-bit payload and
+     * type, and one thread's records are in the order it made them. */
+    char files[1][512];
+    size_t nrec = 0;
+    tlt_rec *recs = list_tlt(dir, files, 1) == 1 ? read_tlt_records(files[0], &nrec) : NULL;
+    CHECK(recs != NULL);
+    int next[NVTX_THREADS] = {0}, bad_payload = 0, bad_order = 0, bad_row = 0;
+    uint32_t row[NVTX_THREADS] = {0};
+    for (size_t i = 0; recs && i < nrec; i++) {
+        const tlt_rec *r = &recs[i];
+        if (r->kind != TLT_REC_RANGE || !r->ctx)
+            continue;
+        uint64_t id = r->val >> 32, it = r->val & 0xffffffffu;
+        if (r->sub != NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 || id >= NVTX_THREADS || r->aux != 2) {
+            bad_payload++;
+            continue;
+        }
+        if ((int)it != next[id]++)
+            bad_order++;
+        if (!row[id])
+            row[id] = r->stream;
+        if (row[id] != r->stream)
+            bad_row++;
+    }
+    for (int i = 0; i < NVTX_THREADS; i++)
+        CHECK_EQ_INT(next[i], NVTX_ITERS);
+    CHECK_EQ_INT(bad_payload, 0);
+    CHECK_EQ_INT(bad_order, 0);
+    CHECK_EQ_INT(bad_row, 0);
+    free(recs);
     rm_rf(dir);
 }
 
@@ -771,6 +981,8 @@ const test_case collect_tests[] = {
     {"collect: tlt truncated anywhere reads a prefix and says so", test_tlt_truncated_anywhere_reads_a_prefix},
     {"collect: tlt bad checksum skips a chunk, newer version warns", test_tlt_bad_checksum_and_newer_version},
     {"collect: NVTX injection end to end (ranges, domains, nesting)", test_nvtx_injection_end_to_end},
+    {"collect: NVTX from many threads at once keeps each thread's ranges and nesting",
+     test_nvtx_threads_keep_their_own_nesting},
     {"collect: SIGKILL loses at most the last flush", test_sigkill_loses_at_most_the_last_flush},
     {"collect: fork child writes its own file", test_fork_child_writes_its_own_file},
     {"collect: CUPTI without a driver fails open, once", test_cupti_without_driver_fails_open},

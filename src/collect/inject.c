@@ -31,13 +31,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -55,8 +56,7 @@
 #define STACK_MAX   128  /* NVTX push/pop depth kept per thread */
 #define OPEN_RANGES 4096 /* start/end ranges open at once */
 #define BLK_RECS    1024 /* records per thread block (40 KiB) */
-#define KICK_BLKS   64   /* full or current blocks that wake the flusher early */
-#define FREE_BLKS   256  /* empty blocks kept for reuse */
+#define SLAB_BLKS   24   /* blocks per pre-faulted mapping (~1 MiB) */
 #define NAME_SLOTS  64   /* per-thread name cache entries (power of two) */
 #define NAME_TEXT   112  /* names shorter than this are cached */
 
@@ -145,7 +145,7 @@ static struct {
     pthread_key_t   key; /* its destructor marks a thread's buffer dead */
     volatile int    on;     /* collecting */
     int             failed; /* an error stopped collection */
-    int             started, cupti_on, flusher_on, stop, kick;
+    int             started, cupti_on, flusher_on, stop;
     unsigned        kinds;
     int             flush_ms;
     size_t          cupti_buf, max_recs;
@@ -158,7 +158,7 @@ static struct {
     tbuf           *threads;
     blk            *full, **full_tail; /* full blocks, oldest first */
     blk            *free_blks;
-    size_t          nfree, nblk; /* blocks on the free list; blocks holding records (full or current) */
+    size_t          nblk; /* blocks holding records (full or current) */
     span           *spans; /* the flusher's, under io */
     size_t          spans_cap;
     tlt_writer      w;
@@ -328,16 +328,11 @@ static int write_counts(int end)
 
 /* ---- thread blocks ---- */
 
-/* Puts an emptied block on the free list, or frees it. Caller holds mu. */
+/* Puts an emptied block on the free list. Caller holds mu. */
 static void put_free(blk *b)
 {
-    if (G.nfree >= FREE_BLKS) {
-        free(b);
-        return;
-    }
     b->next = G.free_blks;
     G.free_blks = b;
-    G.nfree++;
 }
 
 /* Notes recs[done, to) of a block for the flusher to copy. Caller holds
@@ -421,21 +416,13 @@ static uint64_t copy_spans(tlt_batch *b, size_t nspans, uint64_t *dropped)
     return taken;
 }
 
-/* Wakes the flusher before its interval is over. */
-static void kick_flusher(void)
-{
-    pthread_mutex_lock(&G.fmu);
-    G.kick = 1;
-    pthread_cond_signal(&G.fcv);
-    pthread_mutex_unlock(&G.fmu);
-}
-
 /* Queues the thread's full block and gives it an empty one, within the
  * memory budget (max_recs records held by blocks and the CUPTI batch
- * together). Wakes the flusher early when KICK_BLKS blocks hold records,
- * so that blocks are reused while still in cache and memory stays small.
- * NULL when over budget or out of memory: the caller drops the record
- * (counted here). */
+ * together). Empty blocks come from mappings made with MAP_POPULATE: a
+ * thread writing into fresh memory would take a page fault every hundred
+ * records, which costs more than the records. Blocks are never unmapped,
+ * only reused, so the budget also bounds what is mapped. NULL when over
+ * budget or out of memory: the caller drops the record (counted here). */
 static blk *refill(tbuf *t)
 {
     pthread_mutex_lock(&G.mu);
@@ -448,13 +435,17 @@ static blk *refill(tbuf *t)
     }
     k = NULL;
     if ((G.nblk + 1) * BLK_RECS + G.batch.n <= G.max_recs) {
-        k = G.free_blks;
-        if (k) {
-            G.free_blks = k->next;
-            G.nfree--;
-        } else {
-            k = malloc(sizeof *k);
+        if (!G.free_blks) {
+            pthread_mutex_unlock(&G.mu); /* populating takes a while */
+            blk *slab = mmap(NULL, SLAB_BLKS * sizeof *slab, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+            pthread_mutex_lock(&G.mu);
+            for (int i = 0; slab != MAP_FAILED && i < SLAB_BLKS; i++)
+                put_free(&slab[i]);
         }
+        k = G.free_blks;
+        if (k)
+            G.free_blks = k->next;
     }
     if (k) {
         atomic_store_explicit(&k->n, 0, memory_order_relaxed);
@@ -464,10 +455,7 @@ static blk *refill(tbuf *t)
     } else {
         G.dropped_buffer++;
     }
-    int kick = G.nblk >= KICK_BLKS;
     pthread_mutex_unlock(&G.mu);
-    if (kick)
-        kick_flusher();
     return k;
 }
 
@@ -558,37 +546,22 @@ static void flush_now(int end)
     pthread_mutex_unlock(&G.io);
 }
 
-static struct timespec after_ms(int ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ns = ts.tv_nsec + (int64_t)ms * 1000000;
-    ts.tv_sec += ns / 1000000000;
-    ts.tv_nsec = ns % 1000000000;
-    return ts;
-}
-
-/* Flushes every flush_ms, and in between when a thread's records fill
- * KICK_BLKS blocks (refill kicks); CUPTI is asked for its buffers only on
- * the interval. */
 static void *flusher(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&G.fmu);
-    struct timespec due = after_ms(G.flush_ms);
     while (!G.stop) {
-        int r = 0;
-        while (!G.stop && !G.kick && r != ETIMEDOUT)
-            r = pthread_cond_timedwait(&G.fcv, &G.fmu, &due);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)G.flush_ms * 1000000;
+        ts.tv_sec += ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&G.fcv, &G.fmu, &ts);
         if (G.stop)
             break;
-        G.kick = 0;
         pthread_mutex_unlock(&G.fmu);
-        if (r == ETIMEDOUT) {
-            if (G.cupti_on)
-                cuptiActivityFlushAll(0);
-            due = after_ms(G.flush_ms);
-        }
+        if (G.cupti_on)
+            cuptiActivityFlushAll(0);
         flush_now(0);
         pthread_mutex_lock(&G.fmu);
     }
@@ -650,16 +623,14 @@ static void after_fork_child(void)
 {
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
-    pthread_mutex_init(&G.fmu, NULL); /* a thread that is gone may have held it to kick */
     pthread_cond_init(&G.fcv, NULL);
     G.flusher_on = 0;
-    G.kick = 0;
     G.pid = (uint32_t)getpid();
     G.batch.n = 0;
     while (G.full) {
         blk *k = G.full;
         G.full = k->next;
-        free(k);
+        put_free(k);
     }
     G.full_tail = &G.full;
     G.nblk = 0;
@@ -667,7 +638,8 @@ static void after_fork_child(void)
         next = t->next;
         if (t == my_tbuf)
             continue;
-        free(t->cur);
+        if (t->cur)
+            put_free(t->cur);
         free(t);
     }
     G.threads = my_tbuf;
@@ -1043,7 +1015,8 @@ static int pop(uint32_t dom)
     if (i < 0)
         return -1;
     range_ent e = t->st[i];
-    memmove(&t->st[i], &t->st[i + 1], (size_t)(t->depth - 1 - i) * sizeof *t->st);
+    if (i < t->depth - 1) /* a range of another domain was pushed after it */
+        memmove(&t->st[i], &t->st[i + 1], (size_t)(t->depth - 1 - i) * sizeof *t->st);
     t->depth--;
     if (G.on)
         emit(t, TLT_REC_RANGE, &e, end, t->tid, (uint16_t)i);
