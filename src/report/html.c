@@ -401,7 +401,7 @@ static int timeline(hw *w, const teller_diag_step *s)
     }
     if (k1 <= k0)
         k1 = k0 + 1000;
-    int64_t len = k1 - k0, w0 = k0 - len / 8, w1 = k1 + len / 8, a, b;
+    int64_t len = k1 - k0, w0 = k0 - len / 8, w1 = k1 + len / 8, a = 0, b = 0;
     if (k > 0 && step_span(w, k - 1, &a, &b) && a < w0)
         w0 = a;
     if (step_span(w, k + 1, &a, &b) && b > w1)
