@@ -301,7 +301,9 @@ static int emit_events(treader *r, uint16_t src)
         row.source = src;
         row.args = TELLER_NONE;
         row.start_ns = x->start;
-        row.dur_ns = x->end - x->start;
+        /* hostile files: an end before the start, or one so far away that
+         * the difference overflows, is a bad time (checked below) */
+        row.dur_ns = x->start > 0 && x->end >= x->start ? x->end - x->start : -1;
         row.corr = x->corr;
         row.pid = (int32_t)x->dev;
         row.tid = (int32_t)x->stream;

@@ -692,10 +692,14 @@ static int32_t find_pg_rank(const char *s, size_t n)
 
 static int64_t to_ns(const parse_ctx *c, const log_time *t, int64_t day, uint32_t *flags)
 {
-    (void)flags;
     int64_t sec = day * 86400 + t->h * 3600 + t->mi * 60 + t->s;
     if (!t->utc)
         sec -= c->tz_offset_s;
+    /* dates that int64 nanoseconds cannot hold (years past 2262) are no time */
+    if (sec < -9000000000LL || sec > 9000000000LL) {
+        *flags |= TELLER_LOGF_NO_TIME;
+        return INT64_MIN;
+    }
     return sec * 1000000000 + t->ns;
 }
 
