@@ -15,6 +15,7 @@
 #include "teller/eval.h"
 #include "teller/ingest.h"
 #include "teller/report.h"
+#include "teller/requests.h"
 #include "teller/sim.h"
 #include "teller/tree.h"
 
@@ -89,6 +90,26 @@ static void test_diagnose_simulated_case(void)
         CHECK(ds->pred.ncand > 0 && strstr(ds->pred.explanation, ds->pred.cand[0].op) != NULL);
     }
     teller_eval_free(e);
+    /* the HTML report lists, per abnormal step, the requests it delayed */
+    teller_req_opts ro = teller_req_defaults();
+    ro.logs = logs;
+    ro.nlogs = 2;
+    ro.diag = d;
+    teller_requests *reqs = NULL;
+    CHECK_EQ_INT(teller_requests_build(st, &ro, &reqs, &err), TELLER_OK);
+    char hp[600];
+    snprintf(hp, sizeof hp, "%s/report.html", dir);
+    FILE *hf = fopen(hp, "w+");
+    CHECK_EQ_INT(teller_report_html(st, d, reqs, "sim", hf, &err), TELLER_OK);
+    long hsize = ftell(hf);
+    rewind(hf);
+    char *html = calloc((size_t)hsize + 1, 1);
+    CHECK(fread(html, 1, (size_t)hsize, hf) == (size_t)hsize);
+    fclose(hf);
+    CHECK(strstr(html, "Requests delayed") != NULL);
+    CHECK(strstr(html, "cmpl-") != NULL);
+    free(html);
+    teller_requests_free(reqs);
     teller_diagnosis_free(d);
     teller_store_free(st);
     /* only three of the four ranks: the diagnosis says one is missing */
@@ -155,7 +176,7 @@ static void test_diagnose_real_traces(void)
         CHECK(steps && steps->n == d->n);
         jdom_free(v);
         FILE *h = fopen(pp, "w");
-        CHECK_EQ_INT(teller_report_html(st, d, files[i], h, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_report_html(st, d, NULL, files[i], h, &err), TELLER_OK);
         fclose(h);
         h = fopen(pp, "r");
         char head[512] = {0};

@@ -100,7 +100,7 @@ static buf render_html(const teller_store *st, const teller_diagnosis *d, const 
         return b;
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_report_html(st, d, title, f, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_report_html(st, d, NULL, title, f, &err), TELLER_OK);
     fclose(f);
     return b;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "teller/diagnose.h"
+#include "teller/requests.h"
 #include "teller/error.h"
 #include "teller/store.h"
 
@@ -30,11 +31,12 @@ extern "C" {
  * TELLER_REPORT_MAX_STEPS steps an SVG timeline of every rank around the
  * step (and its neighbours), the call chain from the step marker down to
  * the culprit, the evidence, the explanation and the numbers; then the
- * diagnosis notes. No network, no external resources; readable without
- * scripts. title may be NULL. TELLER_ERR_IO when the stream fails,
+ * diagnosis notes. With reqs (may be NULL), each abnormal step also lists
+ * the requests it delayed. No network, no external resources; readable
+ * without scripts. title may be NULL. TELLER_ERR_IO when the stream fails,
  * TELLER_ERR_NOMEM when memory runs out. */
-teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const char *title, FILE *out,
-                                 teller_error *err);
+teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
+                                 const char *title, FILE *out, teller_error *err);
 
 /* Writes the trace of every rank as Chrome-trace JSON for Perfetto
  * (ui.perfetto.dev) and chrome://tracing: one process per source named

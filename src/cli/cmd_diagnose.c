@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "teller/diagnose.h"
 #include "teller/report.h"
+#include "teller/requests.h"
 #include <zlib.h>
 
 static int add_str(char ***v, size_t *n, const char *s)
@@ -55,7 +56,7 @@ static int step_cmp(const void *a, const void *b)
 /* Writes the HTML (perfetto = 0) or Perfetto JSON report to path; a
  * path ending in .gz is gzip-compressed (Perfetto opens those directly). */
 static int write_report(const char *path, int perfetto, const teller_store *st, const teller_diagnosis *d,
-                        const char *title)
+                        const teller_requests *reqs, const char *title)
 {
     size_t n = strlen(path);
     int gz = n > 3 && !strcmp(path + n - 3, ".gz");
@@ -66,7 +67,7 @@ static int write_report(const char *path, int perfetto, const teller_store *st, 
     }
     teller_error err;
     teller_error_clear(&err);
-    teller_status s = perfetto ? teller_report_perfetto(st, d, f, &err) : teller_report_html(st, d, title, f, &err);
+    teller_status s = perfetto ? teller_report_perfetto(st, d, f, &err) : teller_report_html(st, d, reqs, title, f, &err);
     int rc = s == TELLER_OK ? 0 : -1;
     if (rc)
         fprintf(stderr, "teller: %s: %s\n", path, err.msg);
@@ -204,10 +205,23 @@ int cmd_diagnose(int argc, char **argv)
             fclose(f);
         }
     }
-    if (html && write_report(html, 0, st, d, paths[0]))
+    /* the report lists the requests each abnormal step delayed, when the
+     * logs let teller reconstruct them */
+    teller_requests *reqs = NULL;
+    if (html && nlogs) {
+        teller_req_opts ro = teller_req_defaults();
+        ro.logs = (const char *const *)logs;
+        ro.nlogs = nlogs;
+        ro.diag = d;
+        teller_error rerr;
+        if (teller_requests_build(st, &ro, &reqs, &rerr) != TELLER_OK)
+            reqs = NULL;
+    }
+    if (html && write_report(html, 0, st, d, reqs, paths[0]))
         rc = 1;
-    if (perfetto && write_report(perfetto, 1, st, d, paths[0]))
+    if (perfetto && write_report(perfetto, 1, st, d, NULL, paths[0]))
         rc = 1;
+    teller_requests_free(reqs);
     if (html || perfetto || json)
         printf("\nwritten:%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
                perfetto ? " " : "", perfetto ? perfetto : "");

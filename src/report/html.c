@@ -81,6 +81,7 @@ typedef struct hw {
     size_t                     nsum;
     const teller_step         *steps;
     size_t                     nsteps;
+    const teller_requests     *reqs;      /* may be NULL */
 } hw;
 
 static int cmp_i32(const void *a, const void *b)
@@ -776,6 +777,44 @@ static const char *fault_of(const teller_diag_step *s)
     return s->fault[0] ? s->fault : s->pred.fault_type;
 }
 
+/* The requests served in this step, slowest first: the ones it delayed. */
+static void delayed_requests(hw *w, const teller_diag_step *s)
+{
+    FILE *f = w->f;
+    const teller_requests *r = w->reqs;
+    size_t n = 0, shown = 0;
+    for (size_t i = 0; i < r->n; i++)
+        for (uint32_t j = 0; j < r->req[i].nsteps; j++)
+            n += r->req[i].steps[j].step == s->pred.step;
+    fprintf(f, "<h4>Requests delayed</h4>\n");
+    if (!n) {
+        fputs("<p class=\"note\">No known request was served in this step.</p>\n", f);
+        return;
+    }
+    fprintf(f, "<p>%zu request(s) were served in this step (%s).</p>\n<table><tr><th>request</th><th>latency</th>"
+               "<th>its share of the step</th><th>dominant cause</th></tr>\n",
+            n, r->source ? r->source : "");
+    for (size_t i = 0; i < r->n && shown < 20; i++) {
+        const teller_request *q = &r->req[i];
+        for (uint32_t j = 0; j < q->nsteps; j++) {
+            if (q->steps[j].step != s->pred.step)
+                continue;
+            char a[32], b[32];
+            fputs("<tr><td><code>", f);
+            rep_html(f, q->id, 120);
+            fprintf(f, "</code></td><td>%s</td><td>%s</td><td>", q->latency_ns >= 0 ? rep_dur(a, sizeof a, q->latency_ns) : "?",
+                    rep_dur(b, sizeof b, q->steps[j].attributed_ns));
+            rep_html(f, q->cause, 0);
+            fputs("</td></tr>\n", f);
+            shown++;
+            break;
+        }
+    }
+    fputs("</table>\n", f);
+    if (n > shown)
+        fprintf(f, "<p class=\"note\">%zu more not listed.</p>\n", n - shown);
+}
+
 static int step_section(hw *w, const teller_diag_step *s)
 {
     FILE *f = w->f;
@@ -800,12 +839,14 @@ static int step_section(hw *w, const teller_diag_step *s)
     numbers(w, s);
     fputs("<h4>Evidence</h4>\n", f);
     evidence(w, s);
+    if (w->reqs)
+        delayed_requests(w, s);
     fputs("</section>\n", f);
     return 0;
 }
 
-teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const char *title, FILE *out,
-                                 teller_error *err)
+teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
+                                 const char *title, FILE *out, teller_error *err)
 {
     if (!st || !d || !out)
         return teller_error_set(err, TELLER_ERR_ARG, "html", 0, "no store, diagnosis or output stream");
@@ -813,6 +854,7 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
     w.f = out;
     w.st = st;
     w.d = d;
+    w.reqs = reqs;
     w.ev = teller_store_events(st);
     w.steps = teller_store_steps(st);
     w.nsteps = teller_store_num_steps(st);
