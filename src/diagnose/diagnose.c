@@ -125,6 +125,13 @@ static double median_of(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The (name, step, source) key of per-step tallies: names below 2^28,
+ * steps below 2^22 and sources below 2^14 keep keys apart. */
+static uint64_t nss_key(uint32_t name, uint32_t step, uint16_t src)
+{
+    return ((uint64_t)(name & 0xFFFFFFF) << 36) | ((uint64_t)(step & 0x3FFFFF) << 14) | (src & 0x3FFF);
+}
+
 /* ---- peer groups: ranks that share all-reduce / all-gather collectives ---- */
 
 static int32_t uf_find(int32_t *p, int32_t x)
@@ -202,21 +209,14 @@ static int detect_kernels(dctx *D)
         if (ev->layer[i] != TELLER_LAYER_KERNEL || (ev->flags[i] & TELLER_F_COMM) || ev->step[i] >= D->nsteps)
             continue;
         uint64_t key = ((uint64_t)ev->step[i] << 44) | ((uint64_t)ev->source[i] << 28) | (ev->name[i] & 0xFFFFFFF);
-        uint32_t ix = kmap_get(&m, key, 1);
-        if (ix == TELLER_NONE)
-            goto oom;
-        if (ix >= cap) {
-            size_t old = cap;
-            if (TELLER_GROW(tot, cap, (size_t)ix + 1))
-                goto oom;
-            memset(tot + old, 0, (cap - old) * sizeof *tot);
-        }
-        if (ix >= kcap && TELLER_GROW(keys, kcap, (size_t)ix + 1))
+        ktot *t = kmap_slot(&m, key, (void **)&tot, &cap, sizeof *tot);
+        uint32_t ix = kmap_get(&m, key, 0);
+        if (!t || (ix >= kcap && TELLER_GROW(keys, kcap, (size_t)ix + 1)))
             goto oom;
         keys[ix] = key;
-        tot[ix].t += (double)ev->dur_ns[i];
-        if (!tot[ix].count++)
-            tot[ix].event = (uint32_t)i;
+        t->t += (double)ev->dur_ns[i];
+        if (!t->count++)
+            t->event = (uint32_t)i;
     }
     /* per rank and step: excess of each name over the fastest peer */
     for (size_t ix = 0; ix < m.n; ix++) {
@@ -298,8 +298,9 @@ static int detect_apis(dctx *D)
     double **durs = calloc(nstr_guess ? nstr_guess : 1, sizeof *durs);
     size_t *nd = calloc(nstr_guess ? nstr_guess : 1, sizeof *nd), *cd = calloc(nstr_guess ? nstr_guess : 1, sizeof *cd);
     double *med = calloc(nstr_guess ? nstr_guess : 1, sizeof *med);
+    size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use); /* (step, source) pairs calling it */
     kmap pairs = {0}, slot = {0};
-    if (!durs || !nd || !cd || !med)
+    if (!durs || !nd || !cd || !med || !use)
         goto oom;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]))
@@ -308,21 +309,17 @@ static int detect_apis(dctx *D)
         if (TELLER_GROW(durs[nm], cd[nm], nd[nm] + 1))
             goto oom;
         durs[nm][nd[nm]++] = (double)ev->dur_ns[i];
-        if (ev->step[i] < D->nsteps &&
-            kmap_get(&pairs, ((uint64_t)nm << 32) | ((uint64_t)ev->step[i] << 12) | ev->source[i], 1) == TELLER_NONE)
-            goto oom;
+        if (ev->step[i] < D->nsteps) {
+            size_t before = pairs.n;
+            if (kmap_get(&pairs, nss_key(nm, ev->step[i], ev->source[i]), 1) == TELLER_NONE)
+                goto oom;
+            use[nm] += pairs.n > before;
+        }
     }
     for (size_t nm = 0; nm < nstr_guess; nm++)
         med[nm] = median_of(durs[nm], nd[nm]);
     /* (step, rank) pairs that exist */
     size_t total_pairs = teller_store_num_steps(st);
-    /* how common each API is: pairs using it over all pairs */
-    size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use);
-    if (!use)
-        goto oom;
-    for (size_t j = 0; j < pairs.cap; j++)
-        if (pairs.k[j])
-            use[(pairs.k[j] - 1) >> 32]++;
     /* per (step, source, name): excess over the usual per-call time */
     typedef struct acc_t {
         double   excess, t, usual;
@@ -344,16 +341,9 @@ static int detect_apis(dctx *D)
         double ex = rare ? d : d - 2.0 * med[nm] - 4000.0;
         if (ex <= 0)
             continue;
-        uint32_t ix = kmap_get(&slot, ((uint64_t)nm << 32) | ((uint64_t)ev->step[i] << 12) | ev->source[i], 1);
-        if (ix == TELLER_NONE)
+        acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
+        if (!a)
             goto oom2;
-        if (ix >= acap) {
-            size_t old = acap;
-            if (TELLER_GROW(acc, acap, (size_t)ix + 1))
-                goto oom2;
-            memset(acc + old, 0, (acap - old) * sizeof *acc);
-        }
-        acc_t *a = &acc[ix];
         if (!a->n) {
             a->event = (uint32_t)i;
             a->step = ev->step[i];
@@ -390,8 +380,8 @@ static int detect_apis(dctx *D)
     return 0;
 oom2:
     free(acc);
-    free(use);
 oom:
+    free(use);
     if (durs)
         for (size_t nm = 0; nm < nstr_guess; nm++)
             free(durs[nm]);
@@ -685,16 +675,9 @@ static int detect_copies(dctx *D)
         const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
         if (!a || a->bytes <= 0 || ev->step[i] >= D->nsteps)
             continue;
-        uint32_t ix = kmap_get(&m, ((uint64_t)ev->name[i] << 32) | ((uint64_t)ev->step[i] << 12) | ev->source[i], 1);
-        if (ix == TELLER_NONE)
+        cp *x = kmap_slot(&m, nss_key(ev->name[i], ev->step[i], ev->source[i]), (void **)&c, &ccap, sizeof *c);
+        if (!x)
             goto oom2;
-        if (ix >= ccap) {
-            size_t old = ccap;
-            if (TELLER_GROW(c, ccap, (size_t)ix + 1))
-                goto oom2;
-            memset(c + old, 0, (ccap - old) * sizeof *c);
-        }
-        cp *x = &c[ix];
         if (!x->t) {
             x->event = (uint32_t)i;
             x->step = ev->step[i];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kmap.h"
+#include "vec.h"
 
 static size_t slot_of(uint64_t key, size_t cap) { return (key * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1); }
 
@@ -47,6 +48,20 @@ uint32_t kmap_get(kmap *m, uint64_t key, int create)
     m->k[j] = key;
     m->v[j] = (uint32_t)m->n++;
     return m->v[j];
+}
+
+void *kmap_slot(kmap *m, uint64_t key, void **arr, size_t *cap, size_t size)
+{
+    uint32_t ix = kmap_get(m, key, 1);
+    if (ix == UINT32_MAX)
+        return NULL;
+    if (ix >= *cap) {
+        size_t old = *cap;
+        if (teller_grow(arr, cap, (size_t)ix + 1, size))
+            return NULL;
+        memset((char *)*arr + old * size, 0, (*cap - old) * size);
+    }
+    return (char *)*arr + (size_t)ix * size;
 }
 
 void kmap_keys(const kmap *m, uint64_t *keys_by_index)

@@ -18,6 +18,11 @@ typedef struct kmap {
 /* The index of key; with create, a new one when absent. UINT32_MAX when
  * absent (create == 0) or out of memory. */
 uint32_t kmap_get(kmap *m, uint64_t key, int create);
+/* The element of key in *arr (elements of size bytes, one per index, grown
+ * and zero-filled as indices appear), created when absent; NULL when out
+ * of memory. */
+void *kmap_slot(kmap *m, uint64_t key, void **arr, size_t *cap, size_t size);
+
 /* The key of index ix, by a scan (for reporting, not hot paths). */
 void kmap_keys(const kmap *m, uint64_t *keys_by_index);
 void kmap_free(kmap *m);
