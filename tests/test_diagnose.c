@@ -189,9 +189,56 @@ static void test_diagnose_real_traces(void)
     }
 }
 
+/* Small cases of every shape (engines, models, topologies), so the
+ * sanitizer run walks the diagnosis over varied traces and logs. */
+static void test_diagnose_varied_shapes(void)
+{
+    struct { const char *engine, *model; int nodes, gpn, tp, pp; } shapes[] = {
+        {"sglang", "moe", 1, 2, 2, 1}, {"vllm", "70b", 2, 2, 4, 1}, {"vllm", "8b", 1, 2, 1, 2}, {"sglang", "8b", 2, 1, 1, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char dir[] = "/tmp/teller_diagv_XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        teller_sim_opts o = teller_sim_defaults();
+        o.engine = shapes[i].engine;
+        o.model = shapes[i].model;
+        o.nodes = shapes[i].nodes;
+        o.gpus_per_node = shapes[i].gpn;
+        o.tp = shapes[i].tp;
+        o.pp = shapes[i].pp;
+        o.steps = 24;
+        o.fault_rate = 0.5;
+        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        o.seed = 900 + i;
+        teller_error err;
+        teller_error_clear(&err);
+        CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+        teller_store *st = load_case_ranks(dir, 0, o.nodes * o.gpus_per_node);
+        char l0[600], l1[600];
+        snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
+        snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
+        const char *logs[] = {l0, l1};
+        teller_diag_opts dop = teller_diag_defaults();
+        dop.logs = logs;
+        dop.nlogs = (size_t)o.nodes;
+        teller_diagnosis *d = NULL;
+        CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+        CHECK(d && d->n == teller_store_step_count(st));
+        size_t flagged = 0;
+        for (size_t k = 0; d && k < d->n; k++)
+            flagged += (size_t)d->steps[k].pred.abnormal;
+        CHECK(flagged > 0);
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0);
+    }
+}
+
 const test_case diagnose_tests[] = {
     {"diagnose: simulated case: faults found, explanations grounded; missing ranks and foreign logs said",
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},
+    {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
     {NULL, NULL},
 };
