@@ -86,16 +86,12 @@ static uint32_t hash_bytes(const char *s, size_t n)
     return h;
 }
 
-static int is_delim(char c)
-{
-    switch (c) {
-    case '=': case ':': case ',': case ';': case '(': case ')': case '[': case ']':
-    case '{': case '}': case '"': case '\'': case '|':
-        return 1;
-    default:
-        return 0;
-    }
-}
+static const unsigned char k_delim[256] = {
+    ['='] = 1, [':'] = 1, [','] = 1, [';'] = 1, ['('] = 1, [')'] = 1, ['['] = 1, [']'] = 1,
+    ['{'] = 1, ['}'] = 1, ['"'] = 1, ['\''] = 1, ['|'] = 1,
+};
+
+static int is_delim(char c) { return k_delim[(unsigned char)c]; }
 
 /* Interns s[0..n); returns the id or UINT32_MAX when out of memory. */
 static uint32_t intern(teller_log_miner *m, const char *s, size_t n, int var)
