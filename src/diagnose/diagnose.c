@@ -125,6 +125,45 @@ static double median_of(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Samples grouped by a 64-bit key, for the median of each group. */
+typedef struct samples {
+    double *v;
+    size_t n, cap;
+} samples;
+typedef struct groups {
+    kmap keys; /* key -> index into s */
+    samples *s;
+    size_t cap;
+} groups;
+
+static int groups_add(groups *g, uint64_t key, double x)
+{
+    samples *s = kmap_slot(&g->keys, key, (void **)&g->s, &g->cap, sizeof *g->s);
+    if (!s || TELLER_GROW(s->v, s->cap, s->n + 1))
+        return -1;
+    s->v[s->n++] = x;
+    return 0;
+}
+
+/* The median of each group, indexed as g->keys (reorders the samples);
+ * NULL when out of memory. */
+static double *groups_medians(groups *g)
+{
+    double *med = calloc(g->keys.n ? g->keys.n : 1, sizeof *med);
+    if (med)
+        for (size_t ix = 0; ix < g->keys.n; ix++)
+            med[ix] = median_of(g->s[ix].v, g->s[ix].n);
+    return med;
+}
+
+static void groups_free(groups *g)
+{
+    for (size_t ix = 0; ix < g->keys.n && ix < g->cap; ix++)
+        free(g->s[ix].v);
+    free(g->s);
+    kmap_free(&g->keys);
+}
+
 /* The (name, step, source) key of per-step tallies: names below 2^28,
  * steps below 2^22 and sources below 2^14 keep keys apart. */
 static uint64_t nss_key(uint32_t name, uint32_t step, uint16_t src)
@@ -295,20 +334,18 @@ static int detect_apis(dctx *D)
         if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
             nstr_guess = ev->name[i] + 1;
     /* per API name: call durations -> median; how many (step, rank) pairs use it */
-    double **durs = calloc(nstr_guess ? nstr_guess : 1, sizeof *durs);
-    size_t *nd = calloc(nstr_guess ? nstr_guess : 1, sizeof *nd), *cd = calloc(nstr_guess ? nstr_guess : 1, sizeof *cd);
-    double *med = calloc(nstr_guess ? nstr_guess : 1, sizeof *med);
+    groups durs = {0};
+    double *med = NULL;
     size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use); /* (step, source) pairs calling it */
     kmap pairs = {0}, slot = {0};
-    if (!durs || !nd || !cd || !med || !use)
+    if (!use)
         goto oom;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]))
             continue;
         uint32_t nm = ev->name[i];
-        if (TELLER_GROW(durs[nm], cd[nm], nd[nm] + 1))
+        if (groups_add(&durs, nm, (double)ev->dur_ns[i]))
             goto oom;
-        durs[nm][nd[nm]++] = (double)ev->dur_ns[i];
         if (ev->step[i] < D->nsteps) {
             size_t before = pairs.n;
             if (kmap_get(&pairs, nss_key(nm, ev->step[i], ev->source[i]), 1) == TELLER_NONE)
@@ -316,8 +353,8 @@ static int detect_apis(dctx *D)
             use[nm] += pairs.n > before;
         }
     }
-    for (size_t nm = 0; nm < nstr_guess; nm++)
-        med[nm] = median_of(durs[nm], nd[nm]);
+    if (!(med = groups_medians(&durs)))
+        goto oom;
     /* (step, rank) pairs that exist */
     size_t total_pairs = teller_store_num_steps(st);
     /* per (step, source, name): excess over the usual per-call time */
@@ -337,8 +374,8 @@ static int detect_apis(dctx *D)
         int sync = name_has(st, nm, "Synchronize");
         if (sync)
             continue; /* the sync detector judges these */
-        double d = (double)ev->dur_ns[i];
-        double ex = rare ? d : d - 2.0 * med[nm] - 4000.0;
+        double d = (double)ev->dur_ns[i], usual = med[kmap_get(&durs.keys, nm, 0)];
+        double ex = rare ? d : d - 2.0 * usual - 4000.0;
         if (ex <= 0)
             continue;
         acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
@@ -353,7 +390,7 @@ static int detect_apis(dctx *D)
         a->n++;
         a->excess += ex;
         a->t += d;
-        a->usual += rare ? 0 : med[nm];
+        a->usual += rare ? 0 : usual;
         a->fed += launched(ev, (uint32_t)i);
     }
     for (size_t ix = 0; ix < slot.n; ix++) {
@@ -369,11 +406,7 @@ static int detect_apis(dctx *D)
     }
     free(acc);
     free(use);
-    for (size_t nm = 0; nm < nstr_guess; nm++)
-        free(durs[nm]);
-    free(durs);
-    free(nd);
-    free(cd);
+    groups_free(&durs);
     free(med);
     kmap_free(&pairs);
     kmap_free(&slot);
@@ -382,12 +415,7 @@ oom2:
     free(acc);
 oom:
     free(use);
-    if (durs)
-        for (size_t nm = 0; nm < nstr_guess; nm++)
-            free(durs[nm]);
-    free(durs);
-    free(nd);
-    free(cd);
+    groups_free(&durs);
     free(med);
     kmap_free(&pairs);
     kmap_free(&slot);
@@ -636,9 +664,8 @@ static int detect_copies(dctx *D)
 {
     const teller_events *ev = D->ev;
     teller_store *st = D->st;
-    kmap bm = {0}, m = {0};
-    double **bd = NULL;
-    size_t *nb = NULL, *cb = NULL, bcap = 0;
+    groups bm = {0};
+    kmap m = {0};
     typedef struct cp {
         double t, bytes, slow, usual;
         uint32_t event, step, name;
@@ -651,26 +678,12 @@ static int detect_copies(dctx *D)
         const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
         if (!a || a->bytes <= 0)
             continue;
-        uint32_t ix = kmap_get(&bm, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), 1);
-        if (ix == TELLER_NONE)
+        if (groups_add(&bm, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), (double)ev->dur_ns[i]))
             goto oom;
-        if (ix >= bcap) {
-            size_t old = bcap, o2 = bcap, o3 = bcap;
-            if (TELLER_GROW(bd, bcap, (size_t)ix + 1) || TELLER_GROW(nb, o2, bcap) || TELLER_GROW(cb, o3, bcap))
-                goto oom;
-            memset(bd + old, 0, (bcap - old) * sizeof *bd);
-            memset(nb + old, 0, (bcap - old) * sizeof *nb);
-            memset(cb + old, 0, (bcap - old) * sizeof *cb);
-        }
-        if (TELLER_GROW(bd[ix], cb[ix], nb[ix] + 1))
-            goto oom;
-        bd[ix][nb[ix]++] = (double)ev->dur_ns[i];
     }
-    double *usual = calloc(bm.n ? bm.n : 1, sizeof *usual);
+    double *usual = groups_medians(&bm);
     if (!usual)
         goto oom;
-    for (size_t ix = 0; ix < bm.n; ix++)
-        usual[ix] = median_of(bd[ix], nb[ix]);
     for (size_t i = 0; i < ev->n; i++) {
         const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
         if (!a || a->bytes <= 0 || ev->step[i] >= D->nsteps)
@@ -684,7 +697,7 @@ static int detect_copies(dctx *D)
             x->name = ev->name[i];
             x->src = ev->source[i];
         }
-        double u = usual[kmap_get(&bm, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), 0)];
+        double u = usual[kmap_get(&bm.keys, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), 0)];
         x->t += (double)ev->dur_ns[i];
         x->bytes += (double)a->bytes;
         x->usual += u;
@@ -720,13 +733,8 @@ static int detect_copies(dctx *D)
     }
     free(vols);
     free(usual);
-    for (size_t ix = 0; ix < bm.n; ix++)
-        free(bd[ix]);
-    free(bd);
-    free(nb);
-    free(cb);
     free(c);
-    kmap_free(&bm);
+    groups_free(&bm);
     kmap_free(&m);
     return 0;
 oom3:
@@ -734,14 +742,8 @@ oom3:
 oom2:
     free(usual);
 oom:
-    if (bd)
-        for (size_t ix = 0; ix < bm.n && ix < bcap; ix++)
-            free(bd[ix]);
-    free(bd);
-    free(nb);
-    free(cb);
     free(c);
-    kmap_free(&bm);
+    groups_free(&bm);
     kmap_free(&m);
     return -1;
 }
@@ -954,36 +956,21 @@ static int detect_comm(dctx *D)
      * usual = r * (elements + E0) with r the median of transfer / (elements + E0);
      * kernels without sizes use the op's median transfer */
     const double E0 = 131072.0;
-    kmap bm = {0};
-    double **vals = NULL;
-    size_t *nv = NULL, *cv = NULL, vcap = 0;
+    groups bm = {0};
     for (size_t c = 0; c < nc; c++) {
         inst *x = &in[c];
-        uint32_t ix = kmap_get(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0), 1);
-        if (ix == TELLER_NONE)
+        if (groups_add(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0),
+                       x->bytes > 0 ? x->transfer / (x->bytes + E0) : x->transfer))
             goto oom;
-        if (ix >= vcap) {
-            size_t old = vcap, o2 = vcap, o3 = vcap;
-            if (TELLER_GROW(vals, vcap, (size_t)ix + 1) || TELLER_GROW(nv, o2, vcap) || TELLER_GROW(cv, o3, vcap))
-                goto oom;
-            memset(vals + old, 0, (vcap - old) * sizeof *vals);
-            memset(nv + old, 0, (vcap - old) * sizeof *nv);
-            memset(cv + old, 0, (vcap - old) * sizeof *cv);
-        }
-        if (TELLER_GROW(vals[ix], cv[ix], nv[ix] + 1))
-            goto oom;
-        vals[ix][nv[ix]++] = x->bytes > 0 ? x->transfer / (x->bytes + E0) : x->transfer;
     }
-    double *usual = calloc(bm.n ? bm.n : 1, sizeof *usual);
+    double *usual = groups_medians(&bm);
     if (!usual)
         goto oom;
-    for (size_t ix = 0; ix < bm.n; ix++)
-        usual[ix] = median_of(vals[ix], nv[ix]);
     for (size_t c = 0; c < nc; c++) {
         inst *x = &in[c];
         if (x->step >= D->nsteps)
             continue;
-        uint32_t ix = kmap_get(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
+        uint32_t ix = kmap_get(&bm.keys, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
         double u = ix == TELLER_NONE ? x->transfer : x->bytes > 0 ? usual[ix] * (x->bytes + E0) : usual[ix];
         const teller_collective *cc = &co[c];
         uint32_t exp_members = maxm[kmap_get(&km, cc->key, 0)];
@@ -1049,12 +1036,7 @@ static int detect_comm(dctx *D)
             goto oom2;
     }
     free(usual);
-    for (size_t ix = 0; ix < bm.n; ix++)
-        free(vals[ix]);
-    free(vals);
-    free(nv);
-    free(cv);
-    kmap_free(&bm);
+    groups_free(&bm);
     kmap_free(&km);
     free(maxm);
     free(in);
@@ -1062,13 +1044,7 @@ static int detect_comm(dctx *D)
 oom2:
     free(usual);
 oom:
-    if (vals)
-        for (size_t ix = 0; ix < bm.n && ix < vcap; ix++)
-            free(vals[ix]);
-    free(vals);
-    free(nv);
-    free(cv);
-    kmap_free(&bm);
+    groups_free(&bm);
     kmap_free(&km);
     free(maxm);
     free(in);
