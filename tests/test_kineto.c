@@ -237,11 +237,43 @@ static void test_streaming_gzip_matches_memory(void)
     teller_store_free(c);
 }
 
+/* A legacy trace without args.correlation links kernels to launches by ac2g
+ * flows; string flow ids are told apart by their text, not their length,
+ * and a numeric id too long for 64 bits is hashed, not overflowed. */
+static void test_flow_string_ids(void)
+{
+    static const char *doc =
+        "{\"traceEvents\": [\n"
+        " {\"ph\": \"X\", \"cat\": \"Runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 9, \"tid\": 9, \"ts\": 1003, \"dur\": 2},\n"
+        " {\"ph\": \"X\", \"cat\": \"Kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 7, \"ts\": 1010, \"dur\": 5},\n"
+        " {\"ph\": \"X\", \"cat\": \"Runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 9, \"tid\": 9, \"ts\": 2003, \"dur\": 2},\n"
+        " {\"ph\": \"X\", \"cat\": \"Kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 7, \"ts\": 2010, \"dur\": 5},\n"
+        " {\"ph\": \"s\", \"cat\": \"ac2g\", \"id\": \"a1\", \"pid\": 9, \"tid\": 9, \"ts\": 1003},\n"
+        " {\"ph\": \"f\", \"cat\": \"ac2g\", \"id\": \"a1\", \"bp\": \"e\", \"pid\": 0, \"tid\": 7, \"ts\": 1010},\n"
+        " {\"ph\": \"s\", \"cat\": \"ac2g\", \"id\": \"3137639223372036854775807376\", \"pid\": 9, \"tid\": 9, \"ts\": 2003},\n"
+        " {\"ph\": \"f\", \"cat\": \"ac2g\", \"id\": \"b2\", \"bp\": \"e\", \"pid\": 0, \"tid\": 7, \"ts\": 2010}\n"
+        "]}\n";
+    teller_status s;
+    teller_error err;
+    teller_store *st = load_mem(doc, &s, &err);
+    CHECK_EQ_INT(s, TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    const teller_events *ev = teller_store_events(st);
+    uint32_t k1 = find(st, "k1"), k2 = find(st, "k2");
+    CHECK(k1 != TELLER_NONE && k2 != TELLER_NONE);
+    if (k1 != TELLER_NONE && k2 != TELLER_NONE) {
+        CHECK(ev->parent[k1] != TELLER_NONE && ev->start_ns[ev->parent[k1]] == 1003000);
+        CHECK_EQ_INT(ev->parent[k2], TELLER_NONE); /* its flow id matches no launch's */
+    }
+    teller_store_free(st);
+}
+
 const test_case kineto_tests[] = {
     {"kineto: kernel links to its launch by correlation id, op and step by time", test_small_trace_links_and_step},
     {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
     {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},
     {"kineto: bad events are skipped with warnings, hostile names kept verbatim", test_bad_events_are_skipped_with_warnings},
     {"kineto: streamed gzip larger than the window reads like memory", test_streaming_gzip_matches_memory},
+    {"kineto: legacy ac2g flows link by their string ids' text", test_flow_string_ids},
     {NULL, NULL},
 };

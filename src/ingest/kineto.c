@@ -22,6 +22,7 @@
 #include "json.h"
 #include "teller/ingest.h"
 #include "teller/tree.h"
+#include "../util/kmap.h"
 #include "../util/vec.h"
 
 #define WINDOW_INITIAL (4u << 20)
@@ -486,12 +487,13 @@ static int parse_event(json_cur *c, ev_fields *f)
                     json_str s;
                     r = json_string(c, &s);
                     if (!r) {
-                        /* string ids: numeric text, or hashed */
+                        /* string ids: numeric text of up to 17 digits, or
+                         * a hash of the text kept apart from numbers */
                         int64_t v = 0;
                         size_t i = 0;
-                        for (; i < s.len && isdigit((unsigned char)s.s[i]); i++)
+                        for (; i < s.len && i < 17 && isdigit((unsigned char)s.s[i]); i++)
                             v = v * 10 + (s.s[i] - '0');
-                        f->id = i == s.len && s.len && s.len < 18 ? v : (int64_t)(s.len * 2654435761u);
+                        f->id = i == s.len && s.len ? v : (int64_t)((kmap_hash_bytes(s.s, s.len) & ((1ull << 62) - 1)) | (1ull << 62));
                         f->has_id = 1;
                     }
                 } else {

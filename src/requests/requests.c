@@ -22,6 +22,7 @@
 
 #include "teller/logs.h"
 #include "teller/requests.h"
+#include "../util/kmap.h"
 #include "../util/vec.h"
 
 #define SEC_NS 1000000000LL
@@ -46,14 +47,6 @@ typedef struct reqset {
     size_t    nstrs, strs_cap;
 } reqset;
 
-static uint64_t hash_id(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 static int rehash(reqset *S, size_t nslot)
 {
     uint32_t *slot = calloc(nslot, sizeof *slot);
@@ -61,7 +54,7 @@ static int rehash(reqset *S, size_t nslot)
         return -1;
     for (size_t i = 0; i < S->n; i++) {
         const char *id = S->v[i].r.id;
-        size_t h = (size_t)hash_id(id, strlen(id)) & (nslot - 1);
+        size_t h = (size_t)kmap_hash_bytes(id, strlen(id)) & (nslot - 1);
         while (slot[h])
             h = (h + 1) & (nslot - 1);
         slot[h] = (uint32_t)i + 1;
@@ -76,7 +69,7 @@ static int rehash(reqset *S, size_t nslot)
 static rq *reqset_get(reqset *S, const char *id, size_t n, int create)
 {
     if (S->nslot) {
-        size_t h = (size_t)hash_id(id, n) & (S->nslot - 1);
+        size_t h = (size_t)kmap_hash_bytes(id, n) & (S->nslot - 1);
         while (S->slot[h]) {
             rq *q = &S->v[S->slot[h] - 1];
             if (strlen(q->r.id) == n && !memcmp(q->r.id, id, n))
@@ -106,7 +99,7 @@ static rq *reqset_get(reqset *S, const char *id, size_t n, int create)
     q->r.worst_step = TELLER_NONE;
     q->fin_log_first = INT64_MIN;
     q->order = (uint32_t)S->n;
-    size_t h = (size_t)hash_id(id, n) & (S->nslot - 1);
+    size_t h = (size_t)kmap_hash_bytes(id, n) & (S->nslot - 1);
     while (S->slot[h])
         h = (h + 1) & (S->nslot - 1);
     S->slot[h] = (uint32_t)S->n + 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tpe_internal.h"
+#include "../util/kmap.h"
 #include "../util/vec.h"
 
 teller_tpe_vocab_opts teller_tpe_vocab_defaults(void)
@@ -46,17 +47,6 @@ teller_tpe_vocab_opts teller_tpe_vocab_options(const teller_tpe_vocab *v) { retu
 size_t teller_tpe_vocab_size(const teller_tpe_vocab *v) { return v->n; }
 size_t teller_tpe_vocab_merges(const teller_tpe_vocab *v) { return v->nmerges; }
 
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-#define FNV_BASIS 0xcbf29ce484222325ull
-
 static int grow_symbols(teller_tpe_vocab *v)
 {
     if (v->n >= UINT32_MAX - 1)
@@ -90,7 +80,7 @@ static int rehash_strings(teller_tpe_vocab *v, size_t cap)
     for (size_t id = 0; id < v->n; id++) {
         if (v->left[id] != TELLER_NONE)
             continue;
-        size_t j = fnv1a(v->text + v->text_off[id], v->text_len[id], FNV_BASIS) & (cap - 1);
+        size_t j = kmap_hash_bytes(v->text + v->text_off[id], v->text_len[id]) & (cap - 1);
         while (h[j] != TELLER_NONE)
             j = (j + 1) & (cap - 1);
         h[j] = (uint32_t)id;
@@ -133,7 +123,7 @@ static uint32_t find_string(const teller_tpe_vocab *v, const char *s, size_t len
 {
     if (!v->shcap)
         return TELLER_NONE;
-    size_t j = fnv1a(s, len, FNV_BASIS) & (v->shcap - 1);
+    size_t j = kmap_hash_bytes(s, len) & (v->shcap - 1);
     for (;;) {
         uint32_t id = v->shash[j];
         if (id == TELLER_NONE) {
@@ -310,7 +300,7 @@ teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path,
         }
         wput(&b, "\n", 1);
     }
-    uint64_t h = b.oom ? 0 : fnv1a(b.p, b.n, FNV_BASIS);
+    uint64_t h = b.oom ? 0 : kmap_hash_bytes(b.p, b.n);
     char tail[40];
     int k = snprintf(tail, sizeof tail, "end %016llx\n", (unsigned long long)h);
     wput(&b, tail, (size_t)k);
@@ -492,7 +482,7 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
         buf[ll] = 0;
         if (ll != 20 || sscanf(buf, "end %16llx%n", &want, &used) != 1 || used != 20)
             FAIL(TELLER_ERR_FORMAT, "bad end line (want 'end' and a 16-digit hash)");
-        if (fnv1a(d, hashed, FNV_BASIS) != want)
+        if (kmap_hash_bytes(d, hashed) != want)
             FAIL(TELLER_ERR_FORMAT, "vocabulary file is corrupt (hash mismatch)");
     }
     if (pos != n)

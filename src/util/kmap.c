@@ -64,6 +64,15 @@ void *kmap_slot(kmap *m, uint64_t key, void **arr, size_t *cap, size_t size)
     return (char *)*arr + (size_t)ix * size;
 }
 
+uint64_t kmap_hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
 void kmap_keys(const kmap *m, uint64_t *keys_by_index)
 {
     for (size_t i = 0; i < m->cap; i++)

@@ -23,6 +23,9 @@ uint32_t kmap_get(kmap *m, uint64_t key, int create);
  * of memory. */
 void *kmap_slot(kmap *m, uint64_t key, void **arr, size_t *cap, size_t size);
 
+/* FNV-1a, 64-bit, of n bytes: keys for byte strings (and checksums). */
+uint64_t kmap_hash_bytes(const void *p, size_t n);
+
 /* The key of index ix, by a scan (for reporting, not hot paths). */
 void kmap_keys(const kmap *m, uint64_t *keys_by_index);
 void kmap_free(kmap *m);
