@@ -758,12 +758,11 @@ static int detect_gaps(dctx *D)
     size_t ns = teller_store_num_sources(D->st);
     /* the stepping thread of each source: the thread of its step markers */
     int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
-    double **gaps = calloc(ns ? ns : 1, sizeof *gaps);
-    size_t *ng = calloc(ns ? ns : 1, sizeof *ng), *gc = calloc(ns ? ns : 1, sizeof *gc);
+    groups gaps = {0}; /* per source: every gap, for its median */
     /* the longest gap of each (step, source): a gap every step has is normal */
     double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
     double *usual_max = calloc(ns ? ns : 1, sizeof *usual_max);
-    if (!tid || !gaps || !ng || !gc || !stepmax || !usual_max)
+    if (!tid || !stepmax || !usual_max)
         goto oom;
     for (size_t s = 0; s < ns; s++)
         tid[s] = INT32_MIN;
@@ -781,19 +780,23 @@ static int detect_gaps(dctx *D)
             usual = malloc((ns ? ns : 1) * sizeof *usual);
             if (!usual)
                 goto oom;
-            double *col = malloc((D->nsteps ? D->nsteps : 1) * sizeof *col);
-            if (!col) {
+            double *med = groups_medians(&gaps), *col = malloc((D->nsteps ? D->nsteps : 1) * sizeof *col);
+            if (!med || !col) {
+                free(med);
+                free(col);
                 free(usual);
                 goto oom;
             }
             for (size_t s = 0; s < ns; s++) {
-                usual[s] = median_of(gaps[s], ng[s]);
+                uint32_t ix = kmap_get(&gaps.keys, s, 0);
+                usual[s] = ix == TELLER_NONE ? 0 : med[ix];
                 size_t nc = 0;
                 for (uint32_t k = 0; k < D->nsteps; k++)
                     if (stepmax[(size_t)k * ns + s] > 0)
                         col[nc++] = stepmax[(size_t)k * ns + s];
                 usual_max[s] = median_of(col, nc);
             }
+            free(med);
             free(col);
         }
         int64_t prev_end = 0;
@@ -844,10 +847,8 @@ static int detect_gaps(dctx *D)
                 continue;
             uint16_t s = ev->source[i];
             if (!pass) {
-                if (TELLER_GROW(gaps[s], gc[s], ng[s] + 1)) {
+                if (groups_add(&gaps, s, g))
                     goto oom;
-                }
-                gaps[s][ng[s]++] = g;
                 double *mx = &stepmax[(size_t)prev_step * ns + s];
                 if (g > *mx)
                     *mx = g;
@@ -866,22 +867,13 @@ static int detect_gaps(dctx *D)
         }
         free(usual);
     }
-    for (size_t s = 0; s < ns; s++)
-        free(gaps[s]);
-    free(gaps);
-    free(ng);
-    free(gc);
+    groups_free(&gaps);
     free(tid);
     free(stepmax);
     free(usual_max);
     return 0;
 oom:
-    if (gaps)
-        for (size_t s = 0; s < ns; s++)
-            free(gaps[s]);
-    free(gaps);
-    free(ng);
-    free(gc);
+    groups_free(&gaps);
     free(tid);
     free(stepmax);
     free(usual_max);
