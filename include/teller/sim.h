@@ -13,38 +13,11 @@
 
 #include <stdint.h>
 #include "teller/error.h"
+#include "teller/fault.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Fault kinds of the benchmark (BENCHMARK.md). */
-typedef enum teller_fault {
-    TELLER_FAULT_NONE = 0,
-    TELLER_FAULT_SLOW_LINK,
-    TELLER_FAULT_NCCL_HANG,
-    TELLER_FAULT_PP_SEND_DELAY,
-    TELLER_FAULT_GPU_THROTTLE,
-    TELLER_FAULT_KERNEL_REGRESSION,
-    TELLER_FAULT_LAUNCH_LATENCY,
-    TELLER_FAULT_SYNC_STALL,
-    TELLER_FAULT_MALLOC_STORM,
-    TELLER_FAULT_PCIE_DEGRADATION,
-    TELLER_FAULT_KV_SWAP,
-    TELLER_FAULT_OOM,
-    TELLER_FAULT_CPU_CONTENTION,
-    TELLER_FAULT_PREEMPTION,
-    TELLER_FAULT_COUNT
-} teller_fault;
-
-/* "slow_link", ...; "no_error" for NONE. */
-const char *teller_fault_name(teller_fault f);
-/* The paper's label: communication, kernel, driver_library, memory, scheduling. */
-const char *teller_fault_type(teller_fault f);
-/* "horizontal" or "vertical". */
-const char *teller_fault_view(teller_fault f);
-/* Parses a fault name; TELLER_FAULT_COUNT when unknown. */
-teller_fault teller_fault_parse(const char *name);
 
 typedef struct teller_sim_opts {
     int         nodes;          /* >= 1 */

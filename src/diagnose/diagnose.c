@@ -31,38 +31,14 @@
 #include <string.h>
 
 #include "teller/diagnose.h"
+#include "teller/fault.h"
 #include "teller/logs.h"
 #include "teller/tree.h"
 #include "../util/kmap.h"
 #include "../util/vec.h"
 
-/* ---- detector kinds and what they mean ---- */
-
-enum det {
-    D_HANG, D_LINK, D_SEND, D_THROTTLE, D_REGRESSION, D_LAUNCH, D_SYNC, D_MALLOC, D_OOM,
-    D_PCIE, D_SWAP, D_CONTENTION, D_PREEMPT, D_COUNT
-};
-
-static const struct {
-    const char *fault, *type, *view, *what;
-} k_det[D_COUNT] = {
-    {"nccl_hang", "communication", "horizontal", "rank %d never joined a collective, so its peers blocked until the watchdog"},
-    {"slow_link", "communication", "horizontal", "transfers involving node %d were slow for every rank in them (degraded link)"},
-    {"pp_send_delay", "communication", "horizontal", "the pipeline transfer from rank %d stalled and the next stage waited"},
-    {"gpu_throttle", "kernel", "horizontal", "every kernel on rank %d ran slower than on its peers (throttled GPU) and the peers waited"},
-    {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d against its peers"},
-    {"launch_latency", "driver_library", "vertical", "kernel launch calls on rank %d were slow and the GPU idled between kernels"},
-    {"sync_stall", "driver_library", "vertical", "a synchronize on rank %d blocked long after its GPU work had finished"},
-    {"malloc_storm", "driver_library", "vertical", "the caching allocator on rank %d missed: many slow cudaMalloc calls"},
-    {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried"},
-    {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d ran at a fraction of their usual bandwidth (PCIe degradation)"},
-    {"kv_swap", "memory", "vertical", "KV cache blocks were swapped to host memory (rank %d and its peers)"},
-    {"cpu_contention", "scheduling", "vertical", "the host thread of rank %d stalled between operations (CPU contention), launching kernels late"},
-    {"preemption", "scheduling", "vertical", "the scheduler preempted requests and recomputed them in this step (led by rank %d)"},
-};
-
 typedef struct cand {
-    int      det;
+    teller_fault det;  /* teller_fault found; TELLER_FAULT_NONE once merged into another */
     int32_t  rank;
     uint32_t name;     /* interned operator name */
     uint8_t  layer;
@@ -284,7 +260,7 @@ static int detect_kernels(dctx *D)
         }
         if (tot[ix].t <= best * 1.15 || tot[ix].t - best < 10000)
             continue;
-        cand c = {D_REGRESSION, teller_store_source_c(D->st, src)->rank, name, TELLER_LAYER_KERNEL,
+        cand c = {TELLER_FAULT_KERNEL_REGRESSION, teller_store_source_c(D->st, src)->rank, name, TELLER_LAYER_KERNEL,
                   tot[ix].t - best, tot[ix].t / best, tot[ix].t, best, tot[ix].event, 0, 0, -1};
         if (add_cand(D, step, &c))
             goto oom;
@@ -397,10 +373,10 @@ static int detect_apis(dctx *D)
         acc_t *a = &acc[ix];
         if (!a->n)
             continue;
-        int det = is_alloc_api(teller_store_str(st, a->name)) ? D_MALLOC : D_LAUNCH;
+        int det = is_alloc_api(teller_store_str(st, a->name)) ? TELLER_FAULT_MALLOC_STORM : TELLER_FAULT_LAUNCH_LATENCY;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
-                  a->t / usual, a->t, a->usual, a->event, 0, det == D_MALLOC ? a->n : a->fed, -1};
+                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1};
         if (add_cand(D, a->step, &c))
             goto oom2;
     }
@@ -431,7 +407,7 @@ oom:
  * to keep them as they are. */
 typedef size_t (*merge_fn)(const dctx *D, cand *c, const size_t *idx, size_t n);
 
-static int merge_groups(dctx *D, int det, merge_fn fn)
+static int merge_groups(dctx *D, teller_fault det, merge_fn fn)
 {
     size_t *idx = NULL, cap = 0;
     for (uint32_t k = 0; k < D->nsteps; k++) {
@@ -454,7 +430,7 @@ static int merge_groups(dctx *D, int det, merge_fn fn)
                 continue;
             for (size_t q = 0; q < n; q++)
                 if (idx[q] != keep)
-                    s->c[idx[q]].det = -1;
+                    s->c[idx[q]].det = TELLER_FAULT_NONE;
         }
     }
     free(idx);
@@ -476,7 +452,7 @@ static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n
         if (c[idx[q]].excess > c[best].excess)
             best = idx[q];
     }
-    c[best].det = D_THROTTLE;
+    c[best].det = TELLER_FAULT_GPU_THROTTLE;
     c[best].excess = sum;
     c[best].sig = ratio_sum / (double)n;
     return best;
@@ -525,7 +501,7 @@ static size_t classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t 
     if (mi == SIZE_MAX)
         return SIZE_MAX;
     c[mi].excess = sum;
-    c[mi].det = frees >= 5 && frees > mallocs ? D_OOM : D_MALLOC;
+    c[mi].det = frees >= 5 && frees > mallocs ? TELLER_FAULT_OOM : TELLER_FAULT_MALLOC_STORM;
     return mi;
 }
 
@@ -537,19 +513,19 @@ static void absorb(dctx *D)
     for (uint32_t k = 0; k < D->nsteps; k++) {
         step_acc *s = &D->steps[k];
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_OOM && s->c[a].det != D_MALLOC)
+            if (s->c[a].det != TELLER_FAULT_OOM && s->c[a].det != TELLER_FAULT_MALLOC_STORM)
                 continue;
             for (size_t b = 0; b < s->n; b++)
-                if (s->c[b].det == D_CONTENTION && s->c[b].rank == s->c[a].rank) {
+                if (s->c[b].det == TELLER_FAULT_CPU_CONTENTION && s->c[b].rank == s->c[a].rank) {
                     s->c[a].excess += s->c[b].excess;
-                    s->c[b].det = -1;
+                    s->c[b].det = TELLER_FAULT_NONE;
                 }
         }
         size_t lead = SIZE_MAX;
         double sum = 0;
         int n = 0;
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_SWAP)
+            if (s->c[a].det != TELLER_FAULT_KV_SWAP)
                 continue;
             n++;
             if (s->c[a].excess > sum)
@@ -560,8 +536,8 @@ static void absorb(dctx *D)
         if (n < 2)
             continue;
         for (size_t a = 0; a < s->n; a++)
-            if (s->c[a].det == D_SWAP && a != lead)
-                s->c[a].det = -1;
+            if (s->c[a].det == TELLER_FAULT_KV_SWAP && a != lead)
+                s->c[a].det = TELLER_FAULT_NONE;
         s->c[lead].excess = sum;
     }
 }
@@ -641,7 +617,7 @@ static int detect_sync(dctx *D)
             double ex = o - 3 * usual - 20000;
             if (ex <= 0)
                 continue;
-            cand cd = {D_SYNC, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
+            cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
                        (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1};
             if (add_cand(D, ev->step[i], &cd)) {
                 rc = -1;
@@ -720,12 +696,12 @@ static int detect_copies(dctx *D)
         double per_byte = x->bytes > 0 ? x->usual / x->bytes : 0;
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
-            cand cd = {D_PCIE, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
+            cand cd = {TELLER_FAULT_PCIE_DEGRADATION, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
                        x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0, -1};
             if (add_cand(D, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
-            cand cd = {D_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
+            cand cd = {TELLER_FAULT_KV_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
                        x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0, -1};
             if (add_cand(D, x->step, &cd))
                 goto oom3;
@@ -818,7 +794,7 @@ static int detect_gaps(dctx *D)
             if (boundary) {
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
                     uint16_t s = prev_src;
-                    cand c = {D_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
+                    cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
                               ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0, -1};
                     if (add_cand(D, prev_step, &c)) {
                         free(usual);
@@ -983,7 +959,7 @@ static int detect_comm(dctx *D)
                 }
             }
             if (missing >= 0 || x->transfer > 5e9) {
-                cand cd = {D_HANG, missing >= 0 ? missing : mem[cc->first_member].rank, ev->name[k0],
+                cand cd = {TELLER_FAULT_NCCL_HANG, missing >= 0 ? missing : mem[cc->first_member].rank, ev->name[k0],
                            TELLER_LAYER_KERNEL, x->transfer, x->transfer / (u + 1), x->transfer, u, k0, 0, 0, -1};
                 if (add_cand(D, x->step, &cd))
                     goto oom2;
@@ -1022,7 +998,7 @@ static int detect_comm(dctx *D)
                 peer_node = nd;
             }
         }
-        cand cd = {x->p2p ? D_SEND : D_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
+        cand cd = {x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
                    x->transfer / (u + 1), x->transfer, u, e, 0, 0, peer};
         if (add_cand(D, x->step, &cd))
             goto oom2;
@@ -1054,12 +1030,12 @@ static void merge_links(dctx *D)
         size_t best = 0;
         double sum = 0;
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_SEND && s->c[a].det != D_LINK)
+            if (s->c[a].det != TELLER_FAULT_PP_SEND_DELAY && s->c[a].det != TELLER_FAULT_SLOW_LINK)
                 continue;
             n++;
             sum += s->c[a].excess;
-            cross |= s->c[a].det == D_LINK;
-            if (!n || s->c[a].excess >= s->c[best].excess || (s->c[best].det != D_SEND && s->c[best].det != D_LINK))
+            cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
+            if (!n || s->c[a].excess >= s->c[best].excess || (s->c[best].det != TELLER_FAULT_PP_SEND_DELAY && s->c[best].det != TELLER_FAULT_SLOW_LINK))
                 best = a;
         }
         if (n == 0 || (n == 1 && !cross))
@@ -1068,7 +1044,7 @@ static void merge_links(dctx *D)
         cand t = s->c[best];
         int32_t hi = -1;
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != D_SEND && s->c[a].det != D_LINK)
+            if (s->c[a].det != TELLER_FAULT_PP_SEND_DELAY && s->c[a].det != TELLER_FAULT_SLOW_LINK)
                 continue;
             /* both ends of the transfer count: the root is on the receiving (higher) node */
             for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
@@ -1076,7 +1052,7 @@ static void merge_links(dctx *D)
                 if ((so->rank == s->c[a].rank || so->rank == s->c[a].peer) && so->node > hi)
                     hi = so->node;
             }
-            s->c[a].det = -1;
+            s->c[a].det = TELLER_FAULT_NONE;
         }
         /* the lowest rank of that node */
         int32_t root = INT32_MAX;
@@ -1085,7 +1061,7 @@ static void merge_links(dctx *D)
             if (so->node == hi && so->rank < root)
                 root = so->rank;
         }
-        t.det = D_LINK;
+        t.det = TELLER_FAULT_SLOW_LINK;
         t.excess = sum;
         t.rank = root == INT32_MAX ? t.rank : root;
         s->c[best] = t;
@@ -1177,7 +1153,7 @@ static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
 
 /* The unclaimed step near time t (within its second when whole) that
  * already holds a trace finding of kind det. */
-static uint32_t step_with(dctx *D, int64_t t, int whole_second, int det)
+static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det)
 {
     double lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
            hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
@@ -1213,33 +1189,31 @@ static int on_log(void *ctx, const teller_log_record *rec)
     if (!notable)
         return 0;
     uint32_t step = al.step;
-    int det = -1;
+    teller_fault det = TELLER_FAULT_NONE; /* NONE: an error line, evidence for whatever the step holds */
     if (is_preempt_line(m, n)) {
         /* a step whose trace shows swapping owns the line; otherwise the
          * preemption recomputed requests: the biggest step of the second */
         int whole = (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0;
-        step = has_sub(m, n, "RECOMPUTE") ? TELLER_NONE : step_with(D, al.time_ns, whole, D_SWAP);
-        det = D_SWAP;
+        step = has_sub(m, n, "RECOMPUTE") ? TELLER_NONE : step_with(D, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
+        det = TELLER_FAULT_KV_SWAP;
         if (step == TELLER_NONE && !has_sub(m, n, "SWAP")) {
             step = step_in_second(D, al.time_ns, whole);
-            det = D_PREEMPT;
+            det = TELLER_FAULT_PREEMPTION;
         }
         if (step != TELLER_NONE)
             D->steps[step].claimed = 1;
     } else if (has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory")) {
-        det = D_OOM;
+        det = TELLER_FAULT_OOM;
     } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
-        det = D_HANG;
-    } else if (rec->level >= TELLER_LOGL_ERROR) {
-        det = -2; /* an error line: evidence for whatever the step holds */
-    } else {
+        det = TELLER_FAULT_NCCL_HANG;
+    } else if (rec->level < TELLER_LOGL_ERROR) {
         return 0;
     }
     if (step == TELLER_NONE || step >= D->nsteps)
         return 0;
     teller_diag_step *ds = &D->out->steps[step];
     add_evidence(ds, L, rec, al.rank, al.time_ns);
-    if (det == D_PREEMPT || det == D_SWAP) {
+    if (det == TELLER_FAULT_PREEMPTION || det == TELLER_FAULT_KV_SWAP) {
         /* the scheduler's decision: the step as a whole, led by the first rank */
         const teller_step *s = teller_store_steps(D->st);
         uint32_t marker = TELLER_NONE;
@@ -1249,8 +1223,8 @@ static int on_log(void *ctx, const teller_log_record *rec)
                 r0 = s[i].rank;
                 marker = s[i].marker;
             }
-        if (marker != TELLER_NONE && det == D_PREEMPT) {
-            cand c = {D_PREEMPT, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1};
+        if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
+            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1};
             c.excess = 0;
             if (add_cand(D, step, &c))
                 return 1;
@@ -1313,9 +1287,9 @@ static double cand_score(const cand *c, double step_dur, int has_log)
     double rel = step_dur > 0 ? c->excess / step_dur : 0;
     double sig = c->sig > 1 ? log(c->sig) : 0;
     double s = 1.0 - exp(-(6.0 * rel + 0.6 * sig));
-    if (c->det == D_HANG || c->det == D_PREEMPT)
+    if (c->det == TELLER_FAULT_NCCL_HANG || c->det == TELLER_FAULT_PREEMPTION)
         s = 0.99;
-    if (has_log && (c->det == D_OOM || c->det == D_SWAP))
+    if (has_log && (c->det == TELLER_FAULT_OOM || c->det == TELLER_FAULT_KV_SWAP))
         s = s < 0.95 ? 0.95 : s;
     return s;
 }
@@ -1347,7 +1321,7 @@ static void explain(dctx *D, teller_diag_step *s, const cand *c)
     for (size_t q = 0; q < teller_store_num_sources(D->st); q++)
         if (teller_store_source_c(D->st, (uint32_t)q)->rank == c->rank)
             node = teller_store_source_c(D->st, (uint32_t)q)->node;
-    snprintf(what, sizeof what, k_det[c->det].what, c->det == D_LINK ? node : c->rank);
+    teller_fault_what(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, what, sizeof what);
     fmt_ms(dur, sizeof dur, (double)s->dur_ns);
     fmt_ms(ex, sizeof ex, (double)s->excess_ns);
     fmt_ms(act, sizeof act, c->actual);
@@ -1355,7 +1329,7 @@ static void explain(dctx *D, teller_diag_step *s, const cand *c)
     int n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
                      "Step %u took %s, %s longer than expected: %s (%s). The root operator is %s on rank %d (node %d), "
                      "which took %s against a usual %s.",
-                     s->pred.step, dur, ex, what, k_det[c->det].fault, teller_store_str(D->st, c->name), c->rank, node,
+                     s->pred.step, dur, ex, what, teller_fault_name(c->det), teller_store_str(D->st, c->name), c->rank, node,
                      act, usual);
     if (s->pred.nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
         snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->pred.ev[0].text);
@@ -1522,8 +1496,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     if (detect_kernels(&D) || detect_apis(&D) || detect_sync(&D) || detect_copies(&D) || detect_gaps(&D) ||
         detect_comm(&D))
         goto oom;
-    if (merge_groups(&D, D_REGRESSION, merge_throttle) || merge_groups(&D, D_LAUNCH, merge_launches) ||
-        merge_groups(&D, D_MALLOC, classify_malloc))
+    if (merge_groups(&D, TELLER_FAULT_KERNEL_REGRESSION, merge_throttle) || merge_groups(&D, TELLER_FAULT_LAUNCH_LATENCY, merge_launches) ||
+        merge_groups(&D, TELLER_FAULT_MALLOC_STORM, classify_malloc))
         goto oom;
     absorb(&D);
     merge_links(&D);
@@ -1558,7 +1532,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         teller_diag_step *s = &d->steps[k];
         size_t w = 0;
         for (size_t a = 0; a < sa->n; a++)
-            if (sa->c[a].det >= 0)
+            if (sa->c[a].det != TELLER_FAULT_NONE)
                 sa->c[w++] = sa->c[a];
         sa->n = w;
         for (size_t a = 0; a < sa->n; a++)
@@ -1591,9 +1565,9 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         s->excess_ns = (int64_t)ex;
         s->expected_ns = s->dur_ns - s->excess_ns;
         if (s->pred.abnormal) {
-            snprintf(s->fault, sizeof s->fault, "%s", k_det[top->det].fault);
-            snprintf(s->pred.fault_type, sizeof s->pred.fault_type, "%s", k_det[top->det].type);
-            snprintf(s->pred.view, sizeof s->pred.view, "%s", k_det[top->det].view);
+            snprintf(s->fault, sizeof s->fault, "%s", teller_fault_name(top->det));
+            snprintf(s->pred.fault_type, sizeof s->pred.fault_type, "%s", teller_fault_type(top->det));
+            snprintf(s->pred.view, sizeof s->pred.view, "%s", teller_fault_view(top->det));
             explain(&D, s, top);
         }
     }

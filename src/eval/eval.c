@@ -24,7 +24,7 @@
 #include <strings.h>
 
 #include "teller/eval.h"
-#include "teller/sim.h"
+#include "teller/fault.h"
 #include "teller/tree.h"
 #include "../ingest/jdom.h"
 #include "../util/vec.h"

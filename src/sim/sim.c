@@ -102,39 +102,6 @@ static double gauss(rng *r)
 /* multiplicative lognormal jitter with median 1 */
 static double jit(rng *r, double sigma) { return exp(sigma * gauss(r)); }
 
-/* ---- fault names ---- */
-
-static const struct {
-    const char *name, *type, *view;
-} k_faults[TELLER_FAULT_COUNT] = {
-    {"no_error", "no_error", ""},
-    {"slow_link", "communication", "horizontal"},
-    {"nccl_hang", "communication", "horizontal"},
-    {"pp_send_delay", "communication", "horizontal"},
-    {"gpu_throttle", "kernel", "horizontal"},
-    {"kernel_regression", "kernel", "vertical"},
-    {"launch_latency", "driver_library", "vertical"},
-    {"sync_stall", "driver_library", "vertical"},
-    {"malloc_storm", "driver_library", "vertical"},
-    {"pcie_degradation", "memory", "vertical"},
-    {"kv_swap", "memory", "vertical"},
-    {"oom", "memory", "vertical"},
-    {"cpu_contention", "scheduling", "vertical"},
-    {"preemption", "scheduling", "vertical"},
-};
-
-const char *teller_fault_name(teller_fault f) { return (unsigned)f < TELLER_FAULT_COUNT ? k_faults[f].name : "?"; }
-const char *teller_fault_type(teller_fault f) { return (unsigned)f < TELLER_FAULT_COUNT ? k_faults[f].type : "?"; }
-const char *teller_fault_view(teller_fault f) { return (unsigned)f < TELLER_FAULT_COUNT ? k_faults[f].view : "?"; }
-
-teller_fault teller_fault_parse(const char *name)
-{
-    for (int f = 1; f < TELLER_FAULT_COUNT; f++)
-        if (!strcmp(name, k_faults[f].name))
-            return (teller_fault)f;
-    return TELLER_FAULT_COUNT;
-}
-
 /* ---- models ---- */
 
 typedef struct model {
@@ -1184,25 +1151,8 @@ static void explain(const sim *S, int step, const truth_step *t, char *out, size
     const fault_inst *f = &t->f;
     double ex = (double)t->excess / 1e6, dur = (double)t->dur / 1e6;
     double pct = t->clean > 0 ? 100.0 * (double)t->excess / (double)t->clean : 0;
-    const char *what;
-    switch (f->kind) {
-    case TELLER_FAULT_SLOW_LINK: what = "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in them"; break;
-    case TELLER_FAULT_NCCL_HANG: what = "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired"; break;
-    case TELLER_FAULT_PP_SEND_DELAY: what = "the pipeline send of rank %d stalled and the next stage idled waiting for it"; break;
-    case TELLER_FAULT_GPU_THROTTLE: what = "GPU of rank %d ran every kernel slower (throttled clocks) and its peers waited for it in collectives"; break;
-    case TELLER_FAULT_KERNEL_REGRESSION: what = "one kernel regressed on rank %d"; break;
-    case TELLER_FAULT_LAUNCH_LATENCY: what = "kernel launch calls on rank %d became slow and the GPU idled between kernels"; break;
-    case TELLER_FAULT_SYNC_STALL: what = "a stream synchronize on rank %d blocked far longer than usual"; break;
-    case TELLER_FAULT_MALLOC_STORM: what = "the caching allocator on rank %d missed, causing many slow cudaMalloc calls"; break;
-    case TELLER_FAULT_PCIE_DEGRADATION: what = "host-device copies on rank %d slowed down (PCIe degradation)"; break;
-    case TELLER_FAULT_KV_SWAP: what = "KV cache pressure swapped blocks to host memory from rank %d and its peers"; break;
-    case TELLER_FAULT_OOM: what = "rank %d ran out of GPU memory, freed its cache and retried the step"; break;
-    case TELLER_FAULT_CPU_CONTENTION: what = "the host thread of rank %d was descheduled, delaying its kernel launches"; break;
-    case TELLER_FAULT_PREEMPTION: what = "the scheduler preempted requests and recomputed them in this step (rank %d leads)"; break;
-    default: what = "rank %d"; break;
-    }
     char head[256];
-    snprintf(head, sizeof head, what, f->kind == TELLER_FAULT_SLOW_LINK ? f->node : t->root_rank);
+    teller_fault_what(f->kind, teller_fault_def_of(f->kind)->by_node ? f->node : t->root_rank, head, sizeof head);
     snprintf(out, cap,
              "Step %d took %.3f ms, %.3f ms (%.0f%%) longer than expected: %s (%s). The root operator is %s on rank %d "
              "(node %d), which took %.3f ms.",

@@ -1,0 +1,54 @@
+/*
+ * fault.c - the one table of fault kinds (see fault.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "teller/fault.h"
+
+static const teller_fault_def k_faults[TELLER_FAULT_COUNT] = {
+    {"no_error", "no_error", "", "rank %d", 0},
+    {"slow_link", "communication", "horizontal",
+     "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in them", 1},
+    {"nccl_hang", "communication", "horizontal",
+     "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired", 0},
+    {"pp_send_delay", "communication", "horizontal",
+     "the pipeline send of rank %d stalled and the next stage idled waiting for it", 0},
+    {"gpu_throttle", "kernel", "horizontal",
+     "GPU of rank %d ran every kernel slower (throttled clocks) and its peers waited for it in collectives", 0},
+    {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d", 0},
+    {"launch_latency", "driver_library", "vertical",
+     "kernel launch calls on rank %d became slow and the GPU idled between kernels", 0},
+    {"sync_stall", "driver_library", "vertical", "a stream synchronize on rank %d blocked far longer than usual", 0},
+    {"malloc_storm", "driver_library", "vertical",
+     "the caching allocator on rank %d missed, causing many slow cudaMalloc calls", 0},
+    {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d slowed down (PCIe degradation)", 0},
+    {"kv_swap", "memory", "vertical", "KV cache pressure swapped blocks to host memory from rank %d and its peers", 0},
+    {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried the step", 0},
+    {"cpu_contention", "scheduling", "vertical",
+     "the host thread of rank %d was descheduled, delaying its kernel launches", 0},
+    {"preemption", "scheduling", "vertical",
+     "the scheduler preempted requests and recomputed them in this step (rank %d leads)", 0},
+};
+
+const teller_fault_def *teller_fault_def_of(teller_fault f)
+{
+    return &k_faults[(unsigned)f < TELLER_FAULT_COUNT ? f : TELLER_FAULT_NONE];
+}
+
+const char *teller_fault_name(teller_fault f) { return teller_fault_def_of(f)->name; }
+const char *teller_fault_type(teller_fault f) { return teller_fault_def_of(f)->type; }
+const char *teller_fault_view(teller_fault f) { return teller_fault_def_of(f)->view; }
+
+teller_fault teller_fault_parse(const char *name)
+{
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+        if (!strcmp(name, k_faults[f].name))
+            return (teller_fault)f;
+    return TELLER_FAULT_COUNT;
+}
+
+void teller_fault_what(teller_fault f, int where, char *out, unsigned long cap)
+{
+    snprintf(out, cap, teller_fault_def_of(f)->what, where);
+}
