@@ -35,6 +35,8 @@ typedef struct teller_fault_def {
     const char *view; /* "horizontal" or "vertical"; "" for NONE */
     const char *what; /* what happened, one printf %d: the node for slow_link (by_node), else the root rank */
     int         by_node;
+    int         logged;  /* the engine or PyTorch writes log lines for it (a fact an operator sees
+                          * whatever it cost the step) */
 } teller_fault_def;
 
 /* The definition of f; NONE's for a value out of range. Static storage. */
@@ -47,6 +49,17 @@ teller_fault teller_fault_parse(const char *name);
 /* "the inter-node link of node 1 degraded ..." into out (cap bytes);
  * where is the node for a by_node kind, else the rank. */
 void teller_fault_what(teller_fault f, int where, char *out, unsigned long cap);
+
+/* The share of a step's clean duration that an injected fault must cost
+ * before the step counts as abnormal, and the floor in ns under which no
+ * cost counts: a fault that moved the step by less is within the noise
+ * steps have anyway (the diagnosis judges findings on the same scale). */
+#define TELLER_FAULT_MATERIAL_SHARE 0.01
+#define TELLER_FAULT_MATERIAL_NS    20000
+/* Whether a fault of kind f that made a step excess_ns longer than its
+ * clean duration clean_ns makes the step abnormal: a logged kind always,
+ * another when its cost is material (the two figures above). */
+int teller_fault_material(teller_fault f, long long excess_ns, long long clean_ns);
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,14 @@ typedef struct step_acc {
     int      claimed; /* a whole-second log line was already placed here */
 } step_acc;
 
+/* When something was busy, per source: the union of some events as sorted
+ * disjoint intervals [a, b), those of source s at off[s] .. off[s + 1],
+ * cum the busy time before each. */
+typedef struct busyidx {
+    int64_t *a, *b, *cum;
+    size_t  *off;
+} busyidx;
+
 typedef struct dctx {
     teller_store       *st;
     const teller_events *ev;
@@ -70,6 +78,7 @@ typedef struct dctx {
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
     uint32_t           *shape;   /* per (step, source): interned step annotation, TELLER_NONE if none */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
+    busyidx             gpu;     /* when each source's GPU was busy */
     teller_diagnosis   *out;
 } dctx;
 
@@ -145,6 +154,130 @@ static void groups_free(groups *g)
 static uint64_t nss_key(uint32_t name, uint32_t step, uint16_t src)
 {
     return ((uint64_t)(name & 0xFFFFFFF) << 36) | ((uint64_t)(step & 0x3FFFFF) << 14) | (src & 0x3FFF);
+}
+
+/* ---- when the GPU was busy ---- */
+
+/* A host call or a host gap costs the step only the time the rank's GPU
+ * had nothing to do meanwhile: a slow launch while the GPU is still busy
+ * with earlier work, a copy call blocked until the kernels before it end,
+ * or a thread waiting while another thread keeps the GPU fed, delay
+ * nothing. The index below answers "how long was the GPU idle in [a, b)". */
+
+static int cmp_iv(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+static int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
+static int is_host_op(uint8_t L) { return L == TELLER_LAYER_BACKEND || is_api(L); }
+
+/* Whether event i counts as busy: GPU work, and with step_tid the outermost
+ * host ops of the source's threads other than its stepping thread. */
+static int busy_counts(const teller_events *ev, uint32_t i, const int32_t *step_tid)
+{
+    if (ev->dur_ns[i] <= 0)
+        return 0;
+    if (ev->flags[i] & TELLER_F_GPU)
+        return 1;
+    if (!step_tid || !is_host_op(ev->layer[i]) || ev->tid[i] == step_tid[ev->source[i]])
+        return 0;
+    uint32_t p = ev->parent[i];
+    return p == TELLER_NONE || !is_host_op(ev->layer[p]);
+}
+
+static int busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = D->nsrc, n = 0;
+    memset(B, 0, sizeof *B);
+    B->off = calloc(ns + 2, sizeof *B->off);
+    if (!B->off)
+        return -1;
+    for (size_t i = 0; i < ev->n; i++)
+        if (busy_counts(ev, (uint32_t)i, step_tid)) {
+            B->off[ev->source[i] + 2]++;
+            n++;
+        }
+    /* intervals grouped by source (counting sort), then sorted and merged in place */
+    int64_t *iv = malloc((n ? n : 1) * 2 * sizeof *iv);
+    B->a = malloc((n ? n : 1) * sizeof *B->a);
+    B->b = malloc((n ? n : 1) * sizeof *B->b);
+    B->cum = malloc((n ? n : 1) * sizeof *B->cum);
+    if (!iv || !B->a || !B->b || !B->cum) {
+        free(iv);
+        return -1;
+    }
+    for (size_t s = 0; s < ns; s++)
+        B->off[s + 2] += B->off[s + 1];
+    for (size_t i = 0; i < ev->n; i++)
+        if (busy_counts(ev, (uint32_t)i, step_tid)) {
+            size_t at = B->off[ev->source[i] + 1]++;
+            iv[2 * at] = ev->start_ns[i];
+            iv[2 * at + 1] = ev->start_ns[i] + ev->dur_ns[i];
+        }
+    /* off[s] .. off[s + 1] now bound source s; merge each run in place */
+    size_t w = 0, lo = 0;
+    for (size_t s = 0; s < ns; s++) {
+        size_t hi = B->off[s + 1]; /* the source's original end, overwritten below */
+        teller_sort(iv + 2 * lo, hi - lo, 2 * sizeof *iv, cmp_iv);
+        B->off[s] = w;
+        int64_t cum = 0;
+        for (size_t j = lo; j < hi; j++) {
+            int64_t a = iv[2 * j], b = iv[2 * j + 1];
+            if (w > B->off[s] && a <= B->b[w - 1]) {
+                if (b > B->b[w - 1]) {
+                    cum += b - B->b[w - 1];
+                    B->b[w - 1] = b;
+                }
+                continue;
+            }
+            B->a[w] = a;
+            B->b[w] = b;
+            B->cum[w] = cum;
+            cum += b - a;
+            w++;
+        }
+        B->off[s + 1] = w;
+        lo = hi;
+    }
+    free(iv);
+    return 0;
+}
+
+static void busy_free(busyidx *B)
+{
+    free(B->a);
+    free(B->b);
+    free(B->cum);
+    free(B->off);
+}
+
+/* busy time of source src before t */
+static int64_t busy_before(const busyidx *B, uint16_t src, int64_t t)
+{
+    size_t lo = B->off[src], hi = B->off[src + 1];
+    while (lo < hi) { /* the first interval starting at or after t */
+        size_t mid = (lo + hi) / 2;
+        if (B->a[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == B->off[src])
+        return 0;
+    size_t j = lo - 1; /* the last interval starting before t */
+    int64_t end = B->b[j] < t ? B->b[j] : t;
+    return B->cum[j] + (end - B->a[j]);
+}
+
+/* how long source src was idle in [a, b) */
+static double idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    return (double)((b - a) - (busy_before(B, src, b) - busy_before(B, src, a)));
 }
 
 /* ---- peer groups: ranks that share all-reduce / all-gather collectives ---- */
@@ -279,17 +412,40 @@ oom:
 
 /* ---- detector: API calls ---- */
 
-static int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
-
 static int name_has(const teller_store *st, uint32_t name, const char *s)
 {
     return strstr(teller_store_str(st, name), s) != NULL;
+}
+
+/* Calls that return only when earlier GPU work is done: synchronizes, and
+ * copies (a device-to-host or pageable copy waits for the kernels before
+ * it). Their time is judged by how long they went on past that work. */
+static int blocks_on_gpu(const teller_store *st, uint32_t name)
+{
+    return name_has(st, name, "Synchronize") || name_has(st, name, "Memcpy");
 }
 
 static int is_alloc_api(const char *nm)
 {
     return !strncmp(nm, "cudaMalloc", 10) || !strncmp(nm, "cudaFree", 8) || !strncmp(nm, "cuMemAlloc", 10) ||
            !strncmp(nm, "cuMemFree", 9) || !strncmp(nm, "hipMalloc", 9) || !strncmp(nm, "hipFree", 7);
+}
+
+/* 1 when API call e launches GPU work whose name its source has not run
+ * before in the trace: CUDA loads a kernel's module at its first launch
+ * (lazy loading) and uploads a graph at its first launch, which takes
+ * milliseconds to seconds once per process. 0 otherwise, -1 out of memory. */
+static int first_launch(const teller_events *ev, uint32_t e, kmap *seen)
+{
+    for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c]) {
+        if (!(ev->flags[c] & TELLER_F_GPU))
+            continue;
+        uint64_t key = ((uint64_t)ev->source[e] << 32) | ev->name[c];
+        if (kmap_get(seen, key, 0) != TELLER_NONE)
+            return 0;
+        return kmap_get(seen, key, 1) == TELLER_NONE ? -1 : 1;
+    }
+    return 0;
 }
 
 /* GPU operations launched by API call e */
@@ -310,17 +466,18 @@ static int detect_apis(dctx *D)
         if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
             nstr_guess = ev->name[i] + 1;
     /* per API name: call durations -> median; how many (step, rank) pairs use it */
-    groups durs = {0};
-    double *med = NULL;
+    groups durs = {0}, step_durs = {0}; /* per name; per (name, step, source) */
+    double *med = NULL, *step_med = NULL;
     size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use); /* (step, source) pairs calling it */
-    kmap pairs = {0}, slot = {0};
+    kmap pairs = {0}, slot = {0}, seen = {0};
     if (!use)
         goto oom;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]))
             continue;
         uint32_t nm = ev->name[i];
-        if (groups_add(&durs, nm, (double)ev->dur_ns[i]))
+        if (groups_add(&durs, nm, (double)ev->dur_ns[i]) ||
+            (ev->step[i] < D->nsteps && groups_add(&step_durs, nss_key(nm, ev->step[i], ev->source[i]), (double)ev->dur_ns[i])))
             goto oom;
         if (ev->step[i] < D->nsteps) {
             size_t before = pairs.n;
@@ -329,7 +486,7 @@ static int detect_apis(dctx *D)
             use[nm] += pairs.n > before;
         }
     }
-    if (!(med = groups_medians(&durs)))
+    if (!(med = groups_medians(&durs)) || !(step_med = groups_medians(&step_durs)))
         goto oom;
     /* (step, rank) pairs that exist */
     size_t total_pairs = teller_store_num_steps(st);
@@ -338,6 +495,7 @@ static int detect_apis(dctx *D)
         double   excess, t, usual;
         uint32_t n, event, step, name, fed;
         uint16_t src;
+        int      rare;
     } acc_t;
     acc_t *acc = NULL;
     size_t acap = 0;
@@ -347,11 +505,18 @@ static int detect_apis(dctx *D)
         uint32_t nm = ev->name[i];
         /* allocation calls absent from most steps are expected not to happen at all */
         int rare = is_alloc_api(teller_store_str(st, nm)) && use[nm] * 4 < total_pairs;
-        int sync = name_has(st, nm, "Synchronize");
-        if (sync)
+        if (blocks_on_gpu(st, nm))
             continue; /* the sync detector judges these */
+        int first = first_launch(ev, (uint32_t)i, &seen);
+        if (first < 0)
+            goto oom2;
+        if (first)
+            continue; /* loading the kernel's module (or uploading a graph) is no latency fault */
         double d = (double)ev->dur_ns[i], usual = med[kmap_get(&durs.keys, nm, 0)];
         double ex = rare ? d : d - 2.0 * usual - 4000.0;
+        double idle = idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+        if (ex > idle)
+            ex = idle; /* the GPU went on with earlier work meanwhile */
         if (ex <= 0)
             continue;
         acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
@@ -362,6 +527,7 @@ static int detect_apis(dctx *D)
             a->step = ev->step[i];
             a->name = nm;
             a->src = ev->source[i];
+            a->rare = rare;
         }
         a->n++;
         a->excess += ex;
@@ -374,6 +540,13 @@ static int detect_apis(dctx *D)
         if (!a->n)
             continue;
         int det = is_alloc_api(teller_store_str(st, a->name)) ? TELLER_FAULT_MALLOC_STORM : TELLER_FAULT_LAUNCH_LATENCY;
+        /* slow calls are a fault when the step's calls are slow as a whole
+         * (its median call), not when a tail of calls is: every run has
+         * launches and allocations that wait on a lock or a page fault;
+         * a rare allocation is judged against not happening at all */
+        double run_med = med[kmap_get(&durs.keys, a->name, 0)];
+        if (!a->rare && step_med[kmap_get(&step_durs.keys, nss_key(a->name, a->step, a->src), 0)] <= 2.0 * run_med + 4000.0)
+            continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
                   a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1};
@@ -383,18 +556,24 @@ static int detect_apis(dctx *D)
     free(acc);
     free(use);
     groups_free(&durs);
+    groups_free(&step_durs);
     free(med);
+    free(step_med);
     kmap_free(&pairs);
     kmap_free(&slot);
+    kmap_free(&seen);
     return 0;
 oom2:
     free(acc);
 oom:
     free(use);
     groups_free(&durs);
+    groups_free(&step_durs);
     free(med);
+    free(step_med);
     kmap_free(&pairs);
     kmap_free(&slot);
+    kmap_free(&seen);
     return -1;
 }
 
@@ -591,7 +770,7 @@ static int detect_sync(dctx *D)
     for (int pass = 0; pass < 2 && !rc; pass++) {
         double usual = pass ? median_of(over, nover) : 0;
         for (size_t i = 0; i < ev->n; i++) {
-            if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !name_has(D->st, ev->name[i], "Synchronize"))
+            if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !blocks_on_gpu(D->st, ev->name[i]))
                 continue;
             uint16_t src = ev->source[i];
             int64_t start = ev->start_ns[i], end = start + ev->dur_ns[i];
@@ -726,14 +905,13 @@ oom:
 
 /* ---- detector: host gaps on the stepping thread ---- */
 
-static int is_host_op(uint8_t L) { return L == TELLER_LAYER_BACKEND || is_api(L); }
-
 static int detect_gaps(dctx *D)
 {
     const teller_events *ev = D->ev;
     size_t ns = teller_store_num_sources(D->st);
     /* the stepping thread of each source: the thread of its step markers */
     int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
+    busyidx elsewhere = {0}; /* the GPU and the source's other threads */
     groups gaps = {0}; /* per source: every gap, for its median */
     /* the longest gap of each (step, source): a gap every step has is normal */
     double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
@@ -748,6 +926,8 @@ static int detect_gaps(dctx *D)
         if (mk != TELLER_NONE)
             tid[ev->source[mk]] = ev->tid[mk];
     }
+    if (busy_build(&elsewhere, D, tid))
+        goto oom;
     /* events are sorted by (source, pid, tid, start): a sweep sees each
      * thread in time order */
     for (int pass = 0; pass < 2; pass++) {
@@ -770,7 +950,8 @@ static int detect_gaps(dctx *D)
                 for (uint32_t k = 0; k < D->nsteps; k++)
                     if (stepmax[(size_t)k * ns + s] > 0)
                         col[nc++] = stepmax[(size_t)k * ns + s];
-                usual_max[s] = median_of(col, nc);
+                /* with fewer than three steps the longest gap may be the stall itself */
+                usual_max[s] = nc >= 3 ? median_of(col, nc) : 0;
             }
             free(med);
             free(col);
@@ -816,7 +997,7 @@ static int detect_gaps(dctx *D)
                 prev_end = ms;
             }
             double g = (double)(ev->start_ns[i] - prev_end);
-            int64_t e = ev->start_ns[i] + ev->dur_ns[i];
+            int64_t prev_gap_end = prev_end, e = ev->start_ns[i] + ev->dur_ns[i];
             if (e > prev_end)
                 prev_end = e;
             if (prev_step >= D->nsteps || g <= 0)
@@ -833,8 +1014,17 @@ static int detect_gaps(dctx *D)
             double thr = 40 * usual[s] + 100000;
             if (thr < 3 * usual_max[s])
                 thr = 3 * usual_max[s];
+            /* with fewer than three steps the thread's usual stalls are
+             * unknown: only a gap longer than a scheduler time slice
+             * (milliseconds) says the thread was descheduled */
+            if (D->nsteps < 3 && thr < 1e6)
+                thr = 1e6;
             if (g > thr) {
-                sum_ex += g - usual[s];
+                /* what the gap cost: the time in it when neither the GPU nor another
+                 * thread of the process (autograd's engine, a data loader) was busy:
+                 * a thread waiting on another's work is not stalled */
+                double idle = idle_in(&elsewhere, s, prev_gap_end, ev->start_ns[i]);
+                sum_ex += g - usual[s] < idle ? g - usual[s] : idle;
                 if (g > best_gap) {
                     best_gap = g;
                     best_ev = (uint32_t)i;
@@ -844,12 +1034,14 @@ static int detect_gaps(dctx *D)
         free(usual);
     }
     groups_free(&gaps);
+    busy_free(&elsewhere);
     free(tid);
     free(stepmax);
     free(usual_max);
     return 0;
 oom:
     groups_free(&gaps);
+    busy_free(&elsewhere);
     free(tid);
     free(stepmax);
     free(usual_max);
@@ -1282,16 +1474,72 @@ static void add_note(teller_diagnosis *d, const char *text)
     d->notes[d->nnotes++] = strdup(text);
 }
 
+/* A finding's score is what it cost the step: its excess against the
+ * step's duration, scaled so that a cost of TELLER_FAULT_MATERIAL_SHARE of
+ * the step scores 0.5 (the default threshold), damped below
+ * TELLER_FAULT_MATERIAL_NS, and only when the operator was clearly unusual
+ * (twice its usual time or more counts in full). How unusual alone never
+ * flags a step: a call 3x its median that cost 4 us of a 20 ms step is not
+ * a fault. Hangs and preemptions are facts the logs or the collectives
+ * state; OOM and swapping confirmed by a log line count at least 0.95. */
 static double cand_score(const cand *c, double step_dur, int has_log)
 {
-    double rel = step_dur > 0 ? c->excess / step_dur : 0;
-    double sig = c->sig > 1 ? log(c->sig) : 0;
-    double s = 1.0 - exp(-(6.0 * rel + 0.6 * sig));
     if (c->det == TELLER_FAULT_NCCL_HANG || c->det == TELLER_FAULT_PREEMPTION)
-        s = 0.99;
+        return 0.99;
+    double rel = step_dur > 0 ? c->excess / step_dur : 0;
+    double unusual = c->sig > 1 ? log(c->sig) / log(2.0) : 0;
+    double s = (1.0 - exp(-log(2.0) * rel / TELLER_FAULT_MATERIAL_SHARE)) * (unusual < 1 ? unusual : 1);
+    if (c->excess < TELLER_FAULT_MATERIAL_NS)
+        s *= c->excess > 0 ? c->excess / TELLER_FAULT_MATERIAL_NS : 0;
     if (has_log && (c->det == TELLER_FAULT_OOM || c->det == TELLER_FAULT_KV_SWAP))
         s = s < 0.95 ? 0.95 : s;
     return s;
+}
+
+/* A cost that most steps pay is the run's normal: for each (kind, rank,
+ * operator), the median excess over all steps (a step without the finding
+ * counting zero) is taken off every step's finding; with two steps, the
+ * lower of the two. A single step has nothing to tell the usual from the
+ * fault. Findings stated
+ * by logs or by a collective that never completed are facts, not costs. */
+static int subtract_run_normal(dctx *D)
+{
+    if (D->nsteps < 2)
+        return 0;
+    groups g = {0};
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        for (size_t a = 0; a < D->steps[k].n; a++) {
+            const cand *c = &D->steps[k].c[a];
+            if (c->det != TELLER_FAULT_NONE && !teller_fault_def_of(c->det)->logged &&
+                groups_add(&g, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, c->excess)) {
+                groups_free(&g);
+                return -1;
+            }
+        }
+    double *base = calloc(g.keys.n ? g.keys.n : 1, sizeof *base);
+    if (!base) {
+        groups_free(&g);
+        return -1;
+    }
+    for (size_t ix = 0; ix < g.keys.n; ix++) {
+        samples *sm = &g.s[ix];
+        teller_sort(sm->v, sm->n, sizeof *sm->v, cmp_dbl);
+        /* the median of nsteps values: nsteps - n zeros, then the sorted samples */
+        size_t zeros = D->nsteps > sm->n ? D->nsteps - sm->n : 0, p0 = (D->nsteps - 1) / 2, p1 = D->nsteps / 2;
+        double v0 = p0 < zeros ? 0 : sm->v[p0 - zeros], v1 = p1 < zeros ? 0 : sm->v[p1 - zeros];
+        base[ix] = D->nsteps == 2 ? v0 : 0.5 * (v0 + v1);
+    }
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        for (size_t a = 0; a < D->steps[k].n; a++) {
+            cand *c = &D->steps[k].c[a];
+            if (c->det == TELLER_FAULT_NONE || teller_fault_def_of(c->det)->logged)
+                continue;
+            uint32_t ix = kmap_get(&g.keys, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, 0);
+            c->excess = ix == TELLER_NONE || c->excess <= base[ix] ? 0 : c->excess - base[ix];
+        }
+    free(base);
+    groups_free(&g);
+    return 0;
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -1493,7 +1741,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
     build_groups(&D);
-    if (detect_kernels(&D) || detect_apis(&D) || detect_sync(&D) || detect_copies(&D) || detect_gaps(&D) ||
+    if (busy_build(&D.gpu, &D, NULL) || detect_kernels(&D) || detect_apis(&D) || detect_sync(&D) || detect_copies(&D) || detect_gaps(&D) ||
         detect_comm(&D))
         goto oom;
     if (merge_groups(&D, TELLER_FAULT_KERNEL_REGRESSION, merge_throttle) || merge_groups(&D, TELLER_FAULT_LAUNCH_LATENCY, merge_launches) ||
@@ -1502,6 +1750,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     absorb(&D);
     merge_links(&D);
     read_logs(&D, o);
+    if (subtract_run_normal(&D))
+        goto oom;
     /* what could not be seen */
     int has_markers = 0;
     for (size_t i = 0; i < teller_store_num_steps(st); i++)
@@ -1578,6 +1828,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     free(D.group);
     free(D.shape);
     free(D.mstart);
+    busy_free(&D.gpu);
     *out = d;
     return TELLER_OK;
 oom:
@@ -1588,6 +1839,7 @@ oom:
     free(D.group);
     free(D.shape);
     free(D.mstart);
+    busy_free(&D.gpu);
     teller_diagnosis_free(d);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");
 }

@@ -7,28 +7,28 @@
 #include "teller/fault.h"
 
 static const teller_fault_def k_faults[TELLER_FAULT_COUNT] = {
-    {"no_error", "no_error", "", "rank %d", 0},
+    {"no_error", "no_error", "", "rank %d", 0, 0},
     {"slow_link", "communication", "horizontal",
-     "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in them", 1},
+     "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in them", 1, 0},
     {"nccl_hang", "communication", "horizontal",
-     "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired", 0},
+     "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired", 0, 1},
     {"pp_send_delay", "communication", "horizontal",
-     "the pipeline send of rank %d stalled and the next stage idled waiting for it", 0},
+     "the pipeline send of rank %d stalled and the next stage idled waiting for it", 0, 0},
     {"gpu_throttle", "kernel", "horizontal",
-     "GPU of rank %d ran every kernel slower (throttled clocks) and its peers waited for it in collectives", 0},
-    {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d", 0},
+     "GPU of rank %d ran every kernel slower (throttled clocks) and its peers waited for it in collectives", 0, 0},
+    {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d", 0, 0},
     {"launch_latency", "driver_library", "vertical",
-     "kernel launch calls on rank %d became slow and the GPU idled between kernels", 0},
-    {"sync_stall", "driver_library", "vertical", "a stream synchronize on rank %d blocked far longer than usual", 0},
+     "kernel launch calls on rank %d became slow and the GPU idled between kernels", 0, 0},
+    {"sync_stall", "driver_library", "vertical", "a stream synchronize on rank %d blocked far longer than usual", 0, 0},
     {"malloc_storm", "driver_library", "vertical",
-     "the caching allocator on rank %d missed, causing many slow cudaMalloc calls", 0},
-    {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d slowed down (PCIe degradation)", 0},
-    {"kv_swap", "memory", "vertical", "KV cache pressure swapped blocks to host memory from rank %d and its peers", 0},
-    {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried the step", 0},
+     "the caching allocator on rank %d missed, causing many slow cudaMalloc calls", 0, 0},
+    {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d slowed down (PCIe degradation)", 0, 0},
+    {"kv_swap", "memory", "vertical", "KV cache pressure swapped blocks to host memory from rank %d and its peers", 0, 1},
+    {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried the step", 0, 1},
     {"cpu_contention", "scheduling", "vertical",
-     "the host thread of rank %d was descheduled, delaying its kernel launches", 0},
+     "the host thread of rank %d was descheduled, delaying its kernel launches", 0, 0},
     {"preemption", "scheduling", "vertical",
-     "the scheduler preempted requests and recomputed them in this step (rank %d leads)", 0},
+     "the scheduler preempted requests and recomputed them in this step (rank %d leads)", 0, 1},
 };
 
 const teller_fault_def *teller_fault_def_of(teller_fault f)
@@ -51,4 +51,13 @@ teller_fault teller_fault_parse(const char *name)
 void teller_fault_what(teller_fault f, int where, char *out, unsigned long cap)
 {
     snprintf(out, cap, teller_fault_def_of(f)->what, where);
+}
+
+int teller_fault_material(teller_fault f, long long excess_ns, long long clean_ns)
+{
+    if (f == TELLER_FAULT_NONE || (unsigned)f >= TELLER_FAULT_COUNT)
+        return 0;
+    if (k_faults[f].logged)
+        return 1;
+    return excess_ns >= TELLER_FAULT_MATERIAL_NS && (double)excess_ns >= TELLER_FAULT_MATERIAL_SHARE * (double)clean_ns;
 }

@@ -1190,6 +1190,10 @@ static teller_status write_truth(sim *S, const truth_step *ts, int nsteps, telle
         fprintf(f, "%s\n  {\"step\": %d, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
                 k, t->abnormal ? "true" : "false", (long long)t->dur, (long long)t->clean);
         if (!t->abnormal) {
+            /* a fault injected here whose cost stayed within the noise is named, not counted */
+            if (t->f.kind != TELLER_FAULT_NONE)
+                fprintf(f, ", \"injected\": \"%s\", \"injected_excess_ns\": %lld", teller_fault_name(t->f.kind),
+                        (long long)t->excess);
             fprintf(f, ", \"fault_type\": \"no_error\"}");
             continue;
         }
@@ -1529,9 +1533,9 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         T->dur = out.end - out.start;
         T->clean = Fp ? clean.end - clean.start : T->dur;
         if (Fp) {
-            T->abnormal = 1;
             T->f = F;
             T->excess = T->dur - T->clean;
+            T->abnormal = teller_fault_material(F.kind, T->excess, T->clean);
             T->root_rank = F.rank;
             T->root_ns = out.root_ns;
             memcpy(markers[k], out.marker, sizeof markers[k]);
