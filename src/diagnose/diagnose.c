@@ -76,7 +76,6 @@ typedef struct dctx {
     int32_t            *group;   /* per source: peer group id (union-find root) */
     size_t              nsrc;
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
-    uint32_t           *shape;   /* per (step, source): interned step annotation, TELLER_NONE if none */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     busyidx             gpu;     /* when each source's GPU was busy */
     teller_diagnosis   *out;
@@ -173,15 +172,15 @@ static int cmp_iv(const void *x, const void *y)
 static int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
 static int is_host_op(uint8_t L) { return L == TELLER_LAYER_BACKEND || is_api(L); }
 
-/* Whether event i counts as busy: GPU work, and with step_tid the outermost
- * host ops of the source's threads other than its stepping thread. */
+/* Whether event i counts as busy: without step_tid GPU work; with it, the
+ * outermost host ops of the source's threads other than its stepping thread. */
 static int busy_counts(const teller_events *ev, uint32_t i, const int32_t *step_tid)
 {
     if (ev->dur_ns[i] <= 0)
         return 0;
-    if (ev->flags[i] & TELLER_F_GPU)
-        return 1;
-    if (!step_tid || !is_host_op(ev->layer[i]) || ev->tid[i] == step_tid[ev->source[i]])
+    if (!step_tid)
+        return (ev->flags[i] & TELLER_F_GPU) != 0;
+    if ((ev->flags[i] & TELLER_F_GPU) || !is_host_op(ev->layer[i]) || ev->tid[i] == step_tid[ev->source[i]])
         return 0;
     uint32_t p = ev->parent[i];
     return p == TELLER_NONE || !is_host_op(ev->layer[p]);
@@ -272,6 +271,28 @@ static int64_t busy_before(const busyidx *B, uint16_t src, int64_t t)
     return B->cum[j] + (end - B->a[j]);
 }
 
+/* The span [*x, *y) from the first to the last busy time of source src
+ * inside [a, b); 0 when it was idle throughout. */
+static int busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t *x, int64_t *y)
+{
+    size_t lo = B->off[src], hi = B->off[src + 1];
+    while (lo < hi) { /* the first interval ending after a */
+        size_t mid = (lo + hi) / 2;
+        if (B->b[mid] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == B->off[src + 1] || B->a[lo] >= b)
+        return 0;
+    *x = B->a[lo] > a ? B->a[lo] : a;
+    size_t j = lo;
+    while (j + 1 < B->off[src + 1] && B->a[j + 1] < b)
+        j++;
+    *y = B->b[j] < b ? B->b[j] : b;
+    return 1;
+}
+
 /* how long source src was idle in [a, b) */
 static double idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b)
 {
@@ -321,27 +342,34 @@ typedef struct ktot {
     uint32_t count, event;
 } ktot;
 
-/* The median time of kernel keys[ix]'s name on its source over the other
- * steps whose step annotation has the same text (the same batch shape),
- * or 0 when fewer than three such steps exist. */
-static double temporal_ref(dctx *D, kmap *m, const ktot *tot, const uint64_t *keys, size_t ix)
+/* The key of a kernel call's launch configuration on its source: name,
+ * grid and block. Calls with the same configuration do the same work in
+ * a real trace (the grid follows the problem size), whatever the step. */
+static uint64_t config_key(const teller_store *st, const teller_events *ev, uint32_t i)
 {
-    uint64_t key = keys[ix];
-    uint32_t step = (uint32_t)(key >> 44), name = (uint32_t)(key & 0xFFFFFFF);
-    uint16_t src = (uint16_t)(key >> 28 & 0xFFFF);
-    uint32_t shape = D->shape[(size_t)step * D->nsrc + src];
-    if (shape == TELLER_NONE)
-        return 0;
-    double v[64];
-    size_t n = 0;
-    for (uint32_t k = 0; k < D->nsteps && n < 64; k++) {
-        if (k == step || D->shape[(size_t)k * D->nsrc + src] != shape)
-            continue;
-        uint32_t j = kmap_get(m, ((uint64_t)k << 44) | ((uint64_t)src << 28) | name, 0);
-        if (j != TELLER_NONE)
-            v[n++] = tot[j].t;
-    }
-    return n >= 3 ? median_of(v, n) : 0;
+    const teller_args *a = teller_store_event_args(st, i);
+    uint32_t k[8] = {ev->source[i], ev->name[i], 0, 0, 0, 0, 0, 0};
+    if (a)
+        memcpy(k + 2, a->grid, 6 * sizeof *k);
+    return kmap_hash_bytes(k, sizeof k);
+}
+
+/* Per launch configuration: call durations, and in how many steps it ran. */
+typedef struct cfg_acc {
+    samples  d;
+    uint32_t steps, last_step;
+} cfg_acc;
+
+static void kernels_free(kmap *m, kmap *cm, ktot *tot, uint64_t *keys, cfg_acc *cfg, double *cmed)
+{
+    for (size_t ix = 0; ix < cm->n && cfg; ix++)
+        free(cfg[ix].d.v);
+    kmap_free(m);
+    kmap_free(cm);
+    free(tot);
+    free(keys);
+    free(cfg);
+    free(cmed);
 }
 
 static int detect_kernels(dctx *D)
@@ -349,10 +377,12 @@ static int detect_kernels(dctx *D)
     const teller_events *ev = D->ev;
     size_t ns = teller_store_num_sources(D->st);
     /* totals per (step, source, name) */
-    kmap m = {0};
+    kmap m = {0}, cm = {0};
     ktot *tot = NULL;
     uint64_t *keys = NULL;
-    size_t cap = 0, kcap = 0;
+    size_t cap = 0, kcap = 0, ccap = 0;
+    cfg_acc *cfg = NULL;
+    double *cmed = NULL;
     for (size_t i = 0; i < ev->n; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || (ev->flags[i] & TELLER_F_COMM) || ev->step[i] >= D->nsteps)
             continue;
@@ -365,6 +395,46 @@ static int detect_kernels(dctx *D)
         t->t += (double)ev->dur_ns[i];
         if (!t->count++)
             t->event = (uint32_t)i;
+        cfg_acc *ca = kmap_slot(&cm, config_key(D->st, ev, (uint32_t)i), (void **)&cfg, &ccap, sizeof *cfg);
+        if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1))
+            goto oom;
+        ca->d.v[ca->d.n++] = (double)ev->dur_ns[i];
+        if (!ca->steps || ca->last_step != ev->step[i]) {
+            ca->steps++;
+            ca->last_step = ev->step[i];
+        }
+    }
+    /* the usual time of a call of each configuration: its median, when it
+     * ran in three steps or more and its calls agree (median absolute
+     * deviation within a quarter of the median); else 0, no reference: a
+     * configuration whose time varies with the batch says nothing */
+    if (!(cmed = calloc(cm.n ? cm.n : 1, sizeof *cmed)))
+        goto oom;
+    for (size_t ix = 0; ix < cm.n; ix++) {
+        samples *d = &cfg[ix].d;
+        if (cfg[ix].steps < 3)
+            continue;
+        double med = median_of(d->v, d->n);
+        for (size_t q = 0; q < d->n; q++)
+            d->v[q] = fabs(d->v[q] - med);
+        if (median_of(d->v, d->n) <= 0.25 * med)
+            cmed[ix] = med;
+    }
+    /* what each (step, source, name) usually takes: the sum of its calls' usual times */
+    double *ref = calloc(m.n ? m.n : 1, sizeof *ref);
+    uint8_t *noref = calloc(m.n ? m.n : 1, 1);
+    if (!ref || !noref) {
+        free(ref);
+        free(noref);
+        goto oom;
+    }
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->layer[i] != TELLER_LAYER_KERNEL || (ev->flags[i] & TELLER_F_COMM) || ev->step[i] >= D->nsteps)
+            continue;
+        uint32_t ix = kmap_get(&m, ((uint64_t)ev->step[i] << 44) | ((uint64_t)ev->source[i] << 28) | (ev->name[i] & 0xFFFFFFF), 0);
+        double u = cmed[kmap_get(&cm, config_key(D->st, ev, (uint32_t)i), 0)];
+        ref[ix] += u;
+        noref[ix] |= u <= 0;
     }
     /* per rank and step: excess of each name over the fastest peer */
     for (size_t ix = 0; ix < m.n; ix++) {
@@ -385,27 +455,28 @@ static int detect_kernels(dctx *D)
                 best = tot[pi].t;
         }
         if (!peers) {
-            /* no tensor-parallel peer: compare with the same rank's steps of
-             * the same batch (identical step annotation text) */
-            best = temporal_ref(D, &m, tot, keys, ix);
-            if (best <= 0)
+            /* no tensor-parallel peer: compare with the same rank's calls of
+             * the same launch configuration in the run */
+            if (noref[ix])
                 continue;
+            best = ref[ix];
         }
         if (tot[ix].t <= best * 1.15 || tot[ix].t - best < 10000)
             continue;
         cand c = {TELLER_FAULT_KERNEL_REGRESSION, teller_store_source_c(D->st, src)->rank, name, TELLER_LAYER_KERNEL,
                   tot[ix].t - best, tot[ix].t / best, tot[ix].t, best, tot[ix].event, 0, 0, -1};
-        if (add_cand(D, step, &c))
+        if (add_cand(D, step, &c)) {
+            free(ref);
+            free(noref);
             goto oom;
+        }
     }
-    kmap_free(&m);
-    free(tot);
-    free(keys);
+    free(ref);
+    free(noref);
+    kernels_free(&m, &cm, tot, keys, cfg, cmed);
     return 0;
 oom:
-    kmap_free(&m);
-    free(tot);
-    free(keys);
+    kernels_free(&m, &cm, tot, keys, cfg, cmed);
     return -1;
 }
 
@@ -911,7 +982,7 @@ static int detect_gaps(dctx *D)
     size_t ns = teller_store_num_sources(D->st);
     /* the stepping thread of each source: the thread of its step markers */
     int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
-    busyidx elsewhere = {0}; /* the GPU and the source's other threads */
+    busyidx others = {0}; /* the source's other threads at work */
     groups gaps = {0}; /* per source: every gap, for its median */
     /* the longest gap of each (step, source): a gap every step has is normal */
     double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
@@ -926,7 +997,7 @@ static int detect_gaps(dctx *D)
         if (mk != TELLER_NONE)
             tid[ev->source[mk]] = ev->tid[mk];
     }
-    if (busy_build(&elsewhere, D, tid))
+    if (busy_build(&others, D, tid))
         goto oom;
     /* events are sorted by (source, pid, tid, start): a sweep sees each
      * thread in time order */
@@ -1020,10 +1091,14 @@ static int detect_gaps(dctx *D)
             if (D->nsteps < 3 && thr < 1e6)
                 thr = 1e6;
             if (g > thr) {
-                /* what the gap cost: the time in it when neither the GPU nor another
-                 * thread of the process (autograd's engine, a data loader) was busy:
-                 * a thread waiting on another's work is not stalled */
-                double idle = idle_in(&elsewhere, s, prev_gap_end, ev->start_ns[i]);
+                /* what the gap cost: the time the GPU idled in it, outside the
+                 * stretch in which another thread of the process (autograd's
+                 * engine, a data loader) was working: a thread waiting on
+                 * another's work is not stalled */
+                int64_t x, y;
+                double idle = busy_span(&others, s, prev_gap_end, ev->start_ns[i], &x, &y)
+                                  ? idle_in(&D->gpu, s, prev_gap_end, x) + idle_in(&D->gpu, s, y, ev->start_ns[i])
+                                  : idle_in(&D->gpu, s, prev_gap_end, ev->start_ns[i]);
                 sum_ex += g - usual[s] < idle ? g - usual[s] : idle;
                 if (g > best_gap) {
                     best_gap = g;
@@ -1034,14 +1109,14 @@ static int detect_gaps(dctx *D)
         free(usual);
     }
     groups_free(&gaps);
-    busy_free(&elsewhere);
+    busy_free(&others);
     free(tid);
     free(stepmax);
     free(usual_max);
     return 0;
 oom:
     groups_free(&gaps);
-    busy_free(&elsewhere);
+    busy_free(&others);
     free(tid);
     free(stepmax);
     free(usual_max);
@@ -1714,12 +1789,10 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             D.t_last = D.steps[k].start + (double)d->steps[k].dur_ns;
     }
     D.nsrc = teller_store_num_sources(st);
-    D.shape = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.shape);
     D.mstart = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mstart);
-    if (!D.shape || !D.mstart)
+    if (!D.mstart)
         goto oom;
     for (size_t c = 0; c < (size_t)D.nsteps * D.nsrc; c++) {
-        D.shape[c] = TELLER_NONE;
         D.mstart[c] = INT64_MIN;
     }
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
@@ -1727,7 +1800,6 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         if (mk == TELLER_NONE)
             continue;
         size_t c = (size_t)steps[i].step * D.nsrc + D.ev->source[mk];
-        D.shape[c] = D.ev->name[mk];
         D.mstart[c] = steps[i].start_ns;
     }
     {
@@ -1826,7 +1898,6 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         free(D.steps[k].c);
     free(D.steps);
     free(D.group);
-    free(D.shape);
     free(D.mstart);
     busy_free(&D.gpu);
     *out = d;
@@ -1837,7 +1908,6 @@ oom:
             free(D.steps[k].c);
     free(D.steps);
     free(D.group);
-    free(D.shape);
     free(D.mstart);
     busy_free(&D.gpu);
     teller_diagnosis_free(d);

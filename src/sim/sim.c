@@ -216,6 +216,7 @@ typedef struct sim {
     size_t          nlogs, logs_cap;
     int             emit;      /* 0 while simulating the clean counterfactual */
     int             cur_step;  /* the step being simulated, -1 before the first */
+    int             cur_tokens; /* tokens of the step's batch: kernels' grids follow it */
     char            host_names[8][32];
     const char     *dir;
     int             oom_fail;
@@ -315,8 +316,8 @@ static void ev_gpu(sim *S, int r, const char *cat, const char *name, int stream,
            r % S->o.gpus_per_node, stream, corr);
     if (bytes >= 0)
         ob_fmt(o, ", \"bytes\": %lld", (long long)bytes);
-    if (!strcmp(cat, "kernel"))
-        ob_s(o, ", \"grid\": [132, 1, 1], \"block\": [256, 1, 1]");
+    if (!strcmp(cat, "kernel")) /* a tile per 64 tokens and 16 column blocks, as a GEMM's grid grows */
+        ob_fmt(o, ", \"grid\": [%d, 1, 1], \"block\": [256, 1, 1]", 16 * ((S->cur_tokens + 63) / 64));
     if (md)
         put_comm_md(S, o, md);
     ob_s(o, "}");
@@ -531,6 +532,7 @@ static const char *step_marker(const sim *S, const batch *b, char *buf, size_t c
 /* Simulates step k for every rank starting at true time t0. Fills out. */
 static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t t0, step_out *out)
 {
+    S->cur_tokens = b->prefill_tokens + b->decode_seqs;
     int tp = S->o.tp, pp = S->o.pp;
     op *ops = malloc(max_ops(S) * sizeof *ops);
     coll_state *cs = malloc((size_t)tp * sizeof *cs);

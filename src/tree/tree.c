@@ -728,6 +728,11 @@ oom:
 /* ---- pass 6: steps ---- */
 
 /* Built-in step markers, see docs/ARCHITECTURE.md. */
+/* Step markers are annotations (user_annotation, NVTX ranges) or, in
+ * traces of older PyTorch profilers, `Operator` events (ProfilerStep#N was
+ * recorded as an op there), read into the BACKEND layer. */
+static int can_mark_step(uint8_t layer) { return layer == TELLER_LAYER_ENGINE || layer == TELLER_LAYER_BACKEND; }
+
 static const char *const k_step_patterns =
     "^ProfilerStep#[0-9]+$|^execute_([0-9]+_)?context_|^step\\[";
 
@@ -770,7 +775,7 @@ static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, tell
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
     }
     for (size_t i = 0; i < ev->n; i++) {
-        if (ev->layer[i] != TELLER_LAYER_ENGINE || (ev->flags[i] & TELLER_F_GPU))
+        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU))
             continue;
         uint32_t nm = ev->name[i];
         if (is_marker_name[nm] == 0)
@@ -780,12 +785,12 @@ static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, tell
     marker *mk = NULL;
     size_t nmk = 0, mcap = 0;
     for (size_t i = 0; i < ev->n; i++) {
-        if (ev->layer[i] != TELLER_LAYER_ENGINE || (ev->flags[i] & TELLER_F_GPU) || is_marker_name[ev->name[i]] != 1)
+        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU) || is_marker_name[ev->name[i]] != 1)
             continue;
         /* outermost markers only */
         int nested = 0;
         for (uint32_t p = ev->parent[i]; p != TELLER_NONE && !nested; p = ev->parent[p])
-            nested = ev->layer[p] == TELLER_LAYER_ENGINE && is_marker_name[ev->name[p]] == 1;
+            nested = can_mark_step(ev->layer[p]) && is_marker_name[ev->name[p]] == 1;
         if (nested)
             continue;
         if (TELLER_GROW(mk, mcap, nmk + 1))

@@ -1,0 +1,197 @@
+/*
+ * test_diagnose_modes.c - the failure modes found on real traces, each
+ * reproduced on a small hand-made trace in the real Kineto format (legacy
+ * PyTorch spellings where the mode needs them) and checked fixed:
+ *   (a) a device-to-host cudaMemcpyAsync that blocks until the kernels
+ *       before it end is judged like a synchronize, not blamed as a copy;
+ *   (b) without tensor-parallel peers, kernels are compared with calls of
+ *       the same launch configuration in other steps, so a regression in a
+ *       ProfilerStep#N training trace is found;
+ *   (c) with one step, a host gap is judged without the step's own longest
+ *       gap as the yardstick;
+ *   (d) ProfilerStep#N recorded as an `Operator` (older profilers) marks steps;
+ *   (e) time a thread waits while another thread of the process works (and
+ *       keeps the GPU fed) is not blamed on the waiter;
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "teller/diagnose.h"
+#include "teller/ingest.h"
+#include "teller/tree.h"
+
+typedef struct tw {
+    FILE *f;
+    int   n;
+    int   corr;
+} tw;
+
+static void tw_ev(tw *w, const char *cat, const char *name, int pid, int tid, double ts_us, double dur_us,
+                  const char *args)
+{
+    fprintf(w->f, "%s\n{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
+                  "\"dur\": %.3f, \"args\": {%s}}",
+            w->n++ ? "," : "", cat, name, pid, tid, ts_us, dur_us, args ? args : "");
+}
+
+/* A launch on the host thread at t (us), its kernel on stream 7 from k0 for kd us. */
+static void tw_launch(tw *w, int tid, double t, const char *kernel, double k0, double kd, int grid)
+{
+    char a[160];
+    int c = ++w->corr;
+    snprintf(a, sizeof a, "\"correlation\": %d", c);
+    tw_ev(w, "Runtime", "cudaLaunchKernel", 1, tid, t, 5, a);
+    snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"grid\": [%d, 1, 1], \"block\": [128, 1, 1]",
+             c, grid);
+    tw_ev(w, "Kernel", kernel, 0, 7, k0, kd, a);
+}
+
+static teller_diagnosis *diagnose_file(const char *path, teller_store **stp)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    *stp = st;
+    return d;
+}
+
+static int flagged(const teller_diagnosis *d)
+{
+    int n = 0;
+    for (size_t k = 0; d && k < d->n; k++)
+        n += d->steps[k].pred.abnormal;
+    return n;
+}
+
+/* Six training steps as an older profiler writes them (`Operator` steps,
+ * `Runtime`/`Kernel`/`Memcpy` categories, no distributedInfo), one rank:
+ * per step an elementwise kernel, four GEMMs, and a blocking D2H copy of
+ * the result. In step 3 the GEMMs regress (3x), so the copy call blocks
+ * 3x longer too. */
+static void write_training_trace(const char *path, int regress_step)
+{
+    tw w = {fopen(path, "w"), 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"schemaVersion\": 1, \"traceEvents\": [", w.f);
+    double t = 1000000;
+    for (int k = 0; k < 6; k++) {
+        double slow = k == regress_step ? 3.0 : 1.0, step_dur = 20000 * slow + 3000;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 1010 + k);
+        tw_ev(&w, "Operator", nm, 1, 1, t, step_dur, NULL);
+        double h = t + 10, g = t + 40;
+        tw_launch(&w, 1, h, "elementwise_kernel", h + 20, 30, 64);
+        h += 40;
+        g = h + 20;
+        for (int q = 0; q < 4; q++) {
+            tw_launch(&w, 1, h, "sm90_xmma_gemm_bf16_128x128", g, 5000 * slow, 132);
+            h += 10;
+            g += 5000 * slow;
+        }
+        /* the D2H copy waits for the GEMMs, then moves 4 MB in 350 us */
+        char a[120];
+        int c = ++w.corr;
+        snprintf(a, sizeof a, "\"correlation\": %d", c);
+        tw_ev(&w, "Runtime", "cudaMemcpyAsync", 1, 1, h, g + 350 - h, a);
+        snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"bytes\": 4194304", c);
+        tw_ev(&w, "Memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, g, 350, a);
+        t += step_dur + 500;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+static void test_modes_training_trace(void)
+{
+    char path[] = "/tmp/teller_modes_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    write_training_trace(path, 3);
+    teller_store *st = NULL;
+    teller_diagnosis *d = diagnose_file(path, &st);
+    /* (d) six steps, not one */
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    /* (b) the regressed step is found, on the GEMM; (a) the copy that
+     * waited for it is not the culprit */
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 6) {
+        const teller_step_pred *p = &d->steps[3].pred;
+        CHECK(p->abnormal);
+        CHECK(p->ncand > 0 && strstr(p->cand[0].op, "gemm") != NULL);
+        CHECK(!strcmp(d->steps[3].fault, "kernel_regression") || !strcmp(d->steps[3].fault, "gpu_throttle"));
+        for (int q = 0; q < p->ncand; q++)
+            CHECK(strcmp(p->cand[q].op, "cudaMemcpyAsync") != 0);
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    /* the same run without the regression: nothing flagged */
+    write_training_trace(path, -1);
+    d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
+/* One step (no markers: the whole trace) of launches every 100 us, a GPU
+ * kept busy, and a 6 ms stretch in which the stepping thread runs nothing.
+ * With helper set, another thread of the process launches the kernels
+ * during that stretch (autograd's engine thread doing the backward). */
+static void write_gap_trace(const char *path, int helper)
+{
+    tw w = {fopen(path, "w"), 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 5000000, end = t + 20000;
+    tw_ev(&w, "user_annotation", "ProfilerStep#7", 1, 1, t, end - t, NULL);
+    for (double h = t + 10; h < end - 200; h += 100) {
+        int in_gap = h > t + 8000 && h < t + 14000;
+        if (in_gap && !helper)
+            continue;
+        tw_ev(&w, "cpu_op", "aten::add", 1, in_gap ? 2 : 1, h, 20, NULL);
+        tw_launch(&w, in_gap ? 2 : 1, h + 5, "vectorized_elementwise_kernel", h + 15, 80, 64);
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+static void test_modes_host_gaps(void)
+{
+    char path[] = "/tmp/teller_gaps_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    /* (c) one step: the 6 ms stall with an idle GPU is found */
+    write_gap_trace(path, 0);
+    teller_store *st = NULL;
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 1);
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 1)
+        CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    /* (e) the same stretch while another thread works: not a stall */
+    write_gap_trace(path, 1);
+    d = diagnose_file(path, &st);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
+const test_case diagnose_mode_tests[] = {
+    {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
+     test_modes_training_trace},
+    {"diagnose modes: one-step host stall found; waiting on another thread is not a stall", test_modes_host_gaps},
+    {NULL, NULL},
+};
