@@ -352,7 +352,7 @@ static void test_html_escapes_everything_from_traces_and_logs(void)
         const char *c0 = strstr(b.p, "<ol class=\"chain\">");
         CHECK(c0 != NULL);
         if (c0) {
-            const char *m = strstr(c0, "ProfilerStep#0"), *o = strstr(c0, "aten::mm"),
+            const char *m = strstr(c0, "ProfilerStep#0"), *o = strstr(c0, "aten::<wbr>mm"),
                        *l = strstr(c0, "cudaLaunchKernel"), *kk = strstr(c0, "&lt;script&gt;");
             CHECK(m && o && l && kk && m < o && o < l && l < kk);
         }
@@ -360,6 +360,287 @@ static void test_html_escapes_everything_from_traces_and_logs(void)
         CHECK(strstr(b.p, "+50% over expected"));
     }
     free(b.p);
+    teller_store_free(st);
+}
+
+/* The text between the first `from` and the next `to` after it, as a new
+ * string ("" when absent). */
+static char *between(const char *hay, const char *from, const char *to)
+{
+    const char *a = hay ? strstr(hay, from) : NULL;
+    const char *b = a ? strstr(a, to) : NULL;
+    size_t n = a && b ? (size_t)(b - a) : 0;
+    char *r = malloc(n + 1);
+    if (!r)
+        return NULL;
+    if (n)
+        memcpy(r, a, n);
+    r[n] = 0;
+    return r;
+}
+
+static void test_html_culprit_time_is_the_diagnosis_number_everywhere(void)
+{
+    /* the culprit's own call took 600 us; the diagnosis says the culprit
+     * cost 1.2 ms in the step (two calls): the chain, the numbers and the
+     * timeline give 1.2 ms, the chain names the one call beside it */
+    teller_store *st = hostile_store();
+    uint32_t k = find_named(st, HOSTILE_KERNEL);
+    teller_diag_step steps[2];
+    teller_diagnosis d;
+    diag_init(&d, steps, 2);
+    fill_windows(&d, st);
+    mark_abnormal(&steps[0], st, k, 0.93, "kernel_regression", "kernel", "two slow calls");
+    steps[0].culprit_ns = 1200000;
+    steps[0].culprit_base_ns = 400000;
+    buf b = render_html(st, &d, NULL);
+    check_html_safe(&b);
+    char *chain = between(b.p, "<li class=\"cul\">", "</li>");
+    char *row = between(b.p, "<tr><td>culprit time in this step</td>", "</tr>");
+    char *box = between(b.p, "<rect class=\"cul\" x=", "</rect>");
+    CHECK(chain && strstr(chain, "1.200 ms in this step (this call 600.0 us)"));
+    CHECK(row && strstr(row, "<td class=\"n\">1.200 ms</td>"));
+    CHECK(row && strstr(row, "(\xc3\x97" "3.00)"));
+    CHECK(box && strstr(box, "(1.200 ms in this step)"));
+    free(chain);
+    free(row);
+    free(box);
+    free(b.p);
+    teller_store_free(st);
+}
+
+/* Three ranks; in step 1 ranks 0 and 1 launch an all-reduce that waits
+ * 600 s for rank 2, which never launches it. */
+#define HANG_OP "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+static teller_store *hang_store(void)
+{
+    teller_store *st = teller_store_create();
+    for (int r = 0; r < 3; r++) {
+        char path[32];
+        snprintf(path, sizeof path, "rank%d.json", r);
+        teller_source src = {0};
+        src.path = teller_store_intern(st, path, strlen(path));
+        src.rank = r;
+        src.pid = 100 + r;
+        teller_store_add_source(st, &src);
+        for (int s = 0; s < 2; s++) {
+            int64_t t = s * 2000;
+            char nm[32];
+            snprintf(nm, sizeof nm, "ProfilerStep#%d", s);
+            add_ev(st, (uint16_t)r, nm, TELLER_LAYER_ENGINE, TELLER_F_STEP, t, 1000, 100 + r, 100 + r, 0);
+            add_ev(st, (uint16_t)r, "cudaLaunchKernel", TELLER_LAYER_RUNTIME, 0, t + 20, 10, 100 + r, 100 + r,
+                   (uint32_t)(1 + 2 * s));
+            add_ev(st, (uint16_t)r, "ampere_sgemm_128x64_tn", TELLER_LAYER_KERNEL, TELLER_F_GPU, t + 40, 300, r, 7,
+                   (uint32_t)(1 + 2 * s));
+            if (s == 1 && r == 2)
+                continue; /* never launched */
+            add_ev(st, (uint16_t)r, "cudaLaunchKernel", TELLER_LAYER_RUNTIME, TELLER_F_COMM, t + 400, 10, 100 + r,
+                   100 + r, (uint32_t)(2 + 2 * s));
+            add_ev(st, (uint16_t)r, HANG_OP, TELLER_LAYER_KERNEL, TELLER_F_GPU | TELLER_F_COMM, t + 420,
+                   s ? 600000000 : 50, r, 13, (uint32_t)(2 + 2 * s));
+        }
+    }
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+/* The event named name on rank r in step k, or TELLER_NONE. */
+static uint32_t find_on(const teller_store *st, const char *name, int32_t r, uint32_t k)
+{
+    const teller_events *ev = teller_store_events(st);
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->step[i] == k && teller_store_event_rank(st, (uint32_t)i) == r &&
+            strcmp(teller_store_str(st, ev->name[i]), name) == 0)
+            return (uint32_t)i;
+    return TELLER_NONE;
+}
+
+/* A hand-made diagnosis of the hang store: step 0 a small kernel finding
+ * with the higher score, step 1 the hang blamed on rank 2 with the given
+ * culprit event (the analysis may point at a waiting rank's kernel or at
+ * nothing). */
+static void hang_diagnosis(teller_diagnosis *d, teller_diag_step *steps, const teller_store *st, uint32_t culprit)
+{
+    diag_init(d, steps, 2);
+    fill_windows(d, st);
+    mark_abnormal(&steps[0], st, find_on(st, "ampere_sgemm_128x64_tn", 0, 0), 1.0, "kernel_regression", "kernel",
+                  "a slow GEMM on rank 0");
+    steps[0].excess_ns = 100000;
+    teller_diag_step *s = &steps[1];
+    s->pred.abnormal = 1;
+    s->pred.score = 0.9;
+    snprintf(s->pred.fault_type, sizeof s->pred.fault_type, "communication");
+    snprintf(s->fault, sizeof s->fault, "nccl_hang");
+    snprintf(s->pred.explanation, sizeof s->pred.explanation, "rank 2 never joined the all-reduce");
+    s->pred.ncand = 1;
+    s->pred.cand[0].rank = 2;
+    snprintf(s->pred.cand[0].op, sizeof s->pred.cand[0].op, "%s", HANG_OP);
+    snprintf(s->pred.cand[0].layer, sizeof s->pred.cand[0].layer, "KERNEL");
+    s->pred.cand[0].score = 0.9;
+    s->root_rank = 2;
+    s->root_node = 0;
+    s->culprit_event = culprit;
+    s->culprit_ns = 600000000000LL;
+    s->culprit_base_ns = 50000;
+    s->expected_ns = 1000000;
+    s->excess_ns = 600000000000LL;
+}
+
+/* Every "+N%" in the text is below 10000 %. */
+static int percentages_sane(const char *p)
+{
+    for (const char *q = p ? strchr(p, '+') : NULL; q; q = strchr(q + 1, '+')) {
+        char *end;
+        double v = strtod(q + 1, &end);
+        if (end > q + 1 && *end == '%' && v >= 10000)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_html_hang_blames_the_rank_that_never_launched(void)
+{
+    teller_store *st = hang_store();
+    uint32_t victim = find_on(st, HANG_OP, 0, 1);
+    CHECK(victim != TELLER_NONE && find_on(st, HANG_OP, 2, 1) == TELLER_NONE);
+    /* the analysis points at a waiting rank's kernel, then at nothing */
+    uint32_t culprits[2] = {victim, TELLER_NONE};
+    for (int v = 0; v < 2; v++) {
+        teller_diag_step steps[2];
+        teller_diagnosis d;
+        hang_diagnosis(&d, steps, st, culprits[v]);
+        buf b = render_html(st, &d, "hang");
+        check_html_safe(&b);
+        if (v == 0)
+            keep("hang.html", &b);
+        char *sec = between(b.p, "id=\"step-1\"", "</section>");
+        CHECK(sec && *sec);
+        if (sec) {
+            CHECK(strstr(sec, "Rank 2 never launched"));
+            CHECK(strstr(sec, "in step 1; ranks 0, 1 waited 600.000 s."));
+            char *svg = between(sec, "aria-label=\"timeline", "</svg>");
+            CHECK(svg && strstr(svg, "<text class=\"miss\"") != NULL); /* on rank 2's lane */
+            CHECK(svg && *svg && strstr(svg, "<rect class=\"cul\"") == NULL); /* no culprit box on a victim */
+            CHECK(svg && count(svg, "<rect class=\"vic\"") == 2);
+            CHECK(strstr(sec, "<li class=\"cul\">") == NULL); /* nor a chain ending in one */
+            free(svg);
+            CHECK(strstr(sec, "not launched on rank 2"));
+            CHECK(strstr(sec, "no record of this step") == NULL); /* rank 2 has step 1, without the op */
+            CHECK(strstr(sec, "\xc3\x97" "600,001 the expected"));
+            CHECK((strstr(sec, "on rank 0, not on the root rank") != NULL) == (v == 0));
+        }
+        /* the hang costs most: first in the summary and the sections */
+        CHECK(b.p && strstr(b.p, "href=\"#step-1\"") < strstr(b.p, "href=\"#step-0\""));
+        CHECK(b.p && strstr(b.p, "id=\"step-1\"") < strstr(b.p, "id=\"step-0\""));
+        CHECK(percentages_sane(b.p));
+        free(sec);
+        free(b.p);
+    }
+    teller_store_free(st);
+}
+
+/* The height of the overview bar whose tooltip starts with title, or -1. */
+static double bar_height(const char *html, const char *title)
+{
+    const char *t = html ? strstr(html, title) : NULL;
+    if (!t)
+        return -1;
+    const char *r = t;
+    while (r > html && strncmp(r, "<rect ", 6) != 0)
+        r--;
+    const char *h = strstr(r, "height=\"");
+    return h && h < t ? strtod(h + 8, NULL) : -1;
+}
+
+static void test_html_layout_wraps_names_and_scales_the_step_chart(void)
+{
+    teller_store *st = hang_store();
+    teller_diag_step steps[2];
+    teller_diagnosis d;
+    hang_diagnosis(&d, steps, st, TELLER_NONE);
+    snprintf(steps[1].pred.explanation, sizeof steps[1].pred.explanation,
+             "rank 2 never launched " HANG_OP "; the usual all-reduce takes 4.897 ms.");
+    buf b = render_html(st, &d, NULL);
+    check_html_safe(&b);
+    /* names wrap at their separators, never mid-word; numbers stay whole */
+    char *op = between(b.p, ".op{", "}");
+    CHECK(op && strstr(op, "overflow-wrap:break-word"));
+    CHECK(b.p && strstr(b.p, "break-all") == NULL);
+    CHECK(b.p && strstr(b.p, "<td class=\"op\">ncclDevKernel_<wbr>AllReduce_<wbr>Sum_<wbr>bf16_<wbr>RING_<wbr>LL"
+                             "<wbr>(ncclDevKernelArgsStorage<wbr>&lt;4096ul&gt;)</td>"));
+    CHECK(b.p && strstr(b.p, "takes 4.897 ms."));
+    /* every table scrolls inside its own box rather than widening the page,
+     * and the summary keeps the explanation out of its columns */
+    CHECK(b.p && strstr(b.p, ".tw{max-width:100%;overflow-x:auto}"));
+    CHECK(b.p && count(b.p, "<table") == count(b.p, "<div class=\"tw\"><table"));
+    CHECK(b.p && strstr(b.p, "<tr class=\"ex\"><td colspan=\"6\">rank 2 never launched"));
+    /* the step chart is on a log scale: a 1 ms step stays visible beside a 600 s one */
+    CHECK(b.p && strstr(b.p, "aria-label=\"step times, log scale\""));
+    double h0 = bar_height(b.p, "<title>step 0: "), h1 = bar_height(b.p, "<title>step 1: ");
+    CHECK(h0 > 10 && h1 > 5 * h0);
+    free(op);
+    free(b.p);
+    teller_store_free(st);
+}
+
+static void test_perfetto_hang_points_at_the_root_rank_not_a_victim(void)
+{
+    teller_store *st = hang_store();
+    uint32_t culprits[2] = {find_on(st, HANG_OP, 0, 1), TELLER_NONE};
+    for (int v = 0; v < 2; v++) {
+        teller_diag_step steps[2];
+        teller_diagnosis d;
+        hang_diagnosis(&d, steps, st, culprits[v]);
+        buf b = render_perfetto(st, &d);
+        teller_error err;
+        teller_error_clear(&err);
+        jv *doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
+        CHECK(doc != NULL);
+        const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
+        CHECK(events && events->type == J_ARR);
+        if (events && events->type == J_ARR) {
+            CHECK_EQ_INT(check_nesting(events), 0);
+            double root_pid = -1;
+            int waited = 0, culprit1 = 0;
+            for (size_t i = 0; i < events->n; i++) {
+                const jv *e = &events->items[i];
+                const jv *a = jdom_get(e, "args");
+                if (strcmp(jdom_str(e, "name", ""), "process_name") == 0 &&
+                    strcmp(jdom_str(a, "name", ""), "rank 2 (node 0)") == 0)
+                    root_pid = jdom_num(e, "pid", -1);
+                if (strcmp(jdom_str(a, "teller_waited", ""), "step 1") == 0) {
+                    waited++;
+                    CHECK(strcmp(jdom_str(e, "name", ""), HANG_OP) == 0);
+                }
+                culprit1 += strcmp(jdom_str(a, "teller_culprit", ""), "step 1") == 0;
+            }
+            CHECK(root_pid >= 0);
+            CHECK_EQ_INT(waited, 2);
+            CHECK_EQ_INT(culprit1, 0);
+            /* the root's marker on rank 2's process, and the flow ends there */
+            const jv *mk = find_event(events, "i", "rank 2 never launched ncclDevKernel_AllReduce_Sum_bf16_RING_LL (step 1)");
+            CHECK(mk && jdom_num(mk, "pid", -2) == root_pid);
+            const jv *fl = NULL;
+            for (size_t i = 0; i < events->n; i++) {
+                const jv *e = &events->items[i];
+                if (strcmp(jdom_str(e, "ph", ""), "f") == 0 && jdom_num(e, "id", 0) == 2)
+                    fl = e;
+            }
+            CHECK(fl && mk && jdom_num(fl, "pid", -1) == root_pid && jdom_num(fl, "tid", -1) == jdom_num(mk, "tid", -2) &&
+                  jdom_num(fl, "ts", -1) == jdom_num(mk, "ts", -2));
+            const jv *fi = find_event(events, "i", "step 1: nccl_hang");
+            const jv *args = fi ? jdom_get(fi, "args") : NULL;
+            CHECK(args && jdom_bool(args, "root_never_launched", 0) == 1);
+            const jv *wr = args ? jdom_get(args, "waiting_ranks") : NULL;
+            CHECK(wr && wr->type == J_ARR && wr->n == 2 && wr->items[0].num == 0 && wr->items[1].num == 1);
+            /* step 0's culprit is on its root rank and keeps its flow */
+            CHECK(find_event(events, "f", "teller culprit") != NULL);
+        }
+        jdom_free(doc);
+        free(b.p);
+    }
     teller_store_free(st);
 }
 
@@ -503,6 +784,7 @@ static void test_reports_on_a_simulated_case(void)
                   "Step 4 took longer than expected; on rank 3 the kernel ran 3x its usual time.");
     mark_abnormal(&steps[6], st, c6, 0.71, "slow_link", "communication",
                   "Step 6: the all-reduce on rank 1 waited for its peers.");
+    steps[6].excess_ns = steps[4].excess_ns / 2; /* step 4 costs more */
     steps[4].pred.nev = 2;
     snprintf(steps[4].pred.ev[0].kind, sizeof steps[4].pred.ev[0].kind, "log");
     snprintf(steps[4].pred.ev[0].file, sizeof steps[4].pred.ev[0].file, "%s/node1.log", dir);
@@ -530,7 +812,7 @@ static void test_reports_on_a_simulated_case(void)
     check_html_safe(&h);
     if (h.p) {
         CHECK(strstr(h.p, "id=\"step-4\"") && strstr(h.p, "id=\"step-6\""));
-        CHECK(strstr(h.p, "id=\"step-4\"") < strstr(h.p, "id=\"step-6\"")); /* worst first */
+        CHECK(strstr(h.p, "id=\"step-4\"") < strstr(h.p, "id=\"step-6\"")); /* worst (longest excess) first */
         CHECK(strstr(h.p, "rank 3 \xc2\xb7 stream"));
         CHECK(strstr(h.p, "class=\"root\"")); /* the per-rank table marks rank 3 */
         CHECK(strstr(h.p, "node1.log:1234"));
@@ -604,6 +886,14 @@ const test_case report_tests[] = {
     {"report perfetto is JSON with findings, culprit flow and nesting threads",
      test_perfetto_is_json_with_findings_and_nesting},
     {"report nesting checker catches crossing slices", test_nesting_checker_catches_crossing_slices},
+    {"report html culprit time is the diagnosis's in chain, numbers and timeline",
+     test_html_culprit_time_is_the_diagnosis_number_everywhere},
+    {"report html hang blames the rank that never launched, victims as evidence, costliest first",
+     test_html_hang_blames_the_rank_that_never_launched},
+    {"report html layout wraps names at separators, boxes tables, log-scales the step chart",
+     test_html_layout_wraps_names_and_scales_the_step_chart},
+    {"report perfetto hang points at the root rank, not at a waiting rank",
+     test_perfetto_hang_points_at_the_root_rank_not_a_victim},
     {"report both outputs on a simulated case", test_reports_on_a_simulated_case},
     {"report valid JSON and HTML on the real vLLM trace", test_reports_on_the_real_vllm_trace},
     {NULL, NULL},

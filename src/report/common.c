@@ -6,12 +6,31 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report_internal.h"
 #include "../util/textout.h"
 
 
-void rep_html(FILE *f, const char *s, size_t max)
+/* Where a name may wrap: after '_', '/', ':' (not inside "::"), ',' and '.'
+ * before a letter (so "4.897" stays whole), and before '(' and '<'. */
+static int wrap_after(unsigned char c, unsigned char next)
+{
+    if (!next)
+        return 0;
+    switch (c) {
+    case '_':
+    case '/': return 1;
+    case ':': return next != ':';
+    case ',': return next != ' ';
+    case '.': return (next | 0x20) >= 'a' && (next | 0x20) <= 'z';
+    default: return 0;
+    }
+}
+
+/* rep_html and rep_html_name: with wbr, a <wbr> at each place wrap_after
+ * and before '(' and '<' allow. */
+static void html_text(FILE *f, const char *s, size_t max, int wbr)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     size_t done = 0;
@@ -23,6 +42,8 @@ void rep_html(FILE *f, const char *s, size_t max)
             return;
         }
         if (c < 0x80) {
+            if (wbr && done && (c == '(' || c == '<'))
+                fputs("<wbr>", f);
             switch (c) {
             case '&': fputs("&amp;", f); break;
             case '<': fputs("&lt;", f); break;
@@ -37,6 +58,8 @@ void rep_html(FILE *f, const char *s, size_t max)
                 else
                     fputc(c, f);
             }
+            if (wbr && wrap_after(c, p[1]))
+                fputs("<wbr>", f);
             p++;
             done++;
         } else if (len == 0) {
@@ -55,6 +78,15 @@ void rep_html(FILE *f, const char *s, size_t max)
     }
 }
 
+void rep_html(FILE *f, const char *s, size_t max)
+{
+    html_text(f, s, max, 0);
+}
+
+void rep_html_name(FILE *f, const char *s, size_t max)
+{
+    html_text(f, s, max, 1);
+}
 
 char *rep_dur(char *buf, size_t cap, int64_t ns)
 {
@@ -68,6 +100,102 @@ char *rep_dur(char *buf, size_t cap, int64_t ns)
     else
         snprintf(buf, cap, "%lld ns", (long long)ns);
     return buf;
+}
+
+char *rep_times(char *buf, size_t cap, double r)
+{
+    if (!(r >= 0) || r >= 1e15) { /* NaN, negative or absurd: no digit grouping */
+        snprintf(buf, cap, "\xc3\x97%.3g", r);
+        return buf;
+    }
+    if (r < 100) {
+        snprintf(buf, cap, "\xc3\x97%.2f", r);
+        return buf;
+    }
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%.0f", r);
+    size_t k = 0;
+    const char *times = "\xc3\x97";
+    for (const char *t = times; *t && k + 1 < cap; t++)
+        buf[k++] = *t;
+    for (int i = 0; i < n && k + 1 < cap; i++) {
+        if (i && (n - i) % 3 == 0 && k + 2 < cap)
+            buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    if (cap)
+        buf[k < cap ? k : cap - 1] = 0;
+    return buf;
+}
+
+/* The top candidate's operator matched against an event name: the
+ * candidate keeps at most sizeof op - 1 bytes of it. */
+static int is_top_op(const teller_diag_step *s, const char *name)
+{
+    return strncmp(name, s->pred.cand[0].op, sizeof s->pred.cand[0].op - 1) == 0;
+}
+
+void rep_blame_of(const teller_store *st, const teller_diag_step *s, rep_blame *b)
+{
+    const teller_events *ev = teller_store_events(st);
+    uint32_t c = s->culprit_event;
+    memset(b, 0, sizeof *b);
+    b->culprit = TELLER_NONE;
+    b->other_rank = -1;
+    if (c != TELLER_NONE && c < ev->n) {
+        int32_t r = teller_store_event_rank(st, c);
+        if (s->root_rank < 0 || r == s->root_rank) {
+            b->culprit = c;
+            return;
+        }
+        b->other_rank = r;
+    }
+    if (s->root_rank < 0 || s->pred.ncand <= 0)
+        return;
+    /* The root rank holds no event of the culprit: look at the operator
+     * in this step on every rank. */
+    uint32_t k = s->pred.step;
+    int root_has = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (ev->step[i] != k || !is_top_op(s, teller_store_str(st, ev->name[i])))
+            continue;
+        int32_t r = teller_store_event_rank(st, (uint32_t)i);
+        if (r == s->root_rank) {
+            root_has = 1;
+            continue;
+        }
+        size_t v = 0;
+        while (v < b->nvictims && teller_store_event_rank(st, b->victims[v]) != r)
+            v++;
+        if (v == b->nvictims) {
+            if (v == REP_MAX_VICTIMS)
+                continue;
+            b->nvictims++;
+            b->victims[v] = (uint32_t)i;
+        } else if (ev->dur_ns[i] > ev->dur_ns[b->victims[v]])
+            b->victims[v] = (uint32_t)i;
+    }
+    b->missing = !root_has;
+    /* waiting ranks: their call of the operator lasted at least half the
+     * step's excess and longer than its usual time */
+    size_t n = 0;
+    for (size_t v = 0; v < b->nvictims; v++) {
+        int64_t d = ev->dur_ns[b->victims[v]];
+        if (2 * d >= s->excess_ns && d > s->culprit_base_ns)
+            b->victims[n++] = b->victims[v];
+    }
+    b->nvictims = n;
+    /* by rank (insertion sort: at most REP_MAX_VICTIMS) */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && teller_store_event_rank(st, b->victims[j]) <
+                                    teller_store_event_rank(st, b->victims[j - 1]); j--) {
+            uint32_t t = b->victims[j];
+            b->victims[j] = b->victims[j - 1];
+            b->victims[j - 1] = t;
+        }
+    for (size_t v = 0; v < n; v++)
+        if (ev->dur_ns[b->victims[v]] > b->waited_ns)
+            b->waited_ns = ev->dur_ns[b->victims[v]];
 }
 
 int rep_rows(const teller_store *st, rep_row **rows, size_t *n)

@@ -10,6 +10,7 @@
  * rectangle per pixel of width whatever the number of events.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,8 +44,11 @@ static const char CSS[] =
     "tr.root td{background:#fff3f0}"
     "code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}"
     "pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:6px 8px;margin:2px 0 8px;white-space:pre-wrap;"
-    "word-break:break-all}"
-    ".op{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}"
+    "overflow-wrap:anywhere}"
+    ".op{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;overflow-wrap:break-word}"
+    ".tw{max-width:100%;overflow-x:auto}table.sum tr.ex td{border-top:none;padding:0 8px 8px 24px;color:#3a4256;"
+    "overflow-wrap:break-word}table.sum tr:not(.ex) td{border-bottom:none}"
+    ".blame{font-weight:600;color:#b3161b}"
     ".step{border:1px solid #dde2ea;border-radius:6px;padding:4px 16px 12px;margin:18px 0;background:#fcfdfe}"
     ".expl{background:#fff8e6;border-left:4px solid #f0a500;padding:6px 10px;margin:8px 0}"
     ".tag{display:inline-block;min-width:64px;font-size:11px;font-weight:600;color:#fff;background:#6b7a90;"
@@ -62,6 +66,7 @@ static const char CSS[] =
     ".mk{fill:#7b4fb5}.le{fill:#a88bd1}.lf{fill:#e1cf7a}.lb{fill:#6cc0b0}.lr{fill:#f0a868}.ls{fill:#9a9a9a}"
     ".lo{fill:#c4c9d2}.gk{fill:#3f7fe0}.gc{fill:#f26b1d}.cc{fill:#f7a26b}.gm{fill:#3fae4a}.gs{fill:#7fcf86}"
     ".cul{fill:none;stroke:#d0021b;stroke-width:2}.culm{fill:#d0021b}"
+    ".vic{fill:none;stroke:#7a3b00;stroke-width:1.5;stroke-dasharray:3 2}svg text.miss{fill:#d0021b;font-weight:600}"
     ".bar{fill:#8fa6c8}.bara{fill:#d0342c}"
     ".legend span{display:inline-block;margin-right:14px;font-size:12px}"
     ".legend i{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:-1px}";
@@ -92,15 +97,19 @@ static int cmp_i32(const void *a, const void *b)
 
 /* An abnormal step in the order of the summary. */
 typedef struct worst {
+    int64_t  excess_ns;
     double   score;
     uint32_t step;
     size_t   i; /* index into d->steps */
 } worst;
 
-/* Worst first: higher score, then earlier step. */
+/* Worst first: the step that cost most (its excess; a hang costs its
+ * whole wait), then the higher score, then the earlier step. */
 static int cmp_worst(const void *a, const void *b)
 {
     const worst *x = a, *y = b;
+    if (x->excess_ns != y->excess_ns)
+        return x->excess_ns > y->excess_ns ? -1 : 1;
     if (x->score != y->score)
         return x->score > y->score ? -1 : 1;
     return (x->step > y->step) - (x->step < y->step);
@@ -388,7 +397,59 @@ typedef struct tl_lane {
     int     y, h;
 } tl_lane;
 
-static int timeline(hw *w, const teller_diag_step *s)
+/* Outlines event e with class cls ("cul": the culprit, with its marker
+ * above the plot; "vic": a rank that waited) on its lane, or on its
+ * rank's CPU lane when its thread or depth is not drawn. ns is the time
+ * the tooltip gives. */
+static void outline(const hw *w, const tl *t, const tl_lane *ln, size_t nl, uint32_t e, const char *cls,
+                    int64_t ns)
+{
+    FILE *f = t->f;
+    size_t row = rep_row_of(w->rows, w->nrows, e);
+    const tl_lane *hit = NULL;
+    int cy = 0, ch = 0;
+    for (size_t l = 0; l < nl && row != SIZE_MAX; l++) {
+        if (ln[l].row != row)
+            continue;
+        if (!ln[l].cpu) {
+            hit = &ln[l];
+            cy = ln[l].y;
+            ch = TL_GPU_H;
+        } else if (w->ev->depth[e] <= 1) {
+            hit = &ln[l];
+            cy = ln[l].y - 1 + 10 * w->ev->depth[e];
+            ch = 11;
+        }
+    }
+    if (!hit && row != SIZE_MAX) {
+        size_t r = rank_index(w, w->rows[row].rank);
+        for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
+            if (ln[l].cpu && ln[l].rank == r) {
+                hit = &ln[l];
+                cy = ln[l].y - 1;
+                ch = TL_CPU_H - 1;
+            }
+    }
+    int64_t cs = w->ev->start_ns[e], ce = cs + w->ev->dur_ns[e];
+    if (!hit || ce < t->w0 || cs > t->w1)
+        return;
+    double x0 = tl_x(t, cs), x1 = tl_x(t, ce);
+    if (x1 - x0 < 3) {
+        x0 -= 1.5;
+        x1 = x0 + 3;
+    }
+    char du[32];
+    int cul = strcmp(cls, "cul") == 0;
+    fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>%s: ", cls, x0, cy,
+            x1 - x0, ch, cul ? "culprit" : "waited");
+    rep_html(f, teller_store_str(w->st, w->ev->name[e]), 300);
+    fprintf(f, " (%s%s)</title></rect>", rep_dur(du, sizeof du, ns), cul ? " in this step" : "");
+    if (cul)
+        fprintf(f, "<path class=\"culm\" d=\"M%.1f %d l-5 -8 h10 z\"/>", (x0 + x1) / 2, TL_TOP - 14);
+    fputc('\n', f);
+}
+
+static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
 {
     FILE *f = w->f;
     uint32_t k = s->pred.step;
@@ -461,7 +522,9 @@ static int timeline(hw *w, const teller_diag_step *s)
         fprintf(f, "<text x=\"%.1f\" y=\"%d\"%s>step %u</text>\n", x0 + 3, TL_TOP - 4,
                 dk ? "" : " font-weight=\"600\"", j);
     }
-    /* grid and axis, in ms from the start of step k */
+    /* grid and axis, in ms from the start of step k (in s past 10 s, so
+     * that a hung step's ticks read 100, not 100000) */
+    int in_s = w1 - w0 > 10 * (int64_t)1000000000;
     double span_ms = (double)(w1 - w0) / 1e6, st_ms = nice_step(span_ms);
     double first = (double)(w0 - k0) / 1e6;
     long i0 = (long)(first / st_ms);
@@ -474,10 +537,11 @@ static int timeline(hw *w, const teller_diag_step *s)
             break;
         double x = tl_x(&t, ns);
         fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, TL_TOP - 14, x, y + 3);
-        fprintf(f, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y + 14, ms);
+        fprintf(f, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y + 14,
+                in_s ? ms / 1000 : ms);
     }
-    fprintf(f, "<text class=\"ax\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">ms from the start of step %u</text>\n",
-            TL_X1, y + 27, k);
+    fprintf(f, "<text class=\"ax\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">%s from the start of step %u</text>\n",
+            TL_X1, y + 27, in_s ? "s" : "ms", k);
 
     /* lanes */
     size_t prev_rank = SIZE_MAX;
@@ -501,48 +565,24 @@ static int timeline(hw *w, const teller_diag_step *s)
         fputc('\n', f);
     }
 
-    /* the culprit, on its lane, or on its rank's CPU lane when its thread
-     * or depth is not drawn */
-    uint32_t c = s->culprit_event;
-    if (c != TELLER_NONE && c < w->ev->n) {
-        size_t row = rep_row_of(w->rows, w->nrows, c);
-        const tl_lane *hit = NULL;
-        int cy = 0, ch = 0;
-        for (size_t l = 0; l < nl && row != SIZE_MAX; l++) {
-            if (ln[l].row != row)
-                continue;
-            if (!ln[l].cpu) {
-                hit = &ln[l];
-                cy = ln[l].y;
-                ch = TL_GPU_H;
-            } else if (w->ev->depth[c] <= 1) {
-                hit = &ln[l];
-                cy = ln[l].y - 1 + 10 * w->ev->depth[c];
-                ch = 11;
+    /* the culprit (only ever on the root rank, rep_blame), or the root
+     * rank's missing call and the ranks that waited for it */
+    if (bl->culprit != TELLER_NONE)
+        outline(w, &t, ln, nl, bl->culprit, "cul", s->culprit_ns);
+    for (size_t v = 0; v < bl->nvictims; v++)
+        outline(w, &t, ln, nl, bl->victims[v], "vic", w->ev->dur_ns[bl->victims[v]]);
+    if (bl->missing) {
+        size_t r = rank_index(w, s->root_rank);
+        for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
+            if (ln[l].rank == r) {
+                char nm[256];
+                teller_name_normalize(s->pred.cand[0].op, nm, sizeof nm);
+                fprintf(f, "<text class=\"miss\" x=\"%.1f\" y=\"%d\">never launched ", tl_x(&t, k0) + 3,
+                        ln[l].y + (ln[l].cpu ? 14 : 9));
+                rep_html(f, nm, 80);
+                fputs("</text>\n", f);
+                break;
             }
-        }
-        if (!hit && row != SIZE_MAX) {
-            size_t r = rank_index(w, w->rows[row].rank);
-            for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
-                if (ln[l].cpu && ln[l].rank == r) {
-                    hit = &ln[l];
-                    cy = ln[l].y - 1;
-                    ch = TL_CPU_H - 1;
-                }
-        }
-        int64_t cs = w->ev->start_ns[c], ce = cs + w->ev->dur_ns[c];
-        if (hit && ce >= w0 && cs <= w1) {
-            double x0 = tl_x(&t, cs), x1 = tl_x(&t, ce);
-            if (x1 - x0 < 3) {
-                x0 -= 1.5;
-                x1 = x0 + 3;
-            }
-            fprintf(f, "<rect class=\"cul\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>culprit: ", x0, cy,
-                    x1 - x0, ch);
-            rep_html(f, teller_store_str(w->st, w->ev->name[c]), 300);
-            fputs("</title></rect>", f);
-            fprintf(f, "<path class=\"culm\" d=\"M%.1f %d l-5 -8 h10 z\"/>\n", (x0 + x1) / 2, TL_TOP - 14);
-        }
     }
     fputs("</svg>\n", f);
     free(ln);
@@ -567,17 +607,67 @@ static void put_legend(FILE *f)
                    "margin-right:4px\"><rect class=\"%s\" width=\"12\" height=\"10\"/></svg>%s</span>",
                 items[i][0], items[i][1]);
     fputs("<span><svg width=\"12\" height=\"10\" style=\"display:inline-block;vertical-align:-1px;margin-right:4px\">"
-          "<rect class=\"cul\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/></svg>culprit</span></div>\n",
+          "<rect class=\"cul\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/></svg>culprit</span>"
+          "<span><svg width=\"12\" height=\"10\" style=\"display:inline-block;vertical-align:-1px;margin-right:4px\">"
+          "<rect class=\"vic\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/></svg>waited for the root rank</span></div>\n",
           f);
 }
 
-static void call_chain(hw *w, const teller_diag_step *s)
+/* When the root rank holds no culprit event: what is known of it, and
+ * the ranks that waited, as evidence. */
+static void no_culprit(hw *w, const teller_diag_step *s, const rep_blame *b)
 {
     FILE *f = w->f;
     const teller_events *ev = w->ev;
-    uint32_t c = s->culprit_event;
-    if (c == TELLER_NONE || c >= ev->n) {
+    char du[32];
+    if (s->root_rank < 0 || s->pred.ncand <= 0) {
         fputs("<p class=\"note\">The analysis named no culprit event.</p>\n", f);
+        return;
+    }
+    fprintf(f, "<p class=\"blame\">Rank %d ", s->root_rank);
+    if (b->missing)
+        fputs("never launched <span class=\"op\">", f);
+    else
+        fputs("is the root; the analysis names no event of it for <span class=\"op\">", f);
+    rep_html_name(f, s->pred.cand[0].op, 400);
+    fprintf(f, "</span> in step %u", s->pred.step);
+    if (b->nvictims) {
+        fprintf(f, "; rank%s ", b->nvictims == 1 ? "" : "s");
+        for (size_t v = 0; v < b->nvictims; v++)
+            fprintf(f, "%s%d", v ? ", " : "", teller_store_event_rank(w->st, b->victims[v]));
+        fprintf(f, " waited %s", rep_dur(du, sizeof du, b->waited_ns));
+    }
+    fputs(".</p>\n", f);
+    if (b->other_rank >= 0)
+        fprintf(f, "<p class=\"note\">The event the analysis pointed at is on rank %d, not on the root rank; it is "
+                   "not drawn as the culprit.</p>\n",
+                b->other_rank);
+    if (!b->nvictims)
+        return;
+    fputs("<div class=\"tw\"><table><tr><th>waiting rank (evidence)</th><th>node</th><th>operator</th><th>where</th>"
+          "<th>waited</th></tr>\n",
+          f);
+    for (size_t v = 0; v < b->nvictims; v++) {
+        uint32_t e = b->victims[v];
+        fprintf(f, "<tr><td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"op\">",
+                teller_store_event_rank(w->st, e), teller_store_event_node(w->st, e));
+        rep_html_name(f, teller_store_str(w->st, ev->name[e]), 400);
+        if (ev->flags[e] & TELLER_F_GPU)
+            fprintf(f, "</td><td>device %d stream %d", ev->pid[e], ev->tid[e]);
+        else
+            fprintf(f, "</td><td>thread %d", ev->tid[e]);
+        fprintf(f, "</td><td class=\"n\">%s</td></tr>\n", rep_dur(du, sizeof du, ev->dur_ns[e]));
+    }
+    fputs("</table></div>\n", f);
+}
+
+static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
+{
+    FILE *f = w->f;
+    const teller_events *ev = w->ev;
+    uint32_t c = b->culprit;
+    if (c == TELLER_NONE) {
+        no_culprit(w, s, b);
         return;
     }
     uint32_t chain[256];
@@ -605,8 +695,15 @@ static void call_chain(hw *w, const teller_diag_step *s)
         const char *tag = teller_layer_tag((teller_layer)ev->layer[e]);
         fprintf(f, "<li%s><span class=\"tag %s\">%s</span><span class=\"op\">", i == 0 ? " class=\"cul\"" : "", tag,
                 tag);
-        rep_html(f, teller_store_str(w->st, ev->name[e]), 400);
-        fprintf(f, "</span><span class=\"dur\">%s", rep_dur(du, sizeof du, ev->dur_ns[e]));
+        rep_html_name(f, teller_store_str(w->st, ev->name[e]), 400);
+        /* the culprit's time is the diagnosis's (the numbers say the
+         * same); this one call's own time only beside it */
+        if (i == 0 && s->culprit_ns > 0 && s->culprit_ns != ev->dur_ns[e]) {
+            char d2[32];
+            fprintf(f, "</span><span class=\"dur\">%s in this step (this call %s)", rep_dur(du, sizeof du, s->culprit_ns),
+                    rep_dur(d2, sizeof d2, ev->dur_ns[e]));
+        } else
+            fprintf(f, "</span><span class=\"dur\">%s", rep_dur(du, sizeof du, i == 0 && s->culprit_ns > 0 ? s->culprit_ns : ev->dur_ns[e]));
         if (ev->flags[e] & TELLER_F_GPU)
             fprintf(f, " \xc2\xb7 device %d stream %d", ev->pid[e], ev->tid[e]);
         else
@@ -621,37 +718,53 @@ static void call_chain(hw *w, const teller_diag_step *s)
     fputs("</ol>\n", f);
 }
 
-static void numbers(hw *w, const teller_diag_step *s)
+static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl)
 {
     FILE *f = w->f;
     char a[32], b[32];
-    fputs("<table><tr><th>quantity</th><th>value</th><th>usual</th></tr>\n", f);
+    fputs("<div class=\"tw\"><table><tr><th>quantity</th><th>value</th><th>usual</th></tr>\n", f);
     fprintf(f, "<tr><td>step time (longest rank)</td><td class=\"n\">%s</td><td class=\"n\">%s</td></tr>\n",
             rep_dur(a, sizeof a, s->dur_ns), rep_dur(b, sizeof b, s->expected_ns));
     fprintf(f, "<tr><td>excess</td><td class=\"n sev\">%s</td><td class=\"n\">", rep_dur(a, sizeof a, s->excess_ns));
-    if (s->expected_ns > 0)
-        fprintf(f, "+%.0f%% over expected", 100.0 * (double)s->excess_ns / (double)s->expected_ns);
+    if (s->expected_ns > 0) {
+        /* beyond 100 times the expected, a ratio; never a percentage in the millions */
+        double r = (double)(s->expected_ns + s->excess_ns) / (double)s->expected_ns;
+        if (r < 100)
+            fprintf(f, "+%.0f%% over expected", 100.0 * (double)s->excess_ns / (double)s->expected_ns);
+        else
+            fprintf(f, "%s the expected", rep_times(b, sizeof b, r));
+    }
     fputs("</td></tr>\n", f);
-    fprintf(f, "<tr><td>culprit time in this step</td><td class=\"n\">%s</td><td class=\"n\">%s",
-            rep_dur(a, sizeof a, s->culprit_ns), rep_dur(b, sizeof b, s->culprit_base_ns));
-    if (s->culprit_base_ns > 0)
-        fprintf(f, " (\xc3\x97%.2f)", (double)s->culprit_ns / (double)s->culprit_base_ns);
-    fputs("</td></tr>\n", f);
+    if (bl->missing)
+        fprintf(f, "<tr><td>culprit time in this step</td><td class=\"n sev\">not launched on rank %d</td>"
+                   "<td class=\"n\">%s</td></tr>\n",
+                s->root_rank, rep_dur(b, sizeof b, s->culprit_base_ns));
+    else {
+        fprintf(f, "<tr><td>culprit time in this step</td><td class=\"n\">%s</td><td class=\"n\">%s",
+                rep_dur(a, sizeof a, s->culprit_ns), rep_dur(b, sizeof b, s->culprit_base_ns));
+        if (s->culprit_base_ns > 0)
+            fprintf(f, " (%s)", rep_times(a, sizeof a, (double)s->culprit_ns / (double)s->culprit_base_ns));
+        fputs("</td></tr>\n", f);
+    }
+    if (bl->nvictims)
+        fprintf(f, "<tr><td>longest wait of another rank</td><td class=\"n\">%s</td><td></td></tr>\n",
+                rep_dur(a, sizeof a, bl->waited_ns));
     fprintf(f, "<tr><td>abnormality score</td><td class=\"n\">%.3f</td><td></td></tr>\n", s->pred.score);
-    fprintf(f, "<tr><td>root rank / node</td><td class=\"n\">%d / %d</td><td></td></tr>\n</table>\n", s->root_rank,
-            s->root_node);
+    fprintf(f, "<tr><td>root rank / node</td><td class=\"n\">%d / %d</td><td></td></tr>\n</table></div>\n",
+            s->root_rank, s->root_node);
 
     if (s->pred.ncand > 0) {
-        fputs("<table><tr><th>#</th><th>rank</th><th>layer</th><th>operator</th><th>score</th></tr>\n", f);
+        fputs("<div class=\"tw\"><table><tr><th>#</th><th>rank</th><th>layer</th><th>operator</th><th>score</th></tr>\n",
+              f);
         for (int i = 0; i < s->pred.ncand && i < TELLER_MAX_CANDIDATES; i++) {
             const teller_candidate *c = &s->pred.cand[i];
             fprintf(f, "<tr><td class=\"n\">%d</td><td class=\"n\">%d</td><td>", i + 1, c->rank);
             rep_html(f, c->layer, 16);
             fputs("</td><td class=\"op\">", f);
-            rep_html(f, c->op, 0);
+            rep_html_name(f, c->op, 0);
             fprintf(f, "</td><td class=\"n\">%.3f</td></tr>\n", c->score);
         }
-        fputs("</table>\n", f);
+        fputs("</table></div>\n", f);
     }
 
     /* per rank, from the step summaries */
@@ -663,7 +776,7 @@ static void numbers(hw *w, const teller_diag_step *s)
         if (m->step != s->pred.step)
             continue;
         if (!any)
-            fputs("<table><tr><th>rank</th><th>node</th><th>window</th><th>kernels</th><th>comm</th><th>copies</th>"
+            fputs("<div class=\"tw\"><table><tr><th>rank</th><th>node</th><th>window</th><th>kernels</th><th>comm</th><th>copies</th>"
                   "<th>GPU idle</th><th>kernel count</th></tr>\n",
                   f);
         any = 1;
@@ -674,8 +787,17 @@ static void numbers(hw *w, const teller_diag_step *s)
                 rep_dur(c2, sizeof c2, m->kernel_ns), rep_dur(c3, sizeof c3, m->comm_ns),
                 rep_dur(c4, sizeof c4, m->memcpy_ns), rep_dur(c5, sizeof c5, m->gpu_idle_ns), m->kernels);
     }
+    if (any && bl->missing) {
+        int seen = 0;
+        for (size_t i = 0; i < w->nsum; i++)
+            seen |= w->sum[i].step == s->pred.step && w->sum[i].rank == s->root_rank;
+        if (!seen)
+            fprintf(f, "<tr class=\"root\"><td class=\"n\">%d</td><td class=\"n\">%d</td><td colspan=\"6\">no record of "
+                       "this step in its trace</td></tr>\n",
+                    s->root_rank, s->root_node);
+    }
     if (any)
-        fputs("</table>\n", f);
+        fputs("</table></div>\n", f);
 }
 
 static void evidence(hw *w, const teller_diag_step *s)
@@ -706,7 +828,20 @@ static void evidence(hw *w, const teller_diag_step *s)
     }
 }
 
-/* Bars of every step's time; abnormal ones red, linking to their section. */
+/* "1 ms", "100 s": the label of a power of ten of nanoseconds. */
+static void decade_label(char *buf, size_t cap, int e)
+{
+    static const char *const unit[] = {"ns", "us", "ms", "s"};
+    int u = e / 3 < 3 ? e / 3 : 3;
+    long m = 1;
+    for (int i = 3 * u; i < e; i++)
+        m *= 10;
+    snprintf(buf, cap, "%ld %s", m, unit[u]);
+}
+
+/* Bars of every step's time on a log scale (one hung step of minutes
+ * would flatten a linear one), with a grid line per power of ten;
+ * abnormal ones red, linking to their section. */
 static void overview(hw *w, const size_t *has_section)
 {
     FILE *f = w->f;
@@ -721,7 +856,7 @@ static void overview(hw *w, const size_t *has_section)
         free(pick);
         return;
     }
-    int64_t top = 1;
+    int64_t top = 1, low = INT64_MAX;
     for (size_t c = 0; c < cols; c++)
         pick[c] = SIZE_MAX;
     for (size_t i = 0; i < d->n; i++) {
@@ -737,22 +872,43 @@ static void overview(hw *w, const size_t *has_section)
         }
         if (s->dur_ns > top)
             top = s->dur_ns;
+        if (s->dur_ns > 0 && s->dur_ns < low)
+            low = s->dur_ns;
     }
-    const int H = 90;
+    if (low > top)
+        low = top;
+    /* the scale: from a decade under the power of ten at or below the
+     * shortest step (so that every bar has at least a decade of height)
+     * to the power at or above the longest */
+    int e0 = 0, e1 = 0;
+    for (double p = 100; p <= (double)low && e0 < 18; p *= 10)
+        e0++;
+    for (double p = 1; p < (double)top && e1 < 18; p *= 10)
+        e1++;
+    if (e1 <= e0)
+        e1 = e0 + 1;
+    const int H = 100;
     double bw = (TL_X1 - TL_X0) / (double)cols;
     char du[32];
     fprintf(f, "<svg viewBox=\"0 0 %.0f %d\" width=\"%.0f\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\" "
-               "role=\"img\" aria-label=\"step times\">\n",
+               "role=\"img\" aria-label=\"step times, log scale\">\n",
             TL_W, H + 26, TL_W, H + 26);
-    fprintf(f, "<text class=\"lbl\" x=\"4\" y=\"14\">step time</text><text class=\"ax\" x=\"4\" y=\"28\">max %s</text>\n",
+    fprintf(f, "<text class=\"lbl\" x=\"4\" y=\"14\">step time</text><text class=\"ax\" x=\"4\" y=\"28\">log scale</text>"
+               "<text class=\"ax\" x=\"4\" y=\"42\">max %s</text>\n",
             rep_dur(du, sizeof du, top));
-    fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\"/>\n", TL_X0, H + 4, TL_X1, H + 4);
+    for (int e = e0; e <= e1; e++) {
+        double y = H + 4 - (double)H * (e - e0) / (e1 - e0);
+        decade_label(du, sizeof du, e);
+        fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/><text class=\"ax\" x=\"%.0f\" "
+                   "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                TL_X0, y, TL_X1, y, TL_X0 - 4, y + 3.5, du);
+    }
     for (size_t c = 0; c < cols; c++) {
         size_t i = pick[c];
         if (i == SIZE_MAX)
             continue;
         const teller_diag_step *s = &d->steps[i];
-        double h = (double)H * (double)(s->dur_ns > 0 ? s->dur_ns : 0) / (double)top;
+        double h = s->dur_ns > 0 ? (double)H * (log10((double)s->dur_ns) - e0) / (e1 - e0) : 0;
         if (h < 1)
             h = 1;
         int link = s->pred.abnormal && has_section[i];
@@ -830,13 +986,17 @@ static int step_section(hw *w, const teller_diag_step *s)
     else
         fputs("<span class=\"note\">No explanation.</span>", f);
     fputs("</div>\n<h4>Timeline of every rank</h4>\n", f);
-    if (timeline(w, s) != 0)
+    rep_blame b;
+    rep_blame_of(w->st, s, &b);
+    if (timeline(w, s, &b) != 0)
         return -1;
     put_legend(f);
-    fputs("<h4>Call chain to the culprit</h4>\n", f);
-    call_chain(w, s);
+    fputs(b.culprit != TELLER_NONE || s->root_rank < 0 ? "<h4>Call chain to the culprit</h4>\n"
+                                                         : "<h4>The root rank and the ranks that waited</h4>\n",
+          f);
+    call_chain(w, s, &b);
     fputs("<h4>Numbers</h4>\n", f);
-    numbers(w, s);
+    numbers(w, s, &b);
     fputs("<h4>Evidence</h4>\n", f);
     evidence(w, s);
     if (w->reqs)
@@ -890,7 +1050,7 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
     size_t nab = 0;
     for (size_t i = 0; i < d->n; i++)
         if (d->steps[i].pred.abnormal)
-            order[nab++] = (worst){d->steps[i].pred.score, d->steps[i].pred.step, i};
+            order[nab++] = (worst){d->steps[i].excess_ns, d->steps[i].pred.score, d->steps[i].pred.step, i};
     qsort(order, nab, sizeof *order, cmp_worst);
     size_t shown = nab < TELLER_REPORT_MAX_STEPS ? nab : TELLER_REPORT_MAX_STEPS;
     for (size_t i = 0; i < shown; i++)
@@ -929,8 +1089,10 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
         fprintf(f, "<p>No abnormal step among %zu diagnosed.</p>\n", d->n);
     else {
         fprintf(f, "<p><b>%zu</b> of %zu steps abnormal, worst first.</p>\n", nab, d->n);
-        fputs("<table><tr><th>step</th><th>score</th><th>fault type</th><th>fault</th><th>rank (node)</th>"
-              "<th>operator</th><th>excess</th><th>explanation</th></tr>\n",
+        /* the explanation on a row of its own under its finding: as a
+         * column it would not let the table fit a narrow window */
+        fputs("<div class=\"tw\"><table class=\"sum\"><tr><th>step</th><th>score</th><th>fault (type)</th>"
+              "<th>rank (node)</th><th>operator</th><th>excess</th></tr>\n",
               f);
         for (size_t i = 0; i < nab; i++) {
             const teller_diag_step *s = &d->steps[order[i].i];
@@ -940,16 +1102,20 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
             else
                 fprintf(f, "<tr><td class=\"n\">%u</td>", s->pred.step);
             fprintf(f, "<td class=\"n\">%.3f</td><td>", s->pred.score);
-            rep_html(f, s->pred.fault_type, 0);
-            fputs("</td><td>", f);
-            rep_html(f, s->fault, 0);
+            rep_html(f, fault_of(s), 0);
+            if (s->fault[0]) {
+                fputs(" <span class=\"note\">(", f);
+                rep_html(f, s->pred.fault_type, 0);
+                fputs(")</span>", f);
+            }
             fprintf(f, "</td><td class=\"n\">%d (%d)</td><td class=\"op\">", s->root_rank, s->root_node);
-            rep_html(f, s->pred.ncand > 0 ? s->pred.cand[0].op : "", 160);
-            fprintf(f, "</td><td class=\"n\">%s</td><td>", rep_dur(du, sizeof du, s->excess_ns));
-            rep_html(f, s->pred.explanation, 0);
+            rep_html_name(f, s->pred.ncand > 0 ? s->pred.cand[0].op : "", 160);
+            fprintf(f, "</td><td class=\"n\">%s</td></tr>\n<tr class=\"ex\"><td colspan=\"6\">",
+                    rep_dur(du, sizeof du, s->excess_ns));
+            rep_html_name(f, s->pred.explanation, 0);
             fputs("</td></tr>\n", f);
         }
-        fputs("</table>\n", f);
+        fputs("</table></div>\n", f);
     }
     overview(&w, has_section);
 

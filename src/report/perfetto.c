@@ -49,9 +49,12 @@ static int cmp_sorted_ev(const void *a, const void *b)
     return x->e < y->e ? -1 : x->e > y->e;
 }
 
+/* An event a finding points at: the culprit of a step, or the call of a
+ * rank that waited for a step's root rank (rep_blame). */
 typedef struct culprit_ref {
     uint32_t e;
     uint32_t step_idx; /* index into d->steps */
+    int      waited;   /* 0: the culprit; 1: a waiting rank's call */
 } culprit_ref;
 
 static int cmp_culprit(const void *a, const void *b)
@@ -59,6 +62,8 @@ static int cmp_culprit(const void *a, const void *b)
     const culprit_ref *x = a, *y = b;
     if (x->e != y->e)
         return x->e < y->e ? -1 : 1;
+    if (x->waited != y->waited)
+        return x->waited - y->waited;
     return x->step_idx < y->step_idx ? -1 : x->step_idx > y->step_idx;
 }
 
@@ -148,8 +153,9 @@ static void meta_sort(pw *w, const char *what, int64_t pid, int64_t tid, int64_t
 }
 
 /* One trace event as an X (or i) event on (pid, tid). culprit_step is the
- * step whose culprit it is, or UINT32_MAX. */
-static void put_event(pw *w, uint32_t e, int64_t pid, int32_t tid, uint32_t culprit_step)
+ * step whose culprit it is, waited_step the step in which it waited for
+ * the root rank; UINT32_MAX for none. */
+static void put_event(pw *w, uint32_t e, int64_t pid, int32_t tid, uint32_t culprit_step, uint32_t waited_step)
 {
     const teller_events *ev = teller_store_events(w->st);
     FILE *f = w->f;
@@ -202,6 +208,8 @@ static void put_event(pw *w, uint32_t e, int64_t pid, int32_t tid, uint32_t culp
     }
     if (culprit_step != UINT32_MAX)
         fprintf(f, "%s\"teller_culprit\":\"step %u\"", n++ ? "," : "", culprit_step);
+    if (waited_step != UINT32_MAX)
+        fprintf(f, "%s\"teller_waited\":\"step %u\"", n++ ? "," : "", waited_step);
     fputs("}}", f);
 }
 
@@ -224,26 +232,54 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
     rep_row *rows = NULL;
     size_t nrows = 0;
     int32_t *ntid = calloc(nsrc + 1, sizeof *ntid);
-    culprit_ref *cul = malloc((ndiag + 1) * sizeof *cul);
+    int32_t *root_tid = calloc(nsrc + 1, sizeof *root_tid); /* per source: its thread of root markers, 0: none yet */
+    size_t ncul_cap = ndiag + 1, nblame = 0;
+    culprit_ref *cul = malloc(ncul_cap * sizeof *cul);
+    rep_blame *blame = NULL; /* the abnormal steps whose root rank holds no culprit */
+    uint32_t *blame_of = malloc((ndiag + 1) * sizeof *blame_of); /* per step: index into blame, or TELLER_NONE */
     int64_t *cul_pid = malloc((ndiag + 1) * sizeof *cul_pid);
     int32_t *cul_tid = malloc((ndiag + 1) * sizeof *cul_tid);
     sorted_ev *tmp = NULL;
     size_t tmp_cap = 0;
     lanes L = {0};
     teller_status status = TELLER_OK;
-    if (!ntid || !cul || !cul_pid || !cul_tid || rep_rows(st, &rows, &nrows) != 0) {
+    if (!ntid || !root_tid || !cul || !blame_of || !cul_pid || !cul_tid || rep_rows(st, &rows, &nrows) != 0) {
         status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
         goto done;
     }
 
-    /* Culprits of abnormal steps, sorted by event for lookup while writing. */
+    /* Culprits of abnormal steps (only ever on the root rank: rep_blame)
+     * and the calls that waited for a root rank that has none, sorted by
+     * event for lookup while writing. */
     size_t ncul = 0;
     for (size_t i = 0; i < ndiag; i++) {
+        const teller_diag_step *s = &d->steps[i];
         cul_pid[i] = -1;
         cul_tid[i] = -1;
-        uint32_t e = d->steps[i].culprit_event;
-        if (d->steps[i].pred.abnormal && e != TELLER_NONE && e < ev->n && !(ev->flags[e] & TELLER_F_COUNTER))
-            cul[ncul++] = (culprit_ref){e, (uint32_t)i};
+        blame_of[i] = TELLER_NONE;
+        if (!s->pred.abnormal)
+            continue;
+        rep_blame b;
+        rep_blame_of(st, s, &b);
+        if (b.culprit != TELLER_NONE) {
+            if (!(ev->flags[b.culprit] & TELLER_F_COUNTER))
+                cul[ncul++] = (culprit_ref){b.culprit, (uint32_t)i, 0};
+            continue;
+        }
+        rep_blame *g = realloc(blame, (nblame + 1) * sizeof *g);
+        culprit_ref *gc = ncul + b.nvictims >= ncul_cap ? realloc(cul, (ncul_cap += b.nvictims) * sizeof *gc) : cul;
+        if (gc)
+            cul = gc;
+        if (g)
+            blame = g;
+        if (!g || !gc) {
+            status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
+            goto done;
+        }
+        blame[nblame] = b;
+        blame_of[i] = (uint32_t)nblame++;
+        for (size_t v = 0; v < b.nvictims; v++)
+            cul[ncul++] = (culprit_ref){b.victims[v], (uint32_t)i, 1};
     }
     if (ncul > 1)
         qsort(cul, ncul, sizeof *cul, cmp_culprit);
@@ -331,8 +367,8 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
                 if ((size_t)li >= nlane_tid)
                     li = (long)nlane_tid - 1;
             }
-            /* Is it a culprit? */
-            uint32_t cstep = UINT32_MAX;
+            /* Is it a culprit, or a call that waited for a root rank? */
+            uint32_t cstep = UINT32_MAX, vstep = UINT32_MAX;
             if (ncul) {
                 size_t lo = 0, hi = ncul;
                 while (lo < hi) {
@@ -344,13 +380,18 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
                 }
                 for (size_t c = lo; c < ncul && cul[c].e == e; c++) {
                     uint32_t si = cul[c].step_idx;
+                    if (cul[c].waited) {
+                        if (vstep == UINT32_MAX)
+                            vstep = d->steps[si].pred.step;
+                        continue;
+                    }
                     cul_pid[si] = pid;
                     cul_tid[si] = lane_tid[li];
                     if (cstep == UINT32_MAX)
                         cstep = d->steps[si].pred.step;
                 }
             }
-            put_event(&w, e, pid, lane_tid[li], cstep);
+            put_event(&w, e, pid, lane_tid[li], cstep, vstep);
         }
     }
 
@@ -384,7 +425,40 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             fprintf(out, ",\"dur_ms\":%.6f,\"expected_ms\":%.6f,\"excess_ms\":%.6f,\"explanation\":",
                     (double)s->dur_ns / 1e6, (double)s->expected_ns / 1e6, (double)s->excess_ns / 1e6);
             teller_json_put(out, s->pred.explanation);
+            if (blame_of[i] != TELLER_NONE) {
+                const rep_blame *b = &blame[blame_of[i]];
+                fprintf(out, ",\"root_never_launched\":%s,\"waiting_ranks\":[", b->missing ? "true" : "false");
+                for (size_t v = 0; v < b->nvictims; v++)
+                    fprintf(out, "%s%d", v ? "," : "", teller_store_event_rank(st, b->victims[v]));
+                fprintf(out, "],\"waited_ms\":%.6f", (double)b->waited_ns / 1e6);
+            }
             fputs("}}", out);
+            /* a root rank without a culprit event: its marker, on its own process */
+            size_t rs = nsrc;
+            if (blame_of[i] != TELLER_NONE && s->root_rank >= 0)
+                for (rs = 0; rs < nsrc && teller_store_source_c(st, (uint32_t)rs)->rank != s->root_rank; rs++)
+                    ;
+            if (rs == nsrc)
+                continue;
+            if (!root_tid[rs]) {
+                root_tid[rs] = ++ntid[rs];
+                meta_name(&w, "thread_name", (int64_t)rs + 1, root_tid[rs], "teller: root of a finding");
+                meta_sort(&w, "thread_sort_index", (int64_t)rs + 1, root_tid[rs], -1);
+            }
+            char op[256];
+            teller_name_normalize(s->pred.ncand > 0 ? s->pred.cand[0].op : "", op, sizeof op);
+            if (blame[blame_of[i]].missing)
+                snprintf(name, sizeof name, "rank %d never launched %.80s (step %u)", s->root_rank, op, s->pred.step);
+            else
+                snprintf(name, sizeof name, "rank %d: root of step %u", s->root_rank, s->pred.step);
+            sep(&w);
+            fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":", out);
+            teller_json_put(out, name);
+            fprintf(out, ",\"pid\":%zu,\"tid\":%d,\"ts\":", rs + 1, root_tid[rs]);
+            put_us(out, s->start_ns - origin);
+            fprintf(out, ",\"args\":{\"teller_root\":\"step %u\"}}", s->pred.step);
+            cul_pid[i] = (int64_t)rs + 1;
+            cul_tid[i] = root_tid[rs];
         }
         /* Step windows as slices (nesting by the same rule), each with a
          * flow arrow to its culprit. Abnormal steps in start order. */
@@ -433,7 +507,8 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             fputs("}}", out);
             uint32_t si = win[k].e;
             if (cul_pid[si] >= 0) {
-                uint32_t ce = s->culprit_event;
+                /* to the culprit's start, or to the root rank's marker */
+                int64_t to = blame_of[si] == TELLER_NONE ? ev->start_ns[s->culprit_event] : s->start_ns;
                 sep(&w);
                 fprintf(out, "{\"ph\":\"s\",\"cat\":\"teller\",\"name\":\"teller culprit\",\"id\":%u,\"pid\":%" PRId64
                              ",\"tid\":%d,\"ts\":",
@@ -444,7 +519,7 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
                 fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"teller\",\"name\":\"teller culprit\",\"id\":%u,\"pid\":%"
                              PRId64 ",\"tid\":%d,\"ts\":",
                         si + 1, cul_pid[si], cul_tid[si]);
-                put_us(out, ev->start_ns[ce] - origin);
+                put_us(out, to - origin);
                 fputs("}", out);
             }
         }
@@ -460,7 +535,10 @@ done:
     free(tmp);
     free(rows);
     free(ntid);
+    free(root_tid);
     free(cul);
+    free(blame);
+    free(blame_of);
     free(cul_pid);
     free(cul_tid);
     return status;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "teller/diagnose.h"
 #include "teller/store.h"
 
 /* Writes s as HTML text, safe in element content and in quoted attribute
@@ -19,9 +20,44 @@
  * (cut on a character boundary, followed by "..."); max 0 means all. */
 void rep_html(FILE *f, const char *s, size_t max);
 
+/* rep_html with a <wbr> where an operator name may wrap: after '_', '/',
+ * ':' (not between the two of "::"), ',' and '.' before a letter, and
+ * before '(' and '<'. For HTML element content only (not attributes, not
+ * SVG titles). */
+void rep_html_name(FILE *f, const char *s, size_t max);
+
 /* A duration for people: "812 ns", "12.4 us", "3.412 ms", "1.250 s".
  * Returns buf. */
 char *rep_dur(char *buf, size_t cap, int64_t ns);
+
+/* A ratio for people, after U+00D7 (the multiplication sign): two
+ * decimals below 100 ("x20.68" with that sign for the x), whole and
+ * grouped by thousands from 100 on ("x70,414,271"), so that a ratio never
+ * turns into a percentage in the millions. Returns buf. */
+char *rep_times(char *buf, size_t cap, double r);
+
+/* What the reports blame for a diagnosed step, from its top candidate.
+ * The culprit event is outlined (HTML) and pointed at (Perfetto) only
+ * when it lies on the root rank, or when no root rank is named. When it
+ * does not (culprit_event is TELLER_NONE or on another rank, as for a
+ * rank that never launched a collective its peers wait in), nothing is
+ * drawn as the culprit; the ranks that waited in the top operator are
+ * listed instead as evidence: per other rank, its longest event of that
+ * operator in the step, kept when it lasted at least half the step's
+ * excess and longer than the culprit's usual time. */
+#define REP_MAX_VICTIMS 64
+typedef struct rep_blame {
+    uint32_t culprit;    /* the event to outline, TELLER_NONE when none lies on the root rank */
+    int      missing;    /* no culprit, and the root rank has no event of the top operator in the step */
+    int32_t  other_rank; /* the rank of a culprit_event that is not on the root rank, else -1 */
+    uint32_t victims[REP_MAX_VICTIMS]; /* the waiting ranks' events, by rank */
+    size_t   nvictims;
+    int64_t  waited_ns;  /* the longest of them */
+} rep_blame;
+
+/* Fills *b for step s (one pass over the events when there is no culprit
+ * on the root rank; free otherwise). */
+void rep_blame_of(const teller_store *st, const teller_diag_step *s, rep_blame *b);
 
 /* One row: a CPU thread or a GPU stream of one source. */
 typedef struct rep_row {
