@@ -467,6 +467,7 @@ static void hang_diagnosis(teller_diagnosis *d, teller_diag_step *steps, const t
     fill_windows(d, st);
     mark_abnormal(&steps[0], st, find_on(st, "ampere_sgemm_128x64_tn", 0, 0), 1.0, "kernel_regression", "kernel",
                   "a slow GEMM on rank 0");
+    steps[0].expected_ns = 2000000;
     steps[0].excess_ns = 100000;
     teller_diag_step *s = &steps[1];
     s->pred.abnormal = 1;
@@ -535,6 +536,7 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         CHECK(b.p && strstr(b.p, "href=\"#step-1\"") < strstr(b.p, "href=\"#step-0\""));
         CHECK(b.p && strstr(b.p, "id=\"step-1\"") < strstr(b.p, "id=\"step-0\""));
         CHECK(percentages_sane(b.p));
+        CHECK(b.p && strstr(b.p, "+5.0% over expected")); /* small excesses keep a decimal */
         free(sec);
         free(b.p);
     }
@@ -865,6 +867,7 @@ static void test_reports_on_the_real_vllm_trace(void)
     check_html_safe(&h);
     keep("eager_trace.html", &h);
     CHECK(h.p && strstr(h.p, "id=\"step-0\"") && strstr(h.p, "class=\"cul\" x="));
+    CHECK(h.p && strstr(h.p, nsteps == 1 ? " 1 step \xc2\xb7 " : " steps \xc2\xb7 "));
     buf p = render_perfetto(st, &d);
     jv *doc = p.p ? jdom_parse("perfetto", p.p, p.n, &err) : NULL;
     CHECK(doc != NULL);

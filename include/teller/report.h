@@ -26,12 +26,16 @@ extern "C" {
  * the HTML report; the rest are listed in the summary only. */
 #define TELLER_REPORT_MAX_STEPS 20
 
-/* Writes the HTML report: a summary of the abnormal steps (worst first),
- * an overview of step durations, then for each of the worst
+/* Writes the HTML report: a summary of the abnormal steps (worst first:
+ * the largest excess_ns, then the highest score), an overview of step
+ * durations on a log scale, then for each of the worst
  * TELLER_REPORT_MAX_STEPS steps an SVG timeline of every rank around the
  * step (and its neighbours), the call chain from the step marker down to
  * the culprit, the evidence, the explanation and the numbers; then the
- * diagnosis notes. With reqs (may be NULL), each abnormal step also lists
+ * diagnosis notes. The culprit is the diagnosis's culprit_event, drawn
+ * only when it lies on root_rank; otherwise the page says that root_rank
+ * never launched the top candidate's operator (when its trace has no call
+ * of it in the step) and lists the ranks that waited in it as evidence. With reqs (may be NULL), each abnormal step also lists
  * the requests it delayed. No network, no external resources; readable
  * without scripts. title may be NULL. TELLER_ERR_IO when the stream fails,
  * TELLER_ERR_NOMEM when memory runs out. */
@@ -48,7 +52,11 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
  * added on a "teller findings" process: an instant per abnormal step with
  * args {score, fault_type, fault, rank, op, explanation}, a slice over the
  * step window, and a flow arrow from that slice to the culprit event,
- * which also carries args.teller_culprit. d may be NULL (trace only). */
+ * which also carries args.teller_culprit. As in the HTML, a culprit_event
+ * that is not on root_rank is not marked: the arrow then ends on an instant
+ * on root_rank's process, the instant's args add {root_never_launched,
+ * waiting_ranks, waited_ms}, and the waiting ranks' calls carry
+ * args.teller_waited. d may be NULL (trace only). */
 teller_status teller_report_perfetto(const teller_store *st, const teller_diagnosis *d, FILE *out,
                                      teller_error *err);
 

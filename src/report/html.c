@@ -35,7 +35,7 @@
 static const char CSS[] =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1240px;"
     "padding:16px 24px;color:#1d2330;background:#fff}"
-    "h1{font-size:24px;margin:8px 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:2px solid #e3e7ee;"
+    "h1{font-size:24px;margin:8px 0 4px;overflow-wrap:break-word}h2{font-size:19px;margin:28px 0 8px;border-bottom:2px solid #e3e7ee;"
     "padding-bottom:4px}h3{font-size:16px;margin:18px 0 6px}"
     ".meta{color:#5a6478;margin:0 0 12px}"
     "table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}"
@@ -729,8 +729,9 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl)
     if (s->expected_ns > 0) {
         /* beyond 100 times the expected, a ratio; never a percentage in the millions */
         double r = (double)(s->expected_ns + s->excess_ns) / (double)s->expected_ns;
+        double pct = 100.0 * (double)s->excess_ns / (double)s->expected_ns;
         if (r < 100)
-            fprintf(f, "+%.0f%% over expected", 100.0 * (double)s->excess_ns / (double)s->expected_ns);
+            fprintf(f, "+%.*f%% over expected", pct < 10 ? 1 : 0, pct);
         else
             fprintf(f, "%s the expected", rep_times(b, sizeof b, r));
     }
@@ -1064,7 +1065,7 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
           f);
     rep_html(f, title, 0);
     fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
-    rep_html(f, title, 0);
+    rep_html_name(f, title, 0);
     fputs("</h1>\n", f);
     {
         int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -1075,9 +1076,10 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
                 t1 = w.ev->start_ns[i] + w.ev->dur_ns[i];
         }
         char du[32];
-        fprintf(f, "<p class=\"meta\">%zu rank%s on %zu node%s \xc2\xb7 %u steps \xc2\xb7 %zu events \xc2\xb7 %s of trace",
+        fprintf(f, "<p class=\"meta\">%zu rank%s on %zu node%s \xc2\xb7 %u step%s \xc2\xb7 %zu events \xc2\xb7 %s of trace",
                 w.nranks, w.nranks == 1 ? "" : "s", teller_store_num_nodes(st),
-                teller_store_num_nodes(st) == 1 ? "" : "s", teller_store_step_count(st), w.ev->n,
+                teller_store_num_nodes(st) == 1 ? "" : "s", teller_store_step_count(st),
+                teller_store_step_count(st) == 1 ? "" : "s", w.ev->n,
                 rep_dur(du, sizeof du, w.ev->n ? t1 - t0 : 0));
         if (teller_store_num_warnings(st))
             fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(st));

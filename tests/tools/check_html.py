@@ -4,9 +4,12 @@
 Parses the file with Python's html.parser and fails (exit 1) when tags do
 not balance (void elements aside), when any <script> element, external
 resource (src=, href= other than #anchors, <link>, @import, url()) or
-event-handler attribute appears, or when raw control characters are left.
+event-handler attribute appears, when raw control characters are left, or
+when a percentage of 10000 % or more is printed (ratios that large are
+written as xN).
 Usage: check_html.py REPORT.html [...]
 """
+import re
 import sys
 from html.parser import HTMLParser
 
@@ -61,6 +64,9 @@ class Checker(HTMLParser):
             self.err("raw control character in text")
         if self.stack and self.stack[-1] == "style" and ("@import" in data or "url(" in data):
             self.err("external resource in CSS")
+        for m in re.finditer(r"([0-9]+(?:\.[0-9]+)?)\s*%", data):
+            if float(m.group(1)) >= 10000:
+                self.err(f"percentage {m.group(0)!r}: a ratio that large reads better as xN")
 
 
 def main(paths):
