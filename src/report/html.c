@@ -948,9 +948,11 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
         fputs("<p class=\"note\">No known request was served in this step.</p>\n", f);
         return;
     }
-    fprintf(f, "<p>%zu request(s) were served in this step (%s).</p>\n<table><tr><th>request</th><th>latency</th>"
-               "<th>its share of the step</th><th>dominant cause</th></tr>\n",
-            n, r->source ? r->source : "");
+    fprintf(f, "<p>%zu request(s) were served in this step (", n);
+    rep_html(f, r->source, 0);
+    fputs(").</p>\n<div class=\"tw\"><table><tr><th>request</th><th>latency</th><th>its share of the step</th>"
+          "<th>dominant cause</th></tr>\n",
+          f);
     for (size_t i = 0; i < r->n && shown < 20; i++) {
         const teller_request *q = &r->req[i];
         for (uint32_t j = 0; j < q->nsteps; j++) {
@@ -967,7 +969,7 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
             break;
         }
     }
-    fputs("</table>\n", f);
+    fputs("</table></div>\n", f);
     if (n > shown)
         fprintf(f, "<p class=\"note\">%zu more not listed.</p>\n", n - shown);
 }
