@@ -410,12 +410,13 @@ static void test_html_culprit_time_is_the_diagnosis_number_everywhere(void)
 }
 
 /* Three ranks; in step 1 ranks 0 and 1 launch an all-reduce that waits
- * 600 s for rank 2, which never launches it. */
+ * 600 s for rank 2, which never launches it. With nranks 2, rank 2's
+ * trace is not loaded at all. */
 #define HANG_OP "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-static teller_store *hang_store(void)
+static teller_store *hang_store(int nranks)
 {
     teller_store *st = teller_store_create();
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < nranks; r++) {
         char path[32];
         snprintf(path, sizeof path, "rank%d.json", r);
         teller_source src = {0};
@@ -503,7 +504,7 @@ static int percentages_sane(const char *p)
 
 static void test_html_hang_blames_the_rank_that_never_launched(void)
 {
-    teller_store *st = hang_store();
+    teller_store *st = hang_store(3);
     uint32_t victim = find_on(st, HANG_OP, 0, 1);
     CHECK(victim != TELLER_NONE && find_on(st, HANG_OP, 2, 1) == TELLER_NONE);
     /* the analysis points at a waiting rank's kernel, then at nothing */
@@ -541,6 +542,23 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         free(b.p);
     }
     teller_store_free(st);
+    /* without rank 2's trace the page cannot say it never launched */
+    st = hang_store(2);
+    teller_diag_step steps[2];
+    teller_diagnosis d;
+    hang_diagnosis(&d, steps, st, TELLER_NONE);
+    buf b = render_html(st, &d, "hang, rank 2 not loaded");
+    check_html_safe(&b);
+    CHECK(b.p && strstr(b.p, "Rank 2 is the root, but its trace was not loaded"));
+    CHECK(b.p && strstr(b.p, "; ranks 0, 1 waited 600.000 s."));
+    CHECK(b.p && strstr(b.p, "never launched") == NULL);
+    free(b.p);
+    b = render_perfetto(st, &d);
+    CHECK(b.p && strstr(b.p, "\"root_never_launched\":false,\"root_trace_loaded\":false"));
+    CHECK(b.p && strstr(b.p, "\"teller_root\"") == NULL);
+    CHECK(b.p && count(b.p, "\"ph\":\"f\"") == 1); /* step 0's flow only: step 1's has nowhere to land */
+    free(b.p);
+    teller_store_free(st);
 }
 
 /* The height of the overview bar whose tooltip starts with title, or -1. */
@@ -558,7 +576,7 @@ static double bar_height(const char *html, const char *title)
 
 static void test_html_layout_wraps_names_and_scales_the_step_chart(void)
 {
-    teller_store *st = hang_store();
+    teller_store *st = hang_store(3);
     teller_diag_step steps[2];
     teller_diagnosis d;
     hang_diagnosis(&d, steps, st, TELLER_NONE);
@@ -589,7 +607,7 @@ static void test_html_layout_wraps_names_and_scales_the_step_chart(void)
 
 static void test_perfetto_hang_points_at_the_root_rank_not_a_victim(void)
 {
-    teller_store *st = hang_store();
+    teller_store *st = hang_store(3);
     uint32_t culprits[2] = {find_on(st, HANG_OP, 0, 1), TELLER_NONE};
     for (int v = 0; v < 2; v++) {
         teller_diag_step steps[2];

@@ -627,6 +627,8 @@ static void no_culprit(hw *w, const teller_diag_step *s, const rep_blame *b)
     fprintf(f, "<p class=\"blame\">Rank %d ", s->root_rank);
     if (b->missing)
         fputs("never launched <span class=\"op\">", f);
+    else if (b->unloaded)
+        fputs("is the root, but its trace was not loaded; it is blamed for <span class=\"op\">", f);
     else
         fputs("is the root; the analysis names no event of it for <span class=\"op\">", f);
     rep_html_name(f, s->pred.cand[0].op, 400);

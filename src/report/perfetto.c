@@ -427,7 +427,8 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             teller_json_put(out, s->pred.explanation);
             if (blame_of[i] != TELLER_NONE) {
                 const rep_blame *b = &blame[blame_of[i]];
-                fprintf(out, ",\"root_never_launched\":%s,\"waiting_ranks\":[", b->missing ? "true" : "false");
+                fprintf(out, ",\"root_never_launched\":%s,\"root_trace_loaded\":%s,\"waiting_ranks\":[",
+                        b->missing ? "true" : "false", b->unloaded ? "false" : "true");
                 for (size_t v = 0; v < b->nvictims; v++)
                     fprintf(out, "%s%d", v ? "," : "", teller_store_event_rank(st, b->victims[v]));
                 fprintf(out, "],\"waited_ms\":%.6f", (double)b->waited_ns / 1e6);

@@ -48,7 +48,9 @@ char *rep_times(char *buf, size_t cap, double r);
 #define REP_MAX_VICTIMS 64
 typedef struct rep_blame {
     uint32_t culprit;    /* the event to outline, TELLER_NONE when none lies on the root rank */
-    int      missing;    /* no culprit, and the root rank has no event of the top operator in the step */
+    int      missing;    /* no culprit, and the root rank's trace (loaded) has no event of the top
+                          * operator in the step: it never launched it */
+    int      unloaded;   /* no culprit, and no trace of the root rank was loaded */
     int32_t  other_rank; /* the rank of a culprit_event that is not on the root rank, else -1 */
     uint32_t victims[REP_MAX_VICTIMS]; /* the waiting ranks' events, by rank */
     size_t   nvictims;
