@@ -48,6 +48,9 @@ static void case_logs(const char *dir, char ***v, size_t *n)
 static int step_cmp(const void *a, const void *b)
 {
     const teller_diag_step *x = *(const teller_diag_step *const *)a, *y = *(const teller_diag_step *const *)b;
+    /* worst first: what the step lost, then how sure the finding is */
+    if (x->excess_ns != y->excess_ns)
+        return x->excess_ns > y->excess_ns ? -1 : 1;
     if (x->pred.score != y->pred.score)
         return x->pred.score > y->pred.score ? -1 : 1;
     return x->pred.step < y->pred.step ? -1 : 1;

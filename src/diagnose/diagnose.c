@@ -1226,8 +1226,11 @@ static int detect_comm(dctx *D)
                 }
             }
             if (missing >= 0 || x->transfer > 5e9) {
-                cand cd = {TELLER_FAULT_NCCL_HANG, missing >= 0 ? missing : mem[cc->first_member].rank, ev->name[k0],
-                           TELLER_LAYER_KERNEL, x->transfer, x->transfer / (u + 1), x->transfer, u, k0, 0, 0, -1};
+                /* the root is the rank that never launched the collective: it has
+                 * no event for it (-1 when that rank's trace is not loaded); the
+                 * ranks that waited are the evidence (peer: one of them) */
+                cand cd = {TELLER_FAULT_NCCL_HANG, missing, ev->name[k0], TELLER_LAYER_KERNEL, x->transfer,
+                           x->transfer / (u + 1), 0, u, TELLER_NONE, 0, cc->num_members, mem[cc->first_member].rank};
                 if (add_cand(D, x->step, &cd))
                     goto oom2;
                 continue;
@@ -1637,23 +1640,46 @@ static void fmt_ms(char *b, size_t n, double ns)
         snprintf(b, n, "%.1f us", ns / 1e3);
 }
 
+/* the node of a loaded rank, -1 when no loaded source has it */
+static int32_t node_of_rank(const teller_store *st, int32_t rank)
+{
+    for (size_t q = 0; q < teller_store_num_sources(st); q++)
+        if (teller_store_source_c(st, (uint32_t)q)->rank == rank)
+            return teller_store_source_c(st, (uint32_t)q)->node;
+    return -1;
+}
+
 static void explain(dctx *D, teller_diag_step *s, const cand *c)
 {
     char what[256], dur[32], ex[32], act[32], usual[32];
-    int32_t node = -1;
-    for (size_t q = 0; q < teller_store_num_sources(D->st); q++)
-        if (teller_store_source_c(D->st, (uint32_t)q)->rank == c->rank)
-            node = teller_store_source_c(D->st, (uint32_t)q)->node;
+    int32_t node = node_of_rank(D->st, c->rank);
     teller_fault_what(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, what, sizeof what);
     fmt_ms(dur, sizeof dur, (double)s->dur_ns);
     fmt_ms(ex, sizeof ex, (double)s->excess_ns);
     fmt_ms(act, sizeof act, c->actual);
     fmt_ms(usual, sizeof usual, c->usual);
-    int n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+    int n;
+    if (c->det == TELLER_FAULT_NCCL_HANG) {
+        /* the root never ran the operator: say who waited, not what it "took" */
+        if (c->rank < 0)
+            n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                         "Step %u took %s, %s longer than expected: a rank whose trace is not loaded never launched "
+                         "its collective, so the %u loaded member(s) (rank %d among them) blocked in %s until the "
+                         "NCCL watchdog fired (nccl_hang).",
+                         s->pred.step, dur, ex, c->fed, c->peer, teller_store_str(D->st, c->name));
+        else
+            n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                         "Step %u took %s, %s longer than expected: %s (nccl_hang). The root operator is %s on rank %d "
+                         "(node %d), which it never launched; rank %d and the other %u member(s) waited %s for it.",
+                         s->pred.step, dur, ex, what, teller_store_str(D->st, c->name), c->rank, node, c->peer,
+                         c->fed ? c->fed - 1 : 0, ex);
+    } else {
+        n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
                      "Step %u took %s, %s longer than expected: %s (%s). The root operator is %s on rank %d (node %d), "
                      "which took %s against a usual %s.",
                      s->pred.step, dur, ex, what, teller_fault_name(c->det), teller_store_str(D->st, c->name), c->rank, node,
                      act, usual);
+    }
     if (s->pred.nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
         snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->pred.ev[0].text);
 }
@@ -1882,7 +1908,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         s->culprit_event = top->event;
         s->culprit_ns = (int64_t)top->actual;
         s->culprit_base_ns = (int64_t)top->usual;
-        s->root_node = top->event != TELLER_NONE ? teller_store_event_node(st, top->event) : -1;
+        s->root_node = top->event != TELLER_NONE ? teller_store_event_node(st, top->event) : node_of_rank(st, top->rank);
         double ex = top->excess < (double)s->dur_ns ? top->excess : (double)s->dur_ns;
         s->excess_ns = (int64_t)ex;
         s->expected_ns = s->dur_ns - s->excess_ns;

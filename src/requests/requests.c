@@ -557,14 +557,17 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
     if (q->log_finished_ns != INT64_MIN && q->finish_ns != INT64_MIN &&
         (q->log_finished_ns > q->finish_ns + SEC_NS || q->log_finished_ns + SEC_NS < q->finish_ns))
         q->flags |= TELLER_REQF_FINISH_MISMATCH;
-    if (q->finish_ns == INT64_MIN)
-        return;
-    q->latency_ns = q->finish_ns - q->arrival_ns;
-    q->stall_ns = q->latency_ns - q->queue_ns - q->prefill_ns - q->decode_ns;
-    if (q->stall_ns < 0)
-        q->stall_ns = 0;
-    /* the dominant cause */
-    if (q->excess_ns > 0 && q->excess_ns * 20 >= q->latency_ns && q->worst_step != TELLER_NONE) {
+    int finished = q->finish_ns != INT64_MIN;
+    if (finished) {
+        q->latency_ns = q->finish_ns - q->arrival_ns;
+        q->stall_ns = q->latency_ns - q->queue_ns - q->prefill_ns - q->decode_ns;
+        if (q->stall_ns < 0)
+            q->stall_ns = 0;
+    }
+    /* the dominant cause: an abnormal step that cost 5 % of the latency or
+     * more, or any abnormal step of a request that never finished (stuck
+     * in a hang, say) */
+    if (q->excess_ns > 0 && q->worst_step != TELLER_NONE && (!finished || q->excess_ns * 20 >= q->latency_ns)) {
         const teller_diag_step *d = diag_step(diag, q->worst_step);
         char op[96] = "";
         if (d && d->pred.ncand)
@@ -573,6 +576,8 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
                  d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op, (double)q->excess_ns / 1e6);
         return;
     }
+    if (!finished)
+        return;
     const char *what[4] = {"queue (waiting for a batch slot)", "prefill", "decode", "stalls between its steps"};
     int64_t v[4] = {q->queue_ns, q->prefill_ns, q->decode_ns, q->stall_ns};
     int b = 0;
