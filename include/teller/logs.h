@@ -123,7 +123,11 @@ typedef struct teller_log_stats {
     uint64_t by_family[TELLER_LOG_FAMILY_COUNT];
 } teller_log_stats;
 
-/* Returns non-zero to stop reading (feed then returns TELLER_OK early). */
+/* Called for every record. Returns 0 to go on; a positive value stops
+ * reading (feed and finish then return TELLER_OK early); a negative one,
+ * -status (e.g. -TELLER_ERR_NOMEM when the callback could not allocate),
+ * stops reading and makes feed, finish and teller_log_read_file return
+ * that status, the error naming the record's line. */
 typedef int (*teller_log_fn)(void *ctx, const teller_log_record *rec);
 
 typedef struct teller_log_reader teller_log_reader;
@@ -138,6 +142,17 @@ teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size
 teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, void *ctx,
                                        teller_error *err);
 const teller_log_stats *teller_log_reader_stats(const teller_log_reader *r);
+
+/* Reads the log file at path (plain, or gzip-compressed: read as if plain)
+ * through a reader made with opts and hands its records to fn. stats (may
+ * be NULL) receives the reader's counts. Errors, each naming the file:
+ * TELLER_ERR_IO when it cannot be opened or read; TELLER_ERR_ARG for a
+ * directory; TELLER_ERR_FORMAT for a trace (Nsight Systems SQLite, .tlt,
+ * Kineto/Chrome JSON) or a file without one text line; TELLER_ERR_NOMEM;
+ * or the status a callback stopped with. Records already handed out before
+ * a read error stay handed out. */
+teller_status teller_log_read_file(const char *path, const teller_log_opts *opts, teller_log_fn fn,
+                                   void *ctx, teller_log_stats *stats, teller_error *err);
 
 /* Parses one line (no newline; ANSI and UTF-8 clean-up are the reader's job)
  * into *out. Time-only lines take their date from opts->ref_ns. Never fails:
@@ -199,6 +214,11 @@ typedef struct teller_loghub_result {
 
 teller_status teller_loghub_eval(const char *dataset_dir, const teller_miner_opts *opts,
                                  teller_loghub_result *out, teller_error *err);
+/* The same on NAME/NAME_2k.log read whole through teller_log_read_file
+ * (headers included, as a user has the file); each record's key is mined,
+ * and lines are grouped by template id. */
+teller_status teller_loghub_eval_raw(const char *dataset_dir, const teller_miner_opts *opts,
+                                     teller_loghub_result *out, teller_error *err);
 
 /* ---- alignment to a tree-built store ---------------------------------- */
 

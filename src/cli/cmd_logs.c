@@ -17,7 +17,7 @@ static void help(FILE *f)
     fprintf(f,
             "usage: teller logs [options] LOG...\n"
             "       teller logs --align TRACE_OR_CASE... -- [options] LOG...\n"
-            "       teller logs --loghub DIR\n"
+            "       teller logs --loghub DIR [--raw]\n"
             "Reads vLLM, SGLang, PyTorch, NCCL and other logs; one record per line\n"
             "(one per Python traceback); mines templates (Drain family).\n"
             "Without --json: a summary of templates by count and level.\n"
@@ -32,6 +32,8 @@ static void help(FILE *f)
             "  --tz-offset S      the logger's zone in seconds east of UTC (default 0)\n"
             "  --loghub DIR       GA and PA of the miner on every Loghub-2k dataset in DIR\n"
             "                     (feeds the Content column)\n"
+            "  --raw              with --loghub: read the raw NAME_2k.log files instead, headers\n"
+            "                     and all, and score by template id\n"
             "  --similarity F     miner threshold (default 0.7)\n" CLI_COMMON_HELP);
 }
 
@@ -187,7 +189,7 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int loghub(const char *dir, const teller_miner_opts *mo)
+static int loghub(const char *dir, const teller_miner_opts *mo, int raw)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -208,7 +210,9 @@ static int loghub(const char *dir, const teller_miner_opts *mo)
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, name_cmp);
-    printf("Loghub-2k, Content column fed to the miner; GA and PA as Loghub-2.0 defines them\n");
+    printf(raw ? "Loghub-2k, raw NAME_2k.log files (headers found by the reader), scored by template id;\n"
+                 "GA and PA as Loghub-2.0 defines them\n"
+               : "Loghub-2k, Content column fed to the miner; GA and PA as Loghub-2.0 defines them\n");
     printf("%-12s %6s %7s %7s %7s %7s %9s\n", "dataset", "lines", "truth", "found", "GA", "PA", "lines/s");
     double sga = 0, spa = 0;
     int ok = 0, rc = 0;
@@ -218,7 +222,8 @@ static int loghub(const char *dir, const teller_miner_opts *mo)
         teller_loghub_result res;
         teller_error err;
         teller_error_clear(&err);
-        if (teller_loghub_eval(p, mo, &res, &err) != TELLER_OK) {
+        teller_status st = raw ? teller_loghub_eval_raw(p, mo, &res, &err) : teller_loghub_eval(p, mo, &res, &err);
+        if (st != TELLER_OK) {
             fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
             rc = 1;
         } else {
@@ -247,7 +252,7 @@ int cmd_logs(int argc, char **argv)
     run r;
     memset(&r, 0, sizeof r);
     char **traces = NULL, **logs = NULL;
-    int ntraces = 0, nlogs = 0, year = 0, node = -1, tz = 0;
+    int ntraces = 0, nlogs = 0, year = 0, node = -1, tz = 0, raw = 0;
     const char *loghub_dir = NULL;
     traces = calloc((size_t)argc + 1, sizeof *traces);
     logs = calloc((size_t)argc + 1, sizeof *logs);
@@ -265,6 +270,8 @@ int cmd_logs(int argc, char **argv)
             goto out;
         } else if (!strcmp(a, "--json")) {
             r.json = 1;
+        } else if (!strcmp(a, "--raw")) {
+            raw = 1;
         } else if (!strcmp(a, "--align")) {
             int j = i + 1;
             while (j < argc && strcmp(argv[j], "--"))
@@ -319,7 +326,7 @@ int cmd_logs(int argc, char **argv)
         }
     }
     if (loghub_dir) {
-        rc = loghub(loghub_dir, &mo);
+        rc = loghub(loghub_dir, &mo, raw);
         goto out;
     }
     if (nlogs == 0) {

@@ -40,6 +40,8 @@ struct teller_log_reader {
     int              overflow; /* the current line passed cap */
     char            *clean;    /* the cleaned line */
     int              stopped;
+    int              cb_status; /* the teller_status a callback stopped with (it returned -status) */
+    uint64_t         cb_line;   /* the line of the record it was given */
     /* the open traceback */
     int              tb;
     teller_log_record tb_rec;
@@ -94,8 +96,14 @@ static int emit(teller_log_reader *r, const teller_log_record *rec, teller_log_f
         r->stats.truncated++;
     if (rec->flags & TELLER_LOGF_NO_TIME)
         r->stats.no_time++;
-    if (fn && fn(ctx, rec))
+    int rc = fn ? fn(ctx, rec) : 0;
+    if (rc) {
         r->stopped = 1;
+        if (rc < 0 && !r->cb_status) {
+            r->cb_status = rc >= -(int)TELLER_ERR_LIMIT ? -rc : (int)TELLER_ERR_ARG;
+            r->cb_line = rec->line;
+        }
+    }
     return r->stopped;
 }
 
@@ -326,6 +334,21 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
     return emit(r, &rec, fn, ctx);
 }
 
+/* A callback that returned -status stopped the reading: that status comes
+ * back from every later feed and finish. */
+static teller_status callback_status(const teller_log_reader *r, teller_error *err)
+{
+    if (!r->cb_status)
+        return TELLER_OK;
+    teller_status st = teller_error_set(err, (teller_status)r->cb_status, "", 0,
+                                        "record callback failed at line %llu: %s",
+                                        (unsigned long long)r->cb_line,
+                                        teller_status_str((teller_status)r->cb_status));
+    if (err)
+        err->line = r->cb_line;
+    return st;
+}
+
 teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size_t len,
                                      teller_log_fn fn, void *ctx, teller_error *err)
 {
@@ -350,7 +373,7 @@ teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size
         r->overflow = 0;
         p = nl + 1;
     }
-    return TELLER_OK;
+    return callback_status(r, err);
 }
 
 teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, void *ctx,
@@ -365,5 +388,5 @@ teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, v
     }
     if (!r->stopped)
         tb_flush(r, fn, ctx);
-    return TELLER_OK;
+    return callback_status(r, err);
 }
