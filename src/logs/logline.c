@@ -747,6 +747,7 @@ void log_ctx_init(parse_ctx *c, const teller_log_opts *o)
     c->ref_year = c->ref_day != INT64_MIN ? year_of_day(c->ref_day) : 1970;
     c->last_day = INT64_MIN;
     c->last_tod = 0;
+    c->layout = NULL;
 }
 
 /* ---- the line ---------------------------------------------------------- */
@@ -816,6 +817,11 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
     size_t mn = r->msg.n;
 
     if (r->family == TELLER_LOG_GENERIC) {
+        size_t h = log_layout_strip(c->layout, m, mn, &r->level);
+        m += h;
+        mn -= h;
+        r->msg.p = m;
+        r->msg.n = mn;
         if (starts(m, mn, 0, "Traceback (most recent call last):")) {
             r->family = TELLER_LOG_TRACEBACK;
             r->level = TELLER_LOGL_ERROR;
