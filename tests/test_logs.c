@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "check.h"
 #include "teller/logs.h"
@@ -775,6 +777,167 @@ static void loghub_2k_grouping_accuracy_holds(void)
     CHECK(sum / 10 >= 0.90);
 }
 
+/* ---- log files -------------------------------------------------------------- */
+
+typedef struct file_collect {
+    uint64_t records, stop_at;
+    int      ret;       /* what the callback returns at stop_at */
+    uint64_t keys_hash; /* FNV-1a over every key */
+} file_collect;
+
+static int on_file(void *ctx, const teller_log_record *rec)
+{
+    file_collect *c = ctx;
+    c->records++;
+    for (size_t i = 0; i < rec->key.n; i++)
+        c->keys_hash = (c->keys_hash ^ (unsigned char)rec->key.p[i]) * 1099511628211ull;
+    c->keys_hash = (c->keys_hash ^ '\n') * 1099511628211ull;
+    return c->stop_at && c->records == c->stop_at ? c->ret : 0;
+}
+
+/* A rotated log compressed with gzip reads record for record as the plain
+ * file does. */
+static void gzip_log_reads_as_the_plain_one(void)
+{
+    size_t len;
+    char *buf = slurp(shared_file("data/loghub/Zookeeper/Zookeeper_2k.log"), &len);
+    CHECK(buf != NULL);
+    if (!buf)
+        return;
+    char path[] = "/tmp/teller_test_XXXXXX.log.gz";
+    int fd = mkstemps(path, 7);
+    CHECK(fd >= 0);
+    if (fd < 0) {
+        free(buf);
+        return;
+    }
+    close(fd);
+    gzFile gz = gzopen(path, "wb6");
+    CHECK(gz != NULL);
+    if (gz) {
+        CHECK(gzwrite(gz, buf, (unsigned)len) == (int)len);
+        gzclose(gz);
+    }
+    file_collect plain = {0, 0, 0, 1469598103934665603ull}, zipped = plain;
+    teller_log_stats sp, sz;
+    teller_error err;
+    CHECK_EQ_INT(teller_log_read_file(shared_file("data/loghub/Zookeeper/Zookeeper_2k.log"), NULL, on_file,
+                                      &plain, &sp, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_log_read_file(path, NULL, on_file, &zipped, &sz, &err), TELLER_OK);
+    CHECK_EQ_INT(plain.records, 2000);
+    CHECK_EQ_INT(zipped.records, plain.records);
+    CHECK(zipped.keys_hash == plain.keys_hash);
+    CHECK_EQ_INT(sz.binary, 0);
+    CHECK_EQ_INT(sz.bad_utf8, 0);
+    unlink(path);
+    free(buf);
+}
+
+/* A directory, a trace (SQLite, .tlt, Kineto JSON even gzip-compressed) and
+ * another compression given as a log: an error naming the file, no record. */
+static void what_is_not_a_log_is_refused_by_name(void)
+{
+    char tlt[] = "/tmp/teller_test_XXXXXX.tlt", xz[] = "/tmp/teller_test_XXXXXX.xz";
+    int fd1 = mkstemps(tlt, 4), fd2 = mkstemps(xz, 3);
+    CHECK(fd1 >= 0 && fd2 >= 0);
+    if (fd1 >= 0) {
+        CHECK(write(fd1, "\x89TLT\r\n\x1a\nrest of a capture\n", 26) == 26);
+        close(fd1);
+    }
+    if (fd2 >= 0) {
+        CHECK(write(fd2, "\xfd" "7zXZ\0\0\x04\xe6\xd6\xb4\x46\n", 13) == 13);
+        close(fd2);
+    }
+    char dir[4096], sqlite[4096], kineto[4096];
+    snprintf(dir, sizeof dir, "%s", shared_file("data/loghub"));
+    snprintf(sqlite, sizeof sqlite, "%s", shared_path("nsys-ai/mock.sqlite"));
+    snprintf(kineto, sizeof kineto, "%s",
+             shared_path("hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"));
+    static const struct {
+        int         which;
+        teller_status st;
+        const char *says;
+    } K[] = {{0, TELLER_ERR_ARG, "directory"},
+             {1, TELLER_ERR_FORMAT, "SQLite"},
+             {2, TELLER_ERR_FORMAT, "Kineto"},
+             {3, TELLER_ERR_FORMAT, ".tlt"},
+             {4, TELLER_ERR_FORMAT, "xz"}};
+    const char *paths[] = {dir, sqlite, kineto, tlt, xz};
+    for (size_t k = 0; k < sizeof K / sizeof *K; k++) {
+        file_collect c = {0, 0, 0, 0};
+        teller_error err;
+        teller_error_clear(&err);
+        CHECK_EQ_INT(teller_log_read_file(paths[K[k].which], NULL, on_file, &c, NULL, &err), K[k].st);
+        CHECK_EQ_INT(c.records, 0);
+        CHECK(!strcmp(err.file, paths[K[k].which]));
+        if (!strstr(err.msg, K[k].says)) {
+            fprintf(stderr, "  %s: '%s' does not say %s\n", paths[K[k].which], err.msg, K[k].says);
+            check_failures++;
+        }
+    }
+    file_collect c = {0, 0, 0, 0};
+    teller_error err;
+    CHECK_EQ_INT(teller_log_read_file("/nonexistent/teller.log", NULL, on_file, &c, NULL, &err), TELLER_ERR_IO);
+    CHECK(!strcmp(err.file, "/nonexistent/teller.log"));
+    unlink(tlt);
+    unlink(xz);
+}
+
+/* A callback that cannot allocate returns -TELLER_ERR_NOMEM: reading stops
+ * there and the status comes back with the record's line; a positive
+ * return stops without an error. */
+static void callback_failure_comes_back_as_the_status(void)
+{
+    const char *path = shared_file("data/loghub/HDFS/HDFS_2k.log");
+    file_collect c = {0, 5, -TELLER_ERR_NOMEM, 0};
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_log_read_file(path, NULL, on_file, &c, NULL, &err), TELLER_ERR_NOMEM);
+    CHECK_EQ_INT(c.records, 5);
+    CHECK_EQ_INT(err.line, 5);
+    CHECK(!strcmp(err.file, path));
+    file_collect d = {0, 5, 1, 0};
+    CHECK_EQ_INT(teller_log_read_file(path, NULL, on_file, &d, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(d.records, 5);
+    /* the same through feed and finish */
+    teller_log_reader *r = teller_log_reader_create(NULL);
+    file_collect e = {0, 1, -TELLER_ERR_NOMEM, 0};
+    const char *text = "one\ntwo\n";
+    CHECK_EQ_INT(teller_log_reader_feed(r, text, strlen(text), on_file, &e, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_log_reader_finish(r, on_file, &e, &err), TELLER_ERR_NOMEM);
+    CHECK_EQ_INT(e.records, 1);
+    teller_log_reader_free(r);
+}
+
+/* Params are one per `<*>` of the template, in order ("<*>:<*>" is two),
+ * and an early record read against the final template has as many as a
+ * late one; a URL keeps its "//". */
+static void params_are_one_per_slot_of_the_final_template(void)
+{
+    teller_log_miner *m = teller_log_miner_create(NULL);
+    const char *msgs[] = {"job 5 started by alice on 10.0.0.1:8080", "job 6 started by bob on 10.0.0.2:9090",
+                          "Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"};
+    teller_log_match mt[3];
+    teller_log_param p[8];
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(teller_log_miner_add(m, msgs[i], strlen(msgs[i]), &mt[i], p, 8), TELLER_OK);
+    CHECK_EQ_INT(mt[1].template_id, mt[0].template_id);
+    CHECK(!strcmp(teller_log_miner_template(m, mt[0].template_id), "job <*> started by <*> on <*>:<*>"));
+    CHECK_EQ_INT(mt[1].num_params, 4);
+    CHECK(p[3].len == 4 && !memcmp(msgs[1] + p[3].off, "9090", 4));
+    uint32_t np = 0;
+    CHECK_EQ_INT(teller_log_miner_params(m, mt[0].template_id, msgs[0], strlen(msgs[0]), p, 8, &np), TELLER_OK);
+    CHECK_EQ_INT(np, 4);
+    static const char *const WANT[] = {"5", "alice", "10.0.0.1", "8080"};
+    for (uint32_t i = 0; i < np && i < 4; i++)
+        CHECK(p[i].len == strlen(WANT[i]) && !memcmp(msgs[0] + p[i].off, WANT[i], p[i].len));
+    CHECK(!strcmp(teller_log_miner_template(m, mt[2].template_id),
+                  "Uvicorn running on http://<*>:<*> (Press CTRL+C to quit)"));
+    CHECK_EQ_INT(mt[2].num_params, 2);
+    CHECK_EQ_INT(teller_log_miner_params(m, mt[0].template_id, "job 7", 5, p, 8, &np), TELLER_ERR_ARG);
+    teller_log_miner_free(m);
+}
+
 /* ---- alignment --------------------------------------------------------------- */
 
 static void add_ev(teller_store *st, uint16_t src, int64_t start, int64_t dur, const char *name,
@@ -938,6 +1101,12 @@ const test_case logs_tests[] = {
     {"logs: an unknown header is learned from the first lines and read off", unknown_header_is_learned_from_the_first_lines},
     {"logs: varying message text is not taken for a header", varying_message_text_is_not_taken_for_a_header},
     {"logs: engine lines read the same in a file as alone", engine_lines_read_the_same_in_a_file_as_alone},
+    {"logs: a gzip-compressed log reads as the plain one", gzip_log_reads_as_the_plain_one},
+    {"logs: a directory, a trace or another compression given as a log is refused by name",
+     what_is_not_a_log_is_refused_by_name},
+    {"logs: a callback's failure (out of memory) comes back as the status", callback_failure_comes_back_as_the_status},
+    {"logs: params are one per slot of the final template; URLs keep their //",
+     params_are_one_per_slot_of_the_final_template},
     {"logs: records align to steps, ranks and collectives", records_align_to_steps_ranks_and_collectives},
     {NULL, NULL},
 };

@@ -172,7 +172,9 @@ typedef struct teller_miner_opts {
     double   similarity; /* share of the template's constant tokens a message must match; 0: 0.7 */
 } teller_miner_opts;
 
-/* A parameter: the message bytes under one wildcard of the template. */
+/* A parameter: the message bytes under one `<*>` of the template (a
+ * token that is `<*>` whole, or one masked segment inside a token:
+ * "<*>:<*>" has two). */
 typedef struct teller_log_param {
     uint32_t off, len;
 } teller_log_param;
@@ -189,6 +191,13 @@ void teller_log_miner_free(teller_log_miner *m);
 teller_status teller_log_miner_add(teller_log_miner *m, const char *msg, size_t len,
                                    teller_log_match *out, teller_log_param *params,
                                    uint32_t max_params);
+/* The parameters of msg (a message mined into template id earlier) under
+ * the template as it is now: one per `<*>` of its current text, in order,
+ * so early records of a template read the same slots as later ones. Up to
+ * max_params go to params; *num_params counts them all. TELLER_ERR_ARG when
+ * msg does not have the template's token count or id is unknown. */
+teller_status teller_log_miner_params(teller_log_miner *m, uint32_t id, const char *msg, size_t len,
+                                      teller_log_param *params, uint32_t max_params, uint32_t *num_params);
 uint32_t teller_log_miner_count(const teller_log_miner *m);  /* templates */
 /* The current text of a template (tokens joined by one space, wildcards
  * `<*>`); lives until the next teller_log_miner_add. */

@@ -5,7 +5,8 @@
  * and inflates gzip (a rotated `app.log.1.gz`) on the fly, so both read
  * the same. What is not a log is refused by name before any record goes
  * out: a directory, an Nsight Systems SQLite export, a teller .tlt capture,
- * a Kineto / Chrome-trace JSON (plain or gzip); and a file with lines but
+ * a Kineto / Chrome-trace JSON (plain or gzip), an xz, zstd or bzip2
+ * file (named, to be decompressed first); and a file with lines but
  * not one text line among them (another compression, an image) ends in an
  * error rather than in "0 records". A callback that stops with -status
  * (see teller_log_fn) makes this call return that status.
@@ -30,22 +31,29 @@ static const char *find_in(const char *s, size_t n, const char *lit)
     return NULL;
 }
 
-/* What kind of trace the first bytes of a file are, or NULL for none. A
+/* What the first bytes of a file are when not a log (a trace, another
+ * compression), or NULL. A
  * JSON trace is an object or array whose first chunk names traceEvents or
  * holds Chrome-trace events ("ph"); a JSON-lines log does neither. */
-static const char *trace_kind(const char *s, size_t n)
+static const char *not_a_log(const char *s, size_t n)
 {
     if (n >= 16 && !memcmp(s, "SQLite format 3", 16))
-        return "an Nsight Systems SQLite export";
+        return "an Nsight Systems SQLite export, not a log (give it as a trace)";
     if (n >= 8 && !memcmp(s, TLT_MAGIC, 8))
-        return "a teller .tlt capture";
+        return "a teller .tlt capture, not a log (give it as a trace)";
+    if (n >= 6 && !memcmp(s, "\xfd" "7zXZ\0", 6))
+        return "xz-compressed (only gzip is read as it is; decompress it first)";
+    if (n >= 4 && !memcmp(s, "\x28\xb5\x2f\xfd", 4))
+        return "zstd-compressed (only gzip is read as it is; decompress it first)";
+    if (n >= 4 && !memcmp(s, "BZh", 3) && s[3] >= '1' && s[3] <= '9')
+        return "bzip2-compressed (only gzip is read as it is; decompress it first)";
     size_t i = 0;
     while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
         i++;
     if (i < n && (s[i] == '{' || s[i] == '[') &&
         (find_in(s + i, n - i, "\"traceEvents\"") || find_in(s + i, n - i, "\"ph\":\"") ||
          find_in(s + i, n - i, "\"ph\": \"")))
-        return "a Kineto / Chrome-trace JSON";
+        return "a Kineto / Chrome-trace JSON, not a log (give it as a trace)";
     return NULL;
 }
 
@@ -86,10 +94,9 @@ teller_status teller_log_read_file(const char *path, const teller_log_opts *opts
         if (got == 0)
             break;
         if (off == 0) {
-            const char *kind = trace_kind(buf, (size_t)got);
+            const char *kind = not_a_log(buf, (size_t)got);
             if (kind) {
-                st = teller_error_set(err, TELLER_ERR_FORMAT, path, 0,
-                                      "is %s, not a log (give it as a trace)", kind);
+                st = teller_error_set(err, TELLER_ERR_FORMAT, path, 0, "is %s", kind);
                 break;
             }
         }
