@@ -212,23 +212,31 @@ static void captured_real_lines_read_the_same_at_the_capture_time(void)
     check_real_lines("1000000000000001 ", 1000000000000001LL);
 }
 
-/* Numbers that are not a capture prefix leave the line as it was. */
+/* Numbers that are not a capture prefix are no capture time: a number
+ * and a space in front of a vLLM header is an unknown prefix, passed over
+ * to the header (whose time counts); glued to it or after a blank, the
+ * line stays GENERIC. */
 static void capture_prefix_needs_16_to_20_digits_and_a_space(void)
 {
     teller_log_opts o = teller_log_defaults();
     o.ref_ns = REF_NS;
-    static const char *const NOT[] = {
-        "123456789012345 INFO 05-19 10:13:11 [loggers.py:271] x",      /* 15 digits */
-        "99999999999999999999 INFO 05-19 10:13:11 [loggers.py:271] x", /* 20 digits, > INT64_MAX */
-        "123456789012345678901 INFO 05-19 10:13:11 [loggers.py:271] x",/* 21 digits */
-        "1767139200123456789INFO 05-19 10:13:11 [loggers.py:271] x",   /* no space */
-        " 1767139200123456789 INFO 05-19 10:13:11 [loggers.py:271] x", /* not at the start */
+    static const struct {
+        const char *line;
+        int         family;
+    } NOT[] = {
+        {"123456789012345 INFO 05-19 10:13:11 [loggers.py:271] x", TELLER_LOG_VLLM},       /* 15 digits */
+        {"99999999999999999999 INFO 05-19 10:13:11 [loggers.py:271] x", TELLER_LOG_VLLM},  /* > INT64_MAX */
+        {"123456789012345678901 INFO 05-19 10:13:11 [loggers.py:271] x", TELLER_LOG_VLLM}, /* 21 digits */
+        {"1767139200123456789INFO 05-19 10:13:11 [loggers.py:271] x", TELLER_LOG_GENERIC}, /* no space */
+        {" 1767139200123456789 INFO 05-19 10:13:11 [loggers.py:271] x", TELLER_LOG_GENERIC}, /* not at the start */
     };
     for (size_t k = 0; k < sizeof NOT / sizeof *NOT; k++) {
         teller_log_record r;
-        teller_log_parse_line(NOT[k], strlen(NOT[k]), &o, &r);
+        teller_log_parse_line(NOT[k].line, strlen(NOT[k].line), &o, &r);
         CHECK(!(r.flags & TELLER_LOGF_CAPTURE_TIME));
-        CHECK_EQ_INT(r.family, TELLER_LOG_GENERIC);
+        CHECK_EQ_INT(r.family, NOT[k].family);
+        if (NOT[k].family == TELLER_LOG_VLLM)
+            CHECK(r.time_ns == 1747649591000000000LL && r.msg.n == 1 && r.msg.p[0] == 'x');
     }
     /* 20 digits that fit (leading zero) are one */
     const char *z = "01767139200123456789 INFO 05-19 10:13:11 [loggers.py:271] x";
@@ -777,6 +785,50 @@ static void loghub_2k_grouping_accuracy_holds(void)
     CHECK(sum / 10 >= 0.90);
 }
 
+/* A level word or a known header behind a prefix teller does not know (a
+ * launcher's "[1] ", a date) is still read: the NCCL line behind "[1] " is
+ * NCCL, the uvicorn line behind a date is uvicorn at that date's time, and
+ * a level word after a date gives the level (the message kept whole for
+ * the file's header learning). Words without digits in front are message
+ * text: no level taken. */
+static void level_behind_an_unknown_prefix_is_read(void)
+{
+    teller_log_opts o = teller_log_defaults();
+    o.ref_ns = REF_NS;
+    static const struct {
+        const char *line;
+        int         family, level;
+        long long   time_ns;
+        const char *msg;
+    } L[] = {
+        {"[1] nodea:26799:27028 [3] NCCL INFO Connected all trees", TELLER_LOG_NCCL, TELLER_LOGL_INFO, NO_TIME,
+         "Connected all trees"},
+        {"[0] kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion", TELLER_LOG_NCCL,
+         TELLER_LOGL_WARNING, NO_TIME, "NET/IB : Got completion"},
+        {"2025-01-02 10:11:12.250 INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK",
+         TELLER_LOG_UVICORN, TELLER_LOGL_INFO, 1735812672250000000LL,
+         "127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK"},
+        {"2025-01-02 10:11:13 ERROR disk full", TELLER_LOG_GENERIC, TELLER_LOGL_ERROR, 1735812673000000000LL,
+         "2025-01-02 10:11:13 ERROR disk full"},
+        {"2025-01-02T10:11:13Z ERROR disk full", TELLER_LOG_GENERIC, TELLER_LOGL_ERROR, 1735812673000000000LL,
+         "ERROR disk full"}, /* a docker time, then a level word first */
+        {"081109 203615 148 WARN dfs.DataNode: slow", TELLER_LOG_GENERIC, TELLER_LOGL_WARNING, NO_TIME,
+         "081109 203615 148 WARN dfs.DataNode: slow"},
+        {"workers ERROR none", TELLER_LOG_GENERIC, TELLER_LOGL_NONE, NO_TIME, "workers ERROR none"},
+        {"12 workers ERROR none", TELLER_LOG_GENERIC, TELLER_LOGL_NONE, NO_TIME, "12 workers ERROR none"},
+    };
+    for (size_t k = 0; k < sizeof L / sizeof *L; k++) {
+        teller_log_record r;
+        teller_log_parse_line(L[k].line, strlen(L[k].line), &o, &r);
+        if (r.family != L[k].family || r.level != L[k].level || r.time_ns != L[k].time_ns ||
+            !slice_eq(r.msg, L[k].msg)) {
+            fprintf(stderr, "  '%s': family %d level %d time %lld msg '%.*s'\n", L[k].line, r.family, r.level,
+                    (long long)r.time_ns, (int)r.msg.n, r.msg.p);
+            check_failures++;
+        }
+    }
+}
+
 /* ---- log files -------------------------------------------------------------- */
 
 typedef struct file_collect {
@@ -1101,6 +1153,7 @@ const test_case logs_tests[] = {
     {"logs: an unknown header is learned from the first lines and read off", unknown_header_is_learned_from_the_first_lines},
     {"logs: varying message text is not taken for a header", varying_message_text_is_not_taken_for_a_header},
     {"logs: engine lines read the same in a file as alone", engine_lines_read_the_same_in_a_file_as_alone},
+    {"logs: a level or header behind an unknown prefix is read", level_behind_an_unknown_prefix_is_read},
     {"logs: a gzip-compressed log reads as the plain one", gzip_log_reads_as_the_plain_one},
     {"logs: a directory, a trace or another compression given as a log is refused by name",
      what_is_not_a_log_is_refused_by_name},
