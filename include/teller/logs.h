@@ -9,8 +9,11 @@
  *      counted, ANSI colour codes are stripped, invalid UTF-8 bytes become
  *      '?'. A line captured by `teller run` ("<16-20 digit epoch ns> "
  *      in front) is read as the line behind the prefix, timed by the
- *      prefix (TELLER_LOGF_CAPTURE_TIME). Records are handed to a callback; the strings in a record live
- *      until the callback returns.
+ *      prefix (TELLER_LOGF_CAPTURE_TIME). A header no parser knows is
+ *      learned from the file's first 64 lines (held back until then) and
+ *      read off the lines that have it. Records are handed to a callback;
+ *      the strings in a record live until the callback returns.
+ *      teller_log_read_file reads a file (plain or gzip) this way.
  *   2. The template miner (Drain family) gives every message a template id
  *      and its parameters, online: ids are handed out in order of first
  *      appearance, so the same input always gets the same ids.
