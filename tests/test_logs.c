@@ -611,6 +611,52 @@ static void unknown_header_is_learned_from_the_first_lines(void)
     }
 }
 
+/* The learned header's date and time are the record's time, in the
+ * shapes loggers write them, and its level word (or logcat letter, or
+ * [notice]) the level. Ten lines of each; the first is checked. */
+static void learned_header_gives_time_and_level(void)
+{
+    static const struct {
+        const char *fmt; /* one %d: the line number, for varying text */
+        long long   time_ns;
+        int         level;
+        const char *key;
+    } F[] = {
+        {"2024-03-05 10:00:00,001 - vllm.engine - WARNING - queue length %d\n", 1709632800001000000LL,
+         TELLER_LOGL_WARNING, "queue length 0"},
+        {"03-17 16:13:38.811  1702  2395 D PowerManager: acquire lock=%d\n", 1742228018811000000LL,
+         TELLER_LOGL_DEBUG, "acquire lock=0"},
+        {"[Sun Dec 04 04:47:44 2005] [notice] child %d found in slot 3\n", 1133671664000000000LL,
+         TELLER_LOGL_INFO, "child 0 found in slot 3"},
+        {"20171223-22:15:29:606|Step_Counter|30002312|onStep %d\n", 1514067329606000000LL, TELLER_LOGL_NONE,
+         "onStep 0"},
+        {"17/06/09 20:10:40 ERROR storage.BlockManager: lost block %d\n", 1497039040000000000LL,
+         TELLER_LOGL_ERROR, "lost block 0"},
+    };
+    for (size_t k = 0; k < sizeof F / sizeof *F; k++) {
+        char text[2048];
+        size_t o = 0;
+        for (int i = 0; i < 10; i++)
+            o += (size_t)snprintf(text + o, sizeof text - o, F[k].fmt, i);
+        teller_log_opts opt = teller_log_defaults();
+        opt.ref_ns = REF_NS;
+        teller_log_reader *r = teller_log_reader_create(&opt);
+        collect c;
+        memset(&c, 0, sizeof c);
+        CHECK(teller_log_reader_feed(r, text, o, on_rec, &c, NULL) == TELLER_OK);
+        CHECK(teller_log_reader_finish(r, on_rec, &c, NULL) == TELLER_OK);
+        hdr_collect h;
+        read_hdr(text, 1 << 20, &h);
+        CHECK_EQ_INT(c.n, 10);
+        if (c.time[0] != F[k].time_ns || h.level[0] != F[k].level || strcmp(h.key[0], F[k].key)) {
+            fprintf(stderr, "  '%.40s': time %lld (want %lld) level %d (want %d) key '%s'\n", text,
+                    (long long)c.time[0], F[k].time_ns, h.level[0], F[k].level, h.key[0]);
+            check_failures++;
+        }
+        teller_log_reader_free(r);
+    }
+}
+
 /* Messages that start with varying words, or with numbers but no time and
  * no level, have no header to learn: every line stays whole. So do lines
  * that share a header when there are too few of them (under 8) to tell. */
@@ -1152,6 +1198,7 @@ const test_case logs_tests[] = {
      loghub_2k_raw_files_group_as_well_as_their_content},
     {"logs: an unknown header is learned from the first lines and read off", unknown_header_is_learned_from_the_first_lines},
     {"logs: varying message text is not taken for a header", varying_message_text_is_not_taken_for_a_header},
+    {"logs: a learned header gives the record its time and level", learned_header_gives_time_and_level},
     {"logs: engine lines read the same in a file as alone", engine_lines_read_the_same_in_a_file_as_alone},
     {"logs: a level or header behind an unknown prefix is read", level_behind_an_unknown_prefix_is_read},
     {"logs: a gzip-compressed log reads as the plain one", gzip_log_reads_as_the_plain_one},

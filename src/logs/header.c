@@ -17,7 +17,8 @@
  *   COMP     a token ending in ':' ("dfs.DataNode$PacketResponder:",
  *            "sshd[24200]:"); a component ends a header
  *   DASH     a lone "-"
- *   COLUMN   a word that ends at a '|' (pipe-separated columns)
+ *   COLUMN   a word that ends at a '|' or before " - " (pipe- or
+ *            dash-separated columns, Python logging's "time - name - LEVEL")
  *   WORD     anything else: message text, never header
  *
  * The layout is the longest run of positions, from the first, where one
@@ -28,7 +29,8 @@
  * So a file whose messages start with varying words, or with numbers but
  * no time or level, learns nothing, and known formats are never touched.
  * A line is stripped only when every field of the layout matches its
- * class; the level of a LEVEL field becomes the record's level.
+ * class; the level of a LEVEL field becomes the record's level and the
+ * date and time the header states (see header_time) the record's time.
  */
 #include <string.h>
 
@@ -38,6 +40,7 @@ enum { C_WORD = 0, C_NUMERIC, C_MONTH, C_LEVEL, C_BRACKET, C_COMP, C_DASH, C_COL
 
 /* A field's facts besides its class. */
 typedef struct field {
+    size_t  start; /* its first byte */
     size_t  end;   /* one past its last byte */
     uint8_t cls;
     uint8_t time;  /* holds "d:dd" */
@@ -112,10 +115,21 @@ static int is_name(const char *s, size_t n)
     return 0;
 }
 
+/* " - " at s[j]: Python logging's column separator ("%(asctime)s -
+ * %(name)s - %(levelname)s - %(message)s"). */
+static int dash_follows(const char *s, size_t n, size_t j)
+{
+    if (j >= n || s[j] != ' ')
+        return 0;
+    while (j < n && s[j] == ' ')
+        j++;
+    return j + 1 < n && s[j] == '-' && s[j + 1] == ' ';
+}
+
 /* The field at s[i] (i at its first byte); n is the end of the text. */
 static field next_field(const char *s, size_t n, size_t i)
 {
-    field f = {i, C_WORD, 0, 0};
+    field f = {i, i, C_WORD, 0, 0};
     size_t j = i;
     if (s[i] == '[') {
         int depth = 0;
@@ -171,7 +185,7 @@ static field next_field(const char *s, size_t n, size_t i)
         f.level = (uint8_t)lv;
     } else if (is_name(t, l))
         f.cls = C_MONTH;
-    else if (j < n && s[j] == '|')
+    else if ((j < n && s[j] == '|') || dash_follows(s, n, j))
         f.cls = C_COLUMN;
     else if (l > 1 && t[l - 1] == ':')
         f.cls = C_COMP;
@@ -243,7 +257,149 @@ void log_layout_learn(const log_layout_sampler *ls, log_layout *L)
         L->n = (uint8_t)p;
 }
 
-size_t log_layout_strip(const log_layout *L, const char *s, size_t n, uint8_t *level)
+/* ---- the time a header states ------------------------------------------ */
+
+static int dig(char c) { return c >= '0' && c <= '9'; }
+
+/* k digits at s[i] (all within [i, e)), else -1. */
+static int num(const char *s, size_t e, size_t i, int k)
+{
+    int v = 0;
+    if (i + (size_t)k > e)
+        return -1;
+    for (int j = 0; j < k; j++) {
+        if (!dig(s[i + (size_t)j]))
+            return -1;
+        v = v * 10 + (s[i + (size_t)j] - '0');
+    }
+    return v;
+}
+
+/* The digit run at s[i] ends at i + k: not followed by another digit. */
+static int ends(const char *s, size_t e, size_t i, int k)
+{
+    return i + (size_t)k >= e || !dig(s[i + (size_t)k]);
+}
+
+static int month_of(const char *s, size_t e, size_t i)
+{
+    static const char *const M[12] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                      "jul", "aug", "sep", "oct", "nov", "dec"};
+    if (i + 3 > e || (i + 3 < e && ((s[i + 3] | 32) >= 'a' && (s[i + 3] | 32) <= 'z')))
+        return 0;
+    for (int k = 0; k < 12; k++)
+        if (lower(s[i]) == M[k][0] && lower(s[i + 1]) == M[k][1] && lower(s[i + 2]) == M[k][2])
+            return k + 1;
+    return 0;
+}
+
+/* Reads the date and time in s[b, e) (the header) into x, the first of
+ * each part only. Dates are taken when unambiguous: YYYY-MM-DD (also
+ * / or .), YYYYMMDD, MM-DD (as vLLM and logcat write it), 2/2/2 digits
+ * only when the first cannot be a month (YY/MM/DD) or the last cannot be a
+ * day (MM/DD/YY), a month name then a day; a time is h:mm:ss or hh:mm:ss
+ * with a fraction after '.', ',' or ':', and a 4-digit year right after
+ * it as ctime writes it. Runs are read from their start only, so digits
+ * inside a pid or a thread name are no date. */
+static void header_time(const char *s, size_t b, size_t e, log_time *x)
+{
+    for (size_t i = b; i < e; i++) {
+        if (i > b && (dig(s[i - 1]) || ((s[i - 1] | 32) >= 'a' && (s[i - 1] | 32) <= 'z')))
+            continue; /* only at the start of a run */
+        int v;
+        if (!x->have && dig(s[i])) {
+            int hl = i + 1 < e && dig(s[i + 1]) ? 2 : 1;
+            int h = num(s, e, i, hl), mi = num(s, e, i + (size_t)hl + 1, 2), se = num(s, e, i + (size_t)hl + 4, 2);
+            if (h >= 0 && h <= 23 && mi >= 0 && mi <= 59 && se >= 0 && se <= 60 && s[i + (size_t)hl] == ':' &&
+                s[i + (size_t)hl + 3] == ':' && ends(s, e, i + (size_t)hl + 4, 2)) {
+                x->have = 1;
+                x->h = h;
+                x->mi = mi;
+                x->s = se;
+                size_t j = i + (size_t)hl + 6;
+                if (j + 1 < e && (s[j] == '.' || s[j] == ',' || s[j] == ':') && dig(s[j + 1])) {
+                    int64_t f = 0;
+                    int k = 0;
+                    for (j++; j < e && dig(s[j]); j++)
+                        if (k < 9) {
+                            f = f * 10 + (s[j] - '0');
+                            k++;
+                        }
+                    while (k++ < 9)
+                        f *= 10;
+                    x->ns = f;
+                    x->subsec = 1;
+                }
+                /* ctime's year after the time: "Sun Dec 04 04:47:44 2005" */
+                size_t q = j;
+                while (q < e && s[q] == ' ')
+                    q++;
+                int yr = num(s, e, q, 4);
+                if (q > j && !x->has_year && x->has_date && yr >= 1970 && yr <= 2200 && ends(s, e, q, 4)) {
+                    x->y = yr;
+                    x->has_year = 1;
+                    j = q + 4;
+                }
+                i = j - 1;
+                continue;
+            }
+        }
+        if (x->has_date && x->has_year)
+            continue;
+        int y = num(s, e, i, 4);
+        if (!x->has_date && y >= 1970 && y <= 2200 && i + 10 <= e && (s[i + 4] == '-' || s[i + 4] == '/' ||
+                                                                     s[i + 4] == '.') &&
+            s[i + 7] == s[i + 4] && ends(s, e, i + 8, 2)) {
+            int mo = num(s, e, i + 5, 2), d = num(s, e, i + 8, 2);
+            if (mo >= 1 && mo <= 12 && d >= 1 && d <= 31) {
+                x->y = y, x->mo = mo, x->d = d, x->has_date = x->has_year = 1;
+                i += 9;
+                continue;
+            }
+        }
+        if (!x->has_date && y >= 1970 && y <= 2200 && (v = num(s, e, i + 4, 4)) >= 0 && ends(s, e, i, 8)) {
+            int mo = v / 100, d = v % 100;
+            if (mo >= 1 && mo <= 12 && d >= 1 && d <= 31) {
+                x->y = y, x->mo = mo, x->d = d, x->has_date = x->has_year = 1;
+                i += 7;
+                continue;
+            }
+        }
+        if (!x->has_date && (v = num(s, e, i, 2)) >= 0 && i + 5 <= e && (s[i + 2] == '-' || s[i + 2] == '/')) {
+            int a = v, c = num(s, e, i + 3, 2), z = -1;
+            int three = i + 8 <= e && s[i + 5] == s[i + 2] && (z = num(s, e, i + 6, 2)) >= 0 && ends(s, e, i + 6, 2);
+            if (c >= 0 && (three || ends(s, e, i + 3, 2))) {
+                int yy = -1, mo = -1, d = -1;
+                if (!three && a >= 1 && a <= 12 && c >= 1 && c <= 31)
+                    mo = a, d = c;
+                else if (three && a > 12 && c >= 1 && c <= 12 && z >= 1 && z <= 31)
+                    yy = a, mo = c, d = z;
+                else if (three && z > 31 && a >= 1 && a <= 12 && c >= 1 && c <= 31)
+                    yy = z, mo = a, d = c;
+                if (mo > 0) {
+                    x->mo = mo, x->d = d, x->has_date = 1;
+                    if (yy >= 0)
+                        x->y = 2000 + yy, x->has_year = 1;
+                    i += three ? 7 : 4;
+                    continue;
+                }
+            }
+        }
+        if (!x->has_date && (v = month_of(s, e, i)) > 0) {
+            size_t j = i + 3;
+            while (j < e && s[j] == ' ')
+                j++;
+            int hl = j + 1 < e && dig(s[j + 1]) ? 2 : 1, d = num(s, e, j, hl);
+            if (j > i + 3 && d >= 1 && d <= 31 && ends(s, e, j, hl)) {
+                x->mo = v, x->d = d, x->has_date = 1;
+                i = j + (size_t)hl - 1;
+                continue;
+            }
+        }
+    }
+}
+
+size_t log_layout_strip(const log_layout *L, const char *s, size_t n, uint8_t *level, log_time *t)
 {
     if (!L || !L->n)
         return 0;
@@ -262,5 +418,9 @@ size_t log_layout_strip(const log_layout *L, const char *s, size_t n, uint8_t *l
         e++;
     if (lv)
         *level = lv;
+    log_time x = {0};
+    header_time(s, f[0].start, f[L->n - 1].end, &x);
+    if (x.have)
+        *t = x;
     return e;
 }

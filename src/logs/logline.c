@@ -888,7 +888,10 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
     size_t mn = r->msg.n;
 
     if (r->family == TELLER_LOG_GENERIC) {
-        size_t h = log_layout_strip(c->layout, m, mn, &r->level);
+        log_time ht = {0};
+        size_t h = log_layout_strip(c->layout, m, mn, &r->level, &ht);
+        if (ht.have && !t.have)
+            t = ht;
         m += h;
         mn -= h;
         r->msg.p = m;

@@ -39,8 +39,9 @@ typedef struct log_layout_sampler {
 void log_layout_sample(log_layout_sampler *ls, const char *s, size_t n);
 void log_layout_learn(const log_layout_sampler *ls, log_layout *L);
 /* Bytes of s that are the learned header (and the blanks after it), 0 when
- * the line does not have it; *level gets a LEVEL field's level. */
-size_t log_layout_strip(const log_layout *L, const char *s, size_t n, uint8_t *level);
+ * the line does not have it; *level gets a LEVEL field's level, *t the
+ * date and time the header states (untouched when it states none). */
+size_t log_layout_strip(const log_layout *L, const char *s, size_t n, uint8_t *level, log_time *t);
 
 typedef struct parse_ctx {
     int32_t tz_offset_s;
