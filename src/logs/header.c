@@ -17,8 +17,9 @@
  *   COMP     a token ending in ':' ("dfs.DataNode$PacketResponder:",
  *            "sshd[24200]:"); a component ends a header
  *   DASH     a lone "-"
- *   COLUMN   a word that ends at a '|' or before " - " (pipe- or
- *            dash-separated columns, Python logging's "time - name - LEVEL")
+ *   COLUMN   a word that ends at a '|', before " - " or before two
+ *            blanks (pipe-, dash- or space-padded columns: Python
+ *            logging's "time - name - LEVEL", a fixed-width component)
  *   WORD     anything else: message text, never header
  *
  * The layout is the longest run of positions, from the first, where one
@@ -185,7 +186,7 @@ static field next_field(const char *s, size_t n, size_t i)
         f.level = (uint8_t)lv;
     } else if (is_name(t, l))
         f.cls = C_MONTH;
-    else if ((j < n && s[j] == '|') || dash_follows(s, n, j))
+    else if ((j < n && s[j] == '|') || dash_follows(s, n, j) || (j + 1 < n && s[j] == ' ' && s[j + 1] == ' '))
         f.cls = C_COLUMN;
     else if (l > 1 && t[l - 1] == ':')
         f.cls = C_COMP;
