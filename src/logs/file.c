@@ -57,6 +57,23 @@ static const char *not_a_log(const char *s, size_t n)
     return NULL;
 }
 
+/* The caller's callback, and whether it asked to stop: the rest of the
+ * file is then not read. */
+typedef struct relay {
+    teller_log_fn fn;
+    void         *ctx;
+    int           stop;
+} relay;
+
+static int relay_record(void *ctx, const teller_log_record *rec)
+{
+    relay *r = ctx;
+    int rc = r->fn ? r->fn(r->ctx, rec) : 0;
+    if (rc)
+        r->stop = 1;
+    return rc;
+}
+
 teller_status teller_log_read_file(const char *path, const teller_log_opts *opts, teller_log_fn fn,
                                    void *ctx, teller_log_stats *stats, teller_error *err)
 {
@@ -82,7 +99,8 @@ teller_status teller_log_read_file(const char *path, const teller_log_opts *opts
     }
     teller_status st = TELLER_OK;
     uint64_t off = 0;
-    for (;;) {
+    relay rl = {fn, ctx, 0};
+    while (!rl.stop) {
         int got = gzread(gz, buf, CHUNK);
         if (got < 0) {
             int zerr;
@@ -100,13 +118,13 @@ teller_status teller_log_read_file(const char *path, const teller_log_opts *opts
                 break;
             }
         }
-        st = teller_log_reader_feed(r, buf, (size_t)got, fn, ctx, err);
+        st = teller_log_reader_feed(r, buf, (size_t)got, relay_record, &rl, err);
         off += (uint64_t)got;
         if (st != TELLER_OK)
             break;
     }
-    if (st == TELLER_OK)
-        st = teller_log_reader_finish(r, fn, ctx, err);
+    if (st == TELLER_OK && !rl.stop)
+        st = teller_log_reader_finish(r, relay_record, &rl, err);
     if (st != TELLER_OK && err && !err->file[0])
         snprintf(err->file, sizeof err->file, "%s", path);
     const teller_log_stats *s = teller_log_reader_stats(r);
