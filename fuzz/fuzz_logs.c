@@ -2,7 +2,9 @@
  * fuzz_logs.c - libFuzzer target for the log reader and the template miner.
  * The input is fed in two pieces (split at its first byte's value) so that
  * lines cut between feeds are exercised; a small record limit makes the
- * truncation path reachable.
+ * truncation path reachable. Fewer than 64 lines are held back for the
+ * header learner until finish; the seeds with 8 or more lines sharing a
+ * header (fuzz/corpus/logs/) make it learn one.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,8 +16,12 @@ static int on_record(void *ctx, const teller_log_record *rec)
     teller_log_miner *m = ctx;
     teller_log_param p[8];
     teller_log_match mt;
-    teller_log_miner_add(m, rec->key.p, rec->key.n, &mt, p, 8);
+    if (teller_log_miner_add(m, rec->key.p, rec->key.n, &mt, p, 8) != TELLER_OK)
+        return -TELLER_ERR_NOMEM;
     (void)teller_log_miner_template(m, mt.template_id);
+    /* the slots of the template as it is now, as `teller logs --json` reads them */
+    uint32_t np;
+    teller_log_miner_params(m, mt.template_id, rec->key.p, rec->key.n, p, 8, &np);
     return 0;
 }
 

@@ -9,8 +9,11 @@
  *      counted, ANSI colour codes are stripped, invalid UTF-8 bytes become
  *      '?'. A line captured by `teller run` ("<16-20 digit epoch ns> "
  *      in front) is read as the line behind the prefix, timed by the
- *      prefix (TELLER_LOGF_CAPTURE_TIME). Records are handed to a callback; the strings in a record live
- *      until the callback returns.
+ *      prefix (TELLER_LOGF_CAPTURE_TIME). A header no parser knows is
+ *      learned from the file's first 64 lines (held back until then) and
+ *      read off the lines that have it. Records are handed to a callback;
+ *      the strings in a record live until the callback returns.
+ *      teller_log_read_file reads a file (plain or gzip) this way.
  *   2. The template miner (Drain family) gives every message a template id
  *      and its parameters, online: ids are handed out in order of first
  *      appearance, so the same input always gets the same ids.
@@ -123,7 +126,11 @@ typedef struct teller_log_stats {
     uint64_t by_family[TELLER_LOG_FAMILY_COUNT];
 } teller_log_stats;
 
-/* Returns non-zero to stop reading (feed then returns TELLER_OK early). */
+/* Called for every record. Returns 0 to go on; a positive value stops
+ * reading (feed and finish then return TELLER_OK early); a negative one,
+ * -status (e.g. -TELLER_ERR_NOMEM when the callback could not allocate),
+ * stops reading and makes feed, finish and teller_log_read_file return
+ * that status, the error naming the record's line. */
 typedef int (*teller_log_fn)(void *ctx, const teller_log_record *rec);
 
 typedef struct teller_log_reader teller_log_reader;
@@ -138,6 +145,17 @@ teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size
 teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, void *ctx,
                                        teller_error *err);
 const teller_log_stats *teller_log_reader_stats(const teller_log_reader *r);
+
+/* Reads the log file at path (plain, or gzip-compressed: read as if plain)
+ * through a reader made with opts and hands its records to fn. stats (may
+ * be NULL) receives the reader's counts. Errors, each naming the file:
+ * TELLER_ERR_IO when it cannot be opened or read; TELLER_ERR_ARG for a
+ * directory; TELLER_ERR_FORMAT for a trace (Nsight Systems SQLite, .tlt,
+ * Kineto/Chrome JSON) or a file without one text line; TELLER_ERR_NOMEM;
+ * or the status a callback stopped with. Records already handed out before
+ * a read error stay handed out. */
+teller_status teller_log_read_file(const char *path, const teller_log_opts *opts, teller_log_fn fn,
+                                   void *ctx, teller_log_stats *stats, teller_error *err);
 
 /* Parses one line (no newline; ANSI and UTF-8 clean-up are the reader's job)
  * into *out. Time-only lines take their date from opts->ref_ns. Never fails:
@@ -157,7 +175,9 @@ typedef struct teller_miner_opts {
     double   similarity; /* share of the template's constant tokens a message must match; 0: 0.7 */
 } teller_miner_opts;
 
-/* A parameter: the message bytes under one wildcard of the template. */
+/* A parameter: the message bytes under one `<*>` of the template (a
+ * token that is `<*>` whole, or one masked segment inside a token:
+ * "<*>:<*>" has two). */
 typedef struct teller_log_param {
     uint32_t off, len;
 } teller_log_param;
@@ -174,6 +194,13 @@ void teller_log_miner_free(teller_log_miner *m);
 teller_status teller_log_miner_add(teller_log_miner *m, const char *msg, size_t len,
                                    teller_log_match *out, teller_log_param *params,
                                    uint32_t max_params);
+/* The parameters of msg (a message mined into template id earlier) under
+ * the template as it is now: one per `<*>` of its current text, in order,
+ * so early records of a template read the same slots as later ones. Up to
+ * max_params go to params; *num_params counts them all. TELLER_ERR_ARG when
+ * msg does not have the template's token count or id is unknown. */
+teller_status teller_log_miner_params(teller_log_miner *m, uint32_t id, const char *msg, size_t len,
+                                      teller_log_param *params, uint32_t max_params, uint32_t *num_params);
 uint32_t teller_log_miner_count(const teller_log_miner *m);  /* templates */
 /* The current text of a template (tokens joined by one space, wildcards
  * `<*>`); lives until the next teller_log_miner_add. */
@@ -199,6 +226,11 @@ typedef struct teller_loghub_result {
 
 teller_status teller_loghub_eval(const char *dataset_dir, const teller_miner_opts *opts,
                                  teller_loghub_result *out, teller_error *err);
+/* The same on NAME/NAME_2k.log read whole through teller_log_read_file
+ * (headers included, as a user has the file); each record's key is mined,
+ * and lines are grouped by template id. */
+teller_status teller_loghub_eval_raw(const char *dataset_dir, const teller_miner_opts *opts,
+                                     teller_loghub_result *out, teller_error *err);
 
 /* ---- alignment to a tree-built store ---------------------------------- */
 

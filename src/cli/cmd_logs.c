@@ -17,7 +17,7 @@ static void help(FILE *f)
     fprintf(f,
             "usage: teller logs [options] LOG...\n"
             "       teller logs --align TRACE_OR_CASE... -- [options] LOG...\n"
-            "       teller logs --loghub DIR\n"
+            "       teller logs --loghub DIR [--raw]\n"
             "Reads vLLM, SGLang, PyTorch, NCCL and other logs; one record per line\n"
             "(one per Python traceback); mines templates (Drain family).\n"
             "Without --json: a summary of templates by count and level.\n"
@@ -32,6 +32,8 @@ static void help(FILE *f)
             "  --tz-offset S      the logger's zone in seconds east of UTC (default 0)\n"
             "  --loghub DIR       GA and PA of the miner on every Loghub-2k dataset in DIR\n"
             "                     (feeds the Content column)\n"
+            "  --raw              with --loghub: read the raw NAME_2k.log files instead, headers\n"
+            "                     and all, and score by template id\n"
             "  --similarity F     miner threshold (default 0.7)\n" CLI_COMMON_HELP);
 }
 
@@ -60,15 +62,23 @@ typedef struct tpl_info {
     uint64_t by_level[TELLER_LOGL_COUNT];
 } tpl_info;
 
+/* Pass 1 mines every record and counts; with --json, pass 2 reads the
+ * files again and writes each record with its template as it is at the
+ * end, so every record of a template shows the same text and one param
+ * per `<*>`. Pass 2 finds each record's id by mining the same records
+ * again with a fresh miner (same input, same ids), so memory stays at the
+ * templates whatever the number of records. */
 typedef struct run {
     int                json;
-    teller_log_miner  *miner;
+    int                pass;
+    teller_log_miner  *miner;  /* pass 1's, then the final templates */
+    teller_log_miner  *replay; /* pass 2's, for the ids */
     tpl_info          *info;
     size_t             info_cap;
     const char        *file;
-    teller_store      *store; /* for --align, else NULL */
+    uint64_t           left;   /* pass 2: records of this file pass 1 saw and not yet written */
+    teller_store      *store;  /* for --align, else NULL */
     int32_t            node;
-    teller_status      st;
     teller_log_param   params[64];
 } run;
 
@@ -76,32 +86,43 @@ static const char *const FLAG_NAMES[] = {"no_time",   "year_inferred", "date_inf
                                          "truncated", "ansi",          "bad_utf8",      "wrapper_time",
                                          "outside_step", "seq_assumed", "capture_time"};
 
+static int write_record(run *r, const teller_log_record *rec, const teller_log_match *mt);
+
 static int on_record(void *ctx, const teller_log_record *rec)
 {
     run *r = ctx;
     teller_log_match mt;
-    teller_status s = teller_log_miner_add(r->miner, rec->key.p, rec->key.n, &mt, r->params, 64);
-    if (s != TELLER_OK) {
-        r->st = s;
-        return 1;
+    if (r->pass == 2) {
+        if (r->left == 0)
+            return 1; /* the file grew since pass 1 */
+        r->left--;
+        if (teller_log_miner_add(r->replay, rec->key.p, rec->key.n, &mt, NULL, 0) != TELLER_OK ||
+            teller_log_miner_params(r->miner, mt.template_id, rec->key.p, rec->key.n, r->params, 64,
+                                    &mt.num_params) != TELLER_OK)
+            return -TELLER_ERR_NOMEM;
+        return write_record(r, rec, &mt);
     }
+    if (teller_log_miner_add(r->miner, rec->key.p, rec->key.n, &mt, NULL, 0) != TELLER_OK)
+        return -TELLER_ERR_NOMEM;
     if (mt.template_id >= r->info_cap) {
         size_t nc = r->info_cap ? r->info_cap * 2 : 256;
         while (nc <= mt.template_id)
             nc *= 2;
         tpl_info *ni = realloc(r->info, nc * sizeof *ni);
-        if (!ni) {
-            r->st = TELLER_ERR_NOMEM;
-            return 1;
-        }
+        if (!ni)
+            return -TELLER_ERR_NOMEM;
         memset(ni + r->info_cap, 0, (nc - r->info_cap) * sizeof *ni);
         r->info = ni;
         r->info_cap = nc;
     }
     r->info[mt.template_id].by_level[rec->level < TELLER_LOGL_COUNT ? rec->level : 0]++;
-    if (!r->json)
-        return 0;
+    return 0;
+}
 
+/* One JSON object for rec, whose template (final) and params are in mt and
+ * r->params. */
+static int write_record(run *r, const teller_log_record *rec, const teller_log_match *mt)
+{
     teller_log_align al;
     uint32_t flags = rec->flags;
     if (r->store) {
@@ -137,10 +158,10 @@ static int on_record(void *ctx, const teller_log_record *rec)
             fputc(',', f);
         put_json_slice(f, rec->request[i].p, rec->request[i].n);
     }
-    fprintf(f, "],\"template_id\":%u,\"template\":", mt.template_id);
-    teller_json_put(f, teller_log_miner_template(r->miner, mt.template_id));
+    fprintf(f, "],\"template_id\":%u,\"template\":", mt->template_id);
+    teller_json_put(f, teller_log_miner_template(r->miner, mt->template_id));
     fputs(",\"params\":[", f);
-    for (uint32_t i = 0; i < mt.num_params && i < 64; i++) {
+    for (uint32_t i = 0; i < mt->num_params && i < 64; i++) {
         if (i)
             fputc(',', f);
         put_json_slice(f, rec->key.p + r->params[i].off, r->params[i].len);
@@ -187,7 +208,7 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int loghub(const char *dir, const teller_miner_opts *mo)
+static int loghub(const char *dir, const teller_miner_opts *mo, int raw)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -208,7 +229,9 @@ static int loghub(const char *dir, const teller_miner_opts *mo)
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, name_cmp);
-    printf("Loghub-2k, Content column fed to the miner; GA and PA as Loghub-2.0 defines them\n");
+    printf(raw ? "Loghub-2k, raw NAME_2k.log files (headers found by the reader), scored by template id;\n"
+                 "GA and PA as Loghub-2.0 defines them\n"
+               : "Loghub-2k, Content column fed to the miner; GA and PA as Loghub-2.0 defines them\n");
     printf("%-12s %6s %7s %7s %7s %7s %9s\n", "dataset", "lines", "truth", "found", "GA", "PA", "lines/s");
     double sga = 0, spa = 0;
     int ok = 0, rc = 0;
@@ -218,7 +241,8 @@ static int loghub(const char *dir, const teller_miner_opts *mo)
         teller_loghub_result res;
         teller_error err;
         teller_error_clear(&err);
-        if (teller_loghub_eval(p, mo, &res, &err) != TELLER_OK) {
+        teller_status st = raw ? teller_loghub_eval_raw(p, mo, &res, &err) : teller_loghub_eval(p, mo, &res, &err);
+        if (st != TELLER_OK) {
             fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
             rc = 1;
         } else {
@@ -247,7 +271,7 @@ int cmd_logs(int argc, char **argv)
     run r;
     memset(&r, 0, sizeof r);
     char **traces = NULL, **logs = NULL;
-    int ntraces = 0, nlogs = 0, year = 0, node = -1, tz = 0;
+    int ntraces = 0, nlogs = 0, year = 0, node = -1, tz = 0, raw = 0;
     const char *loghub_dir = NULL;
     traces = calloc((size_t)argc + 1, sizeof *traces);
     logs = calloc((size_t)argc + 1, sizeof *logs);
@@ -265,6 +289,8 @@ int cmd_logs(int argc, char **argv)
             goto out;
         } else if (!strcmp(a, "--json")) {
             r.json = 1;
+        } else if (!strcmp(a, "--raw")) {
+            raw = 1;
         } else if (!strcmp(a, "--align")) {
             int j = i + 1;
             while (j < argc && strcmp(argv[j], "--"))
@@ -319,7 +345,7 @@ int cmd_logs(int argc, char **argv)
         }
     }
     if (loghub_dir) {
-        rc = loghub(loghub_dir, &mo);
+        rc = loghub(loghub_dir, &mo, raw);
         goto out;
     }
     if (nlogs == 0) {
@@ -357,56 +383,51 @@ int cmd_logs(int argc, char **argv)
     }
     teller_log_stats total;
     memset(&total, 0, sizeof total);
-    char *buf = malloc(1 << 20);
-    for (int k = 0; buf && k < nlogs && rc == 0; k++) {
-        FILE *f = fopen(logs[k], "rb");
-        if (!f) {
-            fprintf(stderr, "teller: %s: cannot open\n", logs[k]);
-            rc = 1;
+    uint64_t *records = calloc((size_t)nlogs, sizeof *records);
+    for (r.pass = 1; records && r.pass <= 1 + r.json && rc == 0; r.pass++) {
+        if (r.pass == 2 && !(r.replay = teller_log_miner_create(&mo)))
             break;
-        }
-        teller_log_opts o = teller_log_defaults();
-        o.tz_offset_s = tz;
-        o.ref_ns = ref;
-        struct stat sb;
-        if (!ref && fstat(fileno(f), &sb) == 0)
-            o.ref_ns = (int64_t)sb.st_mtime * 1000000000LL;
-        teller_log_reader *rd = teller_log_reader_create(&o);
-        if (!rd) {
-            fclose(f);
-            rc = 1;
-            break;
-        }
-        r.file = logs[k];
-        r.node = node >= 0 ? node : teller_log_node_from_path(logs[k]);
-        if (r.node < 0)
-            r.node = 0;
-        teller_error err;
-        teller_error_clear(&err);
-        size_t got;
-        while (r.st == TELLER_OK && (got = fread(buf, 1, 1 << 20, f)) > 0)
-            teller_log_reader_feed(rd, buf, got, on_record, &r, &err);
-        if (r.st == TELLER_OK)
-            teller_log_reader_finish(rd, on_record, &r, &err);
-        const teller_log_stats *s = teller_log_reader_stats(rd);
-        total.lines += s->lines;
-        total.records += s->records;
-        total.blank += s->blank;
-        total.binary += s->binary;
-        total.bad_utf8 += s->bad_utf8;
-        total.ansi += s->ansi;
-        total.truncated += s->truncated;
-        total.no_time += s->no_time;
-        for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
-            total.by_family[fam] += s->by_family[fam];
-        teller_log_reader_free(rd);
-        fclose(f);
-        if (r.st != TELLER_OK) {
-            fprintf(stderr, "teller: %s: %s\n", logs[k], teller_status_str(r.st));
-            rc = 1;
+        for (int k = 0; k < nlogs && rc == 0; k++) {
+            teller_log_opts o = teller_log_defaults();
+            o.tz_offset_s = tz;
+            o.ref_ns = ref;
+            struct stat sb;
+            if (!ref && stat(logs[k], &sb) == 0)
+                o.ref_ns = (int64_t)sb.st_mtime * 1000000000LL;
+            r.file = logs[k];
+            r.left = records[k];
+            r.node = node >= 0 ? node : teller_log_node_from_path(logs[k]);
+            if (r.node < 0)
+                r.node = 0;
+            teller_error err;
+            teller_error_clear(&err);
+            teller_log_stats s;
+            if (teller_log_read_file(logs[k], &o, on_record, &r, &s, &err) != TELLER_OK) {
+                fprintf(stderr, "teller: %s: %s\n", err.file[0] ? err.file : logs[k], err.msg);
+                rc = 1;
+            }
+            if (r.pass == 2)
+                continue;
+            records[k] = s.records;
+            total.lines += s.lines;
+            total.records += s.records;
+            total.blank += s.blank;
+            total.binary += s.binary;
+            total.bad_utf8 += s.bad_utf8;
+            total.ansi += s.ansi;
+            total.truncated += s.truncated;
+            total.no_time += s.no_time;
+            for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
+                total.by_family[fam] += s.by_family[fam];
         }
     }
-    free(buf);
+    if (!records || (r.json && rc == 0 && !r.replay)) {
+        fprintf(stderr, "teller: out of memory\n");
+        rc = 1;
+    }
+    free(records);
+    if (rc)
+        goto out;
     FILE *sf = r.json ? stderr : stdout;
     fprintf(sf, "%llu lines, %llu records (", (unsigned long long)total.lines,
             (unsigned long long)total.records);
@@ -451,6 +472,7 @@ int cmd_logs(int argc, char **argv)
     }
 out:
     teller_log_miner_free(r.miner);
+    teller_log_miner_free(r.replay);
     teller_store_free(r.store);
     free(r.info);
     free(traces);

@@ -6,7 +6,8 @@
  * segment between the delimiters  = : , ; ( ) [ ] { } " ' |  that holds a
  * digit is a variable and becomes `<*>` (so "size:123," is "size:<*>,",
  * an IP, a hex address, a block id, a path with numbers are each `<*>`).
- * Masked tokens are interned; `<*>` alone is token 0.
+ * Masked tokens are interned; `<*>` alone is token 0. A URL's "//" after
+ * "scheme:" stays text ("http://<*>:<*>").
  *
  * The prefix tree of Drain (length first, then the first depth-2 tokens,
  * tokens holding a variable going to the `<*>` branch) is kept as one hash
@@ -16,7 +17,9 @@
  * the template with more wildcards, then the older); otherwise it starts a
  * new template. Joining turns every position that differs into `<*>`.
  * Template ids count up from 0 in order of creation, so the same input
- * gives the same ids. Nothing is allocated per message once the tables
+ * gives the same ids. A message's parameters are one per `<*>` of its
+ * template, in order: a wildcard token whole, or each masked segment of a
+ * token masked inside ("<*>:<*>" gives two). Nothing is allocated per message once the tables
  * have grown: tokens and templates live in arenas owned by the miner.
  */
 #include <stdlib.h>
@@ -229,19 +232,74 @@ static leaf *get_leaf(teller_log_miner *m, uint32_t ntok, const uint32_t *pre, u
     }
 }
 
-/* Splits msg into tokens and masks them into m->ids. Returns the count,
- * or -1 when out of memory. */
-static int tokenize(teller_log_miner *m, const char *msg, size_t n)
+/* Masks the token t[0..n) into out (room for 3n bytes): every segment
+ * between delimiters that holds a digit becomes `<*>`, and each such
+ * `<*>` is a slot: when slots is not NULL, the message bytes under it (as
+ * offsets from base) go to slots[*nslot] while *nslot < max, and *nslot
+ * counts them all. Returns the masked length; *var says a slot was made. */
+static size_t mask_token(const char *t, size_t n, char *out, int *var, teller_log_param *slots,
+                         uint32_t *nslot, uint32_t max, uint32_t base)
 {
-    /* masking turns a one-character segment into "<*>": a token can grow
-     * to three times its length */
-    if (m->scratch_cap < 3 * n + 8) {
-        char *s = realloc(m->scratch, 3 * n + 8);
-        if (!s)
-            return -1;
-        m->scratch = s;
-        m->scratch_cap = 3 * n + 8;
+    size_t o = 0;
+    *var = 0;
+    for (size_t j = 0; j < n;) {
+        if (is_delim(t[j])) {
+            out[o++] = t[j++];
+            continue;
+        }
+        /* a URL's "//" after its scheme is not part of the host */
+        if (j + 1 < n && t[j] == '/' && t[j + 1] == '/' && o && out[o - 1] == ':') {
+            out[o++] = '/';
+            out[o++] = '/';
+            j += 2;
+        }
+        size_t s0 = j;
+        int dig = 0;
+        while (j < n && !is_delim(t[j])) {
+            dig |= t[j] >= '0' && t[j] <= '9';
+            j++;
+        }
+        if (!dig) {
+            memcpy(out + o, t + s0, j - s0);
+            o += j - s0;
+        } else if (o >= 3 && !memcmp(out + o - 3, "<*>", 3)) {
+            /* right after a `<*>` (text that reads "<*>"): one slot, widened */
+            if (slots && nslot && *nslot && *nslot <= max)
+                slots[*nslot - 1].len = base + (uint32_t)j - slots[*nslot - 1].off;
+        } else {
+            memcpy(out + o, "<*>", 3);
+            o += 3;
+            if (nslot) {
+                if (slots && *nslot < max) {
+                    slots[*nslot].off = base + (uint32_t)s0;
+                    slots[*nslot].len = (uint32_t)(j - s0);
+                }
+                (*nslot)++;
+            }
+            *var = 1;
+        }
     }
+    return o;
+}
+
+/* Makes sure scratch holds a masked token of a message n bytes long:
+ * masking turns a one-character segment into "<*>", so three times. */
+static int scratch_for(teller_log_miner *m, size_t n)
+{
+    if (m->scratch_cap >= 3 * n + 8)
+        return 0;
+    char *s = realloc(m->scratch, 3 * n + 8);
+    if (!s)
+        return -1;
+    m->scratch = s;
+    m->scratch_cap = 3 * n + 8;
+    return 0;
+}
+
+/* Splits msg into tokens at spaces and tabs into m->off/m->len (the last
+ * of MAX_TOKENS takes the rest). Returns the count. */
+static int split(teller_log_miner *m, const char *msg, size_t n)
+{
     int nt = 0;
     size_t i = 0;
     while (i < n) {
@@ -250,7 +308,7 @@ static int tokenize(teller_log_miner *m, const char *msg, size_t n)
         if (i >= n)
             break;
         size_t b = i;
-        if (nt == MAX_TOKENS - 1) { /* the last token takes the rest */
+        if (nt == MAX_TOKENS - 1) {
             i = n;
             while (i > b && (msg[i - 1] == ' ' || msg[i - 1] == '\t'))
                 i--;
@@ -258,39 +316,27 @@ static int tokenize(teller_log_miner *m, const char *msg, size_t n)
             while (i < n && msg[i] != ' ' && msg[i] != '\t')
                 i++;
         }
-        /* mask: segments between delimiters that hold a digit */
-        size_t o = 0;
-        int var = 0;
-        char *out = m->scratch;
-        for (size_t j = b; j < i;) {
-            if (is_delim(msg[j])) {
-                out[o++] = msg[j++];
-                continue;
-            }
-            size_t s0 = j;
-            int dig = 0;
-            while (j < i && !is_delim(msg[j])) {
-                dig |= msg[j] >= '0' && msg[j] <= '9';
-                j++;
-            }
-            if (dig) {
-                if (!(o >= 3 && !memcmp(out + o - 3, "<*>", 3))) {
-                    memcpy(out + o, "<*>", 3);
-                    o += 3;
-                }
-                var = 1;
-            } else {
-                memcpy(out + o, msg + s0, j - s0);
-                o += j - s0;
-            }
-        }
-        uint32_t id = intern(m, out, o, var);
-        if (id == UINT32_MAX)
-            return -1;
-        m->ids[nt] = id;
         m->off[nt] = (uint32_t)b;
         m->len[nt] = (uint32_t)(i - b);
         nt++;
+    }
+    return nt;
+}
+
+/* Splits msg into tokens and masks them into m->ids. Returns the count,
+ * or -1 when out of memory. */
+static int tokenize(teller_log_miner *m, const char *msg, size_t n)
+{
+    if (scratch_for(m, n))
+        return -1;
+    int nt = split(m, msg, n);
+    for (int k = 0; k < nt; k++) {
+        int var;
+        size_t o = mask_token(msg + m->off[k], m->len[k], m->scratch, &var, NULL, NULL, 0, 0);
+        uint32_t id = intern(m, m->scratch, o, var);
+        if (id == UINT32_MAX)
+            return -1;
+        m->ids[k] = id;
     }
     return nt;
 }
@@ -299,6 +345,30 @@ static void mark_stale(cluster *c)
 {
     free(c->text);
     c->text = NULL;
+}
+
+/* The message's bytes under each `<*>` of cluster c, in order, for a
+ * message already split into m->off/m->len (nt tokens, as many as c has):
+ * a wildcard token is one slot, whole; a token masked inside gives one
+ * slot per masked segment; a constant token none. */
+static uint32_t slot_params(teller_log_miner *m, const char *msg, const cluster *c, int nt,
+                            teller_log_param *params, uint32_t max)
+{
+    uint32_t np = 0;
+    const uint32_t *t = m->tpl_toks + c->first_tok;
+    for (int i = 0; i < nt; i++) {
+        if (t[i] == WILD) {
+            if (params && np < max) {
+                params[np].off = m->off[i];
+                params[np].len = m->len[i];
+            }
+            np++;
+        } else if (m->toks[t[i]].var) {
+            int var;
+            mask_token(msg + m->off[i], m->len[i], m->scratch, &var, params, &np, max, m->off[i]);
+        }
+    }
+    return np;
 }
 
 teller_status teller_log_miner_add(teller_log_miner *m, const char *msg, size_t len,
@@ -376,16 +446,7 @@ teller_status teller_log_miner_add(teller_log_miner *m, const char *msg, size_t 
     }
     cluster *c = &m->cl[best];
     c->hits++;
-    uint32_t np = 0;
-    const uint32_t *t = m->tpl_toks + c->first_tok;
-    for (int i = 0; i < nt; i++)
-        if (m->toks[t[i]].var) {
-            if (params && np < max_params) {
-                params[np].off = m->off[i];
-                params[np].len = m->len[i];
-            }
-            np++;
-        }
+    uint32_t np = slot_params(m, msg, c, nt, params, max_params);
     if (out) {
         out->template_id = best;
         out->num_params = np;
@@ -401,6 +462,24 @@ uint32_t teller_log_miner_count(const teller_log_miner *m)
 uint64_t teller_log_miner_hits(const teller_log_miner *m, uint32_t id)
 {
     return id < m->ncl ? m->cl[id].hits : 0;
+}
+
+teller_status teller_log_miner_params(teller_log_miner *m, uint32_t id, const char *msg, size_t len,
+                                      teller_log_param *params, uint32_t max_params, uint32_t *num_params)
+{
+    *num_params = 0;
+    if (id >= m->ncl)
+        return TELLER_ERR_ARG;
+    if (len > UINT32_MAX)
+        len = UINT32_MAX;
+    if (scratch_for(m, len))
+        return TELLER_ERR_NOMEM;
+    int nt = split(m, msg, len);
+    const cluster *c = &m->cl[id];
+    if ((uint32_t)nt != c->ntok)
+        return TELLER_ERR_ARG;
+    *num_params = slot_params(m, msg, c, nt, params, max_params);
+    return TELLER_OK;
 }
 
 const char *teller_log_miner_template(const teller_log_miner *m, uint32_t id)

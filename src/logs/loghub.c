@@ -6,7 +6,12 @@
  * Content and EventTemplate among others). The Content column (the message
  * after the benchmark's own header split) is fed to a fresh miner in file
  * order; after the last line every line's template is its cluster's final
- * template, as batch Drain reports it.
+ * template, as batch Drain reports it. The raw measure
+ * (teller_loghub_eval_raw) instead reads NAME_2k.log as a user has it,
+ * headers included, through teller_log_read_file, and mines each record's
+ * key: the header has to be found by the reader, with nothing told about
+ * the dataset. Its lines are scored by template id (line i of the log is
+ * row i of the CSV), the truth by its template text (one per EventId).
  *
  * The measures, as the Loghub-2.0 evaluator defines them:
  *   - templates are compared after the benchmark's normalisation (see
@@ -197,8 +202,27 @@ static uint32_t group_by(const char *const *keys, uint32_t n, uint32_t *out, uin
     return n ? g + 1 : 0;
 }
 
-teller_status teller_loghub_eval(const char *dir, const teller_miner_opts *opts,
-                                 teller_loghub_result *res, teller_error *err)
+/* Raw input: the records of NAME_2k.log, each line given its record's
+ * cluster (a traceback's lines share one). */
+typedef struct raw_ctx {
+    teller_log_miner *m;
+    row              *rows;
+    size_t            nrows;
+} raw_ctx;
+
+static int on_raw(void *ctx, const teller_log_record *rec)
+{
+    raw_ctx *c = ctx;
+    teller_log_match mt;
+    if (teller_log_miner_add(c->m, rec->key.p, rec->key.n, &mt, NULL, 0) != TELLER_OK)
+        return -TELLER_ERR_NOMEM;
+    for (uint64_t l = rec->line; l < rec->line + rec->num_lines && l - 1 < c->nrows; l++)
+        c->rows[l - 1].cluster = mt.template_id;
+    return 0;
+}
+
+static teller_status eval(const char *dir, const teller_miner_opts *opts, int raw,
+                          teller_loghub_result *res, teller_error *err)
 {
     memset(res, 0, sizeof *res);
     size_t dl = strlen(dir);
@@ -286,12 +310,31 @@ teller_status teller_loghub_eval(const char *dir, const teller_miner_opts *opts,
     if (!m || !pred || !truth || !tg || !pg || !order)
         st = TELLER_ERR_NOMEM;
     clock_t t0 = clock();
-    for (size_t i = 0; st == TELLER_OK && i < nrows; i++) {
+    if (raw && st == TELLER_OK) {
+        /* the log as a user has it: headers and all, through the reader */
+        for (size_t i = 0; i < nrows; i++)
+            rows[i].cluster = UINT32_MAX;
+        snprintf(path, sizeof path, "%.*s/%s_2k.log", (int)dl, dir, res->name);
+        raw_ctx rc = {m, rows, nrows};
+        st = teller_log_read_file(path, NULL, on_raw, &rc, NULL, err);
+    }
+    for (size_t i = 0; !raw && st == TELLER_OK && i < nrows; i++) {
         teller_log_match mt;
         st = teller_log_miner_add(m, rows[i].content, strlen(rows[i].content), &mt, NULL, 0);
         rows[i].cluster = mt.template_id;
     }
     res->seconds = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (raw && st != TELLER_OK) {
+        teller_log_miner_free(m);
+        free(pred);
+        free(truth);
+        free(tg);
+        free(pg);
+        free(order);
+        free(rows);
+        free(buf);
+        return st;
+    }
     if (st == TELLER_OK) {
         /* normalised template texts: predicted per cluster, truth per line */
         uint32_t ncl = teller_log_miner_count(m);
@@ -314,18 +357,26 @@ teller_status teller_loghub_eval(const char *dir, const teller_miner_opts *opts,
             for (size_t i = 0; i < nrows; i++) {
                 truth[i] = normbuf + o;
                 o += teller_loghub_normalize(rows[i].truth, normbuf + o, strlen(rows[i].truth) + 1) + 1;
-                pred[i] = cltext[rows[i].cluster];
+                pred[i] = rows[i].cluster < ncl ? cltext[rows[i].cluster] : "";
             }
             /* GA groups the truth by its template text as the file gives it */
-            const char **raw = calloc(nrows + 1, sizeof *raw);
-            uint32_t *cnt = calloc(nrows + 1, sizeof *cnt), *first = calloc(nrows + 1, sizeof *first);
-            if (!raw || !cnt || !first) {
+            const char **ttext = calloc(nrows + 1, sizeof *ttext);
+            uint32_t *cnt = calloc(ncl + nrows + 1, sizeof *cnt), *first = calloc(nrows + 1, sizeof *first);
+            if (!ttext || !cnt || !first) {
                 st = TELLER_ERR_NOMEM;
             } else {
                 for (size_t i = 0; i < nrows; i++)
-                    raw[i] = rows[i].truth;
-                res->truth_groups = group_by(raw, (uint32_t)nrows, tg, order);
-                res->found_groups = group_by(pred, (uint32_t)nrows, pg, order);
+                    ttext[i] = rows[i].truth;
+                res->truth_groups = group_by(ttext, (uint32_t)nrows, tg, order);
+                if (raw) {
+                    /* scored by template id; a line no record covered is
+                     * a group of its own */
+                    for (size_t i = 0; i < nrows; i++)
+                        pg[i] = rows[i].cluster < ncl ? rows[i].cluster : ncl + (uint32_t)i;
+                    res->found_groups = ncl;
+                } else {
+                    res->found_groups = group_by(pred, (uint32_t)nrows, pg, order);
+                }
                 for (size_t i = 0; i < nrows; i++)
                     cnt[pg[i]]++;
                 /* per truth group: one predicted group, of the same size */
@@ -352,7 +403,7 @@ teller_status teller_loghub_eval(const char *dir, const teller_miner_opts *opts,
                 res->ga = nrows ? (double)good / (double)nrows : 0;
                 res->pa = nrows ? (double)pa / (double)nrows : 0;
             }
-            free(raw);
+            free(ttext);
             free(cnt);
             free(first);
         }
@@ -370,4 +421,16 @@ teller_status teller_loghub_eval(const char *dir, const teller_miner_opts *opts,
     free(rows);
     free(buf);
     return st;
+}
+
+teller_status teller_loghub_eval(const char *dir, const teller_miner_opts *opts,
+                                 teller_loghub_result *res, teller_error *err)
+{
+    return eval(dir, opts, 0, res, err);
+}
+
+teller_status teller_loghub_eval_raw(const char *dir, const teller_miner_opts *opts,
+                                     teller_loghub_result *res, teller_error *err)
+{
+    return eval(dir, opts, 1, res, err);
 }

@@ -583,6 +583,75 @@ static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
     return 0;
 }
 
+/* An unknown prefix before a known header or a level word: a launcher's
+ * "[1] " before an NCCL line, a date before a uvicorn line. Up to four
+ * fields that each hold a digit or are bracketed are passed over to find
+ * a header that the line does not start with; what they are is not
+ * known, except that "YYYY-MM-DD[T ]hh:mm:ss[.f]" at the start is the
+ * time when the header found has none. A known header is read as if the
+ * line started there (returns the bytes up to the message); an upper-case
+ * level word (INFO, WARN, ERROR ...), there or first on the line, is only taken as the level, the
+ * message left whole (returns 0), so that a file's learned header
+ * (header.c) still sees the whole line. Message text never has the
+ * digit-or-bracket fields in front that this needs. */
+static size_t unknown_prefix(const char *s, size_t n, size_t i, teller_log_record *r, log_time *t)
+{
+    size_t j = i, ll;
+    int lv = level_word(s, n, i, &ll);
+    if (lv && i + ll < n && s[i + ll] == ' ') { /* "ERROR message": a level first */
+        r->level = (uint8_t)lv;
+        return 0;
+    }
+    for (int f = 0; f < 4 && j < n; f++) {
+        size_t e = j;
+        int ok = 0;
+        if (s[j] == '[') {
+            const char *c = memchr(s + j, ']', n - j);
+            e = c ? (size_t)(c - s) + 1 : j;
+            ok = c != NULL;
+        }
+        if (!ok) {
+            while (e < n && s[e] != ' ' && s[e] != '\t') {
+                ok |= is_digit(s[e]);
+                e++;
+            }
+        }
+        size_t q = e;
+        while (q < n && (s[q] == ' ' || s[q] == '\t'))
+            q++;
+        if (!ok || q == e || q >= n)
+            return 0;
+        teller_log_record tmp = *r;
+        log_time tt = {0};
+        size_t k;
+        lv = 0;
+        if ((k = hdr_vllm(s, n, q, &tmp, &tt)) || (k = hdr_uvicorn(s, n, q, &tmp)) ||
+            (k = hdr_glog(s, n, q, &tmp, &tt)) || (k = hdr_nccl(s, n, q, &tmp)) ||
+            tmp.family != TELLER_LOG_GENERIC ||
+            ((lv = level_word(s, n, q, &ll)) && (q + ll == n || s[q + ll] == ' ' || s[q + ll] == ':'))) {
+            if (!tt.have) {
+                /* a date and time the prefix starts with */
+                log_time pt = {0};
+                if (ymd(s, n, i, &pt) && i + 10 < n && (s[i + 10] == ' ' || s[i + 10] == 'T') &&
+                    hms(s, n, i + 11, &pt)) {
+                    size_t fj = i + 19;
+                    frac(s, n, &fj, &pt);
+                    tt = pt;
+                }
+            }
+            *t = tt;
+            if (lv) {
+                r->level = (uint8_t)lv;
+                return 0;
+            }
+            *r = tmp;
+            return q + k - i;
+        }
+        j = q;
+    }
+    return 0;
+}
+
 /* ---- message facts ----------------------------------------------------- */
 
 /* A Python exception line: "pkg.mod.NameError: text" or "NameError". */
@@ -747,6 +816,7 @@ void log_ctx_init(parse_ctx *c, const teller_log_opts *o)
     c->ref_year = c->ref_day != INT64_MIN ? year_of_day(c->ref_day) : 1970;
     c->last_day = INT64_MIN;
     c->last_tod = 0;
+    c->layout = NULL;
 }
 
 /* ---- the line ---------------------------------------------------------- */
@@ -806,6 +876,8 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
         }
     } else {
         i += hdr_nccl(s, n, i, r);
+        if (r->family == TELLER_LOG_GENERIC)
+            i += unknown_prefix(s, n, i, r, &t);
     }
 
     r->msg.p = s + i;
@@ -816,6 +888,14 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
     size_t mn = r->msg.n;
 
     if (r->family == TELLER_LOG_GENERIC) {
+        log_time ht = {0};
+        size_t h = log_layout_strip(c->layout, m, mn, &r->level, &ht);
+        if (ht.have && !t.have)
+            t = ht;
+        m += h;
+        mn -= h;
+        r->msg.p = m;
+        r->msg.n = mn;
         if (starts(m, mn, 0, "Traceback (most recent call last):")) {
             r->family = TELLER_LOG_TRACEBACK;
             r->level = TELLER_LOGL_ERROR;

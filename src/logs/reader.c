@@ -40,6 +40,8 @@ struct teller_log_reader {
     int              overflow; /* the current line passed cap */
     char            *clean;    /* the cleaned line */
     int              stopped;
+    int              cb_status; /* the teller_status a callback stopped with (it returned -status) */
+    uint64_t         cb_line;   /* the line of the record it was given */
     /* the open traceback */
     int              tb;
     teller_log_record tb_rec;
@@ -49,7 +51,17 @@ struct teller_log_reader {
     size_t           tb_key_len;
     char             tb_proc[128];
     char             tb_src[256];
+    /* the first lines, held back until the file's header is learned */
+    int              learning;
+    char            *learn_buf;
+    size_t           learn_len, nlearn;
+    uint32_t         learn_end[LOG_LAYOUT_SAMPLES];
+    uint8_t          learn_trunc[LOG_LAYOUT_SAMPLES];
+    log_layout_sampler sampler;
+    log_layout       layout;
 };
+
+enum { LEARN_BYTES = 64 * 1024 };
 
 teller_log_reader *teller_log_reader_create(const teller_log_opts *opts)
 {
@@ -64,7 +76,9 @@ teller_log_reader *teller_log_reader_create(const teller_log_opts *opts)
     r->line = malloc(r->cap + 1);
     r->clean = malloc(r->cap + 1);
     r->tb_buf = malloc(r->cap + 1);
-    if (!r->line || !r->clean || !r->tb_buf) {
+    r->learn_buf = malloc(LEARN_BYTES);
+    r->learning = 1;
+    if (!r->line || !r->clean || !r->tb_buf || !r->learn_buf) {
         teller_log_reader_free(r);
         return NULL;
     }
@@ -78,6 +92,7 @@ void teller_log_reader_free(teller_log_reader *r)
     free(r->line);
     free(r->clean);
     free(r->tb_buf);
+    free(r->learn_buf);
     free(r);
 }
 
@@ -94,8 +109,14 @@ static int emit(teller_log_reader *r, const teller_log_record *rec, teller_log_f
         r->stats.truncated++;
     if (rec->flags & TELLER_LOGF_NO_TIME)
         r->stats.no_time++;
-    if (fn && fn(ctx, rec))
+    int rc = fn ? fn(ctx, rec) : 0;
+    if (rc) {
         r->stopped = 1;
+        if (rc < 0 && !r->cb_status) {
+            r->cb_status = rc >= -(int)TELLER_ERR_LIMIT ? -rc : (int)TELLER_ERR_ARG;
+            r->cb_line = rec->line;
+        }
+    }
     return r->stopped;
 }
 
@@ -326,6 +347,75 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
     return emit(r, &rec, fn, ctx);
 }
 
+/* A held-back line's message goes to the header sampler when no known
+ * header matched it. Parsing here must not move the reader's date. */
+static void sample_line(teller_log_reader *r, const char *raw, size_t n)
+{
+    while (n && raw[n - 1] == '\r')
+        n--;
+    uint32_t flags = 0;
+    size_t m = clean_line(r, raw, n, &flags);
+    if (m == SIZE_MAX)
+        return;
+    parse_ctx c = r->ctx;
+    c.layout = NULL;
+    teller_log_record rec;
+    log_parse_line_ctx(&c, r->clean, m, &rec);
+    if (rec.family == TELLER_LOG_GENERIC && rec.msg.n)
+        log_layout_sample(&r->sampler, rec.msg.p, rec.msg.n);
+}
+
+/* Learns the header from the held-back lines, then reads them. */
+static int end_learning(teller_log_reader *r, teller_log_fn fn, void *ctx)
+{
+    r->learning = 0;
+    log_layout_learn(&r->sampler, &r->layout);
+    if (r->layout.n)
+        r->ctx.layout = &r->layout;
+    size_t b = 0;
+    for (size_t i = 0; i < r->nlearn && !r->stopped; i++) {
+        process_line(r, r->learn_buf + b, r->learn_end[i] - b, r->learn_trunc[i], fn, ctx);
+        b = r->learn_end[i];
+    }
+    r->nlearn = r->learn_len = 0;
+    return r->stopped;
+}
+
+/* A whole input line: held back while learning, else read. */
+static int take_line(teller_log_reader *r, const char *raw, size_t n, int truncated, teller_log_fn fn,
+                     void *ctx)
+{
+    if (r->learning) {
+        if (r->nlearn < LOG_LAYOUT_SAMPLES && r->learn_len + n <= LEARN_BYTES) {
+            memcpy(r->learn_buf + r->learn_len, raw, n);
+            r->learn_len += n;
+            r->learn_end[r->nlearn] = (uint32_t)r->learn_len;
+            r->learn_trunc[r->nlearn] = (uint8_t)truncated;
+            r->nlearn++;
+            sample_line(r, raw, n);
+            return r->nlearn < LOG_LAYOUT_SAMPLES ? 0 : end_learning(r, fn, ctx);
+        }
+        if (end_learning(r, fn, ctx))
+            return 1;
+    }
+    return process_line(r, raw, n, truncated, fn, ctx);
+}
+
+/* A callback that returned -status stopped the reading: that status comes
+ * back from every later feed and finish. */
+static teller_status callback_status(const teller_log_reader *r, teller_error *err)
+{
+    if (!r->cb_status)
+        return TELLER_OK;
+    teller_status st = teller_error_set(err, (teller_status)r->cb_status, "", 0,
+                                        "record callback failed at line %llu: %s",
+                                        (unsigned long long)r->cb_line,
+                                        teller_status_str((teller_status)r->cb_status));
+    if (err)
+        err->line = r->cb_line;
+    return st;
+}
+
 teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size_t len,
                                      teller_log_fn fn, void *ctx, teller_error *err)
 {
@@ -345,12 +435,12 @@ teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size
         r->len += take;
         if (!nl)
             break;
-        process_line(r, r->line, r->len, r->overflow, fn, ctx);
+        take_line(r, r->line, r->len, r->overflow, fn, ctx);
         r->len = 0;
         r->overflow = 0;
         p = nl + 1;
     }
-    return TELLER_OK;
+    return callback_status(r, err);
 }
 
 teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, void *ctx,
@@ -359,11 +449,13 @@ teller_status teller_log_reader_finish(teller_log_reader *r, teller_log_fn fn, v
     if (!r)
         return teller_error_set(err, TELLER_ERR_ARG, "", 0, "log reader: no reader");
     if (!r->stopped && (r->len || r->overflow)) {
-        process_line(r, r->line, r->len, r->overflow, fn, ctx);
+        take_line(r, r->line, r->len, r->overflow, fn, ctx);
         r->len = 0;
         r->overflow = 0;
     }
+    if (!r->stopped && r->learning)
+        end_learning(r, fn, ctx);
     if (!r->stopped)
         tb_flush(r, fn, ctx);
-    return TELLER_OK;
+    return callback_status(r, err);
 }

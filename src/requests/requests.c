@@ -198,7 +198,6 @@ typedef struct log_ctx {
     int32_t             node;
     uint64_t            request_lines, preempt_lines, id_lines_no_time;
     int64_t             tmin, tmax;
-    int                 oom;
     uint32_t            order;
 } log_ctx;
 
@@ -235,10 +234,8 @@ static int on_record(void *vctx, const teller_log_record *rec)
     if (rec->flags & TELLER_LOGF_NO_SUBSEC)
         al.time_ns -= SEC_NS / 2;
     rq *q = reqset_get(c->S, rec->request[0].p, rec->request[0].n, 1);
-    if (!q) {
-        c->oom = 1;
-        return 1;
-    }
+    if (!q)
+        return -TELLER_ERR_NOMEM;
     c->request_lines++;
     if (al.time_ns < c->tmin)
         c->tmin = al.time_ns;
@@ -272,35 +269,6 @@ static int on_record(void *vctx, const teller_log_record *rec)
             q->r.flags |= TELLER_REQF_FINISH_TWICE;
     }
     return 0;
-}
-
-static teller_status read_log(const char *path, log_ctx *c, const teller_log_opts *lo, teller_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open log");
-    teller_log_reader *rd = teller_log_reader_create(lo);
-    char *buf = malloc(1 << 16);
-    if (!rd || !buf) {
-        fclose(f);
-        free(buf);
-        teller_log_reader_free(rd);
-        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-    }
-    teller_status s = TELLER_OK;
-    size_t got;
-    while (s == TELLER_OK && !c->oom && (got = fread(buf, 1, 1 << 16, f)) > 0)
-        s = teller_log_reader_feed(rd, buf, got, on_record, c, err);
-    if (s == TELLER_OK && !c->oom && ferror(f))
-        s = teller_error_set(err, TELLER_ERR_IO, path, 0, "read failed");
-    if (s == TELLER_OK && !c->oom)
-        s = teller_log_reader_finish(rd, on_record, c, err);
-    if (s == TELLER_OK && c->oom)
-        s = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-    teller_log_reader_free(rd);
-    free(buf);
-    fclose(f);
-    return s;
 }
 
 /* ---- the replay ---- */
@@ -739,7 +707,7 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
         for (size_t i = 0; i < o.nlogs; i++) {
             int32_t node = teller_log_node_from_path(o.logs[i]);
             c.node = node < 0 ? 0 : node;
-            status = read_log(o.logs[i], &c, &lo, err);
+            status = teller_log_read_file(o.logs[i], &lo, on_record, &c, NULL, err);
             if (status)
                 goto fail;
         }
