@@ -4,13 +4,14 @@
 #   make bench    ingest speed and memory against Python's json (bench/run.sh)
 #   make fuzz     libFuzzer targets with clang, FUZZ_SECONDS each (fuzz/run.sh)
 #   make demo     simulate a faulty 2-node run, diagnose it, write the report
+#   make vocab    learn the default TPE vocabulary (src/tpe/default.vocab)
 # Every target installs missing Debian packages first (scripts/install-deps).
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps test test-plain test-asan bench fuzz demo clean
+.PHONY: all deps test test-plain test-asan bench fuzz demo vocab clean
 
 all: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -49,6 +50,12 @@ demo: all
 	@echo
 	@echo "report: $(abspath $(DEMO_DIR))/report.html"
 	@echo "perfetto trace (open in ui.perfetto.dev): $(abspath $(DEMO_DIR))/trace.perfetto.json.gz"
+
+# The default TPE vocabulary, embedded in the library: learned from the
+# shared real traces and a seeded simulator corpus; rebuilt after.
+vocab: all
+	scripts/tpe-vocab.sh $(BUILD)
+	ninja -C $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -168,7 +168,8 @@ int main(int argc, char **argv)
            "before/step", "after/step", "red_nodes", "red_toks", "train_s");
     for (int cross = 1; cross >= 0; cross--) {
         for (size_t vi = 0; vi < nv; vi++) {
-            teller_tpe_vocab_opts vo = {1, cross};
+            teller_tpe_vocab_opts vo = teller_tpe_vocab_defaults();
+            vo.cross_levels = cross;
             teller_tpe_vocab *v = teller_tpe_vocab_create(&vo);
             seqset tr = {0}, ho = {0};
             for (size_t i = 0; i < ncases; i++)

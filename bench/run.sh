@@ -190,6 +190,14 @@ else
   echo "tpe: skipped ($BUILD/bench_tpe not built)"
 fi
 
+# TPE transfer (bench/tpe_transfer.sh; issue 15): leave-one-trace-set-out
+# over every shared real trace with steps plus the simulator, vocabularies
+# of 256 and 1024 merges learned on the other sets. Targets: node reduction
+# >= 70 % on held-out real sets at 256, >= 85 % in distribution.
+echo
+echo "TPE transfer to unseen workloads (node@V: held-out node reduction, vocabulary learned on the other sets)"
+"$HERE/tpe_transfer.sh" "$BUILD/teller" "$OUTDIR/tpe_transfer" | sed 's/^/  /'
+
 # ===========================================================================
 # Log-to-step alignment on the held-out corpus above (truth.json log_steps).
 # ===========================================================================

@@ -9,13 +9,18 @@
  *   1. the TAG token: the layer tag ("KERNEL", "BACKEND", ...), followed,
  *      when duration buckets are on, by "~" and the node's duration bucket
  *      ("KERNEL~4x");
- *   2. the NAME token: teller_name_normalize of the event name (template
- *      arguments, parameter lists, return types and "_vNNNN" API version
- *      suffixes dropped; see src/tree/names.c); for ENGINE and OTHER layer
- *      events (annotations, profiler spans) each run of digits becomes
- *      "#", so "ProfilerStep#12" and "execute_3_context_..." are one token
- *      for every step (kernel names keep their digits: "sm90", tile sizes);
- *      an empty name is spelt "?".
+ *   2. the NAME token: the event's name family (teller_tpe_name_family):
+ *      kernels by what they compute ("gemm", "attention", "norm",
+ *      "comm.allreduce.ring", ...) whatever the vendor, library or tile
+ *      size; runtime and driver calls without vendor prefix or version
+ *      ("LaunchKernel" for cudaLaunchKernel, hipLaunchKernel,
+ *      cuLaunchKernelEx); copies by direction and memory kind; Python
+ *      frames as module.function; aten ops as they are; step annotations
+ *      "step"; anything else its normalised name, digit runs masked to
+ *      "#". The exact name stays reachable through the token's event.
+ *      Python frames are left out altogether (their children hang from
+ *      the nearest kept ancestor) when the vocabulary's frames option is
+ *      off.
  * Parallel arrays give, per token, the parent (index in the sequence of the
  * parent node's TAG token; TELLER_NONE at a root), the depth (0 at the
  * roots of the serialised forest, so a parent is always the nearest earlier
@@ -24,8 +29,9 @@
  * each node once).
  *
  * Duration buckets. The bucket compares the node's duration with the median
- * duration of its operator family (layer and normalised name) over the
- * whole loaded run: "lo" below 0.5x; "1x" in [0.5, 1.41); "2x" in
+ * duration of its operator (layer and teller_name_normalize'd name, digit
+ * runs masked on ENGINE and OTHER events; not its family, so that "4x"
+ * means slow for this op) over the whole loaded run: "lo" below 0.5x; "1x" in [0.5, 1.41); "2x" in
  * [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x and more (log2 scale,
  * bucket edges halfway between powers of two). A family whose median is 0
  * (instants) is always "1x". The bucket rides on the TAG token rather than
@@ -41,7 +47,8 @@
  * seen for the first time after training get new ids and never merge.
  *
  * Training (teller_tpe_train): word-level BPE over many sequences. Identical
- * sequences are counted once with a weight. Adjacent pairs are counted
+ * sequences are counted once with a weight (their number, or the sum of
+ * the weights given to teller_tpe_train_weighted). Adjacent pairs are counted
  * once; then the most frequent pair is merged everywhere, left to right
  * (ties: lower left id, then lower right id), with pair counts updated
  * incrementally around each merged occurrence and a lazy max-heap giving the
@@ -64,9 +71,10 @@
  * after checking that every token's parent, depth, duration and span agree
  * with them.
  *
- * Vocabulary file (teller_tpe_vocab_save/load), text, version 1:
- *   teller-tpe-vocab 1
- *   options buckets=B cross=C
+ * Vocabulary file (teller_tpe_vocab_save/load), text, version 2 (version 1
+ * held raw names and is refused: learn it again):
+ *   teller-tpe-vocab 2
+ *   options buckets=B cross=C frames=F
  *   symbols N
  *   b ESCAPED_STRING        one line per symbol, in id order: a base symbol
  *   m LEFT RIGHT            or a merge of two earlier ids
@@ -89,7 +97,7 @@
 extern "C" {
 #endif
 
-#define TELLER_TPE_VERSION 1
+#define TELLER_TPE_VERSION 2
 #define TELLER_TPE_BUCKETS 5 /* lo, 1x, 2x, 4x, 8x */
 
 /* A token sequence. Base sequences (from serialisation) have one token per
@@ -122,6 +130,7 @@ typedef struct teller_tpe_vocab teller_tpe_vocab;
 typedef struct teller_tpe_vocab_opts {
     int buckets;      /* duration bucket on TAG tokens (default 1) */
     int cross_levels; /* merges may join tokens of different parent or depth (default 1, the paper's) */
+    int frames;       /* Python frames are nodes (default 0: left out, see docs/ARCHITECTURE.md, TPE) */
 } teller_tpe_vocab_opts;
 
 teller_tpe_vocab_opts teller_tpe_vocab_defaults(void);
@@ -144,6 +153,12 @@ int teller_tpe_vocab_symbol(const teller_tpe_vocab *v, uint32_t id, const char *
  * when cut); returns the full length. */
 size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out, size_t cap);
 
+/* The default vocabulary, built into the library (learned by `make vocab`
+ * from the simulator corpus and the shared real traces; see
+ * docs/ARCHITECTURE.md, TPE). A new vocabulary each call; the caller frees
+ * it. */
+teller_status teller_tpe_vocab_default(teller_tpe_vocab **out, teller_error *err);
+
 teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path, teller_error *err);
 teller_status teller_tpe_vocab_load(const char *path, teller_tpe_vocab **out, teller_error *err);
 /* Parses a vocabulary file's bytes; name is used in errors. */
@@ -151,6 +166,12 @@ teller_status teller_tpe_vocab_parse(const char *data, size_t n, const char *nam
                                      teller_error *err);
 
 /* ---- serialisation ---- */
+
+/* The NAME token of an event of the given layer: its family (see above
+ * and the table in docs/ARCHITECTURE.md, TPE section). Writes at most cap
+ * bytes, NUL-terminated, never an empty string ("?" for an empty name);
+ * returns the length. */
+size_t teller_tpe_name_family(teller_layer layer, const char *name, char *out, size_t cap);
 
 /* Per loaded run: normalised names and family medians (see above). Built
  * once per store; lives until freed; the store must outlive it. */
@@ -186,6 +207,11 @@ teller_tpe_train_opts teller_tpe_train_defaults(void);
 /* Learns merges over the sequences (symbols of v) and appends them to v. */
 teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, size_t nseqs,
                                const teller_tpe_train_opts *opts, teller_error *err);
+/* The same, with weights[k] the number of times sequence k counts (0 leaves
+ * it out; pair counts are sums of weights): how a training mix gives every
+ * workload its say however many steps it has (`teller tpe train`). */
+teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
+                                        size_t nseqs, const teller_tpe_train_opts *opts, teller_error *err);
 
 /* Encodes a base sequence with v's merges. out is replaced. */
 teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq *base, teller_tpe_seq *out,

@@ -2,21 +2,80 @@
  * cmd_slice.c - `teller slice --step K --rank R [--op NAME] TRACE...`: the
  * causal-context slice (include/teller/slice.h) around one operator (the
  * longest on that rank in that step whose normalised name is NAME or whose
- * name contains it) or around the whole step, in time order.
+ * name contains it) or around the whole step, in time order. With
+ * --tokens, also the slice as TPE tokens (include/teller/tpe.h) under the
+ * built-in vocabulary or --vocab-file FILE: what a model is fed.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "teller/slice.h"
+#include "teller/tpe.h"
 #include "../util/textout.h"
+
+/* The slice's events as encoded TPE tokens, printed after the events (one
+ * line each, or a JSON array); 0 on success. */
+static int put_tokens(const teller_store *st, const teller_slice_item *items, size_t n, const char *vocab_file,
+                      int json)
+{
+    teller_error err;
+    teller_error_clear(&err);
+    teller_tpe_vocab *v = NULL;
+    teller_tpe_ctx *c = NULL;
+    teller_tpe_seq base, enc;
+    memset(&base, 0, sizeof base);
+    memset(&enc, 0, sizeof enc);
+    uint32_t *evs = malloc((n ? n : 1) * sizeof *evs);
+    size_t tcap = (size_t)1 << 16;
+    char *text = malloc(tcap);
+    int rc = 1;
+    if (!evs || !text)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        evs[i] = items[i].event;
+    if ((vocab_file ? teller_tpe_vocab_load(vocab_file, &v, &err) : teller_tpe_vocab_default(&v, &err)) ||
+        teller_tpe_ctx_create(st, v, &c, &err) || teller_tpe_serialize_events(c, evs, n, &base, &err) ||
+        teller_tpe_encode(v, &base, &enc, &err)) {
+        fprintf(stderr, "teller: %s: %s\n", err.file[0] ? err.file : "tpe", err.msg);
+        goto done;
+    }
+    if (json)
+        printf("\n,\"nodes\": %zu, \"tokens\": [", base.n / 2);
+    else
+        printf("\n%zu tokens for %zu nodes:\n", enc.n, base.n / 2);
+    for (size_t t = 0; t < enc.n; t++) {
+        teller_tpe_symbol_text(v, enc.sym[t], text, tcap);
+        if (json) {
+            printf("%s\n  {\"id\": %u, \"depth\": %u, \"first\": %u, \"len\": %u, \"text\": ", t ? "," : "",
+                   enc.sym[t], enc.depth[t], enc.first[t], enc.len[t]);
+            teller_json_put(stdout, text);
+            printf("}");
+        } else {
+            printf("%*s#%u  ", 2 * (int)(enc.depth[t] < 40 ? enc.depth[t] : 40), "", enc.sym[t]);
+            cli_put_text(stdout, text);
+            printf("\n");
+        }
+    }
+    if (json)
+        printf("\n]");
+    rc = 0;
+done:
+    free(evs);
+    free(text);
+    teller_tpe_seq_free(&base);
+    teller_tpe_seq_free(&enc);
+    teller_tpe_ctx_free(c);
+    teller_tpe_vocab_free(v);
+    return rc;
+}
 
 int cmd_slice(int argc, char **argv)
 {
     cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
     long step = 0, rank = 0, max = -1;
-    const char *op = NULL;
-    int json = 0, np = 0;
+    const char *op = NULL, *vocab_file = NULL;
+    int json = 0, tokens = 0, np = 0;
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)
         return 1;
@@ -45,13 +104,25 @@ int cmd_slice(int argc, char **argv)
                 goto usage_err;
             }
             op = argv[++i];
+        } else if (!strcmp(a, "--vocab-file")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "teller: slice: --vocab-file needs a file\n");
+                goto usage_err;
+            }
+            vocab_file = argv[++i];
+            tokens = 1;
         } else if (!strcmp(a, "--json"))
             json = 1;
+        else if (!strcmp(a, "--tokens"))
+            tokens = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller slice --step K --rank R [--op NAME] [--max N] [--json] [options] TRACE_OR_CASE...\n"
+            printf("usage: teller slice --step K --rank R [--op NAME] [--max N] [--tokens] [--vocab-file F] [--json]\n"
+                   "                    [options] TRACE_OR_CASE...\n"
                    "  --op NAME   seed: the longest event named NAME (normalised) or containing NAME;\n"
                    "              without it, the step's marker (the whole rank's step)\n"
-                   "  --max N     at most N events (default 256)\n" CLI_COMMON_HELP);
+                   "  --max N     at most N events (default 256)\n"
+                   "  --tokens    also the slice as TPE tokens, under the built-in vocabulary\n"
+                   "  --vocab-file F  ... or under vocabulary F (implies --tokens)\n" CLI_COMMON_HELP);
             free(paths);
             return 0;
         } else if (a[0] == '-' && a[1]) {
@@ -110,10 +181,13 @@ int cmd_slice(int argc, char **argv)
         }
     }
     if (json)
-        printf("\n]}\n");
+        printf("\n]");
+    int rc = tokens ? put_tokens(st, items, n, vocab_file, json) : 0;
+    if (json)
+        printf("}\n");
     free(items);
     teller_store_free(st);
-    return 0;
+    return rc;
 usage_err:
     free(paths);
     return 2;

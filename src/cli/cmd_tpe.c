@@ -4,12 +4,14 @@
  *
  *   train  --vocab V -o FILE RUN...   learns V merges over every step of
  *          every run; each argument is one run (a case directory or a file)
- *   encode --vocab-file FILE TRACE... the arguments are one run; tokens per
- *          step and rank, readable or --json
- *   stats  --vocab-file FILE RUN...   JSON: steps, nodes_per_step,
+ *   encode [--vocab-file FILE] TRACE... the arguments are one run; tokens
+ *          per step and rank, readable or --json
+ *   stats  [--vocab-file FILE] RUN...   JSON: steps, nodes_per_step,
  *          tokens_before_per_step, tokens_after_per_step, reduction
  *          (1 - tokens after / nodes, the paper's figure) and
  *          reduction_tokens (1 - tokens after / tokens before)
+ * encode and stats use the built-in default vocabulary
+ * (teller_tpe_vocab_default) when no --vocab-file is given.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 typedef struct tpe_args {
     cli_load_opts load;
     long          vocab, min_count, step, rank;
-    int           cross, buckets, json;
+    int           cross, buckets, frames, balance, json;
     const char   *out, *vocab_file;
     char        **paths;
     int           np;
@@ -40,16 +42,21 @@ static int want_num(const char *cmd, const char *opt, const char *v, long *out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: teller tpe train --vocab V -o FILE [--min-count N] [--no-cross] [--no-buckets] RUN...\n"
-               "       teller tpe encode --vocab-file FILE [--step K] [--rank R] [--json] TRACE...\n"
-               "       teller tpe stats --vocab-file FILE RUN...\n"
+    fprintf(f, "usage: teller tpe train --vocab V -o FILE [--min-count N] [--no-cross] [--no-buckets] [--frames]\n"
+               "                        RUN...\n"
+               "       teller tpe encode [--vocab-file FILE] [--step K] [--rank R] [--json] TRACE...\n"
+               "       teller tpe stats [--vocab-file FILE] RUN...\n"
                "  train, stats: each argument is one run (a case directory or a trace file)\n"
                "  encode: the arguments together are one run\n"
+               "  --vocab-file F   the vocabulary (default: the built-in one, learned by make vocab)\n"
                "  --vocab V        merged tokens to learn (base symbols come on top)\n"
                "  --min-count N    stop when the best pair occurs fewer than N times (default 2)\n"
                "  --no-cross       merges stay inside one level (same parent and depth);\n"
                "                   by default they may span a parent-child boundary, as in the paper\n"
-               "  --no-buckets     no duration bucket on TAG tokens\n" CLI_COMMON_HELP);
+               "  --no-buckets     no duration bucket on TAG tokens\n"
+               "  --frames         Python frames are nodes (by default they are left out)\n"
+               "  --no-balance     every step counts once (by default every run weighs as much as\n"
+               "                   the largest, up to 1000x, so a one-step trace is not drowned)\n" CLI_COMMON_HELP);
 }
 
 static int parse(const char *cmd, int argc, char **argv, tpe_args *a)
@@ -91,6 +98,10 @@ static int parse(const char *cmd, int argc, char **argv, tpe_args *a)
             a->cross = s[2] == 'c';
         else if (!strcmp(s, "--no-buckets"))
             a->buckets = 0;
+        else if (!strcmp(s, "--frames") || !strcmp(s, "--no-frames"))
+            a->frames = s[2] == 'f';
+        else if (!strcmp(s, "--balance") || !strcmp(s, "--no-balance"))
+            a->balance = s[2] == 'b';
         else if (!strcmp(s, "--json"))
             a->json = 1;
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
@@ -160,16 +171,38 @@ static int do_train(tpe_args *a)
         fprintf(stderr, "teller: tpe train: needs --vocab V and -o FILE\n");
         return 2;
     }
-    teller_tpe_vocab_opts vo = {a->buckets, a->cross};
+    teller_tpe_vocab_opts vo = {a->buckets, a->cross, a->frames};
     teller_tpe_vocab *v = teller_tpe_vocab_create(&vo);
     teller_tpe_seq *seqs = NULL;
-    size_t n = 0;
+    size_t n = 0, *run_end = calloc((size_t)a->np, sizeof *run_end);
+    uint32_t *w = NULL;
     int rc = 1;
-    if (!v)
-        return 1;
-    for (int i = 0; i < a->np; i++)
+    if (!v || !run_end)
+        goto done;
+    for (int i = 0; i < a->np; i++) {
         if (load_run(a, &a->paths[i], 1, v, &seqs, &n, NULL))
             goto done;
+        run_end[i] = n;
+    }
+    /* run weights: the largest run's tokens over this run's, at most 1000 */
+    if (!(w = malloc((n ? n : 1) * sizeof *w)))
+        goto done;
+    double tmax = 0;
+    for (int i = 0, k = 0; i < a->np; i++) {
+        double t = 0;
+        for (; (size_t)k < run_end[i]; k++)
+            t += (double)seqs[k].n;
+        tmax = t > tmax ? t : tmax;
+    }
+    for (int i = 0, k = 0; i < a->np; i++) {
+        size_t k0 = (size_t)k;
+        double t = 0;
+        for (; (size_t)k < run_end[i]; k++)
+            t += (double)seqs[k].n;
+        double r = a->balance && t > 0 ? tmax / t + 0.5 : 1;
+        for (size_t j = k0; j < run_end[i]; j++)
+            w[j] = r > 1000 ? 1000 : (uint32_t)r;
+    }
     teller_tpe_train_opts to = teller_tpe_train_defaults();
     to.vocab = (uint32_t)a->vocab;
     if (a->min_count > 0)
@@ -177,7 +210,7 @@ static int do_train(tpe_args *a)
     teller_error err;
     teller_error_clear(&err);
     size_t base = teller_tpe_vocab_size(v);
-    if (teller_tpe_train(v, seqs, n, &to, &err) || teller_tpe_vocab_save(v, a->out, &err)) {
+    if (teller_tpe_train_weighted(v, seqs, w, n, &to, &err) || teller_tpe_vocab_save(v, a->out, &err)) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
     }
@@ -185,21 +218,19 @@ static int do_train(tpe_args *a)
             teller_tpe_vocab_merges(v), a->out);
     rc = 0;
 done:
+    free(run_end);
+    free(w);
     free_seqs(seqs, n);
     teller_tpe_vocab_free(v);
     return rc;
 }
 
-static teller_tpe_vocab *load_vocab(const tpe_args *a, const char *cmd)
+static teller_tpe_vocab *load_vocab(const tpe_args *a)
 {
-    if (!a->vocab_file) {
-        fprintf(stderr, "teller: tpe %s: needs --vocab-file FILE\n", cmd);
-        return NULL;
-    }
     teller_tpe_vocab *v = NULL;
     teller_error err;
     teller_error_clear(&err);
-    if (teller_tpe_vocab_load(a->vocab_file, &v, &err)) {
+    if (a->vocab_file ? teller_tpe_vocab_load(a->vocab_file, &v, &err) : teller_tpe_vocab_default(&v, &err)) {
         if (err.line)
             fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.line, err.msg);
         else
@@ -211,7 +242,7 @@ static teller_tpe_vocab *load_vocab(const tpe_args *a, const char *cmd)
 
 static int do_encode(tpe_args *a)
 {
-    teller_tpe_vocab *v = load_vocab(a, "encode");
+    teller_tpe_vocab *v = load_vocab(a);
     if (!v)
         return 1;
     teller_tpe_seq *seqs = NULL;
@@ -280,7 +311,7 @@ static int do_encode(tpe_args *a)
 
 static int do_stats(tpe_args *a)
 {
-    teller_tpe_vocab *v = load_vocab(a, "stats");
+    teller_tpe_vocab *v = load_vocab(a);
     if (!v)
         return 1;
     teller_tpe_seq *seqs = NULL;
@@ -344,8 +375,11 @@ int cmd_tpe(int argc, char **argv)
     a.load = (cli_load_opts){teller_ingest_defaults(), teller_tree_defaults(), 0};
     a.vocab = -1;
     a.step = a.rank = -1;
-    a.buckets = 1;
-    a.cross = 1;
+    teller_tpe_vocab_opts dv = teller_tpe_vocab_defaults();
+    a.buckets = dv.buckets;
+    a.cross = dv.cross_levels;
+    a.frames = dv.frames;
+    a.balance = 1;
     a.paths = calloc((size_t)argc + 1, sizeof *a.paths);
     if (!a.paths)
         return 1;

@@ -3,9 +3,11 @@
  * base tokens: TAG and NAME per node, depth first, with parent, depth and
  * duration arrays. Rules and bucket edges are in include/teller/tpe.h.
  *
- * The context computes, once per store, every event's NAME symbol and
- * duration bucket (against the median of its layer+name family), so that
- * serialising a step is a sort of its events plus one walk.
+ * The context computes, once per store, every event's NAME symbol (its
+ * family, family.c) and duration bucket (against the median of its
+ * operator: layer and teller_name_normalize'd name, digits masked on
+ * annotations, so a bucket still says "slow for this op", not "slow for a
+ * GEMM"), so that serialising a step is a sort of its events plus one walk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "teller/tree.h"
 #include "tpe_internal.h"
+#include "../util/kmap.h"
 #include "../util/vec.h"
 
 struct teller_tpe_ctx {
@@ -45,7 +48,7 @@ void teller_tpe_ctx_free(teller_tpe_ctx *c)
 }
 
 typedef struct fam_item {
-    uint64_t key; /* layer << 32 | name symbol */
+    uint64_t key; /* the operator: hash of layer and normalised name */
     int64_t  dur;
     uint32_t e;
 } fam_item;
@@ -68,9 +71,28 @@ static int bucket_of(int64_t dur, int64_t median)
     return r < 0.5 ? 0 : r < 1.41421356 ? 1 : r < 2.82842712 ? 2 : r < 5.65685425 ? 3 : 4;
 }
 
+/* The layers whose TAG carries the duration bucket: those whose duration
+ * is their own work (the step, API calls, GPU work). BACKEND, FRONTEND
+ * and OTHER spans include their children, whose buckets already say what
+ * was slow, and their own jitter (host noise) would only split patterns
+ * (measured: docs/ARCHITECTURE.md, TPE). */
+static int bucketed(uint8_t layer)
+{
+    return layer != TELLER_LAYER_BACKEND && layer != TELLER_LAYER_FRONTEND && layer != TELLER_LAYER_OTHER;
+}
+
 static int mask_digits(uint8_t layer)
 {
     return layer == TELLER_LAYER_ENGINE || layer == TELLER_LAYER_OTHER;
+}
+
+/* Events a sequence leaves out: instants and counters; Python frames when
+ * the vocabulary says so (their children then hang from the nearest kept
+ * ancestor). */
+static int skipped(const teller_tpe_ctx *c, const teller_events *ev, uint32_t e)
+{
+    return (ev->flags[e] & (TELLER_F_INSTANT | TELLER_F_COUNTER)) ||
+           (!c->v->opts.frames && ev->layer[e] == TELLER_LAYER_FRONTEND);
 }
 
 teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v, teller_tpe_ctx **out,
@@ -81,7 +103,7 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
     size_t n = ev->n;
     teller_tpe_ctx *c = calloc(1, sizeof *c);
     fam_item *fam = NULL;
-    uint64_t *mkey = NULL;
+    uint64_t *mkey = NULL, *mop = NULL;
     uint32_t *mval = NULL;
     size_t mcap = 64;
     if (!c)
@@ -95,29 +117,39 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
         mcap *= 2;
     mkey = malloc(mcap * sizeof *mkey);
     mval = malloc(mcap * sizeof *mval);
-    if (!c->name_sym || !c->bucket || !fam || !mkey || !mval)
+    mop = malloc(mcap * sizeof *mop);
+    if (!c->name_sym || !c->bucket || !fam || !mkey || !mval || !mop)
         goto oom;
     memset(mkey, 0xff, mcap * sizeof *mkey);
     for (int L = 0; L < TELLER_LAYER_COUNT; L++)
         for (int b = 0; b < TELLER_TPE_BUCKETS; b++) {
             char t[64];
             const char *tag = teller_layer_tag((teller_layer)L);
-            int k = v->opts.buckets ? snprintf(t, sizeof t, "%s~%s", tag, k_bucket_names[b])
-                                    : snprintf(t, sizeof t, "%s", tag);
+            int k = v->opts.buckets && bucketed((uint8_t)L) ? snprintf(t, sizeof t, "%s~%s", tag, k_bucket_names[b])
+                                                            : snprintf(t, sizeof t, "%s", tag);
             if ((c->tag_sym[L][b] = teller_tpe_vocab_intern(v, t, (size_t)k)) == TELLER_NONE)
                 goto oom;
         }
-    /* NAME symbols: one normalisation per distinct (name id, masking) */
+    /* NAME symbols and operator keys: one pass per distinct (name id, layer) */
     size_t used = 0, nfam = 0;
     char norm[1024];
     for (size_t i = 0; i < n; i++) {
         uint8_t L = ev->layer[i] < TELLER_LAYER_COUNT ? ev->layer[i] : TELLER_LAYER_OTHER;
-        uint64_t key = ((uint64_t)ev->name[i] << 1) | (uint64_t)mask_digits(L);
+        uint64_t key = ((uint64_t)ev->name[i] << 4) | L;
         size_t j = tpe_mix64(key) & (mcap - 1);
         while (mkey[j] != UINT64_MAX && mkey[j] != key)
             j = (j + 1) & (mcap - 1);
+        uint64_t op;
         if (mkey[j] != key) {
-            size_t len = teller_name_normalize(teller_store_str(st, ev->name[i]), norm, sizeof norm);
+            const char *name = teller_store_str(st, ev->name[i]);
+            uint32_t sym = TELLER_NONE; /* no symbol for frames no sequence holds (a layer, so in the key) */
+            if (v->opts.frames || L != TELLER_LAYER_FRONTEND) {
+                size_t len = teller_tpe_name_family((teller_layer)L, name, norm, sizeof norm);
+                if ((sym = teller_tpe_vocab_intern(v, norm, len)) == TELLER_NONE)
+                    goto oom;
+            }
+            /* the operator behind the bucket median */
+            size_t len = teller_name_normalize(name, norm, sizeof norm);
             if (mask_digits(L)) {
                 size_t w = 0;
                 for (size_t r = 0; r < len; r++) {
@@ -129,18 +161,18 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
                 }
                 len = w;
             }
-            uint32_t sym = len ? teller_tpe_vocab_intern(v, norm, len) : teller_tpe_vocab_intern(v, "?", 1);
-            if (sym == TELLER_NONE)
-                goto oom;
+            op = tpe_mix64(kmap_hash_bytes(norm, len) + L);
             mkey[j] = key;
             mval[j] = sym;
+            mop[j] = op;
             if (++used * 2 > mcap) { /* grow the map */
                 size_t nc = mcap * 2;
-                uint64_t *k2 = malloc(nc * sizeof *k2);
+                uint64_t *k2 = malloc(nc * sizeof *k2), *o2 = malloc(nc * sizeof *o2);
                 uint32_t *v2 = malloc(nc * sizeof *v2);
-                if (!k2 || !v2) {
+                if (!k2 || !v2 || !o2) {
                     free(k2);
                     free(v2);
+                    free(o2);
                     goto oom;
                 }
                 memset(k2, 0xff, nc * sizeof *k2);
@@ -152,19 +184,24 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
                         t = (t + 1) & (nc - 1);
                     k2[t] = mkey[q];
                     v2[t] = mval[q];
+                    o2[t] = mop[q];
                 }
                 free(mkey);
                 free(mval);
+                free(mop);
                 mkey = k2;
                 mval = v2;
+                mop = o2;
                 mcap = nc;
             }
             c->name_sym[i] = sym;
-        } else
+        } else {
             c->name_sym[i] = mval[j];
+            op = mop[j];
+        }
         c->bucket[i] = 1;
         if (!(ev->flags[i] & (TELLER_F_INSTANT | TELLER_F_COUNTER)))
-            fam[nfam++] = (fam_item){((uint64_t)L << 32) | c->name_sym[i], ev->dur_ns[i], (uint32_t)i};
+            fam[nfam++] = (fam_item){op, ev->dur_ns[i], (uint32_t)i};
     }
     /* family medians -> buckets */
     teller_sort(fam, nfam, sizeof *fam, fam_cmp);
@@ -181,12 +218,14 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
     free(fam);
     free(mkey);
     free(mval);
+    free(mop);
     *out = c;
     return TELLER_OK;
 oom:
     free(fam);
     free(mkey);
     free(mval);
+    free(mop);
     teller_tpe_ctx_free(c);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory");
 }
@@ -334,7 +373,7 @@ teller_status teller_tpe_serialize_events(teller_tpe_ctx *c, const uint32_t *eve
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t e = events[i];
-        if (e >= nev || grp[e] == 0 || (ev->flags[e] & (TELLER_F_INSTANT | TELLER_F_COUNTER)))
+        if (e >= nev || grp[e] == 0 || skipped(c, ev, e))
             continue;
         grp[e] = 0;
         mem[m++] = (mem_item){ev->start_ns[e], e};
@@ -367,7 +406,7 @@ teller_status teller_tpe_serialize_steps(teller_tpe_ctx *c, teller_tpe_seq **out
     /* row of each event: steps are ordered by (step, rank) */
     for (size_t i = 0; i < nev; i++) {
         grp[i] = TELLER_NONE;
-        if (ev->step[i] == TELLER_NONE || (ev->flags[i] & (TELLER_F_INSTANT | TELLER_F_COUNTER)))
+        if (ev->step[i] == TELLER_NONE || skipped(c, ev, (uint32_t)i))
             continue;
         uint32_t k = ev->step[i];
         int32_t r = teller_store_event_rank(st, (uint32_t)i);

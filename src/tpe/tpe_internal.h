@@ -54,6 +54,11 @@ static inline uint32_t tpe_pair_lookup(const struct teller_tpe_vocab *v, uint32_
     }
 }
 
+/* The default vocabulary file's bytes (generated from src/tpe/default.vocab
+ * by src/tpe/embed_vocab.cmake). */
+extern const unsigned char tpe_default_vocab[];
+extern const size_t tpe_default_vocab_len;
+
 /* Appends the merged symbol (l, r); returns its id or TELLER_NONE (out of memory). */
 uint32_t tpe_vocab_add_merge(struct teller_tpe_vocab *v, uint32_t l, uint32_t r);
 

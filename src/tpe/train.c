@@ -1,7 +1,8 @@
 /*
  * train.c - TPE training: word-level BPE over base token sequences.
  *
- * All distinct sequences (identical ones are counted once, with a weight)
+ * All distinct sequences (identical ones are counted once, with the sum of
+ * their weights)
  * are laid end to end in one array of positions linked as doubly linked
  * lists; a merge overwrites the left position's symbol and unlinks the
  * right one, so positions keep their own parent and depth (the merged token
@@ -252,6 +253,12 @@ static int cmp_u32(const void *a, const void *b)
 teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, size_t nseqs,
                                const teller_tpe_train_opts *opts, teller_error *err)
 {
+    return teller_tpe_train_weighted(v, seqs, NULL, nseqs, opts, err);
+}
+
+teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
+                                        size_t nseqs, const teller_tpe_train_opts *opts, teller_error *err)
+{
     teller_tpe_train_opts o = opts ? *opts : teller_tpe_train_defaults();
     if (o.min_count < 1)
         o.min_count = 1;
@@ -272,14 +279,14 @@ teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, 
     memset(dh, 0xff, dcap * sizeof *dh);
     size_t total = 0;
     for (size_t s = 0; s < nseqs; s++) {
-        if (seqs[s].n < 2)
+        uint32_t w = weights ? weights[s] : 1;
+        if (seqs[s].n < 2 || w == 0)
             continue;
         size_t j = seq_hash(&seqs[s]) & (dcap - 1);
         while (dh[j] != TELLER_NONE && !seq_equal(&seqs[uniq[dh[j]]], &seqs[s]))
             j = (j + 1) & (dcap - 1);
         if (dh[j] != TELLER_NONE) {
-            if (weight[dh[j]] < UINT32_MAX)
-                weight[dh[j]]++;
+            weight[dh[j]] = weight[dh[j]] > UINT32_MAX - w ? UINT32_MAX : weight[dh[j]] + w;
             continue;
         }
         if (total + seqs[s].n >= UINT32_MAX) {
@@ -287,7 +294,7 @@ teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, 
             goto done;
         }
         dh[j] = (uint32_t)nuniq;
-        weight[nuniq] = 1;
+        weight[nuniq] = w;
         uniq[nuniq++] = (uint32_t)s;
         total += seqs[s].n;
     }

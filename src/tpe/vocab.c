@@ -13,7 +13,7 @@
 
 teller_tpe_vocab_opts teller_tpe_vocab_defaults(void)
 {
-    teller_tpe_vocab_opts o = {1, 1};
+    teller_tpe_vocab_opts o = {1, 1, 0};
     return o;
 }
 
@@ -25,6 +25,7 @@ teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts)
     v->opts = opts ? *opts : teller_tpe_vocab_defaults();
     v->opts.buckets = v->opts.buckets != 0;
     v->opts.cross_levels = v->opts.cross_levels != 0;
+    v->opts.frames = v->opts.frames != 0;
     return v;
 }
 
@@ -268,22 +269,23 @@ static void wput(wbuf *b, const char *s, size_t n)
     b->n += n;
 }
 
-static void wprintf_(wbuf *b, const char *fmt, unsigned long long x, unsigned long long y)
+static void wprintf_(wbuf *b, const char *fmt, unsigned long long x, unsigned long long y, unsigned long long z)
 {
     char tmp[96];
-    int k = snprintf(tmp, sizeof tmp, fmt, x, y);
+    int k = snprintf(tmp, sizeof tmp, fmt, x, y, z);
     wput(b, tmp, (size_t)k);
 }
 
 teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path, teller_error *err)
 {
     wbuf b = {0};
-    wprintf_(&b, "teller-tpe-vocab %llu\n", TELLER_TPE_VERSION, 0);
-    wprintf_(&b, "options buckets=%llu cross=%llu\n", (unsigned)v->opts.buckets, (unsigned)v->opts.cross_levels);
-    wprintf_(&b, "symbols %llu\n", v->n, 0);
+    wprintf_(&b, "teller-tpe-vocab %llu\n", TELLER_TPE_VERSION, 0, 0);
+    wprintf_(&b, "options buckets=%llu cross=%llu frames=%llu\n", (unsigned)v->opts.buckets,
+             (unsigned)v->opts.cross_levels, (unsigned)v->opts.frames);
+    wprintf_(&b, "symbols %llu\n", v->n, 0, 0);
     for (size_t id = 0; id < v->n; id++) {
         if (v->left[id] != TELLER_NONE) {
-            wprintf_(&b, "m %llu %llu\n", v->left[id], v->right[id]);
+            wprintf_(&b, "m %llu %llu\n", v->left[id], v->right[id], 0);
             continue;
         }
         wput(&b, "b ", 2);
@@ -391,6 +393,9 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
         unsigned long long ver = 0;
         if (parse_u64(&p, ls + ll, &ver) || p != ls + ll)
             FAIL(TELLER_ERR_FORMAT, "bad vocabulary version field");
+        if (ver == 1)
+            FAIL(TELLER_ERR_FORMAT, "vocabulary version 1 holds raw names, not name families: learn it again "
+                                    "(teller tpe train)");
         if (ver != TELLER_TPE_VERSION)
             FAIL(TELLER_ERR_FORMAT, "vocabulary version %llu is not supported (this build reads version %d)", ver,
                  TELLER_TPE_VERSION);
@@ -403,12 +408,13 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
             FAIL(TELLER_ERR_FORMAT, "bad options line");
         memcpy(buf, ls, ll);
         buf[ll] = 0;
-        int b = -1, c = -1, used = 0;
-        if (sscanf(buf, "options buckets=%d cross=%d%n", &b, &c, &used) != 2 || (size_t)used != ll || b < 0 ||
-            b > 1 || c < 0 || c > 1)
-            FAIL(TELLER_ERR_FORMAT, "bad options line (want 'options buckets=0|1 cross=0|1')");
+        int b = -1, c = -1, f = -1, used = 0;
+        if (sscanf(buf, "options buckets=%d cross=%d frames=%d%n", &b, &c, &f, &used) != 3 || (size_t)used != ll ||
+            b < 0 || b > 1 || c < 0 || c > 1 || f < 0 || f > 1)
+            FAIL(TELLER_ERR_FORMAT, "bad options line (want 'options buckets=0|1 cross=0|1 frames=0|1')");
         o.buckets = b;
         o.cross_levels = c;
+        o.frames = f;
     }
     LINE("symbol count");
     unsigned long long nsym = 0;
@@ -525,4 +531,10 @@ teller_status teller_tpe_vocab_load(const char *path, teller_tpe_vocab **out, te
     teller_status s = teller_tpe_vocab_parse(d, n, path, out, err);
     free(d);
     return s;
+}
+
+teller_status teller_tpe_vocab_default(teller_tpe_vocab **out, teller_error *err)
+{
+    return teller_tpe_vocab_parse((const char *)tpe_default_vocab, tpe_default_vocab_len, "(built-in vocabulary)",
+                                  out, err);
 }
