@@ -189,7 +189,37 @@ static void test_modes_host_gaps(void)
     unlink(path);
 }
 
+/* A log that cannot be read fails the diagnosis naming the file (it was
+ * skipped silently, while teller requests reported it). */
+static void test_modes_unreadable_log(void)
+{
+    char path[] = "/tmp/teller_logerr_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    write_gap_trace(path, 1);
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    const char *logs[] = {"/nonexistent-dir/node0.log", "/tmp"};
+    for (int i = 0; i < 2; i++) {
+        teller_diag_opts o = teller_diag_defaults();
+        o.logs = logs + i;
+        o.nlogs = 1;
+        teller_diagnosis *d = NULL;
+        teller_error_clear(&err);
+        CHECK(teller_diagnose(st, &o, &d, &err) != TELLER_OK);
+        CHECK(d == NULL);
+        CHECK(strstr(err.file, logs[i]) != NULL);
+    }
+    teller_store_free(st);
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
+    {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall", test_modes_host_gaps},

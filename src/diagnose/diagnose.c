@@ -1497,48 +1497,37 @@ static int on_log(void *ctx, const teller_log_record *rec)
             cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1};
             c.excess = 0;
             if (add_cand(D, step, &c))
-                return 1;
+                return -TELLER_ERR_NOMEM;
         }
     }
     return 0;
 }
 
-static void read_logs(dctx *D, const teller_diag_opts *o)
+static void add_note(teller_diagnosis *d, const char *text);
+
+/* Reads and aligns every log of o; a log that cannot be read (missing, a
+ * directory, a trace) fails the diagnosis, naming the file. */
+static teller_status read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
 {
     for (size_t i = 0; i < o->nlogs; i++) {
         const char *path = o->logs[i];
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            continue;
-        }
         teller_log_opts lo = teller_log_defaults();
         const teller_step *s = teller_store_steps(D->st);
         lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
-        teller_log_reader *r = teller_log_reader_create(&lo);
         logctx L = {D, teller_log_node_from_path(path), path, 0, 0};
         if (L.node < 0)
             L.node = 0;
-        char buf[1 << 16];
-        size_t n;
-        teller_error err;
-        while (r && (n = fread(buf, 1, sizeof buf, f)) > 0)
-            if (teller_log_reader_feed(r, buf, n, on_log, &L, &err) != TELLER_OK)
-                break;
-        if (r)
-            teller_log_reader_finish(r, on_log, &L, &err);
-        teller_log_reader_free(r);
-        fclose(f);
+        teller_status st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
+        if (st != TELLER_OK)
+            return st;
         if (L.total && !L.aligned) {
             char note[600];
             snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
                      "another run, or clocks far apart): nothing in it was used", path, L.total);
-            char **nn = realloc(D->out->notes, (D->out->nnotes + 1) * sizeof *nn);
-            if (nn) {
-                D->out->notes = nn;
-                D->out->notes[D->out->nnotes++] = strdup(note);
-            }
+            add_note(D->out, note);
         }
     }
+    return TELLER_OK;
 }
 
 /* ---- scoring and results ---- */
@@ -1752,6 +1741,17 @@ done:
     free(wait);
 }
 
+static void diag_free_ctx(dctx *D)
+{
+    if (D->steps)
+        for (uint32_t k = 0; k < D->nsteps; k++)
+            free(D->steps[k].c);
+    free(D->steps);
+    free(D->group);
+    free(D->mstart);
+    busy_free(&D->gpu);
+}
+
 teller_diag_opts teller_diag_defaults(void)
 {
     teller_diag_opts o = {0};
@@ -1847,7 +1847,14 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         goto oom;
     absorb(&D);
     merge_links(&D);
-    read_logs(&D, o);
+    teller_status lst = read_logs(&D, o, err);
+    if (lst == TELLER_ERR_NOMEM)
+        goto oom;
+    if (lst != TELLER_OK) {
+        diag_free_ctx(&D);
+        teller_diagnosis_free(d);
+        return lst;
+    }
     if (subtract_run_normal(&D))
         goto oom;
     /* what could not be seen */
@@ -1920,22 +1927,11 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         }
     }
     late_arrivals(&D, d);
-    for (uint32_t k = 0; k < D.nsteps; k++)
-        free(D.steps[k].c);
-    free(D.steps);
-    free(D.group);
-    free(D.mstart);
-    busy_free(&D.gpu);
+    diag_free_ctx(&D);
     *out = d;
     return TELLER_OK;
 oom:
-    if (D.steps)
-        for (uint32_t k = 0; k < D.nsteps; k++)
-            free(D.steps[k].c);
-    free(D.steps);
-    free(D.group);
-    free(D.mstart);
-    busy_free(&D.gpu);
+    diag_free_ctx(&D);
     teller_diagnosis_free(d);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");
 }
