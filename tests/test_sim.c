@@ -347,6 +347,51 @@ static void test_eval_metrics_by_hand(void)
     rmdir(dir);
 }
 
+/* A view without faulty steps and a run with nothing flagged have no
+ * recall or precision: null in the JSON, n/a in the table, not 0. */
+static void test_eval_undefined_figures(void)
+{
+    char dir[] = "/tmp/teller_evalna_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char t[600], p[600];
+    snprintf(t, sizeof t, "%s/truth.json", dir);
+    snprintf(p, sizeof p, "%s/pred.json", dir);
+    write_file(t, "{\"version\": 1, \"steps\": [{\"step\": 0, \"abnormal\": false, \"fault_type\": \"no_error\"},"
+                  "{\"step\": 1, \"abnormal\": true, \"view\": \"vertical\", \"fault_type\": \"kernel\", "
+                  "\"fault\": \"kernel_regression\", \"excess_ns\": 1000000, \"root\": {\"rank\": 0, \"node\": 0, "
+                  "\"op\": \"k\", \"layer\": \"KERNEL\"}, \"explanation\": \"x\"}]}");
+    write_file(p, "{\"steps\": [{\"step\": 0, \"abnormal\": false}, {\"step\": 1, \"abnormal\": false}]}");
+    teller_eval *e = teller_eval_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_eval_add(e, t, p, &err), TELLER_OK);
+    teller_eval_summary s;
+    teller_eval_summary_get(e, NULL, NULL, &s);
+    CHECK(isnan(s.step_precision));
+    CHECK(fabs(s.step_recall) < 1e-9);
+    teller_eval_summary_get(e, "horizontal", NULL, &s);
+    CHECK(isnan(s.step_recall) && isnan(s.op_ac1) && isnan(s.fact_recall));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    teller_eval_write_json(e, f);
+    fclose(f);
+    const char *h = buf ? strstr(buf, "\"horizontal\": {") : NULL;
+    CHECK(h && strstr(h, "\"recall\": null") && strstr(buf, "\"precision\": null"));
+    CHECK(buf && !strstr(buf, "nan"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    teller_eval_write_table(e, f);
+    fclose(f);
+    h = buf ? strstr(buf, "view horizontal") : NULL;
+    CHECK(h && strstr(h, "n/a") && !strstr(buf, "nan"));
+    free(buf);
+    teller_eval_free(e);
+    unlink(t);
+    unlink(p);
+    rmdir(dir);
+}
+
 static void test_name_normalisation(void)
 {
     char b[256];
@@ -370,6 +415,7 @@ const test_case sim_tests[] = {
     {"sim: every log line is a real engine, PyTorch or NCCL format", test_sim_logs_are_real_formats},
     {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
     {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},
+    {"eval: figures with nothing to count are null in JSON and n/a in the table", test_eval_undefined_figures},
     {"names: normalisation drops templates, parameters and API versions", test_name_normalisation},
     {NULL, NULL},
 };

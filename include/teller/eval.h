@@ -25,7 +25,9 @@ teller_status teller_eval_add(teller_eval *e, const char *truth_path, const char
 void teller_eval_write_json(const teller_eval *e, FILE *f);
 void teller_eval_write_table(const teller_eval *e, FILE *f);
 
-/* Headline numbers, for tests and benchmarks. */
+/* Headline numbers, for tests and benchmarks. A figure with nothing to
+ * count (recall in a view without abnormal steps, precision when nothing
+ * was flagged) is NaN: null in the JSON, n/a in the table. */
 typedef struct teller_eval_summary {
     int    cases;
     long   steps, abnormal_steps;

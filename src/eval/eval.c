@@ -108,7 +108,7 @@ static double macro_f1(const classes *cs)
         sum += 2.0 * (double)c->tp / (double)(2 * c->tp + c->fp + c->fn);
         n++;
     }
-    return n ? sum / (double)n : 0;
+    return n ? sum / (double)n : NAN;
 }
 
 /* ---- BLEU ---- */
@@ -409,7 +409,9 @@ done:
     return st;
 }
 
-static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0; }
+/* NaN where a figure has nothing to count (no abnormal steps in a view, no
+ * step flagged): "null" in JSON, "n/a" in the table, never a made-up 0 */
+static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : NAN; }
 
 static void summarize(const acc *a, teller_eval_summary *s)
 {
@@ -426,8 +428,8 @@ static void summarize(const acc *a, teller_eval_summary *s)
     s->op_ac3 = ratio(a->op_hit3, a->abnormal);
     s->op_macro_f1 = macro_f1(&a->ops);
     s->rank_ac1 = ratio(a->rank_hit1, a->abnormal);
-    s->fact_recall = a->abnormal ? a->facts / (double)a->abnormal : 0;
-    s->bleu4 = bleu4(a);
+    s->fact_recall = a->abnormal ? a->facts / (double)a->abnormal : NAN;
+    s->bleu4 = a->abnormal ? bleu4(a) : NAN;
 }
 
 void teller_eval_summary_get(const teller_eval *e, const char *view, const char *fault, teller_eval_summary *out)
@@ -445,35 +447,52 @@ void teller_eval_summary_get(const teller_eval *e, const char *view, const char 
     out->cases = e->cases;
 }
 
+static void json_num(FILE *f, const char *key, double v, const char *after)
+{
+    if (isnan(v))
+        fprintf(f, "\"%s\": null%s", key, after);
+    else
+        fprintf(f, "\"%s\": %.4f%s", key, v, after);
+}
+
+/* The figures of s as JSON members; nl goes between the groups. */
+static void json_fields(FILE *f, const teller_eval_summary *s, const char *nl)
+{
+    fprintf(f, "\"steps\": %ld, \"abnormal_steps\": %ld,%s\"step\": {", s->steps, s->abnormal_steps, nl);
+    json_num(f, "accuracy", s->step_accuracy, ", ");
+    json_num(f, "precision", s->step_precision, ", ");
+    json_num(f, "recall", s->step_recall, ", ");
+    json_num(f, "f1", s->step_f1, "},");
+    fprintf(f, "%s\"fault_type\": {", nl);
+    json_num(f, "accuracy", s->fault_type_accuracy, ", ");
+    json_num(f, "macro_f1", s->fault_type_macro_f1, "},");
+    fprintf(f, "%s\"operator\": {", nl);
+    json_num(f, "ac1", s->op_ac1, ", ");
+    json_num(f, "ac3", s->op_ac3, ", ");
+    json_num(f, "macro_f1", s->op_macro_f1, "},");
+    fprintf(f, "%s\"rank\": {", nl);
+    json_num(f, "ac1", s->rank_ac1, "},");
+    fprintf(f, "%s\"explanation\": {", nl);
+    json_num(f, "fact_recall", s->fact_recall, ", ");
+    json_num(f, "bleu4", s->bleu4, "}");
+}
+
 static void json_block(FILE *f, const acc *a)
 {
     teller_eval_summary s;
     summarize(a, &s);
-    fprintf(f,
-            "{\"steps\": %ld, \"abnormal_steps\": %ld, "
-            "\"step\": {\"accuracy\": %.4f, \"precision\": %.4f, \"recall\": %.4f, \"f1\": %.4f}, "
-            "\"fault_type\": {\"accuracy\": %.4f, \"macro_f1\": %.4f}, "
-            "\"operator\": {\"ac1\": %.4f, \"ac3\": %.4f, \"macro_f1\": %.4f}, \"rank\": {\"ac1\": %.4f}, "
-            "\"explanation\": {\"fact_recall\": %.4f, \"bleu4\": %.4f}}",
-            s.steps, s.abnormal_steps, s.step_accuracy, s.step_precision, s.step_recall, s.step_f1,
-            s.fault_type_accuracy, s.fault_type_macro_f1, s.op_ac1, s.op_ac3, s.op_macro_f1, s.rank_ac1, s.fact_recall,
-            s.bleu4);
+    fputc('{', f);
+    json_fields(f, &s, " ");
+    fputc('}', f);
 }
 
 void teller_eval_write_json(const teller_eval *e, FILE *f)
 {
     teller_eval_summary s;
     summarize(&e->b[B_ALL], &s);
-    fprintf(f,
-            "{\"cases\": %d, \"steps\": %ld, \"abnormal_steps\": %ld,\n"
-            " \"step\": {\"accuracy\": %.4f, \"precision\": %.4f, \"recall\": %.4f, \"f1\": %.4f},\n"
-            " \"fault_type\": {\"accuracy\": %.4f, \"macro_f1\": %.4f},\n"
-            " \"operator\": {\"ac1\": %.4f, \"ac3\": %.4f, \"macro_f1\": %.4f},\n \"rank\": {\"ac1\": %.4f},\n"
-            " \"explanation\": {\"fact_recall\": %.4f, \"bleu4\": %.4f},\n",
-            e->cases, s.steps, s.abnormal_steps, s.step_accuracy, s.step_precision, s.step_recall, s.step_f1,
-            s.fault_type_accuracy, s.fault_type_macro_f1, s.op_ac1, s.op_ac3, s.op_macro_f1, s.rank_ac1, s.fact_recall,
-            s.bleu4);
-    fprintf(f, " \"by_view\": {\"horizontal\": ");
+    fprintf(f, "{\"cases\": %d, ", e->cases);
+    json_fields(f, &s, "\n ");
+    fprintf(f, ",\n \"by_view\": {\"horizontal\": ");
     json_block(f, &e->b[B_HORIZONTAL]);
     fprintf(f, ",\n   \"vertical\": ");
     json_block(f, &e->b[B_VERTICAL]);
@@ -489,17 +508,38 @@ void teller_eval_write_json(const teller_eval *e, FILE *f)
     fprintf(f, "}}\n");
 }
 
+/* a table cell: the figure, or n/a where it has nothing to count */
+static void cell(FILE *f, const char *sep, double v)
+{
+    if (isnan(v))
+        fprintf(f, "%s%5s", sep, "n/a");
+    else
+        fprintf(f, "%s%5.3f", sep, v);
+}
+
 static void table_row(FILE *f, const char *name, const acc *a, int with_step)
 {
     teller_eval_summary s;
     summarize(a, &s);
-    if (with_step)
-        fprintf(f, "%-20s %6ld %6ld  %5.3f %5.3f %5.3f", name, s.steps, s.abnormal_steps, s.step_precision,
-                s.step_recall, s.step_f1);
-    else
-        fprintf(f, "%-20s %6s %6ld  %5s %5.3f %5s", name, "", s.abnormal_steps, "", s.step_recall, "");
-    fprintf(f, "  %5.3f %5.3f  %5.3f %5.3f %5.3f  %5.3f  %5.3f %5.3f\n", s.fault_type_accuracy, s.fault_type_macro_f1,
-            s.op_ac1, s.op_ac3, s.op_macro_f1, s.rank_ac1, s.fact_recall, s.bleu4);
+    if (with_step) {
+        fprintf(f, "%-20s %6ld %6ld", name, s.steps, s.abnormal_steps);
+        cell(f, "  ", s.step_precision);
+        cell(f, " ", s.step_recall);
+        cell(f, " ", s.step_f1);
+    } else {
+        fprintf(f, "%-20s %6s %6ld  %5s", name, "", s.abnormal_steps, "");
+        cell(f, " ", s.step_recall);
+        fprintf(f, " %5s", "");
+    }
+    cell(f, "  ", s.fault_type_accuracy);
+    cell(f, " ", s.fault_type_macro_f1);
+    cell(f, "  ", s.op_ac1);
+    cell(f, " ", s.op_ac3);
+    cell(f, " ", s.op_macro_f1);
+    cell(f, "  ", s.rank_ac1);
+    cell(f, "  ", s.fact_recall);
+    cell(f, " ", s.bleu4);
+    fputc('\n', f);
 }
 
 void teller_eval_write_table(const teller_eval *e, FILE *f)
