@@ -39,6 +39,7 @@ extern const test_case logs_tests[];
 extern const test_case sim_tests[];
 extern const test_case diagnose_tests[];
 extern const test_case diagnose_mode_tests[];
+extern const test_case cli_tests[];
 extern const test_case nsys_tests[];
 extern const test_case requests_tests[];
 extern const test_case collect_tests[]; /* empty without the CUPTI headers */

@@ -36,7 +36,7 @@ teller_store *load_case_ranks(const char *dir, int from, int to)
 
 int main(int argc, char **argv)
 {
-    const test_case *tables[] = {json_tests, kineto_tests, real_trace_tests, nsys_tests, logs_tests, sim_tests, diagnose_tests, diagnose_mode_tests,
+    const test_case *tables[] = {json_tests, kineto_tests, real_trace_tests, nsys_tests, logs_tests, sim_tests, diagnose_tests, diagnose_mode_tests, cli_tests,
                                     collect_tests, report_tests, tpe_tests, requests_tests};
     int passed = 0, failed = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {

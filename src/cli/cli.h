@@ -33,6 +33,11 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
  * a hostile kernel name cannot drive the terminal. */
 void cli_put_text(FILE *f, const char *s);
 
+/* Parses the value v of option opt of command cmd as a number in [lo, hi]
+ * (an integer when integral is set) into *out. 0 on success; -1, with a
+ * message naming the command, option and value, on anything else. */
+int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integral, double *out);
+
 /* Subcommands. */
 int cmd_stats(int argc, char **argv);
 int cmd_tree(int argc, char **argv);

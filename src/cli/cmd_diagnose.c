@@ -133,9 +133,13 @@ int cmd_diagnose(int argc, char **argv)
             html = argv[++i];
         else if (!strcmp(a, "--perfetto"))
             perfetto = argv[++i];
-        else if (!strcmp(a, "--threshold"))
-            threshold = atof(argv[++i]);
-        else if (a[0] == '-' && a[1]) {
+        else if (!strcmp(a, "--threshold")) {
+            /* scores are in [0, 1]: a threshold above 1 would flag nothing */
+            if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
+                rc = 2;
+                goto done;
+            }
+        } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "teller: diagnose: unknown option %s\n", a);
             rc = 2;
             goto done;

@@ -27,17 +27,6 @@ static void usage(FILE *f)
                "  cpu_contention preemption\n");
 }
 
-static int num(const char *opt, const char *v, double *out)
-{
-    char *end;
-    *out = strtod(v, &end);
-    if (!*v || *end) {
-        fprintf(stderr, "teller: simulate: %s wants a number, not '%s'\n", opt, v);
-        return -1;
-    }
-    return 0;
-}
-
 int cmd_simulate(int argc, char **argv)
 {
     teller_sim_opts o = teller_sim_defaults();
@@ -83,7 +72,9 @@ int cmd_simulate(int argc, char **argv)
             }
             free(copy);
         } else {
-            if (num(a, v, &d))
+            /* counts are integers; the rate a share; the seed any 53-bit integer */
+            int share = !strcmp(a, "--fault-rate"), real = share || !strcmp(a, "--severity");
+            if (cli_number("simulate", a, v, 0, share ? 1 : real ? 1e6 : 9007199254740992.0, !real, &d))
                 return 2;
             if (!strcmp(a, "--nodes")) { o.nodes = (int)d; topo_set = 1; }
             else if (!strcmp(a, "--gpus-per-node")) { o.gpus_per_node = (int)d; topo_set = 1; }

@@ -25,17 +25,6 @@ static void print_node(const teller_store *st, uint32_t e, int depth, int max_de
         print_node(st, c, depth + 1, max_depth, t0);
 }
 
-static int parse_int(const char *opt, const char *v, long *out)
-{
-    char *end;
-    *out = strtol(v, &end, 10);
-    if (*end || !*v) {
-        fprintf(stderr, "teller: tree: %s wants a number, not '%s'\n", opt, v);
-        return -1;
-    }
-    return 0;
-}
-
 int cmd_tree(int argc, char **argv)
 {
     cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
@@ -57,8 +46,10 @@ int cmd_tree(int argc, char **argv)
                 goto usage_err;
             }
             long *dst = a[2] == 'r' ? &rank : a[2] == 's' ? &step : &max_depth;
-            if (parse_int(a, argv[++i], dst))
+            double x;
+            if (cli_number("tree", a, argv[++i], 0, 2147483647.0, 1, &x))
                 goto usage_err;
+            *dst = (long)x;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: teller tree [--rank R] [--step K] [--max-depth D] [options] TRACE_OR_CASE...\n"
                    CLI_COMMON_HELP);
@@ -81,6 +72,17 @@ int cmd_tree(int argc, char **argv)
     for (size_t k = 0; k < ns && row == ns; k++)
         if (steps[k].step == (uint32_t)step && (rank < 0 || steps[k].rank == rank))
             row = k;
+    int has_rank = rank < 0;
+    for (size_t q = 0; q < teller_store_num_sources(st) && !has_rank; q++)
+        has_rank = teller_store_source_c(st, (uint32_t)q)->rank == rank;
+    if (!has_rank) {
+        fprintf(stderr, "teller: tree: no rank %ld in the trace; its ranks:", rank);
+        for (size_t q = 0; q < teller_store_num_sources(st); q++)
+            fprintf(stderr, " %d", teller_store_source_c(st, (uint32_t)q)->rank);
+        fputc('\n', stderr);
+        teller_store_free(st);
+        return 1;
+    }
     if (row == ns) {
         fprintf(stderr, "teller: tree: no step %ld%s in the trace (it has %u steps)\n", step,
                 rank >= 0 ? " on that rank" : "", teller_store_step_count(st));

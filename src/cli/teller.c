@@ -23,7 +23,8 @@ static void usage(FILE *f)
                "  tpe     Trace Pair Encoding: train a vocabulary, encode steps, compression stats\n"
                "  slice   the causal-context slice around an operator or a rank's step\n"
                "Traces: Kineto JSON (.json, .json.gz), Nsight Systems SQLite exports, .tlt;\n"
-               "a directory loads every trace file in it. 'teller COMMAND --help' for options.\n");
+               "a directory loads every trace file in it. 'teller COMMAND --help' for options;\n"
+               "'teller --version' for the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -57,6 +58,10 @@ int main(int argc, char **argv)
         return cmd_slice(argc - 1, argv + 1);
     if (!strcmp(c, "requests"))
         return cmd_requests(argc - 1, argv + 1);
+    if (!strcmp(c, "--version") || !strcmp(c, "version")) {
+        printf("teller %s\n", TELLER_VERSION);
+        return 0;
+    }
     if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
         usage(stdout);
         return 0;

@@ -1,0 +1,58 @@
+/*
+ * test_cli.c - the `teller` program's handling of what users type: bad
+ * option values are errors that say what was wanted, a rank the trace does
+ * not have is named as such, and the version is there.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+
+/* Runs `teller ARGS 2>&1`; returns the exit status, output in out. */
+static int run_cli(const char *args, char *out, size_t cap)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", TELLER_CLI, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli_option_values(void)
+{
+    char out[8192], args[4600];
+    CHECK_EQ_INT(run_cli("--version", out, sizeof out), 0);
+    CHECK(!strncmp(out, "teller ", 7));
+    const char *b200 = shared_path("tracelens/b200/eager_trace.json.gz");
+    const char *bad[] = {"abc", "5", "-1", "0.5x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "diagnose -q --threshold '%s' '%s'", bad[i], b200);
+        CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+        CHECK(strstr(out, "--threshold wants a number") != NULL);
+    }
+    snprintf(args, sizeof args, "diagnose -q --threshold 0.7 '%s'", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK_EQ_INT(run_cli("simulate --nodes two -o /tmp/teller_cli_never", out, sizeof out), 2);
+    CHECK(strstr(out, "--nodes wants an integer") != NULL);
+}
+
+static void test_cli_missing_rank(void)
+{
+    char out[8192], args[4600];
+    snprintf(args, sizeof args, "tree -q --rank 3 '%s'", shared_path("tracelens/b200/eager_trace.json.gz"));
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "no rank 3") != NULL && strstr(out, "its ranks: 0") != NULL);
+    CHECK(strstr(out, "no step") == NULL);
+}
+
+const test_case cli_tests[] = {
+    {"cli: bad option values are errors naming what was wanted; --version", test_cli_option_values},
+    {"cli: tree names a rank the trace does not have", test_cli_missing_rank},
+    {NULL, NULL},
+};
