@@ -579,34 +579,40 @@ static void read_hdr(const char *text, size_t piece, hdr_collect *c)
 }
 
 /* A logger teller has no parser for (log4j-like: date, time, [thread],
- * level, component:) is learned from the file's first lines: every message
- * is read without it, whatever the pieces, and the level word is the
- * record's level. */
+ * level, component:) is learned from the file's first lines, though a
+ * stack trace (indented lines without the header) comes early: every
+ * message is read without it, whatever the pieces, and the level word is
+ * the record's level; the stack frames stay whole. */
 static void unknown_header_is_learned_from_the_first_lines(void)
 {
     char text[8192];
     size_t o = 0;
     static const char *const LV[] = {"INFO ", "WARN ", "ERROR"};
-    for (int i = 0; i < 30; i++)
+    for (int i = 0; i < 30; i++) {
         o += (size_t)snprintf(text + o, sizeof text - o,
                               "2024-03-05 10:%02d:%02d,%03d [pool-%d-thread-%d] %s com.example.Pool%s: %s %d\n",
                               i / 60, i % 60, i * 7, i % 3, i, LV[i % 3], i % 2 ? "$Worker" : "",
                               i % 3 == 2 ? "lost connection to host" : "opened connection", 100 + i);
+        if (i == 2) /* a Java stack trace, 12 frames: over 10 % of the first lines */
+            for (int k = 0; k < 12; k++)
+                o += (size_t)snprintf(text + o, sizeof text - o, "\tat com.example.Pool.run(Pool.java:%d)\n", 40 + k);
+    }
     for (size_t piece = 7; piece <= 8192; piece += 8185) {
         hdr_collect c;
         read_hdr(text, piece, &c);
-        CHECK_EQ_INT(c.n, 30);
-        for (int i = 0; i < 30 && i < c.n; i++) {
+        CHECK_EQ_INT(c.n, 42);
+        CHECK(c.n > 3 && !strcmp(c.key[3], " at com.example.Pool.run(Pool.java:40)"));
+        for (int i = 0, rec = 0; i < 30 && rec < c.n; i++, rec += i == 3 ? 13 : 1) {
             char want[160];
             snprintf(want, sizeof want, "%s %d", i % 3 == 2 ? "lost connection to host" : "opened connection",
                      100 + i);
-            if (strcmp(c.key[i], want)) {
-                fprintf(stderr, "  line %d: key '%s', want '%s'\n", i + 1, c.key[i], want);
+            if (strcmp(c.key[rec], want)) {
+                fprintf(stderr, "  record %d: key '%s', want '%s'\n", rec, c.key[rec], want);
                 check_failures++;
             }
-            CHECK_EQ_INT(c.level[i], i % 3 == 0 ? TELLER_LOGL_INFO
-                                     : i % 3 == 1 ? TELLER_LOGL_WARNING : TELLER_LOGL_ERROR);
-            CHECK_EQ_INT(c.family[i], TELLER_LOG_GENERIC);
+            CHECK_EQ_INT(c.level[rec], i % 3 == 0 ? TELLER_LOGL_INFO
+                                       : i % 3 == 1 ? TELLER_LOGL_WARNING : TELLER_LOGL_ERROR);
+            CHECK_EQ_INT(c.family[rec], TELLER_LOG_GENERIC);
         }
     }
 }

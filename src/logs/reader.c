@@ -348,7 +348,9 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
 }
 
 /* A held-back line's message goes to the header sampler when no known
- * header matched it. Parsing here must not move the reader's date. */
+ * header matched it and it is not indented (a stack frame, a wrapped
+ * continuation: lines that have no header of their own). Parsing here
+ * must not move the reader's date. */
 static void sample_line(teller_log_reader *r, const char *raw, size_t n)
 {
     while (n && raw[n - 1] == '\r')
@@ -361,7 +363,7 @@ static void sample_line(teller_log_reader *r, const char *raw, size_t n)
     c.layout = NULL;
     teller_log_record rec;
     log_parse_line_ctx(&c, r->clean, m, &rec);
-    if (rec.family == TELLER_LOG_GENERIC && rec.msg.n)
+    if (rec.family == TELLER_LOG_GENERIC && rec.msg.n && rec.msg.p[0] != ' ')
         log_layout_sample(&r->sampler, rec.msg.p, rec.msg.n);
 }
 
