@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "teller/ingest.h"
@@ -36,6 +37,16 @@ teller_store *load_case_ranks(const char *dir, int from, int to)
 
 int main(int argc, char **argv)
 {
+    /* the tests read the real traces and logs in ../shared/data: without
+     * them, say so once rather than fail (or crash) test by test */
+    const char *base = getenv("TELLER_SHARED");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/data/traces/SHA256SUMS", base ? base : TELLER_SHARED_DIR);
+    if (access(probe, R_OK) != 0) {
+        fprintf(stderr, "teller_tests: %s is missing: the tests read the real data in shared/ (a read-only "
+                        "folder beside the checkout, or set TELLER_SHARED to it)\n", probe);
+        return 2;
+    }
     const test_case *tables[] = {json_tests, kineto_tests, real_trace_tests, nsys_tests, logs_tests, sim_tests, diagnose_tests, diagnose_mode_tests, cli_tests,
                                     collect_tests, report_tests, tpe_tests, requests_tests};
     int passed = 0, failed = 0;
