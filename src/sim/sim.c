@@ -217,9 +217,9 @@ typedef struct sim {
     int             emit;      /* 0 while simulating the clean counterfactual */
     int             cur_step;  /* the step being simulated, -1 before the first */
     int             cur_tokens; /* tokens of the step's batch: kernels' grids follow it */
-    char            host_names[8][32];
     const char     *dir;
     int             oom_fail;
+    int             nomem;     /* an allocation failed: the case is incomplete, the run fails */
 } sim;
 
 static int rank_node(const sim *S, int r) { return r / S->o.gpus_per_node; }
@@ -330,12 +330,12 @@ static void add_log(sim *S, int node, int64_t t, const char *text)
 {
     if (!S->emit)
         return;
-    if (TELLER_GROW(S->logs, S->logs_cap, S->nlogs + 1))
-        return;
     size_t n = strlen(text);
-    char *c = malloc(n + 1);
-    if (!c)
+    char *c = TELLER_GROW(S->logs, S->logs_cap, S->nlogs + 1) ? NULL : malloc(n + 1);
+    if (!c) {
+        S->nomem = 1;
         return;
+    }
     memcpy(c, text, n + 1);
     S->logs[S->nlogs++] = (logline){t, node, S->cur_step, 0, c};
 }
@@ -542,9 +542,11 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
     memset(out, 0, sizeof *out);
     out->start = t0;
     out->end = t0;
+    if (!ops || !cs || !send_arrive || !send_done || !recv_post)
+        S->nomem = 1;
     char *marker = out->marker;
     step_marker(S, b, out->marker, sizeof out->marker);
-    for (int st = 0; st < pp; st++) {
+    for (int st = 0; st < pp && !S->nomem; st++) {
         size_t nops = build_ops(S, b, st, ops);
         int r0 = st * tp;
         int coll_index = 0; /* the stage's collectives so far, for nccl_hang */
@@ -554,6 +556,15 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
         int64_t *graph_t = calloc((size_t)tp, sizeof *graph_t);
         uint32_t *graph_corr = calloc((size_t)tp, sizeof *graph_corr);
         int hung_rank = -1;
+        if (!op_start || !mstart || !fw_start || !graph_t || !graph_corr) {
+            S->nomem = 1;
+            free(op_start);
+            free(mstart);
+            free(fw_start);
+            free(graph_t);
+            free(graph_corr);
+            break;
+        }
         for (int i = 0; i < tp; i++) {
             rank_st *R = &S->ranks[r0 + i];
             R->host = t0 + (int64_t)uni_in(&S->r, 8000, 40000);
@@ -912,6 +923,11 @@ static void make_requests(sim *S, int nsteps)
     /* enough requests to keep the engine busy: arrivals over the run */
     S->nreqs = 24 + nsteps / 2;
     S->reqs = calloc((size_t)S->nreqs, sizeof *S->reqs);
+    if (!S->reqs) {
+        S->nomem = 1;
+        S->nreqs = 0;
+        return;
+    }
     int64_t t = S->t0;
     for (int i = 0; i < S->nreqs; i++) {
         request *q = &S->reqs[i];
@@ -1269,10 +1285,11 @@ static void startup_logs(sim *S)
     for (int r = 0; r < S->world; r++) {
         int node = rank_node(S, r);
         int64_t t = S->t0 - 40000000000LL + r * 1000000LL;
-        char line[512], proc[64];
+        char line[512], proc[64], host[32];
         worker_proc(S, r, proc, sizeof proc);
+        snprintf(host, sizeof host, "gpu-node-%02d", node);
         snprintf(line, sizeof line, "%s%s%s:%d:%d [%d] NCCL INFO comm 0x7f%08x rank %d nranks %d cudaDev %d busId %d000 - Init COMPLETE",
-                 proc, proc[0] ? " " : "", S->host_names[node % 8], S->ranks[r].pid, S->ranks[r].pid + 17,
+                 proc, proc[0] ? " " : "", host, S->ranks[r].pid, S->ranks[r].pid + 17,
                  r % S->o.gpus_per_node, (unsigned)(0x1000 * (r + 1)), r % S->o.tp, S->o.tp, r % S->o.gpus_per_node,
                  (r % S->o.gpus_per_node) * 16 + 0x18);
         add_log(S, node, t, line);
@@ -1462,7 +1479,6 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         /* NTP-synchronised hosts: offsets of up to a few ms, drift of a ppm or two */
         S.node_off[n] = (int64_t)uni_in(&S.r, -3e6, 3e6);
         S.node_drift[n] = uni_in(&S.r, -1.5e-6, 1.5e-6);
-        snprintf(S.host_names[n % 8], sizeof S.host_names[0], "gpu-node-%02d", n);
     }
     for (int r = 0; r < S.world; r++) {
         S.ranks[r].pid = 2000 + (int)(rng_next(&S.r) % 60000);
@@ -1531,6 +1547,8 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         }
         step_logs(&S, k, &b, t, Fp, &last_metrics);
         sim_step(&S, k, &b, Fp, t, &out);
+        if (S.nomem)
+            break;
         truth_step *T = &ts[k];
         T->dur = out.end - out.start;
         T->clean = Fp ? clean.end - clean.start : T->dur;
@@ -1553,7 +1571,7 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         }
         t = out.end + (int64_t)uni_in(&S.r, 150000, 450000);
     }
-    st = TELLER_OK;
+    st = S.nomem ? teller_error_set(err, TELLER_ERR_NOMEM, dir, 0, "out of memory while simulating") : TELLER_OK;
     for (int r = 0; r < S.world; r++) {
         obuf *ob = &S.ranks[r].out;
         ob_fmt(ob, "\n  ],\n  \"traceName\": \"rank%d.trace.json\"\n}\n", r);
