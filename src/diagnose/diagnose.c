@@ -78,6 +78,7 @@ typedef struct dctx {
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     busyidx             gpu;     /* when each source's GPU was busy */
+    int                 nomem;   /* an allocation failed where no status could be returned */
     teller_diagnosis   *out;
 } dctx;
 
@@ -1146,6 +1147,7 @@ static int detect_comm(dctx *D)
         return -1;
     /* expected members per key: the most seen */
     kmap km = {0};
+    groups bm = {0}; /* per op: transfer per element */
     uint32_t *maxm = NULL;
     size_t mcap = 0;
     for (size_t c = 0; c < nc; c++) {
@@ -1186,12 +1188,13 @@ static int detect_comm(dctx *D)
         x->p2p = strstr(buf, "SendRecv") != NULL || (cm && (!strcmp(teller_store_str(st, cm->collective), "send") ||
                                                             !strcmp(teller_store_str(st, cm->collective), "recv")));
         x->opname = teller_store_intern(st, buf, strlen(buf));
+        if (x->opname == TELLER_NONE)
+            goto oom;
     }
     /* usual transfer per op: a latency plus a time per element,
      * usual = r * (elements + E0) with r the median of transfer / (elements + E0);
      * kernels without sizes use the op's median transfer */
     const double E0 = 131072.0;
-    groups bm = {0};
     for (size_t c = 0; c < nc; c++) {
         inst *x = &in[c];
         if (groups_add(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0),
@@ -1503,7 +1506,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
     return 0;
 }
 
-static void add_note(teller_diagnosis *d, const char *text);
+static void add_note(dctx *D, const char *text);
 
 /* Reads and aligns every log of o; a log that cannot be read (missing, a
  * directory, a trace) fails the diagnosis, naming the file. */
@@ -1524,7 +1527,7 @@ static teller_status read_logs(dctx *D, const teller_diag_opts *o, teller_error 
             char note[600];
             snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
                      "another run, or clocks far apart): nothing in it was used", path, L.total);
-            add_note(D->out, note);
+            add_note(D, note);
         }
     }
     return TELLER_OK;
@@ -1532,13 +1535,18 @@ static teller_status read_logs(dctx *D, const teller_diag_opts *o, teller_error 
 
 /* ---- scoring and results ---- */
 
-static void add_note(teller_diagnosis *d, const char *text)
+static void add_note(dctx *D, const char *text)
 {
+    teller_diagnosis *d = D->out;
     char **nn = realloc(d->notes, (d->nnotes + 1) * sizeof *nn);
-    if (!nn)
+    char *t = nn ? strdup(text) : NULL;
+    if (nn)
+        d->notes = nn;
+    if (!t) {
+        D->nomem = 1;
         return;
-    d->notes = nn;
-    d->notes[d->nnotes++] = strdup(text);
+    }
+    d->notes[d->nnotes++] = t;
 }
 
 /* A finding's score is what it cost the step: its excess against the
@@ -1685,8 +1693,10 @@ static void late_arrivals(dctx *D, teller_diagnosis *d)
     size_t cells = (size_t)D->nsteps * D->nsrc;
     uint32_t *last = calloc(cells + 1, sizeof *last), *insts = calloc(D->nsteps + 1, sizeof *insts);
     double *wait = calloc(cells + 1, sizeof *wait);
-    if (!last || !insts || !wait)
+    if (!last || !insts || !wait) {
+        D->nomem = 1;
         goto done;
+    }
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
@@ -1862,23 +1872,23 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     for (size_t i = 0; i < teller_store_num_steps(st); i++)
         has_markers |= steps[i].marker != TELLER_NONE;
     if (!has_markers)
-        add_note(d, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
+        add_note(&D, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
     int lone = 1;
     for (size_t s = 0; s < teller_store_num_sources(st); s++)
         lone &= D.group[s] == (int32_t)s;
     if (teller_store_num_sources(st) > 1 && lone)
-        add_note(d, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
+        add_note(&D, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
     if (teller_store_num_sources(st) == 1)
-        add_note(d, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
+        add_note(&D, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
     if (D.nsteps < 4)
-        add_note(d, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
+        add_note(&D, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
     for (size_t s = 0; s < teller_store_num_sources(st); s++) {
         const teller_source *so = teller_store_source_c(st, (uint32_t)s);
         if (so->world_size > 0 && (size_t)so->world_size > teller_store_num_sources(st) && s == 0) {
             char note[200];
             snprintf(note, sizeof note, "the trace names %d ranks but %zu were loaded: the others are not seen",
                      so->world_size, teller_store_num_sources(st));
-            add_note(d, note);
+            add_note(&D, note);
         }
     }
     /* rank the candidates of every step */
@@ -1927,6 +1937,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         }
     }
     late_arrivals(&D, d);
+    if (D.nomem)
+        goto oom;
     diag_free_ctx(&D);
     *out = d;
     return TELLER_OK;
