@@ -301,15 +301,21 @@ static const char *k_pred =
     "{\"step\": 2, \"abnormal\": true, \"fault_type\": \"kernel\", \"view\": \"vertical\", \"candidates\": []},"
     "{\"step\": 3, \"abnormal\": false}]}";
 
+/* Makes dir (a mkdtemp template) and writes truth and pred into it; t and p
+ * (600 bytes each) receive their paths. */
+static void write_case_files(char *dir, char *t, char *p, const char *truth, const char *pred)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(t, 600, "%s/truth.json", dir);
+    snprintf(p, 600, "%s/pred.json", dir);
+    write_file(t, truth);
+    write_file(p, pred);
+}
+
 static void test_eval_metrics_by_hand(void)
 {
-    char dir[] = "/tmp/teller_eval_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char t[600], p[600];
-    snprintf(t, sizeof t, "%s/truth.json", dir);
-    snprintf(p, sizeof p, "%s/pred.json", dir);
-    write_file(t, k_truth);
-    write_file(p, k_pred);
+    char dir[] = "/tmp/teller_eval_XXXXXX", t[600], p[600];
+    write_case_files(dir, t, p, k_truth, k_pred);
     teller_eval *e = teller_eval_create();
     teller_error err;
     teller_error_clear(&err);
@@ -351,16 +357,13 @@ static void test_eval_metrics_by_hand(void)
  * recall or precision: null in the JSON, n/a in the table, not 0. */
 static void test_eval_undefined_figures(void)
 {
-    char dir[] = "/tmp/teller_evalna_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char t[600], p[600];
-    snprintf(t, sizeof t, "%s/truth.json", dir);
-    snprintf(p, sizeof p, "%s/pred.json", dir);
-    write_file(t, "{\"version\": 1, \"steps\": [{\"step\": 0, \"abnormal\": false, \"fault_type\": \"no_error\"},"
-                  "{\"step\": 1, \"abnormal\": true, \"view\": \"vertical\", \"fault_type\": \"kernel\", "
-                  "\"fault\": \"kernel_regression\", \"excess_ns\": 1000000, \"root\": {\"rank\": 0, \"node\": 0, "
-                  "\"op\": \"k\", \"layer\": \"KERNEL\"}, \"explanation\": \"x\"}]}");
-    write_file(p, "{\"steps\": [{\"step\": 0, \"abnormal\": false}, {\"step\": 1, \"abnormal\": false}]}");
+    char dir[] = "/tmp/teller_evalna_XXXXXX", t[600], p[600];
+    write_case_files(dir, t, p,
+                     "{\"version\": 1, \"steps\": [{\"step\": 0, \"abnormal\": false, \"fault_type\": \"no_error\"},"
+                     "{\"step\": 1, \"abnormal\": true, \"view\": \"vertical\", \"fault_type\": \"kernel\", "
+                     "\"fault\": \"kernel_regression\", \"excess_ns\": 1000000, \"root\": {\"rank\": 0, \"node\": 0, "
+                     "\"op\": \"k\", \"layer\": \"KERNEL\"}, \"explanation\": \"x\"}]}",
+                     "{\"steps\": [{\"step\": 0, \"abnormal\": false}, {\"step\": 1, \"abnormal\": false}]}");
     teller_eval *e = teller_eval_create();
     teller_error err;
     teller_error_clear(&err);
