@@ -1553,7 +1553,7 @@ static void add_note(dctx *D, const char *text)
  * step's duration, scaled so that a cost of TELLER_FAULT_MATERIAL_SHARE of
  * the step scores 0.5 (the default threshold), damped below
  * TELLER_FAULT_MATERIAL_NS, and only when the operator was clearly unusual
- * (twice its usual time or more counts in full). How unusual alone never
+ * (25 % over its usual time or more counts in full). How unusual alone never
  * flags a step: a call 3x its median that cost 4 us of a 20 ms step is not
  * a fault. Hangs and preemptions are facts the logs or the collectives
  * state; OOM and swapping confirmed by a log line count at least 0.95. */
@@ -1562,7 +1562,7 @@ static double cand_score(const cand *c, double step_dur, int has_log)
     if (c->det == TELLER_FAULT_NCCL_HANG || c->det == TELLER_FAULT_PREEMPTION)
         return 0.99;
     double rel = step_dur > 0 ? c->excess / step_dur : 0;
-    double unusual = c->sig > 1 ? log(c->sig) / log(2.0) : 0;
+    double unusual = c->sig > 1 ? log(c->sig) / log(1.25) : 0;
     double s = (1.0 - exp(-log(2.0) * rel / TELLER_FAULT_MATERIAL_SHARE)) * (unusual < 1 ? unusual : 1);
     if (c->excess < TELLER_FAULT_MATERIAL_NS)
         s *= c->excess > 0 ? c->excess / TELLER_FAULT_MATERIAL_NS : 0;
