@@ -36,9 +36,8 @@
  * runs masked on ENGINE and OTHER events; not its family, so that "4x"
  * means slow for this op) over the whole loaded run: "lo" below 0.5x; "1x"
  * in [0.5, 1.41); "2x" in [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x
- * and more (log2 scale,
- * bucket edges halfway between powers of two). A family whose median is 0
- * (instants) is always "1x". The bucket rides on the TAG token rather than
+ * and more (log2 scale, bucket edges halfway between powers of two). An
+ * operator whose median is 0 (instants) is always "1x". The bucket rides on the TAG token rather than
  * being a third token: a node stays two tokens (as in the paper, so node
  * and token reductions stay comparable with its figures), the name alphabet
  * stays as it is, the extra alphabet is at most layers x buckets, and
