@@ -16,9 +16,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${2:-$ROOT/../shared}
 BIN=$BUILD/teller
 SIM=$BUILD/vocab/sim
-if [ ! -d "$SIM/case_0000" ]; then
-  "$BIN" simulate --corpus 9 --steps 20 --seed 9 -o "$SIM" >/dev/null
-fi
+rm -rf "$SIM" # made afresh: the corpus is an input, and the simulator may have changed
+"$BIN" simulate --corpus 9 --steps 20 --seed 9 -o "$SIM" >/dev/null
 args=()
 while read -r name files; do
   case $name in '#'* | '') continue ;; esac

@@ -8,7 +8,10 @@
  * roots and children in time order, and every node becomes two tokens:
  *   1. the TAG token: the layer tag ("KERNEL", "BACKEND", ...), followed,
  *      when duration buckets are on, by "~" and the node's duration bucket
- *      ("KERNEL~4x");
+ *      ("KERNEL~4x") on the layers whose duration is their own work
+ *      (ENGINE, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, SYNC); BACKEND,
+ *      FRONTEND and OTHER spans include their children and carry the bare
+ *      tag (teller_tpe_bucket still gives their bucket);
  *   2. the NAME token: the event's name family (teller_tpe_name_family):
  *      kernels by what they compute ("gemm", "attention", "norm",
  *      "comm.allreduce.ring", ...) whatever the vendor, library or tile
@@ -31,10 +34,10 @@
  * Duration buckets. The bucket compares the node's duration with the median
  * duration of its operator (layer and teller_name_normalize'd name, digit
  * runs masked on ENGINE and OTHER events; not its family, so that "4x"
- * means slow for this op) over the whole loaded run: "lo" below 0.5x; "1x" in [0.5, 1.41); "2x" in
- * [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x and more (log2 scale,
- * bucket edges halfway between powers of two). A family whose median is 0
- * (instants) is always "1x". The bucket rides on the TAG token rather than
+ * means slow for this op) over the whole loaded run: "lo" below 0.5x; "1x"
+ * in [0.5, 1.41); "2x" in [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x
+ * and more (log2 scale, bucket edges halfway between powers of two). An
+ * operator whose median is 0 (instants) is always "1x". The bucket rides on the TAG token rather than
  * being a third token: a node stays two tokens (as in the paper, so node
  * and token reductions stay comparable with its figures), the name alphabet
  * stays as it is, the extra alphabet is at most layers x buckets, and
