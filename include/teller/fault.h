@@ -7,6 +7,8 @@
 #ifndef TELLER_FAULT_H
 #define TELLER_FAULT_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +51,13 @@ teller_fault teller_fault_parse(const char *name);
 /* "the inter-node link of node 1 degraded ..." into out (cap bytes);
  * where is the node for a by_node kind, else the rank. */
 void teller_fault_what(teller_fault f, int where, char *out, unsigned long cap);
+/* The reference explanation of one faulty step, the sentence frame truth
+ * files carry: "Step 17 took 12.345 ms, 3.210 ms (35%) longer than
+ * expected: <what> (<name>). The root operator is <op> on rank R (node N),
+ * which took 1.234 ms." where is as for teller_fault_what. */
+void teller_fault_explain(teller_fault f, int where, int step, int64_t dur_ns, int64_t expected_ns,
+                          int64_t excess_ns, const char *root_op, int root_rank, int root_node, int64_t root_ns,
+                          char *out, unsigned long cap);
 
 /* The share of a step's clean duration that an injected fault must cost
  * before the step counts as abnormal, and the floor in ns under which no

@@ -44,6 +44,7 @@ int cmd_tree(int argc, char **argv);
 int cmd_steps(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_perturb(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_baseline(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);

@@ -15,6 +15,7 @@ static void usage(FILE *f)
                "  steps   per step and rank: duration, kernel, comm and copy time, GPU idle\n"
                "  logs    service logs: records, templates, alignment to steps; Loghub accuracy\n"
                "  simulate  write a simulated multi-node case with injected faults and truth\n"
+               "  perturb   inject faults into a real, healthy run: a case with truth\n"
                "  diagnose  which steps were abnormal, where and why: summary, JSON, HTML, Perfetto\n"
                "  eval      score predictions against truth (BENCHMARK.md metrics)\n"
                "  baseline  reference predictions: zscore or gmm (the paper's candidate stage)\n"
@@ -44,6 +45,8 @@ int main(int argc, char **argv)
         return cmd_logs(argc - 1, argv + 1);
     if (!strcmp(c, "simulate"))
         return cmd_simulate(argc - 1, argv + 1);
+    if (!strcmp(c, "perturb"))
+        return cmd_perturb(argc - 1, argv + 1);
     if (!strcmp(c, "eval"))
         return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "baseline"))

@@ -61,3 +61,18 @@ int teller_fault_material(teller_fault f, long long excess_ns, long long clean_n
         return 1;
     return excess_ns >= TELLER_FAULT_MATERIAL_NS && (double)excess_ns >= TELLER_FAULT_MATERIAL_SHARE * (double)clean_ns;
 }
+
+void teller_fault_explain(teller_fault f, int where, int step, int64_t dur_ns, int64_t expected_ns,
+                          int64_t excess_ns, const char *root_op, int root_rank, int root_node, int64_t root_ns,
+                          char *out, unsigned long cap)
+{
+    double ex = (double)excess_ns / 1e6, dur = (double)dur_ns / 1e6;
+    double pct = expected_ns > 0 ? 100.0 * (double)excess_ns / (double)expected_ns : 0;
+    char head[256];
+    teller_fault_what(f, where, head, sizeof head);
+    snprintf(out, cap,
+             "Step %d took %.3f ms, %.3f ms (%.0f%%) longer than expected: %s (%s). The root operator is %s on rank %d "
+             "(node %d), which took %.3f ms.",
+             step, dur, ex, pct, head, teller_fault_name(f), root_op ? root_op : "?", root_rank, root_node,
+             (double)root_ns / 1e6);
+}

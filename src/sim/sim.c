@@ -25,6 +25,7 @@
 
 #include "teller/sim.h"
 #include "sim_out.h"
+#include "../util/rng.h"
 #include "../util/vec.h"
 
 /* ---- facts: names as real traces spell them (../shared/data/traces) ---- */
@@ -54,53 +55,6 @@
 #define M_D2H "Memcpy DtoH (Device -> Pinned)"
 
 enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_P2P = 15 };
-
-/* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
-
-typedef struct rng { uint64_t s[4]; } rng;
-
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix(&seed);
-}
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t res = ((s[1] * 5) << 7 | (s[1] * 5) >> 57) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = (s[3] << 45) | (s[3] >> 19);
-    return res;
-}
-
-static double uni(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
-static double uni_in(rng *r, double a, double b) { return a + (b - a) * uni(r); }
-static int uni_int(rng *r, int n) { return n > 0 ? (int)(uni(r) * n) % n : 0; }
-
-static double gauss(rng *r)
-{
-    double u = uni(r), v = uni(r);
-    if (u < 1e-300)
-        u = 1e-300;
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-/* multiplicative lognormal jitter with median 1 */
-static double jit(rng *r, double sigma) { return exp(sigma * gauss(r)); }
 
 /* ---- models ---- */
 
@@ -1167,15 +1121,9 @@ static const char *layer_of_root(teller_fault k, const char *op)
 static void explain(const sim *S, int step, const truth_step *t, char *out, size_t cap)
 {
     const fault_inst *f = &t->f;
-    double ex = (double)t->excess / 1e6, dur = (double)t->dur / 1e6;
-    double pct = t->clean > 0 ? 100.0 * (double)t->excess / (double)t->clean : 0;
-    char head[256];
-    teller_fault_what(f->kind, teller_fault_def_of(f->kind)->by_node ? f->node : t->root_rank, head, sizeof head);
-    snprintf(out, cap,
-             "Step %d took %.3f ms, %.3f ms (%.0f%%) longer than expected: %s (%s). The root operator is %s on rank %d "
-             "(node %d), which took %.3f ms.",
-             step, dur, ex, pct, head, teller_fault_name(f->kind), t->root_op ? t->root_op : "?", t->root_rank,
-             rank_node(S, t->root_rank), (double)t->root_ns / 1e6);
+    teller_fault_explain(f->kind, teller_fault_def_of(f->kind)->by_node ? f->node : t->root_rank, step, t->dur,
+                         t->clean, t->excess, t->root_op, t->root_rank, rank_node(S, t->root_rank), t->root_ns, out,
+                         cap);
 }
 
 static void write_json_str(FILE *f, const char *s)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sim_out.h"
+#include "../util/textout.h"
 
 #define FLUSH_AT (1u << 20)
 
@@ -54,21 +55,9 @@ void ob_raw(obuf *o, const char *s, size_t n)
 
 void ob_s(obuf *o, const char *s) { ob_raw(o, s, strlen(s)); }
 
-void ob_jstr(obuf *o, const char *s)
-{
-    reserve(o, strlen(s) * 2 + 2);
-    if (o->failed)
-        return;
-    char *p = o->b + o->n;
-    *p++ = '"';
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            *p++ = '\\';
-        *p++ = *s;
-    }
-    *p++ = '"';
-    o->n = (size_t)(p - o->b);
-}
+static void ob_sink(void *ctx, const char *s, size_t n) { ob_raw(ctx, s, n); }
+
+void ob_jstr(obuf *o, const char *s) { teller_json_put_to(ob_sink, o, s); }
 
 void ob_i64(obuf *o, int64_t v)
 {

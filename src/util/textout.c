@@ -3,6 +3,7 @@
  * the one JSON string writer every JSON output of the project uses.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "textout.h"
 
@@ -37,34 +38,45 @@ int teller_utf8_seq(const unsigned char *p)
     return n;
 }
 
-void teller_json_put(FILE *f, const char *s)
+void teller_json_put_to(teller_text_sink put, void *ctx, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
-    fputc('"', f);
+    char esc[8];
+    put(ctx, "\"", 1);
     while (*p) {
+        const unsigned char *run = p;
+        while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+            p++;
+        if (p > run)
+            put(ctx, (const char *)run, (size_t)(p - run));
         unsigned char c = *p;
+        if (!c)
+            break;
         if (c < 0x80) {
             if (c == '"' || c == '\\')
-                fprintf(f, "\\%c", c);
+                snprintf(esc, sizeof esc, "\\%c", c);
             else if (c == '\n')
-                fputs("\\n", f);
+                snprintf(esc, sizeof esc, "\\n");
             else if (c == '\t')
-                fputs("\\t", f);
-            else if (c < 0x20 || c == 0x7f)
-                fprintf(f, "\\u%04x", c);
+                snprintf(esc, sizeof esc, "\\t");
             else
-                fputc(c, f);
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+            put(ctx, esc, strlen(esc));
             p++;
             continue;
         }
         int len = teller_utf8_seq(p);
         if (len == 0) {
-            fputs("\\ufffd", f);
+            put(ctx, "\\ufffd", 6);
             p++;
         } else {
-            fwrite(p, 1, (size_t)len, f);
+            put(ctx, (const char *)p, (size_t)len);
             p += len;
         }
     }
-    fputc('"', f);
+    put(ctx, "\"", 1);
 }
+
+static void put_file(void *ctx, const char *s, size_t n) { fwrite(s, 1, n, (FILE *)ctx); }
+
+void teller_json_put(FILE *f, const char *s) { teller_json_put_to(put_file, f, s); }

@@ -1,0 +1,153 @@
+/*
+ * cmd_perturb.c - `teller perturb -o CASE_DIR [options] TRACE_OR_CASE...`:
+ * faults injected into a real, healthy run, written as a benchmark case.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "teller/perturb.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: teller perturb -o CASE_DIR [options] TRACE_OR_CASE...\n"
+               "  --fault KIND[,KIND...]    fault kinds to inject (all: every kind, the default)\n"
+               "  --rate P                  share of steps that get a fault (default 0.3)\n"
+               "  --severity S              scales fault magnitudes (default 1)\n"
+               "  --seed N                  same input and seed, same bytes (default 1)\n"
+               "  --log LOG                 a service log of the run, copied to logs/node<N>.log\n"
+               "                            (N from node<N> in its name, else the order given); repeatable\n" CLI_COMMON_HELP
+               "Writes rank<R>.trace.json.gz per rank, logs/, truth.json (../shared/BENCHMARK.md).\n"
+               "Kinds a run cannot carry are skipped with a note; docs/PERTURB.md has the physics.\n"
+               "fault kinds: slow_link nccl_hang pp_send_delay gpu_throttle kernel_regression\n"
+               "  launch_latency sync_stall malloc_storm pcie_degradation kv_swap oom\n"
+               "  cpu_contention preemption\n");
+}
+
+static int num(const char *opt, const char *v, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    if (!*v || *end) {
+        fprintf(stderr, "teller: perturb: %s wants a number, not '%s'\n", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_perturb(int argc, char **argv)
+{
+    cli_load_opts lo = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    teller_perturb_opts o = teller_perturb_defaults();
+    const char *out = NULL;
+    char **paths = calloc((size_t)argc, sizeof *paths);
+    const char **logs = calloc((size_t)argc, sizeof *logs);
+    int npaths = 0, rc = 2;
+    size_t nlogs = 0;
+    if (!paths || !logs) {
+        fprintf(stderr, "teller: out of memory\n");
+        goto done;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        }
+        int c = cli_common_opt(&lo, argc, argv, &i);
+        if (c < 0)
+            goto done;
+        if (c > 0)
+            continue;
+        if (a[0] != '-') {
+            paths[npaths++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "teller: perturb: %s needs a value (or is unknown)\n", a);
+            goto done;
+        }
+        const char *v = argv[++i];
+        double d;
+        if (!strcmp(a, "-o")) {
+            out = v;
+        } else if (!strcmp(a, "--log")) {
+            logs[nlogs++] = v;
+        } else if (!strcmp(a, "--fault")) {
+            o.faults = 0;
+            char *copy = strdup(v), *save = NULL;
+            if (!copy)
+                goto done;
+            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(tok, "all")) {
+                    o.faults |= ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+                    continue;
+                }
+                teller_fault f = teller_fault_parse(tok);
+                if (f == TELLER_FAULT_COUNT) {
+                    fprintf(stderr, "teller: perturb: unknown fault kind '%s' (see --help)\n", tok);
+                    free(copy);
+                    goto done;
+                }
+                o.faults |= 1u << f;
+            }
+            free(copy);
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            o.seed = strtoull(v, &end, 10);
+            if (!*v || *end) {
+                fprintf(stderr, "teller: perturb: --seed wants a whole number, not '%s'\n", v);
+                goto done;
+            }
+        } else if (!strcmp(a, "--rate") || !strcmp(a, "--severity")) {
+            if (num(a, v, &d))
+                goto done;
+            if (a[2] == 'r')
+                o.rate = d;
+            else
+                o.severity = d;
+        } else {
+            fprintf(stderr, "teller: perturb: unknown option %s (see --help)\n", a);
+            goto done;
+        }
+    }
+    if (!out || !npaths) {
+        usage(stderr);
+        goto done;
+    }
+    o.logs = logs;
+    o.nlogs = nlogs;
+    teller_store *st = cli_load(&lo, paths, npaths);
+    if (!st) {
+        rc = 1;
+        goto done;
+    }
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    teller_status s = teller_perturb(st, &o, out, &res, &err);
+    for (size_t k = 0; k < res.nnotes; k++) {
+        fputs("teller: perturb: note: ", stderr);
+        cli_put_text(stderr, res.notes[k]);
+        fputc('\n', stderr);
+    }
+    if (s != TELLER_OK) {
+        fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
+        rc = 1;
+    } else {
+        if (!lo.quiet) {
+            printf("%s: %u steps, %u with a fault", out, res.steps, res.abnormal);
+            for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+                if (res.by_fault[f])
+                    printf(", %s %u", teller_fault_name((teller_fault)f), res.by_fault[f]);
+            printf("\n");
+        }
+        rc = 0;
+    }
+    teller_store_free(st);
+done:
+    free(paths);
+    free(logs);
+    return rc;
+}

@@ -1,0 +1,773 @@
+/*
+ * perturb.c - `teller perturb`: faults injected into a real run (perturb.h).
+ *
+ * For each step, with probability rate, one fault kind the step can carry
+ * is drawn and turned into edits of the trace's times (retime.h): which
+ * events grow, by how much, where host time is lost. All edits of the run
+ * are applied in one rewrite, the case is written (kwrite.c), and the
+ * truth records, per step, what was injected and how much longer the step
+ * became in the rewritten trace. The physics of each kind and its limits
+ * are in docs/PERTURB.md.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "teller/perturb.h"
+#include "retime.h"
+#include "../util/rng.h"
+#include "../util/textout.h"
+#include "../util/vec.h"
+
+typedef struct root {
+    int32_t     rank;
+    uint32_t    ev;    /* the root event; its new duration is root_ns */
+    const char *op;
+    const char *layer;
+    int32_t     node;  /* slow_link: the degraded node */
+} root;
+
+typedef struct pctx {
+    const teller_store        *st;
+    const teller_events       *ev;
+    const teller_perturb_opts *o;
+    rng                        r;
+    uint32_t                   nsteps;
+    uint32_t                  *sfirst, *sev; /* events of step k: sev[sfirst[k] .. sfirst[k+1]) */
+    rt_edit                   *ed;
+    size_t                     ned, edcap;
+    uint32_t                  *cand; /* scratch */
+    size_t                     ccap;
+} pctx;
+
+static int rank_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->rank; }
+static int node_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->node; }
+static const char *name_of(const pctx *P, uint32_t i) { return teller_store_str(P->st, P->ev->name[i]); }
+
+static double scaled(const pctx *P, double factor) { return 1.0 + (factor - 1.0) * P->o->severity; }
+
+static int edit(pctx *P, uint32_t e, uint8_t kind, int64_t d)
+{
+    if (d <= 0)
+        return 0;
+    if (TELLER_GROW(P->ed, P->edcap, P->ned + 1))
+        return -1;
+    P->ed[P->ned++] = (rt_edit){e, kind, d};
+    return 0;
+}
+
+/* ---- what each kind can act on ---- */
+
+static int q_kernel(const pctx *P, uint32_t i)
+{
+    const teller_events *ev = P->ev;
+    return ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_GPU) && !(ev->flags[i] & TELLER_F_COMM) &&
+           ev->dur_ns[i] > 0;
+}
+
+static int is_api(const teller_events *ev, uint32_t i)
+{
+    return !(ev->flags[i] & TELLER_F_GPU) &&
+           (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER);
+}
+
+static int q_launch(const pctx *P, uint32_t i)
+{
+    const teller_events *ev = P->ev;
+    if (!is_api(ev, i) || ev->dur_ns[i] <= 0)
+        return 0;
+    for (uint32_t c = ev->first_child[i]; c != TELLER_NONE; c = ev->next_sibling[c])
+        if (ev->layer[c] == TELLER_LAYER_KERNEL)
+            return 1;
+    return 0;
+}
+
+static int q_sync(const pctx *P, uint32_t i)
+{
+    return is_api(P->ev, i) && P->ev->dur_ns[i] > 0 && strstr(name_of(P, i), "ynchronize") != NULL;
+}
+
+static int q_malloc(const pctx *P, uint32_t i)
+{
+    const char *n = name_of(P, i);
+    return is_api(P->ev, i) && P->ev->dur_ns[i] > 0 &&
+           (strstr(n, "Malloc") || strstr(n, "MemAlloc") || strstr(n, "Free"));
+}
+
+static int q_host_op(const pctx *P, uint32_t i)
+{
+    const teller_events *ev = P->ev;
+    if ((ev->flags[i] & TELLER_F_GPU) || ev->layer[i] != TELLER_LAYER_BACKEND)
+        return 0;
+    uint32_t p = ev->parent[i];
+    return p == TELLER_NONE || ev->layer[p] != TELLER_LAYER_BACKEND; /* outermost torch ops */
+}
+
+static int q_copy(const pctx *P, uint32_t i)
+{
+    const char *n = name_of(P, i);
+    return P->ev->layer[i] == TELLER_LAYER_MEMCPY && P->ev->dur_ns[i] > 0 &&
+           (strstr(n, "HtoD") || strstr(n, "DtoH") || strstr(n, "Host") || strstr(n, "H2D") || strstr(n, "D2H"));
+}
+
+/* The collective instance of a COMM kernel, or TELLER_NONE. */
+static uint32_t coll_of(const pctx *P, uint32_t k)
+{
+    const teller_collective *co = teller_store_collectives(P->st);
+    const teller_coll_member *mem = teller_store_coll_members(P->st);
+    for (size_t c = 0; c < teller_store_num_collectives(P->st); c++)
+        for (uint32_t j = 0; j < co[c].num_members; j++)
+            if (mem[co[c].first_member + j].kernel == k)
+                return (uint32_t)c;
+    return TELLER_NONE;
+}
+
+static int coll_crosses(const pctx *P, uint32_t c)
+{
+    const teller_collective *co = &teller_store_collectives(P->st)[c];
+    const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+    for (uint32_t j = 1; j < co->num_members; j++)
+        if (node_of(P, mem[j].kernel) != node_of(P, mem[0].kernel))
+            return 1;
+    return 0;
+}
+
+static int q_cross_coll(const pctx *P, uint32_t i)
+{
+    if (P->ev->layer[i] != TELLER_LAYER_KERNEL || !(P->ev->flags[i] & TELLER_F_COMM))
+        return 0;
+    uint32_t c = coll_of(P, i);
+    return c != TELLER_NONE && teller_store_collectives(P->st)[c].num_members > 1 && coll_crosses(P, c);
+}
+
+static int q_p2p(const pctx *P, uint32_t i)
+{
+    if (P->ev->layer[i] != TELLER_LAYER_KERNEL || !(P->ev->flags[i] & TELLER_F_COMM))
+        return 0;
+    const char *n = name_of(P, i);
+    if (!strstr(n, "Send") && !strstr(n, "Recv"))
+        return 0;
+    uint32_t c = coll_of(P, i);
+    return c != TELLER_NONE && teller_store_collectives(P->st)[c].num_members > 1;
+}
+
+/* Gathers the events of step k that pass q (on rank r, or any when r < 0). */
+static size_t gather(pctx *P, uint32_t k, int (*q)(const pctx *, uint32_t), int r)
+{
+    size_t n = 0;
+    for (uint32_t j = P->sfirst[k]; j < P->sfirst[k + 1]; j++) {
+        uint32_t i = P->sev[j];
+        if ((r < 0 || rank_of(P, i) == r) && q(P, i)) {
+            if (TELLER_GROW(P->cand, P->ccap, n + 1))
+                return 0;
+            P->cand[n++] = i;
+        }
+    }
+    return n;
+}
+
+/* A rank drawn among those with a candidate; gathers that rank's. */
+static size_t gather_rank(pctx *P, uint32_t k, int (*q)(const pctx *, uint32_t), int *rank)
+{
+    size_t n = gather(P, k, q, -1);
+    if (!n)
+        return 0;
+    *rank = rank_of(P, P->cand[uni_int(&P->r, (int)n)]);
+    return gather(P, k, q, *rank);
+}
+
+static uint32_t longest(const pctx *P, const uint32_t *v, size_t n, const int64_t *extra)
+{
+    uint32_t best = v[0];
+    int64_t bd = -1;
+    for (size_t j = 0; j < n; j++) {
+        int64_t d = P->ev->dur_ns[v[j]] + (extra ? extra[j] : 0);
+        if (d > bd) {
+            bd = d;
+            best = v[j];
+        }
+    }
+    return best;
+}
+
+/* ---- the kinds: each checks (apply 0) or injects (apply 1) ---- */
+
+typedef int (*injector)(pctx *P, uint32_t k, int apply, root *rt);
+
+static int set_root(pctx *P, root *rt, uint32_t e)
+{
+    rt->ev = e;
+    rt->rank = rank_of(P, e);
+    rt->node = node_of(P, e);
+    rt->op = name_of(P, e);
+    rt->layer = teller_layer_tag((teller_layer)P->ev->layer[e]);
+    return 1;
+}
+
+static int inj_kernel_regression(pctx *P, uint32_t k, int apply, root *rt)
+{
+    if (!apply)
+        return gather(P, k, q_kernel, -1) > 0;
+    int r;
+    size_t n = gather_rank(P, k, q_kernel, &r);
+    /* the kernel under a random point of the rank's kernel time: big kernels regress visibly */
+    int64_t total = 0;
+    for (size_t j = 0; j < n; j++)
+        total += P->ev->dur_ns[P->cand[j]];
+    int64_t at = (int64_t)(uni(&P->r) * (double)total);
+    uint32_t pick = P->cand[n - 1];
+    for (size_t j = 0; j < n; j++) {
+        at -= P->ev->dur_ns[P->cand[j]];
+        if (at < 0) {
+            pick = P->cand[j];
+            break;
+        }
+    }
+    double f = scaled(P, uni_in(&P->r, 4, 10));
+    uint32_t name = P->ev->name[pick], best = pick;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t e = P->cand[j];
+        if (P->ev->name[e] != name)
+            continue;
+        if (edit(P, e, RT_STRETCH, (int64_t)((double)P->ev->dur_ns[e] * (f - 1))))
+            return -1;
+        if (P->ev->dur_ns[e] > P->ev->dur_ns[best])
+            best = e;
+    }
+    return set_root(P, rt, best);
+}
+
+static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
+{
+    if (!apply)
+        return gather(P, k, q_kernel, -1) > 0;
+    int r;
+    size_t n = gather_rank(P, k, q_kernel, &r);
+    double f = scaled(P, uni_in(&P->r, 1.35, 2.0));
+    for (size_t j = 0; j < n; j++)
+        if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
+            return -1;
+    /* the root: the longest instance of the kernel name with the most time */
+    uint32_t best = P->cand[0];
+    int64_t best_t = -1;
+    for (size_t j = 0; j < n; j++) {
+        int64_t t = 0;
+        for (size_t q = 0; q < n; q++)
+            if (P->ev->name[P->cand[q]] == P->ev->name[P->cand[j]])
+                t += P->ev->dur_ns[P->cand[q]];
+        if (t > best_t || (t == best_t && P->ev->dur_ns[P->cand[j]] > P->ev->dur_ns[best])) {
+            best_t = t;
+            best = P->cand[j];
+        }
+    }
+    return set_root(P, rt, best);
+}
+
+static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(const pctx *, uint32_t), double lo_ns,
+                            double hi_ns, double jitter)
+{
+    if (!apply)
+        return gather(P, k, q, -1) > 0;
+    int r;
+    size_t n = gather_rank(P, k, q, &r);
+    double base = uni_in(&P->r, lo_ns, hi_ns) * P->o->severity;
+    int64_t *extra = malloc(n * sizeof *extra);
+    if (!extra)
+        return -1;
+    for (size_t j = 0; j < n; j++) {
+        extra[j] = (int64_t)(base * (jitter > 0 ? jit(&P->r, jitter) : 1.0));
+        if (edit(P, P->cand[j], RT_STRETCH, extra[j])) {
+            free(extra);
+            return -1;
+        }
+    }
+    uint32_t best = longest(P, P->cand, n, extra);
+    free(extra);
+    return set_root(P, rt, best);
+}
+
+static int inj_launch_latency(pctx *P, uint32_t k, int apply, root *rt)
+{
+    return inj_stretch_each(P, k, apply, rt, q_launch, 25000, 90000, 0.3);
+}
+
+static int inj_malloc_storm(pctx *P, uint32_t k, int apply, root *rt)
+{
+    return inj_stretch_each(P, k, apply, rt, q_malloc, 150000, 900000, 0.4);
+}
+
+static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
+{
+    if (!apply)
+        return gather(P, k, q_sync, -1) > 0;
+    int r;
+    size_t n = gather_rank(P, k, q_sync, &r);
+    uint32_t e = P->cand[uni_int(&P->r, (int)n)];
+    if (edit(P, e, RT_STRETCH, (int64_t)(uni_in(&P->r, 4e6, 30e6) * P->o->severity)))
+        return -1;
+    return set_root(P, rt, e);
+}
+
+static int inj_cpu_contention(pctx *P, uint32_t k, int apply, root *rt)
+{
+    if (!apply)
+        return gather(P, k, q_host_op, -1) > 0;
+    int r;
+    size_t n = gather_rank(P, k, q_host_op, &r);
+    int gaps = 1 + uni_int(&P->r, 5);
+    int64_t best_gap = -1;
+    uint32_t best = P->cand[0];
+    for (int g = 0; g < gaps; g++) {
+        uint32_t e = P->cand[uni_int(&P->r, (int)n)];
+        int64_t d = (int64_t)(uni_in(&P->r, 0.2e6, 3e6) * P->o->severity);
+        if (edit(P, e, RT_GAP, d))
+            return -1;
+        if (d > best_gap) {
+            best_gap = d;
+            best = e;
+        }
+    }
+    return set_root(P, rt, best);
+}
+
+static int inj_pcie(pctx *P, uint32_t k, int apply, root *rt)
+{
+    if (!apply)
+        return gather(P, k, q_copy, -1) > 0;
+    int r;
+    size_t n = gather_rank(P, k, q_copy, &r);
+    double f = scaled(P, uni_in(&P->r, 9, 31));
+    uint32_t best = TELLER_NONE;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t e = P->cand[j];
+        if (edit(P, e, RT_STRETCH, (int64_t)((double)P->ev->dur_ns[e] * (f - 1))))
+            return -1;
+        int h2d = strstr(name_of(P, e), "HtoD") || strstr(name_of(P, e), "H2D") || strstr(name_of(P, e), "Host-to");
+        if (best == TELLER_NONE || (h2d && P->ev->dur_ns[e] > P->ev->dur_ns[best]))
+            best = e;
+    }
+    return set_root(P, rt, best);
+}
+
+/* The transfer part of a collective: from the last arrival to the end. */
+static int64_t coll_transfer(const pctx *P, uint32_t c)
+{
+    const teller_collective *co = &teller_store_collectives(P->st)[c];
+    const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+    int64_t last = INT64_MIN, end = INT64_MIN;
+    for (uint32_t j = 0; j < co->num_members; j++) {
+        uint32_t e = mem[j].kernel;
+        if (P->ev->start_ns[e] > last) last = P->ev->start_ns[e];
+        if (P->ev->start_ns[e] + P->ev->dur_ns[e] > end) end = P->ev->start_ns[e] + P->ev->dur_ns[e];
+    }
+    return end > last ? end - last : 0;
+}
+
+static int inj_slow_link(pctx *P, uint32_t k, int apply, root *rt)
+{
+    size_t n = gather(P, k, q_cross_coll, -1);
+    if (!apply || !n)
+        return n > 0;
+    int node = node_of(P, P->cand[uni_int(&P->r, (int)n)]);
+    double f = scaled(P, uni_in(&P->r, 4, 10));
+    int64_t extra = (int64_t)(uni_in(&P->r, 0.3e6, 2e6) * P->o->severity);
+    uint32_t first = TELLER_NONE;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t e = P->cand[j], c = coll_of(P, e);
+        const teller_collective *co = &teller_store_collectives(P->st)[c];
+        const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+        int on = 0;
+        uint32_t mine = TELLER_NONE;
+        for (uint32_t q = 0; q < co->num_members; q++)
+            if (node_of(P, mem[q].kernel) == node) {
+                on = 1;
+                if (mine == TELLER_NONE || rank_of(P, mem[q].kernel) < rank_of(P, mine))
+                    mine = mem[q].kernel;
+            }
+        if (!on || mem[0].kernel != e) /* once per instance, through its first member */
+            continue;
+        if (edit(P, e, RT_STRETCH, (int64_t)((double)coll_transfer(P, c) * (f - 1)) + extra))
+            return -1;
+        if (first == TELLER_NONE || P->ev->start_ns[mine] < P->ev->start_ns[first] ||
+            (P->ev->start_ns[mine] == P->ev->start_ns[first] && rank_of(P, mine) < rank_of(P, first)))
+            first = mine;
+    }
+    if (first == TELLER_NONE)
+        return 0;
+    set_root(P, rt, first);
+    rt->node = node;
+    return 1;
+}
+
+static int inj_pp_send_delay(pctx *P, uint32_t k, int apply, root *rt)
+{
+    size_t n = gather(P, k, q_p2p, -1);
+    if (!apply || !n)
+        return n > 0;
+    uint32_t e = P->cand[uni_int(&P->r, (int)n)], c = coll_of(P, e);
+    const teller_collective *co = &teller_store_collectives(P->st)[c];
+    const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+    uint32_t sender = mem[0].kernel; /* the lowest rank: the earlier stage */
+    for (uint32_t q = 1; q < co->num_members; q++)
+        if (rank_of(P, mem[q].kernel) < rank_of(P, sender))
+            sender = mem[q].kernel;
+    if (edit(P, sender, RT_STRETCH, (int64_t)(uni_in(&P->r, 2e6, 12e6) * P->o->severity)))
+        return -1;
+    return set_root(P, rt, sender);
+}
+
+/* What each kind does, and why a run may not carry it. NULL: not imitated. */
+typedef struct kind {
+    injector    fn;
+    const char *needs;
+} kind;
+
+static const kind k_kinds[TELLER_FAULT_COUNT] = {
+    [TELLER_FAULT_SLOW_LINK] = {inj_slow_link, "no collective crosses nodes (one node, or one rank of the run)"},
+    [TELLER_FAULT_NCCL_HANG] = {NULL, "a hang ends the run; teller perturb rewrites times and cannot end a trace"},
+    [TELLER_FAULT_PP_SEND_DELAY] = {inj_pp_send_delay, "no pipeline send/recv kernel matched across ranks"},
+    [TELLER_FAULT_GPU_THROTTLE] = {inj_gpu_throttle, "no compute kernels"},
+    [TELLER_FAULT_KERNEL_REGRESSION] = {inj_kernel_regression, "no compute kernels"},
+    [TELLER_FAULT_LAUNCH_LATENCY] = {inj_launch_latency, "no kernel launch calls linked to kernels"},
+    [TELLER_FAULT_SYNC_STALL] = {inj_sync_stall, "no synchronize calls"},
+    [TELLER_FAULT_MALLOC_STORM] = {inj_malloc_storm, "no cudaMalloc/cudaFree calls to slow down (none are invented)"},
+    [TELLER_FAULT_PCIE_DEGRADATION] = {inj_pcie, "no host-device copies"},
+    [TELLER_FAULT_KV_SWAP] = {NULL, "needs swap copies and log lines the run does not have (not imitated yet)"},
+    [TELLER_FAULT_OOM] = {NULL, "needs a failed allocation and log lines the run does not have (not imitated yet)"},
+    [TELLER_FAULT_CPU_CONTENTION] = {inj_cpu_contention, "no torch ops on a host thread"},
+    [TELLER_FAULT_PREEMPTION] = {NULL, "needs recomputed prefill and log lines (not imitated yet)"},
+};
+
+/* ---- the case ---- */
+
+static void note(teller_perturb_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(teller_perturb_result *res, const char *fmt, ...)
+{
+    if (res->nnotes >= TELLER_PERTURB_MAX_NOTES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->notes[res->nnotes++], sizeof res->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Per step: the window over every rank, from the step table's rules
+ * (marker start to the end of the marker or of the step's GPU work). */
+static void windows(const teller_store *st, const int64_t *start, const int64_t *dur, int64_t *lo, int64_t *hi,
+                    uint32_t nsteps)
+{
+    const teller_events *ev = teller_store_events(st);
+    const teller_step *steps = teller_store_steps(st);
+    for (uint32_t k = 0; k < nsteps; k++) {
+        lo[k] = INT64_MAX;
+        hi[k] = INT64_MIN;
+    }
+    for (size_t j = 0; j < teller_store_num_steps(st); j++) {
+        uint32_t m = steps[j].marker, k = steps[j].step;
+        int64_t s = m == TELLER_NONE ? steps[j].start_ns : start[m];
+        int64_t e = m == TELLER_NONE ? steps[j].end_ns : start[m] + dur[m];
+        if (s < lo[k]) lo[k] = s;
+        if (e > hi[k]) hi[k] = e;
+    }
+    for (size_t i = 0; i < ev->n; i++)
+        if ((ev->flags[i] & TELLER_F_GPU) && ev->step[i] != TELLER_NONE && start[i] + dur[i] > hi[ev->step[i]])
+            hi[ev->step[i]] = start[i] + dur[i];
+}
+
+static const char *engine_of(const teller_store *st)
+{
+    const teller_step *steps = teller_store_steps(st);
+    for (size_t j = 0; j < teller_store_num_steps(st); j++) {
+        if (steps[j].marker == TELLER_NONE)
+            continue;
+        const char *n = teller_store_str(st, teller_store_events(st)->name[steps[j].marker]);
+        if (!strncmp(n, "execute_", 8))
+            return "vllm";
+        if (!strncmp(n, "step[", 5))
+            return "sglang";
+        if (!strncmp(n, "ProfilerStep", 12))
+            return "pytorch";
+    }
+    return "unknown";
+}
+
+typedef struct tstep {
+    teller_fault f;
+    root         rt;
+    int64_t      carried; /* >= 0: the faulty step whose delay this one inherited; -1 none */
+} tstep;
+
+/* A step without a fault of its own whose window grew by more than this
+ * share inherited the delay of an earlier faulty step (its GPU work queued
+ * behind the late work, or its host waited for it). */
+#define CARRY_SHARE 0.02
+
+static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, const int64_t *olo,
+                                 const int64_t *ohi, const int64_t *nlo, const int64_t *nhi, const int64_t *dur,
+                                 teller_error *err)
+{
+    const teller_store *st = P->st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/truth.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write");
+    int nodes = 0, nranks = (int)teller_store_num_sources(st);
+    for (size_t s = 0; s < teller_store_num_sources(st); s++)
+        if (teller_store_source_c(st, (uint32_t)s)->node + 1 > nodes)
+            nodes = teller_store_source_c(st, (uint32_t)s)->node + 1;
+    fprintf(f, "{\"version\": 1,\n \"workload\": {\"engine\": \"%s\", \"model\": \"unknown\", \"nodes\": %d, "
+               "\"ranks\": %d, \"seed\": %llu, \"perturbed\": true, \"rate\": %.4f, \"severity\": %.4f, \"inputs\": [",
+            engine_of(st), nodes, nranks, (unsigned long long)P->o->seed, P->o->rate, P->o->severity);
+    for (size_t s = 0; s < teller_store_num_sources(st); s++) {
+        fputs(s ? ", " : "", f);
+        teller_json_put(f, teller_store_str(st, teller_store_source_c(st, (uint32_t)s)->path));
+    }
+    fprintf(f, "]},\n \"clock_offsets_ns\": [");
+    const teller_node *nd = teller_store_nodes(st);
+    for (size_t n = 0; n < teller_store_num_nodes(st); n++)
+        fprintf(f, "%s%lld", n ? ", " : "", (long long)nd[n].offset_ns);
+    fprintf(f, "],\n \"steps\": [");
+    for (uint32_t k = 0; k < P->nsteps; k++) {
+        const tstep *t = &ts[k];
+        int64_t nd_ = nhi[k] - nlo[k], od = ohi[k] - olo[k];
+        int ab = t->f != TELLER_FAULT_NONE;
+        fprintf(f, "%s\n  {\"step\": %u, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
+                k, ab ? "true" : "false", (long long)nd_, (long long)od);
+        if (t->carried >= 0)
+            fprintf(f, ", \"carried_from\": %lld", (long long)t->carried);
+        if (!ab) {
+            fprintf(f, ", \"fault_type\": \"no_error\"}");
+            continue;
+        }
+        const teller_fault_def *d = teller_fault_def_of(t->f);
+        char ex[1024];
+        teller_fault_explain(t->f, d->by_node ? t->rt.node : t->rt.rank, (int)k, nd_, od, nd_ - od, t->rt.op,
+                             t->rt.rank, node_of(P, t->rt.ev), dur[t->rt.ev], ex, sizeof ex);
+        fprintf(f, ", \"view\": \"%s\", \"fault_type\": \"%s\", \"fault\": \"%s\", \"excess_ns\": %lld, "
+                   "\"root\": {\"rank\": %d, \"node\": %d, \"op\": ",
+                d->view, d->type, d->name, (long long)(nd_ - od), t->rt.rank, node_of(P, t->rt.ev));
+        teller_json_put(f, t->rt.op);
+        fprintf(f, ", \"layer\": \"%s\"}, \"explanation\": ", t->rt.layer);
+        teller_json_put(f, ex);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n ],\n \"requests\": []}\n");
+    if (fclose(f) != 0)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "write failed");
+    return TELLER_OK;
+}
+
+static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, teller_error *err)
+{
+    if (!o->nlogs)
+        return TELLER_OK;
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/logs", dir);
+    if (mkdir_p(sub))
+        return teller_error_set(err, TELLER_ERR_IO, sub, 0, "cannot create the directory");
+    for (size_t i = 0; i < o->nlogs; i++) {
+        const char *base = strrchr(o->logs[i], '/'), *nn;
+        base = base ? base + 1 : o->logs[i];
+        long node = (long)i;
+        if ((nn = strstr(base, "node")) && nn[4] >= '0' && nn[4] <= '9')
+            node = strtol(nn + 4, NULL, 10);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/node%ld.log", sub, node);
+        struct stat sb;
+        if (stat(path, &sb) == 0)
+            return teller_error_set(err, TELLER_ERR_ARG, o->logs[i], 0, "a second log for node %ld", node);
+        FILE *in = fopen(o->logs[i], "rb");
+        if (!in)
+            return teller_error_set(err, TELLER_ERR_IO, o->logs[i], 0, "cannot read");
+        FILE *out = fopen(path, "wb");
+        if (!out) {
+            fclose(in);
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write");
+        }
+        char buf[65536];
+        size_t n;
+        int bad = 0;
+        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+            bad |= fwrite(buf, 1, n, out) != n;
+        bad |= ferror(in);
+        fclose(in);
+        if (fclose(out) != 0 || bad)
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "copy failed");
+    }
+    return TELLER_OK;
+}
+
+teller_perturb_opts teller_perturb_defaults(void)
+{
+    teller_perturb_opts o = {0};
+    o.rate = 0.3;
+    o.severity = 1.0;
+    o.seed = 1;
+    return o;
+}
+
+teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *o, const char *dir,
+                             teller_perturb_result *res_out, teller_error *err)
+{
+    teller_perturb_result res_local;
+    teller_perturb_result *res = res_out ? res_out : &res_local;
+    memset(res, 0, sizeof *res);
+    if (!(o->rate >= 0 && o->rate <= 1) || !(o->severity > 0))
+        return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0, "rate must be within 0..1 and severity above 0");
+    const teller_events *ev = teller_store_events(st);
+    const teller_step *steps = teller_store_steps(st);
+    int marked = 0;
+    for (size_t j = 0; j < teller_store_num_steps(st); j++)
+        marked |= steps[j].marker != TELLER_NONE;
+    if (!marked)
+        return teller_error_set(err, TELLER_ERR_ARG, "(trace)", 0,
+                                "the run has no step annotations (ProfilerStep#N, vLLM execute_..., SGLang step[...]); "
+                                "name them with --step-pattern");
+    uint32_t allowed = o->faults ? o->faults : ((1u << TELLER_FAULT_COUNT) - 2);
+    int possible = 0;
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++) {
+        if (!(allowed & (1u << f)))
+            continue;
+        if (k_kinds[f].fn)
+            possible = 1;
+        else
+            note(res, "%s skipped: %s", teller_fault_name((teller_fault)f), k_kinds[f].needs);
+    }
+    if (!possible)
+        return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0, "no fault kind asked for can be imitated");
+    for (size_t s = 0; s < teller_store_num_sources(st); s++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)s);
+        if (so->world_size > (int32_t)teller_store_num_sources(st))
+            note(res, "rank %d is one of a %d-rank run and only %zu rank(s) were given: nobody waits for it at "
+                 "collectives, so horizontal faults show on it alone", so->rank, so->world_size,
+                 teller_store_num_sources(st));
+    }
+
+    pctx P;
+    memset(&P, 0, sizeof P);
+    P.st = st;
+    P.ev = ev;
+    P.o = o;
+    rng_seed(&P.r, o->seed);
+    P.nsteps = teller_store_step_count(st);
+    res->steps = P.nsteps;
+    teller_status rc = TELLER_OK;
+    size_t n = ev->n;
+    int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
+    int64_t *win = malloc(4 * (P.nsteps ? P.nsteps : 1) * sizeof *win);
+    tstep *ts = calloc(P.nsteps ? P.nsteps : 1, sizeof *ts);
+    for (uint32_t k = 0; ts && k < P.nsteps; k++)
+        ts[k].carried = -1;
+    P.sfirst = calloc((size_t)P.nsteps + 2, sizeof *P.sfirst);
+    P.sev = malloc((n ? n : 1) * sizeof *P.sev);
+    if (!start || !dur || !win || !ts || !P.sfirst || !P.sev)
+        goto oom;
+    /* events by step */
+    for (size_t i = 0; i < n; i++)
+        if (ev->step[i] != TELLER_NONE)
+            P.sfirst[ev->step[i] + 1]++;
+    for (uint32_t k = 0; k < P.nsteps; k++)
+        P.sfirst[k + 1] += P.sfirst[k];
+    {
+        uint32_t *pos = malloc(((size_t)P.nsteps + 1) * sizeof *pos);
+        if (!pos)
+            goto oom;
+        memcpy(pos, P.sfirst, ((size_t)P.nsteps + 1) * sizeof *pos);
+        for (size_t i = 0; i < n; i++)
+            if (ev->step[i] != TELLER_NONE)
+                P.sev[pos[ev->step[i]]++] = (uint32_t)i;
+        free(pos);
+    }
+
+    /* which kinds each step can carry, then the draws */
+    uint32_t ever = 0;
+    for (uint32_t k = 0; k < P.nsteps; k++) {
+        uint32_t can = 0;
+        for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+            if ((allowed & (1u << f)) && k_kinds[f].fn && k_kinds[f].fn(&P, k, 0, NULL) > 0)
+                can |= 1u << f;
+        ever |= can;
+        if (!(uni(&P.r) < o->rate) || !can)
+            continue;
+        int cnt = __builtin_popcount(can), pick = uni_int(&P.r, cnt), f = 1;
+        for (;; f++)
+            if ((can & (1u << f)) && pick-- == 0)
+                break;
+        int got = k_kinds[f].fn(&P, k, 1, &ts[k].rt);
+        if (got < 0)
+            goto oom;
+        if (got) {
+            ts[k].f = (teller_fault)f;
+            res->abnormal++;
+            res->by_fault[f]++;
+        }
+    }
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+        if ((allowed & (1u << f)) && k_kinds[f].fn && !(ever & (1u << f)))
+            note(res, "%s skipped: %s", teller_fault_name((teller_fault)f), k_kinds[f].needs);
+    if (!ever && o->rate > 0) {
+        rc = teller_error_set(err, TELLER_ERR_ARG, "(trace)", 0,
+                              "no step of the run can carry any of the fault kinds asked for");
+        goto done;
+    }
+
+    if ((rc = rt_apply(st, P.ed, P.ned, start, dur, err)) != TELLER_OK)
+        goto done;
+    windows(st, ev->start_ns, ev->dur_ns, win, win + P.nsteps, P.nsteps);
+    windows(st, start, dur, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
+    for (uint32_t k = 0, last = TELLER_NONE; k < P.nsteps; k++) {
+        int64_t od = win[P.nsteps + k] - win[k], nd = win[3 * P.nsteps + k] - win[2 * P.nsteps + k];
+        if (ts[k].f != TELLER_FAULT_NONE) {
+            if (ts[k].carried < 0)
+                last = k;
+            continue;
+        }
+        if (last != TELLER_NONE && (double)(nd - od) > CARRY_SHARE * (double)od) {
+            ts[k] = ts[last];
+            ts[k].carried = last;
+            res->abnormal++;
+            res->carried++;
+        }
+    }
+    if (mkdir_p(dir)) {
+        rc = teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the directory");
+        goto done;
+    }
+    if ((rc = teller_kineto_write(st, start, dur, dir, err)) != TELLER_OK)
+        goto done;
+    if ((rc = copy_logs(o, dir, err)) != TELLER_OK)
+        goto done;
+    rc = write_truth(&P, dir, ts, win, win + P.nsteps, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
+    goto done;
+oom:
+    rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+done:
+    free(start);
+    free(dur);
+    free(win);
+    free(ts);
+    free(P.sfirst);
+    free(P.sev);
+    free(P.ed);
+    free(P.cand);
+    return rc;
+}

@@ -1,0 +1,503 @@
+/*
+ * retime.c - the time rewrite of src/perturb (see retime.h for the rules).
+ *
+ * One sweep over every event in order of its old start (GPU before CPU on
+ * equal starts). What a CPU thread does to its events is kept as a list of
+ * points per thread, each "at old time p, D ns more from here on": fault
+ * edits are known before the sweep; the points of calls that wait for the
+ * GPU are added while sweeping, when the GPU work they waited for has its
+ * new end. Every dependency points from an earlier old time to a later one
+ * (launch before kernel, op before the next op of its stream, GPU work
+ * before the call that waited for it, the members of a collective before
+ * its end), so one sweep settles everything.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "retime.h"
+#include "../util/vec.h"
+
+/* A GPU op that started more than GAP_BOUND after the previous op of its
+ * stream, or within LAUNCH_BOUND of its launch call, was waiting for its
+ * launch: it moves with the launch. One that queued behind other work only
+ * moves when the launch comes later than LAUNCH_FLOOR before its start. */
+#define GAP_BOUND_NS    2000
+#define LAUNCH_BOUND_NS 20000
+#define LAUNCH_FLOOR_NS 5000
+
+typedef struct pt {
+    int64_t p, d;
+} pt;
+
+/* Points of one CPU thread: sorted by p, with prefix sums of d. */
+typedef struct ptlist {
+    pt      *v;
+    int64_t *sum;
+    size_t   n, cap, scap;
+} ptlist;
+
+typedef struct row {
+    uint32_t first, n;
+    uint8_t  gpu;
+    ptlist   fixed, derived;
+    uint32_t *pending; /* waiting calls seen but not settled */
+    size_t    npend, pcap;
+} row;
+
+typedef struct rt {
+    const teller_store  *st;
+    const teller_events *ev;
+    size_t   n;
+    row     *rows;
+    size_t   nrows;
+    uint32_t *row_of, *prev_op, *coll_of;
+    int64_t  *ns, *ne, *extra, *end_extra, *fault_d;
+    uint8_t  *done, *waiter;
+    /* collectives */
+    uint32_t *coll_cnt;
+    int64_t  *coll_extra;
+    /* per source: GPU ops by old end, prefix max of new ends */
+    uint32_t *byend;
+    int64_t  *pmax;
+    size_t   *src_first, *src_filled;
+    size_t   nsrc;
+} rt;
+
+enum { W_NONE = 0, W_SYNC = 1, W_COPY = 2 };
+
+static int64_t end_of(const teller_events *ev, uint32_t i) { return ev->start_ns[i] + ev->dur_ns[i]; }
+
+static int is_gpu_op(const teller_events *ev, uint32_t i)
+{
+    uint8_t L = ev->layer[i];
+    return (ev->flags[i] & TELLER_F_GPU) &&
+           (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET);
+}
+
+static void pl_prefix(ptlist *l, size_t from)
+{
+    for (size_t i = from; i < l->n; i++)
+        l->sum[i] = (i ? l->sum[i - 1] : 0) + l->v[i].d;
+}
+
+static int pl_add(ptlist *l, int64_t p, int64_t d)
+{
+    if (TELLER_GROW(l->v, l->cap, l->n + 1) || TELLER_GROW(l->sum, l->scap, l->n + 1))
+        return -1;
+    size_t at = l->n;
+    while (at > 0 && l->v[at - 1].p > p) /* rare: a later call settled first */
+        at--;
+    memmove(l->v + at + 1, l->v + at, (l->n - at) * sizeof *l->v);
+    l->v[at] = (pt){p, d};
+    l->n++;
+    pl_prefix(l, at);
+    return 0;
+}
+
+/* Sum of d over points with p < t (le = 0) or p <= t (le = 1). */
+static int64_t pl_sum(const ptlist *l, int64_t t, int le)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (l->v[mid].p < t || (le && l->v[mid].p == t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? l->sum[lo - 1] : 0;
+}
+
+static int64_t shift(const row *r, int64_t t, int le) { return pl_sum(&r->fixed, t, le) + pl_sum(&r->derived, t, le); }
+
+/* Adds d to the end of event x and of its ancestors on the thread that
+ * end when it does. */
+static void grow_end(rt *R, uint32_t x, int64_t d)
+{
+    const teller_events *ev = R->ev;
+    int64_t e = end_of(ev, x);
+    R->end_extra[x] += d;
+    for (uint32_t a = ev->parent[x]; a != TELLER_NONE && R->row_of[a] == R->row_of[x] && end_of(ev, a) == e;
+         a = ev->parent[a])
+        R->end_extra[a] += d;
+}
+
+static void coll_finish(rt *R, uint32_t c)
+{
+    const teller_collective *co = &teller_store_collectives(R->st)[c];
+    const teller_coll_member *mem = teller_store_coll_members(R->st) + co->first_member;
+    const teller_events *ev = R->ev;
+    int64_t L = INT64_MIN, Ln = INT64_MIN;
+    for (uint32_t j = 0; j < co->num_members; j++) {
+        uint32_t k = mem[j].kernel;
+        int64_t a = ev->start_ns[k], an = R->done[k] ? R->ns[k] : a;
+        if (a > L) L = a;
+        if (an > Ln) Ln = an;
+    }
+    for (uint32_t j = 0; j < co->num_members; j++) {
+        uint32_t k = mem[j].kernel;
+        if (R->done[k] != 1) /* 0: not reached yet, 2: end settled */
+            continue;
+        int64_t e = end_of(ev, k), after = e - L;
+        int64_t tail = after < 0 ? 0 : after < ev->dur_ns[k] ? after : ev->dur_ns[k];
+        int64_t a = R->ns[k] + tail + R->coll_extra[c], b = e + (Ln - L) + R->coll_extra[c];
+        R->ne[k] = a > b ? a : b;
+        R->done[k] = 2;
+    }
+}
+
+/* The new end of GPU op g (reached: done 1 or 2). */
+static int64_t need_end(rt *R, uint32_t g)
+{
+    if (R->done[g] == 2)
+        return R->ne[g];
+    if (R->done[g] == 0) /* never reached: only when the input breaks time order */
+        return end_of(R->ev, g);
+    if (R->coll_of[g] != TELLER_NONE) {
+        coll_finish(R, R->coll_of[g]); /* early: the members not reached count with their old start */
+        return R->ne[g];
+    }
+    R->ne[g] = R->ns[g] + R->ev->dur_ns[g] + R->extra[g];
+    R->done[g] = 2;
+    return R->ne[g];
+}
+
+/* Settles a call that waits for the GPU: its end follows the GPU work it
+ * waited for, and its thread shifts by the difference. */
+static int settle(rt *R, uint32_t y)
+{
+    const teller_events *ev = R->ev;
+    row *rw = &R->rows[R->row_of[y]];
+    int64_t T = end_of(ev, y), s = ev->start_ns[y], dur = ev->dur_ns[y];
+    int64_t w_old = INT64_MIN, w_new = INT64_MIN;
+    if (R->waiter[y] == W_SYNC) {
+        uint16_t src = ev->source[y];
+        size_t lo = R->src_first[src], hi = R->src_first[src + 1], a = lo, b = hi;
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (end_of(ev, R->byend[mid]) <= T)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        if (a > lo) {
+            for (size_t j = R->src_filled[src]; j < a; j++) {
+                int64_t e = need_end(R, R->byend[j]);
+                R->pmax[j] = j > lo && R->pmax[j - 1] > e ? R->pmax[j - 1] : e;
+            }
+            if (a > R->src_filled[src])
+                R->src_filled[src] = a;
+            w_old = end_of(ev, R->byend[a - 1]);
+            w_new = R->pmax[a - 1];
+        }
+    } else {
+        for (uint32_t c = ev->first_child[y]; c != TELLER_NONE; c = ev->next_sibling[c]) {
+            if (!is_gpu_op(ev, c) || end_of(ev, c) > T || ev->layer[c] == TELLER_LAYER_KERNEL)
+                continue;
+            int64_t e = end_of(ev, c), en = need_end(R, c);
+            if (e > w_old) w_old = e;
+            if (en > w_new) w_new = en;
+        }
+    }
+    int64_t target = R->ns[y] + dur;
+    if (w_old != INT64_MIN) {
+        int64_t tail = T - w_old < dur ? T - w_old : dur;
+        int64_t intrinsic = w_old <= s ? dur : tail;
+        target = R->ns[y] + intrinsic;
+        if (w_new + tail > target)
+            target = w_new + tail;
+    }
+    target += R->fault_d[y];
+    int64_t d = target - (T + shift(rw, T, 0));
+    if (d == 0)
+        return 0;
+    if (pl_add(&rw->derived, T, d))
+        return -1;
+    grow_end(R, y, d);
+    return 0;
+}
+
+/* Settles the pending waits of a row that ended by t (all of them when
+ * t is INT64_MAX), earliest end first. */
+static int settle_row(rt *R, row *rw, int64_t t)
+{
+    for (;;) {
+        size_t best = rw->npend;
+        for (size_t k = 0; k < rw->npend; k++) {
+            int64_t e = end_of(R->ev, rw->pending[k]);
+            if (e <= t && (best == rw->npend || e < end_of(R->ev, rw->pending[best])))
+                best = k;
+        }
+        if (best == rw->npend)
+            return 0;
+        uint32_t y = rw->pending[best];
+        rw->pending[best] = rw->pending[--rw->npend];
+        if (settle(R, y))
+            return -1;
+    }
+}
+
+typedef struct okey {
+    int64_t  s;
+    uint32_t cpu; /* 0 GPU, 1 CPU: GPU first on equal starts */
+    uint32_t i;
+} okey;
+
+static int okey_cmp(const void *a, const void *b)
+{
+    const okey *x = a, *y = b;
+    if (x->s != y->s) return x->s < y->s ? -1 : 1;
+    if (x->cpu != y->cpu) return x->cpu < y->cpu ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static const teller_events *g_ev; /* for the by-end sort only */
+static int byend_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (g_ev->source[x] != g_ev->source[y]) return g_ev->source[x] < g_ev->source[y] ? -1 : 1;
+    int64_t ex = end_of(g_ev, x), ey = end_of(g_ev, y);
+    if (ex != ey) return ex < ey ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static void rt_free(rt *R)
+{
+    for (size_t r = 0; r < R->nrows; r++) {
+        free(R->rows[r].fixed.v);
+        free(R->rows[r].fixed.sum);
+        free(R->rows[r].derived.v);
+        free(R->rows[r].derived.sum);
+        free(R->rows[r].pending);
+    }
+    free(R->rows);
+    free(R->row_of);
+    free(R->prev_op);
+    free(R->coll_of);
+    free(R->ne);
+    free(R->extra);
+    free(R->end_extra);
+    free(R->fault_d);
+    free(R->done);
+    free(R->waiter);
+    free(R->coll_cnt);
+    free(R->coll_extra);
+    free(R->byend);
+    free(R->pmax);
+    free(R->src_first);
+    free(R->src_filled);
+}
+
+static int same_row(const teller_events *ev, size_t a, size_t b)
+{
+    return ev->source[a] == ev->source[b] && ((ev->flags[a] ^ ev->flags[b]) & TELLER_F_GPU) == 0 &&
+           ev->pid[a] == ev->pid[b] && ev->tid[a] == ev->tid[b];
+}
+
+teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedits, int64_t *start, int64_t *dur,
+                       teller_error *err)
+{
+    const teller_events *ev = teller_store_events(st);
+    size_t n = ev->n, nc = teller_store_num_collectives(st);
+    rt R;
+    memset(&R, 0, sizeof R);
+    R.st = st;
+    R.ev = ev;
+    R.n = n;
+    R.ns = start;
+    R.nsrc = teller_store_num_sources(st);
+    size_t nn = n ? n : 1;
+    R.row_of = malloc(nn * sizeof *R.row_of);
+    R.prev_op = malloc(nn * sizeof *R.prev_op);
+    R.coll_of = malloc(nn * sizeof *R.coll_of);
+    R.ne = calloc(nn, sizeof *R.ne);
+    R.extra = calloc(nn, sizeof *R.extra);
+    R.end_extra = calloc(nn, sizeof *R.end_extra);
+    R.fault_d = calloc(nn, sizeof *R.fault_d);
+    R.done = calloc(nn, 1);
+    R.waiter = calloc(nn, 1);
+    R.coll_cnt = calloc(nc ? nc : 1, sizeof *R.coll_cnt);
+    R.coll_extra = calloc(nc ? nc : 1, sizeof *R.coll_extra);
+    R.src_first = calloc(R.nsrc + 1, sizeof *R.src_first);
+    R.src_filled = calloc(R.nsrc + 1, sizeof *R.src_filled);
+    okey *order = malloc(nn * sizeof *order);
+    size_t rcap = 0, nops = 0;
+    if (!R.row_of || !R.prev_op || !R.coll_of || !R.ne || !R.extra || !R.end_extra || !R.fault_d || !R.done ||
+        !R.waiter || !R.coll_cnt || !R.coll_extra || !R.src_first || !R.src_filled || !order)
+        goto oom;
+
+    /* rows: the tree build left each (source, gpu, pid, tid) row contiguous */
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || !same_row(ev, i - 1, i)) {
+            if (TELLER_GROW(R.rows, rcap, R.nrows + 1))
+                goto oom;
+            memset(&R.rows[R.nrows], 0, sizeof *R.rows);
+            R.rows[R.nrows].first = (uint32_t)i;
+            R.rows[R.nrows].gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
+            R.nrows++;
+        }
+        R.row_of[i] = (uint32_t)(R.nrows - 1);
+        R.rows[R.nrows - 1].n++;
+    }
+    for (size_t r = 0; r < R.nrows; r++) {
+        uint32_t last = TELLER_NONE;
+        for (uint32_t i = R.rows[r].first; i < R.rows[r].first + R.rows[r].n; i++) {
+            R.prev_op[i] = last;
+            if (is_gpu_op(ev, i))
+                last = i;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        R.coll_of[i] = TELLER_NONE;
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    for (size_t c = 0; c < nc; c++)
+        for (uint32_t j = 0; j < co[c].num_members; j++)
+            R.coll_of[mem[co[c].first_member + j].kernel] = (uint32_t)c;
+
+    /* calls that wait for the GPU */
+    for (size_t i = 0; i < n; i++) {
+        if (ev->flags[i] & TELLER_F_GPU)
+            continue;
+        if (ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER)
+            continue;
+        if (strstr(teller_store_str(st, ev->name[i]), "ynchronize")) {
+            R.waiter[i] = W_SYNC;
+            continue;
+        }
+        for (uint32_t c = ev->first_child[i]; c != TELLER_NONE; c = ev->next_sibling[c])
+            if (is_gpu_op(ev, c) && ev->layer[c] != TELLER_LAYER_KERNEL && end_of(ev, c) <= end_of(ev, i))
+                R.waiter[i] = W_COPY;
+    }
+
+    /* GPU ops of each source by old end */
+    for (size_t i = 0; i < n; i++)
+        if (is_gpu_op(ev, (uint32_t)i)) {
+            nops++;
+            R.src_first[ev->source[i] + 1]++;
+        }
+    for (size_t s = 0; s < R.nsrc; s++)
+        R.src_first[s + 1] += R.src_first[s];
+    R.byend = malloc((nops ? nops : 1) * sizeof *R.byend);
+    R.pmax = malloc((nops ? nops : 1) * sizeof *R.pmax);
+    if (!R.byend || !R.pmax)
+        goto oom;
+    nops = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_gpu_op(ev, (uint32_t)i))
+            R.byend[nops++] = (uint32_t)i;
+    g_ev = ev;
+    teller_sort(R.byend, nops, sizeof *R.byend, byend_cmp);
+    for (size_t s = 0; s < R.nsrc; s++)
+        R.src_filled[s] = R.src_first[s];
+
+    /* the edits */
+    for (size_t k = 0; k < nedits; k++) {
+        const rt_edit *E = &edits[k];
+        if (E->ev >= n || E->d <= 0)
+            continue;
+        uint32_t x = E->ev;
+        row *rw = &R.rows[R.row_of[x]];
+        if (ev->flags[x] & TELLER_F_GPU) {
+            if (E->kind != RT_STRETCH)
+                continue;
+            if (R.coll_of[x] != TELLER_NONE) {
+                if (E->d > R.coll_extra[R.coll_of[x]])
+                    R.coll_extra[R.coll_of[x]] = E->d;
+            } else {
+                R.extra[x] += E->d;
+            }
+        } else if (E->kind == RT_GAP) {
+            if (pl_add(&rw->fixed, ev->start_ns[x], E->d))
+                goto oom;
+        } else if (R.waiter[x]) {
+            R.fault_d[x] += E->d;
+        } else if (ev->dur_ns[x] > 0) {
+            if (pl_add(&rw->fixed, end_of(ev, x), E->d))
+                goto oom;
+            grow_end(&R, x, E->d);
+        }
+    }
+
+    /* the sweep */
+    for (size_t i = 0; i < n; i++)
+        order[i] = (okey){ev->start_ns[i], (ev->flags[i] & TELLER_F_GPU) ? 0u : 1u, (uint32_t)i};
+    teller_sort(order, n, sizeof *order, okey_cmp);
+    for (size_t q = 0; q < n; q++) {
+        uint32_t i = order[q].i;
+        int64_t s = ev->start_ns[i];
+        row *rw = &R.rows[R.row_of[i]];
+        if (!rw->gpu) {
+            if (settle_row(&R, rw, s))
+                goto oom;
+            start[i] = s + shift(rw, s, 1);
+            R.done[i] = 1;
+            if (R.waiter[i]) {
+                if (TELLER_GROW(rw->pending, rw->pcap, rw->npend + 1))
+                    goto oom;
+                rw->pending[rw->npend++] = i;
+            }
+            continue;
+        }
+        if (!is_gpu_op(ev, i))
+            continue; /* annotations and sync records on GPU rows follow afterwards */
+        int64_t ns = s;
+        uint32_t L = ev->parent[i], prev = R.prev_op[i];
+        int64_t gap = prev == TELLER_NONE ? INT64_MAX : s - end_of(ev, prev);
+        if (L != TELLER_NONE && !(ev->flags[L] & TELLER_F_GPU) && R.done[L] && ev->start_ns[L] <= s) {
+            int64_t a = s - ev->start_ns[L];
+            int bound = gap > GAP_BOUND_NS || a <= LAUNCH_BOUND_NS;
+            if (!bound && a > LAUNCH_FLOOR_NS)
+                a = LAUNCH_FLOOR_NS;
+            if (start[L] + a > ns)
+                ns = start[L] + a;
+        }
+        if (prev != TELLER_NONE) {
+            int64_t b = need_end(&R, prev) + gap;
+            if (b > ns)
+                ns = b;
+        }
+        start[i] = ns;
+        R.done[i] = 1;
+        uint32_t c = R.coll_of[i];
+        if (c != TELLER_NONE && ++R.coll_cnt[c] == co[c].num_members)
+            coll_finish(&R, c);
+    }
+    for (size_t r = 0; r < R.nrows; r++)
+        if (!R.rows[r].gpu && settle_row(&R, &R.rows[r], INT64_MAX))
+            goto oom;
+
+    /* ends */
+    for (size_t i = 0; i < n; i++) {
+        const row *rw = &R.rows[R.row_of[i]];
+        if (!rw->gpu) {
+            int64_t e = end_of(ev, (uint32_t)i) + shift(rw, end_of(ev, (uint32_t)i), 0) + R.end_extra[i];
+            dur[i] = e > start[i] ? e - start[i] : 0;
+        } else if (is_gpu_op(ev, (uint32_t)i)) {
+            dur[i] = need_end(&R, (uint32_t)i) - start[i];
+        }
+    }
+    /* other records on GPU rows: a sync record follows its call, the rest
+     * the op before them on their stream */
+    for (size_t i = 0; i < n; i++) {
+        if (!R.rows[R.row_of[i]].gpu || is_gpu_op(ev, (uint32_t)i))
+            continue;
+        uint32_t p = ev->parent[i], prev = R.prev_op[i];
+        if (p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU)) {
+            start[i] = ev->start_ns[i] + (start[p] - ev->start_ns[p]);
+            int64_t e = end_of(ev, (uint32_t)i) + (start[p] + dur[p] - end_of(ev, p));
+            dur[i] = e > start[i] ? e - start[i] : 0;
+        } else {
+            int64_t d = prev == TELLER_NONE ? 0 : start[prev] + dur[prev] - end_of(ev, prev);
+            start[i] = ev->start_ns[i] + d;
+            dur[i] = ev->dur_ns[i];
+        }
+    }
+    free(order);
+    rt_free(&R);
+    return TELLER_OK;
+oom:
+    free(order);
+    rt_free(&R);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+}

@@ -1,0 +1,49 @@
+/*
+ * retime.h - rewriting the times of a tree-built store as a fault would
+ * (private to src/perturb/). docs/PERTURB.md has the rules.
+ *
+ * An edit makes one event longer (STRETCH) or puts host time in front of
+ * one CPU event (GAP). The rewrite then moves everything the edit
+ * reaches, in one sweep over the events in time order:
+ *  - on a CPU thread, everything that starts at or after the edit point
+ *    shifts, and events that contain the point grow, so parents still
+ *    enclose their children;
+ *  - a GPU op starts at max(its launch's new start + launch latency, the
+ *    previous op on its stream's new end + the gap it had), so a kernel
+ *    never starts before its launch and stream order is kept; a kernel that
+ *    queued behind others does not move with a late launch until the queue
+ *    is gone;
+ *  - a call that waits for the GPU (a synchronize, a copy that returns
+ *    when done) ends when the GPU work it waited for ends, plus the tail it
+ *    had; its thread shifts by the difference;
+ *  - a collective ends for every member when the last member arrives plus
+ *    the time it took after that, plus any extra transfer time.
+ * Nothing is added, removed or reordered: names, ids, links stay as they
+ * were, and every new time is at or after the old one for starts.
+ */
+#ifndef TELLER_PERTURB_RETIME_H
+#define TELLER_PERTURB_RETIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "teller/error.h"
+#include "teller/store.h"
+
+enum { RT_STRETCH = 0, RT_GAP = 1 };
+
+typedef struct rt_edit {
+    uint32_t ev;   /* the event */
+    uint8_t  kind; /* RT_STRETCH: ev lasts d longer (a collective kernel: the whole instance's
+                    * transfer takes d longer); RT_GAP: d of host time before ev (CPU only) */
+    int64_t  d;    /* ns, > 0 */
+} rt_edit;
+
+/* Applies edits to the store's times (node 0's clock, as tree-built) and
+ * writes the new start and duration of every event to start[] and dur[]
+ * (ev->n entries each, caller-owned). Zero edits reproduce the store's
+ * times exactly. */
+teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedits, int64_t *start, int64_t *dur,
+                       teller_error *err);
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * test_perturb.c - faults injected into real runs (src/perturb/): the
+ * trace writer reads back equal, a rate of 0 changes nothing, rewritten
+ * traces keep nesting, launch order, stream order and collectives, every
+ * injected step grows by its truth's excess and untouched steps keep their
+ * length, same seed gives same bytes, bad input says why.
+ */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "teller/ingest.h"
+#include "teller/perturb.h"
+#include "teller/tree.h"
+#include "../src/ingest/jdom.h"
+
+/* The shared real traces with step annotations; a set of ranks of one run
+ * is one entry. */
+static const char *const k_runs[][2] = {
+    {"tracelens/b200/eager_trace.json.gz", NULL},
+    {"tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", NULL},
+    {"tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", NULL},
+    {"tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", NULL},
+    {"tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz", NULL},
+    {"tracelens/inference/vllm_decode_full/graph_execution.json.gz", NULL},
+    {"hta/nccl_parser_config/nccl_data.json.gz", NULL},
+    {"hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", NULL},
+    {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"},
+    {"hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", NULL},
+    {"hta/trace_compare/base/base.json.gz", NULL},
+};
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+static teller_store *load_paths(const char *const *paths, int n, int shared)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    for (int i = 0; i < n; i++) {
+        if (!paths[i])
+            continue;
+        teller_status s = teller_ingest_file(st, shared ? shared_path(paths[i]) : paths[i], NULL, &err);
+        if (s != TELLER_OK)
+            fprintf(stderr, "  %s: %s\n", paths[i], err.msg);
+        CHECK_EQ_INT(s, TELLER_OK);
+    }
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+static teller_store *load_run(int r) { return load_paths(k_runs[r], 2, 1); }
+
+/* Reads back DIR/rank<R>.trace.json.gz for every rank of the original. */
+static teller_store *load_written(const char *dir, const teller_store *orig)
+{
+    char paths[8][600];
+    const char *pp[8];
+    int n = (int)teller_store_num_sources(orig);
+    for (int s = 0; s < n && s < 8; s++) {
+        snprintf(paths[s], sizeof paths[s], "%s/rank%d.trace.json.gz", dir,
+                 teller_store_source_c(orig, (uint32_t)s)->rank);
+        pp[s] = paths[s];
+    }
+    return load_paths(pp, n, 0);
+}
+
+/* The events of a store in rank order (each source's events in store
+ * order); the caller frees. */
+static uint32_t *by_rank(const teller_store *st)
+{
+    const teller_events *ev = teller_store_events(st);
+    uint32_t *v = malloc((ev->n ? ev->n : 1) * sizeof *v);
+    size_t k = 0;
+    for (int32_t r = 0; r < 4096 && k < ev->n; r++)
+        for (size_t i = 0; i < ev->n; i++)
+            if (teller_store_event_rank(st, (uint32_t)i) == r)
+                v[k++] = (uint32_t)i;
+    return v;
+}
+
+/* Same events (name, times, layer, flags, ids, links) and steps. */
+static int same_trace(const teller_store *a, const teller_store *b)
+{
+    const teller_events *x = teller_store_events(a), *y = teller_store_events(b);
+    if (x->n != y->n) {
+        fprintf(stderr, "  events %zu vs %zu\n", x->n, y->n);
+        return 0;
+    }
+    uint32_t *pa = by_rank(a), *pb = by_rank(b);
+    size_t bad = 0;
+    for (size_t k = 0; k < x->n; k++) {
+        uint32_t i = pa[k], j = pb[k], pi = x->parent[i], pj = y->parent[j];
+        int same_parent = (pi == TELLER_NONE) == (pj == TELLER_NONE) &&
+                          (pi == TELLER_NONE || (x->start_ns[pi] == y->start_ns[pj] && x->name[pi] &&
+                                                 !strcmp(teller_store_str(a, x->name[pi]), teller_store_str(b, y->name[pj]))));
+        int same = !strcmp(teller_store_str(a, x->name[i]), teller_store_str(b, y->name[j])) &&
+                   x->start_ns[i] == y->start_ns[j] && x->dur_ns[i] == y->dur_ns[j] && x->layer[i] == y->layer[j] &&
+                   x->flags[i] == y->flags[j] && x->corr[i] == y->corr[j] && x->pid[i] == y->pid[j] &&
+                   x->tid[i] == y->tid[j] && same_parent && x->step[i] == y->step[j];
+        if (!same && bad++ < 3)
+            fprintf(stderr, "  event %u differs: %s / %s start %lld/%lld dur %lld/%lld layer %d/%d flags %d/%d "
+                            "corr %u/%u pid %d/%d tid %d/%d step %u/%u\n",
+                    i, teller_store_str(a, x->name[i]), teller_store_str(b, y->name[j]), (long long)x->start_ns[i],
+                    (long long)y->start_ns[j], (long long)x->dur_ns[i], (long long)y->dur_ns[j], x->layer[i],
+                    y->layer[j], x->flags[i], y->flags[j], x->corr[i], y->corr[j], x->pid[i], y->pid[j], x->tid[i],
+                    y->tid[j], x->step[i], y->step[j]);
+    }
+    free(pa);
+    free(pb);
+    if (teller_store_num_steps(a) != teller_store_num_steps(b) ||
+        teller_store_num_collectives(a) != teller_store_num_collectives(b))
+        bad++;
+    for (size_t k = 0; !bad && k < teller_store_num_steps(a); k++) {
+        const teller_step *p = &teller_store_steps(a)[k], *q = &teller_store_steps(b)[k];
+        bad += p->start_ns != q->start_ns || p->end_ns != q->end_ns;
+    }
+    return bad == 0;
+}
+
+static void test_writer_reads_back_equal(void)
+{
+    /* every format: Kineto, and an Nsight Systems export of two processes */
+    const char *const runs[][2] = {{"tracelens/b200/eager_trace.json.gz", NULL},
+                                   {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"},
+                                   {"nsys-ai/mfu_2gpu_before.sqlite", NULL},
+                                   {"tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", NULL}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        char dir[] = "/tmp/teller_perturb_XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        teller_store *st = load_paths(runs[r], 2, 1);
+        teller_error err;
+        teller_error_clear(&err);
+        CHECK_EQ_INT(teller_kineto_write(st, NULL, NULL, dir, &err), TELLER_OK);
+        teller_store *back = load_written(dir, st);
+        int same = same_trace(st, back);
+        if (!same)
+            fprintf(stderr, "  %s does not read back equal\n", runs[r][0]);
+        CHECK(same);
+        teller_store_free(back);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
+static void test_rate_zero_writes_the_run_unchanged(void)
+{
+    teller_store *st = load_run(6);
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = 0;
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
+    CHECK_EQ_INT(res.abnormal, 0);
+    teller_store *back = load_written(dir, st);
+    CHECK(same_trace(st, back));
+    teller_store_free(back);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* Step windows over every rank, as the truth measures them. */
+static void spans(const teller_store *st, int64_t *dur, uint32_t n)
+{
+    int64_t lo[256], hi[256];
+    for (uint32_t k = 0; k < n && k < 256; k++) {
+        lo[k] = INT64_MAX;
+        hi[k] = INT64_MIN;
+    }
+    for (size_t j = 0; j < teller_store_num_steps(st); j++) {
+        const teller_step *s = &teller_store_steps(st)[j];
+        if (s->step >= 256)
+            continue;
+        if (s->start_ns < lo[s->step]) lo[s->step] = s->start_ns;
+        if (s->end_ns > hi[s->step]) hi[s->step] = s->end_ns;
+    }
+    for (uint32_t k = 0; k < n && k < 256; k++)
+        dur[k] = hi[k] - lo[k];
+}
+
+/* The property test over every shared real run with steps: several seeds
+ * and rates; each case read back through teller's reader. */
+static void test_perturbed_real_runs_stay_consistent(void)
+{
+    int injected = 0, kinds = 0;
+    uint32_t seen = 0;
+    for (size_t r = 0; r < sizeof k_runs / sizeof *k_runs; r++) {
+        teller_store *st = load_run((int)r);
+        teller_consistency c0;
+        teller_consistency_check(st, NULL, NULL, &c0);
+        uint32_t n = teller_store_step_count(st);
+        int64_t before[256];
+        spans(st, before, n);
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            char dir[] = "/tmp/teller_perturb_XXXXXX";
+            CHECK(mkdtemp(dir) != NULL);
+            teller_perturb_opts o = teller_perturb_defaults();
+            o.rate = seed % 2 ? 1.0 : 0.5;
+            o.seed = seed * 7919 + r;
+            teller_perturb_result res;
+            teller_error err;
+            teller_error_clear(&err);
+            CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
+            teller_store *back = load_written(dir, st);
+            teller_consistency c1;
+            teller_consistency_check(back, NULL, NULL, &c1);
+            int ok = c1.nesting <= c0.nesting && c1.launch <= c0.launch && c1.stream_order <= c0.stream_order &&
+                     c1.collective <= c0.collective;
+            if (!ok)
+                fprintf(stderr, "  %s seed %llu: nesting %llu/%llu launch %llu/%llu stream %llu/%llu coll %llu/%llu\n",
+                        k_runs[r][0], (unsigned long long)o.seed, (unsigned long long)c1.nesting,
+                        (unsigned long long)c0.nesting, (unsigned long long)c1.launch, (unsigned long long)c0.launch,
+                        (unsigned long long)c1.stream_order, (unsigned long long)c0.stream_order,
+                        (unsigned long long)c1.collective, (unsigned long long)c0.collective);
+            CHECK(ok);
+            CHECK_EQ_INT(teller_store_step_count(back), n);
+            int64_t after[256];
+            spans(back, after, n);
+            char tp[600];
+            snprintf(tp, sizeof tp, "%s/truth.json", dir);
+            jv *t = jdom_load(tp, &err);
+            CHECK(t != NULL);
+            const jv *steps = t ? jdom_get(t, "steps") : NULL;
+            CHECK(steps && steps->n == n);
+            int faulty_before = 0;
+            for (size_t k = 0; steps && k < steps->n && k < 256; k++) {
+                const jv *s = &steps->items[k];
+                if (!faulty_before && !jdom_bool(s, "abnormal", 0))
+                    CHECK(after[k] - before[k] == 0); /* nothing before it changed */
+                faulty_before |= jdom_bool(s, "abnormal", 0);
+                int64_t grew = after[k] - before[k];
+                if (jdom_bool(s, "abnormal", 0)) {
+                    int64_t ex = (int64_t)jdom_num(s, "excess_ns", -1);
+                    int64_t diff = grew - ex;
+                    int close = (diff < 0 ? -diff : diff) * 20 <= (ex < 0 ? -ex : ex) + 20;
+                    if (!close)
+                        fprintf(stderr, "  %s step %zu (%s): grew %lld, truth %lld\n", k_runs[r][0], k,
+                                jdom_str(s, "fault", "?"), (long long)grew, (long long)ex);
+                    CHECK(close);
+                    injected++;
+                    teller_fault f = teller_fault_parse(jdom_str(s, "fault", ""));
+                    if (f != TELLER_FAULT_COUNT && !(seen & (1u << f))) {
+                        seen |= 1u << f;
+                        kinds++;
+                    }
+                } else if ((double)grew > 0.02 * (double)before[k] || grew < 0) {
+                    /* untouched: unchanged, or within the share perturb.c calls inherited */
+                    fprintf(stderr, "  %s step %zu untouched but grew %lld ns\n", k_runs[r][0], k, (long long)grew);
+                    CHECK(0);
+                }
+            }
+            jdom_free(t);
+            teller_store_free(back);
+            rm_rf(dir);
+        }
+        teller_store_free(st);
+    }
+    fprintf(stderr, "  %d injected steps, %d fault kinds\n", injected, kinds);
+    CHECK(injected >= 20);
+    CHECK(kinds >= 5);
+}
+
+static int read_all(const char *path, char **out, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long l = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc((size_t)l + 1);
+    *n = fread(*out, 1, (size_t)l, f);
+    fclose(f);
+    return 0;
+}
+
+static void test_same_seed_same_bytes(void)
+{
+    teller_store *st = load_run(8);
+    char d1[] = "/tmp/teller_perturb_XXXXXX", d2[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(d1) && mkdtemp(d2));
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = 1;
+    o.seed = 99;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, d1, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_perturb(st, &o, d2, NULL, &err), TELLER_OK);
+    const char *files[] = {"truth.json", "rank0.trace.json.gz", "rank1.trace.json.gz"};
+    for (size_t i = 0; i < 3; i++) {
+        char p1[600], p2[600], *b1 = NULL, *b2 = NULL;
+        size_t n1 = 0, n2 = 0;
+        snprintf(p1, sizeof p1, "%s/%s", d1, files[i]);
+        snprintf(p2, sizeof p2, "%s/%s", d2, files[i]);
+        CHECK(read_all(p1, &b1, &n1) == 0 && read_all(p2, &b2, &n2) == 0);
+        CHECK(n1 == n2 && n1 > 0 && b1 && b2 && !memcmp(b1, b2, n1));
+        free(b1);
+        free(b2);
+    }
+    /* another seed, another case */
+    o.seed = 100;
+    CHECK_EQ_INT(teller_perturb(st, &o, d2, NULL, &err), TELLER_OK);
+    char p1[600], p2[600], *b1 = NULL, *b2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    snprintf(p1, sizeof p1, "%s/truth.json", d1);
+    snprintf(p2, sizeof p2, "%s/truth.json", d2);
+    CHECK(read_all(p1, &b1, &n1) == 0 && read_all(p2, &b2, &n2) == 0);
+    CHECK(n1 != n2 || memcmp(b1, b2, n1));
+    free(b1);
+    free(b2);
+    teller_store_free(st);
+    rm_rf(d1);
+    rm_rf(d2);
+}
+
+static int has_note(const teller_perturb_result *res, const char *s)
+{
+    for (size_t k = 0; k < res->nnotes; k++)
+        if (strstr(res->notes[k], s))
+            return 1;
+    return 0;
+}
+
+static void test_bad_input_says_why(void)
+{
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_opts o = teller_perturb_defaults();
+    teller_perturb_result res;
+    teller_error err;
+    /* no step annotations: an error, not an empty case */
+    const char *nsys[] = {"nsys-ai/mfu_2gpu_before.sqlite"};
+    teller_store *st = load_paths(nsys, 1, 1);
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_ERR_ARG);
+    CHECK(strstr(err.msg, "no step annotations") != NULL);
+    teller_store_free(st);
+    /* one rank of an 8-rank run: a note; kinds it cannot carry: notes */
+    st = load_run(0);
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
+    CHECK(has_note(&res, "one of a 8-rank run"));
+    CHECK(has_note(&res, "slow_link skipped"));
+    CHECK(has_note(&res, "oom skipped"));
+    /* only kinds the run cannot carry: an error */
+    o.faults = 1u << TELLER_FAULT_SLOW_LINK | 1u << TELLER_FAULT_MALLOC_STORM;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_ERR_ARG);
+    teller_store_free(st);
+    /* unknown fault names are not parsed into a kind */
+    CHECK_EQ_INT(teller_fault_parse("slow_lnk"), TELLER_FAULT_COUNT);
+    rm_rf(dir);
+}
+
+const test_case perturb_tests[] = {
+    {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
+    {"perturb: rate 0 writes the run unchanged", test_rate_zero_writes_the_run_unchanged},
+    {"perturb: perturbed real runs stay consistent; steps grow by the truth's excess", test_perturbed_real_runs_stay_consistent},
+    {"perturb: same seed, same bytes", test_same_seed_same_bytes},
+    {"perturb: bad input says why", test_bad_input_says_why},
+    {NULL, NULL},
+};
