@@ -42,10 +42,13 @@ teller_perturb_opts teller_perturb_defaults(void);
 /* What a run of teller_perturb did. */
 typedef struct teller_perturb_result {
     uint32_t steps;                          /* distinct steps of the run */
-    uint32_t abnormal;                       /* steps labelled abnormal in the truth */
+    uint32_t injected;                       /* steps that got a fault */
+    uint32_t abnormal;                       /* steps labelled abnormal in the truth: a fault that
+                                              * cost the step a material time (fault.h), or an
+                                              * inherited delay */
     uint32_t carried;                        /* of those, steps without a fault of their own that
                                               * inherited an earlier faulty step's delay */
-    uint32_t by_fault[TELLER_FAULT_COUNT];   /* faulty steps per kind */
+    uint32_t by_fault[TELLER_FAULT_COUNT];   /* abnormal steps per injected kind */
     size_t   nnotes;                         /* notes kept (at most TELLER_PERTURB_MAX_NOTES) */
     char     notes[TELLER_PERTURB_MAX_NOTES][256];
 } teller_perturb_result;

@@ -137,7 +137,8 @@ int cmd_perturb(int argc, char **argv)
         rc = 1;
     } else {
         if (!lo.quiet) {
-            printf("%s: %u steps, %u with a fault", out, res.steps, res.abnormal);
+            printf("%s: %u steps, %u with a fault, %u abnormal (%u inherited a delay)", out, res.steps, res.injected,
+                   res.abnormal, res.carried);
             for (int f = 1; f < TELLER_FAULT_COUNT; f++)
                 if (res.by_fault[f])
                     printf(", %s %u", teller_fault_name((teller_fault)f), res.by_fault[f]);

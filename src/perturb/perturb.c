@@ -513,12 +513,8 @@ typedef struct tstep {
     teller_fault f;
     root         rt;
     int64_t      carried; /* >= 0: the faulty step whose delay this one inherited; -1 none */
+    int          abnormal;
 } tstep;
-
-/* A step without a fault of its own whose window grew by more than this
- * share inherited the delay of an earlier faulty step (its GPU work queued
- * behind the late work, or its host waited for it). */
-#define CARRY_SHARE 0.02
 
 static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, const int64_t *olo,
                                  const int64_t *ohi, const int64_t *nlo, const int64_t *nhi, const int64_t *dur,
@@ -549,12 +545,15 @@ static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts
     for (uint32_t k = 0; k < P->nsteps; k++) {
         const tstep *t = &ts[k];
         int64_t nd_ = nhi[k] - nlo[k], od = ohi[k] - olo[k];
-        int ab = t->f != TELLER_FAULT_NONE;
         fprintf(f, "%s\n  {\"step\": %u, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
-                k, ab ? "true" : "false", (long long)nd_, (long long)od);
+                k, t->abnormal ? "true" : "false", (long long)nd_, (long long)od);
         if (t->carried >= 0)
             fprintf(f, ", \"carried_from\": %lld", (long long)t->carried);
-        if (!ab) {
+        if (!t->abnormal) {
+            /* a fault injected here whose cost stayed within the noise is named, not counted */
+            if (t->f != TELLER_FAULT_NONE)
+                fprintf(f, ", \"injected\": \"%s\", \"injected_excess_ns\": %lld", teller_fault_name(t->f),
+                        (long long)(nd_ - od));
             fprintf(f, ", \"fault_type\": \"no_error\"}");
             continue;
         }
@@ -717,8 +716,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
             goto oom;
         if (got) {
             ts[k].f = (teller_fault)f;
-            res->abnormal++;
-            res->by_fault[f]++;
+            res->injected++;
         }
     }
     for (int f = 1; f < TELLER_FAULT_COUNT; f++)
@@ -734,16 +732,21 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         goto done;
     windows(st, ev->start_ns, ev->dur_ns, win, win + P.nsteps, P.nsteps);
     windows(st, start, dur, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
+    /* abnormal: a fault whose cost is material (fault.h), or a step without
+     * one that inherited a material delay from the last faulty step before
+     * it (its GPU work queued behind the late work, or its host waited) */
     for (uint32_t k = 0, last = TELLER_NONE; k < P.nsteps; k++) {
         int64_t od = win[P.nsteps + k] - win[k], nd = win[3 * P.nsteps + k] - win[2 * P.nsteps + k];
         if (ts[k].f != TELLER_FAULT_NONE) {
-            if (ts[k].carried < 0)
-                last = k;
-            continue;
-        }
-        if (last != TELLER_NONE && (double)(nd - od) > CARRY_SHARE * (double)od) {
+            ts[k].abnormal = teller_fault_material(ts[k].f, nd - od, od);
+            res->abnormal += (uint32_t)ts[k].abnormal;
+            res->by_fault[ts[k].f] += (uint32_t)ts[k].abnormal;
+            last = k;
+        } else if (last != TELLER_NONE && teller_fault_material(ts[last].f, nd - od, od) &&
+                   !teller_fault_def_of(ts[last].f)->logged) {
             ts[k] = ts[last];
             ts[k].carried = last;
+            ts[k].abnormal = 1;
             res->abnormal++;
             res->carried++;
         }
