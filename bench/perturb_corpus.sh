@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A perturbed corpus from every shared real trace with step annotations
+# (teller perturb), for the root-cause model's training and for reporting;
+# with EVAL=1, teller diagnose on every case, scored by teller eval, and a
+# table per trace set and fault kind beside a simulated corpus.
+#   bench/perturb_corpus.sh BUILD_DIR OUT_DIR PURPOSE CASES_PER_SET RATE
+# PURPOSE picks a seed range, kept apart so that nothing tuned or trained on
+# one is reported on another: tune 100000+, report 200000+, train 300000+.
+# Case i of set s has seed BASE + 1000*s + i. SIM_CASES (default 40)
+# simulated cases (seed 2000, the simulator's reporting seed) give the
+# comparison row.
+set -euo pipefail
+BUILD=${1:-build}; OUT=${2:-build/perturb}; PURPOSE=${3:-report}; N=${4:-20}; RATE=${5:-0.3}
+T="$BUILD/teller"
+D="$(cd "$(dirname "$0")/.." && pwd)/../shared/data/traces"
+case "$PURPOSE" in
+  tune) BASE=100000 ;; report) BASE=200000 ;; train) BASE=300000 ;;
+  *) echo "PURPOSE is tune, report or train" >&2; exit 2 ;;
+esac
+# name|inputs (one run: several ranks are one entry)
+SETS=(
+  "tracelens_b200_vllm|$D/tracelens/b200/eager_trace.json.gz"
+  "tracelens_h100_hf|$D/tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+  "tracelens_mi300_hf|$D/tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+  "tracelens_sglang_decode|$D/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
+  "tracelens_sglang_prefilldecode|$D/tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz"
+  "tracelens_vllm_graph|$D/tracelens/inference/vllm_decode_full/graph_execution.json.gz"
+  "hta_nccl_a100|$D/hta/nccl_parser_config/nccl_data.json.gz"
+  "hta_ns_resolution|$D/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+  "hta_two_ranks|$D/hta/trace_filter/sampled_rank-0.json.gz $D/hta/trace_filter/sampled_rank-1.json.gz"
+  "hta_mi250|$D/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+  "hta_trace_compare|$D/hta/trace_compare/base/base.json.gz"
+)
+C="$OUT/${PURPOSE}_r${RATE}"
+mkdir -p "$C"
+s=0
+for entry in "${SETS[@]}"; do
+  name=${entry%%|*}; inputs=${entry#*|}
+  for ((i = 0; i < N; i++)); do
+    dir=$(printf "%s/%s/case_%04d" "$C" "$name" "$i")
+    [ -f "$dir/truth.json" ] && continue
+    # shellcheck disable=SC2086
+    "$T" perturb -q -o "$dir" --rate "$RATE" --seed $((BASE + 1000 * s + i)) $inputs 2> /dev/null
+  done
+  s=$((s + 1))
+done
+echo "corpus: $C ($N cases per set, rate $RATE, seeds from $BASE)"
+[ "${EVAL:-0}" = 1 ] || exit 0
+
+score() { # corpus dir, predictions dir, metrics file
+  rm -rf "$2"; mkdir -p "$2"
+  for c in "$1"/case_*; do "$T" diagnose -q --json "$2/$(basename "$c").json" "$c" > /dev/null; done
+  "$T" eval --truth "$1" --pred "$2" -o "$3" > /dev/null
+}
+M="$OUT/metrics_${PURPOSE}_r${RATE}"
+mkdir -p "$M"
+for entry in "${SETS[@]}"; do
+  name=${entry%%|*}
+  score "$C/$name" "$OUT/pred_${PURPOSE}_r${RATE}/$name" "$M/$name.json"
+done
+SIMC="$OUT/sim_s2000_r${RATE}"
+if [ ! -f "$SIMC/.done" ]; then
+  rm -rf "$SIMC"
+  "$T" simulate --corpus "${SIM_CASES:-40}" --seed 2000 --fault all --fault-rate "$RATE" -o "$SIMC" > /dev/null
+  touch "$SIMC/.done"
+fi
+score "$SIMC" "$OUT/pred_sim_r${RATE}" "$M/simulated.json"
+python3 - "$M" <<'EOF'
+import json, os, sys
+m = sys.argv[1]
+def far(d):  # false alarms over the steps that were not abnormal
+    neg = d["steps"] - d["abnormal_steps"]
+    tp = d["step"]["recall"] * d["abnormal_steps"]
+    p = d["step"]["precision"]
+    fp = tp / p - tp if p > 0 else 0.0
+    return fp / neg if neg > 0 else float("nan")
+print("| set | steps | abnormal | fault | abnormal steps | step recall | operator AC@3 | false-alarm rate |")
+print("|---|---|---|---|---|---|---|---|")
+names = sorted(f[:-5] for f in os.listdir(m) if f.endswith(".json") and f != "simulated.json") + ["simulated"]
+for n in names:
+    d = json.load(open(os.path.join(m, n + ".json")))
+    print(f"| {n} | {d['steps']} | {d['abnormal_steps']} | all | {d['abnormal_steps']} | {d['step']['recall']:.3f} | "
+          f"{d['operator']['ac3']:.3f} | {far(d):.3f} |")
+    for f, x in sorted(d.get("by_fault", {}).items()):
+        print(f"| {n} | | | {f} | {x['abnormal_steps']} | {x['step']['recall']:.3f} | {x['operator']['ac3']:.3f} | |")
+EOF
