@@ -17,6 +17,7 @@
 #include "teller/perturb.h"
 #include "teller/tree.h"
 #include "../src/ingest/jdom.h"
+#include "../src/perturb/retime.h"
 
 /* The shared real traces with step annotations; a set of ranks of one run
  * is one entry. */
@@ -368,11 +369,131 @@ static void test_bad_input_says_why(void)
     rm_rf(dir);
 }
 
+/* A hand-made rank (times in µs): a step annotation over two matmuls and
+ * an all-reduce launched from one thread, then a stream synchronize. gemm_b
+ * queues behind gemm_a; the NCCL kernel waits for gemm_b (it starts 1 µs
+ * after gemm_b ends, on another stream); every rank's all-reduce ends at
+ * 390 when the last one arrives; the synchronize returns 5 µs after. */
+static size_t hand_rank(char *buf, size_t cap, int rank, int nccl_start)
+{
+    return (size_t)snprintf(
+        buf, cap,
+        "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":10,\"tid\":10,\"ts\":0,\"dur\":1000},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":10,\"tid\":10,\"ts\":10,\"dur\":20},\n"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":15,\"dur\":5,\"args\":{\"correlation\":1}},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":10,\"tid\":10,\"ts\":40,\"dur\":20},\n"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":45,\"dur\":5,\"args\":{\"correlation\":2}},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":10,\"tid\":10,\"ts\":70,\"dur\":20},\n"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":75,\"dur\":5,\"args\":{\"correlation\":3}},\n"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":10,\"tid\":10,\"ts\":100,\"dur\":295,\"args\":{\"correlation\":4}},\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_a\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":100,\"args\":{\"correlation\":1}},\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_b\",\"pid\":0,\"tid\":7,\"ts\":121,\"dur\":99,\"args\":{\"correlation\":2}},\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":13,\"ts\":%d,"
+        "\"dur\":%d,\"args\":{\"correlation\":3,\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"Group size\":2}}\n"
+        "]}\n",
+        rank, nccl_start, 390 - nccl_start);
+}
+
+static teller_store *hand_run(void)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    char buf[4096];
+    size_t n = hand_rank(buf, sizeof buf, 0, 221);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank0", buf, n, NULL, &err), TELLER_OK);
+    n = hand_rank(buf, sizeof buf, 1, 300);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank1", buf, n, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+/* The event of rank r named name (the k-th in time). */
+static uint32_t find_ev(const teller_store *st, int r, const char *name, int k)
+{
+    const teller_events *ev = teller_store_events(st);
+    for (uint32_t i = 0; i < ev->n; i++)
+        if (teller_store_event_rank(st, i) == r && !strcmp(teller_store_str(st, ev->name[i]), name) && k-- == 0)
+            return i;
+    return TELLER_NONE;
+}
+
+#define US 1000
+#define ORIGIN(st) (teller_store_events(st)->start_ns[find_ev(st, 0, "ProfilerStep#1", 0)])
+
+static void test_peers_wait_for_a_slow_rank(void)
+{
+    teller_store *st = hand_run();
+    const teller_events *ev = teller_store_events(st);
+    CHECK_EQ_INT(teller_store_num_collectives(st), 1);
+    int64_t *start = malloc(ev->n * sizeof *start), *dur = malloc(ev->n * sizeof *dur), o = ORIGIN(st);
+    teller_error err;
+    teller_error_clear(&err);
+    /* no edit: every time as it was */
+    CHECK_EQ_INT(rt_apply(st, NULL, 0, start, dur, &err), TELLER_OK);
+    for (size_t i = 0; i < ev->n; i++)
+        CHECK(start[i] == ev->start_ns[i] && dur[i] == ev->dur_ns[i]);
+    /* gemm_a on rank 0 takes 200 µs longer */
+    rt_edit e = {find_ev(st, 0, "gemm_a", 0), RT_STRETCH, 200 * US};
+    CHECK_EQ_INT(rt_apply(st, &e, 1, start, dur, &err), TELLER_OK);
+    uint32_t b0 = find_ev(st, 0, "gemm_b", 0), n0 = find_ev(st, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+    uint32_t n1 = find_ev(st, 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+    uint32_t s1 = find_ev(st, 1, "cudaStreamSynchronize", 0), m1 = find_ev(st, 1, "ProfilerStep#1", 0);
+    CHECK_EQ_INT(start[b0] - o, 321 * US);             /* queued behind gemm_a */
+    CHECK_EQ_INT(start[n0] - o, 421 * US);             /* waited for gemm_b on the other stream */
+    CHECK_EQ_INT(start[n1] + dur[n1] - o, 511 * US);  /* rank 1 waits: 390 + 121 */
+    CHECK_EQ_INT(start[n0] + dur[n0] - o, 511 * US);
+    CHECK_EQ_INT(start[s1] + dur[s1] - o, 516 * US);  /* its synchronize returns 5 µs after */
+    CHECK_EQ_INT(start[m1] + dur[m1] - o, 1121 * US); /* and its step annotation grows with it */
+    CHECK_EQ_INT(start[find_ev(st, 1, "gemm_b", 0)], ev->start_ns[find_ev(st, 1, "gemm_b", 0)]);
+    teller_consistency c;
+    teller_consistency_check(st, start, dur, &c);
+    CHECK(c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0);
+    free(start);
+    free(dur);
+    teller_store_free(st);
+}
+
+static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
+{
+    teller_store *st = hand_run();
+    const teller_events *ev = teller_store_events(st);
+    int64_t *start = malloc(ev->n * sizeof *start), *dur = malloc(ev->n * sizeof *dur), o = ORIGIN(st);
+    teller_error err;
+    teller_error_clear(&err);
+    uint32_t mm1 = find_ev(st, 1, "aten::mm", 1), b1 = find_ev(st, 1, "gemm_b", 0);
+    uint32_t l1 = find_ev(st, 1, "cudaLaunchKernel", 1), a1 = find_ev(st, 1, "gemm_a", 0);
+    /* 50 µs of host time before the second matmul: its launch moves, its
+     * kernel was queued 76 µs behind gemm_a and does not */
+    rt_edit e = {mm1, RT_GAP, 50 * US};
+    CHECK_EQ_INT(rt_apply(st, &e, 1, start, dur, &err), TELLER_OK);
+    CHECK_EQ_INT(start[l1] - o, 95 * US);
+    CHECK_EQ_INT(start[b1] - o, 121 * US);
+    CHECK_EQ_INT(start[a1] - o, 20 * US);
+    /* 150 µs: the launch comes after the queue emptied; the kernel now waits
+     * for it (launch + 5 µs) */
+    e.d = 150 * US;
+    CHECK_EQ_INT(rt_apply(st, &e, 1, start, dur, &err), TELLER_OK);
+    CHECK_EQ_INT(start[l1] - o, 195 * US);
+    CHECK_EQ_INT(start[b1] - o, 200 * US);
+    /* the annotation grew around the gap; nothing crosses */
+    CHECK_EQ_INT(start[find_ev(st, 1, "ProfilerStep#1", 0)] - o, 0);
+    teller_consistency c;
+    teller_consistency_check(st, start, dur, &c);
+    CHECK(c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0);
+    free(start);
+    free(dur);
+    teller_store_free(st);
+}
+
 const test_case perturb_tests[] = {
     {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
     {"perturb: rate 0 writes the run unchanged", test_rate_zero_writes_the_run_unchanged},
     {"perturb: perturbed real runs stay consistent; steps grow by the truth's excess", test_perturbed_real_runs_stay_consistent},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
     {"perturb: bad input says why", test_bad_input_says_why},
+    {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},
+    {"perturb: a late launch moves only kernels that waited for it", test_a_late_launch_moves_only_kernels_that_waited_for_it},
     {NULL, NULL},
 };

@@ -24,6 +24,10 @@
 #define GAP_BOUND_NS    2000
 #define LAUNCH_BOUND_NS 20000
 #define LAUNCH_FLOOR_NS 5000
+/* A GPU op that started within CROSS_BOUND after an op of another stream
+ * of its process ended waited for it (an event the stream waited on: the
+ * NCCL stream waits for the compute that made its input). */
+#define CROSS_BOUND_NS  2000
 
 typedef struct pt {
     int64_t p, d;
@@ -160,6 +164,30 @@ static int64_t need_end(rt *R, uint32_t g)
     R->ne[g] = R->ns[g] + R->ev->dur_ns[g] + R->extra[g];
     R->done[g] = 2;
     return R->ne[g];
+}
+
+/* The op of another stream of i's process that ended last at or before
+ * i's start, when i started within CROSS_BOUND of it; else TELLER_NONE. */
+static uint32_t cross_wait(const rt *R, uint32_t i)
+{
+    const teller_events *ev = R->ev;
+    int64_t s = ev->start_ns[i];
+    size_t lo = R->src_first[ev->source[i]], a = lo, b = R->src_first[ev->source[i] + 1];
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (end_of(ev, R->byend[mid]) <= s)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    for (size_t k = a; k > lo && a - k < 8; k--) {
+        uint32_t x = R->byend[k - 1];
+        if (s - end_of(ev, x) > CROSS_BOUND_NS)
+            return TELLER_NONE;
+        if (R->row_of[x] != R->row_of[i] && ev->start_ns[x] < s)
+            return x;
+    }
+    return TELLER_NONE;
 }
 
 /* Settles a call that waits for the GPU: its end follows the GPU work it
@@ -456,6 +484,12 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
             int64_t b = need_end(&R, prev) + gap;
             if (b > ns)
                 ns = b;
+        }
+        uint32_t x = cross_wait(&R, i);
+        if (x != TELLER_NONE) {
+            int64_t c = need_end(&R, x) + (s - end_of(ev, x));
+            if (c > ns)
+                ns = c;
         }
         start[i] = ns;
         R.done[i] = 1;
