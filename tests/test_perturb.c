@@ -15,6 +15,7 @@
 #include "check.h"
 #include "teller/ingest.h"
 #include "teller/perturb.h"
+#include "teller/sim.h"
 #include "teller/tree.h"
 #include "../src/ingest/jdom.h"
 #include "../src/perturb/retime.h"
@@ -195,86 +196,138 @@ static void spans(const teller_store *st, int64_t *dur, uint32_t n)
         dur[k] = hi[k] - lo[k];
 }
 
+/* Perturbs st with o into a fresh directory, reads the case back through
+ * teller's reader and checks it: no consistency count rises; every
+ * abnormal (or injected) step grew by its truth's excess within 5 %; an
+ * untouched step before the first fault is unchanged to the ns, a later
+ * one changed by less than a material cost. Counts abnormal steps and the
+ * kinds seen. */
+static void check_perturbed(const teller_store *st, const char *label, const teller_perturb_opts *o, int *injected,
+                            uint32_t *seen)
+{
+    teller_consistency c0;
+    teller_consistency_check(st, NULL, NULL, &c0);
+    uint32_t n = teller_store_step_count(st);
+    int64_t before[256];
+    spans(st, before, n);
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, o, dir, &res, &err), TELLER_OK);
+    teller_store *back = load_written(dir, st);
+    teller_consistency c1;
+    teller_consistency_check(back, NULL, NULL, &c1);
+    int ok = c1.nesting <= c0.nesting && c1.launch <= c0.launch && c1.stream_order <= c0.stream_order &&
+             c1.collective <= c0.collective;
+    if (!ok)
+        fprintf(stderr, "  %s seed %llu: nesting %llu/%llu launch %llu/%llu stream %llu/%llu coll %llu/%llu\n", label,
+                (unsigned long long)o->seed, (unsigned long long)c1.nesting, (unsigned long long)c0.nesting,
+                (unsigned long long)c1.launch, (unsigned long long)c0.launch, (unsigned long long)c1.stream_order,
+                (unsigned long long)c0.stream_order, (unsigned long long)c1.collective,
+                (unsigned long long)c0.collective);
+    CHECK(ok);
+    CHECK_EQ_INT(teller_store_step_count(back), n);
+    int64_t after[256];
+    spans(back, after, n);
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    jv *t = jdom_load(tp, &err);
+    CHECK(t != NULL);
+    const jv *steps = t ? jdom_get(t, "steps") : NULL;
+    CHECK(steps && steps->n == n);
+    int faulty_before = 0;
+    for (size_t k = 0; steps && k < steps->n && k < 256; k++) {
+        const jv *s = &steps->items[k];
+        int ab = jdom_bool(s, "abnormal", 0), inj = jdom_str(s, "injected", NULL) != NULL;
+        int64_t grew = after[k] - before[k];
+        if (!faulty_before && !ab && !inj)
+            CHECK(grew == 0); /* nothing before it changed */
+        faulty_before |= ab || inj;
+        if (ab || inj) {
+            int64_t ex = (int64_t)jdom_num(s, ab ? "excess_ns" : "injected_excess_ns", -1);
+            int64_t diff = grew - ex;
+            int close = (diff < 0 ? -diff : diff) * 20 <= (ex < 0 ? -ex : ex) + 20;
+            if (!close)
+                fprintf(stderr, "  %s seed %llu step %zu (%s): grew %lld, truth %lld\n", label,
+                        (unsigned long long)o->seed, k, jdom_str(s, ab ? "fault" : "injected", "?"), (long long)grew,
+                        (long long)ex);
+            CHECK(close);
+            if (!ab)
+                continue;
+            (*injected)++;
+            teller_fault f = teller_fault_parse(jdom_str(s, "fault", ""));
+            if (f != TELLER_FAULT_COUNT)
+                *seen |= 1u << f;
+        } else if (grew < 0 || teller_fault_material(TELLER_FAULT_KERNEL_REGRESSION, grew, before[k])) {
+            /* not abnormal: unchanged, or changed by less than a material cost */
+            fprintf(stderr, "  %s seed %llu step %zu untouched but grew %lld ns\n", label, (unsigned long long)o->seed,
+                    k, (long long)grew);
+            CHECK(0);
+        }
+    }
+    jdom_free(t);
+    teller_store_free(back);
+    rm_rf(dir);
+}
+
 /* The property test over every shared real run with steps: several seeds
- * and rates; each case read back through teller's reader. */
+ * and rates. */
 static void test_perturbed_real_runs_stay_consistent(void)
 {
-    int injected = 0, kinds = 0;
+    int injected = 0;
     uint32_t seen = 0;
     for (size_t r = 0; r < sizeof k_runs / sizeof *k_runs; r++) {
         teller_store *st = load_run((int)r);
-        teller_consistency c0;
-        teller_consistency_check(st, NULL, NULL, &c0);
-        uint32_t n = teller_store_step_count(st);
-        int64_t before[256];
-        spans(st, before, n);
         for (uint64_t seed = 1; seed <= 4; seed++) {
-            char dir[] = "/tmp/teller_perturb_XXXXXX";
-            CHECK(mkdtemp(dir) != NULL);
             teller_perturb_opts o = teller_perturb_defaults();
             o.rate = seed % 2 ? 1.0 : 0.5;
             o.seed = seed * 7919 + r;
-            teller_perturb_result res;
-            teller_error err;
-            teller_error_clear(&err);
-            CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
-            teller_store *back = load_written(dir, st);
-            teller_consistency c1;
-            teller_consistency_check(back, NULL, NULL, &c1);
-            int ok = c1.nesting <= c0.nesting && c1.launch <= c0.launch && c1.stream_order <= c0.stream_order &&
-                     c1.collective <= c0.collective;
-            if (!ok)
-                fprintf(stderr, "  %s seed %llu: nesting %llu/%llu launch %llu/%llu stream %llu/%llu coll %llu/%llu\n",
-                        k_runs[r][0], (unsigned long long)o.seed, (unsigned long long)c1.nesting,
-                        (unsigned long long)c0.nesting, (unsigned long long)c1.launch, (unsigned long long)c0.launch,
-                        (unsigned long long)c1.stream_order, (unsigned long long)c0.stream_order,
-                        (unsigned long long)c1.collective, (unsigned long long)c0.collective);
-            CHECK(ok);
-            CHECK_EQ_INT(teller_store_step_count(back), n);
-            int64_t after[256];
-            spans(back, after, n);
-            char tp[600];
-            snprintf(tp, sizeof tp, "%s/truth.json", dir);
-            jv *t = jdom_load(tp, &err);
-            CHECK(t != NULL);
-            const jv *steps = t ? jdom_get(t, "steps") : NULL;
-            CHECK(steps && steps->n == n);
-            int faulty_before = 0;
-            for (size_t k = 0; steps && k < steps->n && k < 256; k++) {
-                const jv *s = &steps->items[k];
-                if (!faulty_before && !jdom_bool(s, "abnormal", 0) && !jdom_str(s, "injected", NULL))
-                    CHECK(after[k] - before[k] == 0); /* nothing before it changed */
-                faulty_before |= jdom_bool(s, "abnormal", 0) || jdom_str(s, "injected", NULL) != NULL;
-                int64_t grew = after[k] - before[k];
-                if (jdom_bool(s, "abnormal", 0)) {
-                    int64_t ex = (int64_t)jdom_num(s, "excess_ns", -1);
-                    int64_t diff = grew - ex;
-                    int close = (diff < 0 ? -diff : diff) * 20 <= (ex < 0 ? -ex : ex) + 20;
-                    if (!close)
-                        fprintf(stderr, "  %s step %zu (%s): grew %lld, truth %lld\n", k_runs[r][0], k,
-                                jdom_str(s, "fault", "?"), (long long)grew, (long long)ex);
-                    CHECK(close);
-                    injected++;
-                    teller_fault f = teller_fault_parse(jdom_str(s, "fault", ""));
-                    if (f != TELLER_FAULT_COUNT && !(seen & (1u << f))) {
-                        seen |= 1u << f;
-                        kinds++;
-                    }
-                } else if (grew < 0 || teller_fault_material(TELLER_FAULT_KERNEL_REGRESSION, grew, before[k])) {
-                    /* not abnormal: unchanged, or changed by less than a material cost */
-                    fprintf(stderr, "  %s step %zu untouched but grew %lld ns\n", k_runs[r][0], k, (long long)grew);
-                    CHECK(0);
-                }
-            }
-            jdom_free(t);
-            teller_store_free(back);
-            rm_rf(dir);
+            check_perturbed(st, k_runs[r][0], &o, &injected, &seen);
         }
         teller_store_free(st);
     }
-    fprintf(stderr, "  %d injected steps, %d fault kinds\n", injected, kinds);
+    int kinds = __builtin_popcount(seen);
+    fprintf(stderr, "  %d abnormal steps, %d fault kinds\n", injected, kinds);
     CHECK(injected >= 20);
     CHECK(kinds >= 5);
+}
+
+/* A healthy simulated run over two nodes with tensor and pipeline
+ * parallelism carries the communication kinds the shared real traces
+ * cannot: slow links and pipeline sends. */
+static void test_perturbed_multi_node_run_stays_consistent(void)
+{
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts so = teller_sim_defaults();
+    so.nodes = 2;
+    so.gpus_per_node = 2;
+    so.tp = 2;
+    so.pp = 2;
+    so.steps = 30;
+    so.fault_rate = 0;
+    so.seed = 77;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(&so, dir, &err), TELLER_OK);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    int injected = 0;
+    uint32_t seen = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        teller_perturb_opts o = teller_perturb_defaults();
+        o.rate = 0.5;
+        o.seed = seed;
+        o.faults = 1u << TELLER_FAULT_SLOW_LINK | 1u << TELLER_FAULT_PP_SEND_DELAY | 1u << TELLER_FAULT_GPU_THROTTLE;
+        check_perturbed(st, "simulated 2x2", &o, &injected, &seen);
+    }
+    fprintf(stderr, "  %d abnormal steps\n", injected);
+    CHECK(seen & (1u << TELLER_FAULT_SLOW_LINK));
+    CHECK(seen & (1u << TELLER_FAULT_PP_SEND_DELAY));
+    CHECK(seen & (1u << TELLER_FAULT_GPU_THROTTLE));
+    teller_store_free(st);
+    rm_rf(dir);
 }
 
 static int read_all(const char *path, char **out, size_t *n)
@@ -491,6 +544,7 @@ const test_case perturb_tests[] = {
     {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
     {"perturb: rate 0 writes the run unchanged", test_rate_zero_writes_the_run_unchanged},
     {"perturb: perturbed real runs stay consistent; steps grow by the truth's excess", test_perturbed_real_runs_stay_consistent},
+    {"perturb: a multi-node run carries slow links and pipeline sends, consistently", test_perturbed_multi_node_run_stays_consistent},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
     {"perturb: bad input says why", test_bad_input_says_why},
     {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},

@@ -65,6 +65,9 @@ typedef struct rt {
     int64_t  *pmax;
     size_t   *src_first, *src_filled;
     size_t   nsrc;
+    /* steps: old end over every rank, new end once known (INT64_MIN before) */
+    uint32_t nsteps;
+    int64_t *step_old_end, *step_new_end;
 } rt;
 
 enum { W_NONE = 0, W_SYNC = 1, W_COPY = 2 };
@@ -265,6 +268,50 @@ static int settle_row(rt *R, row *rw, int64_t t)
     }
 }
 
+/* The new end of step k over every rank: the latest new end of its step
+ * markers and of its GPU work. Called when the sweep has passed every old
+ * end of the step, after the waits that ended by then were settled. */
+static int64_t step_new_end(rt *R, uint32_t k)
+{
+    if (R->step_new_end[k] != INT64_MIN)
+        return R->step_new_end[k];
+    const teller_events *ev = R->ev;
+    int64_t best = INT64_MIN;
+    for (size_t i = 0; i < R->n; i++) {
+        if (ev->step[i] != k)
+            continue;
+        int64_t e;
+        if (is_gpu_op(ev, (uint32_t)i))
+            e = need_end(R, (uint32_t)i);
+        else if (ev->flags[i] & TELLER_F_STEP)
+            e = end_of(ev, (uint32_t)i) + shift(&R->rows[R->row_of[i]], end_of(ev, (uint32_t)i), 0) + R->end_extra[i];
+        else
+            continue;
+        if (e > best)
+            best = e;
+    }
+    return R->step_new_end[k] = best;
+}
+
+/* The latest new end, on i's thread, of the events before i that had
+ * ended by i's old start (a bounded look back). */
+static int64_t thread_free_at(rt *R, uint32_t i)
+{
+    const teller_events *ev = R->ev;
+    const row *rw = &R->rows[R->row_of[i]];
+    int64_t s = ev->start_ns[i], best = INT64_MIN;
+    for (uint32_t j = i, seen = 0; j > rw->first && seen < 64; j--, seen++) {
+        uint32_t p = j - 1;
+        int64_t e = end_of(ev, p);
+        if (e > s)
+            continue;
+        e += shift(rw, e, 0) + R->end_extra[p];
+        if (e > best)
+            best = e;
+    }
+    return best;
+}
+
 typedef struct okey {
     int64_t  s;
     uint32_t cpu; /* 0 GPU, 1 CPU: GPU first on equal starts */
@@ -314,6 +361,8 @@ static void rt_free(rt *R)
     free(R->pmax);
     free(R->src_first);
     free(R->src_filled);
+    free(R->step_old_end);
+    free(R->step_new_end);
 }
 
 static int same_row(const teller_events *ev, size_t a, size_t b)
@@ -349,6 +398,18 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
     R.src_first = calloc(R.nsrc + 1, sizeof *R.src_first);
     R.src_filled = calloc(R.nsrc + 1, sizeof *R.src_filled);
     okey *order = malloc(nn * sizeof *order);
+    R.nsteps = teller_store_step_count(st);
+    R.step_old_end = malloc((R.nsteps + 1) * sizeof *R.step_old_end);
+    R.step_new_end = malloc((R.nsteps + 1) * sizeof *R.step_new_end);
+    if (!R.step_old_end || !R.step_new_end)
+        goto oom;
+    for (uint32_t k = 0; k < R.nsteps; k++)
+        R.step_old_end[k] = R.step_new_end[k] = INT64_MIN;
+    for (size_t j = 0; j < teller_store_num_steps(st); j++) {
+        const teller_step *sp = &teller_store_steps(st)[j];
+        if (sp->end_ns > R.step_old_end[sp->step])
+            R.step_old_end[sp->step] = sp->end_ns;
+    }
     size_t rcap = 0, nops = 0;
     if (!R.row_of || !R.prev_op || !R.coll_of || !R.ne || !R.extra || !R.end_extra || !R.fault_d || !R.done ||
         !R.waiter || !R.coll_cnt || !R.coll_extra || !R.src_first || !R.src_filled || !order)
@@ -458,6 +519,22 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
         if (!rw->gpu) {
             if (settle_row(&R, rw, s))
                 goto oom;
+            uint32_t k = ev->step[i];
+            if ((ev->flags[i] & TELLER_F_STEP) && k != TELLER_NONE && k > 0 && s >= R.step_old_end[k - 1]) {
+                /* the engine starts a step when the previous one is done on every rank:
+                 * the step starts that long after the previous one's new end, or when
+                 * its thread is free; a rank that lagged catches up in its idle time */
+                for (size_t r = 0; r < R.nrows; r++)
+                    if (!R.rows[r].gpu && settle_row(&R, &R.rows[r], s))
+                        goto oom;
+                int64_t target = step_new_end(&R, k - 1) + (s - R.step_old_end[k - 1]);
+                int64_t free_at = thread_free_at(&R, i);
+                if (free_at > target)
+                    target = free_at;
+                int64_t d = target - (s + shift(rw, s, 1));
+                if (d != 0 && pl_add(&rw->derived, s, d))
+                    goto oom;
+            }
             start[i] = s + shift(rw, s, 1);
             R.done[i] = 1;
             if (R.waiter[i]) {

@@ -18,7 +18,11 @@
  *    when done) ends when the GPU work it waited for ends, plus the tail it
  *    had; its thread shifts by the difference;
  *  - a collective ends for every member when the last member arrives plus
- *    the time it took after that, plus any extra transfer time.
+ *    the time it took after that, plus any extra transfer time;
+ *  - a step whose annotation started after the previous step had ended on
+ *    every rank (an engine that schedules a step when the last one is done)
+ *    starts as long after the previous step's new end as it did, or when
+ *    its thread is free: a rank that lagged catches up in its idle time.
  * Nothing is added, removed or reordered: names, ids, links stay as they
  * were, and every new time is at or after the old one for starts.
  */
