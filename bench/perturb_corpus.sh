@@ -8,7 +8,9 @@
 # one is reported on another: tune 100000+, report 200000+, train 300000+.
 # Case i of set s has seed BASE + 1000*s + i. SIM_CASES (default 40)
 # simulated cases (seed 2000, the simulator's reporting seed) give the
-# comparison row.
+# comparison row; "sim_healthy" perturbs N healthy simulated runs (seed
+# 3000, no simulated fault): the perturbation's physics on runs as long and
+# wide as the simulator's.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-build/perturb}; PURPOSE=${3:-report}; N=${4:-20}; RATE=${5:-0.3}
 T="$BUILD/teller"
@@ -44,6 +46,17 @@ for entry in "${SETS[@]}"; do
   done
   s=$((s + 1))
 done
+H="$OUT/healthy_s3000"
+if [ ! -f "$H/.done" ]; then
+  rm -rf "$H"
+  "$T" simulate --corpus "$N" --seed 3000 --fault-rate 0 -o "$H" > /dev/null
+  touch "$H/.done"
+fi
+for ((i = 0; i < N; i++)); do
+  dir=$(printf "%s/sim_healthy/case_%04d" "$C" "$i")
+  [ -f "$dir/truth.json" ] && continue
+  "$T" perturb -q -o "$dir" --rate "$RATE" --seed $((BASE + 1000 * s + i)) "$(printf "%s/case_%04d" "$H" "$i")" 2> /dev/null
+done
 echo "corpus: $C ($N cases per set, rate $RATE, seeds from $BASE)"
 [ "${EVAL:-0}" = 1 ] || exit 0
 
@@ -54,8 +67,7 @@ score() { # corpus dir, predictions dir, metrics file
 }
 M="$OUT/metrics_${PURPOSE}_r${RATE}"
 mkdir -p "$M"
-for entry in "${SETS[@]}"; do
-  name=${entry%%|*}
+for name in $(for e in "${SETS[@]}"; do echo "${e%%|*}"; done) sim_healthy; do
   score "$C/$name" "$OUT/pred_${PURPOSE}_r${RATE}/$name" "$M/$name.json"
 done
 SIMC="$OUT/sim_s2000_r${RATE}"

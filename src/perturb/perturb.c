@@ -634,11 +634,13 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0, "rate must be within 0..1 and severity above 0");
     const teller_events *ev = teller_store_events(st);
     const teller_step *steps = teller_store_steps(st);
+    const char *where =
+        teller_store_num_sources(st) ? teller_store_str(st, teller_store_source_c(st, 0)->path) : "(trace)";
     int marked = 0;
     for (size_t j = 0; j < teller_store_num_steps(st); j++)
         marked |= steps[j].marker != TELLER_NONE;
     if (!marked)
-        return teller_error_set(err, TELLER_ERR_ARG, "(trace)", 0,
+        return teller_error_set(err, TELLER_ERR_ARG, where, 0,
                                 "the run has no step annotations (ProfilerStep#N, vLLM execute_..., SGLang step[...]); "
                                 "name them with --step-pattern");
     uint32_t allowed = o->faults ? o->faults : ((1u << TELLER_FAULT_COUNT) - 2);
@@ -723,8 +725,8 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         if ((allowed & (1u << f)) && k_kinds[f].fn && !(ever & (1u << f)))
             note(res, "%s skipped: %s", teller_fault_name((teller_fault)f), k_kinds[f].needs);
     if (!ever && o->rate > 0) {
-        rc = teller_error_set(err, TELLER_ERR_ARG, "(trace)", 0,
-                              "no step of the run can carry any of the fault kinds asked for");
+        rc = teller_error_set(err, TELLER_ERR_ARG, where, 0,
+                              "no step of the run can carry any of the fault kinds asked for (the notes say why)");
         goto done;
     }
 
