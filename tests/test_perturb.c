@@ -132,6 +132,24 @@ static int same_trace(const teller_store *a, const teller_store *b)
     return bad == 0;
 }
 
+static int read_all(const char *path, char **out, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long l = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = l >= 0 ? malloc((size_t)l + 1) : NULL;
+    if (!*out) {
+        fclose(f);
+        return -1;
+    }
+    *n = fread(*out, 1, (size_t)l, f);
+    fclose(f);
+    return 0;
+}
+
 static void test_writer_reads_back_equal(void)
 {
     /* every format: Kineto, and an Nsight Systems export of two processes */
@@ -173,6 +191,25 @@ static void test_rate_zero_writes_the_run_unchanged(void)
     teller_store *back = load_written(dir, st);
     CHECK(same_trace(st, back));
     teller_store_free(back);
+    /* the run's service logs go to logs/node<N>.log unchanged */
+    char log[600], copy[600], *b1 = NULL, *b2 = NULL;
+    snprintf(log, sizeof log, "%s/service-node0.txt", dir);
+    FILE *f = fopen(log, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("INFO 05-23 08:52:35 [api_server.py:1880] Starting vLLM API server on http://0.0.0.0:8000\n", f);
+        fclose(f);
+    }
+    const char *logs[] = {log};
+    o.logs = logs;
+    o.nlogs = 1;
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
+    snprintf(copy, sizeof copy, "%s/logs/node0.log", dir);
+    size_t n1 = 0, n2 = 0;
+    CHECK(read_all(log, &b1, &n1) == 0 && read_all(copy, &b2, &n2) == 0);
+    CHECK(n1 == n2 && n1 > 0 && b1 && b2 && !memcmp(b1, b2, n1));
+    free(b1);
+    free(b2);
     teller_store_free(st);
     rm_rf(dir);
 }
@@ -328,20 +365,6 @@ static void test_perturbed_multi_node_run_stays_consistent(void)
     CHECK(seen & (1u << TELLER_FAULT_GPU_THROTTLE));
     teller_store_free(st);
     rm_rf(dir);
-}
-
-static int read_all(const char *path, char **out, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    fseek(f, 0, SEEK_END);
-    long l = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = malloc((size_t)l + 1);
-    *n = fread(*out, 1, (size_t)l, f);
-    fclose(f);
-    return 0;
 }
 
 static void test_same_seed_same_bytes(void)
@@ -542,7 +565,7 @@ static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
 
 const test_case perturb_tests[] = {
     {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
-    {"perturb: rate 0 writes the run unchanged", test_rate_zero_writes_the_run_unchanged},
+    {"perturb: rate 0 writes the run unchanged; its logs are copied", test_rate_zero_writes_the_run_unchanged},
     {"perturb: perturbed real runs stay consistent; steps grow by the truth's excess", test_perturbed_real_runs_stay_consistent},
     {"perturb: a multi-node run carries slow links and pipeline sends, consistently", test_perturbed_multi_node_run_stays_consistent},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},

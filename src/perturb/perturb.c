@@ -41,6 +41,7 @@ typedef struct pctx {
     size_t                     ned, edcap;
     uint32_t                  *cand; /* scratch */
     size_t                     ccap;
+    uint32_t                  *coll;  /* per event: its collective instance, or TELLER_NONE */
 } pctx;
 
 static int rank_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->rank; }
@@ -114,16 +115,7 @@ static int q_copy(const pctx *P, uint32_t i)
 }
 
 /* The collective instance of a COMM kernel, or TELLER_NONE. */
-static uint32_t coll_of(const pctx *P, uint32_t k)
-{
-    const teller_collective *co = teller_store_collectives(P->st);
-    const teller_coll_member *mem = teller_store_coll_members(P->st);
-    for (size_t c = 0; c < teller_store_num_collectives(P->st); c++)
-        for (uint32_t j = 0; j < co[c].num_members; j++)
-            if (mem[co[c].first_member + j].kernel == k)
-                return (uint32_t)c;
-    return TELLER_NONE;
-}
+static uint32_t coll_of(const pctx *P, uint32_t k) { return P->coll[k]; }
 
 static int coll_crosses(const pctx *P, uint32_t c)
 {
@@ -680,8 +672,18 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         ts[k].carried = -1;
     P.sfirst = calloc((size_t)P.nsteps + 2, sizeof *P.sfirst);
     P.sev = malloc((n ? n : 1) * sizeof *P.sev);
-    if (!start || !dur || !win || !ts || !P.sfirst || !P.sev)
+    P.coll = malloc((n ? n : 1) * sizeof *P.coll);
+    if (!start || !dur || !win || !ts || !P.sfirst || !P.sev || !P.coll)
         goto oom;
+    for (size_t i = 0; i < n; i++)
+        P.coll[i] = TELLER_NONE;
+    {
+        const teller_collective *co = teller_store_collectives(st);
+        const teller_coll_member *mem = teller_store_coll_members(st);
+        for (size_t c = 0; c < teller_store_num_collectives(st); c++)
+            for (uint32_t j = 0; j < co[c].num_members; j++)
+                P.coll[mem[co[c].first_member + j].kernel] = (uint32_t)c;
+    }
     /* events by step */
     for (size_t i = 0; i < n; i++)
         if (ev->step[i] != TELLER_NONE)
@@ -774,5 +776,6 @@ done:
     free(P.sev);
     free(P.ed);
     free(P.cand);
+    free(P.coll);
     return rc;
 }

@@ -65,9 +65,11 @@ typedef struct rt {
     int64_t  *pmax;
     size_t   *src_first, *src_filled;
     size_t   nsrc;
-    /* steps: old end over every rank, new end once known (INT64_MIN before) */
+    /* steps: old end over every rank, new end once known (INT64_MIN before);
+     * the markers and GPU ops of step k: step_ev[step_first[k] .. step_first[k+1]) */
     uint32_t nsteps;
     int64_t *step_old_end, *step_new_end;
+    uint32_t *step_first, *step_ev;
 } rt;
 
 enum { W_NONE = 0, W_SYNC = 1, W_COPY = 2 };
@@ -277,16 +279,10 @@ static int64_t step_new_end(rt *R, uint32_t k)
         return R->step_new_end[k];
     const teller_events *ev = R->ev;
     int64_t best = INT64_MIN;
-    for (size_t i = 0; i < R->n; i++) {
-        if (ev->step[i] != k)
-            continue;
-        int64_t e;
-        if (is_gpu_op(ev, (uint32_t)i))
-            e = need_end(R, (uint32_t)i);
-        else if (ev->flags[i] & TELLER_F_STEP)
-            e = end_of(ev, (uint32_t)i) + shift(&R->rows[R->row_of[i]], end_of(ev, (uint32_t)i), 0) + R->end_extra[i];
-        else
-            continue;
+    for (uint32_t j = R->step_first[k]; j < R->step_first[k + 1]; j++) {
+        uint32_t i = R->step_ev[j];
+        int64_t e = is_gpu_op(ev, i) ? need_end(R, i)
+                                     : end_of(ev, i) + shift(&R->rows[R->row_of[i]], end_of(ev, i), 0) + R->end_extra[i];
         if (e > best)
             best = e;
     }
@@ -363,6 +359,8 @@ static void rt_free(rt *R)
     free(R->src_filled);
     free(R->step_old_end);
     free(R->step_new_end);
+    free(R->step_first);
+    free(R->step_ev);
 }
 
 static int same_row(const teller_events *ev, size_t a, size_t b)
@@ -410,6 +408,32 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
         if (sp->end_ns > R.step_old_end[sp->step])
             R.step_old_end[sp->step] = sp->end_ns;
     }
+    R.step_first = calloc((size_t)R.nsteps + 2, sizeof *R.step_first);
+    if (!R.step_first)
+        goto oom;
+    size_t nstep_ev = 0;
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t k = ev->step[i];
+            if (k == TELLER_NONE || !(is_gpu_op(ev, (uint32_t)i) || (ev->flags[i] & TELLER_F_STEP)))
+                continue;
+            if (pass == 0)
+                R.step_first[k + 1]++;
+            else
+                R.step_ev[R.step_first[k]++] = (uint32_t)i;
+        }
+        if (pass == 0) {
+            for (uint32_t k = 0; k < R.nsteps; k++)
+                R.step_first[k + 1] += R.step_first[k];
+            nstep_ev = R.step_first[R.nsteps];
+            if (!(R.step_ev = malloc((nstep_ev ? nstep_ev : 1) * sizeof *R.step_ev)))
+                goto oom;
+        }
+    }
+    /* the fill advanced each start to the next one's: shift back */
+    for (uint32_t k = R.nsteps; k > 0; k--)
+        R.step_first[k] = R.step_first[k - 1];
+    R.step_first[0] = 0;
     size_t rcap = 0, nops = 0;
     if (!R.row_of || !R.prev_op || !R.coll_of || !R.ne || !R.extra || !R.end_extra || !R.fault_d || !R.done ||
         !R.waiter || !R.coll_cnt || !R.coll_extra || !R.src_first || !R.src_filled || !order)
