@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -563,11 +564,77 @@ static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
     teller_store_free(st);
 }
 
+/* vLLM's warning lands in the scheduler node's log, between the lines
+ * before and after the step, with the step's time; without the log the
+ * kind is skipped with a note. */
+static void test_preemption_writes_the_engine_warning(void)
+{
+    teller_store *st = load_run(0); /* vLLM on B200 */
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    int64_t t0 = teller_store_steps(st)[0].start_ns;
+    char log[600];
+    snprintf(log, sizeof log, "%s/vllm-node0.log", dir);
+    FILE *f = fopen(log, "w");
+    CHECK(f != NULL);
+    for (int k = 0; f && k < 2; k++) {
+        time_t sec = (time_t)(t0 / 1000000000) + (k ? 41 : -19);
+        struct tm tm;
+        gmtime_r(&sec, &tm);
+        fprintf(f, "INFO %02d-%02d %02d:%02d:%02d [loggers.py:271] Engine 000: Avg prompt throughput: %d.0 tokens/s\n",
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, k);
+    }
+    if (f)
+        fclose(f);
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = 1;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    /* no log: nothing to write the warning into */
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_ERR_ARG);
+    CHECK(has_note(&res, "preemption skipped"));
+    const char *logs[] = {log};
+    o.logs = logs;
+    o.nlogs = 1;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
+    CHECK_EQ_INT(res.by_fault[TELLER_FAULT_PREEMPTION], 1);
+    char path[600], *text = NULL;
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/logs/node0.log", dir);
+    CHECK(read_all(path, &text, &n) == 0);
+    if (text) {
+        text[n] = 0;
+        time_t sec = (time_t)(t0 / 1000000000);
+        struct tm tm;
+        gmtime_r(&sec, &tm);
+        char want[128];
+        snprintf(want, sizeof want, "\nWARNING %02d-%02d %02d:%02d:%02d [scheduler.py:1089] Sequence group 100 is preempted",
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        const char *w = strstr(text, want);
+        CHECK(w != NULL);
+        CHECK(w && strstr(text, "throughput: 0.0") < w && strstr(w, "throughput: 1.0") != NULL);
+    }
+    free(text);
+    /* the truth: the step annotation on rank 0, a scheduling fault */
+    snprintf(path, sizeof path, "%s/truth.json", dir);
+    jv *t = jdom_load(path, &err);
+    const jv *s0 = t ? &jdom_get(t, "steps")->items[0] : NULL;
+    CHECK(s0 && jdom_bool(s0, "abnormal", 0) && !strcmp(jdom_str(s0, "fault_type", ""), "scheduling"));
+    CHECK(s0 && !strncmp(jdom_str(jdom_get(s0, "root"), "op", ""), "execute_context_1(", 18));
+    jdom_free(t);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 const test_case perturb_tests[] = {
     {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
     {"perturb: rate 0 writes the run unchanged; its logs are copied", test_rate_zero_writes_the_run_unchanged},
     {"perturb: perturbed real runs stay consistent; steps grow by the truth's excess", test_perturbed_real_runs_stay_consistent},
     {"perturb: a multi-node run carries slow links and pipeline sends, consistently", test_perturbed_multi_node_run_stays_consistent},
+    {"perturb: preemption writes vLLM's warning into the scheduler node's log at the step's time", test_preemption_writes_the_engine_warning},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
     {"perturb: bad input says why", test_bad_input_says_why},
     {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},

@@ -31,7 +31,8 @@ typedef struct teller_perturb_opts {
     double             severity; /* scales every magnitude; 1.0 is the default */
     uint64_t           seed;
     const char *const *logs;     /* service logs of the run, copied to logs/node<N>.log (N from
-                                  * "node<N>" in the name, else their order); may be NULL */
+                                  * "node<N>" in the name, else their order) with the lines faults
+                                  * write added in time order; may be NULL */
     size_t             nlogs;
 } teller_perturb_opts;
 

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "teller/logs.h"
 #include "teller/perturb.h"
 #include "retime.h"
 #include "../util/rng.h"
@@ -42,6 +44,8 @@ typedef struct pctx {
     uint32_t                  *cand; /* scratch */
     size_t                     ccap;
     uint32_t                  *coll;  /* per event: its collective instance, or TELLER_NONE */
+    const char                *engine;   /* "vllm", "sglang", "pytorch", "unknown" */
+    int                        sched_log; /* the log of the node of the lowest rank was given */
 } pctx;
 
 static int rank_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->rank; }
@@ -411,6 +415,35 @@ static int inj_pp_send_delay(pctx *P, uint32_t k, int apply, root *rt)
     return set_root(P, rt, sender);
 }
 
+/* The step annotation of step k on the lowest rank that has one. */
+static uint32_t lead_marker(const pctx *P, uint32_t k)
+{
+    const teller_step *steps = teller_store_steps(P->st);
+    for (size_t j = 0; j < teller_store_num_steps(P->st); j++)
+        if (steps[j].step == k && steps[j].marker != TELLER_NONE)
+            return steps[j].marker; /* the table is ordered by (step, rank) */
+    return TELLER_NONE;
+}
+
+/* The scheduler preempted sequences and recomputes their prefill in this
+ * step: more tokens through the same kernels on every rank, and the
+ * engine's warning in the scheduler node's log (written after the rewrite,
+ * write_log_lines). */
+static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
+{
+    int serving = !strcmp(P->engine, "vllm") || !strcmp(P->engine, "sglang");
+    if (!serving || !P->sched_log || lead_marker(P, k) == TELLER_NONE)
+        return 0;
+    size_t n = gather(P, k, q_kernel, -1);
+    if (!apply || !n)
+        return n > 0;
+    double f = scaled(P, uni_in(&P->r, 1.3, 2.0));
+    for (size_t j = 0; j < n; j++)
+        if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
+            return -1;
+    return set_root(P, rt, lead_marker(P, k));
+}
+
 /* What each kind does, and why a run may not carry it. NULL: not imitated. */
 typedef struct kind {
     injector    fn;
@@ -430,7 +463,8 @@ static const kind k_kinds[TELLER_FAULT_COUNT] = {
     [TELLER_FAULT_KV_SWAP] = {NULL, "needs swap copies and log lines the run does not have (not imitated yet)"},
     [TELLER_FAULT_OOM] = {NULL, "needs a failed allocation and log lines the run does not have (not imitated yet)"},
     [TELLER_FAULT_CPU_CONTENTION] = {inj_cpu_contention, "no torch ops on a host thread"},
-    [TELLER_FAULT_PREEMPTION] = {NULL, "needs recomputed prefill and log lines (not imitated yet)"},
+    [TELLER_FAULT_PREEMPTION] = {inj_preemption, "needs a vLLM or SGLang run (step annotations) and the service "
+                                                 "log of the node of its lowest rank (--log)"},
 };
 
 /* ---- the case ---- */
@@ -482,6 +516,15 @@ static void windows(const teller_store *st, const int64_t *start, const int64_t 
     for (size_t i = 0; i < ev->n; i++)
         if ((ev->flags[i] & TELLER_F_GPU) && ev->step[i] != TELLER_NONE && start[i] + dur[i] > hi[ev->step[i]])
             hi[ev->step[i]] = start[i] + dur[i];
+}
+
+static int64_t node_offset_of(const teller_store *st, int32_t node)
+{
+    const teller_node *nd = teller_store_nodes(st);
+    for (size_t k = 0; k < teller_store_num_nodes(st); k++)
+        if (nd[k].node == node)
+            return nd[k].offset_ns;
+    return 0;
 }
 
 static const char *engine_of(const teller_store *st)
@@ -567,7 +610,47 @@ static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts
     return TELLER_OK;
 }
 
-static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, teller_error *err)
+/* The node log i is for: node<N> in its file name, else its place in
+ * the list. */
+static long log_node(const teller_perturb_opts *o, size_t i)
+{
+    const char *base = strrchr(o->logs[i], '/'), *nn;
+    base = base ? base + 1 : o->logs[i];
+    if ((nn = strstr(base, "node")) && nn[4] >= '0' && nn[4] <= '9')
+        return strtol(nn + 4, NULL, 10);
+    return (long)i;
+}
+
+/* A line added to a node's log: its time on that node's clock and text;
+ * before is the 1-based line of the log it goes in front of (0: the end). */
+typedef struct logline {
+    int32_t  node;
+    int64_t  t;
+    uint64_t before;
+    char     text[768];
+} logline;
+
+typedef struct place_ctx {
+    logline *ins;
+    size_t   n;
+} place_ctx;
+
+/* Each added line goes in front of the first record of a later second. */
+static int place_cb(void *ctx, const teller_log_record *rec)
+{
+    place_ctx *pc = ctx;
+    if (rec->time_ns == INT64_MIN)
+        return 0;
+    for (size_t j = 0; j < pc->n; j++)
+        if (!pc->ins[j].before && rec->time_ns / 1000000000 > pc->ins[j].t / 1000000000)
+            pc->ins[j].before = rec->line;
+    return 0;
+}
+
+/* Copies the --log files to logs/node<N>.log, with the added lines of
+ * their node in time order. */
+static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, logline *ins, size_t nins,
+                               teller_error *err)
 {
     if (!o->nlogs)
         return TELLER_OK;
@@ -576,16 +659,25 @@ static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, te
     if (mkdir_p(sub))
         return teller_error_set(err, TELLER_ERR_IO, sub, 0, "cannot create the directory");
     for (size_t i = 0; i < o->nlogs; i++) {
-        const char *base = strrchr(o->logs[i], '/'), *nn;
-        base = base ? base + 1 : o->logs[i];
-        long node = (long)i;
-        if ((nn = strstr(base, "node")) && nn[4] >= '0' && nn[4] <= '9')
-            node = strtol(nn + 4, NULL, 10);
+        long node = log_node(o, i);
         char path[4200];
         snprintf(path, sizeof path, "%s/node%ld.log", sub, node);
         struct stat sb;
         if (stat(path, &sb) == 0)
             return teller_error_set(err, TELLER_ERR_ARG, o->logs[i], 0, "a second log for node %ld", node);
+        size_t first = 0, n = 0; /* this node's lines: ins[first .. first+n) (grouped by node) */
+        while (first < nins && ins[first].node != node)
+            first++;
+        while (first + n < nins && ins[first + n].node == node)
+            n++;
+        if (n) {
+            place_ctx pc = {ins + first, n};
+            teller_log_opts lo = teller_log_defaults();
+            lo.ref_ns = ins[first].t;
+            teller_status r = teller_log_read_file(o->logs[i], &lo, place_cb, &pc, NULL, err);
+            if (r != TELLER_OK)
+                return r;
+        }
         FILE *in = fopen(o->logs[i], "rb");
         if (!in)
             return teller_error_set(err, TELLER_ERR_IO, o->logs[i], 0, "cannot read");
@@ -594,17 +686,56 @@ static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, te
             fclose(in);
             return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write");
         }
-        char buf[65536];
-        size_t n;
-        int bad = 0;
-        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-            bad |= fwrite(buf, 1, n, out) != n;
+        int bad = 0, c, at_start = 1;
+        uint64_t line = 1;
+        size_t next = 0;
+        while ((c = fgetc(in)) != EOF) {
+            for (; at_start && next < n && ins[first + next].before == line; next++)
+                bad |= fprintf(out, "%s\n", ins[first + next].text) < 0;
+            bad |= fputc(c, out) == EOF;
+            at_start = c == '\n';
+            line += (uint64_t)at_start;
+        }
+        if (next < n && !at_start)
+            bad |= fputc('\n', out) == EOF;
+        for (; next < n; next++)
+            bad |= fprintf(out, "%s\n", ins[first + next].text) < 0;
         bad |= ferror(in);
         fclose(in);
         if (fclose(out) != 0 || bad)
             return teller_error_set(err, TELLER_ERR_IO, path, 0, "copy failed");
     }
     return TELLER_OK;
+}
+
+/* The engine's preemption warning for step k at time t of the node's
+ * clock, in the header style of the run's own log (vLLM puts the source in
+ * brackets since 0.8). Logger times are taken as UTC. */
+static void preemption_line(const pctx *P, const char *log_path, uint32_t k, int64_t t, char *out, size_t cap)
+{
+    time_t sec = (time_t)(t / 1000000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    if (!strcmp(P->engine, "sglang")) {
+        snprintf(out, cap,
+                 "[%04d-%02d-%02d %02d:%02d:%02d TP0] KV cache pool is full. Retract requests. #retracted_reqs: %u, "
+                 "#new_token_ratio: 0.7021 -> 1.0000",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, 1 + k % 7);
+        return;
+    }
+    int bracket = 0;
+    FILE *f = fopen(log_path, "rb");
+    char buf[4096];
+    for (int lines = 0; f && !bracket && lines < 200 && fgets(buf, sizeof buf, f); lines++)
+        bracket = strstr(buf, " [") && strstr(buf, ".py:") && strstr(buf, "] ") && strstr(buf, " [") < strstr(buf, ".py:");
+    if (f)
+        fclose(f);
+    snprintf(out, cap,
+             "WARNING %02d-%02d %02d:%02d:%02d %sscheduler.py:1089] Sequence group %u is preempted by "
+             "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the "
+             "end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV "
+             "cache memory. total_num_cumulative_preemption=%u",
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, bracket ? "[" : "", 100 + k, 1 + k / 3);
 }
 
 teller_perturb_opts teller_perturb_defaults(void)
@@ -662,10 +793,24 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     P.o = o;
     rng_seed(&P.r, o->seed);
     P.nsteps = teller_store_step_count(st);
+    P.engine = engine_of(st);
+    int32_t lead_rank = INT32_MAX, lead_node = 0;
+    for (size_t s = 0; s < teller_store_num_sources(st); s++)
+        if (teller_store_source_c(st, (uint32_t)s)->rank < lead_rank) {
+            lead_rank = teller_store_source_c(st, (uint32_t)s)->rank;
+            lead_node = teller_store_source_c(st, (uint32_t)s)->node;
+        }
+    const char *sched_log = NULL;
+    for (size_t i = 0; i < o->nlogs; i++)
+        if (log_node(o, i) == lead_node)
+            sched_log = o->logs[i];
+    P.sched_log = sched_log != NULL;
     res->steps = P.nsteps;
     teller_status rc = TELLER_OK;
     size_t n = ev->n;
     int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
+    logline *lines = NULL;
+    size_t nlines = 0, lcap = 0;
     int64_t *win = malloc(4 * (P.nsteps ? P.nsteps : 1) * sizeof *win);
     tstep *ts = calloc(P.nsteps ? P.nsteps : 1, sizeof *ts);
     for (uint32_t k = 0; ts && k < P.nsteps; k++)
@@ -761,7 +906,18 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     }
     if ((rc = teller_kineto_write(st, start, dur, dir, err)) != TELLER_OK)
         goto done;
-    if ((rc = copy_logs(o, dir, err)) != TELLER_OK)
+    for (uint32_t k = 0; k < P.nsteps; k++) {
+        if (ts[k].f != TELLER_FAULT_PREEMPTION || ts[k].carried >= 0)
+            continue;
+        if (TELLER_GROW(lines, lcap, nlines + 1))
+            goto oom;
+        logline *L = &lines[nlines++];
+        memset(L, 0, sizeof *L);
+        L->node = lead_node;
+        L->t = start[ts[k].rt.ev] + node_offset_of(st, lead_node);
+        preemption_line(&P, sched_log, k, L->t, L->text, sizeof L->text);
+    }
+    if ((rc = copy_logs(o, dir, lines, nlines, err)) != TELLER_OK)
         goto done;
     rc = write_truth(&P, dir, ts, win, win + P.nsteps, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
     goto done;
@@ -777,5 +933,6 @@ done:
     free(P.ed);
     free(P.cand);
     free(P.coll);
+    free(lines);
     return rc;
 }
