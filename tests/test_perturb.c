@@ -564,6 +564,42 @@ static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
     teller_store_free(st);
 }
 
+/* The checker the property tests rely on sees each kind of break. */
+static void test_consistency_check_sees_breaks(void)
+{
+    teller_store *st = hand_run();
+    const teller_events *ev = teller_store_events(st);
+    int64_t *start = malloc(ev->n * sizeof *start), *dur = malloc(ev->n * sizeof *dur);
+    teller_consistency c;
+    teller_consistency_check(st, NULL, NULL, &c);
+    CHECK(c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0);
+    uint32_t mm = find_ev(st, 0, "aten::mm", 0), ga = find_ev(st, 0, "gemm_a", 0), gb = find_ev(st, 0, "gemm_b", 0);
+    uint32_t n0 = find_ev(st, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+    struct {
+        uint32_t ev;
+        int64_t  ds, dd;
+        int      which;
+    } breaks[] = {
+        {mm, 0, -15 * US, 0},  /* the matmul op ends before its launch call inside it */
+        {ga, -10 * US, 0, 1},  /* gemm_a starts before its launch */
+        {gb, -5 * US, 0, 2},   /* gemm_b starts before gemm_a ends */
+        {n0, 200 * US, 0, 3},  /* rank 0 arrives after the all-reduce ended on rank 1 */
+    };
+    for (size_t b = 0; b < sizeof breaks / sizeof *breaks; b++) {
+        memcpy(start, ev->start_ns, ev->n * sizeof *start);
+        memcpy(dur, ev->dur_ns, ev->n * sizeof *dur);
+        start[breaks[b].ev] += breaks[b].ds;
+        dur[breaks[b].ev] += breaks[b].dd;
+        teller_consistency_check(st, start, dur, &c);
+        uint64_t got[4] = {c.nesting, c.launch, c.stream_order, c.collective};
+        for (int k = 0; k < 4; k++)
+            CHECK_EQ_INT(got[k] > 0, k == breaks[b].which);
+    }
+    free(start);
+    free(dur);
+    teller_store_free(st);
+}
+
 /* vLLM's warning lands in the scheduler node's log, between the lines
  * before and after the step, with the step's time; without the log the
  * kind is skipped with a note. */
@@ -639,5 +675,6 @@ const test_case perturb_tests[] = {
     {"perturb: bad input says why", test_bad_input_says_why},
     {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},
     {"perturb: a late launch moves only kernels that waited for it", test_a_late_launch_moves_only_kernels_that_waited_for_it},
+    {"perturb: the consistency check sees each kind of break", test_consistency_check_sees_breaks},
     {NULL, NULL},
 };
