@@ -7,8 +7,9 @@
  * everything after them shifted on its thread and stream; peers waiting at
  * the next collective), and writes a case in ../shared/BENCHMARK.md's
  * shape: rank<R>.trace.json.gz per rank, logs/node<N>.log, truth.json.
- * Nothing is added to or removed from the trace: a kind the run cannot
- * carry is skipped with a note. Same store, options and seed, same bytes.
+ * Nothing is added to the trace (an nccl_hang leaves out what never
+ * happened: the run ends at its step); a kind the run cannot carry is
+ * skipped with a note. Same store, options and seed, same bytes.
  * docs/PERTURB.md says what each kind does and what it cannot imitate.
  */
 #ifndef TELLER_PERTURB_H
@@ -64,9 +65,10 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
 /* Writes every source of a tree-built store as DIR/rank<R>.trace.json.gz,
  * Kineto JSON that teller's reader reads back to the same events. start
  * and dur (ev->n entries, node 0's clock) replace the store's times when
- * not NULL; times are written on each node's own clock. */
-teller_status teller_kineto_write(const teller_store *st, const int64_t *start, const int64_t *dur, const char *dir,
-                                  teller_error *err);
+ * not NULL; times are written on each node's own clock. keep (ev->n
+ * entries, NULL: all) leaves out the events whose entry is 0. */
+teller_status teller_kineto_write(const teller_store *st, const int64_t *start, const int64_t *dur,
+                                  const uint8_t *keep, const char *dir, teller_error *err);
 
 /* What teller's own reading of a trace relies on, counted where it fails. */
 typedef struct teller_consistency {

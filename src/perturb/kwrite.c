@@ -113,7 +113,7 @@ static int64_t node_offset(const teller_store *st, int32_t node)
 }
 
 static teller_status write_source(const teller_store *st, uint32_t s, const int64_t *start, const int64_t *dur,
-                                  const char *path, teller_error *err)
+                                  const uint8_t *keep, const char *path, teller_error *err)
 {
     const teller_events *ev = teller_store_events(st);
     const teller_source *so = teller_store_source_c(st, s);
@@ -159,7 +159,7 @@ static teller_status write_source(const teller_store *st, uint32_t s, const int6
     int64_t shift = off - base;
     int first = 1;
     for (uint32_t i = 0; i < ev->n; i++) {
-        if (ev->source[i] != s)
+        if (ev->source[i] != s || (keep && !keep[i]))
             continue;
         const char *name = teller_store_str(st, ev->name[i]);
         int inst = (ev->flags[i] & TELLER_F_INSTANT) != 0, ctr = (ev->flags[i] & TELLER_F_COUNTER) != 0;
@@ -194,8 +194,8 @@ static teller_status write_source(const teller_store *st, uint32_t s, const int6
     return TELLER_OK;
 }
 
-teller_status teller_kineto_write(const teller_store *st, const int64_t *start, const int64_t *dur, const char *dir,
-                                  teller_error *err)
+teller_status teller_kineto_write(const teller_store *st, const int64_t *start, const int64_t *dur,
+                                  const uint8_t *keep, const char *dir, teller_error *err)
 {
     size_t ns = teller_store_num_sources(st);
     for (uint32_t s = 0; s < ns; s++) {
@@ -206,7 +206,7 @@ teller_status teller_kineto_write(const teller_store *st, const int64_t *start, 
                                         "two inputs hold rank %d; a case has one trace per rank", so->rank);
         char path[4096];
         snprintf(path, sizeof path, "%s/rank%d.trace.json.gz", dir, so->rank);
-        teller_status r = write_source(st, s, start, dur, path, err);
+        teller_status r = write_source(st, s, start, dur, keep, path, err);
         if (r != TELLER_OK)
             return r;
     }

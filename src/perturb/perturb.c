@@ -45,6 +45,8 @@ typedef struct pctx {
     size_t                     ccap;
     uint32_t                  *coll;  /* per event: its collective instance, or TELLER_NONE */
     const char                *engine;   /* "vllm", "sglang", "pytorch", "unknown" */
+    uint32_t                   hang_step;   /* the step of an nccl_hang (the run ends there), or TELLER_NONE */
+    uint32_t                   hang_kernel; /* the collective kernel the hung rank never launched */
     int                        sched_log; /* the log of the node of the lowest rank was given */
 } pctx;
 
@@ -415,6 +417,39 @@ static int inj_pp_send_delay(pctx *P, uint32_t k, int apply, root *rt)
     return set_root(P, rt, sender);
 }
 
+/* A collective kernel of an instance with two or more members. */
+static int q_coll(const pctx *P, uint32_t i)
+{
+    if (P->ev->layer[i] != TELLER_LAYER_KERNEL || !(P->ev->flags[i] & TELLER_F_COMM))
+        return 0;
+    uint32_t c = coll_of(P, i);
+    return c != TELLER_NONE && teller_store_collectives(P->st)[c].num_members > 1;
+}
+
+/* The NCCL watchdog's timeout (PyTorch's default, 10 min): how long peers
+ * wait for a rank that never launched its collective. */
+#define HANG_NS 600000000000LL
+
+/* One rank never launches a collective: the others wait in it until the
+ * watchdog fires and the run ends. The edit makes the instance 10 min
+ * longer for its members; teller_perturb then leaves out what never
+ * happened (the hung rank from that launch on, every rank after the step)
+ * and writes the watchdog's lines. */
+static int inj_nccl_hang(pctx *P, uint32_t k, int apply, root *rt)
+{
+    size_t n = gather(P, k, q_coll, -1);
+    if (!apply || !n)
+        return n > 0;
+    uint32_t c = coll_of(P, P->cand[uni_int(&P->r, (int)n)]);
+    const teller_collective *co = &teller_store_collectives(P->st)[c];
+    uint32_t h = teller_store_coll_members(P->st)[co->first_member + (uint32_t)uni_int(&P->r, (int)co->num_members)].kernel;
+    if (edit(P, h, RT_STRETCH, HANG_NS))
+        return -1;
+    P->hang_step = k;
+    P->hang_kernel = h;
+    return set_root(P, rt, h);
+}
+
 /* The step annotation of step k on the lowest rank that has one. */
 static uint32_t lead_marker(const pctx *P, uint32_t k)
 {
@@ -452,7 +487,7 @@ typedef struct kind {
 
 static const kind k_kinds[TELLER_FAULT_COUNT] = {
     [TELLER_FAULT_SLOW_LINK] = {inj_slow_link, "no collective crosses nodes (one node, or one rank of the run)"},
-    [TELLER_FAULT_NCCL_HANG] = {NULL, "a hang ends the run; teller perturb rewrites times and cannot end a trace"},
+    [TELLER_FAULT_NCCL_HANG] = {inj_nccl_hang, "no collective matched across ranks (one rank of the run, or none)"},
     [TELLER_FAULT_PP_SEND_DELAY] = {inj_pp_send_delay, "no pipeline send/recv kernel matched across ranks"},
     [TELLER_FAULT_GPU_THROTTLE] = {inj_gpu_throttle, "no compute kernels"},
     [TELLER_FAULT_KERNEL_REGRESSION] = {inj_kernel_regression, "no compute kernels"},
@@ -497,8 +532,8 @@ static int mkdir_p(const char *path)
 
 /* Per step: the window over every rank, from the step table's rules
  * (marker start to the end of the marker or of the step's GPU work). */
-static void windows(const teller_store *st, const int64_t *start, const int64_t *dur, int64_t *lo, int64_t *hi,
-                    uint32_t nsteps)
+static void windows(const teller_store *st, const int64_t *start, const int64_t *dur, const uint8_t *keep,
+                    int64_t *lo, int64_t *hi, uint32_t nsteps)
 {
     const teller_events *ev = teller_store_events(st);
     const teller_step *steps = teller_store_steps(st);
@@ -508,13 +543,16 @@ static void windows(const teller_store *st, const int64_t *start, const int64_t 
     }
     for (size_t j = 0; j < teller_store_num_steps(st); j++) {
         uint32_t m = steps[j].marker, k = steps[j].step;
+        if (keep && m != TELLER_NONE && !keep[m])
+            continue;
         int64_t s = m == TELLER_NONE ? steps[j].start_ns : start[m];
         int64_t e = m == TELLER_NONE ? steps[j].end_ns : start[m] + dur[m];
         if (s < lo[k]) lo[k] = s;
         if (e > hi[k]) hi[k] = e;
     }
     for (size_t i = 0; i < ev->n; i++)
-        if ((ev->flags[i] & TELLER_F_GPU) && ev->step[i] != TELLER_NONE && start[i] + dur[i] > hi[ev->step[i]])
+        if ((ev->flags[i] & TELLER_F_GPU) && ev->step[i] != TELLER_NONE && (!keep || keep[i]) &&
+            start[i] + dur[i] > hi[ev->step[i]])
             hi[ev->step[i]] = start[i] + dur[i];
 }
 
@@ -551,7 +589,7 @@ typedef struct tstep {
     int          abnormal;
 } tstep;
 
-static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, const int64_t *olo,
+static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, uint32_t nsteps, const int64_t *olo,
                                  const int64_t *ohi, const int64_t *nlo, const int64_t *nhi, const int64_t *dur,
                                  teller_error *err)
 {
@@ -577,7 +615,7 @@ static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts
     for (size_t n = 0; n < teller_store_num_nodes(st); n++)
         fprintf(f, "%s%lld", n ? ", " : "", (long long)nd[n].offset_ns);
     fprintf(f, "],\n \"steps\": [");
-    for (uint32_t k = 0; k < P->nsteps; k++) {
+    for (uint32_t k = 0; k < nsteps; k++) {
         const tstep *t = &ts[k];
         int64_t nd_ = nhi[k] - nlo[k], od = ohi[k] - olo[k];
         fprintf(f, "%s\n  {\"step\": %u, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
@@ -738,6 +776,82 @@ static void preemption_line(const pctx *P, const char *log_path, uint32_t k, int
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, bracket ? "[" : "", 100 + k, 1 + k / 3);
 }
 
+static int logline_cmp(const void *a, const void *b)
+{
+    const logline *x = a, *y = b;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* What a hang leaves in the traces: the hung rank's events that had ended
+ * before the launch it never made, and every rank's events up to the end
+ * of the hung step (old end_k); what never ended is left out. */
+static void hang_keep(const pctx *P, int64_t end_k, uint8_t *keep)
+{
+    const teller_events *ev = P->ev;
+    uint32_t h = P->hang_kernel, L = ev->parent[h];
+    int32_t hr = rank_of(P, h);
+    int64_t H = L != TELLER_NONE && !(ev->flags[L] & TELLER_F_GPU) ? ev->start_ns[L] : ev->start_ns[h];
+    for (size_t i = 0; i < ev->n; i++) {
+        int64_t s = ev->start_ns[i], e = s + ev->dur_ns[i];
+        int gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
+        uint32_t k = ev->step[i];
+        int drop = (k != TELLER_NONE && k > P->hang_step) || s > end_k || (!gpu && e > end_k && k != P->hang_step);
+        if (rank_of(P, (uint32_t)i) == hr)
+            drop |= s >= H || (!gpu && e > H);
+        keep[i] = (uint8_t)!drop;
+    }
+}
+
+/* PyTorch's ProcessGroupNCCL watchdog lines (glog style) for the member m
+ * of the hung collective: the timeout (w 0), then the exception (w 1). */
+static void watchdog_line(const pctx *P, uint32_t m, int w, int64_t t, char *out, size_t cap)
+{
+    const teller_comm *cm = teller_store_event_comm(P->st, m);
+    uint32_t c = P->coll[m];
+    const teller_collective *co = &teller_store_collectives(P->st)[c];
+    const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+    int32_t rank = rank_of(P, m), local = 0;
+    for (uint32_t j = 0; j < co->num_members; j++)
+        local += mem[j].rank < rank;
+    long long seq = cm && cm->seq >= 0 ? cm->seq : (long long)co->seq + 1;
+    char op[64] = "ALLREDUCE";
+    const char *nm = name_of(P, m);
+    if (cm && cm->collective) {
+        snprintf(op, sizeof op, "%s", teller_store_str(P->st, cm->collective));
+        for (char *q = op; *q; q++)
+            *q = (char)(*q >= 'a' && *q <= 'z' ? *q - 32 : *q);
+    } else if (strstr(nm, "AllGather")) {
+        snprintf(op, sizeof op, "_ALLGATHER_BASE");
+    } else if (strstr(nm, "ReduceScatter")) {
+        snprintf(op, sizeof op, "_REDUCE_SCATTER_BASE");
+    } else if (strstr(nm, "Broadcast")) {
+        snprintf(op, sizeof op, "BROADCAST");
+    } else if (strstr(nm, "SendRecv")) {
+        snprintf(op, sizeof op, "SEND");
+    }
+    time_t sec = (time_t)(t / 1000000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    const char *pg = cm && cm->pg_name ? teller_store_str(P->st, cm->pg_name) : "0";
+    int n = snprintf(out, cap, "[rank%d]:[E%02d%02d %02d:%02d:%02d.%09lld ProcessGroupNCCL.cpp:632] [PG ID %s PG GUID %s Rank %d] ",
+                     rank, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(t % 1000000000), pg,
+                     pg, local);
+    if (n < 0 || (size_t)n >= cap)
+        return;
+    if (w == 0)
+        snprintf(out + n, cap - (size_t)n,
+                 "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%lld, OpType=%s, NumelIn=%lld, "
+                 "NumelOut=%lld, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.",
+                 seq, op, cm && cm->in_nelems >= 0 ? (long long)cm->in_nelems : 0LL,
+                 cm && cm->out_nelems >= 0 ? (long long)cm->out_nelems : 0LL);
+    else
+        snprintf(out + n, cap - (size_t)n,
+                 "Exception (either an error or timeout) detected by watchdog at work: %lld, last enqueued NCCL work: "
+                 "%lld, last completed NCCL work: %lld.",
+                 seq, seq, seq - 1);
+}
+
 teller_perturb_opts teller_perturb_defaults(void)
 {
     teller_perturb_opts o = {0};
@@ -794,6 +908,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     rng_seed(&P.r, o->seed);
     P.nsteps = teller_store_step_count(st);
     P.engine = engine_of(st);
+    P.hang_step = P.hang_kernel = TELLER_NONE;
     int32_t lead_rank = INT32_MAX, lead_node = 0;
     for (size_t s = 0; s < teller_store_num_sources(st); s++)
         if (teller_store_source_c(st, (uint32_t)s)->rank < lead_rank) {
@@ -811,6 +926,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
     logline *lines = NULL;
     size_t nlines = 0, lcap = 0;
+    uint8_t *keep = NULL;
     int64_t *win = malloc(4 * (P.nsteps ? P.nsteps : 1) * sizeof *win);
     tstep *ts = calloc(P.nsteps ? P.nsteps : 1, sizeof *ts);
     for (uint32_t k = 0; ts && k < P.nsteps; k++)
@@ -854,8 +970,8 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
             if ((allowed & (1u << f)) && k_kinds[f].fn && k_kinds[f].fn(&P, k, 0, NULL) > 0)
                 can |= 1u << f;
         ever |= can;
-        if (!(uni(&P.r) < o->rate) || !can)
-            continue;
+        if (P.hang_step != TELLER_NONE || !(uni(&P.r) < o->rate) || !can)
+            continue; /* after a hang the run has ended */
         int cnt = __builtin_popcount(can), pick = uni_int(&P.r, cnt), f = 1;
         for (;; f++)
             if ((can & (1u << f)) && pick-- == 0)
@@ -879,8 +995,13 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
 
     if ((rc = rt_apply(st, P.ed, P.ned, start, dur, err)) != TELLER_OK)
         goto done;
-    windows(st, ev->start_ns, ev->dur_ns, win, win + P.nsteps, P.nsteps);
-    windows(st, start, dur, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
+    windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps);
+    if (P.hang_step != TELLER_NONE) {
+        if (!(keep = malloc(n ? n : 1)))
+            goto oom;
+        hang_keep(&P, win[P.nsteps + P.hang_step], keep);
+    }
+    windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
     /* abnormal: a fault whose cost is material (fault.h), or a step without
      * one that inherited a material delay from the last faulty step before
      * it (its GPU work queued behind the late work, or its host waited) */
@@ -904,7 +1025,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         rc = teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the directory");
         goto done;
     }
-    if ((rc = teller_kineto_write(st, start, dur, dir, err)) != TELLER_OK)
+    if ((rc = teller_kineto_write(st, start, dur, keep, dir, err)) != TELLER_OK)
         goto done;
     for (uint32_t k = 0; k < P.nsteps; k++) {
         if (ts[k].f != TELLER_FAULT_PREEMPTION || ts[k].carried >= 0)
@@ -917,9 +1038,37 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         L->t = start[ts[k].rt.ev] + node_offset_of(st, lead_node);
         preemption_line(&P, sched_log, k, L->t, L->text, sizeof L->text);
     }
+    if (P.hang_step != TELLER_NONE) {
+        const teller_collective *co = &teller_store_collectives(st)[P.coll[P.hang_kernel]];
+        const teller_coll_member *mem = teller_store_coll_members(st) + co->first_member;
+        for (uint32_t j = 0; j < co->num_members; j++) {
+            uint32_t m = mem[j].kernel;
+            if (m == P.hang_kernel)
+                continue;
+            int32_t node = node_of(&P, m);
+            int has = 0;
+            for (size_t i = 0; i < o->nlogs; i++)
+                has |= log_node(o, i) == node;
+            if (!has) {
+                note(res, "nccl_hang: no log for node %d was given, so its watchdog lines are not written", node);
+                continue;
+            }
+            for (int w = 0; w < 2; w++) {
+                if (TELLER_GROW(lines, lcap, nlines + 1))
+                    goto oom;
+                logline *L = &lines[nlines++];
+                memset(L, 0, sizeof *L);
+                L->node = node;
+                L->t = start[m] + HANG_NS + 47000000 + w * 1000000 + node_offset_of(st, node);
+                watchdog_line(&P, m, w, L->t, L->text, sizeof L->text);
+            }
+        }
+    }
+    teller_sort(lines, nlines, sizeof *lines, logline_cmp);
     if ((rc = copy_logs(o, dir, lines, nlines, err)) != TELLER_OK)
         goto done;
-    rc = write_truth(&P, dir, ts, win, win + P.nsteps, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
+    rc = write_truth(&P, dir, ts, P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps, win, win + P.nsteps,
+                     win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
     goto done;
 oom:
     rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
@@ -934,5 +1083,6 @@ done:
     free(P.cand);
     free(P.coll);
     free(lines);
+    free(keep);
     return rc;
 }
