@@ -231,7 +231,7 @@ static void spans(const teller_store *st, int64_t *dur, uint32_t n)
         if (s->end_ns > hi[s->step]) hi[s->step] = s->end_ns;
     }
     for (uint32_t k = 0; k < n && k < 256; k++)
-        dur[k] = hi[k] - lo[k];
+        dur[k] = lo[k] <= hi[k] ? hi[k] - lo[k] : 0; /* 0: no such step */
 }
 
 /* Perturbs st with o into a fresh directory, reads the case back through

@@ -1002,10 +1002,12 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         hang_keep(&P, win[P.nsteps + P.hang_step], keep);
     }
     windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
+    /* the steps in the case: all, or those up to a hang */
+    uint32_t nout = P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps;
     /* abnormal: a fault whose cost is material (fault.h), or a step without
      * one that inherited a material delay from the last faulty step before
      * it (its GPU work queued behind the late work, or its host waited) */
-    for (uint32_t k = 0, last = TELLER_NONE; k < P.nsteps; k++) {
+    for (uint32_t k = 0, last = TELLER_NONE; k < nout; k++) {
         int64_t od = win[P.nsteps + k] - win[k], nd = win[3 * P.nsteps + k] - win[2 * P.nsteps + k];
         if (ts[k].f != TELLER_FAULT_NONE) {
             ts[k].abnormal = teller_fault_material(ts[k].f, nd - od, od);
@@ -1067,8 +1069,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     teller_sort(lines, nlines, sizeof *lines, logline_cmp);
     if ((rc = copy_logs(o, dir, lines, nlines, err)) != TELLER_OK)
         goto done;
-    rc = write_truth(&P, dir, ts, P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps, win, win + P.nsteps,
-                     win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
+    rc = write_truth(&P, dir, ts, nout, win, win + P.nsteps, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
     goto done;
 oom:
     rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
