@@ -80,19 +80,21 @@ score "$SIMC" "$OUT/pred_sim_r${RATE}" "$M/simulated.json"
 python3 - "$M" <<'EOF'
 import json, os, sys
 m = sys.argv[1]
-def far(d):  # false alarms over the steps that were not abnormal
+def num(x):  # eval writes null for a figure with nothing to count
+    return x if x is not None else float("nan")
+def far(d):  # false alarms over the steps that were not abnormal, from accuracy and recall
     neg = d["steps"] - d["abnormal_steps"]
-    tp = d["step"]["recall"] * d["abnormal_steps"]
-    p = d["step"]["precision"]
-    fp = tp / p - tp if p > 0 else 0.0
-    return fp / neg if neg > 0 else float("nan")
+    tp = (d["step"]["recall"] or 0.0) * d["abnormal_steps"]
+    tn = d["step"]["accuracy"] * d["steps"] - tp
+    return max(0.0, (neg - tn) / neg) if neg > 0 else float("nan")
 print("| set | steps | abnormal | fault | abnormal steps | step recall | operator AC@3 | false-alarm rate |")
 print("|---|---|---|---|---|---|---|---|")
 names = sorted(f[:-5] for f in os.listdir(m) if f.endswith(".json") and f != "simulated.json") + ["simulated"]
 for n in names:
     d = json.load(open(os.path.join(m, n + ".json")))
-    print(f"| {n} | {d['steps']} | {d['abnormal_steps']} | all | {d['abnormal_steps']} | {d['step']['recall']:.3f} | "
-          f"{d['operator']['ac3']:.3f} | {far(d):.3f} |")
+    print(f"| {n} | {d['steps']} | {d['abnormal_steps']} | all | {d['abnormal_steps']} | {num(d['step']['recall']):.3f} | "
+          f"{num(d['operator']['ac3']):.3f} | {far(d):.3f} |")
     for f, x in sorted(d.get("by_fault", {}).items()):
-        print(f"| {n} | | | {f} | {x['abnormal_steps']} | {x['step']['recall']:.3f} | {x['operator']['ac3']:.3f} | |")
+        print(f"| {n} | | | {f} | {x['abnormal_steps']} | {num(x['step']['recall']):.3f} | "
+              f"{num(x['operator']['ac3']):.3f} | |")
 EOF
