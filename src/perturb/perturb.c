@@ -43,6 +43,7 @@ typedef struct pctx {
     size_t                     ned, edcap;
     uint32_t                  *cand; /* scratch */
     size_t                     ccap;
+    int                        oom;  /* an allocation failed while gathering candidates */
     uint32_t                  *coll;  /* per event: its collective instance, or TELLER_NONE */
     const char                *engine;   /* "vllm", "sglang", "pytorch", "unknown" */
     uint32_t                   hang_step;   /* the step of an nccl_hang (the run ends there), or TELLER_NONE */
@@ -159,8 +160,10 @@ static size_t gather(pctx *P, uint32_t k, int (*q)(const pctx *, uint32_t), int 
     for (uint32_t j = P->sfirst[k]; j < P->sfirst[k + 1]; j++) {
         uint32_t i = P->sev[j];
         if ((r < 0 || rank_of(P, i) == r) && q(P, i)) {
-            if (TELLER_GROW(P->cand, P->ccap, n + 1))
+            if (TELLER_GROW(P->cand, P->ccap, n + 1)) {
+                P->oom = 1; /* teller_perturb fails with out of memory */
                 return 0;
+            }
             P->cand[n++] = i;
         }
     }
@@ -211,6 +214,8 @@ static int inj_kernel_regression(pctx *P, uint32_t k, int apply, root *rt)
         return gather(P, k, q_kernel, -1) > 0;
     int r;
     size_t n = gather_rank(P, k, q_kernel, &r);
+    if (!n)
+        return 0; /* out of memory (P->oom) */
     /* the kernel under a random point of the rank's kernel time: big kernels regress visibly */
     int64_t total = 0;
     for (size_t j = 0; j < n; j++)
@@ -244,6 +249,8 @@ static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
         return gather(P, k, q_kernel, -1) > 0;
     int r;
     size_t n = gather_rank(P, k, q_kernel, &r);
+    if (!n)
+        return 0; /* out of memory (P->oom) */
     double f = scaled(P, uni_in(&P->r, 1.35, 2.0));
     for (size_t j = 0; j < n; j++)
         if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
@@ -271,6 +278,8 @@ static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(c
         return gather(P, k, q, -1) > 0;
     int r;
     size_t n = gather_rank(P, k, q, &r);
+    if (!n)
+        return 0; /* out of memory (P->oom) */
     double base = uni_in(&P->r, lo_ns, hi_ns) * P->o->severity;
     int64_t *extra = malloc(n * sizeof *extra);
     if (!extra)
@@ -303,6 +312,8 @@ static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
         return gather(P, k, q_sync, -1) > 0;
     int r;
     size_t n = gather_rank(P, k, q_sync, &r);
+    if (!n)
+        return 0; /* out of memory (P->oom) */
     uint32_t e = P->cand[uni_int(&P->r, (int)n)];
     if (edit(P, e, RT_STRETCH, (int64_t)(uni_in(&P->r, 4e6, 30e6) * P->o->severity)))
         return -1;
@@ -315,6 +326,8 @@ static int inj_cpu_contention(pctx *P, uint32_t k, int apply, root *rt)
         return gather(P, k, q_host_op, -1) > 0;
     int r;
     size_t n = gather_rank(P, k, q_host_op, &r);
+    if (!n)
+        return 0; /* out of memory (P->oom) */
     int gaps = 1 + uni_int(&P->r, 5);
     int64_t best_gap = -1;
     uint32_t best = P->cand[0];
@@ -337,6 +350,8 @@ static int inj_pcie(pctx *P, uint32_t k, int apply, root *rt)
         return gather(P, k, q_copy, -1) > 0;
     int r;
     size_t n = gather_rank(P, k, q_copy, &r);
+    if (!n)
+        return 0; /* out of memory (P->oom) */
     double f = scaled(P, uni_in(&P->r, 9, 31));
     uint32_t best = TELLER_NONE;
     for (size_t j = 0; j < n; j++) {
@@ -984,6 +999,8 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
             res->injected++;
         }
     }
+    if (P.oom)
+        goto oom;
     for (int f = 1; f < TELLER_FAULT_COUNT; f++)
         if ((allowed & (1u << f)) && k_kinds[f].fn && !(ever & (1u << f)))
             note(res, "%s skipped: %s", teller_fault_name((teller_fault)f), k_kinds[f].needs);
