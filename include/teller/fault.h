@@ -39,6 +39,15 @@ typedef struct teller_fault_def {
     int         by_node;
     int         logged;  /* the engine or PyTorch writes log lines for it (a fact an operator sees
                           * whatever it cost the step) */
+    /* How big it is, drawn uniformly and scaled by the severity S, for the
+     * simulator and teller perturb alike: the affected work runs
+     * 1 + [slow_lo, slow_hi] * S times as long, and/or [add_lo_ns, add_hi_ns]
+     * * S ns are added (per call, per transfer or per gap, as the kind
+     * says). Zero where the kind has no such size of its own (a hang's is
+     * the watchdog's; oom, kv_swap and preemption are sized in blocks and
+     * tokens by the simulator). */
+    double      slow_lo, slow_hi;
+    double      add_lo_ns, add_hi_ns;
 } teller_fault_def;
 
 /* The definition of f; NONE's for a value out of range. Static storage. */

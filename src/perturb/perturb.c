@@ -55,7 +55,19 @@ static int rank_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->
 static int node_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->node; }
 static const char *name_of(const pctx *P, uint32_t i) { return teller_store_str(P->st, P->ev->name[i]); }
 
-static double scaled(const pctx *P, double factor) { return 1.0 + (factor - 1.0) * P->o->severity; }
+/* The kind's size from the fault table (fault.h), drawn and scaled by the
+ * severity as the simulator draws it: a slowdown factor, or added ns. */
+static double draw_factor(pctx *P, teller_fault f)
+{
+    const teller_fault_def *d = teller_fault_def_of(f);
+    return 1.0 + uni_in(&P->r, d->slow_lo, d->slow_hi) * P->o->severity;
+}
+
+static double draw_ns(pctx *P, teller_fault f)
+{
+    const teller_fault_def *d = teller_fault_def_of(f);
+    return uni_in(&P->r, d->add_lo_ns, d->add_hi_ns) * P->o->severity;
+}
 
 static int edit(pctx *P, uint32_t e, uint8_t kind, int64_t d)
 {
@@ -229,7 +241,7 @@ static int inj_kernel_regression(pctx *P, uint32_t k, int apply, root *rt)
             break;
         }
     }
-    double f = scaled(P, uni_in(&P->r, 4, 10));
+    double f = draw_factor(P, TELLER_FAULT_KERNEL_REGRESSION);
     uint32_t name = P->ev->name[pick], best = pick;
     for (size_t j = 0; j < n; j++) {
         uint32_t e = P->cand[j];
@@ -251,7 +263,7 @@ static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather_rank(P, k, q_kernel, &r);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    double f = scaled(P, uni_in(&P->r, 1.35, 2.0));
+    double f = draw_factor(P, TELLER_FAULT_GPU_THROTTLE);
     for (size_t j = 0; j < n; j++)
         if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
             return -1;
@@ -271,8 +283,8 @@ static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
     return set_root(P, rt, best);
 }
 
-static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(const pctx *, uint32_t), double lo_ns,
-                            double hi_ns, double jitter)
+static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(const pctx *, uint32_t),
+                            teller_fault kind, double jitter)
 {
     if (!apply)
         return gather(P, k, q, -1) > 0;
@@ -280,7 +292,7 @@ static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(c
     size_t n = gather_rank(P, k, q, &r);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    double base = uni_in(&P->r, lo_ns, hi_ns) * P->o->severity;
+    double base = draw_ns(P, kind);
     int64_t *extra = malloc(n * sizeof *extra);
     if (!extra)
         return -1;
@@ -298,12 +310,12 @@ static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(c
 
 static int inj_launch_latency(pctx *P, uint32_t k, int apply, root *rt)
 {
-    return inj_stretch_each(P, k, apply, rt, q_launch, 25000, 90000, 0.3);
+    return inj_stretch_each(P, k, apply, rt, q_launch, TELLER_FAULT_LAUNCH_LATENCY, 0.3);
 }
 
 static int inj_malloc_storm(pctx *P, uint32_t k, int apply, root *rt)
 {
-    return inj_stretch_each(P, k, apply, rt, q_malloc, 150000, 900000, 0.4);
+    return inj_stretch_each(P, k, apply, rt, q_malloc, TELLER_FAULT_MALLOC_STORM, 0.4);
 }
 
 static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
@@ -315,7 +327,7 @@ static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
     if (!n)
         return 0; /* out of memory (P->oom) */
     uint32_t e = P->cand[uni_int(&P->r, (int)n)];
-    if (edit(P, e, RT_STRETCH, (int64_t)(uni_in(&P->r, 4e6, 30e6) * P->o->severity)))
+    if (edit(P, e, RT_STRETCH, (int64_t)draw_ns(P, TELLER_FAULT_SYNC_STALL)))
         return -1;
     return set_root(P, rt, e);
 }
@@ -329,11 +341,12 @@ static int inj_cpu_contention(pctx *P, uint32_t k, int apply, root *rt)
     if (!n)
         return 0; /* out of memory (P->oom) */
     int gaps = 1 + uni_int(&P->r, 5);
+    double size = draw_ns(P, TELLER_FAULT_CPU_CONTENTION);
     int64_t best_gap = -1;
     uint32_t best = P->cand[0];
     for (int g = 0; g < gaps; g++) {
         uint32_t e = P->cand[uni_int(&P->r, (int)n)];
-        int64_t d = (int64_t)(uni_in(&P->r, 0.2e6, 3e6) * P->o->severity);
+        int64_t d = (int64_t)(uni_in(&P->r, 0.3, 1.0) * size); /* each gap a share, as the simulator's */
         if (edit(P, e, RT_GAP, d))
             return -1;
         if (d > best_gap) {
@@ -352,7 +365,7 @@ static int inj_pcie(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather_rank(P, k, q_copy, &r);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    double f = scaled(P, uni_in(&P->r, 9, 31));
+    double f = draw_factor(P, TELLER_FAULT_PCIE_DEGRADATION);
     uint32_t best = TELLER_NONE;
     for (size_t j = 0; j < n; j++) {
         uint32_t e = P->cand[j];
@@ -385,8 +398,8 @@ static int inj_slow_link(pctx *P, uint32_t k, int apply, root *rt)
     if (!apply || !n)
         return n > 0;
     int node = node_of(P, P->cand[uni_int(&P->r, (int)n)]);
-    double f = scaled(P, uni_in(&P->r, 4, 10));
-    int64_t extra = (int64_t)(uni_in(&P->r, 0.3e6, 2e6) * P->o->severity);
+    double f = draw_factor(P, TELLER_FAULT_SLOW_LINK);
+    int64_t extra = (int64_t)draw_ns(P, TELLER_FAULT_SLOW_LINK);
     uint32_t first = TELLER_NONE;
     for (size_t j = 0; j < n; j++) {
         uint32_t e = P->cand[j], c = coll_of(P, e);
@@ -427,7 +440,7 @@ static int inj_pp_send_delay(pctx *P, uint32_t k, int apply, root *rt)
     for (uint32_t q = 1; q < co->num_members; q++)
         if (rank_of(P, mem[q].kernel) < rank_of(P, sender))
             sender = mem[q].kernel;
-    if (edit(P, sender, RT_STRETCH, (int64_t)(uni_in(&P->r, 2e6, 12e6) * P->o->severity)))
+    if (edit(P, sender, RT_STRETCH, (int64_t)draw_ns(P, TELLER_FAULT_PP_SEND_DELAY)))
         return -1;
     return set_root(P, rt, sender);
 }
@@ -487,7 +500,8 @@ static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather(P, k, q_kernel, -1);
     if (!apply || !n)
         return n > 0;
-    double f = scaled(P, uni_in(&P->r, 1.3, 2.0));
+    /* the simulator recomputes tokens; here 1.3-2x more time through the same kernels */
+    double f = 1.0 + uni_in(&P->r, 0.3, 1.0) * P->o->severity;
     for (size_t j = 0; j < n; j++)
         if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
             return -1;

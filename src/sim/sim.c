@@ -987,6 +987,7 @@ static int fault_applicable(const sim *S, teller_fault f)
 static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
 {
     double sev = S->o.severity;
+    const teller_fault_def *d = teller_fault_def_of(kind); /* its size (fault.h) */
     memset(F, 0, sizeof *F);
     F->kind = kind;
     F->rank = uni_int(&S->r, S->world);
@@ -995,8 +996,8 @@ static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
     case TELLER_FAULT_SLOW_LINK:
         F->node = 1 + uni_int(&S->r, S->o.nodes - 1);
         F->rank = F->node * S->o.gpus_per_node;
-        F->factor = 1.0 + uni_in(&S->r, 3.0, 9.0) * sev;
-        F->extra = (int64_t)(uni_in(&S->r, 0.3e6, 2e6) * sev); /* retransmit timeouts per transfer */
+        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
+        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev); /* retransmit timeouts per transfer */
         break;
     case TELLER_FAULT_NCCL_HANG:
         F->coll = uni_int(&S->r, nops_colls > 0 ? nops_colls : 1);
@@ -1004,29 +1005,25 @@ static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
     case TELLER_FAULT_PP_SEND_DELAY:
         F->rank = uni_int(&S->r, S->world - S->o.tp);
         F->node = rank_node(S, F->rank);
-        F->extra = (int64_t)(uni_in(&S->r, 2e6, 12e6) * sev);
+        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev);
         break;
     case TELLER_FAULT_GPU_THROTTLE:
-        F->factor = 1.0 + uni_in(&S->r, 0.35, 1.0) * sev;
+        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
         F->kernel = S->m->experts ? K_MOE_BMM1 : K_GEMM_UP; /* the kernel that loses the most time */
         break;
     case TELLER_FAULT_KERNEL_REGRESSION: {
         static const char *const ks[] = {K_GEMM_QKV, K_GEMM_O, K_FMHA, K_ROTARY, K_ADDNORM, K_CACHE};
         F->kernel = ks[uni_int(&S->r, 6)];
-        F->factor = 1.0 + uni_in(&S->r, 3.0, 9.0) * sev;
+        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
         break;
     }
     case TELLER_FAULT_LAUNCH_LATENCY:
-        F->extra = (int64_t)(uni_in(&S->r, 25e3, 90e3) * sev);
-        break;
     case TELLER_FAULT_SYNC_STALL:
-        F->extra = (int64_t)(uni_in(&S->r, 4e6, 30e6) * sev);
-        break;
     case TELLER_FAULT_MALLOC_STORM:
-        F->extra = (int64_t)(uni_in(&S->r, 150e3, 900e3) * sev);
+        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev);
         break;
     case TELLER_FAULT_PCIE_DEGRADATION:
-        F->factor = 1.0 + uni_in(&S->r, 8.0, 30.0) * sev;
+        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
         break;
     case TELLER_FAULT_KV_SWAP:
         F->rank = 0;
@@ -1039,7 +1036,7 @@ static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
         F->extra = (int64_t)uni_in(&S->r, 1e6, 4e6);
         break;
     case TELLER_FAULT_CPU_CONTENTION:
-        F->extra = (int64_t)(uni_in(&S->r, 0.6e6, 3e6) * sev);
+        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev);
         break;
     case TELLER_FAULT_PREEMPTION:
         F->rank = 0;
