@@ -397,7 +397,23 @@ static int inj_slow_link(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather(P, k, q_cross_coll, -1);
     if (!apply || !n)
         return n > 0;
-    int node = node_of(P, P->cand[uni_int(&P->r, (int)n)]);
+    /* a link between two nodes slows both ends alike: the degraded node is
+     * drawn among the crossing kernels' nodes other than the first, as the
+     * simulator draws it (node 1.. of the run), so both name it the same way */
+    int lowest = INT32_MAX, node;
+    for (size_t j = 0; j < n; j++)
+        if (node_of(P, P->cand[j]) < lowest)
+            lowest = node_of(P, P->cand[j]);
+    size_t others = 0;
+    for (size_t j = 0; j < n; j++)
+        others += node_of(P, P->cand[j]) != lowest;
+    size_t pick = (size_t)uni_int(&P->r, (int)others);
+    node = lowest;
+    for (size_t j = 0; j < n; j++)
+        if (node_of(P, P->cand[j]) != lowest && pick-- == 0) {
+            node = node_of(P, P->cand[j]);
+            break;
+        }
     double f = draw_factor(P, TELLER_FAULT_SLOW_LINK);
     int64_t extra = (int64_t)draw_ns(P, TELLER_FAULT_SLOW_LINK);
     uint32_t first = TELLER_NONE;
