@@ -268,7 +268,34 @@ static void test_flow_string_ids(void)
     teller_store_free(st);
 }
 
+/* A 19-digit baseTimeNanoseconds (any epoch time in ns) is exact, as a
+ * number or a string; one past int64 is an error, not a wrapped time. */
+static void test_base_time_19_digits_exact(void)
+{
+    const char *bases[] = {"1735689600123456789", "\"1735689600123456789\""};
+    for (int i = 0; i < 2; i++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, "
+                 "\"tid\": 1, \"ts\": 1.001, \"dur\": 1}], \"baseTimeNanoseconds\": %s}",
+                 bases[i]);
+        teller_status s;
+        teller_error err;
+        teller_store *st = load_mem(doc, &s, &err);
+        CHECK_EQ_INT(s, TELLER_OK);
+        const teller_events *ev = teller_store_events(st);
+        CHECK(ev->n == 1 && ev->start_ns[0] == 1735689600123456789LL + 1001);
+        teller_store_free(st);
+    }
+    teller_status s;
+    teller_error err;
+    teller_store *st = load_mem("{\"traceEvents\": [], \"baseTimeNanoseconds\": 9223372036854775808}", &s, &err);
+    CHECK_EQ_INT(s, TELLER_ERR_FORMAT);
+    teller_store_free(st);
+}
+
 const test_case kineto_tests[] = {
+    {"kineto: a 19-digit baseTimeNanoseconds is exact; past int64 is an error", test_base_time_19_digits_exact},
     {"kineto: kernel links to its launch by correlation id, op and step by time", test_small_trace_links_and_step},
     {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
     {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},

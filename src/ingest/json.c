@@ -180,7 +180,7 @@ typedef struct num_parts {
     uint32_t frac4;
     int      neg;
     int      has_exp;
-    int      big; /* integer part overflowed 18 digits */
+    int      big; /* integer part did not fit 64 bits unsigned */
     const char *s, *e;
 } num_parts;
 
@@ -200,13 +200,13 @@ static int parse_num(json_cur *c, num_parts *n)
         return JSON_MORE;
     if (*p < '0' || *p > '9')
         return fail(c, c->p, "expected a number");
-    int digits = 0;
+    /* exact while the integer part fits 64 bits unsigned (19 digits and
+     * more: an epoch time in ns is 19 digits) */
     while (p < end && *p >= '0' && *p <= '9') {
-        if (digits < 18)
+        if (!n->big && n->ip <= (UINT64_MAX - 9) / 10)
             n->ip = n->ip * 10 + (uint64_t)(*p - '0');
         else
             n->big = 1;
-        digits++;
         p++;
     }
     if (p < end && *p == '.') {
@@ -264,7 +264,9 @@ int json_int(json_cur *c, int64_t *out)
         *out = (int64_t)d;
         return JSON_OK;
     }
-    *out = n.neg ? -(int64_t)n.ip : (int64_t)n.ip;
+    if (n.ip > (uint64_t)INT64_MAX + (uint64_t)n.neg)
+        return fail(c, n.s, "number out of range");
+    *out = n.neg ? (int64_t)(0 - n.ip) : (int64_t)n.ip;
     return JSON_OK;
 }
 

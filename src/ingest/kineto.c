@@ -275,7 +275,7 @@ static int num_field(json_cur *c, int64_t *out, int *bad)
             return r;
         int64_t v = 0;
         size_t i = 0;
-        for (; i < s.len && i < 18 && s.s[i] >= '0' && s.s[i] <= '9'; i++)
+        for (; i < s.len && s.s[i] >= '0' && s.s[i] <= '9' && v <= (INT64_MAX - 9) / 10; i++)
             v = v * 10 + (s.s[i] - '0');
         if (i == s.len && s.len > 0)
             *out = v;
