@@ -212,6 +212,16 @@ const teller_comm *teller_store_event_comm(const teller_store *st, uint32_t e);
 int32_t teller_store_event_rank(const teller_store *st, uint32_t e);
 int32_t teller_store_event_node(const teller_store *st, uint32_t e);
 
+/* Appends everything src holds (strings, sources, events, args, comm
+ * records, warnings) to dst, as if the files read into src had been read
+ * into dst after dst's own: string ids are interned into dst in src's id
+ * order, so the result is the same store, id for id, as reading every file
+ * into dst one after the other. Both stores must be fresh from the readers
+ * (no teller_tree_build yet). src is not changed. TELLER_ERR_LIMIT when the
+ * sources would not fit (65535), TELLER_ERR_NOMEM; dst may then hold part
+ * of src and should be freed. */
+teller_status teller_store_append(teller_store *dst, const teller_store *src, teller_error *err);
+
 /* Derived tables, filled by teller_tree_build. */
 size_t teller_store_num_steps(const teller_store *st);        /* rows: step x rank */
 const teller_step *teller_store_steps(const teller_store *st);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "teller/ingest.h"
+#include "teller/load.h"
 #include "teller/store.h"
 #include "teller/tree.h"
 
@@ -17,16 +18,23 @@ typedef struct cli_load_opts {
     teller_ingest_opts ingest;
     teller_tree_opts   tree;
     int                quiet; /* no warning summary on stderr */
+    int                jobs;  /* --jobs N: threads for loading; 0: every core */
+    int                force; /* --force: load inputs that cannot be one run anyway */
 } cli_load_opts;
+
+/* Defaults: everything kept, every core, no --force. */
+cli_load_opts cli_load_defaults(void);
 
 /* Tries to consume a common option at argv[*i] (advancing *i past its
  * value). Returns 1 if consumed, 0 if not a common option, -1 on error
  * (message printed). */
 int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i);
 
-/* Loads every path (a directory loads its *.json, *.json.gz, *.sqlite and
- * *.tlt files, also under a traces/ subdirectory), builds trees. Prints errors as
- * "teller: FILE:OFFSET: what". Returns the store or NULL. */
+/* Loads every path as one run (teller_load_expand, then teller_load: a
+ * directory loads its *.json, *.json.gz, *.sqlite and *.tlt files, also
+ * under a traces/ subdirectory; inputs that cannot be one run are refused
+ * unless --force), trees built. Prints errors as "teller: FILE:OFFSET:
+ * what" and the first warnings. Returns the store or NULL. */
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
 
 /* Prints a trace-provided string with control characters escaped, so that
@@ -57,6 +65,8 @@ int cmd_slice(int argc, char **argv);
     "  --step-pattern REGEX  step markers (POSIX extended regex on annotation names)\n" \
     "  --gpus-per-node N     node = rank / N (default: from the trace)\n"               \
     "  --skip-python         do not load python_function events\n"                      \
+    "  -j, --jobs N          threads for loading (default: every core)\n"              \
+    "  --force               load inputs that cannot be one run anyway\n"              \
     "  -q, --quiet           no warning summary\n"
 
 #endif

@@ -94,7 +94,7 @@ static int write_report(const char *path, int perfetto, const teller_store *st, 
 
 int cmd_diagnose(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts o = cli_load_defaults();
     const char *json = NULL, *html = NULL, *perfetto = NULL;
     char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t nlogs = 0;

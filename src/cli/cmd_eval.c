@@ -173,7 +173,8 @@ static int run_one(baseline_fn fn, const cli_load_opts *o, char *casedir, const 
 
 int cmd_baseline(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 1};
+    cli_load_opts o = cli_load_defaults();
+    o.quiet = 1;
     const char *out = NULL, *which = NULL;
     char *input = NULL;
     for (int i = 1; i < argc; i++) {

@@ -263,10 +263,7 @@ static int loghub(const char *dir, const teller_miner_opts *mo, int raw)
 
 int cmd_logs(int argc, char **argv)
 {
-    cli_load_opts lo;
-    memset(&lo, 0, sizeof lo);
-    lo.ingest = teller_ingest_defaults();
-    lo.tree = teller_tree_defaults();
+    cli_load_opts lo = cli_load_defaults();
     teller_miner_opts mo = {0, 0};
     run r;
     memset(&r, 0, sizeof r);

@@ -200,7 +200,7 @@ static void put_tree(const teller_store *st, const teller_request *q,
 
 int cmd_requests(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts o = cli_load_defaults();
     int json = 0, np = 0, nl = 0, lcap = 0, slowest = 0, in_logs = 0, use_diag = 1, rc = 1;
     const char *id = NULL;
     char **paths = calloc((size_t)argc + 1, sizeof *paths), **logs = NULL;

@@ -72,7 +72,7 @@ done:
 
 int cmd_slice(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts o = cli_load_defaults();
     long step = 0, rank = 0, max = -1;
     const char *op = NULL, *vocab_file = NULL;
     int json = 0, tokens = 0, np = 0;

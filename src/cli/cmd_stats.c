@@ -22,7 +22,7 @@ static int count_ranks(const teller_store *st)
 
 int cmd_stats(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts o = cli_load_defaults();
     int json = 0, np = 0;
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)

@@ -10,7 +10,7 @@
 
 int cmd_steps(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts o = cli_load_defaults();
     int json = 0, np = 0;
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)

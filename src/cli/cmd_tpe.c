@@ -372,7 +372,7 @@ int cmd_tpe(int argc, char **argv)
     }
     tpe_args a;
     memset(&a, 0, sizeof a);
-    a.load = (cli_load_opts){teller_ingest_defaults(), teller_tree_defaults(), 0};
+    a.load = cli_load_defaults();
     a.vocab = -1;
     a.step = a.rank = -1;
     teller_tpe_vocab_opts dv = teller_tpe_vocab_defaults();

@@ -27,7 +27,7 @@ static void print_node(const teller_store *st, uint32_t e, int depth, int max_de
 
 int cmd_tree(int argc, char **argv)
 {
-    cli_load_opts o = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts o = cli_load_defaults();
     long rank = -1, step = 0, max_depth = -1;
     int np = 0;
     char **paths = calloc((size_t)argc + 1, sizeof *paths);

@@ -350,3 +350,87 @@ const char *teller_layer_tag(teller_layer l)
         "KERNEL", "MEMCPY", "MEMSET", "SYNC", "OTHER"};
     return (unsigned)l < TELLER_LAYER_COUNT ? tags[l] : "OTHER";
 }
+
+teller_status teller_store_append(teller_store *dst, const teller_store *src, teller_error *err)
+{
+    if (dst->nsources + src->nsources > UINT16_MAX)
+        return teller_error_set(err, TELLER_ERR_LIMIT, "(trace)", 0, "more than %d sources in one run",
+                                UINT16_MAX);
+    if (dst->ev.n + src->ev.n >= TELLER_NONE || dst->nargs + src->nargs >= TELLER_NONE ||
+        dst->ncomms + src->ncomms >= TELLER_NONE)
+        return teller_error_set(err, TELLER_ERR_LIMIT, "(trace)", 0, "more than %u events in one run",
+                                TELLER_NONE - 1);
+    uint32_t *map = malloc(src->nstr * sizeof *map);
+    if (!map)
+        goto oom;
+    map[0] = 0;
+    for (size_t id = 1; id < src->nstr; id++)
+        if ((map[id] = teller_store_intern(dst, src->strs[id].ptr, src->strs[id].len)) == TELLER_NONE)
+            goto oom;
+    size_t s0 = dst->nsources, e0 = dst->ev.n, a0 = dst->nargs, c0 = dst->ncomms;
+    if (TELLER_GROW(dst->comms, dst->comms_cap, c0 + src->ncomms) ||
+        TELLER_GROW(dst->args, dst->args_cap, a0 + src->nargs) ||
+        TELLER_GROW(dst->sources, dst->sources_cap, s0 + src->nsources) ||
+        teller_store_reserve_events(dst, e0 + src->ev.n))
+        goto oom;
+    for (size_t i = 0; i < src->ncomms; i++) {
+        teller_comm c = src->comms[i];
+        c.collective = map[c.collective];
+        c.pg_name = map[c.pg_name];
+        c.pg_desc = map[c.pg_desc];
+        c.pg_ranks = map[c.pg_ranks];
+        c.dtype = map[c.dtype];
+        dst->comms[c0 + i] = c;
+    }
+    dst->ncomms += src->ncomms;
+    for (size_t i = 0; i < src->nargs; i++) {
+        teller_args a = src->args[i];
+        if (a.comm != TELLER_NONE)
+            a.comm += (uint32_t)c0;
+        a.request = map[a.request];
+        dst->args[a0 + i] = a;
+    }
+    dst->nargs += src->nargs;
+    for (size_t i = 0; i < src->nsources; i++) {
+        teller_source so = src->sources[i];
+        so.path = map[so.path];
+        so.host = map[so.host];
+        so.device_name = map[so.device_name];
+        so.first_event += (uint32_t)e0;
+        dst->sources[s0 + i] = so;
+    }
+    dst->nsources += src->nsources;
+    const teller_events *se = &src->ev;
+    teller_events *de = &dst->ev;
+    size_t n = se->n;
+    memcpy(de->start_ns + e0, se->start_ns, n * sizeof *se->start_ns);
+    memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
+    memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);
+    memcpy(de->flags + e0, se->flags, n * sizeof *se->flags);
+    memcpy(de->pid + e0, se->pid, n * sizeof *se->pid);
+    memcpy(de->tid + e0, se->tid, n * sizeof *se->tid);
+    memcpy(de->corr + e0, se->corr, n * sizeof *se->corr);
+    for (size_t i = 0; i < n; i++) {
+        de->name[e0 + i] = map[se->name[i]];
+        de->source[e0 + i] = (uint16_t)(se->source[i] + s0);
+        de->args[e0 + i] = se->args[i] == TELLER_NONE ? TELLER_NONE : se->args[i] + (uint32_t)a0;
+    }
+    memset(de->parent + e0, 0xff, n * sizeof *de->parent);
+    memset(de->first_child + e0, 0xff, n * sizeof *de->first_child);
+    memset(de->next_sibling + e0, 0xff, n * sizeof *de->next_sibling);
+    memset(de->depth + e0, 0, n * sizeof *de->depth);
+    memset(de->step + e0, 0xff, n * sizeof *de->step);
+    de->n = e0 + n;
+    dst->nwarn += src->nwarn;
+    for (size_t i = 0; i < src->nwarn_msgs && dst->nwarn_msgs < TELLER_MAX_WARNINGS; i++) {
+        char *m = strdup(src->warn_msgs[i]);
+        if (!m)
+            break; /* the count stays right; only the text is lost */
+        dst->warn_msgs[dst->nwarn_msgs++] = m;
+    }
+    free(map);
+    return TELLER_OK;
+oom:
+    free(map);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while merging traces");
+}

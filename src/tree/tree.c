@@ -17,6 +17,7 @@
 
 #include "teller/tree.h"
 #include "../store/store_internal.h"
+#include "../util/pool.h"
 #include "../util/vec.h"
 
 teller_tree_opts teller_tree_defaults(void)
@@ -45,17 +46,30 @@ int teller_name_is_comm(const char *name)
     return ci_contains(name, "nccl") || ci_contains(name, "rccl");
 }
 
-/* ---- pass 1: sort events by row, then time ---- */
+/* ---- pass 1: sort events by source, row, then time ---- */
 
+/* Rows are (source, gpu?, pid, tid). Everything from here to the launch
+ * links works on one source's events, [lo, hi) of the table once events
+ * are grouped by source, so sources are sorted, nested and linked in
+ * parallel (teller_tree_opts.jobs); a source's stages touch only its own
+ * range of every column, and the result does not depend on the job count. */
 typedef struct row_key {
     uint16_t source;
     uint8_t  gpu;
     int32_t  pid, tid;
 } row_key;
 
-/* Rows are (source, gpu?, pid, tid). Returns the number of rows and writes
- * each event's row id into rowid[]; fills *rows (caller frees). */
-static long assign_rows(const teller_events *ev, uint32_t *rowid, row_key **rows_out)
+static uint64_t row_hash(const row_key *k)
+{
+    uint64_t h = ((uint64_t)k->source * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)k->pid * 0xC2B2AE3D27D4EB4Full) ^
+                 ((uint64_t)(uint32_t)k->tid * 0x165667B19E3779F9ull) ^ k->gpu;
+    return h ^ (h >> 31);
+}
+
+/* Writes the row id of each event of [lo, hi) into rowid[lo..hi) and the
+ * rows into *rows_out (caller frees). Returns the number of rows, or -1
+ * (out of memory). */
+static long assign_rows(const teller_events *ev, size_t lo, size_t hi, uint32_t *rowid, row_key **rows_out)
 {
     size_t cap = 1024, nrows = 0, rcap = 0;
     row_key *rows = NULL;
@@ -63,12 +77,9 @@ static long assign_rows(const teller_events *ev, uint32_t *rowid, row_key **rows
     if (!tab)
         return -1;
     memset(tab, 0xff, cap * sizeof *tab);
-    for (size_t i = 0; i < ev->n; i++) {
+    for (size_t i = lo; i < hi; i++) {
         row_key k = {ev->source[i], (uint8_t)((ev->flags[i] & TELLER_F_GPU) != 0), ev->pid[i], ev->tid[i]};
-        uint64_t h = ((uint64_t)k.source * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)k.pid * 0xC2B2AE3D27D4EB4Full) ^
-                     ((uint64_t)(uint32_t)k.tid * 0x165667B19E3779F9ull) ^ k.gpu;
-        h ^= h >> 31;
-        size_t j = h & (cap - 1);
+        size_t j = row_hash(&k) & (cap - 1);
         for (;;) {
             uint32_t r = tab[j];
             if (r == TELLER_NONE) {
@@ -99,12 +110,7 @@ static long assign_rows(const teller_events *ev, uint32_t *rowid, row_key **rows
             }
             memset(nt, 0xff, ncap * sizeof *nt);
             for (size_t r = 0; r < nrows; r++) {
-                const row_key *q = &rows[r];
-                uint64_t hh = ((uint64_t)q->source * 0x9E3779B97F4A7C15ull) ^
-                              ((uint64_t)(uint32_t)q->pid * 0xC2B2AE3D27D4EB4Full) ^
-                              ((uint64_t)(uint32_t)q->tid * 0x165667B19E3779F9ull) ^ q->gpu;
-                hh ^= hh >> 31;
-                size_t jj = hh & (ncap - 1);
+                size_t jj = row_hash(&rows[r]) & (ncap - 1);
                 while (nt[jj] != TELLER_NONE)
                     jj = (jj + 1) & (ncap - 1);
                 nt[jj] = (uint32_t)r;
@@ -119,19 +125,20 @@ static long assign_rows(const teller_events *ev, uint32_t *rowid, row_key **rows
     return (long)nrows;
 }
 
-static int row_cmp(const row_key *a, const row_key *b)
+/* A row and its id, for ordering the rows of a source. */
+typedef struct row_ref {
+    row_key  k;
+    uint32_t r;
+} row_ref;
+
+static int row_ref_cmp(const void *pa, const void *pb)
 {
+    const row_key *a = &((const row_ref *)pa)->k, *b = &((const row_ref *)pb)->k;
     if (a->source != b->source) return a->source < b->source ? -1 : 1;
     if (a->gpu != b->gpu) return a->gpu < b->gpu ? -1 : 1;
     if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
     if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
     return 0;
-}
-
-static const row_key *g_rows; /* for qsort of row order only (a few hundred rows) */
-static int row_order_cmp(const void *a, const void *b)
-{
-    return row_cmp(&g_rows[*(const uint32_t *)a], &g_rows[*(const uint32_t *)b]);
 }
 
 /* Orders events with equal start: longer first, then outer layer first. */
@@ -193,11 +200,12 @@ static void sort_row(const teller_events *ev, uint32_t *perm, uint32_t *tmp, siz
     }
 }
 
-/* Applies perm (new position k holds old event perm[k]) to the input
- * columns in place, by cycles. perm is destroyed. */
-static void apply_perm(teller_events *ev, uint32_t *perm)
+/* Applies perm (new position k holds old event perm[k]; a permutation of
+ * [lo, hi)) to the input columns in place, by cycles. perm[lo..hi) is
+ * destroyed. */
+static void apply_perm(teller_events *ev, uint32_t *perm, size_t lo, size_t hi)
 {
-    for (size_t k = 0; k < ev->n; k++) {
+    for (size_t k = lo; k < hi; k++) {
         if (perm[k] == k || perm[k] == TELLER_NONE)
             continue;
         int64_t s = ev->start_ns[k], d = ev->dur_ns[k];
@@ -224,51 +232,75 @@ static void apply_perm(teller_events *ev, uint32_t *perm)
     }
 }
 
-/* Sorts the event table; returns 0 or -1 (out of memory). Row boundaries
- * come back in *row_start (nrows+1 entries, caller frees). */
-static int sort_events(teller_store *st, size_t **row_start_out, long *nrows_out)
+/* Groups the events by source (stable: a counting sort), unless they
+ * already are (one file per source appends them so); writes the range of
+ * source s into [range[s], range[s+1]). Returns 0 or -1 (out of memory). */
+static int group_by_source(teller_store *st, size_t *range)
 {
     teller_events *ev = &st->ev;
-    size_t n = ev->n;
+    size_t ns = st->nsources;
+    memset(range, 0, (ns + 1) * sizeof *range);
+    int grouped = 1;
+    for (size_t i = 0; i < ev->n; i++) {
+        range[ev->source[i] + 1]++;
+        grouped &= i == 0 || ev->source[i] >= ev->source[i - 1];
+    }
+    for (size_t s = 0; s < ns; s++)
+        range[s + 1] += range[s];
+    if (grouped)
+        return 0;
+    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
+    if (!fill)
+        return -1;
+    memcpy(fill, range, ns * sizeof *fill);
+    uint32_t *perm = ev->step; /* scratch until the steps are cut */
+    for (size_t i = 0; i < ev->n; i++)
+        perm[fill[ev->source[i]]++] = (uint32_t)i;
+    free(fill);
+    apply_perm(ev, perm, 0, ev->n);
+    return 0;
+}
+
+/* Sorts the events [lo, hi) of one source by row, then by time; the row
+ * boundaries come back in *row_start (nrows+1 absolute indices, caller
+ * frees). The sort borrows the parent, first_child and step columns of the
+ * range as scratch. Returns 0 or -1 (out of memory). */
+static int sort_source(teller_events *ev, size_t lo, size_t hi, size_t **row_start_out, long *nrows_out)
+{
     uint32_t *rowid = ev->parent, *perm = ev->step, *tmp = ev->first_child; /* scratch */
     row_key *rows = NULL;
-    long nrows = assign_rows(ev, rowid, &rows);
+    long nrows = assign_rows(ev, lo, hi, rowid, &rows);
     if (nrows < 0)
         return -1;
-    uint32_t *order = malloc((size_t)(nrows ? nrows : 1) * sizeof *order);
-    uint32_t *rank_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *rank_of);
-    size_t *start = calloc((size_t)nrows + 1, sizeof *start);
-    if (!order || !rank_of || !start) {
-        free(order); free(rank_of); free(start); free(rows);
+    size_t nr = (size_t)nrows;
+    row_ref *order = malloc((nr ? nr : 1) * sizeof *order);
+    uint32_t *rank_of = malloc((nr ? nr : 1) * sizeof *rank_of);
+    size_t *start = calloc(nr + 1, sizeof *start);
+    size_t *fill = malloc((nr ? nr : 1) * sizeof *fill);
+    if (!order || !rank_of || !start || !fill) {
+        free(order); free(rank_of); free(start); free(fill); free(rows);
         return -1;
     }
-    for (long r = 0; r < nrows; r++)
-        order[r] = (uint32_t)r;
-    g_rows = rows;
-    teller_sort(order, (size_t)nrows, sizeof *order, row_order_cmp);
-    for (long r = 0; r < nrows; r++)
-        rank_of[order[r]] = (uint32_t)r;
+    for (size_t r = 0; r < nr; r++)
+        order[r] = (row_ref){rows[r], (uint32_t)r};
+    teller_sort(order, nr, sizeof *order, row_ref_cmp);
+    for (size_t r = 0; r < nr; r++)
+        rank_of[order[r].r] = (uint32_t)r;
     /* counting sort by row position */
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = lo; i < hi; i++)
         start[rank_of[rowid[i]] + 1]++;
-    for (long r = 0; r < nrows; r++)
+    start[0] = lo;
+    for (size_t r = 0; r < nr; r++)
         start[r + 1] += start[r];
-    {
-        size_t *fill = malloc((size_t)(nrows ? nrows : 1) * sizeof *fill);
-        if (!fill) {
-            free(order); free(rank_of); free(start); free(rows);
-            return -1;
-        }
-        memcpy(fill, start, (size_t)nrows * sizeof *fill);
-        for (size_t i = 0; i < n; i++)
-            perm[fill[rank_of[rowid[i]]]++] = (uint32_t)i;
-        free(fill);
-    }
-    for (long r = 0; r < nrows; r++)
+    memcpy(fill, start, nr * sizeof *fill);
+    for (size_t i = lo; i < hi; i++)
+        perm[fill[rank_of[rowid[i]]]++] = (uint32_t)i;
+    for (size_t r = 0; r < nr; r++)
         sort_row(ev, perm, tmp, start[r], start[r + 1]);
-    apply_perm(ev, perm);
+    apply_perm(ev, perm, lo, hi);
     free(order);
     free(rank_of);
+    free(fill);
     free(rows);
     *row_start_out = start;
     *nrows_out = nrows;
@@ -326,32 +358,36 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-/* Correlation ids are unique within a source: an open-addressing table of
- * event indices keyed by (source, correlation), compared through the
- * columns. It lives in the first_child column (unused until
- * build_children) whenever that is large enough, so linking costs no
- * per-event memory. */
-static int link_gpu(teller_store *st)
+static int is_api_with_id(const teller_events *ev, size_t i)
 {
-    teller_events *ev = &st->ev;
+    return (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i];
+}
+
+/* Correlation ids are unique within a source: an open-addressing table of
+ * the source's API calls keyed by correlation id, compared through the
+ * columns. It lives in the source's range of the first_child column
+ * (unused until build_children) whenever that is large enough, so linking
+ * costs no per-event memory. Counts API calls that reuse an id in *dups.
+ * Returns 0 or -1 (out of memory). */
+static int link_gpu(teller_events *ev, size_t lo, size_t hi, uint64_t *dups)
+{
     size_t napi = 0;
-    for (size_t i = 0; i < ev->n; i++)
-        if ((ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i])
-            napi++;
+    for (size_t i = lo; i < hi; i++)
+        napi += (size_t)is_api_with_id(ev, i);
+    if (napi == 0)
+        return 0;
     size_t cap = 64;
     while (cap < napi * 2)
         cap *= 2;
-    uint32_t *tab = cap <= ev->n ? ev->first_child : malloc(cap * sizeof *tab);
+    uint32_t *tab = cap <= hi - lo ? ev->first_child + lo : malloc(cap * sizeof *tab);
     if (!tab)
         return -1;
     memset(tab, 0xff, cap * sizeof *tab);
-#define SAME_KEY(a, b) (ev->source[a] == ev->source[b] && ev->corr[a] == ev->corr[b])
-    uint64_t dups = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!((ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) && ev->corr[i]))
+    for (size_t i = lo; i < hi; i++) {
+        if (!is_api_with_id(ev, i))
             continue;
-        size_t j = mix64(((uint64_t)ev->source[i] << 32) | ev->corr[i]) & (cap - 1);
-        while (tab[j] != TELLER_NONE && !SAME_KEY(tab[j], i))
+        size_t j = mix64(ev->corr[i]) & (cap - 1);
+        while (tab[j] != TELLER_NONE && ev->corr[tab[j]] != ev->corr[i])
             j = (j + 1) & (cap - 1);
         if (tab[j] == TELLER_NONE) {
             tab[j] = (uint32_t)i;
@@ -364,17 +400,13 @@ static int link_gpu(teller_store *st)
         if (nested)
             tab[j] = (uint32_t)i;
         else
-            dups++;
+            (*dups)++;
     }
-    if (dups)
-        teller_store_warn(st, "(trace)", 0,
-                          "%llu API calls reuse a correlation id already seen; GPU work links to the first",
-                          (unsigned long long)dups);
-    for (size_t i = 0; i < ev->n; i++) {
+    for (size_t i = lo; i < hi; i++) {
         if (!(ev->flags[i] & TELLER_F_GPU) || !is_gpu_op(ev->layer[i]) || !ev->corr[i])
             continue;
-        size_t j = mix64(((uint64_t)ev->source[i] << 32) | ev->corr[i]) & (cap - 1);
-        while (tab[j] != TELLER_NONE && !SAME_KEY(tab[j], i))
+        size_t j = mix64(ev->corr[i]) & (cap - 1);
+        while (tab[j] != TELLER_NONE && ev->corr[tab[j]] != ev->corr[i])
             j = (j + 1) & (cap - 1);
         if (tab[j] == TELLER_NONE)
             continue;
@@ -385,10 +417,36 @@ static int link_gpu(teller_store *st)
         if (ev->flags[i] & TELLER_F_COMM)
             ev->flags[p] |= TELLER_F_COMM;
     }
-#undef SAME_KEY
-    if (tab != ev->first_child)
+    if (tab != ev->first_child + lo)
         free(tab);
     return 0;
+}
+
+/* Passes 1 and 2 for every source, one task per source. */
+typedef struct source_pass {
+    teller_events *ev;
+    const size_t  *range;  /* source s holds [range[s], range[s+1]) */
+    int           *failed; /* per source: out of memory */
+    uint64_t      *dups;   /* per source: API calls reusing an id */
+} source_pass;
+
+static void sort_nest_link(void *ctx, size_t s)
+{
+    source_pass *p = ctx;
+    teller_events *ev = p->ev;
+    size_t lo = p->range[s], hi = p->range[s + 1], *row_start = NULL;
+    long nrows = 0;
+    if (sort_source(ev, lo, hi, &row_start, &nrows)) {
+        p->failed[s] = 1;
+        return;
+    }
+    for (size_t i = lo; i < hi; i++) {
+        ev->parent[i] = TELLER_NONE;
+        ev->depth[i] = 0;
+    }
+    int bad = nest_cpu_rows(ev, row_start, nrows);
+    free(row_start);
+    p->failed[s] = bad || link_gpu(ev, lo, hi, &p->dups[s]);
 }
 
 static void build_children(teller_events *ev)
@@ -894,18 +952,33 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
     teller_tree_opts def = teller_tree_defaults();
     const teller_tree_opts *o = opts ? opts : &def;
     teller_events *ev = &st->ev;
-    size_t *row_start = NULL;
-    long nrows = 0;
-    if (sort_events(st, &row_start, &nrows))
+    size_t ns = st->nsources;
+    size_t *range = malloc((ns + 1) * sizeof *range);
+    int *failed = calloc(ns ? ns : 1, sizeof *failed);
+    uint64_t *dups = calloc(ns ? ns : 1, sizeof *dups);
+    if (!range || !failed || !dups || group_by_source(st, range)) {
+        free(range);
+        free(failed);
+        free(dups);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while sorting events");
-    for (size_t i = 0; i < ev->n; i++) {
-        ev->parent[i] = TELLER_NONE;
-        ev->depth[i] = 0;
     }
-    int bad = nest_cpu_rows(ev, row_start, nrows);
-    free(row_start);
-    if (bad || link_gpu(st))
+    source_pass sp = {ev, range, failed, dups};
+    teller_parallel_for(o->jobs, ns, sort_nest_link, &sp);
+    int bad = 0;
+    uint64_t ndup = 0;
+    for (size_t s = 0; s < ns; s++) {
+        bad |= failed[s];
+        ndup += dups[s];
+    }
+    free(range);
+    free(failed);
+    free(dups);
+    if (bad)
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while linking events");
+    if (ndup)
+        teller_store_warn(st, "(trace)", 0,
+                          "%llu API calls reuse a correlation id already seen; GPU work links to the first",
+                          (unsigned long long)ndup);
     build_children(ev);
     if (assign_ranks_nodes(st, o) || match_collectives(st) || estimate_offsets(st))
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");

@@ -1,0 +1,426 @@
+/*
+ * test_load.c - the shared load path (include/teller/load.h): which names
+ * become files, which inputs are refused as not one run (real traces from
+ * ../shared/data/traces and simulated cases), and that reading on several
+ * threads builds the same store, and the same predictions, as one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "store/store_internal.h"
+#include "teller/diagnose.h"
+#include "teller/load.h"
+#include "teller/predict.h"
+#include "teller/sim.h"
+
+static void rm_rf(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    CHECK(a && b);
+    char buf[65536];
+    size_t n;
+    while (a && b && (n = fread(buf, 1, sizeof buf, a)) > 0)
+        CHECK(fwrite(buf, 1, n, b) == n);
+    if (a)
+        fclose(a);
+    if (b)
+        fclose(b);
+}
+
+/* Loads the files with `jobs` threads (force as given); returns the status
+ * and the store in *out (NULL on failure). */
+static teller_status load(const char *const *files, size_t n, int jobs, int force, teller_store **out,
+                          teller_error *err)
+{
+    teller_store *st = teller_store_create();
+    teller_load_opts o = teller_load_defaults();
+    o.jobs = jobs;
+    o.force = force;
+    teller_error_clear(err);
+    teller_status s = teller_load(st, files, n, &o, err);
+    if (s != TELLER_OK) {
+        teller_store_free(st);
+        st = NULL;
+    }
+    *out = st;
+    return s;
+}
+
+static int has_warning(const teller_store *st, const char *needle)
+{
+    for (size_t i = 0; i < teller_store_num_warning_msgs(st); i++)
+        if (strstr(teller_store_warning_msg(st, i), needle))
+            return 1;
+    return 0;
+}
+
+/* Simulates a small case into a fresh temporary directory (caller frees
+ * with rm_rf). */
+static void simulate(char *dir, int nodes, int gpus, int steps)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = nodes;
+    o.gpus_per_node = gpus;
+    o.tp = gpus;
+    o.pp = nodes;
+    o.steps = steps;
+    o.fault_rate = 0.3;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~(1u | 1u << TELLER_FAULT_NCCL_HANG);
+    o.seed = 77;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+}
+
+/* A `teller run` directory keeps its traces under traces/ and none beside
+ * them; listing the empty top level once sorted a NULL array (UBSan). */
+static void test_run_directory_lists_traces_subdirectory(void)
+{
+    char dir[] = "/tmp/teller_load_run_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char sub[600], a[700], b[700], note[700];
+    snprintf(sub, sizeof sub, "%s/traces", dir);
+    CHECK(mkdir(sub, 0777) == 0);
+    snprintf(a, sizeof a, "%s/host-2.json.gz", sub);
+    snprintf(b, sizeof b, "%s/host-1.json.gz", sub);
+    copy_file(shared_path("hta/trace_filter/sampled_rank-0.json.gz"), a);
+    copy_file(shared_path("hta/trace_filter/sampled_rank-1.json.gz"), b);
+    snprintf(note, sizeof note, "%s/predictions.json", dir); /* beside the traces, not one */
+    FILE *f = fopen(note, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"steps\": []}\n", f);
+        fclose(f);
+    }
+    const char *names[] = {dir};
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_load_expand(names, 1, &files, &n, &err), TELLER_OK);
+    CHECK_EQ_INT(n, 2);
+    if (n == 2) {
+        CHECK(!strcmp(files[0], b)); /* sorted by name */
+        CHECK(!strcmp(files[1], a));
+    }
+    teller_load_files_free(files, n);
+    /* a directory with nothing to read is an error naming it */
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){sub}, 0, &files, &n, &err), TELLER_ERR_ARG);
+    rm_rf(sub);
+    CHECK_EQ_INT(teller_load_expand(names, 1, &files, &n, &err), TELLER_ERR_ARG);
+    CHECK(!strcmp(err.file, dir));
+    CHECK(strstr(err.msg, "no trace files") != NULL);
+    rm_rf(dir);
+}
+
+/* A GPT-OSS trace on B200 and a Qwen trace on H100, months apart, share no
+ * collective and no moment: refused, naming both; --force reads them. */
+static void test_unrelated_traces_are_refused(void)
+{
+    char b200[4096], h100[4096];
+    snprintf(b200, sizeof b200, "%s", shared_path("tracelens/b200/eager_trace.json.gz"));
+    snprintf(h100, sizeof h100, "%s", shared_path("tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+    const char *files[] = {b200, h100};
+    teller_store *st;
+    teller_error err;
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        CHECK_EQ_INT(load(files, 2, jobs, 0, &st, &err), TELLER_ERR_ARG);
+        CHECK(!strcmp(err.file, b200));
+        CHECK(strstr(err.msg, h100) != NULL);
+        CHECK(strstr(err.msg, "share no collective and do not overlap in time") != NULL);
+        CHECK(strstr(err.msg, "2025-") != NULL && strstr(err.msg, "2026-") != NULL);
+    }
+    CHECK_EQ_INT(load(files, 2, 2, 1, &st, &err), TELLER_OK);
+    CHECK(st && teller_store_num_sources(st) == 2);
+    teller_store_free(st);
+}
+
+/* Two ranks of one training job (HTA's sampled traces) are one run; so are
+ * the two processes of one Nsight Systems export, while two exports that
+ * each hold ranks 0 and 1 are not. */
+static void test_ranks_of_one_job_load_together(void)
+{
+    char r0[4096], r1[4096], before[4096], after[4096];
+    snprintf(r0, sizeof r0, "%s", shared_path("hta/trace_filter/sampled_rank-0.json.gz"));
+    snprintf(r1, sizeof r1, "%s", shared_path("hta/trace_filter/sampled_rank-1.json.gz"));
+    snprintf(before, sizeof before, "%s", shared_path("nsys-ai/mfu_2gpu_before.sqlite"));
+    snprintf(after, sizeof after, "%s", shared_path("nsys-ai/mfu_2gpu_after.sqlite"));
+    teller_store *st;
+    teller_error err;
+    CHECK_EQ_INT(load((const char *const[]){r0, r1}, 2, 2, 0, &st, &err), TELLER_OK);
+    if (st) {
+        CHECK_EQ_INT(teller_store_num_sources(st), 2);
+        CHECK_EQ_INT(teller_store_source_c(st, 0)->rank, 0);
+        CHECK_EQ_INT(teller_store_source_c(st, 1)->rank, 1);
+        teller_store_free(st);
+    }
+    CHECK_EQ_INT(load((const char *const[]){before}, 1, 2, 0, &st, &err), TELLER_OK);
+    teller_store_free(st);
+    CHECK_EQ_INT(load((const char *const[]){before, after}, 2, 2, 0, &st, &err), TELLER_ERR_ARG);
+    CHECK(strstr(err.msg, "is also in") != NULL && strstr(err.msg, after) != NULL);
+}
+
+/* The same file named twice (here by two spellings of its path) is read
+ * once, with a warning; it is not a second rank with an empty step. */
+static void test_same_file_twice_is_read_once(void)
+{
+    char a[4096], b[4200];
+    snprintf(a, sizeof a, "%s", shared_path("hta/trace_filter/sampled_rank-1.json.gz"));
+    const char *slash = strrchr(a, '/');
+    snprintf(b, sizeof b, "%.*s/./%s", (int)(slash - a), a, slash + 1);
+    teller_store *one, *two;
+    teller_error err;
+    CHECK_EQ_INT(load((const char *const[]){a}, 1, 1, 0, &one, &err), TELLER_OK);
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        CHECK_EQ_INT(load((const char *const[]){a, b}, 2, jobs, 0, &two, &err), TELLER_OK);
+        if (!one || !two)
+            continue;
+        CHECK_EQ_INT(teller_store_num_sources(two), 1);
+        CHECK_EQ_INT(teller_store_events(two)->n, teller_store_events(one)->n);
+        CHECK_EQ_INT(teller_store_step_count(two), teller_store_step_count(one));
+        CHECK(has_warning(two, "read once"));
+        CHECK(!has_warning(one, "read once"));
+        teller_store_free(two);
+    }
+    teller_store_free(one);
+}
+
+/* A simulated case loads as one run; the case plus a copy of its own rank 0
+ * file (another file holding rank 0) does not. */
+static void test_case_plus_its_rank0_again_is_refused(void)
+{
+    char dir[] = "/tmp/teller_load_case_XXXXXX";
+    simulate(dir, 2, 2, 6);
+    char copy[700], orig[700];
+    snprintf(orig, sizeof orig, "%s/rank0.trace.json.gz", dir);
+    snprintf(copy, sizeof copy, "%s/extra", dir);
+    CHECK(mkdir(copy, 0777) == 0);
+    snprintf(copy, sizeof copy, "%s/extra/rank0.trace.json.gz", dir);
+    copy_file(orig, copy);
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    CHECK_EQ_INT(n, 4);
+    teller_store *st;
+    CHECK_EQ_INT(load((const char *const *)files, n, 2, 0, &st, &err), TELLER_OK);
+    teller_store_free(st);
+    char **more = realloc(files, (n + 1) * sizeof *files);
+    CHECK(more != NULL);
+    if (more) {
+        files = more;
+        files[n] = copy;
+        CHECK_EQ_INT(load((const char *const *)files, n + 1, 2, 0, &st, &err), TELLER_ERR_ARG);
+        CHECK(!strcmp(err.file, orig));
+        CHECK(strstr(err.msg, "rank 0 is also in") != NULL && strstr(err.msg, copy) != NULL);
+        files[n] = NULL;
+    }
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* With several threads, the first unreadable file in the order given is
+ * the error, as with one. */
+static void test_first_bad_file_in_order_is_the_error(void)
+{
+    char dir[] = "/tmp/teller_load_bad_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char bad1[700], bad2[700], good[4096];
+    snprintf(bad1, sizeof bad1, "%s/a.json", dir);
+    snprintf(bad2, sizeof bad2, "%s/b.json", dir);
+    snprintf(good, sizeof good, "%s", shared_path("hta/trace_filter/sampled_rank-0.json.gz"));
+    FILE *f = fopen(bad1, "w");
+    if (f) {
+        fputs("{\"traceEvents\": [ {\"ph\": ", f);
+        fclose(f);
+    }
+    f = fopen(bad2, "w");
+    if (f) {
+        fputs("not json", f);
+        fclose(f);
+    }
+    teller_store *st;
+    teller_error err;
+    for (int jobs = 1; jobs <= 3; jobs++) {
+        CHECK(load((const char *const[]){good, bad1, bad2, good}, 4, jobs, 0, &st, &err) != TELLER_OK);
+        CHECK(!strcmp(err.file, bad1));
+    }
+    rm_rf(dir);
+}
+
+static int same_store(const teller_store *a, const teller_store *b)
+{
+    int same = a->nstr == b->nstr && a->nsources == b->nsources && a->nargs == b->nargs &&
+               a->ncomms == b->ncomms && a->ev.n == b->ev.n && a->nsteps == b->nsteps && a->ncolls == b->ncolls &&
+               a->nmembers == b->nmembers && a->nnodes == b->nnodes && a->nwarn == b->nwarn;
+    if (!same)
+        return 0;
+    for (size_t i = 0; i < a->nstr; i++)
+        same &= a->strs[i].len == b->strs[i].len && !memcmp(a->strs[i].ptr, b->strs[i].ptr, a->strs[i].len);
+    size_t n = a->ev.n;
+#define COLS_EQ(f) (!memcmp(a->ev.f, b->ev.f, n * sizeof *a->ev.f))
+    same &= COLS_EQ(start_ns) && COLS_EQ(dur_ns) && COLS_EQ(name) && COLS_EQ(layer) && COLS_EQ(flags) &&
+            COLS_EQ(source) && COLS_EQ(pid) && COLS_EQ(tid) && COLS_EQ(corr) && COLS_EQ(args) && COLS_EQ(parent) &&
+            COLS_EQ(first_child) && COLS_EQ(next_sibling) && COLS_EQ(depth) && COLS_EQ(step);
+#undef COLS_EQ
+    /* field by field where a struct has padding */
+    for (size_t i = 0; i < a->nsources; i++) {
+        const teller_source *x = &a->sources[i], *y = &b->sources[i];
+        same &= x->path == y->path && x->format == y->format && x->rank == y->rank &&
+                x->world_size == y->world_size && x->node == y->node && x->host == y->host && x->pid == y->pid &&
+                x->num_devices == y->num_devices && x->device_name == y->device_name && x->base_ns == y->base_ns &&
+                x->first_event == y->first_event && x->num_events == y->num_events;
+    }
+    for (size_t i = 0; i < a->nsteps; i++) {
+        const teller_step *x = &a->steps[i], *y = &b->steps[i];
+        same &= x->step == y->step && x->rank == y->rank && x->marker == y->marker && x->start_ns == y->start_ns &&
+                x->end_ns == y->end_ns;
+    }
+    for (size_t i = 0; i < a->nnodes; i++) {
+        const teller_node *x = &a->nodes[i], *y = &b->nodes[i];
+        same &= x->node == y->node && x->host == y->host && x->offset_ns == y->offset_ns &&
+                x->offset_samples == y->offset_samples;
+    }
+    same &= !memcmp(a->args, b->args, a->nargs * sizeof *a->args) &&
+            !memcmp(a->comms, b->comms, a->ncomms * sizeof *a->comms) &&
+            !memcmp(a->colls, b->colls, a->ncolls * sizeof *a->colls) &&
+            !memcmp(a->members, b->members, a->nmembers * sizeof *a->members);
+    for (size_t i = 0; i < a->nwarn_msgs; i++)
+        same &= !strcmp(a->warn_msgs[i], b->warn_msgs[i]);
+    return same;
+}
+
+/* The predictions JSON of a diagnosis, in a malloc'd string. */
+static char *predictions(teller_store *st, const char *dir)
+{
+    char l0[700], l1[700];
+    snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
+    snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
+    const char *logs[] = {l0, l1};
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = logs;
+    dop.nlogs = 2;
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    if (!d)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
+    for (size_t k = 0; p && k < d->n; k++)
+        p[k] = d->steps[k].pred;
+    if (f && p)
+        teller_pred_write(f, p, d->n);
+    if (f)
+        fclose(f);
+    free(p);
+    teller_diagnosis_free(d);
+    return text;
+}
+
+/* Reading on 1, 2 or 3 threads builds the same store, column for column and
+ * string id for string id, and the diagnosis writes the same bytes. */
+static void test_jobs_give_identical_store_and_predictions(void)
+{
+    char dir[] = "/tmp/teller_load_jobs_XXXXXX";
+    simulate(dir, 2, 4, 12);
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    CHECK_EQ_INT(n, 8);
+    teller_store *ref, *st;
+    CHECK_EQ_INT(load((const char *const *)files, n, 1, 0, &ref, &err), TELLER_OK);
+    for (int jobs = 2; jobs <= 3; jobs++) {
+        CHECK_EQ_INT(load((const char *const *)files, n, jobs, 0, &st, &err), TELLER_OK);
+        if (!ref || !st)
+            continue;
+        CHECK(same_store(ref, st)); /* before the diagnosis, which adds to a store */
+        char *want = predictions(ref, dir), *got = predictions(st, dir);
+        CHECK(want && strlen(want) > 100);
+        CHECK(want && got && !strcmp(want, got));
+        free(want);
+        free(got);
+        teller_store_free(st);
+        teller_store_free(ref);
+        CHECK_EQ_INT(load((const char *const *)files, n, 1, 0, &ref, &err), TELLER_OK);
+    }
+    teller_store_free(ref);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* The store API lets events of several sources come interleaved; the tree
+ * builder groups them by source (stably) before its per-source passes, so
+ * the trees are those of the same events appended source by source. */
+static void test_interleaved_sources_build_same_trees(void)
+{
+    const char *p = shared_path("nsys-ai/mfu_2gpu_after.sqlite");
+    teller_store *a = teller_store_create(), *b = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_file(a, p, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_store_num_sources(a), 2);
+    /* b: a's strings, sources and side tables, events taken alternately
+     * from the two sources (each source's own order kept) */
+    for (size_t id = 1; id < a->nstr; id++)
+        CHECK_EQ_INT(teller_store_intern(b, a->strs[id].ptr, a->strs[id].len), id);
+    for (size_t i = 0; i < a->nsources; i++)
+        teller_store_add_source(b, &a->sources[i]);
+    for (size_t i = 0; i < a->ncomms; i++)
+        teller_store_add_comm(b, &a->comms[i]);
+    for (size_t i = 0; i < a->nargs; i++)
+        teller_store_add_args(b, &a->args[i]);
+    const teller_events *ev = teller_store_events(a);
+    size_t next[2] = {0, 0};
+    while (next[0] < ev->n || next[1] < ev->n) {
+        for (uint16_t s = 0; s < 2; s++) {
+            while (next[s] < ev->n && ev->source[next[s]] != s)
+                next[s]++;
+            if (next[s] == ev->n)
+                continue;
+            size_t i = next[s]++;
+            teller_event_row r = {ev->start_ns[i], ev->dur_ns[i], ev->name[i], ev->layer[i], ev->flags[i],
+                                  ev->source[i], ev->pid[i], ev->tid[i], ev->corr[i], ev->args[i]};
+            teller_store_add_event(b, &r);
+        }
+    }
+    int interleaved = 0;
+    for (size_t i = 1; i < b->ev.n; i++)
+        interleaved |= b->ev.source[i] < b->ev.source[i - 1];
+    CHECK(interleaved);
+    teller_tree_opts o = teller_tree_defaults();
+    CHECK_EQ_INT(teller_tree_build(a, &o, &err), TELLER_OK);
+    o.jobs = 2;
+    CHECK_EQ_INT(teller_tree_build(b, &o, &err), TELLER_OK);
+    CHECK(same_store(a, b));
+    teller_store_free(a);
+    teller_store_free(b);
+}
+
+const test_case load_tests[] = {
+    {"load: run directory lists its traces/ subdirectory", test_run_directory_lists_traces_subdirectory},
+    {"load: unrelated traces are refused", test_unrelated_traces_are_refused},
+    {"load: ranks of one job load together", test_ranks_of_one_job_load_together},
+    {"load: same file twice is read once", test_same_file_twice_is_read_once},
+    {"load: case plus its rank0 again is refused", test_case_plus_its_rank0_again_is_refused},
+    {"load: first bad file in order is the error", test_first_bad_file_in_order_is_the_error},
+    {"load: jobs give identical store and predictions", test_jobs_give_identical_store_and_predictions},
+    {"load: interleaved sources build the same trees", test_interleaved_sources_build_same_trees},
+    {NULL, NULL},
+};
