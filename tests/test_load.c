@@ -260,6 +260,12 @@ static void test_first_bad_file_in_order_is_the_error(void)
     rm_rf(dir);
 }
 
+/* memcmp that accepts empty (NULL) arrays */
+static int mem_eq(const void *a, const void *b, size_t n)
+{
+    return n == 0 || !memcmp(a, b, n);
+}
+
 static int same_store(const teller_store *a, const teller_store *b)
 {
     int same = a->nstr == b->nstr && a->nsources == b->nsources && a->nargs == b->nargs &&
@@ -268,9 +274,9 @@ static int same_store(const teller_store *a, const teller_store *b)
     if (!same)
         return 0;
     for (size_t i = 0; i < a->nstr; i++)
-        same &= a->strs[i].len == b->strs[i].len && !memcmp(a->strs[i].ptr, b->strs[i].ptr, a->strs[i].len);
+        same &= a->strs[i].len == b->strs[i].len && mem_eq(a->strs[i].ptr, b->strs[i].ptr, a->strs[i].len);
     size_t n = a->ev.n;
-#define COLS_EQ(f) (!memcmp(a->ev.f, b->ev.f, n * sizeof *a->ev.f))
+#define COLS_EQ(f) mem_eq(a->ev.f, b->ev.f, n * sizeof *a->ev.f)
     same &= COLS_EQ(start_ns) && COLS_EQ(dur_ns) && COLS_EQ(name) && COLS_EQ(layer) && COLS_EQ(flags) &&
             COLS_EQ(source) && COLS_EQ(pid) && COLS_EQ(tid) && COLS_EQ(corr) && COLS_EQ(args) && COLS_EQ(parent) &&
             COLS_EQ(first_child) && COLS_EQ(next_sibling) && COLS_EQ(depth) && COLS_EQ(step);
@@ -293,10 +299,10 @@ static int same_store(const teller_store *a, const teller_store *b)
         same &= x->node == y->node && x->host == y->host && x->offset_ns == y->offset_ns &&
                 x->offset_samples == y->offset_samples;
     }
-    same &= !memcmp(a->args, b->args, a->nargs * sizeof *a->args) &&
-            !memcmp(a->comms, b->comms, a->ncomms * sizeof *a->comms) &&
-            !memcmp(a->colls, b->colls, a->ncolls * sizeof *a->colls) &&
-            !memcmp(a->members, b->members, a->nmembers * sizeof *a->members);
+    same &= mem_eq(a->args, b->args, a->nargs * sizeof *a->args) &&
+            mem_eq(a->comms, b->comms, a->ncomms * sizeof *a->comms) &&
+            mem_eq(a->colls, b->colls, a->ncolls * sizeof *a->colls) &&
+            mem_eq(a->members, b->members, a->nmembers * sizeof *a->members);
     for (size_t i = 0; i < a->nwarn_msgs; i++)
         same &= !strcmp(a->warn_msgs[i], b->warn_msgs[i]);
     return same;

@@ -403,6 +403,8 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     const teller_events *se = &src->ev;
     teller_events *de = &dst->ev;
     size_t n = se->n;
+    if (n == 0)
+        goto warnings; /* no columns to copy (they may not exist) */
     memcpy(de->start_ns + e0, se->start_ns, n * sizeof *se->start_ns);
     memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
     memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);
@@ -421,6 +423,7 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     memset(de->depth + e0, 0, n * sizeof *de->depth);
     memset(de->step + e0, 0xff, n * sizeof *de->step);
     de->n = e0 + n;
+warnings:
     dst->nwarn += src->nwarn;
     for (size_t i = 0; i < src->nwarn_msgs && dst->nwarn_msgs < TELLER_MAX_WARNINGS; i++) {
         char *m = strdup(src->warn_msgs[i]);
