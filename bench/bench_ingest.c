@@ -1,9 +1,10 @@
 /*
  * bench_ingest.c - how fast and how lean a Kineto trace loads.
  *
- * Times teller_ingest_file plus teller_tree_build on one file (wall clock,
- * CLOCK_MONOTONIC, one core) and measures the peak resident memory the load
- * added, from VmHWM in /proc/self/status before and after. The interned
+ * Times teller_load (the path every command takes: read, trees, the
+ * one-run check) on one file (wall clock, CLOCK_MONOTONIC, one job) and
+ * measures the peak resident memory the load added, from VmHWM in
+ * /proc/self/status before and after. The interned
  * strings are reported apart: the memory target is "bytes per event plus
  * the strings", since string bytes grow with distinct names, not events.
  *
@@ -20,9 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "teller/ingest.h"
-#include "teller/store.h"
-#include "teller/tree.h"
+#include "teller/load.h"
 
 /* Peak resident set size in bytes (VmHWM), or 0 when /proc is not there. */
 static unsigned long long vm_hwm(void)
@@ -67,17 +66,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ingest: out of memory\n");
         return 1;
     }
-    teller_ingest_opts io = teller_ingest_defaults();
-    teller_tree_opts to = teller_tree_defaults();
+    teller_load_opts lo = teller_load_defaults();
+    lo.jobs = 1;
     teller_error err;
     teller_error_clear(&err);
 
     unsigned long long hwm0 = vm_hwm();
     double t0 = now_s();
-    teller_status s = teller_ingest_file(st, path, &io, &err);
-    double t1 = now_s();
-    if (s == TELLER_OK)
-        s = teller_tree_build(st, &to, &err);
+    teller_status s = teller_load(st, &path, 1, &lo, &err);
     double t2 = now_s();
     unsigned long long hwm1 = vm_hwm();
     if (s != TELLER_OK) {
@@ -95,8 +91,6 @@ int main(int argc, char **argv)
     printf("events %zu\n", n);
     printf("steps %u\n", teller_store_step_count(st));
     printf("warnings %llu\n", (unsigned long long)teller_store_num_warnings(st));
-    printf("ingest_seconds %.3f\n", t1 - t0);
-    printf("tree_seconds %.3f\n", t2 - t1);
     printf("seconds %.3f\n", secs);
     printf("mb_per_s %.1f\n", secs > 0 ? (double)sb.st_size / 1e6 / secs : 0.0);
     printf("hwm_before_bytes %llu\n", hwm0);

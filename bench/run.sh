@@ -1,85 +1,23 @@
 #!/usr/bin/env bash
-# run.sh - the ingest benchmark behind `make bench`.
+# run.sh - `make bench`: every section's figures, one after the other.
 #
-# Loads a 1.1 GB uncompressed Kineto trace (made by gen_trace.py from a real
-# vLLM step, kept in BUILD/bench/ and reused) into the store with trees built,
-# and compares it with Python parsing the same file with json.load (which
-# only parses). Targets, from the issue: at least 300 MB/s on one core, at
-# least 5x Python, and under 64 bytes of resident memory per event on top of
-# the interned strings. The result is printed as ratios; a benchmark
-# reports, it does not fail, so the exit status is 0 either way (unless
-# something could not run at all).
+# Ingest (bench/ingest.sh): a BENCH_MB (default 1100) MB single-rank Kineto
+# trace loaded against Python's json.load. Then the collector, requests,
+# logs, realism and held-out accuracy, TPE, log alignment, and scale
+# (bench/scale.sh). A benchmark reports; it does not fail, so the exit
+# status is 0 either way (unless something could not run at all).
 #
-# usage: bench/run.sh BUILD_DIR        (env: BENCH_MB, default 1100)
+# usage: bench/run.sh BUILD_DIR        (env: BENCH_MB, BENCH_BEFORE, ...)
 set -euo pipefail
 
 BUILD=${1:?usage: bench/run.sh BUILD_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MB=${BENCH_MB:-1100}
 OUTDIR=$BUILD/bench
-TRACE=$OUTDIR/kineto_${MB}mb.json
-BIN=$BUILD/bench_ingest
-
-TARGET_MBS=300
-TARGET_SPEEDUP=5
-TARGET_BPE=64
-
-[ -x "$BIN" ] || { echo "bench: $BIN is missing; run make first" >&2; exit 1; }
 mkdir -p "$OUTDIR"
 
-if [ ! -s "$TRACE" ]; then
-  need_kb=$(( (MB * 1000 * 1000 / 1024) + 200000 ))
-  free_kb=$(df -Pk "$OUTDIR" | awk 'NR==2 {print $4}')
-  if [ "$free_kb" -lt "$need_kb" ]; then
-    echo "bench: not enough disk for a ${MB} MB trace in $OUTDIR" >&2
-    exit 1
-  fi
-  echo "bench: generating $TRACE (once; reused after)"
-  python3 "$HERE/gen_trace.py" "$TRACE" --mb "$MB"
-fi
-
-# Warm the page cache (and the binary), then measure.
-echo "bench: warm-up run"
-"$BIN" "$TRACE" >/dev/null
-echo "bench: teller run"
-TELLER_OUT=$("$BIN" "$TRACE")
-echo "$TELLER_OUT" | sed 's/^/  /'
-
-echo "bench: python json.load run"
-PY_OUT=$(python3 - "$TRACE" <<'EOF'
-import json, sys, time
-t0 = time.perf_counter()
-with open(sys.argv[1]) as f:
-    json.load(f)
-print("seconds %.3f" % (time.perf_counter() - t0))
-EOF
-)
-echo "$PY_OUT" | sed 's/^/  /'
-
-val() { echo "$1" | awk -v k="$2" '$1 == k {print $2; exit}'; }
-BYTES=$(val "$TELLER_OUT" file_bytes)
-T_SEC=$(val "$TELLER_OUT" seconds)
-T_MBS=$(val "$TELLER_OUT" mb_per_s)
-BPE=$(val "$TELLER_OUT" bytes_per_event)
-EVENTS=$(val "$TELLER_OUT" events)
-STR=$(val "$TELLER_OUT" str_bytes)
-P_SEC=$(val "$PY_OUT" seconds)
-
-awk -v bytes="$BYTES" -v ts="$T_SEC" -v tmbs="$T_MBS" -v ps="$P_SEC" -v bpe="$BPE" \
-    -v events="$EVENTS" -v str="$STR" \
-    -v tm="$TARGET_MBS" -v tx="$TARGET_SPEEDUP" -v tb="$TARGET_BPE" '
-function verdict(ok) { return ok ? "PASS" : "FALL SHORT" }
-BEGIN {
-  pmbs = bytes / 1e6 / ps
-  speedup = ps / ts
-  printf "\n"
-  printf "ingest benchmark: %.1f MB file, %d events, %.1f MB of interned strings\n", bytes / 1e6, events, str / 1e6
-  printf "%-34s %12s %12s %12s\n", "measure", "value", "target", "verdict"
-  printf "%-34s %12.1f %12s %12s\n", "teller load + trees (MB/s)", tmbs, ">= " tm, verdict(tmbs >= tm)
-  printf "%-34s %12.1f %12s %12s\n", "python json.load (MB/s)", pmbs, "-", "-"
-  printf "%-34s %11.1fx %11s %12s\n", "speedup, teller vs python", speedup, ">= " tx "x", verdict(speedup >= tx)
-  printf "%-34s %12.1f %12s %12s\n", "resident bytes/event (+strings)", bpe, "< " tb, verdict(bpe < tb)
-}'
+# The ingest figures (bench/ingest.sh); BENCH_BEFORE=OTHER_BUILD_DIR adds
+# the same figures for another build (e.g. the main branch) in the same run.
+"$HERE/ingest.sh" "$BUILD" ${BENCH_BEFORE:+"$BENCH_BEFORE"}
 # ---------------------------------------------------------------------------
 # collector overhead (bench/bench_collect.c; owned by the collector, issue 7):
 # NVTX push/pop pair with libteller_inject.so vs without (ratio), and the cost
@@ -205,23 +143,9 @@ echo
 "$BUILD/align_accuracy" "$OUTDIR/corpus/cases_s2000_r0.3"
 
 # ===========================================================================
-# Scale: simulating and diagnosing a 2-node, 16-GPU, 200-step case (70B,
-# tensor parallel 8, pipeline 2). Targets: simulation in seconds; diagnosis
-# under 10 s. Reported beside the time to load the same case (teller stats).
+# Scale (bench/scale.sh, docs/SCALE.md): a 16-rank 70B case simulated and
+# diagnosed; 8- and 16-rank cases loaded and diagnosed with 1 and 2 jobs.
 # ===========================================================================
-BIG=$OUTDIR/scale_case
-rm -rf "$BIG"
-t0=$(date +%s.%N)
-"$BUILD/teller" simulate -o "$BIG" --nodes 2 --gpus-per-node 8 --tp 8 --pp 2 --steps 200 --model 70b --fault all --seed 3 >/dev/null
-t1=$(date +%s.%N)
-"$BUILD/teller" stats -q "$BIG" >/dev/null
-t2=$(date +%s.%N)
-"$BUILD/teller" diagnose -q --json "$BIG/pred.json" "$BIG" >/dev/null
-t3=$(date +%s.%N)
-awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN {
-  printf "\nscale: 16 ranks x 200 steps\n"
-  printf "%-34s %10.2f s\n", "simulate", b - a
-  printf "%-34s %10.2f s\n", "load (teller stats)", c - b
-  printf "%-34s %10.2f s  (%.2fx the load; target < 10 s: %s)\n", "diagnose (load + analysis)", d - c, (d - c) / (c - b), (d - c < 10 ? "PASS" : "FALL SHORT")
-}'
+echo
+"$HERE/scale.sh" "$BUILD"
 exit 0

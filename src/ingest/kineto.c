@@ -2,7 +2,8 @@
  * kineto.c - the PyTorch profiler (Kineto) Chrome-trace JSON reader.
  *
  * Streams the file through a window (plain or gzip, via zlib's gzread,
- * which passes plain files through) and pulls one top-level value or one
+ * which passes plain files through; a gzip file of up to 64 MiB inflated is
+ * inflated whole by libdeflate instead, which is faster) and pulls one top-level value or one
  * event at a time with the tokenizer in json.c. A unit that crosses the end
  * of the window is parsed again once more bytes are in; nothing is
  * committed to the store before a unit parsed whole, so memory is bounded
@@ -17,6 +18,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "json.h"
@@ -1004,9 +1006,61 @@ static void reader_free(reader *r)
     free(r->name_comm);
 }
 
+/* A gzip file that inflates to at most this many bytes is inflated whole
+ * by libdeflate (2.3-2.6x zlib's inflate on Kineto traces, docs/SCALE.md)
+ * and parsed from memory. Larger files, files of several gzip members,
+ * damaged ones and plain JSON stream through zlib's gzread, which keeps
+ * memory to the window and says where a damaged stream ends. */
+#define WHOLE_GZIP_MAX (64u << 20)
+
+/* The inflated text of path (malloc'd, *len bytes) when it is one gzip
+ * member of at most WHOLE_GZIP_MAX bytes that inflates cleanly; NULL
+ * otherwise (then the file is streamed, and any error is found there). */
+static char *inflate_whole(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    unsigned char head[2], tail[4];
+    unsigned char *in = NULL;
+    char *out = NULL;
+    long size = 0;
+    uint32_t isize = 0;
+    int ok = fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b && fseek(f, 0, SEEK_END) == 0 &&
+             (size = ftell(f)) >= 18 && size <= (long)WHOLE_GZIP_MAX && fseek(f, size - 4, SEEK_SET) == 0 &&
+             fread(tail, 1, 4, f) == 4;
+    if (ok) {
+        isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24;
+        ok = isize > 0 && isize <= WHOLE_GZIP_MAX && (in = malloc((size_t)size)) != NULL &&
+             (out = malloc(isize)) != NULL && fseek(f, 0, SEEK_SET) == 0 &&
+             fread(in, 1, (size_t)size, f) == (size_t)size;
+    }
+    fclose(f);
+    struct libdeflate_decompressor *d = ok ? libdeflate_alloc_decompressor() : NULL;
+    size_t used_in = 0, used_out = 0;
+    ok = d && libdeflate_gzip_decompress_ex(d, in, (size_t)size, out, isize, &used_in, &used_out) ==
+                  LIBDEFLATE_SUCCESS &&
+         used_in == (size_t)size && used_out == isize;
+    libdeflate_free_decompressor(d);
+    free(in);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    *len = used_out;
+    return out;
+}
+
 teller_status teller_ingest_kineto(teller_store *st, const char *path, const teller_ingest_opts *opts,
                                    teller_error *err)
 {
+    size_t whole_len;
+    char *whole = inflate_whole(path, &whole_len);
+    if (whole) {
+        teller_status ws = teller_ingest_kineto_mem(st, path, whole, whole_len, opts, err);
+        free(whole);
+        return ws;
+    }
     teller_ingest_opts def = teller_ingest_defaults();
     reader r = {0};
     r.st = st;

@@ -11,7 +11,10 @@
  * result computed from it. Appending is done by whichever thread finds the
  * next file in order ready, one thread at a time; a file may be read only
  * while fewer than 2 x jobs files wait to be appended, which bounds the
- * memory held in per-file stores.
+ * memory held in per-file stores. A per-file store, once appended, is
+ * emptied and reused for a later file (teller_store_reset), and the run's
+ * store is grown once to the size the files read so far predict, so that
+ * neither is grown (copied) and faulted in again file after file.
  *
  * One thread (or one file) reads straight into the run's store: no copy.
  */
@@ -24,6 +27,7 @@
 #include <time.h>
 
 #include "teller/load.h"
+#include "../store/store_internal.h"
 #include "../util/pool.h"
 #include "../util/vec.h"
 
@@ -183,6 +187,8 @@ typedef struct load_run {
     uint8_t                *ready;   /* per file: read (or skipped), part/status set */
     size_t                  appended;/* files [0, appended) are in st */
     size_t                  window;  /* a file i is read only once i < appended + window */
+    teller_store          **spare;   /* emptied per-file stores to reuse */
+    size_t                  nspare;
     int                     appending, failed;
     teller_error            fail;    /* the error to return when failed */
     pthread_mutex_t         mu;
@@ -199,8 +205,21 @@ static teller_status put_file(load_run *r, size_t k, teller_store *part, teller_
         *e = r->errs[k];
     else if (r->same_as[k] < r->n)
         teller_store_warn(r->st, r->files[k], 0, "the same file as %s: read once", r->files[r->same_as[k]]);
-    else if (part)
+    else if (part) {
+        /* grow the run's store once, to what the files so far predict */
+        size_t need = r->st->ev.n + part->ev.n, nargs = r->st->nargs + part->nargs;
+        uint64_t seen = r->done + r->bytes[k];
+        if (need > r->st->ev_cap && seen > 0 && r->total > seen) {
+            double scale = (double)r->total / (double)seen;
+            size_t want = (size_t)((double)need * scale), want_args = (size_t)((double)nargs * scale);
+            if (want < TELLER_NONE && want_args < TELLER_NONE) {
+                /* a failure here only means growing as it goes */
+                (void)teller_store_reserve_events(r->st, want);
+                (void)teller_store_reserve_args(r->st, want_args);
+            }
+        }
         s = teller_store_append(r->st, part, e);
+    }
     r->done += r->bytes[k];
     if (s == TELLER_OK && r->o->progress)
         r->o->progress(r->o->progress_ctx, r->files[k], r->done, r->total);
@@ -219,7 +238,11 @@ static void read_one(void *ctx, size_t i)
     teller_status s = TELLER_OK;
     if (!stop && r->same_as[i] == r->n) {
         teller_error_clear(&r->errs[i]);
-        part = teller_store_create();
+        pthread_mutex_lock(&r->mu);
+        part = r->nspare ? r->spare[--r->nspare] : NULL;
+        pthread_mutex_unlock(&r->mu);
+        if (!part)
+            part = teller_store_create();
         s = part ? teller_ingest_file(part, r->files[i], &r->o->ingest, &r->errs[i])
                  : teller_error_set(&r->errs[i], TELLER_ERR_NOMEM, r->files[i], 0, "out of memory");
     }
@@ -240,8 +263,11 @@ static void read_one(void *ctx, size_t i)
         pthread_mutex_unlock(&r->mu);
         teller_error e;
         teller_status ps = put_file(r, k, p, rs, &e);
-        teller_store_free(p);
+        if (p)
+            teller_store_reset(p);
         pthread_mutex_lock(&r->mu);
+        if (p)
+            r->spare[r->nspare++] = p; /* at most one per file in flight */
         if (ps != TELLER_OK) {
             r->failed = 1;
             r->fail = e;
@@ -271,8 +297,9 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
     r.status = calloc(n, sizeof *r.status);
     r.errs = malloc(n * sizeof *r.errs);
     r.ready = calloc(n, 1);
+    r.spare = calloc(n, sizeof *r.spare);
     teller_status s = TELLER_OK;
-    if (!same_as || !bytes || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready) {
+    if (!same_as || !bytes || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready || !r.spare) {
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
         goto done;
     }
@@ -332,6 +359,9 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
 done:
     for (size_t i = 0; r.part && i < n; i++)
         teller_store_free(r.part[i]);
+    for (size_t i = 0; i < r.nspare; i++)
+        teller_store_free(r.spare[i]);
+    free(r.spare);
     free(same_as);
     free(bytes);
     free(dev);

@@ -226,6 +226,36 @@ int teller_store_reserve_events(teller_store *st, size_t need)
     return 0;
 }
 
+int teller_store_reserve_args(teller_store *st, size_t need)
+{
+    return need >= TELLER_NONE ? -1 : TELLER_GROW(st->args, st->args_cap, need);
+}
+
+void teller_store_reset(teller_store *st)
+{
+    /* strings: keep the newest block (emptied), the table and the id array */
+    str_block *keep = st->blocks;
+    if (keep) {
+        for (str_block *b = keep->next, *n; b; b = n) {
+            n = b->next;
+            free(b);
+        }
+        keep->next = NULL;
+        keep->used = 0;
+        st->str_bytes = sizeof *keep + keep->size + st->hcap * sizeof *st->htab + st->str_cap * sizeof *st->strs;
+    }
+    memset(st->htab, 0xff, st->hcap * sizeof *st->htab);
+    st->nstr = 1;
+    st->nsources = 0;
+    st->ev.n = 0;
+    st->nargs = 0;
+    st->ncomms = 0;
+    for (size_t i = 0; i < st->nwarn_msgs; i++)
+        free(st->warn_msgs[i]);
+    st->nwarn_msgs = 0;
+    st->nwarn = 0;
+}
+
 uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
 {
     size_t i = st->ev.n;

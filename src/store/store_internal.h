@@ -53,5 +53,11 @@ struct teller_store {
 
 /* Grows every event column to hold `need` events; 0 or -1 (out of memory). */
 int teller_store_reserve_events(teller_store *st, size_t need);
+/* Grows the args table to hold `need` rows; 0 or -1 (out of memory). */
+int teller_store_reserve_args(teller_store *st, size_t need);
+/* Empties a store that has not been tree-built, keeping the capacity of its
+ * columns and tables (their pages stay mapped), so that the next file read
+ * into it neither grows nor faults them in again. */
+void teller_store_reset(teller_store *st);
 
 #endif
