@@ -260,6 +260,70 @@ static void test_first_bad_file_in_order_is_the_error(void)
     rm_rf(dir);
 }
 
+/* Writes a small Kineto trace of one rank to dir/NAME: 3 steps, each with
+ * one kernel (an NCCL all-reduce when nccl, else a GEMM), clocks moved by
+ * off_us, on host `host` of a job of `world` ranks. Returns the path
+ * (static buffer per slot). */
+static const char *write_rank(const char *dir, int slot, int rank, int world, const char *host, int64_t off_us,
+                              int nccl)
+{
+    static char paths[4][700];
+    snprintf(paths[slot], sizeof paths[slot], "%s/r%d_%d.json", dir, slot, rank);
+    FILE *f = fopen(paths[slot], "w");
+    CHECK(f != NULL);
+    if (!f)
+        return paths[slot];
+    fprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": %d}, \"host_name\": \"%s\", "
+               "\"deviceProperties\": [{\"name\": \"H200\"}], \"traceEvents\": [", rank, world, host);
+    for (int step = 0; step < 3; step++) {
+        int64_t t0 = 1700000000000000 + step * 10000 + off_us;
+        fprintf(f,
+                "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,\"tid\":1,"
+                "\"ts\":%lld,\"dur\":1000},"
+                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":%lld,"
+                "\"dur\":5,\"args\":{\"correlation\":%d}},"
+                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":7,\"ts\":%lld,\"dur\":100,"
+                "\"args\":{\"correlation\":%d}}",
+                step ? "," : "", step, (long long)t0, (long long)(t0 + 10), 100 + step,
+                nccl ? "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" : "sm90_xmma_gemm_bf16", (long long)(t0 + 50),
+                100 + step);
+    }
+    fputs("]}\n", f);
+    fclose(f);
+    return paths[slot];
+}
+
+/* Two hosts whose clocks are an hour apart share collectives: one run (the
+ * clock offset is estimated from them). The same traces with no collective
+ * are two runs; so are traces that record different world sizes. */
+static void test_shared_collectives_join_distant_clocks(void)
+{
+    char dir[] = "/tmp/teller_load_clock_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const int64_t hour_us = 3600ll * 1000000;
+    teller_store *st;
+    teller_error err;
+    const char *a = write_rank(dir, 0, 0, 2, "node-a", 0, 1), *b = write_rank(dir, 1, 1, 2, "node-b", hour_us, 1);
+    CHECK_EQ_INT(load((const char *const[]){a, b}, 2, 2, 0, &st, &err), TELLER_OK);
+    if (st) {
+        CHECK_EQ_INT(teller_store_num_nodes(st), 2);
+        CHECK(teller_store_nodes(st)[1].offset_ns > 3599 * 1000000000ll);
+        teller_store_free(st);
+    }
+    a = write_rank(dir, 0, 0, 2, "node-a", 0, 0);
+    b = write_rank(dir, 1, 1, 2, "node-b", hour_us, 0);
+    CHECK_EQ_INT(load((const char *const[]){a, b}, 2, 2, 0, &st, &err), TELLER_ERR_ARG);
+    CHECK(!strcmp(err.file, a));
+    CHECK(strstr(err.msg, b) && strstr(err.msg, "host node-b") && strstr(err.msg, "share no collective"));
+    b = write_rank(dir, 1, 1, 2, "node-a", 0, 0); /* same host, same time: one run without collectives */
+    CHECK_EQ_INT(load((const char *const[]){a, b}, 2, 2, 0, &st, &err), TELLER_OK);
+    teller_store_free(st);
+    b = write_rank(dir, 1, 1, 4, "node-a", 0, 1);
+    CHECK_EQ_INT(load((const char *const[]){a, b}, 2, 1, 0, &st, &err), TELLER_ERR_ARG);
+    CHECK(strstr(err.msg, "world size 2 here, 4 in") != NULL);
+    rm_rf(dir);
+}
+
 /* memcmp that accepts empty (NULL) arrays */
 static int mem_eq(const void *a, const void *b, size_t n)
 {
@@ -426,6 +490,7 @@ const test_case load_tests[] = {
     {"load: same file twice is read once", test_same_file_twice_is_read_once},
     {"load: case plus its rank0 again is refused", test_case_plus_its_rank0_again_is_refused},
     {"load: first bad file in order is the error", test_first_bad_file_in_order_is_the_error},
+    {"load: shared collectives join distant clocks", test_shared_collectives_join_distant_clocks},
     {"load: jobs give identical store and predictions", test_jobs_give_identical_store_and_predictions},
     {"load: interleaved sources build the same trees", test_interleaved_sources_build_same_trees},
     {NULL, NULL},
