@@ -24,6 +24,7 @@
 #include "json.h"
 #include "teller/ingest.h"
 #include "teller/tree.h"
+#include "../store/store_internal.h"
 #include "../util/kmap.h"
 #include "../util/vec.h"
 
@@ -1013,16 +1014,16 @@ static void reader_free(reader *r)
  * memory to the window and says where a damaged stream ends. */
 #define WHOLE_GZIP_MAX (64u << 20)
 
-/* The inflated text of path (malloc'd, *len bytes) when it is one gzip
- * member of at most WHOLE_GZIP_MAX bytes that inflates cleanly; NULL
- * otherwise (then the file is streamed, and any error is found there). */
-static char *inflate_whole(const char *path, size_t *len)
+/* The inflated text of path (*len bytes, in the store's scratch buffer)
+ * when it is one gzip member of at most WHOLE_GZIP_MAX bytes that inflates
+ * cleanly; NULL otherwise (then the file is streamed, and any error is
+ * found there). */
+static char *inflate_whole(teller_store *st, const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
     unsigned char head[2], tail[4];
-    unsigned char *in = NULL;
     char *out = NULL;
     long size = 0;
     uint32_t isize = 0;
@@ -1030,23 +1031,20 @@ static char *inflate_whole(const char *path, size_t *len)
              (size = ftell(f)) >= 18 && size <= (long)WHOLE_GZIP_MAX && fseek(f, size - 4, SEEK_SET) == 0 &&
              fread(tail, 1, 4, f) == 4;
     if (ok) {
+        /* one buffer: the inflated text, then the file */
         isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24;
-        ok = isize > 0 && isize <= WHOLE_GZIP_MAX && (in = malloc((size_t)size)) != NULL &&
-             (out = malloc(isize)) != NULL && fseek(f, 0, SEEK_SET) == 0 &&
-             fread(in, 1, (size_t)size, f) == (size_t)size;
+        ok = isize > 0 && isize <= WHOLE_GZIP_MAX && (out = teller_store_scratch(st, (size_t)isize + (size_t)size)) &&
+             fseek(f, 0, SEEK_SET) == 0 && fread(out + isize, 1, (size_t)size, f) == (size_t)size;
     }
     fclose(f);
     struct libdeflate_decompressor *d = ok ? libdeflate_alloc_decompressor() : NULL;
     size_t used_in = 0, used_out = 0;
-    ok = d && libdeflate_gzip_decompress_ex(d, in, (size_t)size, out, isize, &used_in, &used_out) ==
+    ok = d && libdeflate_gzip_decompress_ex(d, out + isize, (size_t)size, out, isize, &used_in, &used_out) ==
                   LIBDEFLATE_SUCCESS &&
          used_in == (size_t)size && used_out == isize;
     libdeflate_free_decompressor(d);
-    free(in);
-    if (!ok) {
-        free(out);
+    if (!ok)
         return NULL;
-    }
     *len = used_out;
     return out;
 }
@@ -1055,12 +1053,9 @@ teller_status teller_ingest_kineto(teller_store *st, const char *path, const tel
                                    teller_error *err)
 {
     size_t whole_len;
-    char *whole = inflate_whole(path, &whole_len);
-    if (whole) {
-        teller_status ws = teller_ingest_kineto_mem(st, path, whole, whole_len, opts, err);
-        free(whole);
-        return ws;
-    }
+    const char *whole = inflate_whole(st, path, &whole_len);
+    if (whole)
+        return teller_ingest_kineto_mem(st, path, whole, whole_len, opts, err);
     teller_ingest_opts def = teller_ingest_defaults();
     reader r = {0};
     r.st = st;

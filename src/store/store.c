@@ -171,7 +171,28 @@ void teller_store_free(teller_store *st)
     free(st->nodes);
     for (size_t i = 0; i < st->nwarn_msgs; i++)
         free(st->warn_msgs[i]);
+    free(st->scratch);
     free(st);
+}
+
+void *teller_store_scratch(teller_store *st, size_t n)
+{
+    if (n > st->scratch_cap) {
+        /* a quarter more than asked: the next file of a run is seldom
+         * larger by more, and growing again would fault in fresh pages */
+        size_t cap = n + n / 4;
+        free(st->scratch); /* contents are not kept: no copy */
+        st->scratch = malloc(cap);
+        st->scratch_cap = st->scratch ? cap : 0;
+    }
+    return st->scratch;
+}
+
+void teller_store_drop_scratch(teller_store *st)
+{
+    free(st->scratch);
+    st->scratch = NULL;
+    st->scratch_cap = 0;
 }
 
 uint32_t teller_store_add_source(teller_store *st, const teller_source *src)

@@ -49,6 +49,10 @@ struct teller_store {
     uint64_t nwarn;
     char    *warn_msgs[TELLER_MAX_WARNINGS];
     size_t   nwarn_msgs;
+
+    /* readers' scratch (teller_store_scratch) */
+    void    *scratch;
+    size_t   scratch_cap;
 };
 
 /* Grows every event column to hold `need` events; 0 or -1 (out of memory). */
@@ -59,5 +63,14 @@ int teller_store_reserve_args(teller_store *st, size_t need);
  * columns and tables (their pages stay mapped), so that the next file read
  * into it neither grows nor faults them in again. */
 void teller_store_reset(teller_store *st);
+/* A buffer of at least n bytes for a reader to work in (the Kineto reader
+ * inflates a whole gzip file into it), owned by the store and kept from
+ * file to file, so that reading many files does not map and fault in a
+ * fresh buffer each time; its contents are not kept. Valid until the next
+ * call, teller_store_drop_scratch or teller_store_free. NULL when out of
+ * memory. */
+void *teller_store_scratch(teller_store *st, size_t n);
+/* Releases the scratch buffer (teller_tree_build does: reading is over). */
+void teller_store_drop_scratch(teller_store *st);
 
 #endif

@@ -953,6 +953,7 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
     const teller_tree_opts *o = opts ? opts : &def;
     teller_events *ev = &st->ev;
     size_t ns = st->nsources;
+    teller_store_drop_scratch(st); /* reading is over */
     size_t *range = malloc((ns + 1) * sizeof *range);
     int *failed = calloc(ns ? ns : 1, sizeof *failed);
     uint64_t *dups = calloc(ns ? ns : 1, sizeof *dups);
