@@ -12,7 +12,9 @@
  * next file in order ready, one thread at a time; a file may be read only
  * while fewer than 2 x jobs files wait to be appended, which bounds the
  * memory held in per-file stores. A per-file store, once appended, is
- * emptied and reused for a later file (teller_store_reset), and the run's
+ * emptied and reused for a later file (teller_store_reset); the readers'
+ * scratch buffers (a whole inflated file) pass from one reading to the
+ * next, so there are no more of them than threads reading; and the run's
  * store is grown once to the size the files read so far predict, so that
  * neither is grown (copied) and faulted in again file after file.
  *
@@ -189,6 +191,8 @@ typedef struct load_run {
     size_t                  window;  /* a file i is read only once i < appended + window */
     teller_store          **spare;   /* emptied per-file stores to reuse */
     size_t                  nspare;
+    struct scratch { void *p; size_t cap; } *scratch; /* readers' scratch buffers, */
+    size_t                  nscratch;                  /* one per reading thread at most */
     int                     appending, failed;
     teller_error            fail;    /* the error to return when failed */
     pthread_mutex_t         mu;
@@ -240,13 +244,25 @@ static void read_one(void *ctx, size_t i)
         teller_error_clear(&r->errs[i]);
         pthread_mutex_lock(&r->mu);
         part = r->nspare ? r->spare[--r->nspare] : NULL;
+        struct scratch sc = r->nscratch ? r->scratch[--r->nscratch] : (struct scratch){NULL, 0};
         pthread_mutex_unlock(&r->mu);
         if (!part)
             part = teller_store_create();
+        if (part) { /* the scratch goes with the thread, not with the store that waits */
+            part->scratch = sc.p;
+            part->scratch_cap = sc.cap;
+        } else {
+            free(sc.p);
+        }
         s = part ? teller_ingest_file(part, r->files[i], &r->o->ingest, &r->errs[i])
                  : teller_error_set(&r->errs[i], TELLER_ERR_NOMEM, r->files[i], 0, "out of memory");
     }
     pthread_mutex_lock(&r->mu);
+    if (part && part->scratch) {
+        r->scratch[r->nscratch++] = (struct scratch){part->scratch, part->scratch_cap};
+        part->scratch = NULL;
+        part->scratch_cap = 0;
+    }
     r->part[i] = part;
     r->status[i] = s;
     r->ready[i] = 1;
@@ -298,8 +314,9 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
     r.errs = malloc(n * sizeof *r.errs);
     r.ready = calloc(n, 1);
     r.spare = calloc(n, sizeof *r.spare);
+    r.scratch = calloc(n, sizeof *r.scratch);
     teller_status s = TELLER_OK;
-    if (!same_as || !bytes || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready || !r.spare) {
+    if (!same_as || !bytes || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready || !r.spare || !r.scratch) {
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
         goto done;
     }
@@ -362,6 +379,9 @@ done:
     for (size_t i = 0; i < r.nspare; i++)
         teller_store_free(r.spare[i]);
     free(r.spare);
+    for (size_t i = 0; i < r.nscratch; i++)
+        free(r.scratch[i].p);
+    free(r.scratch);
     free(same_as);
     free(bytes);
     free(dev);
