@@ -24,34 +24,24 @@ cli_load_opts cli_load_defaults(void)
 int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
-    if (!strcmp(a, "--step-pattern") || !strcmp(a, "--gpus-per-node")) {
+    if (!strcmp(a, "--step-pattern") || !strcmp(a, "--gpus-per-node") || !strcmp(a, "--jobs") || !strcmp(a, "-j")) {
         if (*i + 1 >= argc) {
             fprintf(stderr, "teller: %s needs a value\n", a);
             return -1;
         }
         const char *v = argv[++*i];
-        if (a[2] == 's') {
+        double x;
+        if (!strcmp(a, "--step-pattern"))
             o->tree.step_pattern = v;
-        } else {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n <= 0 || n > 1 << 20) {
-                fprintf(stderr, "teller: --gpus-per-node wants a positive number, not '%s'\n", v);
+        else if (!strcmp(a, "--gpus-per-node")) {
+            if (cli_number(argv[0], a, v, 1, 1 << 20, 1, &x))
                 return -1;
-            }
-            o->tree.gpus_per_node = (int)n;
+            o->tree.gpus_per_node = (int)x;
+        } else {
+            if (cli_number(argv[0], a, v, 1, 1024, 1, &x))
+                return -1;
+            o->jobs = (int)x;
         }
-        return 1;
-    }
-    if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-        char *end;
-        long n = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : 0;
-        if (*i + 1 >= argc || *end || n <= 0 || n > 1024) {
-            fprintf(stderr, "teller: %s wants a number of threads from 1 to 1024\n", a);
-            return -1;
-        }
-        o->jobs = (int)n;
-        ++*i;
         return 1;
     }
     if (!strcmp(a, "--force")) {
