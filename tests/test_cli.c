@@ -51,8 +51,28 @@ static void test_cli_missing_rank(void)
     CHECK(strstr(out, "no step") == NULL);
 }
 
+/* Every command loads through the one-run check: traces of two runs are
+ * refused (exit 1) naming both and saying how to force them; --force reads
+ * them; --jobs wants a thread count. */
+static void test_cli_refuses_two_runs(void)
+{
+    char out[8192], args[9000], b200[4096], h100[4096];
+    snprintf(b200, sizeof b200, "%s", shared_path("tracelens/b200/eager_trace.json.gz"));
+    snprintf(h100, sizeof h100, "%s", shared_path("tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+    snprintf(args, sizeof args, "stats -q '%s' '%s'", b200, h100);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, b200) && strstr(out, h100) && strstr(out, "cannot be one run") && strstr(out, "--force"));
+    snprintf(args, sizeof args, "stats -q --force -j 2 '%s' '%s'", b200, h100);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "ranks             2") != NULL);
+    snprintf(args, sizeof args, "stats -q -j 0 '%s'", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    CHECK(strstr(out, "-j wants an integer") != NULL);
+}
+
 const test_case cli_tests[] = {
     {"cli: bad option values are errors naming what was wanted; --version", test_cli_option_values},
     {"cli: tree names a rank the trace does not have", test_cli_missing_rank},
+    {"cli: traces of two runs are refused unless --force", test_cli_refuses_two_runs},
     {NULL, NULL},
 };
