@@ -439,27 +439,59 @@ static const char *describe(const teller_store *st, const span *sp, char *buf, s
     return buf;
 }
 
+typedef struct ranked {
+    int32_t  rank;
+    uint32_t src;
+} ranked;
+
+static int ranked_cmp(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
 teller_status teller_load_check_run(const teller_store *st, teller_error *err)
 {
     size_t ns = teller_store_num_sources(st);
-    for (size_t i = 0; i < ns; i++) {
-        const teller_source *a = teller_store_source_c(st, (uint32_t)i);
-        for (size_t j = i + 1; j < ns; j++) {
-            const teller_source *b = teller_store_source_c(st, (uint32_t)j);
-            if (a->path == b->path)
-                continue;
-            if (a->rank >= 0 && a->rank == b->rank)
-                return teller_error_set(err, TELLER_ERR_ARG, teller_store_str(st, a->path), 0,
-                                        "rank %d is also in %s: these files cannot be one run", (int)a->rank,
-                                        teller_store_str(st, b->path));
-            if (a->world_size > 0 && b->world_size > 0 && a->world_size != b->world_size)
-                return teller_error_set(err, TELLER_ERR_ARG, teller_store_str(st, a->path), 0,
-                                        "world size %d here, %d in %s: these files cannot be one run",
-                                        (int)a->world_size, (int)b->world_size, teller_store_str(st, b->path));
-        }
-    }
     if (ns < 2)
         return TELLER_OK;
+    /* the same rank in two files: sort by rank, look at neighbours */
+    ranked *rk = malloc(ns * sizeof *rk);
+    if (!rk)
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+    size_t nrk = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (teller_store_source_c(st, (uint32_t)i)->rank >= 0)
+            rk[nrk++] = (ranked){teller_store_source_c(st, (uint32_t)i)->rank, (uint32_t)i};
+    teller_sort(rk, nrk, sizeof *rk, ranked_cmp);
+    for (size_t k = 0; k < nrk; k++) {
+        const teller_source *a = teller_store_source_c(st, rk[k].src);
+        for (size_t j = k + 1; j < nrk && rk[j].rank == rk[k].rank; j++) {
+            const teller_source *b = teller_store_source_c(st, rk[j].src);
+            if (a->path == b->path)
+                continue; /* one file's processes: the tree builder warns */
+            free(rk);
+            return teller_error_set(err, TELLER_ERR_ARG, teller_store_str(st, a->path), 0,
+                                    "rank %d is also in %s: these files cannot be one run", (int)a->rank,
+                                    teller_store_str(st, b->path));
+        }
+    }
+    free(rk);
+    /* different world sizes: every recorded one against the first */
+    const teller_source *w = NULL;
+    for (size_t i = 0; i < ns; i++) {
+        const teller_source *b = teller_store_source_c(st, (uint32_t)i);
+        if (b->world_size <= 0)
+            continue;
+        if (!w)
+            w = b;
+        else if (b->world_size != w->world_size && b->path != w->path)
+            return teller_error_set(err, TELLER_ERR_ARG, teller_store_str(st, w->path), 0,
+                                    "world size %d here, %d in %s: these files cannot be one run",
+                                    (int)w->world_size, (int)b->world_size, teller_store_str(st, b->path));
+    }
     /* sources belong together when one file holds them, their time spans
      * overlap, or a collective has members on both */
     size_t *up = malloc(ns * sizeof *up);
@@ -482,10 +514,9 @@ teller_status teller_load_check_run(const teller_store *st, teller_error *err)
         if (e > x->hi)
             x->hi = e;
     }
-    for (size_t i = 0; i < ns; i++)
-        for (size_t j = i + 1; j < ns; j++)
-            if (teller_store_source_c(st, (uint32_t)i)->path == teller_store_source_c(st, (uint32_t)j)->path)
-                uf_join(up, i, j);
+    for (size_t i = 1; i < ns; i++) /* one file's sources are added one after the other */
+        if (teller_store_source_c(st, (uint32_t)i)->path == teller_store_source_c(st, (uint32_t)(i - 1))->path)
+            uf_join(up, i - 1, i);
     const teller_collective *co = teller_store_collectives(st);
     const teller_coll_member *mem = teller_store_coll_members(st);
     for (size_t c = 0; c < teller_store_num_collectives(st); c++)
