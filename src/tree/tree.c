@@ -689,65 +689,109 @@ static size_t node_index(const teller_store *st, int32_t node)
     return 0;
 }
 
+/* One node's median member end in one collective. */
+typedef struct node_end {
+    uint32_t node; /* index into st->nodes */
+    uint32_t coll;
+    int64_t  end;
+} node_end;
+
+static int node_end_cmp(const void *a, const void *b)
+{
+    const node_end *x = a, *y = b;
+    if (x->coll != y->coll) return x->coll < y->coll ? -1 : 1;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* A node's clock offset is the median, over the collectives it shares with
+ * an already known node, of (its members' median end) - (the first known
+ * node's median end - that node's offset); nodes are taken in index order,
+ * round after round, so that a node sharing nothing with node 0 chains
+ * through others. Each collective's per-node medians are computed once,
+ * and each node looks only at its own collectives: cost O(members log
+ * members + nodes x their collectives) per round, not nodes^2 x every
+ * collective's members. */
 static int estimate_offsets(teller_store *st)
 {
-    size_t nn = st->nnodes;
+    size_t nn = st->nnodes, ns = st->nsources;
     if (nn < 2)
         return 0;
     teller_events *ev = &st->ev;
     int *known = calloc(nn, sizeof *known);
-    int64_t *dep = malloc(nn * sizeof *dep);
-    int64_t *tmp = NULL, *diffs = NULL;
-    size_t tcap = 0, dcap = 0;
-    if (!known || !dep)
+    uint32_t *srcnode = malloc((ns ? ns : 1) * sizeof *srcnode);
+    size_t *first = calloc(st->ncolls + 1, sizeof *first); /* per collective: its medians */
+    size_t *by_node = calloc(nn + 1, sizeof *by_node);      /* per node: its entries */
+    node_end *me = NULL, *med = NULL;
+    uint32_t *node_list = NULL;
+    int64_t *diffs = NULL;
+    size_t nme = 0, mcap = 0, nmed = 0, dcap = 0;
+    if (!known || !srcnode || !first || !by_node)
         goto oom;
+    for (size_t s = 0; s < ns; s++)
+        srcnode[s] = (uint32_t)node_index(st, st->sources[s].node);
+    /* member ends by (collective, node), then one median per node */
+    for (size_t c = 0; c < st->ncolls; c++) {
+        const teller_collective *co = &st->colls[c];
+        if (co->num_members < 2)
+            continue;
+        for (uint32_t m = 0; m < co->num_members; m++) {
+            uint32_t e = st->members[co->first_member + m].kernel;
+            if (TELLER_GROW(me, mcap, nme + 1))
+                goto oom;
+            me[nme++] = (node_end){srcnode[ev->source[e]], (uint32_t)c, ev->start_ns[e] + ev->dur_ns[e]};
+        }
+    }
+    teller_sort(me, nme, sizeof *me, node_end_cmp);
+    med = malloc((nme ? nme : 1) * sizeof *med);
+    if (!med)
+        goto oom;
+    for (size_t a = 0; a < nme;) {
+        size_t b = a;
+        while (b < nme && me[b].coll == me[a].coll && me[b].node == me[a].node)
+            b++;
+        size_t k = b - a; /* sorted: the median of median_i64 */
+        int64_t mid = k % 2 ? me[a + k / 2].end : me[a + k / 2 - 1].end + (me[a + k / 2].end - me[a + k / 2 - 1].end) / 2;
+        med[nmed++] = (node_end){me[a].node, me[a].coll, mid};
+        first[me[a].coll + 1]++;
+        by_node[me[a].node + 1]++;
+        a = b;
+    }
+    free(me);
+    me = NULL;
+    for (size_t c = 0; c < st->ncolls; c++)
+        first[c + 1] += first[c];
+    for (size_t n = 0; n < nn; n++)
+        by_node[n + 1] += by_node[n];
+    /* med[] is in (collective, node) order, so first[c] indexes it; node_list
+     * holds, per node, its entries of med[] in collective order */
+    node_list = malloc((nmed ? nmed : 1) * sizeof *node_list);
+    size_t *fill = malloc((nn ? nn : 1) * sizeof *fill);
+    if (!node_list || !fill) {
+        free(fill);
+        goto oom;
+    }
+    memcpy(fill, by_node, nn * sizeof *fill);
+    for (size_t i = 0; i < nmed; i++)
+        node_list[fill[med[i].node]++] = (uint32_t)i;
+    free(fill);
     known[0] = 1;
-    /* chain: a node is estimated against any node already known */
     for (int round = 0; round < (int)nn; round++) {
         int progress = 0;
         for (size_t n = 1; n < nn; n++) {
             if (known[n])
                 continue;
             size_t nd = 0;
-            for (size_t c = 0; c < st->ncolls; c++) {
-                const teller_collective *co = &st->colls[c];
-                if (co->num_members < 2)
-                    continue;
-                /* departure per node = median end of its members */
-                int64_t dn = 0, dref = 0;
-                int have_n = 0, have_ref = 0;
-                size_t ref = 0;
-                for (size_t pass = 0; pass < 2; pass++) {
-                    for (size_t k = 0; k < nn; k++) {
-                        if (pass == 0 ? k != n : !(known[k]))
-                            continue;
-                        size_t nt = 0;
-                        for (uint32_t m = 0; m < co->num_members; m++) {
-                            uint32_t e = st->members[co->first_member + m].kernel;
-                            if (node_index(st, st->sources[ev->source[e]].node) != k)
-                                continue;
-                            if (TELLER_GROW(tmp, tcap, nt + 1))
-                                goto oom;
-                            tmp[nt++] = ev->start_ns[e] + ev->dur_ns[e];
-                        }
-                        if (!nt)
-                            continue;
-                        if (pass == 0) {
-                            dn = median_i64(tmp, nt);
-                            have_n = 1;
-                        } else {
-                            dref = median_i64(tmp, nt) - st->nodes[k].offset_ns;
-                            have_ref = 1;
-                            ref = k;
-                            break;
-                        }
-                    }
-                }
-                (void)ref;
-                if (have_n && have_ref) {
+            for (size_t q = by_node[n]; q < by_node[n + 1]; q++) {
+                const node_end *mine = &med[node_list[q]];
+                /* the first known node of this collective, in index order */
+                for (size_t r = first[mine->coll]; r < first[mine->coll + 1]; r++) {
+                    if (!known[med[r].node])
+                        continue;
                     if (TELLER_GROW(diffs, dcap, nd + 1))
                         goto oom;
-                    diffs[nd++] = dn - dref;
+                    diffs[nd++] = mine->end - (med[r].end - st->nodes[med[r].node].offset_ns);
+                    break;
                 }
             }
             if (nd) {
@@ -766,19 +810,24 @@ static int estimate_offsets(teller_store *st)
                               "node %d shares no collective with node 0; its clock offset is unknown (taken as 0)",
                               (int)st->nodes[n].node);
     /* move every node onto node 0's clock */
-    for (size_t i = 0; i < ev->n; i++) {
-        int64_t off = st->nodes[node_index(st, st->sources[ev->source[i]].node)].offset_ns;
-        ev->start_ns[i] -= off;
-    }
+    for (size_t i = 0; i < ev->n; i++)
+        ev->start_ns[i] -= st->nodes[srcnode[ev->source[i]]].offset_ns;
     free(known);
-    free(dep);
-    free(tmp);
+    free(srcnode);
+    free(first);
+    free(by_node);
+    free(med);
+    free(node_list);
     free(diffs);
     return 0;
 oom:
     free(known);
-    free(dep);
-    free(tmp);
+    free(srcnode);
+    free(first);
+    free(by_node);
+    free(me);
+    free(med);
+    free(node_list);
     free(diffs);
     return -1;
 }
