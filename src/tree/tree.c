@@ -17,6 +17,7 @@
 
 #include "teller/tree.h"
 #include "../store/store_internal.h"
+#include "../util/kmap.h"
 #include "../util/pool.h"
 #include "../util/vec.h"
 
@@ -588,25 +589,24 @@ static int match_collectives(teller_store *st)
     /* a kernel without metadata (NCCL called directly, or captured in a
      * CUDA graph) takes the process group that named kernels on the same
      * rank and stream carry */
-    typedef struct { uint16_t source; int32_t stream; uint32_t pg; } stream_pg;
-    stream_pg *spg = NULL;
-    size_t nspg = 0, spcap = 0;
+#define STREAM_KEY(i) ((uint64_t)ev->source[i] << 32 | (uint32_t)ev->tid[i])
+    kmap streams = {0}; /* (source, stream) -> slot in spg: the first process group seen there */
+    uint32_t *spg = NULL;
+    size_t spcap = 0;
     for (size_t i = 0; i < ev->n; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
             continue;
         const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
         if (!cm || !cm->pg_name)
             continue;
-        size_t k = 0;
-        while (k < nspg && !(spg[k].source == ev->source[i] && spg[k].stream == ev->tid[i]))
-            k++;
-        if (k == nspg) {
-            if (TELLER_GROW(spg, spcap, nspg + 1)) {
-                free(spg);
-                return -1;
-            }
-            spg[nspg++] = (stream_pg){ev->source[i], ev->tid[i], cm->pg_name};
+        uint32_t *slot = kmap_slot(&streams, STREAM_KEY(i), (void **)&spg, &spcap, sizeof *spg);
+        if (!slot) {
+            kmap_free(&streams);
+            free(spg);
+            return -1;
         }
+        if (!*slot)
+            *slot = cm->pg_name;
     }
     for (size_t i = 0; i < ev->n; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
@@ -615,21 +615,25 @@ static int match_collectives(teller_store *st)
         const char *op;
         size_t oplen = kernel_op(teller_store_str(st, ev->name[i]), &op);
         uint32_t pg = cm ? cm->pg_name : 0;
-        for (size_t k = 0; !pg && k < nspg; k++)
-            if (spg[k].source == ev->source[i] && spg[k].stream == ev->tid[i])
-                pg = spg[k].pg;
+        if (!pg) {
+            uint32_t k = kmap_get(&streams, STREAM_KEY(i), 0);
+            pg = k == UINT32_MAX ? 0 : spg[k];
+        }
         if (pg)
             snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, pg));
         else
             snprintf(buf, sizeof buf, "op %.*s", (int)(oplen < 200 ? oplen : 200), op);
         uint32_t key = teller_store_intern(st, buf, strlen(buf));
         if (key == TELLER_NONE || TELLER_GROW(items, icap, nitems + 1)) {
+            kmap_free(&streams);
             free(spg);
             goto oom;
         }
         uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
         items[nitems++] = (coll_item){key, seq, st->sources[ev->source[i]].rank, (uint32_t)i, ev->start_ns[i]};
     }
+#undef STREAM_KEY
+    kmap_free(&streams);
     free(spg);
     /* number the kernels without a recorded seq by time within (key, rank) */
     teller_sort(items, nitems, sizeof *items, coll_time_cmp);
