@@ -37,7 +37,7 @@ static int num(const char *opt, const char *v, double *out)
 
 int cmd_perturb(int argc, char **argv)
 {
-    cli_load_opts lo = {teller_ingest_defaults(), teller_tree_defaults(), 0};
+    cli_load_opts lo = cli_load_defaults();
     teller_perturb_opts o = teller_perturb_defaults();
     const char *out = NULL;
     char **paths = calloc((size_t)argc, sizeof *paths);
