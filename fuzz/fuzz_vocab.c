@@ -49,9 +49,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         teller_tpe_seq s, enc;
         memset(&s, 0, sizeof s);
         memset(&enc, 0, sizeof enc);
-        if (n && teller_tpe_seq_alloc(&s, 8, &err) == TELLER_OK) {
+        if (n > TELLER_TPE_REPEATS && teller_tpe_seq_alloc(&s, 8, &err) == TELLER_OK) {
+            /* base symbols only (a sequence holding a repeat symbol is refused);
+             * the same two twice, so that a repeat run forms too */
             for (size_t i = 0; i < 8; i++) {
-                s.sym[i] = (uint32_t)(i % n);
+                s.sym[i] = (uint32_t)(TELLER_TPE_REPEATS + i % 4 % (n - TELLER_TPE_REPEATS));
                 s.parent[i] = TELLER_NONE;
                 s.event[i] = TELLER_NONE;
             }

@@ -30,15 +30,20 @@ static int seq_same(const teller_tpe_seq *a, const teller_tpe_seq *b)
 }
 
 /* The textbook definition: every merge in rank order, applied left to right
- * over the whole sequence. The encoder must give the same symbols. */
-static size_t naive_encode(const teller_tpe_vocab *v, const teller_tpe_seq *b, uint32_t *out)
+ * over the whole sequence after repeat runs (the encoder's repeat tokens as
+ * they are, every other token as its base tokens). The encoder must give
+ * the same symbols. */
+static size_t naive_encode(const teller_tpe_vocab *v, const teller_tpe_seq *b, const teller_tpe_seq *enc, uint32_t *out)
 {
-    size_t n = b->n;
-    uint32_t *par = malloc((n ? n : 1) * sizeof *par);
-    uint16_t *dep = malloc((n ? n : 1) * sizeof *dep);
-    memcpy(out, b->sym, n * sizeof *out);
-    memcpy(par, b->parent, n * sizeof *par);
-    memcpy(dep, b->depth, n * sizeof *dep);
+    size_t n = 0;
+    uint32_t *par = malloc((b->n ? b->n : 1) * sizeof *par);
+    uint16_t *dep = malloc((b->n ? b->n : 1) * sizeof *dep);
+    for (size_t t = 0; t < enc->n; t++)
+        for (uint32_t i = enc->first[t]; i < enc->first[t] + (enc->unit[t] ? 1 : enc->len[t]); i++, n++) {
+            out[n] = enc->unit[t] ? enc->sym[t] : b->sym[i];
+            par[n] = b->parent[i];
+            dep[n] = b->depth[i];
+        }
     int cross = teller_tpe_vocab_options(v).cross_levels;
     for (uint32_t id = 0; id < teller_tpe_vocab_size(v); id++) {
         uint32_t l, r;
@@ -86,7 +91,7 @@ static size_t roundtrip_all(teller_tpe_vocab *v, teller_tpe_seq *seqs, size_t n)
         if (teller_tpe_decode(v, &enc, &dec, &err) != TELLER_OK || !seq_same(&dec, &seqs[k]))
             bad++;
         uint32_t *ref = malloc((seqs[k].n + 1) * sizeof *ref);
-        size_t rn = naive_encode(v, &seqs[k], ref);
+        size_t rn = naive_encode(v, &seqs[k], &enc, ref);
         if (rn != enc.n || (rn && memcmp(ref, enc.sym, rn * sizeof *ref)))
             mismatch++;
         free(ref);
@@ -199,18 +204,20 @@ static void test_tpe_most_frequent_pair_first(void)
 {
     teller_tpe_vocab_opts vo = {0, 1, 0};
     teller_tpe_vocab *v = teller_tpe_vocab_create(&vo);
-    /* flat: KERNEL a KERNEL b KERNEL a KERNEL b KERNEL a: (KERNEL, a) x3 is the most frequent */
-    const char *names[] = {"a", "b", "a", "b", "a"};
+    /* flat: KERNEL a KERNEL b KERNEL a KERNEL c KERNEL a: (KERNEL, a) x3 is
+     * the most frequent (no two siblings in a row alike: no repeat run) */
+    const char *names[] = {"a", "b", "a", "c", "a"};
     uint16_t d[] = {0, 0, 0, 0, 0};
     teller_tpe_seq s;
     memset(&s, 0, sizeof s);
     hand_seq(v, names, d, 5, &s);
     teller_tpe_train_opts to = {1, 2};
     teller_error err;
+    uint32_t first_merge = (uint32_t)teller_tpe_vocab_size(v);
     CHECK_EQ_INT(teller_tpe_train(v, &s, 1, &to, &err), TELLER_OK);
     CHECK_EQ_INT(teller_tpe_vocab_merges(v), 1);
     uint32_t l = 0, r = 0;
-    CHECK_EQ_INT(teller_tpe_vocab_symbol(v, 3, NULL, &l, &r), 1);
+    CHECK_EQ_INT(teller_tpe_vocab_symbol(v, first_merge, NULL, &l, &r), 1);
     CHECK_EQ_INT(l, teller_tpe_vocab_intern(v, "KERNEL", 6));
     CHECK_EQ_INT(r, teller_tpe_vocab_intern(v, "a", 1));
     /* more merges: stops at min_count (nothing repeats twice once merged) */
@@ -232,19 +239,20 @@ static void test_tpe_most_frequent_pair_first(void)
     /* a tie (every pair once): the lower left id wins, then the lower right id */
     v = teller_tpe_vocab_create(&vo);
     const char *tie[] = {"a", "b"};
-    hand_seq(v, tie, d, 2, &s); /* KERNEL=0 a=1 KERNEL b=2: (0,1) (1,0) (0,2) */
+    hand_seq(v, tie, d, 2, &s); /* KERNEL=R a=R+1 KERNEL b=R+2 (R repeat symbols first): (R,R+1) (R+1,R) (R,R+2) */
     teller_tpe_train_opts one = {1, 1};
     CHECK_EQ_INT(teller_tpe_train(v, &s, 1, &one, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tpe_vocab_symbol(v, 3, NULL, &l, &r), 1);
-    CHECK(l == 0 && r == 1);
+    CHECK_EQ_INT(teller_tpe_vocab_symbol(v, TELLER_TPE_REPEATS + 3, NULL, &l, &r), 1);
+    CHECK(l == TELLER_TPE_REPEATS && r == TELLER_TPE_REPEATS + 1);
     teller_tpe_seq_free(&s);
     teller_tpe_vocab_free(v);
 }
 
 static void test_tpe_no_cross_keeps_levels(void)
 {
-    /* parent with children: with cross off no token may span two levels */
-    const char *names[] = {"step", "op", "k1", "op", "k1", "op", "k1", "op", "k1"};
+    /* parent with children: with cross off no token may span two levels (no
+     * two siblings in a row alike: no repeat run) */
+    const char *names[] = {"step", "op", "k1", "op", "k2", "op", "k1", "op", "k3"};
     uint16_t d[] = {0, 1, 2, 1, 2, 1, 2, 1, 2};
     for (int cross = 0; cross <= 1; cross++) {
         teller_tpe_vocab_opts vo = {0, cross, 0};
@@ -258,8 +266,8 @@ static void test_tpe_no_cross_keeps_levels(void)
         CHECK_EQ_INT(teller_tpe_train(v, &s, 1, &to, &err), TELLER_OK);
         CHECK_EQ_INT(teller_tpe_encode(v, &s, &enc, &err), TELLER_OK);
         int spans_levels = 0;
-        for (size_t t = 0; t < enc.n; t++)
-            for (uint32_t i = enc.first[t]; i < enc.first[t] + enc.len[t]; i++)
+        for (size_t t = 0; t < enc.n; t++) /* merged tokens; a repeat token covers whole subtrees */
+            for (uint32_t i = enc.first[t]; i < enc.first[t] + enc.len[t] && !enc.unit[t]; i++)
                 spans_levels |= enc.base_ddepth[i] != 0 || s.parent[i] != s.parent[enc.first[t]];
         CHECK_EQ_INT(spans_levels, cross);
         roundtrip_all(v, &s, 1);
@@ -852,7 +860,8 @@ static void test_tpe_frames_left_out_or_kept(void)
  * changes what is learned first. */
 static void test_tpe_weights_count_like_copies(void)
 {
-    const char *na[] = {"a", "b", "a", "b", "e", "f"}, *nb[] = {"c", "d", "c", "d", "c", "d"};
+    /* no two siblings in a row alike: no repeat run */
+    const char *na[] = {"a", "b", "a", "e", "f", "g"}, *nb[] = {"c", "d", "c", "h", "c", "i"};
     uint16_t d[] = {0, 0, 0, 0, 0, 0};
     teller_tpe_vocab *v[3];
     teller_tpe_seq s1[4], s2[2], s3[2];
@@ -883,13 +892,14 @@ static void test_tpe_weights_count_like_copies(void)
         same &= k1 == k2 && (k1 ? l1 == l2 && r1 == r2 : !strcmp(t1, t2));
     }
     CHECK(same);
-    /* symbols: KERNEL a b e f c d, so the first merge is id 7: weighted it
-     * is "KERNEL a" (6 times against "KERNEL c" 3), unweighted "KERNEL c" */
+    /* symbols: the repeat symbols, KERNEL a b e f g c d h i, so the first
+     * merge comes after them: weighted it is "KERNEL a" (6 times against
+     * "KERNEL c" 3), unweighted "KERNEL c" */
     const char *want[2] = {"a", "c"};
     for (int k = 1; k <= 2; k++) {
         uint32_t l = 0, r = 0;
         const char *tl = NULL, *tr = NULL;
-        CHECK_EQ_INT(teller_tpe_vocab_symbol(v[k], 7, NULL, &l, &r), 1);
+        CHECK_EQ_INT(teller_tpe_vocab_symbol(v[k], TELLER_TPE_REPEATS + 10, NULL, &l, &r), 1);
         teller_tpe_vocab_symbol(v[k], l, &tl, NULL, NULL);
         teller_tpe_vocab_symbol(v[k], r, &tr, NULL, NULL);
         CHECK(tl && tr && !strcmp(tl, "KERNEL") && !strcmp(tr, want[k - 1]));
@@ -967,6 +977,90 @@ static void test_tpe_default_vocab_builtin(void)
     CHECK(strstr(err.msg, "learn it again") != NULL);
 }
 
+/* Ten identical layers (two ops, each with a kernel) under a step: one
+ * layer stays, the other nine become a repeat token, whatever the
+ * vocabulary (none here). A kernel 4x slower in layer 5 stays a literal
+ * token, and so does the next layer's 1x one (copies read one layer back);
+ * decoding gives every node back. A name spelt like a repeat symbol is an
+ * ordinary symbol. */
+static void test_tpe_repeat_runs_keep_one_layer(void)
+{
+    teller_tpe_vocab *v = teller_tpe_vocab_create(NULL);
+    enum { LAYERS = 10, NODES = 1 + 4 * LAYERS };
+    const char *tag[NODES], *name[NODES];
+    uint16_t dep[NODES];
+    tag[0] = "ENGINE~1x";
+    name[0] = "step";
+    dep[0] = 0;
+    for (int l = 0; l < LAYERS; l++)
+        for (int k = 0; k < 4; k++) {
+            int i = 1 + 4 * l + k;
+            tag[i] = k % 2 ? (l == 5 && k == 3 ? "KERNEL~4x" : "KERNEL~1x") : "BACKEND";
+            name[i] = k < 2 ? "aten::rms_norm" : k == 2 ? "aten::mm" : "gemm";
+            dep[i] = k % 2 ? 2 : 1;
+        }
+    teller_error err;
+    teller_tpe_seq s, enc, dec;
+    memset(&s, 0, sizeof s);
+    memset(&enc, 0, sizeof enc);
+    memset(&dec, 0, sizeof dec);
+    CHECK_EQ_INT(teller_tpe_seq_alloc(&s, 2 * NODES, &err), TELLER_OK);
+    uint32_t last_at[3] = {0, 0, 0};
+    for (size_t i = 0; i < NODES; i++) {
+        uint32_t par = dep[i] ? last_at[dep[i] - 1] : TELLER_NONE;
+        last_at[dep[i]] = (uint32_t)(2 * i);
+        for (int k = 0; k < 2; k++) {
+            size_t t = 2 * i + (size_t)k;
+            const char *txt = k ? name[i] : tag[i];
+            s.sym[t] = teller_tpe_vocab_intern(v, txt, strlen(txt));
+            s.parent[t] = par;
+            s.depth[t] = dep[i];
+            s.dur_ns[t] = k ? 0 : (int64_t)(10 + i);
+            s.first[t] = (uint32_t)t;
+            s.len[t] = 1;
+            s.event[t] = TELLER_NONE;
+        }
+    }
+    CHECK_EQ_INT(teller_tpe_encode(v, &s, &enc, &err), TELLER_OK);
+    /* step 2 + layer 8 + repeat, literal 4x, repeat, literal 1x, repeat */
+    CHECK_EQ_INT(enc.n, 15);
+    uint32_t slow = teller_tpe_vocab_intern(v, "KERNEL~4x", 9);
+    int nslow = 0, nrep = 0;
+    int64_t dur = 0;
+    for (size_t t = 0; t < enc.n; t++) {
+        nslow += enc.sym[t] == slow;
+        nrep += enc.unit[t] != 0;
+        dur += enc.dur_ns[t];
+        if (enc.unit[t])
+            CHECK_EQ_INT(enc.unit[t], 8);
+    }
+    CHECK_EQ_INT(nslow, 1);
+    CHECK_EQ_INT(nrep, 3);
+    CHECK_EQ_INT(enc.sym[10], teller_tpe_repeat_symbol(LAYERS)); /* the first says how many copies */
+    CHECK_EQ_INT(enc.first[10], 10);
+    CHECK_EQ_INT(enc.depth[10], 1);  /* a sibling of the layer it copies */
+    CHECK_EQ_INT(enc.parent[10], 0); /* the step's TAG token */
+    CHECK_EQ_INT(enc.sym[12], 0);                                /* the others go on */
+    char text[64];
+    teller_tpe_symbol_text(v, enc.sym[10], text, sizeof text);
+    CHECK(!strcmp(text, "REPEAT~16"));
+    int64_t base_dur = 0;
+    for (size_t i = 0; i < s.n; i++)
+        base_dur += s.dur_ns[i];
+    CHECK_EQ_INT(dur, base_dur); /* every node's duration counted once */
+    CHECK_EQ_INT(teller_tpe_decode(v, &enc, &dec, &err), TELLER_OK);
+    CHECK(seq_same(&dec, &s));
+    /* a damaged unit is refused, never read out of bounds */
+    enc.unit[10] = 1000;
+    CHECK_EQ_INT(teller_tpe_decode(v, &enc, &dec, &err), TELLER_ERR_FORMAT);
+    /* a name spelt like a repeat symbol interns to an ordinary symbol */
+    CHECK(teller_tpe_vocab_intern(v, "REPEAT~16", 9) >= TELLER_TPE_REPEATS);
+    teller_tpe_seq_free(&s);
+    teller_tpe_seq_free(&enc);
+    teller_tpe_seq_free(&dec);
+    teller_tpe_vocab_free(v);
+}
+
 const test_case tpe_tests[] = {
     {"tpe: training merges the most frequent pair first", test_tpe_most_frequent_pair_first},
     {"tpe: merges stay within a level unless crossing is allowed", test_tpe_no_cross_keeps_levels},
@@ -976,6 +1070,8 @@ const test_case tpe_tests[] = {
     {"tpe: held-out simulated case round-trips and compresses", test_tpe_simulated_heldout_roundtrip},
     {"tpe: empty, single-node and depth-1000 steps", test_tpe_odd_steps_empty_single_deep},
     {"tpe: duration bucket marks the slow op", test_tpe_bucket_marks_slow_op},
+    {"tpe: identical layers are one layer and a repeat token; a slow kernel stays a literal",
+     test_tpe_repeat_runs_keep_one_layer},
     {"tpe: slice holds seed, launch, ancestors, peers, neighbours in time order", test_tpe_slice_relations},
     {"tpe: real kernel, API, copy, frame and annotation names get their families", test_tpe_family_table},
     {"tpe: a name no rule knows gets a lexical family of its own", test_tpe_family_lexical_fallback},

@@ -100,8 +100,9 @@
 extern "C" {
 #endif
 
-#define TELLER_TPE_VERSION 2
+#define TELLER_TPE_VERSION 3
 #define TELLER_TPE_BUCKETS 5 /* lo, 1x, 2x, 4x, 8x */
+#define TELLER_TPE_REPEATS 8 /* repeat symbols, ids 0..7 of every vocabulary */
 
 /* A token sequence. Base sequences (from serialisation) have one token per
  * base token: first[i] == i and len[i] == 1, and event[i] is the store event
@@ -117,6 +118,7 @@ typedef struct teller_tpe_seq {
     uint32_t *first;       /* [n] first base token covered */
     uint32_t *len;         /* [n] base tokens covered */
     uint32_t *event;       /* [n] store event of the first base token (TELLER_NONE when built by hand) */
+    uint32_t *unit;        /* [n] a repeat token: the base tokens one copy back (its unit's length); else 0 */
     size_t    nbase;       /* encoded: base tokens; base sequences: == n */
     uint32_t *base_parent; /* encoded: [nbase] the base sequence's parent array; NULL in base sequences */
     int32_t  *base_ddepth; /* encoded: [nbase] base depth minus its token's depth */
@@ -143,7 +145,8 @@ teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts);
 void teller_tpe_vocab_free(teller_tpe_vocab *v);
 teller_tpe_vocab_opts teller_tpe_vocab_options(const teller_tpe_vocab *v);
 
-/* Id of the base symbol s[0..len), added when new; TELLER_NONE when out of memory. */
+/* Id of the base symbol s[0..len), added when new; TELLER_NONE when out of
+ * memory. Never a repeat symbol, whatever the text. */
 uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len);
 size_t teller_tpe_vocab_size(const teller_tpe_vocab *v);   /* all symbols */
 size_t teller_tpe_vocab_merges(const teller_tpe_vocab *v); /* merged symbols */
@@ -155,6 +158,9 @@ int teller_tpe_vocab_symbol(const teller_tpe_vocab *v, uint32_t id, const char *
  * symbols joined by ' ') into out (at most cap bytes, NUL-terminated, "..."
  * when cut); returns the full length. */
 size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out, size_t cap);
+/* The repeat symbol of the first token of a run of `copies` copies in all
+ * (1..7: "REPEAT~2" ... "REPEAT~65+"); 0 is "REPEAT~+", later tokens. */
+uint32_t teller_tpe_repeat_symbol(uint32_t copies);
 
 /* The default vocabulary, built into the library (learned by `make vocab`
  * from the simulator corpus and the shared real traces; see

@@ -1,5 +1,6 @@
 /*
- * encode.c - TPE encoding by merge rank, and exact decoding.
+ * encode.c - TPE encoding: repeat runs collapsed (repeat.c), then merges by
+ * merge rank; and exact decoding.
  *
  * The encoder keeps the sequence as a linked list over base positions and
  * candidate pairs in buckets by merged id (ids grow with merge rank), taken
@@ -17,6 +18,7 @@
 
 struct teller_tpe_encoder {
     const teller_tpe_vocab *v;
+    tpe_runs  runs;                /* the collapsed sequence the merges run over */
     size_t    cap;                 /* positions */
     uint32_t *sym, *nxt, *prv, *work;
     uint32_t *ent_pos, *ent_next;  /* [3 * cap] bucket entries */
@@ -38,6 +40,7 @@ void teller_tpe_encoder_free(teller_tpe_encoder *e)
 {
     if (!e)
         return;
+    tpe_runs_free(&e->runs);
     free(e->sym);
     free(e->nxt);
     free(e->prv);
@@ -100,8 +103,11 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Runs the merges; afterwards e->sym/e->nxt describe the tokens, starting at
- * position 0. Returns -1 when out of memory.
+/* Collapses the runs, then runs the merges over the collapsed sequence
+ * (positions are its tokens: e->runs.first gives their base tokens);
+ * afterwards e->sym/e->nxt describe the tokens, starting at position 0.
+ * Repeat symbols are in no merge, so they stay tokens of their own.
+ * Returns -1 when out of memory.
  *
  * Candidates wait in one bucket per merged id (a bitmap marks the non-empty
  * ones). A merge of id c only creates pairs whose merges come after c, so
@@ -112,15 +118,17 @@ static int cmp_u32(const void *a, const void *b)
  * tokens and V symbols, no heap. At most n - 1 + 2(n - 1) entries. */
 static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
 {
-    size_t n = b->n;
     const teller_tpe_vocab *v = e->v;
+    if (tpe_runs_collapse(&e->runs, v, b))
+        return -1;
+    size_t n = e->runs.m;
     if (reserve(e, n + 2, v->n))
         return -1;
     int cross = v->opts.cross_levels;
-    const uint32_t *par = b->parent;
+    const uint32_t *par = b->parent, *at = e->runs.first;
     const uint16_t *dep = b->depth;
     uint32_t *sym = e->sym, *nxt = e->nxt, *prv = e->prv;
-    memcpy(sym, b->sym, n * sizeof *sym);
+    memcpy(sym, e->runs.sym, n * sizeof *sym);
     for (size_t i = 0; i < n; i++) {
         nxt[i] = i + 1 < n ? (uint32_t)i + 1 : TELLER_NONE;
         prv[i] = i ? (uint32_t)i - 1 : TELLER_NONE;
@@ -129,7 +137,7 @@ static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
         return 0;
     e->nent = 0;
     for (size_t i = 0; i + 1 < n; i++) {
-        if (!cross && (par[i] != par[i + 1] || dep[i] != dep[i + 1]))
+        if (!cross && (par[at[i]] != par[at[i + 1]] || dep[at[i]] != dep[at[i + 1]]))
             continue;
         uint32_t c = tpe_pair_lookup(v, sym[i], sym[i + 1]);
         if (c != TELLER_NONE)
@@ -159,12 +167,12 @@ static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
                 if (r != TELLER_NONE)
                     prv[r] = p;
                 uint32_t pp = prv[p];
-                if (pp != TELLER_NONE && (cross || (par[pp] == par[p] && dep[pp] == dep[p]))) {
+                if (pp != TELLER_NONE && (cross || (par[at[pp]] == par[at[p]] && dep[at[pp]] == dep[at[p]]))) {
                     uint32_t x = tpe_pair_lookup(v, sym[pp], c);
                     if (x != TELLER_NONE)
                         bucket_add(e, x, pp);
                 }
-                if (r != TELLER_NONE && (cross || (par[r] == par[p] && dep[r] == dep[p]))) {
+                if (r != TELLER_NONE && (cross || (par[at[r]] == par[at[p]] && dep[at[r]] == dep[at[p]]))) {
                     uint32_t x = tpe_pair_lookup(v, c, sym[r]);
                     if (x != TELLER_NONE)
                         bucket_add(e, x, p);
@@ -188,7 +196,7 @@ size_t teller_tpe_encode_syms(teller_tpe_encoder *e, const teller_tpe_seq *base,
 static int check_base(const teller_tpe_vocab *v, const teller_tpe_seq *b)
 {
     for (size_t i = 0; i < b->n; i++)
-        if (b->sym[i] >= v->n || (b->parent[i] != TELLER_NONE && b->parent[i] >= i))
+        if (b->sym[i] >= v->n || tpe_is_repeat(b->sym[i]) || (b->parent[i] != TELLER_NONE && b->parent[i] >= i))
             return -1;
     return 0;
 }
@@ -198,7 +206,8 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
 {
     if (check_base(v, base))
         return teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0,
-                                "sequence holds a symbol outside the vocabulary or a parent not before its child");
+                                "sequence holds a symbol outside the vocabulary, a repeat symbol or a parent not "
+                                "before its child");
     teller_tpe_encoder *e = teller_tpe_encoder_create(v);
     uint32_t *tok_of = malloc((base->n ? base->n : 1) * sizeof *tok_of);
     teller_status st = TELLER_OK;
@@ -221,21 +230,23 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
     k = 0;
     if (base->n)
         for (uint32_t p = 0; p != TELLER_NONE; p = e->nxt[p], k++) {
-            uint32_t end = e->nxt[p] == TELLER_NONE ? (uint32_t)base->n : e->nxt[p];
+            uint32_t f = e->runs.first[p];
+            uint32_t end = e->nxt[p] == TELLER_NONE ? (uint32_t)base->n : e->runs.first[e->nxt[p]];
             int64_t d = 0;
-            for (uint32_t i = p; i < end; i++) {
+            for (uint32_t i = f; i < end; i++) {
                 tok_of[i] = (uint32_t)k;
                 d += base->dur_ns[i];
-                out->base_ddepth[i] = (int32_t)base->depth[i] - (int32_t)base->depth[p];
+                out->base_ddepth[i] = (int32_t)base->depth[i] - (int32_t)base->depth[f];
             }
             out->sym[k] = e->sym[p];
-            out->first[k] = p;
-            out->len[k] = end - p;
-            out->depth[k] = base->depth[p];
+            out->first[k] = f;
+            out->len[k] = end - f;
+            out->unit[k] = e->runs.unit[p];
+            out->depth[k] = base->depth[f];
             out->dur_ns[k] = d;
-            out->event[k] = base->event ? base->event[p] : TELLER_NONE;
-            /* the parent precedes p, so its token is already numbered */
-            out->parent[k] = base->parent[p] == TELLER_NONE ? TELLER_NONE : tok_of[base->parent[p]];
+            out->event[k] = base->event ? base->event[f] : TELLER_NONE;
+            /* the parent precedes f, so its token is already numbered */
+            out->parent[k] = base->parent[f] == TELLER_NONE ? TELLER_NONE : tok_of[base->parent[f]];
         }
     memcpy(out->base_parent, base->parent, base->n * sizeof *base->parent);
     memcpy(out->base_dur_ns, base->dur_ns, base->n * sizeof *base->dur_ns);
@@ -251,10 +262,27 @@ done:
     return st;
 }
 
+/* Base token pos of the decoded sequence, symbol s, inside token k: its
+ * structure from the side arrays. -1 when its depth is out of range. */
+static int put_base(teller_tpe_seq *out, const teller_tpe_seq *enc, size_t k, size_t pos, uint32_t s)
+{
+    int64_t dd = (int64_t)enc->depth[k] + enc->base_ddepth[pos];
+    if (dd < 0 || dd > UINT16_MAX)
+        return -1;
+    out->sym[pos] = s;
+    out->depth[pos] = (uint16_t)dd;
+    out->parent[pos] = enc->base_parent[pos];
+    out->dur_ns[pos] = enc->base_dur_ns[pos];
+    out->event[pos] = enc->base_event[pos];
+    out->first[pos] = (uint32_t)pos;
+    out->len[pos] = 1;
+    return 0;
+}
+
 teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq *enc, teller_tpe_seq *out,
                                 teller_error *err)
 {
-    if (!enc->base_parent || !enc->base_ddepth || !enc->base_dur_ns || !enc->base_event)
+    if (!enc->base_parent || !enc->base_ddepth || !enc->base_dur_ns || !enc->base_event || !enc->unit)
         return teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0, "not an encoded sequence");
     teller_status st = teller_tpe_seq_alloc(out, enc->nbase, err);
     if (st)
@@ -266,15 +294,21 @@ teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq 
     for (size_t k = 0; k < enc->n; k++) {
         if (enc->first[k] != pos || enc->len[k] == 0 || enc->len[k] > enc->nbase - pos)
             goto bad;
-        /* expand the symbol through the merges, left to right */
-        size_t sp = 0, start = pos;
-        int64_t d = 0;
+        size_t sp = 0, start = pos, end = pos + enc->len[k], u = enc->unit[k];
+        if (tpe_is_repeat(enc->sym[k]) != (u != 0) || u > start)
+            goto bad;
+        /* a repeat token copies the base symbols one unit back */
+        for (; u && pos < end; pos++)
+            if (put_base(out, enc, k, pos, out->sym[pos - u]))
+                goto bad;
+        /* any other expands through the merges, left to right */
         if (TELLER_GROW(stack, scap, 1))
             goto oom;
-        stack[sp++] = enc->sym[k];
+        if (!u)
+            stack[sp++] = enc->sym[k];
         while (sp) {
             uint32_t s = stack[--sp];
-            if (s >= v->n)
+            if (s >= v->n || tpe_is_repeat(s))
                 goto bad;
             if (v->left[s] != TELLER_NONE) {
                 if (TELLER_GROW(stack, scap, sp + 2))
@@ -283,25 +317,18 @@ teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq 
                 stack[sp++] = v->left[s];
                 continue;
             }
-            if (pos >= start + enc->len[k])
+            if (pos >= end || put_base(out, enc, k, pos, s))
                 goto bad;
-            int64_t dd = (int64_t)enc->depth[k] + enc->base_ddepth[pos];
-            if (dd < 0 || dd > UINT16_MAX)
-                goto bad;
-            out->sym[pos] = s;
-            out->depth[pos] = (uint16_t)dd;
-            out->parent[pos] = enc->base_parent[pos];
-            out->dur_ns[pos] = enc->base_dur_ns[pos];
-            out->event[pos] = enc->base_event[pos];
-            out->first[pos] = (uint32_t)pos;
-            out->len[pos] = 1;
-            tok_of[pos] = (uint32_t)k;
-            d += enc->base_dur_ns[pos];
             pos++;
         }
         /* the token must agree with its interior */
+        int64_t d = 0;
+        for (size_t i = start; i < pos; i++) {
+            tok_of[i] = (uint32_t)k;
+            d += out->dur_ns[i];
+        }
         uint32_t bp = out->parent[start];
-        if (pos != start + enc->len[k] || enc->base_ddepth[start] != 0 || d != enc->dur_ns[k] ||
+        if (pos != end || enc->base_ddepth[start] != 0 || d != enc->dur_ns[k] ||
             (bp == TELLER_NONE ? enc->parent[k] != TELLER_NONE : (bp >= start || enc->parent[k] != tok_of[bp])))
             goto bad;
     }

@@ -241,7 +241,8 @@ teller_status teller_tpe_seq_alloc(teller_tpe_seq *s, size_t n, teller_error *er
     s->first = calloc(m, sizeof *s->first);
     s->len = calloc(m, sizeof *s->len);
     s->event = calloc(m, sizeof *s->event);
-    if (!s->sym || !s->parent || !s->depth || !s->dur_ns || !s->first || !s->len || !s->event) {
+    s->unit = calloc(m, sizeof *s->unit);
+    if (!s->sym || !s->parent || !s->depth || !s->dur_ns || !s->first || !s->len || !s->event || !s->unit) {
         teller_tpe_seq_free(s);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory");
     }
@@ -260,6 +261,7 @@ void teller_tpe_seq_free(teller_tpe_seq *s)
     free(s->first);
     free(s->len);
     free(s->event);
+    free(s->unit);
     free(s->base_parent);
     free(s->base_ddepth);
     free(s->base_dur_ns);

@@ -1,9 +1,9 @@
 /*
- * train.c - TPE training: word-level BPE over base token sequences.
+ * train.c - TPE training: word-level BPE over base token sequences, with
+ * their repeat runs collapsed first (repeat.c), as the encoder sees them.
  *
  * All distinct sequences (identical ones are counted once, with the sum of
- * their weights)
- * are laid end to end in one array of positions linked as doubly linked
+ * their weights), collapsed, are laid end to end in one array of positions linked as doubly linked
  * lists; a merge overwrites the left position's symbol and unlinks the
  * right one, so positions keep their own parent and depth (the merged token
  * keeps the first token's). Each pair has a count and a list of positions
@@ -51,9 +51,11 @@ typedef struct trainer {
     size_t    nheap, heapcap;
 } trainer;
 
+/* Whether positions p, q (adjacent) may merge: never with a repeat token. */
 static int allowed(const trainer *t, uint32_t p, uint32_t q)
 {
-    return t->cross || (t->par[p] == t->par[q] && t->dep[p] == t->dep[q]);
+    return !tpe_is_repeat(t->sym[p]) && !tpe_is_repeat(t->sym[q]) &&
+           (t->cross || (t->par[p] == t->par[q] && t->dep[p] == t->dep[q]));
 }
 
 static int heap_before(const heap_ent *x, const heap_ent *y)
@@ -266,6 +268,8 @@ teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_se
     memset(&t, 0, sizeof t);
     t.cross = v->opts.cross_levels;
     uint32_t *uniq = NULL, *weight = NULL, *dh = NULL, *touched = NULL, *work = NULL;
+    tpe_runs runs;
+    memset(&runs, 0, sizeof runs);
     size_t nuniq = 0, dcap = 16, ntouched = 0, tcap = 0, wcap = 0;
     teller_status st = TELLER_OK;
     /* 1. distinct sequences with weights */
@@ -314,24 +318,30 @@ teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_se
     if (!t.sym || !t.nxt || !t.prv || !t.par || !t.wt || !t.dep || !t.hkey || !t.hval)
         goto oom;
     memset(t.hkey, 0xff, t.hcap * sizeof *t.hkey);
-    size_t pos = 0;
+    size_t pos = 0, based = 0; /* positions; base tokens before this sequence */
     for (size_t u = 0; u < nuniq; u++) {
         const teller_tpe_seq *s = &seqs[uniq[u]];
-        for (size_t i = 0; i < s->n; i++, pos++) {
-            if (s->sym[i] >= v->n) {
-                st = teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0, "symbol %u is not in the vocabulary",
-                                      s->sym[i]);
+        for (size_t i = 0; i < s->n; i++)
+            if (s->sym[i] >= v->n || tpe_is_repeat(s->sym[i])) {
+                st = teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0,
+                                      "symbol %u is not in the vocabulary or is a repeat symbol", s->sym[i]);
                 goto done;
             }
-            t.sym[pos] = s->sym[i];
+        if (tpe_runs_collapse(&runs, v, s))
+            goto oom;
+        for (size_t i = 0; i < runs.m; i++, pos++) {
+            uint32_t f = runs.first[i];
+            t.sym[pos] = runs.sym[i];
             t.prv[pos] = i ? (uint32_t)pos - 1 : TELLER_NONE;
-            t.nxt[pos] = i + 1 < s->n ? (uint32_t)pos + 1 : TELLER_NONE;
-            t.par[pos] = s->parent[i] == TELLER_NONE ? TELLER_NONE : (uint32_t)(pos - i + s->parent[i]);
-            t.dep[pos] = s->depth[i];
+            t.nxt[pos] = i + 1 < runs.m ? (uint32_t)pos + 1 : TELLER_NONE;
+            /* parents compare by base token, which need not be a position */
+            t.par[pos] = s->parent[f] == TELLER_NONE ? TELLER_NONE : (uint32_t)(based + s->parent[f]);
+            t.dep[pos] = s->depth[f];
             t.wt[pos] = weight[u];
         }
+        based += s->n;
     }
-    t.np = total;
+    t.np = pos;
     /* 3. initial counts */
     for (size_t p = 0; p < t.np; p++)
         if (t.nxt[p] != TELLER_NONE && allowed(&t, (uint32_t)p, t.nxt[p]) &&
@@ -407,6 +417,7 @@ done:
     free(dh);
     free(touched);
     free(work);
+    tpe_runs_free(&runs);
     trainer_free(&t);
     return st;
 }

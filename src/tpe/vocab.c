@@ -17,6 +17,14 @@ teller_tpe_vocab_opts teller_tpe_vocab_defaults(void)
     return o;
 }
 
+static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed);
+
+/* The repeat symbols, ids 0 .. TELLER_TPE_REPEATS - 1 (tpe.h): the first
+ * piece of a run says how many copies of its unit the run holds in all (up
+ * to 2, 4, ... 64, or more), a piece after a literal says it goes on. */
+static const char *const k_repeat_names[TELLER_TPE_REPEATS] = {
+    "REPEAT~+", "REPEAT~2", "REPEAT~4", "REPEAT~8", "REPEAT~16", "REPEAT~32", "REPEAT~64", "REPEAT~65+"};
+
 teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts)
 {
     teller_tpe_vocab *v = calloc(1, sizeof *v);
@@ -26,7 +34,20 @@ teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts)
     v->opts.buckets = v->opts.buckets != 0;
     v->opts.cross_levels = v->opts.cross_levels != 0;
     v->opts.frames = v->opts.frames != 0;
+    for (int k = 0; k < TELLER_TPE_REPEATS; k++)
+        if (add_base(v, k_repeat_names[k], strlen(k_repeat_names[k]), 0) == TELLER_NONE) {
+            teller_tpe_vocab_free(v);
+            return NULL;
+        }
     return v;
+}
+
+uint32_t teller_tpe_repeat_symbol(uint32_t copies)
+{
+    uint32_t k = 1;
+    while (k < TELLER_TPE_REPEATS - 1 && copies > (1u << k))
+        k++;
+    return k;
 }
 
 void teller_tpe_vocab_free(teller_tpe_vocab *v)
@@ -37,6 +58,7 @@ void teller_tpe_vocab_free(teller_tpe_vocab *v)
     free(v->right);
     free(v->text_off);
     free(v->text_len);
+    free(v->cls);
     free(v->text);
     free(v->shash);
     free(v->pkey);
@@ -68,6 +90,10 @@ static int grow_symbols(teller_tpe_vocab *v)
     if (!(a = realloc(v->text_len, nc * sizeof *a)))
         return -1;
     v->text_len = a;
+    uint64_t *c = realloc(v->cls, nc * sizeof *c);
+    if (!c)
+        return -1;
+    v->cls = c;
     v->cap = nc;
     return 0;
 }
@@ -78,7 +104,7 @@ static int rehash_strings(teller_tpe_vocab *v, size_t cap)
     if (!h)
         return -1;
     memset(h, 0xff, cap * sizeof *h);
-    for (size_t id = 0; id < v->n; id++) {
+    for (size_t id = TELLER_TPE_REPEATS; id < v->n; id++) {
         if (v->left[id] != TELLER_NONE)
             continue;
         size_t j = kmap_hash_bytes(v->text + v->text_off[id], v->text_len[id]) & (cap - 1);
@@ -138,11 +164,27 @@ static uint32_t find_string(const teller_tpe_vocab *v, const char *s, size_t len
     }
 }
 
+/* The class of a base symbol: its text without a duration bucket suffix. */
+static uint64_t symbol_class(const char *s, size_t len)
+{
+    static const char *const sfx[] = {"~lo", "~1x", "~2x", "~4x", "~8x"};
+    for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++)
+        if (len > 3 && !memcmp(s + len - 3, sfx[k], 3))
+            return kmap_hash_bytes(s, len - 3);
+    return kmap_hash_bytes(s, len);
+}
+
 uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len)
 {
     uint32_t id = find_string(v, s, len, NULL);
-    if (id != TELLER_NONE)
-        return id;
+    return id != TELLER_NONE ? id : add_base(v, s, len, 1);
+}
+
+/* Appends a base symbol; hashed: findable by its text (every base symbol
+ * but the repeat symbols, so that no name ever interns to one). */
+static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed)
+{
+    uint32_t id;
     if (len > UINT32_MAX / 2 || v->text_n + len + 1 > UINT32_MAX)
         return TELLER_NONE;
     /* keep the string table at most half full (base symbols only count, but n bounds them) */
@@ -156,10 +198,13 @@ uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len)
     v->text_off[id] = (uint32_t)v->text_n;
     v->text_len[id] = (uint32_t)len;
     v->left[id] = v->right[id] = TELLER_NONE;
+    v->cls[id] = symbol_class(s, len);
     v->text_n += len + 1;
-    size_t slot = 0;
-    find_string(v, s, len, &slot);
-    v->shash[slot] = id;
+    if (hashed) {
+        size_t slot = 0;
+        find_string(v, s, len, &slot);
+        v->shash[slot] = id;
+    }
     return id;
 }
 
@@ -173,6 +218,7 @@ uint32_t tpe_vocab_add_merge(teller_tpe_vocab *v, uint32_t l, uint32_t r)
     v->left[id] = l;
     v->right[id] = r;
     v->text_off[id] = v->text_len[id] = 0;
+    v->cls[id] = 0;
     v->nmerges++;
     uint64_t key = ((uint64_t)l << 32) | r;
     size_t j = tpe_mix64(key) & (v->pcap - 1);
@@ -282,8 +328,8 @@ teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path,
     wprintf_(&b, "teller-tpe-vocab %llu\n", TELLER_TPE_VERSION, 0, 0);
     wprintf_(&b, "options buckets=%llu cross=%llu frames=%llu\n", (unsigned)v->opts.buckets,
              (unsigned)v->opts.cross_levels, (unsigned)v->opts.frames);
-    wprintf_(&b, "symbols %llu\n", v->n, 0, 0);
-    for (size_t id = 0; id < v->n; id++) {
+    wprintf_(&b, "symbols %llu\n", v->n - TELLER_TPE_REPEATS, 0, 0);
+    for (size_t id = TELLER_TPE_REPEATS; id < v->n; id++) {
         if (v->left[id] != TELLER_NONE) {
             wprintf_(&b, "m %llu %llu\n", v->left[id], v->right[id], 0);
             continue;
@@ -396,6 +442,9 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
         if (ver == 1)
             FAIL(TELLER_ERR_FORMAT, "vocabulary version 1 holds raw names, not name families: learn it again "
                                     "(teller tpe train)");
+        if (ver == 2)
+            FAIL(TELLER_ERR_FORMAT, "vocabulary version 2 was learned without repeat runs, its merges fit "
+                                    "sequences this build no longer encodes: learn it again (teller tpe train)");
         if (ver != TELLER_TPE_VERSION)
             FAIL(TELLER_ERR_FORMAT, "vocabulary version %llu is not supported (this build reads version %d)", ver,
                  TELLER_TPE_VERSION);
@@ -422,15 +471,16 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
         const char *p = ls + 8;
         if (ll < 9 || memcmp(ls, "symbols ", 8) || parse_u64(&p, ls + ll, &nsym) || p != ls + ll)
             FAIL(TELLER_ERR_FORMAT, "bad symbol count line");
-        if (nsym >= UINT32_MAX)
+        if (nsym >= UINT32_MAX - TELLER_TPE_REPEATS)
             FAIL(TELLER_ERR_LIMIT, "symbol count %llu is over the limit", nsym);
     }
     v = teller_tpe_vocab_create(&o);
     if (!v)
         FAIL(TELLER_ERR_NOMEM, "out of memory");
-    for (unsigned long long id = 0; id < nsym; id++) {
+    for (unsigned long long id = TELLER_TPE_REPEATS; id < nsym + TELLER_TPE_REPEATS; id++) {
         if (!next_line(d, n, &pos, &ls, &ll))
-            FAIL(TELLER_ERR_TRUNCATED, "vocabulary file ends after %llu of its %llu symbols (truncated)", id, nsym);
+            FAIL(TELLER_ERR_TRUNCATED, "vocabulary file ends after %llu of its %llu symbols (truncated)",
+                 id - TELLER_TPE_REPEATS, nsym);
         line++;
         if (ll >= 2 && ls[0] == 'm' && ls[1] == ' ') {
             const char *p = ls + 2, *e = ls + ll;
@@ -439,6 +489,8 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
                 FAIL(TELLER_ERR_FORMAT, "bad merge line");
             if (l >= id || r >= id)
                 FAIL(TELLER_ERR_FORMAT, "merge %llu refers to symbol %llu, not an earlier one", id, l >= id ? l : r);
+            if (tpe_is_repeat((uint32_t)l) || tpe_is_repeat((uint32_t)r))
+                FAIL(TELLER_ERR_FORMAT, "merge %llu joins a repeat symbol (they never merge)", id);
             if (tpe_pair_lookup(v, (uint32_t)l, (uint32_t)r) != TELLER_NONE)
                 FAIL(TELLER_ERR_FORMAT, "merge (%llu, %llu) appears twice", l, r);
             if (tpe_vocab_add_merge(v, (uint32_t)l, (uint32_t)r) == TELLER_NONE)
@@ -474,7 +526,7 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
             if (teller_tpe_vocab_intern(v, tmp, tl) == TELLER_NONE)
                 FAIL(TELLER_ERR_NOMEM, "out of memory");
         } else
-            FAIL(TELLER_ERR_FORMAT, "symbol line %llu is neither 'b TEXT' nor 'm LEFT RIGHT'", id);
+            FAIL(TELLER_ERR_FORMAT, "symbol line %llu is neither 'b TEXT' nor 'm LEFT RIGHT'", id - TELLER_TPE_REPEATS);
     }
     size_t hashed = pos;
     LINE("end line");
