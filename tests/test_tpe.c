@@ -24,7 +24,7 @@ static int seq_same(const teller_tpe_seq *a, const teller_tpe_seq *b)
         return 0;
     for (size_t i = 0; i < a->n; i++)
         if (a->sym[i] != b->sym[i] || a->parent[i] != b->parent[i] || a->depth[i] != b->depth[i] ||
-            a->dur_ns[i] != b->dur_ns[i] || a->event[i] != b->event[i])
+            a->dur_ns[i] != b->dur_ns[i] || a->event[i] != b->event[i] || a->bucket[i] != b->bucket[i])
             return 0;
     return 1;
 }
@@ -337,6 +337,10 @@ static void test_tpe_vocab_file_and_damage(void)
     other[17] = '7';
     CHECK_EQ_INT(teller_tpe_vocab_parse(other, n, "v7", &w, &err), TELLER_ERR_FORMAT);
     CHECK(strstr(err.msg, "version 7 is not supported") != NULL);
+    /* version 2 (buckets in TAG symbols, no repeat symbols): refused, saying what to do */
+    other[17] = '2';
+    CHECK_EQ_INT(teller_tpe_vocab_parse(other, n, "v2", &w, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "learn it again") != NULL);
     /* one flipped byte in a symbol: the hash says corrupt */
     memcpy(other, data, n);
     char *sym = strstr(other, "\nb ");
@@ -598,10 +602,25 @@ static void test_tpe_bucket_marks_slow_op(void)
         char t1[64], t9[64];
         teller_tpe_symbol_text(v, s[0].sym[2], t1, sizeof t1);
         teller_tpe_symbol_text(v, s[0].sym[18], t9, sizeof t9);
-        CHECK(!strcmp(t1, "RUNTIME~1x"));
-        CHECK(!strcmp(t9, "RUNTIME~8x")); /* 90 ns against a median of 9 */
+        CHECK(!strcmp(t1, "RUNTIME"));
+        CHECK(!strcmp(t9, "RUNTIME"));
+        CHECK(!strcmp(teller_tpe_bucket_name(s[0].bucket[2]), "1x"));
+        CHECK(!strcmp(teller_tpe_bucket_name(s[0].bucket[18]), "8x")); /* 90 ns against a median of 9 */
+        CHECK(!strcmp(teller_tpe_bucket_name(s[0].bucket[19]), "1x")); /* the NAME token */
         teller_tpe_symbol_text(v, s[0].sym[19], t9, sizeof t9);
         CHECK(!strcmp(t9, "LaunchKernel"));
+        /* a token's bucket: the most unusual of its nodes' */
+        teller_tpe_seq enc;
+        memset(&enc, 0, sizeof enc);
+        teller_tpe_train_opts to = {64, 2};
+        teller_error err;
+        CHECK_EQ_INT(teller_tpe_train(v, s, 1, &to, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_tpe_encode(v, &s[0], &enc, &err), TELLER_OK);
+        int slow = 0;
+        for (size_t t = 0; t < enc.n; t++)
+            slow += enc.bucket[t] == 4 && enc.first[t] <= 18 && 18 < enc.first[t] + enc.len[t];
+        CHECK_EQ_INT(slow, 1);
+        teller_tpe_seq_free(&enc);
         CHECK_EQ_INT(s[0].dur_ns[18], 90);
         CHECK_EQ_INT(s[0].dur_ns[19], 0);
     }
@@ -945,7 +964,7 @@ static void test_tpe_vocab_transfers_cuda_to_rocm(void)
     teller_store_free(sr);
 }
 
-/* The built-in vocabulary: version 2, learned with the default options,
+/* The built-in vocabulary: version 3, learned with the default options,
  * and it compresses a shared real trace with exact decoding. */
 static void test_tpe_default_vocab_builtin(void)
 {
@@ -978,26 +997,28 @@ static void test_tpe_default_vocab_builtin(void)
 }
 
 /* Ten identical layers (two ops, each with a kernel) under a step: one
- * layer stays, the other nine become a repeat token, whatever the
- * vocabulary (none here). A kernel 4x slower in layer 5 stays a literal
- * token, and so does the next layer's 1x one (copies read one layer back);
- * decoding gives every node back. A name spelt like a repeat symbol is an
- * ordinary symbol. */
+ * layer stays, the other nine become one repeat token, whatever the
+ * vocabulary (none here), even with a kernel 4x slower in layer 5: the
+ * repeat token's bucket says so, and decoding gives every node back with
+ * its bucket. A name spelt like a repeat symbol is an ordinary symbol. */
 static void test_tpe_repeat_runs_keep_one_layer(void)
 {
     teller_tpe_vocab *v = teller_tpe_vocab_create(NULL);
     enum { LAYERS = 10, NODES = 1 + 4 * LAYERS };
     const char *tag[NODES], *name[NODES];
     uint16_t dep[NODES];
-    tag[0] = "ENGINE~1x";
+    uint8_t bucket[NODES];
+    tag[0] = "ENGINE";
     name[0] = "step";
     dep[0] = 0;
+    bucket[0] = 1;
     for (int l = 0; l < LAYERS; l++)
         for (int k = 0; k < 4; k++) {
             int i = 1 + 4 * l + k;
-            tag[i] = k % 2 ? (l == 5 && k == 3 ? "KERNEL~4x" : "KERNEL~1x") : "BACKEND";
+            tag[i] = k % 2 ? "KERNEL" : "BACKEND";
             name[i] = k < 2 ? "aten::rms_norm" : k == 2 ? "aten::mm" : "gemm";
             dep[i] = k % 2 ? 2 : 1;
+            bucket[i] = l == 5 && k == 3 ? 3 : 1;
         }
     teller_error err;
     teller_tpe_seq s, enc, dec;
@@ -1016,43 +1037,42 @@ static void test_tpe_repeat_runs_keep_one_layer(void)
             s.parent[t] = par;
             s.depth[t] = dep[i];
             s.dur_ns[t] = k ? 0 : (int64_t)(10 + i);
+            s.bucket[t] = k ? 1 : bucket[i];
             s.first[t] = (uint32_t)t;
             s.len[t] = 1;
             s.event[t] = TELLER_NONE;
         }
     }
     CHECK_EQ_INT(teller_tpe_encode(v, &s, &enc, &err), TELLER_OK);
-    /* step 2 + layer 8 + repeat, literal 4x, repeat, literal 1x, repeat */
-    CHECK_EQ_INT(enc.n, 15);
-    uint32_t slow = teller_tpe_vocab_intern(v, "KERNEL~4x", 9);
-    int nslow = 0, nrep = 0;
-    int64_t dur = 0;
-    for (size_t t = 0; t < enc.n; t++) {
-        nslow += enc.sym[t] == slow;
-        nrep += enc.unit[t] != 0;
-        dur += enc.dur_ns[t];
-        if (enc.unit[t])
-            CHECK_EQ_INT(enc.unit[t], 8);
+    CHECK_EQ_INT(enc.n, 11); /* step 2 + layer 8 + repeat */
+    if (enc.n == 11) {
+        CHECK_EQ_INT(enc.sym[10], teller_tpe_repeat_symbol(LAYERS));
+        CHECK_EQ_INT(enc.unit[10], 8);
+        CHECK_EQ_INT(enc.first[10], 10);
+        CHECK_EQ_INT(enc.len[10], 72);
+        CHECK_EQ_INT(enc.depth[10], 1);      /* a sibling of the layer it copies */
+        CHECK_EQ_INT(enc.parent[10], 0);     /* the step's TAG token */
+        CHECK_EQ_INT(enc.bucket[10], 3);     /* one of its kernels ran 4x */
+        CHECK_EQ_INT(enc.bucket[9], 1);
+        int64_t base_dur = 0, dur = 0;
+        for (size_t i = 10; i < s.n; i++)
+            base_dur += s.dur_ns[i];
+        dur = enc.dur_ns[10];
+        CHECK_EQ_INT(dur, base_dur); /* every node of the copies counted once */
     }
-    CHECK_EQ_INT(nslow, 1);
-    CHECK_EQ_INT(nrep, 3);
-    CHECK_EQ_INT(enc.sym[10], teller_tpe_repeat_symbol(LAYERS)); /* the first says how many copies */
-    CHECK_EQ_INT(enc.first[10], 10);
-    CHECK_EQ_INT(enc.depth[10], 1);  /* a sibling of the layer it copies */
-    CHECK_EQ_INT(enc.parent[10], 0); /* the step's TAG token */
-    CHECK_EQ_INT(enc.sym[12], 0);                                /* the others go on */
     char text[64];
-    teller_tpe_symbol_text(v, enc.sym[10], text, sizeof text);
+    teller_tpe_symbol_text(v, teller_tpe_repeat_symbol(LAYERS), text, sizeof text);
     CHECK(!strcmp(text, "REPEAT~16"));
-    int64_t base_dur = 0;
-    for (size_t i = 0; i < s.n; i++)
-        base_dur += s.dur_ns[i];
-    CHECK_EQ_INT(dur, base_dur); /* every node's duration counted once */
     CHECK_EQ_INT(teller_tpe_decode(v, &enc, &dec, &err), TELLER_OK);
     CHECK(seq_same(&dec, &s));
-    /* a damaged unit is refused, never read out of bounds */
-    enc.unit[10] = 1000;
-    CHECK_EQ_INT(teller_tpe_decode(v, &enc, &dec, &err), TELLER_ERR_FORMAT);
+    /* damaged: a unit reaching before the sequence, a bucket that disagrees */
+    if (enc.n == 11) {
+        enc.unit[10] = 1000;
+        CHECK_EQ_INT(teller_tpe_decode(v, &enc, &dec, &err), TELLER_ERR_FORMAT);
+        enc.unit[10] = 8;
+        enc.bucket[10] = 1;
+        CHECK_EQ_INT(teller_tpe_decode(v, &enc, &dec, &err), TELLER_ERR_FORMAT);
+    }
     /* a name spelt like a repeat symbol interns to an ordinary symbol */
     CHECK(teller_tpe_vocab_intern(v, "REPEAT~16", 9) >= TELLER_TPE_REPEATS);
     teller_tpe_seq_free(&s);
@@ -1069,8 +1089,8 @@ const test_case tpe_tests[] = {
     {"tpe: decode(encode(step)) == step on every shared real trace", test_tpe_real_traces_roundtrip},
     {"tpe: held-out simulated case round-trips and compresses", test_tpe_simulated_heldout_roundtrip},
     {"tpe: empty, single-node and depth-1000 steps", test_tpe_odd_steps_empty_single_deep},
-    {"tpe: duration bucket marks the slow op", test_tpe_bucket_marks_slow_op},
-    {"tpe: identical layers are one layer and a repeat token; a slow kernel stays a literal",
+    {"tpe: duration bucket marks the slow op and the token holding it", test_tpe_bucket_marks_slow_op},
+    {"tpe: identical layers are one layer and a repeat token, a slow kernel in one shown by its bucket",
      test_tpe_repeat_runs_keep_one_layer},
     {"tpe: slice holds seed, launch, ancestors, peers, neighbours in time order", test_tpe_slice_relations},
     {"tpe: real kernel, API, copy, frame and annotation names get their families", test_tpe_family_table},

@@ -6,12 +6,7 @@
  * causal-context slice, see slice.h) becomes a forest: an event's parent is
  * its nearest ancestor inside the set. The forest is walked depth first,
  * roots and children in time order, and every node becomes two tokens:
- *   1. the TAG token: the layer tag ("KERNEL", "BACKEND", ...), followed,
- *      when duration buckets are on, by "~" and the node's duration bucket
- *      ("KERNEL~4x") on the layers whose duration is their own work
- *      (ENGINE, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, SYNC); BACKEND,
- *      FRONTEND and OTHER spans include their children and carry the bare
- *      tag (teller_tpe_bucket still gives their bucket);
+ *   1. the TAG token: the layer tag ("KERNEL", "BACKEND", ...);
  *   2. the NAME token: the event's name family (teller_tpe_name_family):
  *      kernels by what they compute ("gemm", "attention", "norm",
  *      "comm.allreduce.ring", ...) whatever the vendor, library or tile
@@ -27,9 +22,9 @@
  * Parallel arrays give, per token, the parent (index in the sequence of the
  * parent node's TAG token; TELLER_NONE at a root), the depth (0 at the
  * roots of the serialised forest, so a parent is always the nearest earlier
- * node one level up) and the duration (the node's duration on its TAG
- * token and 0 on its NAME token, so a merged token's summed duration counts
- * each node once).
+ * node one level up), the duration (the node's duration on its TAG token
+ * and 0 on its NAME token, so a merged token's summed duration counts each
+ * node once) and the duration bucket (below).
  *
  * Duration buckets. The bucket compares the node's duration with the median
  * duration of its operator (layer and teller_name_normalize'd name, digit
@@ -37,19 +32,48 @@
  * means slow for this op) over the whole loaded run: "lo" below 0.5x; "1x"
  * in [0.5, 1.41); "2x" in [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x
  * and more (log2 scale, bucket edges halfway between powers of two). An
- * operator whose median is 0 (instants) is always "1x". The bucket rides on the TAG token rather than
- * being a third token: a node stays two tokens (as in the paper, so node
- * and token reductions stay comparable with its figures), the name alphabet
- * stays as it is, the extra alphabet is at most layers x buckets, and
- * "TAG~4x NAME" is still one adjacent pair that a merge can learn as "this
- * op, and it was slow".
+ * operator whose median is 0 (instants) is always "1x". The bucket array
+ * holds it on the TAG tokens of the layers whose duration is their own work
+ * (ENGINE, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, SYNC), when the
+ * vocabulary's buckets option is on; every other token holds "1x" (BACKEND,
+ * FRONTEND and OTHER spans include their children, whose buckets already
+ * say what was slow; teller_tpe_bucket still gives theirs). An encoded
+ * token's bucket is the most unusual of its base tokens' (1x, then lo, 2x,
+ * 4x, 8x): a merged token or a run of 36 layers with one kernel 4x slower
+ * says 4x, and the base tokens keep theirs for decoding. The bucket is
+ * attached to tokens, not spelt in their symbols: merges and runs are
+ * learned and found on symbols alone, so duration jitter (a launch 2x
+ * slower in one layer of 36) splits no pattern, and what a vocabulary
+ * learns on one workload meets another's (measured: docs/ARCHITECTURE.md,
+ * TPE).
+ *
+ * Repeat runs (repeat.c). Before any merge, k >= 2 consecutive identical
+ * sibling subtrees (a decode step's 36 identical layers, or a unit of
+ * several sibling ops that recurs) keep their first copy, and the other
+ * copies become one repeat token, so that a layer costs its tokens once on
+ * any workload, with no learned merge. Identical means the same symbols and
+ * depths (buckets may differ). The repeat token's symbol is "REPEAT~N", N
+ * the run's copies in all, unit included, bucketed (2, 4, 8, 16, 32, 64,
+ * 65+: at most that many); these 7 symbols are ids 0..6 of every
+ * vocabulary (TELLER_TPE_REPEATS), never merge, and no name interns to
+ * one. A repeat token covers the base tokens of the copies it stands for
+ * (its span: first, len; the exact count is len / unit + 1), and unit[]
+ * gives the unit's length in base tokens: its base tokens copy the symbols
+ * unit[] before them. Like any token it keeps the first base token's parent
+ * and depth (it hangs where the copied unit hangs, a sibling of it); its
+ * duration is the sum over its base tokens (every node of the copies
+ * counted once) and its bucket the most unusual of theirs. Units are whole
+ * sibling items (an item is a base token and the deeper tokens after it: a
+ * node's TAG, or its NAME with its subtree), so a run never cuts a node
+ * from its children.
  *
  * Vocabulary. An ordered table of symbols: a base symbol is a string (a TAG
  * or NAME token), a merged symbol is a pair of earlier symbols. The merge
  * rank of a merged symbol is its order among merged symbols. Base symbols
  * seen for the first time after training get new ids and never merge.
  *
- * Training (teller_tpe_train): word-level BPE over many sequences. Identical
+ * Training (teller_tpe_train): word-level BPE over many sequences, their
+ * repeat runs collapsed first, as encoding sees them. Identical
  * sequences are counted once with a weight (their number, or the sum of
  * the weights given to teller_tpe_train_weighted). Adjacent pairs are counted
  * once; then the most frequent pair is merged everywhere, left to right
@@ -62,25 +86,29 @@
  * merged token never spans a parent-child boundary: the tree stays
  * readable from the tokens, at the price of much less compression.
  *
- * Encoding (teller_tpe_encode) applies merges by rank: candidate pairs wait
- * in one bucket per merge, taken in rank order (a merge only creates pairs
- * of later rank), leftmost first where occurrences overlap: O(n + V/64)
- * for n tokens and V symbols, the same result as applying the merges one
- * after another, and no restart after a merge. Each output token records the span of base tokens it covers, and
- * the encoded sequence keeps each base token's parent, depth (relative to
- * its token) and duration, the interior a merged token cannot carry, so
- * that teller_tpe_decode gives back the base sequence exactly: symbols by
- * expanding merges through the vocabulary, structure from the side arrays,
- * after checking that every token's parent, depth, duration and span agree
- * with them.
+ * Encoding (teller_tpe_encode) collapses repeat runs, then applies merges by
+ * rank over what is left: candidate pairs wait in one bucket per merge,
+ * taken in rank order (a merge only creates pairs of later rank), leftmost
+ * first where occurrences overlap: O(n + V/64) for n tokens and V symbols,
+ * the same result as applying the merges one after another, and no restart
+ * after a merge. Each output token records the span of base tokens it
+ * covers, and the encoded sequence keeps each base token's parent, depth
+ * (relative to its token), duration and bucket, the interior a merged
+ * token cannot carry, so that teller_tpe_decode gives back the base
+ * sequence exactly: symbols by expanding merges through the vocabulary and
+ * copying repeat tokens' base symbols from one unit back, structure and
+ * buckets from the side arrays, after checking that every token's parent,
+ * depth, duration, bucket and span agree with them.
  *
- * Vocabulary file (teller_tpe_vocab_save/load), text, version 2 (version 1
- * held raw names and is refused: learn it again):
- *   teller-tpe-vocab 2
+ * Vocabulary file (teller_tpe_vocab_save/load), text, version 3 (version 1
+ * held raw names, version 2 buckets in TAG symbols and no repeat runs; both
+ * are refused: learn it again):
+ *   teller-tpe-vocab 3
  *   options buckets=B cross=C frames=F
- *   symbols N
- *   b ESCAPED_STRING        one line per symbol, in id order: a base symbol
- *   m LEFT RIGHT            or a merge of two earlier ids
+ *   symbols N               the symbols after the repeat symbols (not written)
+ *   b ESCAPED_STRING        one line per symbol, in id order from id 7: a base
+ *   m LEFT RIGHT            symbol, or a merge of two earlier ids (never a
+ *                           repeat symbol)
  *   end HASH
  * Strings escape '\\' as "\\\\", bytes below 0x20, 0x7f and ' ' as "\\xHH".
  * HASH is the FNV-1a 64-bit hash, 16 hex digits, of every byte before the
@@ -102,12 +130,13 @@ extern "C" {
 
 #define TELLER_TPE_VERSION 3
 #define TELLER_TPE_BUCKETS 5 /* lo, 1x, 2x, 4x, 8x */
-#define TELLER_TPE_REPEATS 8 /* repeat symbols, ids 0..7 of every vocabulary */
+#define TELLER_TPE_REPEATS 7 /* repeat symbols, ids 0..6 of every vocabulary */
 
 /* A token sequence. Base sequences (from serialisation) have one token per
- * base token: first[i] == i and len[i] == 1, and event[i] is the store event
- * of the node. Encoded sequences have n tokens covering nbase base tokens,
- * and keep base_parent/base_ddepth/base_dur_ns/base_event for exact decoding. All arrays
+ * base token: first[i] == i and len[i] == 1, unit[i] == 0, and event[i] is
+ * the store event of the node; they never hold a repeat symbol. Encoded
+ * sequences have n tokens covering nbase base tokens,
+ * and keep base_parent/base_ddepth/base_dur_ns/base_event/base_bucket for exact decoding. All arrays
  * are owned by the sequence (teller_tpe_seq_free). */
 typedef struct teller_tpe_seq {
     size_t    n;
@@ -119,21 +148,24 @@ typedef struct teller_tpe_seq {
     uint32_t *len;         /* [n] base tokens covered */
     uint32_t *event;       /* [n] store event of the first base token (TELLER_NONE when built by hand) */
     uint32_t *unit;        /* [n] a repeat token: the base tokens one copy back (its unit's length); else 0 */
+    uint8_t  *bucket;      /* [n] duration bucket 0..4 (lo..8x); base: the node's on its TAG token, 1 (1x)
+                            * elsewhere; encoded: the most unusual of its base tokens' (see above) */
     size_t    nbase;       /* encoded: base tokens; base sequences: == n */
     uint32_t *base_parent; /* encoded: [nbase] the base sequence's parent array; NULL in base sequences */
     int32_t  *base_ddepth; /* encoded: [nbase] base depth minus its token's depth */
     int64_t  *base_dur_ns; /* encoded: [nbase] */
     uint32_t *base_event;  /* encoded: [nbase] */
+    uint8_t  *base_bucket; /* encoded: [nbase] */
 } teller_tpe_seq;
 
-/* Allocates the per-token arrays for n tokens (zeroed), freeing what s held. */
+/* Allocates the per-token arrays for n tokens (zeroed; buckets 1x), freeing what s held. */
 teller_status teller_tpe_seq_alloc(teller_tpe_seq *s, size_t n, teller_error *err);
 void teller_tpe_seq_free(teller_tpe_seq *s);
 
 typedef struct teller_tpe_vocab teller_tpe_vocab;
 
 typedef struct teller_tpe_vocab_opts {
-    int buckets;      /* duration bucket on TAG tokens (default 1) */
+    int buckets;      /* duration buckets in the bucket arrays (default 1; 0: all 1x) */
     int cross_levels; /* merges may join tokens of different parent or depth (default 1, the paper's) */
     int frames;       /* Python frames are nodes (default 0: left out, see docs/ARCHITECTURE.md, TPE) */
 } teller_tpe_vocab_opts;
@@ -158,8 +190,8 @@ int teller_tpe_vocab_symbol(const teller_tpe_vocab *v, uint32_t id, const char *
  * symbols joined by ' ') into out (at most cap bytes, NUL-terminated, "..."
  * when cut); returns the full length. */
 size_t teller_tpe_symbol_text(const teller_tpe_vocab *v, uint32_t id, char *out, size_t cap);
-/* The repeat symbol of the first token of a run of `copies` copies in all
- * (1..7: "REPEAT~2" ... "REPEAT~65+"); 0 is "REPEAT~+", later tokens. */
+/* The repeat symbol of a run of `copies` copies in all, unit included:
+ * 0 "REPEAT~2", 1 "REPEAT~4" (3 or 4), ... 5 "REPEAT~64", 6 "REPEAT~65+". */
 uint32_t teller_tpe_repeat_symbol(uint32_t copies);
 
 /* The default vocabulary, built into the library (learned by `make vocab`

@@ -47,12 +47,14 @@ static int put_tokens(const teller_store *st, const teller_slice_item *items, si
     for (size_t t = 0; t < enc.n; t++) {
         teller_tpe_symbol_text(v, enc.sym[t], text, tcap);
         if (json) {
-            printf("%s\n  {\"id\": %u, \"depth\": %u, \"first\": %u, \"len\": %u, \"text\": ", t ? "," : "",
-                   enc.sym[t], enc.depth[t], enc.first[t], enc.len[t]);
+            printf("%s\n  {\"id\": %u, \"depth\": %u, \"first\": %u, \"len\": %u, \"bucket\": \"%s\", \"text\": ",
+                   t ? "," : "", enc.sym[t], enc.depth[t], enc.first[t], enc.len[t],
+                   teller_tpe_bucket_name(enc.bucket[t]));
             teller_json_put(stdout, text);
             printf("}");
         } else {
-            printf("%*s#%u  ", 2 * (int)(enc.depth[t] < 40 ? enc.depth[t] : 40), "", enc.sym[t]);
+            printf("%*s#%u ~%s  ", 2 * (int)(enc.depth[t] < 40 ? enc.depth[t] : 40), "", enc.sym[t],
+                   teller_tpe_bucket_name(enc.bucket[t]));
             cli_put_text(stdout, text);
             printf("\n");
         }

@@ -283,15 +283,16 @@ static int do_encode(tpe_args *a)
             if (a->json) {
                 printf("%s\n  {\"id\": %u, \"text\": ", t ? "," : "", enc.sym[t]);
                 teller_json_put(stdout, text);
-                printf(", \"parent\": %lld, \"depth\": %u, \"dur_ns\": %lld, \"first\": %u, \"len\": %u, "
-                       "\"event_name\": ",
+                printf(", \"parent\": %lld, \"depth\": %u, \"dur_ns\": %lld, \"bucket\": \"%s\", \"first\": %u, "
+                       "\"len\": %u, \"event_name\": ",
                        enc.parent[t] == TELLER_NONE ? -1LL : (long long)enc.parent[t], enc.depth[t],
-                       (long long)enc.dur_ns[t], enc.first[t], enc.len[t]);
+                       (long long)enc.dur_ns[t], teller_tpe_bucket_name(enc.bucket[t]), enc.first[t], enc.len[t]);
                 teller_json_put(stdout, enc.event[t] == TELLER_NONE ? "" : teller_store_str(st, ev->name[enc.event[t]]));
                 printf("}");
             } else {
-                printf("%*s#%u %10.3f us  [%u+%u]  ", 2 * (int)(enc.depth[t] < 40 ? enc.depth[t] : 40), "",
-                       enc.sym[t], (double)enc.dur_ns[t] / 1e3, enc.first[t], enc.len[t]);
+                printf("%*s#%u %10.3f us ~%s  [%u+%u]  ", 2 * (int)(enc.depth[t] < 40 ? enc.depth[t] : 40), "",
+                       enc.sym[t], (double)enc.dur_ns[t] / 1e3, teller_tpe_bucket_name(enc.bucket[t]), enc.first[t],
+                       enc.len[t]);
                 cli_put_text(stdout, text);
                 printf("\n");
             }

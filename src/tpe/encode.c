@@ -119,7 +119,7 @@ static int cmp_u32(const void *a, const void *b)
 static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
 {
     const teller_tpe_vocab *v = e->v;
-    if (tpe_runs_collapse(&e->runs, v, b))
+    if (tpe_runs_collapse(&e->runs, b))
         return -1;
     size_t n = e->runs.m;
     if (reserve(e, n + 2, v->n))
@@ -196,9 +196,17 @@ size_t teller_tpe_encode_syms(teller_tpe_encoder *e, const teller_tpe_seq *base,
 static int check_base(const teller_tpe_vocab *v, const teller_tpe_seq *b)
 {
     for (size_t i = 0; i < b->n; i++)
-        if (b->sym[i] >= v->n || tpe_is_repeat(b->sym[i]) || (b->parent[i] != TELLER_NONE && b->parent[i] >= i))
+        if (b->sym[i] >= v->n || tpe_is_repeat(b->sym[i]) || b->bucket[i] >= TELLER_TPE_BUCKETS ||
+            (b->parent[i] != TELLER_NONE && b->parent[i] >= i))
             return -1;
     return 0;
+}
+
+/* How unusual a duration bucket is: 1x not at all, then lo, 2x, 4x, 8x. A
+ * token's bucket is the most unusual of its base tokens'. */
+static int unusual(uint8_t b)
+{
+    return b == 1 ? 0 : b == 0 ? 1 : b;
 }
 
 teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq *base, teller_tpe_seq *out,
@@ -206,8 +214,8 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
 {
     if (check_base(v, base))
         return teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0,
-                                "sequence holds a symbol outside the vocabulary, a repeat symbol or a parent not "
-                                "before its child");
+                                "sequence holds a symbol outside the vocabulary, a repeat symbol, a bucket over 4 "
+                                "or a parent not before its child");
     teller_tpe_encoder *e = teller_tpe_encoder_create(v);
     uint32_t *tok_of = malloc((base->n ? base->n : 1) * sizeof *tok_of);
     teller_status st = TELLER_OK;
@@ -225,7 +233,8 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
     out->base_ddepth = malloc(nb * sizeof *out->base_ddepth);
     out->base_dur_ns = malloc(nb * sizeof *out->base_dur_ns);
     out->base_event = malloc(nb * sizeof *out->base_event);
-    if (!out->base_parent || !out->base_ddepth || !out->base_dur_ns || !out->base_event)
+    out->base_bucket = malloc(nb * sizeof *out->base_bucket);
+    if (!out->base_parent || !out->base_ddepth || !out->base_dur_ns || !out->base_event || !out->base_bucket)
         goto oom;
     k = 0;
     if (base->n)
@@ -233,11 +242,15 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
             uint32_t f = e->runs.first[p];
             uint32_t end = e->nxt[p] == TELLER_NONE ? (uint32_t)base->n : e->runs.first[e->nxt[p]];
             int64_t d = 0;
+            uint8_t bk = 1;
             for (uint32_t i = f; i < end; i++) {
                 tok_of[i] = (uint32_t)k;
                 d += base->dur_ns[i];
                 out->base_ddepth[i] = (int32_t)base->depth[i] - (int32_t)base->depth[f];
+                if (unusual(base->bucket[i]) > unusual(bk))
+                    bk = base->bucket[i];
             }
+            out->bucket[k] = bk;
             out->sym[k] = e->sym[p];
             out->first[k] = f;
             out->len[k] = end - f;
@@ -250,6 +263,7 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
         }
     memcpy(out->base_parent, base->parent, base->n * sizeof *base->parent);
     memcpy(out->base_dur_ns, base->dur_ns, base->n * sizeof *base->dur_ns);
+    memcpy(out->base_bucket, base->bucket, base->n * sizeof *base->bucket);
     for (size_t i = 0; i < base->n; i++)
         out->base_event[i] = base->event ? base->event[i] : TELLER_NONE;
     goto done;
@@ -263,7 +277,8 @@ done:
 }
 
 /* Base token pos of the decoded sequence, symbol s, inside token k: its
- * structure from the side arrays. -1 when its depth is out of range. */
+ * structure and bucket from the side arrays. -1 when its depth or bucket
+ * is out of range. */
 static int put_base(teller_tpe_seq *out, const teller_tpe_seq *enc, size_t k, size_t pos, uint32_t s)
 {
     int64_t dd = (int64_t)enc->depth[k] + enc->base_ddepth[pos];
@@ -274,15 +289,17 @@ static int put_base(teller_tpe_seq *out, const teller_tpe_seq *enc, size_t k, si
     out->parent[pos] = enc->base_parent[pos];
     out->dur_ns[pos] = enc->base_dur_ns[pos];
     out->event[pos] = enc->base_event[pos];
+    out->bucket[pos] = enc->base_bucket[pos];
     out->first[pos] = (uint32_t)pos;
     out->len[pos] = 1;
-    return 0;
+    return out->bucket[pos] < TELLER_TPE_BUCKETS ? 0 : -1;
 }
 
 teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq *enc, teller_tpe_seq *out,
                                 teller_error *err)
 {
-    if (!enc->base_parent || !enc->base_ddepth || !enc->base_dur_ns || !enc->base_event || !enc->unit)
+    if (!enc->base_parent || !enc->base_ddepth || !enc->base_dur_ns || !enc->base_event || !enc->base_bucket ||
+        !enc->unit)
         return teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0, "not an encoded sequence");
     teller_status st = teller_tpe_seq_alloc(out, enc->nbase, err);
     if (st)
@@ -323,12 +340,15 @@ teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq 
         }
         /* the token must agree with its interior */
         int64_t d = 0;
+        uint8_t bk = 1;
         for (size_t i = start; i < pos; i++) {
             tok_of[i] = (uint32_t)k;
             d += out->dur_ns[i];
+            if (unusual(out->bucket[i]) > unusual(bk))
+                bk = out->bucket[i];
         }
         uint32_t bp = out->parent[start];
-        if (pos != end || enc->base_ddepth[start] != 0 || d != enc->dur_ns[k] ||
+        if (pos != end || enc->base_ddepth[start] != 0 || d != enc->dur_ns[k] || bk != enc->bucket[k] ||
             (bp == TELLER_NONE ? enc->parent[k] != TELLER_NONE : (bp >= start || enc->parent[k] != tok_of[bp])))
             goto bad;
     }

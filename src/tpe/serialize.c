@@ -23,7 +23,7 @@ struct teller_tpe_ctx {
     teller_tpe_vocab   *v;
     uint32_t           *name_sym;  /* [events] NAME symbol */
     uint8_t            *bucket;    /* [events] */
-    uint32_t            tag_sym[TELLER_LAYER_COUNT][TELLER_TPE_BUCKETS];
+    uint32_t            tag_sym[TELLER_LAYER_COUNT];
 };
 
 static const char *const k_bucket_names[TELLER_TPE_BUCKETS] = {"lo", "1x", "2x", "4x", "8x"};
@@ -121,15 +121,11 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
     if (!c->name_sym || !c->bucket || !fam || !mkey || !mval || !mop)
         goto oom;
     memset(mkey, 0xff, mcap * sizeof *mkey);
-    for (int L = 0; L < TELLER_LAYER_COUNT; L++)
-        for (int b = 0; b < TELLER_TPE_BUCKETS; b++) {
-            char t[64];
-            const char *tag = teller_layer_tag((teller_layer)L);
-            int k = v->opts.buckets && bucketed((uint8_t)L) ? snprintf(t, sizeof t, "%s~%s", tag, k_bucket_names[b])
-                                                            : snprintf(t, sizeof t, "%s", tag);
-            if ((c->tag_sym[L][b] = teller_tpe_vocab_intern(v, t, (size_t)k)) == TELLER_NONE)
-                goto oom;
-        }
+    for (int L = 0; L < TELLER_LAYER_COUNT; L++) {
+        const char *tag = teller_layer_tag((teller_layer)L);
+        if ((c->tag_sym[L] = teller_tpe_vocab_intern(v, tag, strlen(tag))) == TELLER_NONE)
+            goto oom;
+    }
     /* NAME symbols and operator keys: one pass per distinct (name id, layer) */
     size_t used = 0, nfam = 0;
     char norm[1024];
@@ -242,10 +238,13 @@ teller_status teller_tpe_seq_alloc(teller_tpe_seq *s, size_t n, teller_error *er
     s->len = calloc(m, sizeof *s->len);
     s->event = calloc(m, sizeof *s->event);
     s->unit = calloc(m, sizeof *s->unit);
-    if (!s->sym || !s->parent || !s->depth || !s->dur_ns || !s->first || !s->len || !s->event || !s->unit) {
+    s->bucket = calloc(m, sizeof *s->bucket);
+    if (!s->sym || !s->parent || !s->depth || !s->dur_ns || !s->first || !s->len || !s->event || !s->unit ||
+        !s->bucket) {
         teller_tpe_seq_free(s);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory");
     }
+    memset(s->bucket, 1, m); /* 1x */
     s->n = s->nbase = n;
     return TELLER_OK;
 }
@@ -262,10 +261,12 @@ void teller_tpe_seq_free(teller_tpe_seq *s)
     free(s->len);
     free(s->event);
     free(s->unit);
+    free(s->bucket);
     free(s->base_parent);
     free(s->base_ddepth);
     free(s->base_dur_ns);
     free(s->base_event);
+    free(s->base_bucket);
     memset(s, 0, sizeof *s);
 }
 
@@ -330,7 +331,8 @@ static teller_status ser_group(const teller_tpe_ctx *c, mem_item *mem, size_t m,
         uint16_t d = depth > UINT16_MAX ? UINT16_MAX : (uint16_t)depth;
         tok[cur] = (uint32_t)t;
         for (int k = 0; k < 2; k++, t++) {
-            out->sym[t] = k ? c->name_sym[e] : c->tag_sym[L][c->v->opts.buckets ? c->bucket[e] : 0];
+            out->sym[t] = k ? c->name_sym[e] : c->tag_sym[L];
+            out->bucket[t] = !k && c->v->opts.buckets && bucketed(L) ? c->bucket[e] : 1;
             out->parent[t] = par;
             out->depth[t] = d;
             out->dur_ns[t] = k ? 0 : ev->dur_ns[e];

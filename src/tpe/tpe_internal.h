@@ -19,8 +19,6 @@ struct teller_tpe_vocab {
     char     *text;
     size_t    text_n, text_cap;
     size_t    nmerges;
-    uint64_t *cls;         /* [n] base symbols: hash of the text without its duration bucket
-                            * ("KERNEL~4x" and "KERNEL~1x" alike), what repeat runs compare */
     uint32_t *shash;       /* string -> id, open addressing, TELLER_NONE empty */
     size_t    shcap;
     uint64_t *pkey;        /* (left << 32 | right) -> merged id, UINT64_MAX empty */
@@ -71,10 +69,10 @@ static inline int tpe_is_repeat(uint32_t sym)
  * no allocation per sequence once warm. */
 typedef struct tpe_runs {
     size_t    cap;                 /* base tokens */
-    uint64_t *h, *pw;              /* [cap + 1] prefix hashes of (class, depth), powers of the base */
+    uint64_t *h, *pw;              /* [cap + 1] prefix hashes of (symbol, depth), powers of the base */
     uint32_t *iend, *up, *nsame;   /* [cap] item end, enclosing token, next sibling item alike */
-    uint32_t *lim_end, *lim_run;   /* [cap] units being walked: their end and their run's end */
-    uint32_t *lim_unit, *lim_copies;
+    uint32_t *lim_end, *lim_unit;  /* [cap] units being walked: their end and length, */
+    uint32_t *lim_copies;          /* and their run's copies */
     uint64_t *mkey;                /* [2 cap] item -> latest position, for nsame */
     uint32_t *mval, *mgen;
     uint32_t  gen;
@@ -87,7 +85,7 @@ typedef struct tpe_runs {
 
 /* Collapses b's runs of identical sibling items into r (m, first, sym,
  * unit); see repeat.c. -1 when out of memory. */
-int tpe_runs_collapse(tpe_runs *r, const struct teller_tpe_vocab *v, const teller_tpe_seq *b);
+int tpe_runs_collapse(tpe_runs *r, const teller_tpe_seq *b);
 void tpe_runs_free(tpe_runs *r);
 
 /* Appends the merged symbol (l, r); returns its id or TELLER_NONE (out of memory). */

@@ -327,7 +327,7 @@ teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_se
                                       "symbol %u is not in the vocabulary or is a repeat symbol", s->sym[i]);
                 goto done;
             }
-        if (tpe_runs_collapse(&runs, v, s))
+        if (tpe_runs_collapse(&runs, s))
             goto oom;
         for (size_t i = 0; i < runs.m; i++, pos++) {
             uint32_t f = runs.first[i];

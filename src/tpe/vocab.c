@@ -19,11 +19,11 @@ teller_tpe_vocab_opts teller_tpe_vocab_defaults(void)
 
 static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed);
 
-/* The repeat symbols, ids 0 .. TELLER_TPE_REPEATS - 1 (tpe.h): the first
- * piece of a run says how many copies of its unit the run holds in all (up
- * to 2, 4, ... 64, or more), a piece after a literal says it goes on. */
+/* The repeat symbols, ids 0 .. TELLER_TPE_REPEATS - 1 (tpe.h): how many
+ * copies of its unit the run holds in all, unit included (at most 2, 4,
+ * ... 64, or more). */
 static const char *const k_repeat_names[TELLER_TPE_REPEATS] = {
-    "REPEAT~+", "REPEAT~2", "REPEAT~4", "REPEAT~8", "REPEAT~16", "REPEAT~32", "REPEAT~64", "REPEAT~65+"};
+    "REPEAT~2", "REPEAT~4", "REPEAT~8", "REPEAT~16", "REPEAT~32", "REPEAT~64", "REPEAT~65+"};
 
 teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts)
 {
@@ -44,8 +44,8 @@ teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts)
 
 uint32_t teller_tpe_repeat_symbol(uint32_t copies)
 {
-    uint32_t k = 1;
-    while (k < TELLER_TPE_REPEATS - 1 && copies > (1u << k))
+    uint32_t k = 0;
+    while (k < TELLER_TPE_REPEATS - 1 && copies > (2u << k))
         k++;
     return k;
 }
@@ -58,7 +58,6 @@ void teller_tpe_vocab_free(teller_tpe_vocab *v)
     free(v->right);
     free(v->text_off);
     free(v->text_len);
-    free(v->cls);
     free(v->text);
     free(v->shash);
     free(v->pkey);
@@ -90,10 +89,6 @@ static int grow_symbols(teller_tpe_vocab *v)
     if (!(a = realloc(v->text_len, nc * sizeof *a)))
         return -1;
     v->text_len = a;
-    uint64_t *c = realloc(v->cls, nc * sizeof *c);
-    if (!c)
-        return -1;
-    v->cls = c;
     v->cap = nc;
     return 0;
 }
@@ -164,16 +159,6 @@ static uint32_t find_string(const teller_tpe_vocab *v, const char *s, size_t len
     }
 }
 
-/* The class of a base symbol: its text without a duration bucket suffix. */
-static uint64_t symbol_class(const char *s, size_t len)
-{
-    static const char *const sfx[] = {"~lo", "~1x", "~2x", "~4x", "~8x"};
-    for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++)
-        if (len > 3 && !memcmp(s + len - 3, sfx[k], 3))
-            return kmap_hash_bytes(s, len - 3);
-    return kmap_hash_bytes(s, len);
-}
-
 uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len)
 {
     uint32_t id = find_string(v, s, len, NULL);
@@ -198,7 +183,6 @@ static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int has
     v->text_off[id] = (uint32_t)v->text_n;
     v->text_len[id] = (uint32_t)len;
     v->left[id] = v->right[id] = TELLER_NONE;
-    v->cls[id] = symbol_class(s, len);
     v->text_n += len + 1;
     if (hashed) {
         size_t slot = 0;
@@ -218,7 +202,6 @@ uint32_t tpe_vocab_add_merge(teller_tpe_vocab *v, uint32_t l, uint32_t r)
     v->left[id] = l;
     v->right[id] = r;
     v->text_off[id] = v->text_len[id] = 0;
-    v->cls[id] = 0;
     v->nmerges++;
     uint64_t key = ((uint64_t)l << 32) | r;
     size_t j = tpe_mix64(key) & (v->pcap - 1);
@@ -443,8 +426,9 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
             FAIL(TELLER_ERR_FORMAT, "vocabulary version 1 holds raw names, not name families: learn it again "
                                     "(teller tpe train)");
         if (ver == 2)
-            FAIL(TELLER_ERR_FORMAT, "vocabulary version 2 was learned without repeat runs, its merges fit "
-                                    "sequences this build no longer encodes: learn it again (teller tpe train)");
+            FAIL(TELLER_ERR_FORMAT, "vocabulary version 2 spells duration buckets in TAG symbols and has no "
+                                    "repeat symbols; its merges fit sequences this build no longer makes: learn it "
+                                    "again (teller tpe train)");
         if (ver != TELLER_TPE_VERSION)
             FAIL(TELLER_ERR_FORMAT, "vocabulary version %llu is not supported (this build reads version %d)", ver,
                  TELLER_TPE_VERSION);
