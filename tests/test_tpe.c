@@ -1081,6 +1081,27 @@ static void test_tpe_repeat_runs_keep_one_layer(void)
     teller_tpe_vocab_free(v);
 }
 
+/* Repeat runs need no learned merge: an HF eager decode step (24 identical
+ * layers) shrinks by most of its nodes with an empty vocabulary (measured
+ * 91.1 %), and decodes back exactly. */
+static void test_tpe_repeat_runs_without_merges(void)
+{
+    const char *p = shared_path("tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    teller_store *st = load_files(&p, 1);
+    teller_tpe_vocab *v = teller_tpe_vocab_create(NULL);
+    teller_tpe_seq *s = NULL;
+    size_t n = 0, nodes = 0;
+    serialize(st, v, &s, &n);
+    CHECK(n > 0);
+    for (size_t k = 0; k < n; k++)
+        nodes += s[k].n / 2;
+    size_t after = roundtrip_all(v, s, n);
+    CHECK(nodes > 1000 && after * 100 < nodes * 15); /* node reduction over 85 % */
+    free_seqs(s, n);
+    teller_tpe_vocab_free(v);
+    teller_store_free(st);
+}
+
 const test_case tpe_tests[] = {
     {"tpe: training merges the most frequent pair first", test_tpe_most_frequent_pair_first},
     {"tpe: merges stay within a level unless crossing is allowed", test_tpe_no_cross_keeps_levels},
@@ -1092,6 +1113,7 @@ const test_case tpe_tests[] = {
     {"tpe: duration bucket marks the slow op and the token holding it", test_tpe_bucket_marks_slow_op},
     {"tpe: identical layers are one layer and a repeat token, a slow kernel in one shown by its bucket",
      test_tpe_repeat_runs_keep_one_layer},
+    {"tpe: repeat runs alone shrink a real decode step by over 85 %", test_tpe_repeat_runs_without_merges},
     {"tpe: slice holds seed, launch, ancestors, peers, neighbours in time order", test_tpe_slice_relations},
     {"tpe: real kernel, API, copy, frame and annotation names get their families", test_tpe_family_table},
     {"tpe: a name no rule knows gets a lexical family of its own", test_tpe_family_lexical_fallback},

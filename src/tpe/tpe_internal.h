@@ -1,6 +1,7 @@
 /*
  * tpe_internal.h - what the TPE sources share: the vocabulary's layout and
- * its pair lookup, which the encoder calls once per candidate pair.
+ * its pair lookup, which the encoder calls once per candidate pair, and the
+ * repeat-run finder that training and encoding both run first.
  */
 #ifndef TELLER_TPE_INTERNAL_H
 #define TELLER_TPE_INTERNAL_H
