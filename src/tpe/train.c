@@ -3,10 +3,11 @@
  * their repeat runs collapsed first (repeat.c), as the encoder sees them.
  *
  * All distinct sequences (identical ones are counted once, with the sum of
- * their weights), collapsed, are laid end to end in one array of positions linked as doubly linked
- * lists; a merge overwrites the left position's symbol and unlinks the
- * right one, so positions keep their own parent and depth (the merged token
- * keeps the first token's). Each pair has a count and a list of positions
+ * their weights), collapsed, are laid end to end in one array of positions
+ * linked as doubly linked lists; a merge overwrites the left position's
+ * symbol and unlinks the right one, so positions keep their own parent and
+ * depth (the merged token keeps the first token's); a repeat token merges
+ * with nothing. Each pair has a count and a list of positions
  * where it was seen (entries go stale and are checked when used: a
  * position's symbol only ever changes to a newer id, so a stale entry can
  * never look valid again). A lazy max-heap orders pairs by count, then
