@@ -1,7 +1,8 @@
 /*
  * cmd_diagnose.c - `teller diagnose [--log LOG...] [--json FILE] [--html FILE]
- * [--perfetto FILE] TRACE_OR_CASE...`: the terminal summary (worst steps
- * first), the predictions JSON of BENCHMARK.md, and the reports.
+ * [--perfetto FILE] [--candidates FILE] TRACE_OR_CASE...`: the terminal
+ * summary (worst steps first), the predictions JSON of BENCHMARK.md, the
+ * reports, and every step's candidates with their feature vectors.
  * A case directory brings its logs/node*.log along.
  */
 #include <dirent.h>
@@ -95,7 +96,7 @@ static int write_report(const char *path, int perfetto, const teller_store *st, 
 int cmd_diagnose(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    const char *json = NULL, *html = NULL, *perfetto = NULL;
+    const char *json = NULL, *html = NULL, *perfetto = NULL, *cands = NULL;
     char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t nlogs = 0;
     int np = 0, rc = 0;
@@ -113,13 +114,14 @@ int cmd_diagnose(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: teller diagnose [--log LOG...] [--json FILE] [--html FILE] [--perfetto FILE]\n"
-                   "                       [--threshold T] [options] TRACE_OR_CASE...\n"
+                   "                       [--candidates FILE] [--threshold T] [options] TRACE_OR_CASE...\n"
                    "  a case directory brings its logs/node*.log; --log adds service logs\n"
-                   "  (a log's node comes from node<N> in its name)\n" CLI_COMMON_HELP);
+                   "  (a log's node comes from node<N> in its name)\n"
+                   "  --candidates FILE: every step's candidates and their features as JSON\n" CLI_COMMON_HELP);
             goto done;
         }
         if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
-             !strcmp(a, "--threshold")) &&
+             !strcmp(a, "--threshold") || !strcmp(a, "--candidates")) &&
             i + 1 >= argc) {
             fprintf(stderr, "teller: diagnose: %s needs a value\n", a);
             rc = 2;
@@ -133,6 +135,8 @@ int cmd_diagnose(int argc, char **argv)
             html = argv[++i];
         else if (!strcmp(a, "--perfetto"))
             perfetto = argv[++i];
+        else if (!strcmp(a, "--candidates"))
+            cands = argv[++i];
         else if (!strcmp(a, "--threshold")) {
             /* scores are in [0, 1]: a threshold above 1 would flag nothing */
             if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
@@ -212,6 +216,19 @@ int cmd_diagnose(int argc, char **argv)
             fclose(f);
         }
     }
+    if (cands) {
+        FILE *f = fopen(cands, "w");
+        if (!f) {
+            fprintf(stderr, "teller: %s: cannot write\n", cands);
+            rc = 1;
+        } else {
+            teller_diag_write_candidates(f, st, d);
+            if (fclose(f) != 0) {
+                fprintf(stderr, "teller: %s: cannot write\n", cands);
+                rc = 1;
+            }
+        }
+    }
     /* the report lists the requests each abnormal step delayed, when the
      * logs let teller reconstruct them */
     teller_requests *reqs = NULL;
@@ -229,9 +246,9 @@ int cmd_diagnose(int argc, char **argv)
     if (perfetto && write_report(perfetto, 1, st, d, NULL, paths[0]))
         rc = 1;
     teller_requests_free(reqs);
-    if (html || perfetto || json)
-        printf("\nwritten:%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
-               perfetto ? " " : "", perfetto ? perfetto : "");
+    if (html || perfetto || json || cands)
+        printf("\nwritten:%s%s%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
+               perfetto ? " " : "", perfetto ? perfetto : "", cands ? " " : "", cands ? cands : "");
     teller_diagnosis_free(d);
     teller_store_free(st);
 done:
