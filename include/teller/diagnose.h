@@ -68,7 +68,9 @@ typedef struct teller_diag_cand {
     float        feat[TELLER_CAND_FEATURES];
 } teller_diag_cand;
 
-/* One step's diagnosis. pred carries the benchmark fields, evidence included. */
+/* One step's diagnosis. pred carries the benchmark fields, evidence included.
+ * With a model, the candidates are in the model's order and pred.score is
+ * its probability that the step is abnormal. */
 typedef struct teller_diag_step {
     teller_step_pred pred;
     char             fault[32];     /* finer kind (BENCHMARK.md names), "" when normal */
@@ -87,10 +89,15 @@ typedef struct teller_diag_step {
 
 /* A set of service logs to use as evidence: file paths; each file's node
  * comes from "node<N>" in its name (teller_log_node_from_path), else 0. */
+struct teller_model;
+
 typedef struct teller_diag_opts {
     const char *const *logs;
     size_t             nlogs;
     double             threshold; /* abnormality score above which a step is flagged; 0: default */
+    /* the root-cause model (model.h) that judges each step and picks its
+     * root among the candidates; NULL: the numeric stage alone */
+    const struct teller_model *model;
 } teller_diag_opts;
 
 typedef struct teller_diagnosis {
@@ -98,6 +105,8 @@ typedef struct teller_diagnosis {
     size_t            n;
     teller_diag_cand *cands; /* every step's candidates, step after step */
     size_t            ncands;
+    int64_t           usual_step_ns; /* the run's median step duration */
+    int               model;   /* 1 when a model judged the steps (scores are its probabilities) */
     char            **notes; /* what the analysis could not see or trust, for the user */
     size_t            nnotes;
 } teller_diagnosis;

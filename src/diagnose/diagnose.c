@@ -33,6 +33,7 @@
 #include "teller/diagnose.h"
 #include "teller/fault.h"
 #include "teller/logs.h"
+#include "teller/model.h"
 #include "teller/tree.h"
 #include "../util/kmap.h"
 #include "../util/vec.h"
@@ -1945,6 +1946,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             durs[k] = (double)d->steps[k].dur_ns;
         med_step = median_of(durs, D.nsteps);
         free(durs);
+        d->usual_step_ns = (int64_t)med_step;
+        d->model = o->model != NULL;
         for (size_t q = 0; q < D.nsrc; q++) {
             const teller_source *so = teller_store_source_c(st, (uint32_t)q);
             if (so->rank + 1 > ranks)
@@ -1965,22 +1968,10 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         for (size_t a = 0; a < sa->n; a++)
             sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->pred.nev > 0);
         teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
-        s->pred.score = sa->n ? sa->c[0].score : 0;
-        s->pred.abnormal = s->pred.score >= threshold;
-        for (size_t a = 0; a < sa->n && s->pred.ncand < TELLER_MAX_CANDIDATES; a++) {
-            const cand *c = &sa->c[a];
-            int dup = 0;
-            for (int q = 0; q < s->pred.ncand; q++)
-                dup |= s->pred.cand[q].rank == c->rank && !strcmp(s->pred.cand[q].op, teller_store_str(st, c->name));
-            if (dup)
-                continue;
-            teller_candidate *tc = &s->pred.cand[s->pred.ncand++];
-            tc->rank = c->rank;
-            snprintf(tc->op, sizeof tc->op, "%s", teller_store_str(st, c->name));
-            snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)c->layer));
-            tc->score = c->score;
-        }
+        /* the step's candidates: one per (rank, operator), best first;
+         * idx: each one's finding in sa->c */
         s->first_cand = (uint32_t)d->ncands;
+        size_t idx[TELLER_DIAG_MAX_CANDS];
         for (size_t a = 0; a < sa->n && s->ncands < TELLER_DIAG_MAX_CANDS; a++) {
             const cand *c = &sa->c[a];
             int dup = 0;
@@ -2006,11 +1997,51 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             dc->usual_ns = c->usual;
             dc->score = c->score;
             cand_features(&D, s, k, c, a, sa->n, src, dc->node, ranks, nodes, med_step, dc->feat);
-            s->ncands++;
+            idx[s->ncands++] = a;
         }
-        if (!sa->n)
+        teller_diag_cand *sc = d->cands + s->first_cand;
+        double pscore[TELLER_DIAG_MAX_CANDS];
+        for (uint32_t q = 0; q < s->ncands; q++)
+            pscore[q] = sc[q].score;
+        s->pred.score = s->ncands ? sc[0].score : 0;
+        if (o->model && s->ncands) {
+            /* the model judges the step and orders the candidates by how
+             * likely each is the root with the kind its detector names */
+            teller_model_sample smp;
+            teller_model_out mo;
+            teller_model_sample_of(d, k, &smp);
+            if (teller_model_predict(o->model, &smp, &mo))
+                goto oom;
+            double joint[TELLER_DIAG_MAX_CANDS];
+            for (uint32_t q = 0; q < s->ncands; q++) {
+                joint[q] = log(mo.p_root[q] + 1e-30) + log(mo.p_kind[sc[q].det] + 1e-30);
+                pscore[q] = mo.p_root[q];
+            }
+            for (uint32_t q = 1; q < s->ncands; q++) /* insertion sort: stable, at most 16 */
+                for (uint32_t r = q; r > 0 && joint[r] > joint[r - 1]; r--) {
+                    teller_diag_cand tc = sc[r];
+                    sc[r] = sc[r - 1];
+                    sc[r - 1] = tc;
+                    double tj = joint[r], tp = pscore[r];
+                    joint[r] = joint[r - 1], pscore[r] = pscore[r - 1];
+                    joint[r - 1] = tj, pscore[r - 1] = tp;
+                    size_t ti = idx[r];
+                    idx[r] = idx[r - 1];
+                    idx[r - 1] = ti;
+                }
+            s->pred.score = mo.p_abnormal;
+        }
+        s->pred.abnormal = s->pred.score >= threshold;
+        for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
+            teller_candidate *tc = &s->pred.cand[s->pred.ncand++];
+            tc->rank = sc[q].rank;
+            snprintf(tc->op, sizeof tc->op, "%s", teller_store_str(st, sc[q].name));
+            snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)sc[q].layer));
+            tc->score = pscore[q];
+        }
+        if (!s->ncands)
             continue;
-        const cand *top = &sa->c[0];
+        const cand *top = &sa->c[idx[0]];
         s->root_rank = top->rank;
         s->culprit_event = top->event;
         s->culprit_ns = (int64_t)top->actual;
