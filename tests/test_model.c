@@ -430,7 +430,41 @@ static void test_model_judges_diagnosis(void)
     CHECK(system(cmd) == 0);
 }
 
+/* the library carries the default model exactly when the source tree has
+ * src/model/default.tmod (make model), byte for byte, and it answers */
+static void test_model_default_matches_source(void)
+{
+    teller_model *m = NULL;
+    teller_error err;
+    CHECK_EQ_INT(teller_model_load_default(&m, &err), TELLER_OK);
+    unsigned char *want = NULL;
+    size_t nwant = 0;
+    int present = file_bytes(TELLER_SOURCE_DIR "/src/model/default.tmod", &want, &nwant) == 0;
+    CHECK(present == (m != NULL));
+    if (m && present) {
+        char tmp[] = "/tmp/teller_defmodel_XXXXXX";
+        int fd = mkstemp(tmp);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK_EQ_INT(teller_model_save(m, tmp, &err), TELLER_OK);
+        unsigned char *got = NULL;
+        size_t ngot = 0;
+        CHECK(file_bytes(tmp, &got, &ngot) == 0 && ngot == nwant && !memcmp(got, want, nwant));
+        free(got);
+        unlink(tmp);
+        teller_model_sample s;
+        make_sample(&s, 3, 0, 0, -1);
+        teller_model_out o;
+        CHECK_EQ_INT(teller_model_predict(m, &s, &o), 0);
+        CHECK(fabsf(o.p_root[0] + o.p_root[1] + o.p_root[2] - 1) < 1e-4f && o.p_abnormal >= 0 && o.p_abnormal <= 1);
+    }
+    free(want);
+    teller_model_free(m);
+}
+
 const test_case model_tests[] = {
+    {"model: the built-in default model is src/model/default.tmod when there is one, none otherwise",
+     test_model_default_matches_source},
     {"model: teller_diagnose with a model: its verdicts, its order, sentences grounded in the chosen candidate",
      test_model_judges_diagnosis},
     {"model: every layer's gradient matches finite differences (and a wrong one is caught)", test_model_layer_gradients},
