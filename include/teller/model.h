@@ -103,9 +103,6 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
                                  const teller_model_sample *val, size_t nval, const teller_train_opts *o,
                                  teller_train_report *rep, teller_error *err);
 
-/* The mean loss of m over n samples (what training minimises). */
-double teller_model_loss(const teller_model *m, const teller_model_sample *s, size_t n);
-
 #ifdef __cplusplus
 }
 #endif

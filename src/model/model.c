@@ -282,7 +282,7 @@ static void forward(const teller_model *m, const teller_model_sample *s, acts *a
         nn_linear_fwd(&a->zp[i], a->lf + (1 + i) * MD, p->wptr, NULL, MD, 1);
 }
 
-/* class weights of the losses (1 for teller_model_loss) */
+/* class weights of the losses (unit_weights: all 1, for the gradient test) */
 typedef struct lossw {
     float ab[2];   /* normal, abnormal */
     float kind[MK];
@@ -406,16 +406,6 @@ static double mean_loss(const teller_model *m, const teller_model_sample *s, siz
         sum += loss_backward(m, &s[i], a, w, NULL, NULL);
     }
     return n ? sum / (double)n : 0;
-}
-
-double teller_model_loss(const teller_model *m, const teller_model_sample *s, size_t n)
-{
-    acts *a = malloc(sizeof *a);
-    if (!a)
-        return NAN;
-    double l = mean_loss(m, s, n, &unit_weights, a);
-    free(a);
-    return l;
 }
 
 /* ---- training ---- */
