@@ -5,13 +5,14 @@
 #   make fuzz     libFuzzer targets with clang, FUZZ_SECONDS each (fuzz/run.sh)
 #   make demo     simulate a faulty 2-node run, diagnose it, write the report
 #   make vocab    learn the default TPE vocabulary (src/tpe/default.vocab)
+#   make model    train the default root-cause model (src/model/default.tmod)
 # Every target installs missing Debian packages first (scripts/install-deps).
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps test test-plain test-asan bench fuzz demo vocab clean
+.PHONY: all deps test test-plain test-asan bench fuzz demo vocab model clean
 
 all: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -55,6 +56,13 @@ demo: all
 # shared real traces and a seeded simulator corpus; rebuilt after.
 vocab: all
 	scripts/tpe-vocab.sh $(BUILD)
+	ninja -C $(BUILD)
+
+# The default root-cause model, embedded in the library: trained on a
+# seeded simulator corpus (scripts/train-model.sh); rebuilt after.
+model: all
+	scripts/train-model.sh $(BUILD)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	ninja -C $(BUILD)
 
 clean:

@@ -70,7 +70,69 @@ static void test_cli_refuses_two_runs(void)
     CHECK(strstr(out, "-j wants an integer") != NULL);
 }
 
+/* diagnose --candidates writes every step's candidates; eval --candidates
+ * reads them back as candidate recall@K, alone or beside the predictions */
+static void test_cli_candidates(void)
+{
+    char out[8192], args[4600];
+    const char *dir = "/tmp/teller_cli_cands";
+    snprintf(args, sizeof args, "simulate -o %s/case --steps 30 --fault all --fault-rate 0.4 --seed 77", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "diagnose --json %s/p.json --candidates %s/c.json %s/case", dir, dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "/c.json") != NULL);
+    snprintf(args, sizeof args, "eval --truth %s/case --candidates %s/c.json", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "candidate recall@K, 1 case(s)") != NULL && strstr(out, "opAC1") == NULL);
+    snprintf(args, sizeof args, "eval --json --truth %s/case --pred %s/p.json --candidates %s/c.json", dir, dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "\"candidate_recall\"") != NULL && strstr(out, "\"operator\"") != NULL);
+    /* predictions are not candidates: eval says which file is wrong */
+    snprintf(args, sizeof args, "eval --truth %s/case --candidates %s/case/truth.json", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "truth.json") != NULL);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CHECK(system(args) == 0);
+}
+
+/* teller train writes a model that diagnose --model uses; --no-model is
+ * the numeric stage; a model file that is not one is an error naming it */
+static void test_cli_train_and_model(void)
+{
+    char out[16384], args[4600];
+    const char *dir = "/tmp/teller_cli_train";
+    snprintf(args, sizeof args, "simulate --corpus 3 --steps 20 --nodes 1 --gpus-per-node 2 --fault all --seed 31 -o %s/c",
+             dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "train -o %s/m.tmod --epochs 3 --seed 2 %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "3 cases") != NULL && strstr(out, "epoch   3") != NULL && strstr(out, "kept epoch") != NULL);
+    snprintf(args, sizeof args, "diagnose --model %s/m.tmod %s/c/case_0000", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "judged by the model") != NULL);
+    snprintf(args, sizeof args, "diagnose --no-model %s/c/case_0000", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "judged by the model") == NULL);
+    snprintf(args, sizeof args, "diagnose --no-model --model %s/m.tmod %s/c/case_0000", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    snprintf(args, sizeof args, "diagnose --model %s/c/case_0000/truth.json %s/c/case_0000", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "truth.json") != NULL && strstr(out, "not a teller model file") != NULL);
+    /* fine-tuning from it */
+    snprintf(args, sizeof args, "train -o %s/m2.tmod --base %s/m.tmod --epochs 2 %s/c/case_0001 %s/c/case_0002", dir, dir,
+             dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "train -o %s/m3.tmod %s", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "no case directories") != NULL);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CHECK(system(args) == 0);
+}
+
 const test_case cli_tests[] = {
+    {"cli: train writes a model; diagnose --model uses it, --no-model does not, a foreign file is an error",
+     test_cli_train_and_model},
+    {"cli: diagnose --candidates and eval --candidates: candidate recall@K", test_cli_candidates},
     {"cli: bad option values are errors naming what was wanted; --version", test_cli_option_values},
     {"cli: tree names a rank the trace does not have", test_cli_missing_rank},
     {"cli: traces of two runs are refused unless --force", test_cli_refuses_two_runs},

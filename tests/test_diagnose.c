@@ -144,6 +144,99 @@ static void test_diagnose_simulated_case(void)
     CHECK(system(cmd) == 0);
 }
 
+/* The candidate records: per step at most TELLER_DIAG_MAX_CANDS, one per
+ * (rank, operator), best first; the first is the step's root; every
+ * feature finite and in its documented range; and the candidates' JSON
+ * gives candidate recall@K through the evaluator, which cannot be lower at
+ * a larger K and finds the root of a step whose prediction named it. */
+static void test_diagnose_candidate_records(void)
+{
+    char dir[] = "/tmp/teller_cand_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 40;
+    o.fault_rate = 0.4;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = 4343;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    size_t seen = 0, with = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        const teller_diag_step *s = &d->steps[k];
+        CHECK(s->ncands <= TELLER_DIAG_MAX_CANDS);
+        CHECK_EQ_INT(s->first_cand, seen);
+        seen += s->ncands;
+        with += s->ncands > 0;
+        if (s->ncands) {
+            const teller_diag_cand *top = &d->cands[s->first_cand];
+            CHECK_EQ_INT(top->rank, s->root_rank);
+            CHECK(top->score == s->pred.score);
+            CHECK(s->pred.ncand > 0 && !strcmp(teller_store_str(st, top->name), s->pred.cand[0].op));
+        }
+        for (uint32_t q = 0; q < s->ncands; q++) {
+            const teller_diag_cand *c = &d->cands[s->first_cand + q];
+            if (q)
+                CHECK(c->score <= d->cands[s->first_cand + q - 1].score);
+            for (uint32_t r = 0; r < q; r++)
+                CHECK(!(d->cands[s->first_cand + r].rank == c->rank && d->cands[s->first_cand + r].name == c->name));
+            for (int f = 0; f < TELLER_CAND_FEATURES; f++)
+                CHECK(c->feat[f] == c->feat[f] && c->feat[f] >= -16 && c->feat[f] <= 24);
+            for (int f = TELLER_CF_EXCESS_SHARE; f <= TELLER_CF_WAIT_SHARE; f++)
+                if (f != TELLER_CF_LOG2_SIG && f != TELLER_CF_LOG2_ACTUAL && f != TELLER_CF_LOG10_EXCESS_US)
+                    CHECK(c->feat[f] >= 0 && c->feat[f] <= 1);
+            CHECK(c->feat[TELLER_CF_SCORE] == (float)c->score);
+            CHECK(c->feat[TELLER_CF_NOT_LOADED] == (c->rank < 0));
+        }
+    }
+    CHECK_EQ_INT(seen, d->ncands);
+    CHECK(with >= 10);
+    CHECK(teller_cand_feature_name(0) && !strcmp(teller_cand_feature_name(TELLER_CF_LATE_SHARE), "late_share"));
+    CHECK(teller_cand_feature_name(TELLER_CAND_FEATURES) == NULL);
+    char cp[600], tp[600], pp[600];
+    snprintf(cp, sizeof cp, "%s/cands.json", dir);
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    snprintf(pp, sizeof pp, "%s/pred.json", dir);
+    FILE *f = fopen(cp, "w");
+    teller_diag_write_candidates(f, st, d);
+    fclose(f);
+    jv *doc = jdom_load(cp, &err);
+    CHECK(doc != NULL);
+    CHECK(doc && jdom_get(doc, "features") && jdom_get(doc, "features")->n == TELLER_CAND_FEATURES);
+    jdom_free(doc);
+    write_preds(d, pp);
+    teller_eval *e = teller_eval_create();
+    CHECK_EQ_INT(teller_eval_add_candidates(e, tp, cp, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
+    teller_eval_summary s;
+    teller_eval_summary_get(e, NULL, NULL, &s);
+    fprintf(stderr, "  seed 4343: candidate recall @1 %.3f @16 %.3f over %ld abnormal steps; operator AC@1 %.3f\n",
+            s.cand_recall1, s.cand_recall16, s.cand_steps, s.op_ac1);
+    CHECK(s.cand_steps == s.abnormal_steps && s.cand_steps > 5);
+    CHECK(s.cand_recall1 <= s.cand_recall3 && s.cand_recall3 <= s.cand_recall8 && s.cand_recall8 <= s.cand_recall16);
+    /* every root the flagged predictions named first is a candidate */
+    CHECK(s.cand_recall16 >= s.op_ac1);
+    CHECK(s.cand_recall16 >= 0.8);
+    /* a candidates file of another run's length is refused, naming the file */
+    f = fopen(cp, "w");
+    fputs("{\"version\": 1, \"steps\": [{\"step\": 0, \"candidates\": []}]}\n", f);
+    fclose(f);
+    CHECK(teller_eval_add_candidates(e, tp, cp, &err) == TELLER_ERR_FORMAT && strstr(err.file, "cands.json"));
+    teller_eval_free(e);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -240,5 +333,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},
     {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
+    {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",
+     test_diagnose_candidate_records},
     {NULL, NULL},
 };

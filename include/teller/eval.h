@@ -21,7 +21,15 @@ void teller_eval_free(teller_eval *e);
  * and the step or field that is wrong; nothing is added then. */
 teller_status teller_eval_add(teller_eval *e, const char *truth_path, const char *pred_path, teller_error *err);
 
-/* The metrics as JSON (keys as in BENCHMARK.md), and as a readable table. */
+/* Adds one case's candidates (`teller diagnose --candidates`): for every
+ * truly abnormal step, the position of the first candidate that is the
+ * true root (same rank, same normalised operator), for candidate
+ * recall@K. The truth's steps must all be there, in order. */
+teller_status teller_eval_add_candidates(teller_eval *e, const char *truth_path, const char *cand_path, teller_error *err);
+
+/* The metrics as JSON (keys as in BENCHMARK.md), and as a readable table;
+ * candidate recall ("candidate_recall") only when candidates were added,
+ * and only it when no predictions were. */
 void teller_eval_write_json(const teller_eval *e, FILE *f);
 void teller_eval_write_table(const teller_eval *e, FILE *f);
 
@@ -35,6 +43,8 @@ typedef struct teller_eval_summary {
     double fault_type_accuracy, fault_type_macro_f1;
     double op_ac1, op_ac3, op_macro_f1, rank_ac1;
     double fact_recall, bleu4;
+    long   cand_steps;   /* abnormal steps of the cases added with teller_eval_add_candidates */
+    double cand_recall1, cand_recall3, cand_recall8, cand_recall16; /* root among the first K candidates */
 } teller_eval_summary;
 
 /* view: NULL for all steps, "horizontal" or "vertical"; fault: NULL or a

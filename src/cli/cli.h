@@ -46,6 +46,11 @@ void cli_put_text(FILE *f, const char *s);
  * message naming the command, option and value, on anything else. */
 int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integral, double *out);
 
+/* Appends a copy of s to the string list *v (*n strings); -1 when out of memory. */
+int cli_add_str(char ***v, size_t *n, const char *s);
+/* Appends the .log files under DIR/logs of a case directory to the list (cli_add_str). */
+void cli_case_logs(const char *dir, char ***v, size_t *n);
+
 /* Subcommands. */
 int cmd_stats(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
@@ -60,6 +65,7 @@ int cmd_run(int argc, char **argv);
 int cmd_requests(int argc, char **argv);
 int cmd_tpe(int argc, char **argv);
 int cmd_slice(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 #define CLI_COMMON_HELP                                                                 \
     "  --step-pattern REGEX  step markers (POSIX extended regex on annotation names)\n" \

@@ -1,7 +1,10 @@
 /*
  * cmd_diagnose.c - `teller diagnose [--log LOG...] [--json FILE] [--html FILE]
- * [--perfetto FILE] TRACE_OR_CASE...`: the terminal summary (worst steps
- * first), the predictions JSON of BENCHMARK.md, and the reports.
+ * [--perfetto FILE] [--candidates FILE] [--model FILE | --no-model]
+ * TRACE_OR_CASE...`: the terminal summary (worst steps first), the
+ * predictions JSON of BENCHMARK.md, the reports, and every step's
+ * candidates with their feature vectors. The built-in default model judges
+ * the steps when there is one; --model picks another, --no-model none.
  * A case directory brings its logs/node*.log along.
  */
 #include <dirent.h>
@@ -11,11 +14,12 @@
 
 #include "cli.h"
 #include "teller/diagnose.h"
+#include "teller/model.h"
 #include "teller/report.h"
 #include "teller/requests.h"
 #include <zlib.h>
 
-static int add_str(char ***v, size_t *n, const char *s)
+int cli_add_str(char ***v, size_t *n, const char *s)
 {
     char **nv = realloc(*v, (*n + 1) * sizeof **v);
     if (!nv)
@@ -26,7 +30,7 @@ static int add_str(char ***v, size_t *n, const char *s)
 }
 
 /* logs/node*.log of a case directory */
-static void case_logs(const char *dir, char ***v, size_t *n)
+void cli_case_logs(const char *dir, char ***v, size_t *n)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/logs", dir);
@@ -40,7 +44,7 @@ static void case_logs(const char *dir, char ***v, size_t *n)
             continue;
         char f[4400];
         snprintf(f, sizeof f, "%s/%s", p, de->d_name);
-        add_str(v, n, f);
+        cli_add_str(v, n, f);
     }
     closedir(d);
 }
@@ -95,7 +99,9 @@ static int write_report(const char *path, int perfetto, const teller_store *st, 
 int cmd_diagnose(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    const char *json = NULL, *html = NULL, *perfetto = NULL;
+    const char *json = NULL, *html = NULL, *perfetto = NULL, *cands = NULL, *model_path = NULL;
+    int no_model = 0;
+    teller_model *model = NULL;
     char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t nlogs = 0;
     int np = 0, rc = 0;
@@ -113,26 +119,36 @@ int cmd_diagnose(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: teller diagnose [--log LOG...] [--json FILE] [--html FILE] [--perfetto FILE]\n"
-                   "                       [--threshold T] [options] TRACE_OR_CASE...\n"
+                   "                       [--candidates FILE] [--model FILE | --no-model] [--threshold T]\n"
+                   "                       [options] TRACE_OR_CASE...\n"
                    "  a case directory brings its logs/node*.log; --log adds service logs\n"
-                   "  (a log's node comes from node<N> in its name)\n" CLI_COMMON_HELP);
+                   "  (a log's node comes from node<N> in its name)\n"
+                   "  --candidates FILE: every step's candidates and their features as JSON\n"
+                   "  --model FILE: the root-cause model to use (default: the built-in one, if any);\n"
+                   "  --no-model: the numeric stage alone\n" CLI_COMMON_HELP);
             goto done;
         }
         if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
-             !strcmp(a, "--threshold")) &&
+             !strcmp(a, "--threshold") || !strcmp(a, "--candidates") || !strcmp(a, "--model")) &&
             i + 1 >= argc) {
             fprintf(stderr, "teller: diagnose: %s needs a value\n", a);
             rc = 2;
             goto done;
         }
         if (!strcmp(a, "--log"))
-            add_str(&logs, &nlogs, argv[++i]);
+            cli_add_str(&logs, &nlogs, argv[++i]);
         else if (!strcmp(a, "--json"))
             json = argv[++i];
         else if (!strcmp(a, "--html"))
             html = argv[++i];
         else if (!strcmp(a, "--perfetto"))
             perfetto = argv[++i];
+        else if (!strcmp(a, "--candidates"))
+            cands = argv[++i];
+        else if (!strcmp(a, "--model"))
+            model_path = argv[++i];
+        else if (!strcmp(a, "--no-model"))
+            no_model = 1;
         else if (!strcmp(a, "--threshold")) {
             /* scores are in [0, 1]: a threshold above 1 would flag nothing */
             if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
@@ -147,7 +163,22 @@ int cmd_diagnose(int argc, char **argv)
             paths[np++] = argv[i];
             struct stat sb;
             if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
-                case_logs(argv[i], &logs, &nlogs);
+                cli_case_logs(argv[i], &logs, &nlogs);
+        }
+    }
+    if (no_model && model_path) {
+        fprintf(stderr, "teller: diagnose: --model and --no-model exclude each other\n");
+        rc = 2;
+        goto done;
+    }
+    if (!no_model) {
+        teller_error merr;
+        teller_error_clear(&merr);
+        teller_status ms = model_path ? teller_model_load(model_path, &model, &merr) : teller_model_load_default(&model, &merr);
+        if (ms != TELLER_OK) {
+            fprintf(stderr, "teller: %s:%llu: %s\n", merr.file, (unsigned long long)merr.offset, merr.msg);
+            rc = 1;
+            goto done;
         }
     }
     teller_store *st = cli_load(&o, paths, np);
@@ -156,6 +187,7 @@ int cmd_diagnose(int argc, char **argv)
         goto done;
     }
     teller_diag_opts dop = teller_diag_defaults();
+    dop.model = model;
     dop.logs = (const char *const *)logs;
     dop.nlogs = nlogs;
     if (threshold > 0)
@@ -178,8 +210,8 @@ int cmd_diagnose(int argc, char **argv)
     }
     if (order)
         qsort(order, d->n, sizeof *order, step_cmp);
-    printf("%zu steps, %zu abnormal, %zu ranks%s\n", d->n, nab, teller_store_num_sources(st),
-           nlogs ? "" : " (no logs given)");
+    printf("%zu steps, %zu abnormal, %zu ranks%s%s\n", d->n, nab, teller_store_num_sources(st),
+           nlogs ? "" : " (no logs given)", d->model ? " (judged by the model)" : "");
     for (size_t k = 0; order && k < d->n && k < 10 && order[k]->pred.abnormal; k++) {
         const teller_diag_step *s = order[k];
         printf("\nstep %u  score %.2f  %s/%s  rank %d  ", s->pred.step, s->pred.score, s->pred.fault_type, s->fault,
@@ -212,6 +244,19 @@ int cmd_diagnose(int argc, char **argv)
             fclose(f);
         }
     }
+    if (cands) {
+        FILE *f = fopen(cands, "w");
+        if (!f) {
+            fprintf(stderr, "teller: %s: cannot write\n", cands);
+            rc = 1;
+        } else {
+            teller_diag_write_candidates(f, st, d);
+            if (fclose(f) != 0) {
+                fprintf(stderr, "teller: %s: cannot write\n", cands);
+                rc = 1;
+            }
+        }
+    }
     /* the report lists the requests each abnormal step delayed, when the
      * logs let teller reconstruct them */
     teller_requests *reqs = NULL;
@@ -229,12 +274,13 @@ int cmd_diagnose(int argc, char **argv)
     if (perfetto && write_report(perfetto, 1, st, d, NULL, paths[0]))
         rc = 1;
     teller_requests_free(reqs);
-    if (html || perfetto || json)
-        printf("\nwritten:%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
-               perfetto ? " " : "", perfetto ? perfetto : "");
+    if (html || perfetto || json || cands)
+        printf("\nwritten:%s%s%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
+               perfetto ? " " : "", perfetto ? perfetto : "", cands ? " " : "", cands ? cands : "");
     teller_diagnosis_free(d);
     teller_store_free(st);
 done:
+    teller_model_free(model);
     for (size_t i = 0; i < nlogs; i++)
         free(logs[i]);
     free(logs);

@@ -1,9 +1,10 @@
 /*
- * cmd_eval.c - `teller eval --truth T --pred P [--json]` and
+ * cmd_eval.c - `teller eval --truth T [--pred P] [--candidates C] [--json]` and
  * `teller baseline zscore|gmm -o OUT CASE_OR_CORPUS`.
  *
  * T and P are files, or a case directory (T/truth.json), or a corpus:
  * T a directory of cases, P a directory holding one <case>.json each.
+ * C (the candidates of `teller diagnose --candidates`) pairs the same way.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -64,9 +65,38 @@ static void free_list(char **v, int n)
     free(v);
 }
 
+typedef teller_status (*add_fn)(teller_eval *, const char *, const char *, teller_error *);
+
+/* Adds truth (a file, a case directory or a corpus) paired with other (a
+ * file, or a directory of <case>.json for a corpus). -1 on error (err set),
+ * -2 when a corpus has no cases (reported). */
+static int add_all(teller_eval *e, add_fn add, const char *truth, const char *other, teller_error *err)
+{
+    char tp[4096], pp[4096];
+    snprintf(tp, sizeof tp, "%s/truth.json", truth);
+    if (is_dir(truth) && !is_dir(other))
+        return add(e, tp, other, err) == TELLER_OK ? 0 : -1;
+    if (!is_dir(truth))
+        return add(e, truth, other, err) == TELLER_OK ? 0 : -1;
+    int n, rc = 0;
+    char **cases = list_cases(truth, &n);
+    if (!n) {
+        fprintf(stderr, "teller: eval: %s holds no case directories with a truth.json\n", truth);
+        return -2;
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        snprintf(tp, sizeof tp, "%s/%s/truth.json", truth, cases[i]);
+        snprintf(pp, sizeof pp, "%s/%s.json", other, cases[i]);
+        if (add(e, tp, pp, err) != TELLER_OK)
+            rc = -1;
+    }
+    free_list(cases, n);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
-    const char *truth = NULL, *pred = NULL, *out = NULL;
+    const char *truth = NULL, *pred = NULL, *cands = NULL, *out = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -74,18 +104,21 @@ int cmd_eval(int argc, char **argv)
             json = 1;
         else if ((!strcmp(a, "--truth") || !strcmp(a, "--pred") || !strcmp(a, "-o")) && i + 1 < argc)
             *(a[1] == 'o' ? &out : a[2] == 't' ? &truth : &pred) = argv[++i];
+        else if (!strcmp(a, "--candidates") && i + 1 < argc)
+            cands = argv[++i];
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller eval --truth TRUTH --pred PRED [--json] [-o METRICS.json]\n"
+            printf("usage: teller eval --truth TRUTH [--pred PRED] [--candidates CANDS] [--json] [-o METRICS.json]\n"
                    "  TRUTH, PRED: truth.json and predictions files; or a case directory and a file;\n"
-                   "  or a corpus directory of cases and a directory of <case>.json predictions\n");
+                   "  or a corpus directory of cases and a directory of <case>.json predictions\n"
+                   "  CANDS: `teller diagnose --candidates` output, paired like PRED: candidate recall@K\n");
             return 0;
         } else {
             fprintf(stderr, "teller: eval: unknown option %s\n", a);
             return 2;
         }
     }
-    if (!truth || !pred) {
-        fprintf(stderr, "teller: eval: --truth and --pred are required\n");
+    if (!truth || (!pred && !cands)) {
+        fprintf(stderr, "teller: eval: --truth and --pred (or --candidates) are required\n");
         return 2;
     }
     teller_eval *e = teller_eval_create();
@@ -93,29 +126,12 @@ int cmd_eval(int argc, char **argv)
         return 1;
     teller_error err;
     teller_error_clear(&err);
-    int rc = 0;
-    char tp[4096], pp[4096];
-    snprintf(tp, sizeof tp, "%s/truth.json", truth);
-    if (is_dir(truth) && !is_dir(pred)) {
-        if (teller_eval_add(e, tp, pred, &err) != TELLER_OK)
-            rc = 1;
-    } else if (is_dir(truth)) {
-        int n;
-        char **cases = list_cases(truth, &n);
-        if (!n) {
-            fprintf(stderr, "teller: eval: %s holds no case directories with a truth.json\n", truth);
-            teller_eval_free(e);
-            return 1;
-        }
-        for (int i = 0; i < n && !rc; i++) {
-            snprintf(tp, sizeof tp, "%s/%s/truth.json", truth, cases[i]);
-            snprintf(pp, sizeof pp, "%s/%s.json", pred, cases[i]);
-            if (teller_eval_add(e, tp, pp, &err) != TELLER_OK)
-                rc = 1;
-        }
-        free_list(cases, n);
-    } else if (teller_eval_add(e, truth, pred, &err) != TELLER_OK) {
-        rc = 1;
+    int rc = pred ? add_all(e, teller_eval_add, truth, pred, &err) : 0;
+    if (!rc && cands)
+        rc = add_all(e, teller_eval_add_candidates, truth, cands, &err);
+    if (rc == -2) {
+        teller_eval_free(e);
+        return 1;
     }
     if (rc) {
         fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);

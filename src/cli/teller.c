@@ -23,6 +23,7 @@ static void usage(FILE *f)
                "  requests  per request: lifecycle, steps, latency breakdown, call-chain tree\n"
                "  tpe     Trace Pair Encoding: train a vocabulary, encode steps, compression stats\n"
                "  slice   the causal-context slice around an operator or a rank's step\n"
+               "  train   train the root-cause model on cases with a truth.json\n"
                "Traces: Kineto JSON (.json, .json.gz), Nsight Systems SQLite exports, .tlt;\n"
                "a directory loads every trace file in it. 'teller COMMAND --help' for options;\n"
                "'teller --version' for the version.\n");
@@ -61,6 +62,8 @@ int main(int argc, char **argv)
         return cmd_slice(argc - 1, argv + 1);
     if (!strcmp(c, "requests"))
         return cmd_requests(argc - 1, argv + 1);
+    if (!strcmp(c, "train"))
+        return cmd_train(argc - 1, argv + 1);
     if (!strcmp(c, "--version") || !strcmp(c, "version")) {
         printf("teller %s\n", TELLER_VERSION);
         return 0;

@@ -33,6 +33,7 @@
 #include "teller/diagnose.h"
 #include "teller/fault.h"
 #include "teller/logs.h"
+#include "teller/model.h"
 #include "teller/tree.h"
 #include "../util/kmap.h"
 #include "../util/vec.h"
@@ -80,6 +81,10 @@ typedef struct dctx {
     busyidx             gpu;     /* when each source's GPU was busy */
     int                 nomem;   /* an allocation failed where no status could be returned */
     teller_diagnosis   *out;
+    /* the horizontal view, per (step, source): collectives at which the
+     * source arrived last and its peers' wait for it; per step: collectives */
+    uint32_t           *late_last, *late_insts;
+    double             *late_wait;
 } dctx;
 
 static int add_cand(dctx *D, uint32_t step, const cand *c)
@@ -1681,33 +1686,28 @@ static void explain(dctx *D, teller_diag_step *s, const cand *c)
         snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->pred.ev[0].text);
 }
 
-/* The horizontal view of one step: at each collective of the step with
+/* The horizontal view of every step: at each collective of the step with
  * two or more members, who arrived last (started its kernel last) and how
- * long the others waited for it. When the step's root rank was the last to
- * arrive at most of them, that is trace evidence for the finding. */
-static void late_arrivals(dctx *D, teller_diagnosis *d)
+ * long the others waited for it. Returns -1 when out of memory. */
+static int late_tables(dctx *D)
 {
     const teller_events *ev = D->ev;
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     size_t cells = (size_t)D->nsteps * D->nsrc;
-    uint32_t *last = calloc(cells + 1, sizeof *last), *insts = calloc(D->nsteps + 1, sizeof *insts);
-    double *wait = calloc(cells + 1, sizeof *wait);
-    if (!last || !insts || !wait) {
-        D->nomem = 1;
-        goto done;
-    }
+    D->late_last = calloc(cells + 1, sizeof *D->late_last);
+    D->late_insts = calloc(D->nsteps + 1, sizeof *D->late_insts);
+    D->late_wait = calloc(cells + 1, sizeof *D->late_wait);
+    if (!D->late_last || !D->late_insts || !D->late_wait)
+        return -1;
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
         uint32_t lk = mem[co[c].first_member].kernel;
-        int64_t lo = INT64_MAX;
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             uint32_t k = mem[co[c].first_member + m].kernel;
             if (ev->start_ns[k] > ev->start_ns[lk])
                 lk = k;
-            if (ev->start_ns[k] < lo)
-                lo = ev->start_ns[k];
         }
         uint32_t step = ev->step[lk];
         if (step >= D->nsteps)
@@ -1716,20 +1716,29 @@ static void late_arrivals(dctx *D, teller_diagnosis *d)
         for (uint32_t m = 0; m < co[c].num_members; m++)
             w += (double)(ev->start_ns[lk] - ev->start_ns[mem[co[c].first_member + m].kernel]);
         size_t cell = (size_t)step * D->nsrc + ev->source[lk];
-        last[cell]++;
-        wait[cell] += w;
-        insts[step]++;
+        D->late_last[cell]++;
+        D->late_wait[cell] += w;
+        D->late_insts[step]++;
     }
+    return 0;
+}
+
+/* When the step's root rank was the last to arrive at most of the step's
+ * collectives (late_tables), that is trace evidence for the finding. */
+static void late_arrivals(dctx *D, teller_diagnosis *d)
+{
+    const teller_events *ev = D->ev;
     for (uint32_t k = 0; k < D->nsteps; k++) {
         teller_diag_step *s = &d->steps[k];
-        if (!s->pred.abnormal || s->culprit_event == TELLER_NONE || insts[k] < 2 || s->pred.nev >= TELLER_MAX_EVIDENCE)
+        if (!s->pred.abnormal || s->culprit_event == TELLER_NONE || D->late_insts[k] < 2 ||
+            s->pred.nev >= TELLER_MAX_EVIDENCE)
             continue;
         uint16_t src = ev->source[s->culprit_event];
         size_t cell = (size_t)k * D->nsrc + src;
-        if (last[cell] * 2 <= insts[k])
+        if (D->late_last[cell] * 2 <= D->late_insts[k])
             continue;
         char w[32];
-        fmt_ms(w, sizeof w, wait[cell]);
+        fmt_ms(w, sizeof w, D->late_wait[cell]);
         teller_evidence *e = &s->pred.ev[s->pred.nev++];
         memset(e, 0, sizeof *e);
         snprintf(e->kind, sizeof e->kind, "trace");
@@ -1739,16 +1748,45 @@ static void late_arrivals(dctx *D, teller_diagnosis *d)
         e->time_ns = s->start_ns;
         snprintf(e->text, sizeof e->text,
                  "rank %d arrived last at %u of the step's %u collectives; its peers waited %s for it in all", e->rank,
-                 last[cell], insts[k], w);
+                 D->late_last[cell], D->late_insts[k], w);
         size_t n = strlen(s->pred.explanation);
         if (n + 8 < sizeof s->pred.explanation)
             snprintf(s->pred.explanation + n, sizeof s->pred.explanation - n, " Rank %d arrived last at %u of %u collectives, "
-                     "its peers waiting %s for it.", e->rank, last[cell], insts[k], w);
+                     "its peers waiting %s for it.", e->rank, D->late_last[cell], D->late_insts[k], w);
     }
-done:
-    free(last);
-    free(insts);
-    free(wait);
+}
+
+/* x in [lo, hi]; 0 for a NaN (a figure a detector left undefined) */
+static float clampf(double x, double lo, double hi) { return (float)(x != x ? 0 : x < lo ? lo : x > hi ? hi : x); }
+static double nonneg(double x) { return x > 0 ? x : 0; }
+
+/* The feature vector of candidate c, the a-th of n in step k (diagnose.h
+ * lists the features). src: the rank's source, -1 when not loaded. */
+static void cand_features(const dctx *D, const teller_diag_step *s, uint32_t k, const cand *c, size_t a, size_t n,
+                          int32_t src, int32_t node, double ranks, double nodes, double med_step, float *f)
+{
+    double dur = (double)s->dur_ns;
+    double cell_last = 0, cell_wait = 0;
+    if (src >= 0) {
+        cell_last = D->late_last[(size_t)k * D->nsrc + (size_t)src];
+        cell_wait = D->late_wait[(size_t)k * D->nsrc + (size_t)src];
+    }
+    int32_t peer_node = c->peer >= 0 ? node_of_rank(D->st, c->peer) : -1;
+    f[TELLER_CF_EXCESS_SHARE] = clampf(dur > 0 ? c->excess / dur : 0, 0, 1);
+    f[TELLER_CF_LOG2_SIG] = clampf(c->sig > 1 ? log2(c->sig) : 0, 0, 16);
+    f[TELLER_CF_LOG2_ACTUAL] = clampf(log2((nonneg(c->actual) + 1000) / (nonneg(c->usual) + 1000)), -16, 16);
+    f[TELLER_CF_LOG10_EXCESS_US] = clampf(log10(1 + nonneg(c->excess) / 1000), 0, 16);
+    f[TELLER_CF_SCORE] = clampf(c->score, 0, 1);
+    f[TELLER_CF_ORDER] = n ? (float)a / (float)n : 0;
+    f[TELLER_CF_RANK] = c->rank >= 0 && ranks > 0 ? (float)(c->rank / ranks) : 0;
+    f[TELLER_CF_NODE] = node >= 0 && nodes > 0 ? (float)(node / nodes) : 0;
+    f[TELLER_CF_CROSS_NODE] = peer_node >= 0 && node >= 0 && peer_node != node;
+    f[TELLER_CF_LATE_SHARE] = D->late_insts[k] ? clampf(cell_last / D->late_insts[k], 0, 1) : 0;
+    f[TELLER_CF_WAIT_SHARE] = clampf(dur > 0 ? cell_wait / dur : 0, 0, 1);
+    f[TELLER_CF_HAS_LOG] = s->pred.nev > 0;
+    f[TELLER_CF_STEP_LOG2_REL] = clampf(med_step > 0 && dur > 0 ? log2(dur / med_step) : 0, -16, 16);
+    f[TELLER_CF_LOG2_FED] = (float)log2(1.0 + c->fed);
+    f[TELLER_CF_NOT_LOADED] = src < 0;
 }
 
 static void diag_free_ctx(dctx *D)
@@ -1759,6 +1797,9 @@ static void diag_free_ctx(dctx *D)
     free(D->steps);
     free(D->group);
     free(D->mstart);
+    free(D->late_last);
+    free(D->late_insts);
+    free(D->late_wait);
     busy_free(&D->gpu);
 }
 
@@ -1777,6 +1818,7 @@ void teller_diagnosis_free(teller_diagnosis *d)
         free(d->notes[i]);
     free(d->notes);
     free(d->steps);
+    free(d->cands);
     free(d);
 }
 
@@ -1891,7 +1933,30 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             add_note(&D, note);
         }
     }
-    /* rank the candidates of every step */
+    /* rank the candidates of every step; the feature vectors need the
+     * horizontal view, the run's usual step and the ranks' places */
+    if (late_tables(&D))
+        goto oom;
+    double med_step = 0, ranks = 0, nodes = 0;
+    {
+        double *durs = malloc((D.nsteps ? D.nsteps : 1) * sizeof *durs);
+        if (!durs)
+            goto oom;
+        for (uint32_t k = 0; k < D.nsteps; k++)
+            durs[k] = (double)d->steps[k].dur_ns;
+        med_step = median_of(durs, D.nsteps);
+        free(durs);
+        d->usual_step_ns = (int64_t)med_step;
+        d->model = o->model != NULL;
+        for (size_t q = 0; q < D.nsrc; q++) {
+            const teller_source *so = teller_store_source_c(st, (uint32_t)q);
+            if (so->rank + 1 > ranks)
+                ranks = so->rank + 1;
+            if (so->node + 1 > nodes)
+                nodes = so->node + 1;
+        }
+    }
+    size_t cands_cap = 0;
     for (uint32_t k = 0; k < D.nsteps; k++) {
         step_acc *sa = &D.steps[k];
         teller_diag_step *s = &d->steps[k];
@@ -1903,24 +1968,80 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         for (size_t a = 0; a < sa->n; a++)
             sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->pred.nev > 0);
         teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
-        s->pred.score = sa->n ? sa->c[0].score : 0;
-        s->pred.abnormal = s->pred.score >= threshold;
-        for (size_t a = 0; a < sa->n && s->pred.ncand < TELLER_MAX_CANDIDATES; a++) {
+        /* the step's candidates: one per (rank, operator), best first;
+         * idx: each one's finding in sa->c */
+        s->first_cand = (uint32_t)d->ncands;
+        size_t idx[TELLER_DIAG_MAX_CANDS];
+        for (size_t a = 0; a < sa->n && s->ncands < TELLER_DIAG_MAX_CANDS; a++) {
             const cand *c = &sa->c[a];
             int dup = 0;
-            for (int q = 0; q < s->pred.ncand; q++)
-                dup |= s->pred.cand[q].rank == c->rank && !strcmp(s->pred.cand[q].op, teller_store_str(st, c->name));
+            for (uint32_t q = s->first_cand; q < s->first_cand + s->ncands; q++)
+                dup |= d->cands[q].rank == c->rank && d->cands[q].name == c->name;
             if (dup)
                 continue;
-            teller_candidate *tc = &s->pred.cand[s->pred.ncand++];
-            tc->rank = c->rank;
-            snprintf(tc->op, sizeof tc->op, "%s", teller_store_str(st, c->name));
-            snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)c->layer));
-            tc->score = c->score;
+            if (TELLER_GROW(d->cands, cands_cap, d->ncands + 1))
+                goto oom;
+            teller_diag_cand *dc = &d->cands[d->ncands++];
+            int32_t src = -1;
+            for (size_t q = 0; q < D.nsrc && src < 0; q++)
+                if (teller_store_source_c(st, (uint32_t)q)->rank == c->rank)
+                    src = (int32_t)q;
+            dc->det = c->det;
+            dc->rank = c->rank;
+            dc->node = c->event != TELLER_NONE ? teller_store_event_node(st, c->event) : node_of_rank(st, c->rank);
+            dc->name = c->name;
+            dc->layer = c->layer;
+            dc->event = c->event;
+            dc->excess_ns = c->excess;
+            dc->actual_ns = c->actual;
+            dc->usual_ns = c->usual;
+            dc->score = c->score;
+            cand_features(&D, s, k, c, a, sa->n, src, dc->node, ranks, nodes, med_step, dc->feat);
+            idx[s->ncands++] = a;
         }
-        if (!sa->n)
+        teller_diag_cand *sc = d->cands + s->first_cand;
+        double pscore[TELLER_DIAG_MAX_CANDS];
+        for (uint32_t q = 0; q < s->ncands; q++)
+            pscore[q] = sc[q].score;
+        s->pred.score = s->ncands ? sc[0].score : 0;
+        if (o->model && s->ncands) {
+            /* the model judges the step and orders the candidates by how
+             * likely each is the root with the kind its detector names */
+            teller_model_sample smp;
+            teller_model_out mo;
+            teller_model_sample_of(d, k, &smp);
+            if (teller_model_predict(o->model, &smp, &mo))
+                goto oom;
+            double joint[TELLER_DIAG_MAX_CANDS];
+            for (uint32_t q = 0; q < s->ncands; q++) {
+                joint[q] = log(mo.p_root[q] + 1e-30) + log(mo.p_kind[sc[q].det] + 1e-30);
+                pscore[q] = mo.p_root[q];
+            }
+            for (uint32_t q = 1; q < s->ncands; q++) /* insertion sort: stable, at most 16 */
+                for (uint32_t r = q; r > 0 && joint[r] > joint[r - 1]; r--) {
+                    teller_diag_cand tc = sc[r];
+                    sc[r] = sc[r - 1];
+                    sc[r - 1] = tc;
+                    double tj = joint[r], tp = pscore[r];
+                    joint[r] = joint[r - 1], pscore[r] = pscore[r - 1];
+                    joint[r - 1] = tj, pscore[r - 1] = tp;
+                    size_t ti = idx[r];
+                    idx[r] = idx[r - 1];
+                    idx[r - 1] = ti;
+                }
+            s->pred.score = mo.p_abnormal;
+        }
+        s->pred.abnormal = s->pred.score >= threshold;
+        for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
+            teller_candidate *tc = &s->pred.cand[s->pred.ncand++];
+            tc->rank = sc[q].rank;
+            snprintf(tc->op, sizeof tc->op, "%s", teller_store_str(st, sc[q].name));
+            snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)sc[q].layer));
+            tc->score = pscore[q];
+        }
+        if (!s->ncands)
             continue;
-        const cand *top = &sa->c[0];
+        const cand *top = &sa->c[idx[0]];
         s->root_rank = top->rank;
         s->culprit_event = top->event;
         s->culprit_ns = (int64_t)top->actual;

@@ -52,9 +52,13 @@ typedef struct acc {
 enum { B_ALL, B_HORIZONTAL, B_VERTICAL, B_FAULT0 };
 #define NBUCKETS (B_FAULT0 + TELLER_FAULT_COUNT)
 
+/* candidate recall: first hits at positions 0 .. CAND_POS - 1 */
+#define CAND_POS 16
+
 struct teller_eval {
-    int cases;
-    acc b[NBUCKETS];
+    int      cases, cand_cases;
+    acc      b[NBUCKETS];
+    uint64_t cand_abn[NBUCKETS], cand_at[NBUCKETS][CAND_POS];
 };
 
 teller_eval *teller_eval_create(void) { return calloc(1, sizeof(teller_eval)); }
@@ -409,6 +413,75 @@ done:
     return st;
 }
 
+teller_status teller_eval_add_candidates(teller_eval *e, const char *truth_path, const char *cand_path, teller_error *err)
+{
+    jv *t = jdom_load(truth_path, err);
+    if (!t)
+        return err ? err->code : TELLER_ERR_FORMAT;
+    jv *c = jdom_load(cand_path, err);
+    if (!c) {
+        jdom_free(t);
+        return err ? err->code : TELLER_ERR_FORMAT;
+    }
+    teller_status st = TELLER_OK;
+    const jv *ts = jdom_get(t, "steps"), *cs = jdom_get(c, "steps");
+    if (!ts || ts->type != J_ARR) {
+        st = teller_error_set(err, TELLER_ERR_FORMAT, truth_path, t->offset, "no \"steps\" array");
+        goto done;
+    }
+    if (!cs || cs->type != J_ARR || cs->n != ts->n) {
+        st = teller_error_set(err, TELLER_ERR_FORMAT, cand_path, c->offset,
+                              "no \"steps\" array of the truth's %zu steps", ts->n);
+        goto done;
+    }
+    for (size_t k = 0; k < ts->n; k++) {
+        const jv *list = jdom_get(&cs->items[k], "candidates");
+        if (jdom_num(&cs->items[k], "step", -1) != (double)k || jdom_num(&ts->items[k], "step", -1) != (double)k) {
+            st = teller_error_set(err, TELLER_ERR_FORMAT, cand_path, cs->items[k].offset,
+                                  "steps[%zu] is not step %zu (steps must be 0, 1, 2, ... in order)", k, k);
+            goto done;
+        }
+        if (!list || list->type != J_ARR) {
+            st = teller_error_set(err, TELLER_ERR_FORMAT, cand_path, cs->items[k].offset,
+                                  "step %zu has no \"candidates\" array", k);
+            goto done;
+        }
+    }
+    uint64_t abn[NBUCKETS] = {0}, at[NBUCKETS][CAND_POS] = {{0}};
+    for (size_t k = 0; k < ts->n; k++) {
+        const jv *tv = &ts->items[k];
+        if (!jdom_bool(tv, "abnormal", 0))
+            continue;
+        const jv *root = jdom_get(tv, "root"), *list = jdom_get(&cs->items[k], "candidates");
+        int trank = (int)jdom_num(root, "rank", -1), pos = -1;
+        char tn[NAME_MAX_LEN], pn[NAME_MAX_LEN];
+        norm(jdom_str(root, "op", ""), tn, sizeof tn);
+        for (size_t q = 0; q < list->n && q < CAND_POS && pos < 0; q++)
+            if ((int)jdom_num(&list->items[q], "rank", -2) == trank &&
+                !strcmp(norm(jdom_str(&list->items[q], "op", ""), pn, sizeof pn), tn))
+                pos = (int)q;
+        teller_fault f = teller_fault_parse(jdom_str(tv, "fault", ""));
+        int bk[2] = {B_ALL, f < TELLER_FAULT_COUNT ? B_FAULT0 + (int)f : -1};
+        for (int i = 0; i < 2; i++) {
+            if (bk[i] < 0)
+                continue;
+            abn[bk[i]]++;
+            if (pos >= 0)
+                at[bk[i]][pos]++;
+        }
+    }
+    for (int b = 0; b < NBUCKETS; b++) {
+        e->cand_abn[b] += abn[b];
+        for (int q = 0; q < CAND_POS; q++)
+            e->cand_at[b][q] += at[b][q];
+    }
+    e->cand_cases++;
+done:
+    jdom_free(t);
+    jdom_free(c);
+    return st;
+}
+
 /* NaN where a figure has nothing to count (no abnormal steps in a view, no
  * step flagged): "null" in JSON, "n/a" in the table, never a made-up 0 */
 static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : NAN; }
@@ -432,6 +505,15 @@ static void summarize(const acc *a, teller_eval_summary *s)
     s->bleu4 = a->abnormal ? bleu4(a) : NAN;
 }
 
+/* the share of abnormal steps of bucket b whose root is among the first k candidates */
+static double cand_recall(const teller_eval *e, int b, int k)
+{
+    uint64_t hit = 0;
+    for (int q = 0; q < k && q < CAND_POS; q++)
+        hit += e->cand_at[b][q];
+    return ratio(hit, e->cand_abn[b]);
+}
+
 void teller_eval_summary_get(const teller_eval *e, const char *view, const char *fault, teller_eval_summary *out)
 {
     int b = B_ALL;
@@ -445,6 +527,11 @@ void teller_eval_summary_get(const teller_eval *e, const char *view, const char 
     }
     summarize(&e->b[b], out);
     out->cases = e->cases;
+    out->cand_steps = (long)e->cand_abn[b];
+    out->cand_recall1 = cand_recall(e, b, 1);
+    out->cand_recall3 = cand_recall(e, b, 3);
+    out->cand_recall8 = cand_recall(e, b, 8);
+    out->cand_recall16 = cand_recall(e, b, 16);
 }
 
 static void json_num(FILE *f, const char *key, double v, const char *after)
@@ -486,8 +573,40 @@ static void json_block(FILE *f, const acc *a)
     fputc('}', f);
 }
 
+static void json_cand(FILE *f, const teller_eval *e, int b)
+{
+    fprintf(f, "{\"abnormal_steps\": %llu, ", (unsigned long long)e->cand_abn[b]);
+    json_num(f, "at1", cand_recall(e, b, 1), ", ");
+    json_num(f, "at3", cand_recall(e, b, 3), ", ");
+    json_num(f, "at8", cand_recall(e, b, 8), ", ");
+    json_num(f, "at16", cand_recall(e, b, 16), "}");
+}
+
+/* "candidate_recall": {all..., "by_fault": {...}} */
+static void json_cands(FILE *f, const teller_eval *e)
+{
+    fprintf(f, "\"candidate_recall\": {\"cases\": %d, \"all\": ", e->cand_cases);
+    json_cand(f, e, B_ALL);
+    fprintf(f, ",\n   \"by_fault\": {");
+    int first = 1;
+    for (int k = 1; k < TELLER_FAULT_COUNT; k++) {
+        if (!e->cand_abn[B_FAULT0 + k])
+            continue;
+        fprintf(f, "%s\n   \"%s\": ", first ? "" : ",", teller_fault_name((teller_fault)k));
+        json_cand(f, e, B_FAULT0 + k);
+        first = 0;
+    }
+    fprintf(f, "}}");
+}
+
 void teller_eval_write_json(const teller_eval *e, FILE *f)
 {
+    if (e->cand_cases && !e->cases) {
+        fputc('{', f);
+        json_cands(f, e);
+        fprintf(f, "}\n");
+        return;
+    }
     teller_eval_summary s;
     summarize(&e->b[B_ALL], &s);
     fprintf(f, "{\"cases\": %d, ", e->cases);
@@ -505,7 +624,12 @@ void teller_eval_write_json(const teller_eval *e, FILE *f)
         json_block(f, &e->b[B_FAULT0 + k]);
         first = 0;
     }
-    fprintf(f, "}}\n");
+    fputc('}', f);
+    if (e->cand_cases) {
+        fprintf(f, ",\n ");
+        json_cands(f, e);
+    }
+    fprintf(f, "}\n");
 }
 
 /* a table cell: the figure, or n/a where it has nothing to count */
@@ -542,8 +666,32 @@ static void table_row(FILE *f, const char *name, const acc *a, int with_step)
     fputc('\n', f);
 }
 
+static void cand_row(FILE *f, const char *name, const teller_eval *e, int b)
+{
+    fprintf(f, "%-20s %6llu", name, (unsigned long long)e->cand_abn[b]);
+    cell(f, "  ", cand_recall(e, b, 1));
+    cell(f, " ", cand_recall(e, b, 3));
+    cell(f, " ", cand_recall(e, b, 8));
+    cell(f, " ", cand_recall(e, b, 16));
+    fputc('\n', f);
+}
+
+static void cand_table(const teller_eval *e, FILE *f)
+{
+    fprintf(f, "candidate recall@K, %d case(s)\n%-20s %6s  %5s %5s %5s %5s\n", e->cand_cases, "", "abn", "@1", "@3", "@8",
+            "@16");
+    cand_row(f, "all", e, B_ALL);
+    for (int k = 1; k < TELLER_FAULT_COUNT; k++)
+        if (e->cand_abn[B_FAULT0 + k])
+            cand_row(f, teller_fault_name((teller_fault)k), e, B_FAULT0 + k);
+}
+
 void teller_eval_write_table(const teller_eval *e, FILE *f)
 {
+    if (e->cand_cases && !e->cases) {
+        cand_table(e, f);
+        return;
+    }
     fprintf(f, "%d case(s)\n%-20s %6s %6s  %5s %5s %5s  %5s %5s  %5s %5s %5s  %5s  %5s %5s\n", e->cases, "", "steps",
             "abn", "prec", "rec", "F1", "FTacc", "FTmF1", "opAC1", "opAC3", "opmF1", "rkAC1", "facts", "BLEU");
     table_row(f, "all", &e->b[B_ALL], 1);
@@ -552,4 +700,8 @@ void teller_eval_write_table(const teller_eval *e, FILE *f)
     for (int k = 1; k < TELLER_FAULT_COUNT; k++)
         if (e->b[B_FAULT0 + k].steps)
             table_row(f, teller_fault_name((teller_fault)k), &e->b[B_FAULT0 + k], 0);
+    if (e->cand_cases) {
+        fputc('\n', f);
+        cand_table(e, f);
+    }
 }

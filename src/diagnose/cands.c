@@ -1,0 +1,50 @@
+/*
+ * cands.c - the candidate records of a diagnosis (diagnose.h): the names of
+ * the feature vector's entries and the candidates' JSON, which a learned
+ * ranker and `teller eval --candidates` (candidate recall@K) read.
+ */
+#include <stdio.h>
+
+#include "teller/diagnose.h"
+#include "teller/fault.h"
+#include "../util/textout.h"
+
+static const char *const feature_names[TELLER_CAND_FEATURES] = {
+    [TELLER_CF_EXCESS_SHARE] = "excess_share",   [TELLER_CF_LOG2_SIG] = "log2_sig",
+    [TELLER_CF_LOG2_ACTUAL] = "log2_actual",     [TELLER_CF_LOG10_EXCESS_US] = "log10_excess_us",
+    [TELLER_CF_SCORE] = "score",                 [TELLER_CF_ORDER] = "order",
+    [TELLER_CF_RANK] = "rank",                   [TELLER_CF_NODE] = "node",
+    [TELLER_CF_CROSS_NODE] = "cross_node",       [TELLER_CF_LATE_SHARE] = "late_share",
+    [TELLER_CF_WAIT_SHARE] = "wait_share",       [TELLER_CF_HAS_LOG] = "has_log",
+    [TELLER_CF_STEP_LOG2_REL] = "step_log2_rel", [TELLER_CF_LOG2_FED] = "log2_fed",
+    [TELLER_CF_NOT_LOADED] = "not_loaded",
+};
+
+const char *teller_cand_feature_name(int f)
+{
+    return f >= 0 && f < TELLER_CAND_FEATURES ? feature_names[f] : NULL;
+}
+
+void teller_diag_write_candidates(FILE *f, const teller_store *st, const teller_diagnosis *d)
+{
+    fprintf(f, "{\"version\": 1, \"features\": [");
+    for (int i = 0; i < TELLER_CAND_FEATURES; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", feature_names[i]);
+    fprintf(f, "],\n\"steps\": [");
+    for (size_t k = 0; k < d->n; k++) {
+        const teller_diag_step *s = &d->steps[k];
+        fprintf(f, "%s\n{\"step\": %u, \"candidates\": [", k ? "," : "", s->pred.step);
+        for (uint32_t q = 0; q < s->ncands; q++) {
+            const teller_diag_cand *c = &d->cands[s->first_cand + q];
+            fprintf(f, "%s\n  {\"rank\": %d, \"node\": %d, \"op\": ", q ? "," : "", c->rank, c->node);
+            teller_json_put(f, teller_store_str(st, c->name));
+            fprintf(f, ", \"layer\": \"%s\", \"fault\": \"%s\", \"score\": %.6g, \"excess_ns\": %.0f, \"features\": [",
+                    teller_layer_tag((teller_layer)c->layer), teller_fault_name(c->det), c->score, c->excess_ns);
+            for (int i = 0; i < TELLER_CAND_FEATURES; i++)
+                fprintf(f, "%s%.6g", i ? ", " : "", (double)c->feat[i]);
+            fprintf(f, "]}");
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n]}\n");
+}

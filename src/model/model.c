@@ -1,0 +1,737 @@
+/*
+ * model.c - the root-cause model (model.h): parameters carved from one
+ * allocation (llm.c's ParameterTensors), one step's forward pass and its
+ * backward pass side by side, AdamW training with early stopping on a
+ * validation set, and the model file.
+ *
+ * Tokens: t = 0 the step token, 1 .. C the candidates, then the log lines.
+ * Each encoder layer is pre-norm: x += attention(LN(x)); x += FFN_m(LN(x))
+ * with m the token's modality (step, candidate, log). A step is one
+ * sequence of at most 23 tokens, so the layers are plain loops (a BLAS
+ * call per 23-row product costs more than it saves; docs/MODEL.md).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "teller/logs.h"
+#include "teller/model.h"
+#include "nn.h"
+#include "../util/kmap.h"
+
+enum {
+    MD = 64,            /* width */
+    ML = 2,             /* encoder layers */
+    MH = 2,             /* attention heads */
+    MHID = 128,         /* feed-forward hidden width */
+    MMOD = 3,           /* modalities: step, candidate, log */
+    MF = TELLER_CAND_FEATURES,
+    MSF = TELLER_MODEL_STEP_FEATURES,
+    MK = TELLER_FAULT_COUNT,
+    MLAY = TELLER_LAYER_COUNT,
+    MLOG = TELLER_MODEL_LOG_BUCKETS,
+    MC = TELLER_DIAG_MAX_CANDS,
+    MT = 1 + TELLER_DIAG_MAX_CANDS + TELLER_MODEL_MAX_LOGS /* tokens at most */
+};
+
+typedef struct params {
+    float *wnum;  /* [MF][MD] candidate features */
+    float *bnum;  /* [MD] */
+    float *wstep; /* [MSF][MD] step features */
+    float *edet;  /* [MK][MD] the detector's kind */
+    float *elay;  /* [MLAY][MD] the candidate's layer */
+    float *elog;  /* [MLOG][MD] log templates */
+    float *emod;  /* [MMOD][MD] modality */
+    float *ln1w, *ln1b; /* [ML][MD] */
+    float *wqkv;  /* [ML][MD][3 MD] */
+    float *bqkv;  /* [ML][3 MD] */
+    float *wo;    /* [ML][MD][MD] */
+    float *bo;    /* [ML][MD] */
+    float *ln2w, *ln2b; /* [ML][MD] */
+    float *w1;    /* [ML][MMOD][MD][MHID] */
+    float *b1;    /* [ML][MMOD][MHID] */
+    float *w2;    /* [ML][MMOD][MHID][MD] */
+    float *b2;    /* [ML][MMOD][MD] */
+    float *lnfw, *lnfb; /* [MD] */
+    float *wab;   /* [MD] step abnormal */
+    float *bab;   /* [1] */
+    float *wkind; /* [MD][MK] fault kind */
+    float *bkind; /* [MK] */
+    float *wptr;  /* [MD] pointer over candidates */
+} params;
+
+#define NTENSORS 26
+
+static const size_t tensor_size[NTENSORS] = {
+    MF * MD, MD, MSF * MD, MK * MD, MLAY * MD, MLOG * MD, MMOD * MD,
+    ML * MD, ML * MD, (size_t)ML * MD * 3 * MD, ML * 3 * MD, (size_t)ML * MD * MD, ML * MD,
+    ML * MD, ML * MD, (size_t)ML * MMOD * MD * MHID, ML * MMOD * MHID, (size_t)ML * MMOD * MHID * MD, ML * MMOD * MD,
+    MD, MD, MD, 1, MD * MK, MK, MD,
+};
+
+static size_t num_params(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < NTENSORS; i++)
+        n += tensor_size[i];
+    return n;
+}
+
+static void point_params(params *p, float *mem)
+{
+    float **ptr[NTENSORS] = {&p->wnum, &p->bnum, &p->wstep, &p->edet, &p->elay, &p->elog, &p->emod,
+                             &p->ln1w, &p->ln1b, &p->wqkv, &p->bqkv, &p->wo, &p->bo,
+                             &p->ln2w, &p->ln2b, &p->w1, &p->b1, &p->w2, &p->b2,
+                             &p->lnfw, &p->lnfb, &p->wab, &p->bab, &p->wkind, &p->bkind, &p->wptr};
+    for (int i = 0; i < NTENSORS; i++) {
+        *ptr[i] = mem;
+        mem += tensor_size[i];
+    }
+}
+
+struct teller_model {
+    float *w;  /* all parameters, num_params() */
+    params p;
+    float  fmean[MF], fstd[MF], smean[MSF], sstd[MSF]; /* input normalisation */
+};
+
+/* ---- random numbers (splitmix64), deterministic on every platform ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
+
+static float rng_normal(uint64_t *s)
+{
+    double u = rng_unit(s), v = rng_unit(s);
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+teller_model *teller_model_create(uint64_t seed)
+{
+    teller_model *m = calloc(1, sizeof *m);
+    size_t n = num_params();
+    if (!m || !(m->w = calloc(n, sizeof *m->w))) {
+        free(m);
+        return NULL;
+    }
+    point_params(&m->p, m->w);
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++)
+        m->w[i] = 0.02f * rng_normal(&s);
+    /* layer norms start as the identity, biases at zero, and the two
+     * projections into the residual stream scaled down by the depth */
+    params *p = &m->p;
+    for (int i = 0; i < ML * MD; i++) {
+        p->ln1w[i] = p->ln2w[i] = 1;
+        p->ln1b[i] = p->ln2b[i] = p->bo[i] = 0;
+    }
+    for (int i = 0; i < MD; i++) {
+        p->lnfw[i] = 1;
+        p->lnfb[i] = p->bnum[i] = 0;
+    }
+    memset(p->bqkv, 0, ML * 3 * MD * sizeof(float));
+    memset(p->b1, 0, ML * MMOD * MHID * sizeof(float));
+    memset(p->b2, 0, ML * MMOD * MD * sizeof(float));
+    memset(p->bkind, 0, MK * sizeof(float));
+    p->bab[0] = 0;
+    float r = 1.0f / sqrtf(2.0f * ML);
+    for (size_t i = 0; i < tensor_size[11]; i++)
+        p->wo[i] *= r;
+    for (size_t i = 0; i < tensor_size[17]; i++)
+        p->w2[i] *= r;
+    for (int i = 0; i < MF; i++)
+        m->fstd[i] = 1;
+    for (int i = 0; i < MSF; i++)
+        m->sstd[i] = 1;
+    return m;
+}
+
+void teller_model_free(teller_model *m)
+{
+    if (!m)
+        return;
+    free(m->w);
+    free(m);
+}
+
+/* ---- samples ---- */
+
+void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sample *out)
+{
+    const teller_diag_step *s = &d->steps[k];
+    memset(out, 0, sizeof *out);
+    out->root = -1;
+    out->ncands = s->ncands < MC ? s->ncands : MC;
+    float best = 0;
+    for (uint32_t q = 0; q < out->ncands; q++) {
+        const teller_diag_cand *c = &d->cands[s->first_cand + q];
+        memcpy(out->feat[q], c->feat, sizeof c->feat);
+        out->det[q] = (uint8_t)(c->det < TELLER_FAULT_COUNT ? c->det : 0);
+        out->layer[q] = c->layer < TELLER_LAYER_COUNT ? c->layer : TELLER_LAYER_OTHER;
+        if (c->score > best)
+            best = (float)c->score;
+    }
+    double rel = d->usual_step_ns > 0 && s->dur_ns > 0 ? log2((double)s->dur_ns / (double)d->usual_step_ns) : 0;
+    out->step[0] = (float)(rel < -16 ? -16 : rel > 16 ? 16 : rel);
+    for (int e = 0; e < s->pred.nev && out->nlogs < TELLER_MODEL_MAX_LOGS; e++) {
+        if (strcmp(s->pred.ev[e].kind, "log"))
+            continue;
+        /* the line's template: numbers and ids masked (Loghub's rules) */
+        char tpl[512];
+        size_t n = teller_loghub_normalize(s->pred.ev[e].text, tpl, sizeof tpl);
+        out->log[out->nlogs++] = (uint16_t)(kmap_hash_bytes(tpl, n) % MLOG);
+    }
+    out->step[1] = (float)out->nlogs;
+    out->step[2] = (float)out->ncands / MC;
+    out->step[3] = best;
+}
+
+/* ---- one step forward and backward ---- */
+
+typedef struct acts {
+    int     T, nc;
+    uint8_t mod[MT];
+    float   sn[MSF], fn[MC][MF];     /* normalised inputs */
+    float   x0[MT * MD];             /* embeddings */
+    float   ln1[ML][MT * MD], ln1m[ML][MT], ln1r[ML][MT];
+    float   qkv[ML][MT * 3 * MD];
+    float   att[ML][MH * MT * MT];
+    float   atty[ML][MT * MD];
+    float   x1[ML][MT * MD];         /* after attention */
+    float   ln2[ML][MT * MD], ln2m[ML][MT], ln2r[ML][MT];
+    float   h[ML][MT * MHID], g[ML][MT * MHID];
+    float   x2[ML][MT * MD];         /* layer output */
+    float   lf[MT * MD], lfm[MT], lfr[MT];
+    float   za, zk[MK], zp[MC];      /* logits */
+} acts;
+
+/* gradient buffers of one step's activations */
+typedef struct dacts {
+    float dx[MT * MD], dx1[MT * MD], dln[MT * MD], dqkv[MT * 3 * MD], datty[MT * MD], dh[MT * MHID], dg[MT * MHID];
+    float dlf[MT * MD], scratch[MT];
+} dacts;
+
+static void forward(const teller_model *m, const teller_model_sample *s, acts *a)
+{
+    const params *p = &m->p;
+    int nc = (int)(s->ncands < MC ? s->ncands : MC), nl = (int)(s->nlogs < TELLER_MODEL_MAX_LOGS ? s->nlogs : TELLER_MODEL_MAX_LOGS);
+    int T = 1 + nc + nl;
+    a->T = T;
+    a->nc = nc;
+    /* embeddings */
+    for (int j = 0; j < MSF; j++)
+        a->sn[j] = (s->step[j] - m->smean[j]) / m->sstd[j];
+    nn_linear_fwd(a->x0, a->sn, p->wstep, p->emod, MSF, MD);
+    a->mod[0] = 0;
+    for (int i = 0; i < nc; i++) {
+        float *x = a->x0 + (1 + i) * MD;
+        for (int j = 0; j < MF; j++)
+            a->fn[i][j] = (s->feat[i][j] - m->fmean[j]) / m->fstd[j];
+        nn_linear_fwd(x, a->fn[i], p->wnum, p->bnum, MF, MD);
+        const float *ed = p->edet + (s->det[i] % MK) * MD, *el = p->elay + (s->layer[i] % MLAY) * MD, *em = p->emod + MD;
+        for (int c = 0; c < MD; c++)
+            x[c] += ed[c] + el[c] + em[c];
+        a->mod[1 + i] = 1;
+    }
+    for (int i = 0; i < nl; i++) {
+        float *x = a->x0 + (1 + nc + i) * MD;
+        const float *eg = p->elog + (s->log[i] % MLOG) * MD, *em = p->emod + 2 * MD;
+        for (int c = 0; c < MD; c++)
+            x[c] = eg[c] + em[c];
+        a->mod[1 + nc + i] = 2;
+    }
+    /* encoder */
+    for (int l = 0; l < ML; l++) {
+        const float *xin = l ? a->x2[l - 1] : a->x0;
+        for (int t = 0; t < T; t++) {
+            nn_layernorm_fwd(a->ln1[l] + t * MD, &a->ln1m[l][t], &a->ln1r[l][t], xin + t * MD, p->ln1w + l * MD,
+                             p->ln1b + l * MD, MD);
+            nn_linear_fwd(a->qkv[l] + t * 3 * MD, a->ln1[l] + t * MD, p->wqkv + (size_t)l * MD * 3 * MD, p->bqkv + l * 3 * MD,
+                          MD, 3 * MD);
+        }
+        nn_attention_fwd(a->atty[l], a->att[l], a->qkv[l], T, MD, MH);
+        for (int t = 0; t < T; t++) {
+            float ao[MD], f[MD];
+            nn_linear_fwd(ao, a->atty[l] + t * MD, p->wo + (size_t)l * MD * MD, p->bo + l * MD, MD, MD);
+            for (int c = 0; c < MD; c++)
+                a->x1[l][t * MD + c] = xin[t * MD + c] + ao[c];
+            nn_layernorm_fwd(a->ln2[l] + t * MD, &a->ln2m[l][t], &a->ln2r[l][t], a->x1[l] + t * MD, p->ln2w + l * MD,
+                             p->ln2b + l * MD, MD);
+            size_t lm = (size_t)l * MMOD + a->mod[t];
+            nn_linear_fwd(a->h[l] + t * MHID, a->ln2[l] + t * MD, p->w1 + lm * MD * MHID, p->b1 + lm * MHID, MD, MHID);
+            nn_gelu_fwd(a->g[l] + t * MHID, a->h[l] + t * MHID, MHID);
+            nn_linear_fwd(f, a->g[l] + t * MHID, p->w2 + lm * MHID * MD, p->b2 + lm * MD, MHID, MD);
+            for (int c = 0; c < MD; c++)
+                a->x2[l][t * MD + c] = a->x1[l][t * MD + c] + f[c];
+        }
+    }
+    for (int t = 0; t < T; t++)
+        nn_layernorm_fwd(a->lf + t * MD, &a->lfm[t], &a->lfr[t], a->x2[ML - 1] + t * MD, p->lnfw, p->lnfb, MD);
+    /* heads */
+    nn_linear_fwd(&a->za, a->lf, p->wab, p->bab, MD, 1);
+    nn_linear_fwd(a->zk, a->lf, p->wkind, p->bkind, MD, MK);
+    for (int i = 0; i < nc; i++)
+        nn_linear_fwd(&a->zp[i], a->lf + (1 + i) * MD, p->wptr, NULL, MD, 1);
+}
+
+/* class weights of the losses (unit_weights: all 1, for the gradient test) */
+typedef struct lossw {
+    float ab[2];   /* normal, abnormal */
+    float kind[MK];
+} lossw;
+
+static double log_clamped(double x) { return log(x > 1e-12 ? x : 1e-12); }
+
+/* The loss of one forward pass; with g, its gradient added into g's
+ * parameters (dl: scratch for the activations' gradients). */
+static double loss_backward(const teller_model *m, const teller_model_sample *s, const acts *a, const lossw *w,
+                            params *g, dacts *dl)
+{
+    int nc = a->nc, T = a->T, y = s->abnormal ? 1 : 0, kind = s->kind < MK ? s->kind : 0;
+    double pa = 1.0 / (1.0 + exp(-(double)a->za));
+    double loss = -w->ab[y] * (y ? log_clamped(pa) : log_clamped(1 - pa));
+    float dza = (float)(w->ab[y] * (pa - y));
+    float pk[MK], dzk[MK], pp[MC], dzp[MC];
+    nn_softmax(pk, a->zk, MK);
+    loss -= w->kind[kind] * log_clamped(pk[kind]);
+    for (int k = 0; k < MK; k++)
+        dzk[k] = w->kind[kind] * (pk[k] - (k == kind));
+    int ptr = y && s->root >= 0 && s->root < nc;
+    if (ptr) {
+        nn_softmax(pp, a->zp, nc);
+        loss -= log_clamped(pp[s->root]);
+        for (int i = 0; i < nc; i++)
+            dzp[i] = pp[i] - (i == s->root);
+    }
+    if (!g)
+        return loss;
+    const params *p = &m->p;
+    /* heads */
+    memset(dl->dlf, 0, sizeof(float) * (size_t)T * MD);
+    nn_linear_bwd(dl->dlf, g->wab, g->bab, &dza, a->lf, p->wab, MD, 1);
+    nn_linear_bwd(dl->dlf, g->wkind, g->bkind, dzk, a->lf, p->wkind, MD, MK);
+    for (int i = 0; ptr && i < nc; i++)
+        nn_linear_bwd(dl->dlf + (1 + i) * MD, g->wptr, NULL, &dzp[i], a->lf + (1 + i) * MD, p->wptr, MD, 1);
+    memset(dl->dx, 0, sizeof(float) * (size_t)T * MD);
+    for (int t = 0; t < T; t++)
+        nn_layernorm_bwd(dl->dx + t * MD, g->lnfw, g->lnfb, dl->dlf + t * MD, a->x2[ML - 1] + t * MD, a->lfm[t], a->lfr[t],
+                         p->lnfw, MD);
+    /* encoder, last layer first; dl->dx holds d(layer output) */
+    for (int l = ML - 1; l >= 0; l--) {
+        const float *xin = l ? a->x2[l - 1] : a->x0;
+        /* x2 = x1 + FFN(LN2(x1)) */
+        memcpy(dl->dx1, dl->dx, sizeof(float) * (size_t)T * MD);
+        memset(dl->dh, 0, sizeof(float) * (size_t)T * MHID);
+        memset(dl->dg, 0, sizeof(float) * (size_t)T * MHID);
+        memset(dl->dln, 0, sizeof(float) * (size_t)T * MD);
+        for (int t = 0; t < T; t++) {
+            size_t lm = (size_t)l * MMOD + a->mod[t];
+            nn_linear_bwd(dl->dg + t * MHID, g->w2 + lm * MHID * MD, g->b2 + lm * MD, dl->dx + t * MD, a->g[l] + t * MHID,
+                          p->w2 + lm * MHID * MD, MHID, MD);
+            nn_gelu_bwd(dl->dh + t * MHID, a->h[l] + t * MHID, dl->dg + t * MHID, MHID);
+            nn_linear_bwd(dl->dln + t * MD, g->w1 + lm * MD * MHID, g->b1 + lm * MHID, dl->dh + t * MHID, a->ln2[l] + t * MD,
+                          p->w1 + lm * MD * MHID, MD, MHID);
+            nn_layernorm_bwd(dl->dx1 + t * MD, g->ln2w + l * MD, g->ln2b + l * MD, dl->dln + t * MD, a->x1[l] + t * MD,
+                             a->ln2m[l][t], a->ln2r[l][t], p->ln2w + l * MD, MD);
+        }
+        /* x1 = xin + Wo . attention(qkv(LN1(xin))) */
+        memcpy(dl->dx, dl->dx1, sizeof(float) * (size_t)T * MD);
+        memset(dl->datty, 0, sizeof(float) * (size_t)T * MD);
+        memset(dl->dqkv, 0, sizeof(float) * (size_t)T * 3 * MD);
+        memset(dl->dln, 0, sizeof(float) * (size_t)T * MD);
+        for (int t = 0; t < T; t++)
+            nn_linear_bwd(dl->datty + t * MD, g->wo + (size_t)l * MD * MD, g->bo + l * MD, dl->dx1 + t * MD,
+                          a->atty[l] + t * MD, p->wo + (size_t)l * MD * MD, MD, MD);
+        nn_attention_bwd(dl->dqkv, dl->scratch, dl->datty, a->qkv[l], a->att[l], T, MD, MH);
+        for (int t = 0; t < T; t++) {
+            nn_linear_bwd(dl->dln + t * MD, g->wqkv + (size_t)l * MD * 3 * MD, g->bqkv + l * 3 * MD, dl->dqkv + t * 3 * MD,
+                          a->ln1[l] + t * MD, p->wqkv + (size_t)l * MD * 3 * MD, MD, 3 * MD);
+            nn_layernorm_bwd(dl->dx + t * MD, g->ln1w + l * MD, g->ln1b + l * MD, dl->dln + t * MD, xin + t * MD,
+                             a->ln1m[l][t], a->ln1r[l][t], p->ln1w + l * MD, MD);
+        }
+    }
+    /* embeddings */
+    nn_linear_bwd(NULL, g->wstep, g->emod, dl->dx, a->sn, p->wstep, MSF, MD);
+    for (int t = 1; t < T; t++) {
+        const float *d = dl->dx + t * MD;
+        float *em = g->emod + a->mod[t] * MD, *e2;
+        if (a->mod[t] == 1) {
+            int i = t - 1;
+            nn_linear_bwd(NULL, g->wnum, g->bnum, d, a->fn[i], p->wnum, MF, MD);
+            float *ed = g->edet + (s->det[i] % MK) * MD;
+            e2 = g->elay + (s->layer[i] % MLAY) * MD;
+            for (int c = 0; c < MD; c++)
+                ed[c] += d[c];
+        } else {
+            e2 = g->elog + (s->log[t - 1 - nc] % MLOG) * MD;
+        }
+        for (int c = 0; c < MD; c++) {
+            em[c] += d[c];
+            e2[c] += d[c];
+        }
+    }
+    return loss;
+}
+
+static const lossw unit_weights = {{1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+
+int teller_model_predict(const teller_model *m, const teller_model_sample *s, teller_model_out *out)
+{
+    acts *a = malloc(sizeof *a);
+    if (!a)
+        return -1;
+    forward(m, s, a);
+    memset(out, 0, sizeof *out);
+    out->p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
+    nn_softmax(out->p_kind, a->zk, MK);
+    if (a->nc)
+        nn_softmax(out->p_root, a->zp, a->nc);
+    free(a);
+    return 0;
+}
+
+static double mean_loss(const teller_model *m, const teller_model_sample *s, size_t n, const lossw *w, acts *a)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        forward(m, &s[i], a);
+        sum += loss_backward(m, &s[i], a, w, NULL, NULL);
+    }
+    return n ? sum / (double)n : 0;
+}
+
+/* ---- training ---- */
+
+size_t nn_model_num_params(void) { return num_params(); }
+float *nn_model_weights(teller_model *m) { return m->w; }
+
+double nn_model_loss_grad(const teller_model *m, const teller_model_sample *s, float *grad)
+{
+    acts *a = malloc(sizeof *a);
+    dacts *dl = malloc(sizeof *dl);
+    double loss = NAN;
+    if (a && dl) {
+        forward(m, s, a);
+        params g;
+        if (grad) {
+            memset(grad, 0, num_params() * sizeof *grad);
+            point_params(&g, grad);
+        }
+        loss = loss_backward(m, s, a, &unit_weights, grad ? &g : NULL, dl);
+    }
+    free(a);
+    free(dl);
+    return loss;
+}
+
+/* mean and spread of every input over the training samples: what the
+ * model file keeps so that any later input is scaled the same way */
+static void fit_normalisation(teller_model *m, const teller_model_sample *s, size_t n)
+{
+    double fs[MF] = {0}, fq[MF] = {0}, ss[MSF] = {0}, sq[MSF] = {0}, nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (int j = 0; j < MSF; j++) {
+            ss[j] += s[i].step[j];
+            sq[j] += (double)s[i].step[j] * s[i].step[j];
+        }
+        for (uint32_t c = 0; c < s[i].ncands && c < MC; c++, nf++)
+            for (int j = 0; j < MF; j++) {
+                fs[j] += s[i].feat[c][j];
+                fq[j] += (double)s[i].feat[c][j] * s[i].feat[c][j];
+            }
+    }
+    for (int j = 0; j < MF; j++) {
+        double mu = nf ? fs[j] / nf : 0, var = nf ? fq[j] / nf - mu * mu : 1;
+        m->fmean[j] = (float)mu;
+        m->fstd[j] = var > 1e-8 ? (float)sqrt(var) : 1.0f;
+    }
+    for (int j = 0; j < MSF; j++) {
+        double mu = n ? ss[j] / (double)n : 0, var = n ? sq[j] / (double)n - mu * mu : 1;
+        m->smean[j] = (float)mu;
+        m->sstd[j] = var > 1e-8 ? (float)sqrt(var) : 1.0f;
+    }
+}
+
+/* Rare classes weigh more: sqrt(n / (classes * count)), within [0.2, 5]. */
+static void fit_weights(lossw *w, const teller_model_sample *s, size_t n)
+{
+    double cab[2] = {0}, ck[MK] = {0};
+    for (size_t i = 0; i < n; i++) {
+        cab[s[i].abnormal ? 1 : 0]++;
+        ck[s[i].kind < MK ? s[i].kind : 0]++;
+    }
+    int present = 0;
+    for (int k = 0; k < MK; k++)
+        present += ck[k] > 0;
+    for (int y = 0; y < 2; y++) {
+        double x = cab[y] ? sqrt((double)n / (2.0 * cab[y])) : 1;
+        w->ab[y] = (float)(x < 0.2 ? 0.2 : x > 5 ? 5 : x);
+    }
+    for (int k = 0; k < MK; k++) {
+        double x = ck[k] ? sqrt((double)n / (present * ck[k])) : 1;
+        w->kind[k] = (float)(x < 0.2 ? 0.2 : x > 5 ? 5 : x);
+    }
+}
+
+teller_status teller_model_train(teller_model *m, const teller_model_sample *train, size_t ntrain,
+                                 const teller_model_sample *val, size_t nval, const teller_train_opts *o,
+                                 teller_train_report *rep, teller_error *err)
+{
+    int max_epochs = o->max_epochs > 0 ? o->max_epochs : 60, patience = o->patience > 0 ? o->patience : 6;
+    int batch = o->batch > 0 ? o->batch : 16;
+    float lr = o->lr > 0 ? o->lr : 1e-3f, wd = o->weight_decay > 0 ? o->weight_decay : o->weight_decay < 0 ? 0 : 0.01f;
+    if (!ntrain)
+        return teller_error_set(err, TELLER_ERR_ARG, "(train)", 0, "no training samples");
+    if (!o->fine_tune)
+        fit_normalisation(m, train, ntrain);
+    lossw w;
+    fit_weights(&w, train, ntrain);
+    size_t n = num_params();
+    float *grad = calloc(n, sizeof *grad), *am = calloc(n, sizeof *am), *av = calloc(n, sizeof *av);
+    float *best = malloc(n * sizeof *best);
+    size_t *order = malloc(ntrain * sizeof *order);
+    acts *a = malloc(sizeof *a);
+    dacts *dl = malloc(sizeof *dl);
+    if (!grad || !am || !av || !best || !order || !a || !dl) {
+        free(grad), free(am), free(av), free(best), free(order), free(a), free(dl);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(train)", 0, "out of memory");
+    }
+    params g;
+    point_params(&g, grad);
+    memcpy(best, m->w, n * sizeof *best);
+    for (size_t i = 0; i < ntrain; i++)
+        order[i] = i;
+    uint64_t rng = o->seed;
+    double best_loss = INFINITY, best_train = 0;
+    int best_epoch = 0, since = 0, epoch = 0;
+    long t = 0;
+    while (epoch < max_epochs && since < patience) {
+        epoch++;
+        for (size_t i = ntrain; i > 1; i--) {
+            size_t j = (size_t)(rng_next(&rng) % i), x = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = x;
+        }
+        double sum = 0;
+        for (size_t b0 = 0; b0 < ntrain; b0 += (size_t)batch) {
+            size_t b1 = b0 + (size_t)batch < ntrain ? b0 + (size_t)batch : ntrain;
+            memset(grad, 0, n * sizeof *grad);
+            for (size_t i = b0; i < b1; i++) {
+                forward(m, &train[order[i]], a);
+                sum += loss_backward(m, &train[order[i]], a, &w, &g, dl);
+            }
+            /* mean over the batch, clipped to a global norm of 1 */
+            double norm = 0, sc = 1.0 / (double)(b1 - b0);
+            for (size_t k = 0; k < n; k++)
+                norm += (double)grad[k] * grad[k] * sc * sc;
+            norm = sqrt(norm);
+            if (norm > 1)
+                sc /= norm;
+            t++;
+            double c1 = 1 - pow(0.9, (double)t), c2 = 1 - pow(0.999, (double)t);
+            for (size_t k = 0; k < n; k++) {
+                float gk = (float)(grad[k] * sc);
+                am[k] = 0.9f * am[k] + 0.1f * gk;
+                av[k] = 0.999f * av[k] + 0.001f * gk * gk;
+                double mh = am[k] / c1, vh = av[k] / c2;
+                m->w[k] -= (float)(lr * (mh / (sqrt(vh) + 1e-8) + wd * m->w[k]));
+            }
+        }
+        double tl = sum / (double)ntrain, vl = nval ? mean_loss(m, val, nval, &w, a) : tl;
+        int better = vl < best_loss - 1e-6;
+        if (better) {
+            best_loss = vl;
+            best_train = tl;
+            best_epoch = epoch;
+            since = 0;
+            memcpy(best, m->w, n * sizeof *best);
+        } else {
+            since++;
+        }
+        if (o->progress)
+            o->progress(o->ctx, epoch, tl, vl, better);
+    }
+    memcpy(m->w, best, n * sizeof *best);
+    if (rep) {
+        rep->epochs = epoch;
+        rep->best_epoch = best_epoch;
+        rep->train_loss = best_train;
+        rep->val_loss = best_loss;
+    }
+    free(grad), free(am), free(av), free(best), free(order), free(a), free(dl);
+    return TELLER_OK;
+}
+
+/* ---- the model file ----
+ * Little-endian throughout: "TLRMODEL", u32 version, 12 u32 dimensions
+ * (width, layers, heads, hidden, modalities, candidate features, step
+ * features, kinds, layers of the trace, log buckets, candidates, log
+ * tokens), u64 parameter count, the normalisation (f32 candidate feature
+ * means, spreads, step feature means, spreads), the f32 parameters, and
+ * the FNV-1a 64 hash of every byte before it. */
+
+#define MODEL_MAGIC   "TLRMODEL"
+#define MODEL_VERSION 1
+#define NDIMS         12
+
+static const uint32_t model_dims[NDIMS] = {MD, ML, MH, MHID, MMOD, MF, MSF, MK, MLAY, MLOG, MC, TELLER_MODEL_MAX_LOGS};
+
+static size_t file_size(void) { return 8 + 4 + 4 * NDIMS + 8 + 4 * (2 * MF + 2 * MSF) + 4 * num_params() + 8; }
+
+static void put_u32(unsigned char *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static void put_u64(unsigned char *b, uint64_t v)
+{
+    put_u32(b, (uint32_t)v);
+    put_u32(b + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t get_u64(const unsigned char *b) { return get_u32(b) | (uint64_t)get_u32(b + 4) << 32; }
+
+static void put_floats(unsigned char **b, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++, *b += 4) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        put_u32(*b, u);
+    }
+}
+
+/* 0, or -1 when a value is not finite */
+static int get_floats(const unsigned char **b, float *x, size_t n)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++, *b += 4) {
+        uint32_t u = get_u32(*b);
+        memcpy(&x[i], &u, 4);
+        bad |= !isfinite(x[i]);
+    }
+    return bad ? -1 : 0;
+}
+
+teller_status teller_model_save(const teller_model *m, const char *path, teller_error *err)
+{
+    size_t size = file_size();
+    unsigned char *buf = malloc(size), *b = buf;
+    if (!buf)
+        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    memcpy(b, MODEL_MAGIC, 8);
+    put_u32(b + 8, MODEL_VERSION);
+    b += 12;
+    for (int i = 0; i < NDIMS; i++, b += 4)
+        put_u32(b, model_dims[i]);
+    put_u64(b, num_params());
+    b += 8;
+    put_floats(&b, m->fmean, MF);
+    put_floats(&b, m->fstd, MF);
+    put_floats(&b, m->smean, MSF);
+    put_floats(&b, m->sstd, MSF);
+    put_floats(&b, m->w, num_params());
+    put_u64(b, kmap_hash_bytes(buf, (size_t)(b - buf)));
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(buf, 1, size, f) == size;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(buf);
+    return ok ? TELLER_OK : teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write the model file");
+}
+
+teller_status teller_model_load_bytes(const void *p, size_t n, const char *name, teller_model **out, teller_error *err)
+{
+    const unsigned char *b = p;
+    *out = NULL;
+    if (n < 8 || memcmp(b, MODEL_MAGIC, 8))
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, 0, "not a teller model file (no TLRMODEL magic)");
+    if (n < 12 + 4 * NDIMS + 8)
+        return teller_error_set(err, TELLER_ERR_TRUNCATED, name, n, "truncated model file: %zu bytes, the header alone is %d",
+                                n, 12 + 4 * NDIMS + 8);
+    if (get_u32(b + 8) != MODEL_VERSION)
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, 8, "model file version %u; this teller reads version %d",
+                                get_u32(b + 8), MODEL_VERSION);
+    for (int i = 0; i < NDIMS; i++)
+        if (get_u32(b + 12 + 4 * i) != model_dims[i])
+            return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(12 + 4 * i),
+                                    "model dimension %d is %u, this teller's model has %u (written by another version)", i,
+                                    get_u32(b + 12 + 4 * i), model_dims[i]);
+    if (get_u64(b + 12 + 4 * NDIMS) != num_params() || n > file_size())
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(12 + 4 * NDIMS),
+                                "model file holds %llu parameters in %zu bytes, this teller's model %zu in %zu",
+                                (unsigned long long)get_u64(b + 12 + 4 * NDIMS), n, num_params(), file_size());
+    if (n < file_size())
+        return teller_error_set(err, TELLER_ERR_TRUNCATED, name, n, "truncated model file: %zu bytes of %zu", n, file_size());
+    if (get_u64(b + n - 8) != kmap_hash_bytes(b, n - 8))
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, n - 8, "model file checksum mismatch: the file is corrupt");
+    teller_model *m = teller_model_create(0);
+    if (!m)
+        return teller_error_set(err, TELLER_ERR_NOMEM, name, 0, "out of memory");
+    b += 12 + 4 * NDIMS + 8;
+    if (get_floats(&b, m->fmean, MF) || get_floats(&b, m->fstd, MF) || get_floats(&b, m->smean, MSF) ||
+        get_floats(&b, m->sstd, MSF) || get_floats(&b, m->w, num_params())) {
+        teller_model_free(m);
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, 0, "model file holds a value that is not a finite number");
+    }
+    for (int j = 0; j < MF; j++)
+        if (!(m->fstd[j] > 0)) {
+            teller_model_free(m);
+            return teller_error_set(err, TELLER_ERR_FORMAT, name, 0, "model file has a feature spread that is not positive");
+        }
+    for (int j = 0; j < MSF; j++)
+        if (!(m->sstd[j] > 0)) {
+            teller_model_free(m);
+            return teller_error_set(err, TELLER_ERR_FORMAT, name, 0, "model file has a feature spread that is not positive");
+        }
+    *out = m;
+    return TELLER_OK;
+}
+
+teller_status teller_model_load(const char *path, teller_model **out, teller_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the model file");
+    /* never more than a model's size plus one byte: a huge foreign file is refused without reading it all */
+    size_t cap = file_size() + 1, n;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    }
+    n = fread(buf, 1, cap, f);
+    int rerr = ferror(f);
+    fclose(f);
+    teller_status st = rerr ? teller_error_set(err, TELLER_ERR_IO, path, n, "cannot read the model file")
+                            : teller_model_load_bytes(buf, n, path, out, err);
+    free(buf);
+    return st;
+}
+
+/* the bytes of src/model/default.tmod, embedded at build time (empty when
+ * no default model was built) */
+extern const unsigned char teller_default_model[];
+extern const size_t teller_default_model_len;
+
+teller_status teller_model_load_default(teller_model **out, teller_error *err)
+{
+    *out = NULL;
+    if (!teller_default_model_len)
+        return TELLER_OK;
+    return teller_model_load_bytes(teller_default_model, teller_default_model_len, "(built-in default model)", out, err);
+}

@@ -1,0 +1,485 @@
+/*
+ * test_model.c - the root-cause model: every layer's gradient and the whole
+ * model's against finite differences, one batch learned to almost zero
+ * loss, same seed same weights, the model file refused when corrupt,
+ * truncated or foreign, and teller_diagnose judging steps with a model.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "model/nn.h"
+#include "teller/diagnose.h"
+#include "teller/model.h"
+#include "teller/sim.h"
+
+static uint64_t rs = 12345;
+static float urand(void)
+{
+    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rs >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+}
+
+static void fill(float *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = urand();
+}
+
+/* the loss sum(out * r) of a layer as a function of one of its inputs */
+typedef double (*lossfn)(void *ctx);
+
+/* Compares the analytic gradient g of the loss with respect to x[0..n)
+ * against central differences; returns the worst relative error. */
+static double fd_check(lossfn f, void *ctx, float *x, const float *g, int n)
+{
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        float keep = x[i], h = 1e-2f;
+        x[i] = keep + h;
+        double lp = f(ctx);
+        x[i] = keep - h;
+        double lm = f(ctx);
+        x[i] = keep;
+        double num = (lp - lm) / (2.0 * h), err = fabs(num - g[i]) / (fabs(num) + fabs(g[i]) + 1e-2);
+        if (err > worst)
+            worst = err;
+    }
+    return worst;
+}
+
+enum { C = 8, OC = 6, T = 5, NH = 2 };
+
+typedef struct lin_ctx {
+    float in[C], w[C * OC], b[OC], r[OC];
+} lin_ctx;
+
+static double lin_loss(void *p)
+{
+    lin_ctx *c = p;
+    float out[OC];
+    nn_linear_fwd(out, c->in, c->w, c->b, C, OC);
+    double s = 0;
+    for (int o = 0; o < OC; o++)
+        s += out[o] * c->r[o];
+    return s;
+}
+
+typedef struct ln_ctx {
+    float in[C], g[C], b[C], r[C];
+} ln_ctx;
+
+static double ln_loss(void *p)
+{
+    ln_ctx *c = p;
+    float out[C], m, r;
+    nn_layernorm_fwd(out, &m, &r, c->in, c->g, c->b, C);
+    double s = 0;
+    for (int i = 0; i < C; i++)
+        s += out[i] * c->r[i];
+    return s;
+}
+
+typedef struct gelu_ctx {
+    float in[C], r[C];
+} gelu_ctx;
+
+static double gelu_loss(void *p)
+{
+    gelu_ctx *c = p;
+    float out[C];
+    nn_gelu_fwd(out, c->in, C);
+    double s = 0;
+    for (int i = 0; i < C; i++)
+        s += out[i] * c->r[i];
+    return s;
+}
+
+typedef struct att_ctx {
+    float qkv[T * 3 * C], r[T * C];
+} att_ctx;
+
+static double att_loss(void *p)
+{
+    att_ctx *c = p;
+    float out[T * C], att[NH * T * T];
+    nn_attention_fwd(out, att, c->qkv, T, C, NH);
+    double s = 0;
+    for (int i = 0; i < T * C; i++)
+        s += out[i] * c->r[i];
+    return s;
+}
+
+static void test_model_layer_gradients(void)
+{
+    lin_ctx l;
+    fill(l.in, C), fill(l.w, C * OC), fill(l.b, OC), fill(l.r, OC);
+    float din[C] = {0}, dw[C * OC] = {0}, db[OC] = {0};
+    nn_linear_bwd(din, dw, db, l.r, l.in, l.w, C, OC);
+    CHECK(fd_check(lin_loss, &l, l.in, din, C) < 1e-2);
+    CHECK(fd_check(lin_loss, &l, l.w, dw, C * OC) < 1e-2);
+    CHECK(fd_check(lin_loss, &l, l.b, db, OC) < 1e-2);
+
+    ln_ctx n;
+    fill(n.in, C), fill(n.g, C), fill(n.b, C), fill(n.r, C);
+    float out[C], m, r, dx[C] = {0}, dg[C] = {0}, dbb[C] = {0};
+    nn_layernorm_fwd(out, &m, &r, n.in, n.g, n.b, C);
+    nn_layernorm_bwd(dx, dg, dbb, n.r, n.in, m, r, n.g, C);
+    CHECK(fd_check(ln_loss, &n, n.in, dx, C) < 1e-2);
+    CHECK(fd_check(ln_loss, &n, n.g, dg, C) < 1e-2);
+    CHECK(fd_check(ln_loss, &n, n.b, dbb, C) < 1e-2);
+
+    gelu_ctx ge;
+    fill(ge.in, C), fill(ge.r, C);
+    for (int i = 0; i < C; i++)
+        ge.in[i] *= 3;
+    float dgi[C] = {0};
+    nn_gelu_bwd(dgi, ge.in, ge.r, C);
+    CHECK(fd_check(gelu_loss, &ge, ge.in, dgi, C) < 1e-2);
+
+    att_ctx a;
+    fill(a.qkv, T * 3 * C), fill(a.r, T * C);
+    float ao[T * C], att[NH * T * T], dq[T * 3 * C] = {0}, scratch[T];
+    nn_attention_fwd(ao, att, a.qkv, T, C, NH);
+    nn_attention_bwd(dq, scratch, a.r, a.qkv, att, T, C, NH);
+    CHECK(fd_check(att_loss, &a, a.qkv, dq, T * 3 * C) < 1e-2);
+    /* a gradient that is wrong is caught: the check can fail */
+    dq[3] += 0.5f;
+    CHECK(fd_check(att_loss, &a, a.qkv, dq, T * 3 * C) > 1e-2);
+}
+
+/* a step with n candidates and two log lines; its labels */
+static void make_sample(teller_model_sample *s, int n, int abnormal, int kind, int root)
+{
+    memset(s, 0, sizeof *s);
+    for (int j = 0; j < TELLER_MODEL_STEP_FEATURES; j++)
+        s->step[j] = urand();
+    s->ncands = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < TELLER_CAND_FEATURES; j++)
+            s->feat[i][j] = urand();
+        s->det[i] = (uint8_t)(1 + i % 13);
+        s->layer[i] = (uint8_t)(i % TELLER_LAYER_COUNT);
+    }
+    s->nlogs = 2;
+    s->log[0] = 7;
+    s->log[1] = 100;
+    s->abnormal = (uint8_t)abnormal;
+    s->kind = (uint8_t)kind;
+    s->root = (int8_t)root;
+}
+
+typedef struct whole_ctx {
+    teller_model *m;
+    teller_model_sample *s;
+} whole_ctx;
+
+static double whole_loss(void *p)
+{
+    whole_ctx *c = p;
+    return nn_model_loss_grad(c->m, c->s, NULL);
+}
+
+/* every parameter tensor of the whole model (embeddings, both encoder
+ * layers, every modality's feed-forward, the heads) against finite
+ * differences, on parameters with a nonzero gradient */
+static void test_model_whole_gradient(void)
+{
+    teller_model *m = teller_model_create(3);
+    CHECK(m != NULL);
+    size_t n = nn_model_num_params();
+    float *g = malloc(n * sizeof *g), *w = nn_model_weights(m);
+    /* larger weights than at initialisation, so every path matters */
+    for (size_t i = 0; i < n; i++)
+        w[i] += 0.1f * urand();
+    teller_model_sample s;
+    make_sample(&s, 4, 1, 5, 2);
+    double l0 = nn_model_loss_grad(m, &s, g);
+    CHECK(isfinite(l0) && l0 > 0);
+    whole_ctx c = {m, &s};
+    /* checked in double: the loss is summed in double but the forward
+     * pass is float, so the step is larger and the bound looser */
+    int checked = 0, bad = 0;
+    for (size_t i = 0; i < n; i += 37) {
+        if (fabsf(g[i]) < 1e-4f)
+            continue;
+        float keep = w[i], h = 3e-3f;
+        w[i] = keep + h;
+        double lp = whole_loss(&c);
+        w[i] = keep - h;
+        double lm = whole_loss(&c);
+        w[i] = keep;
+        double num = (lp - lm) / (2.0 * h), err = fabs(num - g[i]) / (fabs(num) + fabs(g[i]) + 1e-3);
+        checked++;
+        bad += err > 5e-2;
+    }
+    fprintf(stderr, "  whole model: %d parameters checked, %d off\n", checked, bad);
+    CHECK(checked > 200);
+    CHECK(bad * 50 <= checked); /* float rounding: at most 2 % off by more than 5 % */
+    free(g);
+    teller_model_free(m);
+}
+
+/* the mean loss (unit class weights) of n samples */
+static double mean_loss(teller_model *m, const teller_model_sample *s, int n)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += nn_model_loss_grad(m, &s[i], NULL);
+    return sum / n;
+}
+
+static void test_model_overfits_one_batch(void)
+{
+    teller_model_sample s[8];
+    for (int i = 0; i < 8; i++)
+        make_sample(&s[i], 1 + i % 5, i % 2, i % 2 ? 1 + i : 0, i % 2 ? i % (1 + i % 5) : -1);
+    teller_model *m = teller_model_create(1);
+    teller_train_opts o = {0};
+    o.seed = 1;
+    o.max_epochs = 300;
+    o.patience = 300;
+    o.batch = 8;
+    o.lr = 3e-3f;
+    o.weight_decay = -1;
+    teller_train_report rep;
+    teller_error err;
+    double before = mean_loss(m, s, 8);
+    CHECK_EQ_INT(teller_model_train(m, s, 8, NULL, 0, &o, &rep, &err), TELLER_OK);
+    double after = mean_loss(m, s, 8);
+    fprintf(stderr, "  one batch: loss %.4f -> %.5f\n", before, after);
+    CHECK(after < 0.01);
+    teller_model_out out;
+    CHECK_EQ_INT(teller_model_predict(m, &s[1], &out), 0);
+    CHECK(out.p_abnormal > 0.9 && out.p_kind[s[1].kind] > 0.9 && out.p_root[s[1].root] > 0.9);
+    teller_model_free(m);
+}
+
+static int file_bytes(const char *path, unsigned char **out, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    rewind(f);
+    *out = malloc(*n);
+    size_t got = fread(*out, 1, *n, f);
+    fclose(f);
+    return got == *n ? 0 : -1;
+}
+
+static void put_file(const char *path, const unsigned char *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+/* same seed, same samples: the same file byte for byte; the file round-trips;
+ * corrupt, truncated and foreign files are errors naming the file */
+static void test_model_file_and_determinism(void)
+{
+    teller_model_sample s[6];
+    for (int i = 0; i < 6; i++)
+        make_sample(&s[i], 1 + i % 3, i % 2, i % 2 ? 3 : 0, i % 2 ? 0 : -1);
+    char p1[] = "/tmp/teller_model_XXXXXX";
+    CHECK(mkdtemp(p1) != NULL);
+    char f1[600], f2[600], f3[600];
+    snprintf(f1, sizeof f1, "%s/a.tmod", p1);
+    snprintf(f2, sizeof f2, "%s/b.tmod", p1);
+    snprintf(f3, sizeof f3, "%s/c.tmod", p1);
+    teller_error err;
+    teller_train_opts o = {0};
+    o.seed = 9;
+    o.max_epochs = 5;
+    for (int r = 0; r < 2; r++) {
+        teller_model *m = teller_model_create(42);
+        CHECK_EQ_INT(teller_model_train(m, s, 4, s + 4, 2, &o, NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_model_save(m, r ? f2 : f1, &err), TELLER_OK);
+        teller_model_free(m);
+    }
+    unsigned char *a, *b;
+    size_t na, nb;
+    CHECK(file_bytes(f1, &a, &na) == 0 && file_bytes(f2, &b, &nb) == 0);
+    CHECK(na == nb && !memcmp(a, b, na));
+    free(b);
+    /* another seed, other weights */
+    teller_model *m3 = teller_model_create(43);
+    CHECK_EQ_INT(teller_model_save(m3, f3, &err), TELLER_OK);
+    teller_model_free(m3);
+    CHECK(file_bytes(f3, &b, &nb) == 0 && nb == na && memcmp(a, b, na));
+    free(b);
+    /* round trip: the loaded model says what the saved one said */
+    teller_model *m = NULL;
+    CHECK_EQ_INT(teller_model_load(f1, &m, &err), TELLER_OK);
+    teller_model_out o1;
+    CHECK(m && teller_model_predict(m, &s[1], &o1) == 0 && o1.p_abnormal > 0 && o1.p_abnormal < 1);
+    teller_model_free(m);
+    /* one flipped bit in the weights */
+    a[na / 2] ^= 0x10;
+    put_file(f3, a, na);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+    CHECK(m == NULL && strstr(err.msg, "checksum") && !strcmp(err.file, f3));
+    a[na / 2] ^= 0x10;
+    /* cut short */
+    put_file(f3, a, na - 100);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_TRUNCATED);
+    CHECK(strstr(err.msg, "truncated") && !strcmp(err.file, f3));
+    put_file(f3, a, 20);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_TRUNCATED);
+    /* another version, other dimensions, trailing bytes */
+    unsigned char *c = malloc(na + 1);
+    memcpy(c, a, na);
+    c[8] = 2;
+    put_file(f3, c, na);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "version 2") != NULL);
+    memcpy(c, a, na);
+    c[12] = 32;
+    put_file(f3, c, na);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "dimension") != NULL);
+    memcpy(c, a, na);
+    c[na] = 0;
+    put_file(f3, c, na + 1);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+    free(c);
+    /* foreign files */
+    put_file(f3, (const unsigned char *)"{\"version\": 1}\n", 15);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "not a teller model file") && !strcmp(err.file, f3));
+    put_file(f3, (const unsigned char *)"", 0);
+    CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+    CHECK_EQ_INT(teller_model_load("/nonexistent/x.tmod", &m, &err), TELLER_ERR_IO);
+    free(a);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p1);
+    CHECK(system(cmd) == 0);
+}
+
+/* teller_diagnose with a model: the model's probability is the step's
+ * score, its order the candidates' order, and each abnormal step's
+ * sentence names the root it chose with that candidate's own numbers */
+static void test_model_judges_diagnosis(void)
+{
+    char dir[] = "/tmp/teller_mdiag_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 30;
+    o.fault_rate = 0.4;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = 4444;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    teller_diagnosis *d0 = NULL, *d1 = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d0, &err), TELLER_OK);
+    /* a model that learned this case's numeric verdicts */
+    teller_model_sample *s = calloc(d0->n, sizeof *s);
+    for (size_t k = 0; k < d0->n; k++) {
+        teller_model_sample_of(d0, k, &s[k]);
+        s[k].abnormal = (uint8_t)d0->steps[k].pred.abnormal;
+        s[k].kind = (uint8_t)(s[k].abnormal ? d0->cands[d0->steps[k].first_cand].det : 0);
+        s[k].root = (int8_t)(s[k].abnormal ? 0 : -1);
+    }
+    teller_model *m = teller_model_create(5);
+    teller_train_opts to = {0};
+    to.max_epochs = 40;
+    to.patience = 40;
+    CHECK_EQ_INT(teller_model_train(m, s, d0->n, NULL, 0, &to, NULL, &err), TELLER_OK);
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.model = m;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d1, &err), TELLER_OK);
+    CHECK(d1->model == 1 && d0->model == 0);
+    CHECK_EQ_INT(d1->n, d0->n);
+    int agree = 0, flagged = 0;
+    for (size_t k = 0; k < d1->n; k++) {
+        const teller_diag_step *a = &d0->steps[k], *b = &d1->steps[k];
+        CHECK_EQ_INT(a->ncands, b->ncands);
+        agree += a->pred.abnormal == b->pred.abnormal;
+        if (!b->ncands)
+            continue;
+        teller_model_sample x;
+        teller_model_out mo;
+        teller_model_sample_of(d1, k, &x);
+        CHECK_EQ_INT(teller_model_predict(m, &x, &mo), 0);
+        CHECK(fabs(b->pred.score - mo.p_abnormal) < 1e-6);
+        if (!b->pred.abnormal)
+            continue;
+        flagged++;
+        const teller_diag_cand *top = &d1->cands[b->first_cand];
+        char rank[32];
+        snprintf(rank, sizeof rank, "rank %d", top->rank);
+        CHECK_EQ_INT(b->root_rank, top->rank);
+        CHECK(strstr(b->pred.explanation, rank) != NULL);
+        CHECK(strstr(b->pred.explanation, teller_store_str(st, top->name)) != NULL);
+        CHECK(!strcmp(b->pred.cand[0].op, teller_store_str(st, top->name)));
+        CHECK(!strcmp(b->fault, teller_fault_name(top->det)));
+    }
+    fprintf(stderr, "  model on its own training case: %d of %zu verdicts as the numeric stage's, %d flagged\n", agree,
+            d1->n, flagged);
+    CHECK(flagged > 0);
+    CHECK((size_t)agree * 10 >= d1->n * 9);
+    free(s);
+    teller_model_free(m);
+    teller_diagnosis_free(d0);
+    teller_diagnosis_free(d1);
+    teller_store_free(st);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* the library carries the default model exactly when the source tree has
+ * src/model/default.tmod (make model), byte for byte, and it answers */
+static void test_model_default_matches_source(void)
+{
+    teller_model *m = NULL;
+    teller_error err;
+    CHECK_EQ_INT(teller_model_load_default(&m, &err), TELLER_OK);
+    unsigned char *want = NULL;
+    size_t nwant = 0;
+    int present = file_bytes(TELLER_SOURCE_DIR "/src/model/default.tmod", &want, &nwant) == 0;
+    CHECK(present == (m != NULL));
+    if (m && present) {
+        char tmp[] = "/tmp/teller_defmodel_XXXXXX";
+        int fd = mkstemp(tmp);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK_EQ_INT(teller_model_save(m, tmp, &err), TELLER_OK);
+        unsigned char *got = NULL;
+        size_t ngot = 0;
+        CHECK(file_bytes(tmp, &got, &ngot) == 0 && ngot == nwant && !memcmp(got, want, nwant));
+        free(got);
+        unlink(tmp);
+        teller_model_sample s;
+        make_sample(&s, 3, 0, 0, -1);
+        teller_model_out o;
+        CHECK_EQ_INT(teller_model_predict(m, &s, &o), 0);
+        CHECK(fabsf(o.p_root[0] + o.p_root[1] + o.p_root[2] - 1) < 1e-4f && o.p_abnormal >= 0 && o.p_abnormal <= 1);
+    }
+    free(want);
+    teller_model_free(m);
+}
+
+const test_case model_tests[] = {
+    {"model: the built-in default model is src/model/default.tmod when there is one, none otherwise",
+     test_model_default_matches_source},
+    {"model: teller_diagnose with a model: its verdicts, its order, sentences grounded in the chosen candidate",
+     test_model_judges_diagnosis},
+    {"model: every layer's gradient matches finite differences (and a wrong one is caught)", test_model_layer_gradients},
+    {"model: the whole model's gradient matches finite differences", test_model_whole_gradient},
+    {"model: one batch is learned to almost zero loss", test_model_overfits_one_batch},
+    {"model: same seed same weights; the file round-trips; corrupt, truncated, foreign files are errors",
+     test_model_file_and_determinism},
+    {NULL, NULL},
+};
