@@ -993,7 +993,8 @@ static int detect_gaps(dctx *D)
     /* the longest gap of each (step, source): a gap every step has is normal */
     double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
     double *usual_max = calloc(ns ? ns : 1, sizeof *usual_max);
-    if (!tid || !stepmax || !usual_max)
+    size_t *nmax = calloc(ns ? ns : 1, sizeof *nmax); /* steps with a gap, per source */
+    if (!tid || !stepmax || !usual_max || !nmax)
         goto oom;
     for (size_t s = 0; s < ns; s++)
         tid[s] = INT32_MIN;
@@ -1027,8 +1028,11 @@ static int detect_gaps(dctx *D)
                 for (uint32_t k = 0; k < D->nsteps; k++)
                     if (stepmax[(size_t)k * ns + s] > 0)
                         col[nc++] = stepmax[(size_t)k * ns + s];
-                /* with fewer than three steps the longest gap may be the stall itself */
-                usual_max[s] = nc >= 3 ? median_of(col, nc) : 0;
+                /* the yardstick must not be the step's own longest gap (the
+                 * stall itself): with three steps or more the median, with two
+                 * their sum (the other step's is taken out below), with one none */
+                nmax[s] = nc;
+                usual_max[s] = nc >= 3 ? median_of(col, nc) : nc == 2 ? col[0] + col[1] : 0;
             }
             free(med);
             free(col);
@@ -1088,9 +1092,10 @@ static int detect_gaps(dctx *D)
                     *mx = g;
                 continue;
             }
-            double thr = 40 * usual[s] + 100000;
-            if (thr < 3 * usual_max[s])
-                thr = 3 * usual_max[s];
+            double thr = 40 * usual[s] + 100000,
+                   um = nmax[s] == 2 ? usual_max[s] - stepmax[(size_t)prev_step * ns + s] : usual_max[s];
+            if (thr < 3 * um)
+                thr = 3 * um;
             /* with fewer than three steps the thread's usual stalls are
              * unknown: only a gap longer than a scheduler time slice
              * (milliseconds) says the thread was descheduled */
@@ -1119,6 +1124,7 @@ static int detect_gaps(dctx *D)
     free(tid);
     free(stepmax);
     free(usual_max);
+    free(nmax);
     return 0;
 oom:
     groups_free(&gaps);
@@ -1126,6 +1132,7 @@ oom:
     free(tid);
     free(stepmax);
     free(usual_max);
+    free(nmax);
     return -1;
 }
 
