@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../util/fsutil.h"
 #include "../util/textout.h"
 
 #define INJECT_NAME "libteller_inject.so"
@@ -46,21 +47,6 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int mkdir_p(const char *d)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", d);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(tmp, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 /* The injection library: option, environment, or beside this program. */
@@ -281,15 +267,15 @@ int cmd_run(int argc, char **argv)
         out = defdir;
     }
     char dir[PATH_MAX], sub[PATH_MAX + 16];
-    if (mkdir_p(out) || !realpath(out, dir)) {
+    if (teller_mkdir_p(out, 0777) || !realpath(out, dir)) {
         fprintf(stderr, "teller run: cannot create %s: %s\n", out, strerror(errno));
         return 2;
     }
     snprintf(sub, sizeof sub, "%s/traces", dir);
-    int bad = mkdir_p(sub);
+    int bad = teller_mkdir_p(sub, 0777);
     setenv("TELLER_TRACE_DIR", sub, 1);
     snprintf(sub, sizeof sub, "%s/logs", dir);
-    bad |= mkdir_p(sub);
+    bad |= teller_mkdir_p(sub, 0777);
     if (bad) {
         fprintf(stderr, "teller run: cannot create directories under %s: %s\n", dir, strerror(errno));
         return 2;

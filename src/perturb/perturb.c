@@ -9,7 +9,6 @@
  * became in the rewritten trace. The physics of each kind and its limits
  * are in docs/PERTURB.md.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include "teller/logs.h"
 #include "teller/perturb.h"
 #include "retime.h"
+#include "../util/fsutil.h"
 #include "../util/rng.h"
 #include "../util/textout.h"
 #include "../util/vec.h"
@@ -560,21 +560,6 @@ static void note(teller_perturb_result *res, const char *fmt, ...)
     va_end(ap);
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* Per step: the window over every rank, from the step table's rules
  * (marker start to the end of the marker or of the step's GPU work). */
 static void windows(const teller_store *st, const int64_t *start, const int64_t *dur, const uint8_t *keep,
@@ -739,7 +724,7 @@ static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, lo
         return TELLER_OK;
     char sub[4096];
     snprintf(sub, sizeof sub, "%s/logs", dir);
-    if (mkdir_p(sub))
+    if (teller_mkdir_p(sub, 0755))
         return teller_error_set(err, TELLER_ERR_IO, sub, 0, "cannot create the directory");
     for (size_t i = 0; i < o->nlogs; i++) {
         long node = log_node(o, i);
@@ -1070,7 +1055,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
             res->carried++;
         }
     }
-    if (mkdir_p(dir)) {
+    if (teller_mkdir_p(dir, 0755)) {
         rc = teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the directory");
         goto done;
     }

@@ -14,17 +14,16 @@
  * Events are written as Kineto JSON per rank on the rank's node clock
  * (offset and drift); log lines per node in the engines' formats.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <zlib.h>
 
 #include "teller/sim.h"
 #include "sim_out.h"
+#include "../util/fsutil.h"
 #include "../util/rng.h"
 #include "../util/vec.h"
 
@@ -1050,21 +1049,6 @@ static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
 
 /* ---- writing the case ---- */
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int log_cmp(const void *a, const void *b)
 {
     const logline *x = a, *y = b;
@@ -1396,7 +1380,7 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         return st;
     char path[4096];
     snprintf(path, sizeof path, "%s/logs", dir);
-    if (mkdir_p(path) != 0)
+    if (teller_mkdir_p(path, 0755) != 0)
         return teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the case directory");
     sim S;
     memset(&S, 0, sizeof S);
