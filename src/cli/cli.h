@@ -6,6 +6,7 @@
 #ifndef TELLER_CLI_H
 #define TELLER_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "teller/ingest.h"
@@ -45,6 +46,12 @@ void cli_put_text(FILE *f, const char *s);
  * (an integer when integral is set) into *out. 0 on success; -1, with a
  * message naming the command, option and value, on anything else. */
 int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integral, double *out);
+
+/* Parses the value v of --fault of command cmd, a comma-separated list of
+ * fault kinds or "all" (every kind but the first, "none"), into the bit set
+ * *out (1 << teller_fault per kind). 0 on success; -1 on an unknown kind
+ * (message naming the command and the kind) or when out of memory. */
+int cli_faults(const char *cmd, const char *v, uint32_t *out);
 
 /* Appends a copy of s to the string list *v (*n strings); -1 when out of memory. */
 int cli_add_str(char ***v, size_t *n, const char *s);

@@ -75,24 +75,8 @@ int cmd_perturb(int argc, char **argv)
         } else if (!strcmp(a, "--log")) {
             logs[nlogs++] = v;
         } else if (!strcmp(a, "--fault")) {
-            o.faults = 0;
-            char *copy = strdup(v), *save = NULL;
-            if (!copy)
+            if (cli_faults("perturb", v, &o.faults))
                 goto done;
-            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (!strcmp(tok, "all")) {
-                    o.faults |= ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-                    continue;
-                }
-                teller_fault f = teller_fault_parse(tok);
-                if (f == TELLER_FAULT_COUNT) {
-                    fprintf(stderr, "teller: perturb: unknown fault kind '%s' (see --help)\n", tok);
-                    free(copy);
-                    goto done;
-                }
-                o.faults |= 1u << f;
-            }
-            free(copy);
         } else if (!strcmp(a, "--seed")) {
             char *end;
             o.seed = strtoull(v, &end, 10);

@@ -55,22 +55,8 @@ int cmd_simulate(int argc, char **argv)
         } else if (!strcmp(a, "--engine")) {
             o.engine = v;
         } else if (!strcmp(a, "--fault")) {
-            o.faults = 0;
-            char *copy = strdup(v), *save = NULL;
-            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (!strcmp(tok, "all")) {
-                    o.faults |= ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-                    continue;
-                }
-                teller_fault f = teller_fault_parse(tok);
-                if (f == TELLER_FAULT_COUNT) {
-                    fprintf(stderr, "teller: simulate: unknown fault kind '%s' (see --help)\n", tok);
-                    free(copy);
-                    return 2;
-                }
-                o.faults |= 1u << f;
-            }
-            free(copy);
+            if (cli_faults("simulate", v, &o.faults))
+                return 2;
         } else {
             /* counts are integers; the rate a share; the seed any 53-bit integer */
             int share = !strcmp(a, "--fault-rate"), real = share || !strcmp(a, "--severity");
