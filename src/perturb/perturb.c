@@ -183,13 +183,12 @@ static size_t gather(pctx *P, uint32_t k, int (*q)(const pctx *, uint32_t), int 
 }
 
 /* A rank drawn among those with a candidate; gathers that rank's. */
-static size_t gather_rank(pctx *P, uint32_t k, int (*q)(const pctx *, uint32_t), int *rank)
+static size_t gather_rank(pctx *P, uint32_t k, int (*q)(const pctx *, uint32_t))
 {
     size_t n = gather(P, k, q, -1);
     if (!n)
         return 0;
-    *rank = rank_of(P, P->cand[uni_int(&P->r, (int)n)]);
-    return gather(P, k, q, *rank);
+    return gather(P, k, q, rank_of(P, P->cand[uni_int(&P->r, (int)n)]));
 }
 
 static uint32_t longest(const pctx *P, const uint32_t *v, size_t n, const int64_t *extra)
@@ -204,6 +203,16 @@ static uint32_t longest(const pctx *P, const uint32_t *v, size_t n, const int64_
         }
     }
     return best;
+}
+
+/* Stretches each of the n events v by the slowdown factor f: its duration
+ * times f - 1 is added. -1 when out of memory. */
+static int stretch_all(pctx *P, const uint32_t *v, size_t n, double f)
+{
+    for (size_t j = 0; j < n; j++)
+        if (edit(P, v[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[v[j]] * (f - 1))))
+            return -1;
+    return 0;
 }
 
 /* ---- the kinds: each checks (apply 0) or injects (apply 1) ---- */
@@ -224,8 +233,7 @@ static int inj_kernel_regression(pctx *P, uint32_t k, int apply, root *rt)
 {
     if (!apply)
         return gather(P, k, q_kernel, -1) > 0;
-    int r;
-    size_t n = gather_rank(P, k, q_kernel, &r);
+    size_t n = gather_rank(P, k, q_kernel);
     if (!n)
         return 0; /* out of memory (P->oom) */
     /* the kernel under a random point of the rank's kernel time: big kernels regress visibly */
@@ -242,16 +250,18 @@ static int inj_kernel_regression(pctx *P, uint32_t k, int apply, root *rt)
         }
     }
     double f = draw_factor(P, TELLER_FAULT_KERNEL_REGRESSION);
+    /* every instance of the picked kernel's name regresses; the root is the
+     * longest of them, the picked one among equals */
     uint32_t name = P->ev->name[pick], best = pick;
-    for (size_t j = 0; j < n; j++) {
-        uint32_t e = P->cand[j];
-        if (P->ev->name[e] != name)
-            continue;
-        if (edit(P, e, RT_STRETCH, (int64_t)((double)P->ev->dur_ns[e] * (f - 1))))
-            return -1;
-        if (P->ev->dur_ns[e] > P->ev->dur_ns[best])
-            best = e;
-    }
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++)
+        if (P->ev->name[P->cand[j]] == name)
+            P->cand[m++] = P->cand[j];
+    if (stretch_all(P, P->cand, m, f))
+        return -1;
+    for (size_t j = 0; j < m; j++)
+        if (P->ev->dur_ns[P->cand[j]] > P->ev->dur_ns[best])
+            best = P->cand[j];
     return set_root(P, rt, best);
 }
 
@@ -259,14 +269,11 @@ static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
 {
     if (!apply)
         return gather(P, k, q_kernel, -1) > 0;
-    int r;
-    size_t n = gather_rank(P, k, q_kernel, &r);
+    size_t n = gather_rank(P, k, q_kernel);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    double f = draw_factor(P, TELLER_FAULT_GPU_THROTTLE);
-    for (size_t j = 0; j < n; j++)
-        if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
-            return -1;
+    if (stretch_all(P, P->cand, n, draw_factor(P, TELLER_FAULT_GPU_THROTTLE)))
+        return -1;
     /* the root: the longest instance of the kernel name with the most time */
     uint32_t best = P->cand[0];
     int64_t best_t = -1;
@@ -288,8 +295,7 @@ static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(c
 {
     if (!apply)
         return gather(P, k, q, -1) > 0;
-    int r;
-    size_t n = gather_rank(P, k, q, &r);
+    size_t n = gather_rank(P, k, q);
     if (!n)
         return 0; /* out of memory (P->oom) */
     double base = draw_ns(P, kind);
@@ -322,8 +328,7 @@ static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
 {
     if (!apply)
         return gather(P, k, q_sync, -1) > 0;
-    int r;
-    size_t n = gather_rank(P, k, q_sync, &r);
+    size_t n = gather_rank(P, k, q_sync);
     if (!n)
         return 0; /* out of memory (P->oom) */
     uint32_t e = P->cand[uni_int(&P->r, (int)n)];
@@ -336,8 +341,7 @@ static int inj_cpu_contention(pctx *P, uint32_t k, int apply, root *rt)
 {
     if (!apply)
         return gather(P, k, q_host_op, -1) > 0;
-    int r;
-    size_t n = gather_rank(P, k, q_host_op, &r);
+    size_t n = gather_rank(P, k, q_host_op);
     if (!n)
         return 0; /* out of memory (P->oom) */
     int gaps = 1 + uni_int(&P->r, 5);
@@ -361,16 +365,15 @@ static int inj_pcie(pctx *P, uint32_t k, int apply, root *rt)
 {
     if (!apply)
         return gather(P, k, q_copy, -1) > 0;
-    int r;
-    size_t n = gather_rank(P, k, q_copy, &r);
+    size_t n = gather_rank(P, k, q_copy);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    double f = draw_factor(P, TELLER_FAULT_PCIE_DEGRADATION);
+    if (stretch_all(P, P->cand, n, draw_factor(P, TELLER_FAULT_PCIE_DEGRADATION)))
+        return -1;
+    /* the root: the first copy, or a longer host-to-device one */
     uint32_t best = TELLER_NONE;
     for (size_t j = 0; j < n; j++) {
         uint32_t e = P->cand[j];
-        if (edit(P, e, RT_STRETCH, (int64_t)((double)P->ev->dur_ns[e] * (f - 1))))
-            return -1;
         int h2d = strstr(name_of(P, e), "HtoD") || strstr(name_of(P, e), "H2D") || strstr(name_of(P, e), "Host-to");
         if (best == TELLER_NONE || (h2d && P->ev->dur_ns[e] > P->ev->dur_ns[best]))
             best = e;
@@ -517,10 +520,8 @@ static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
     if (!apply || !n)
         return n > 0;
     /* the simulator recomputes tokens; here 1.3-2x more time through the same kernels */
-    double f = 1.0 + uni_in(&P->r, 0.3, 1.0) * P->o->severity;
-    for (size_t j = 0; j < n; j++)
-        if (edit(P, P->cand[j], RT_STRETCH, (int64_t)((double)P->ev->dur_ns[P->cand[j]] * (f - 1))))
-            return -1;
+    if (stretch_all(P, P->cand, n, 1.0 + uni_in(&P->r, 0.3, 1.0) * P->o->severity))
+        return -1;
     return set_root(P, rt, lead_marker(P, k));
 }
 
