@@ -55,6 +55,8 @@ int cli_faults(const char *cmd, const char *v, uint32_t *out);
 
 /* Appends a copy of s to the string list *v (*n strings); -1 when out of memory. */
 int cli_add_str(char ***v, size_t *n, const char *s);
+/* Frees a string list of cli_add_str: its n strings and the list itself. */
+void cli_free_strs(char **v, size_t n);
 /* Appends the .log files under DIR/logs of a case directory to the list (cli_add_str). */
 void cli_case_logs(const char *dir, char ***v, size_t *n);
 

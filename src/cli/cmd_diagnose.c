@@ -29,6 +29,13 @@ int cli_add_str(char ***v, size_t *n, const char *s)
     return 0;
 }
 
+void cli_free_strs(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 /* logs/node*.log of a case directory */
 void cli_case_logs(const char *dir, char ***v, size_t *n)
 {
@@ -281,9 +288,7 @@ int cmd_diagnose(int argc, char **argv)
     teller_store_free(st);
 done:
     teller_model_free(model);
-    for (size_t i = 0; i < nlogs; i++)
-        free(logs[i]);
-    free(logs);
+    cli_free_strs(logs, nlogs);
     free(paths);
     return rc;
 }

@@ -130,9 +130,7 @@ done:
     jdom_free(truth);
     teller_diagnosis_free(d);
     teller_store_free(st);
-    for (size_t i = 0; i < nlogs; i++)
-        free(logs[i]);
-    free(logs);
+    cli_free_strs(logs, nlogs);
     return rc;
 }
 
@@ -237,8 +235,6 @@ done:
     teller_model_free(m);
     free(tr);
     free(va);
-    for (size_t i = 0; i < ncases; i++)
-        free(cases[i]);
-    free(cases);
+    cli_free_strs(cases, ncases);
     return rc;
 }
