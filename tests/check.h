@@ -57,4 +57,7 @@ struct teller_store *load_case_ranks(const char *dir, int from, int to);
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);
 
+/* Removes a test's directory and all under it (rm -rf), CHECKing that it went. */
+void rm_rf(const char *dir);
+
 #endif

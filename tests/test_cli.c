@@ -91,8 +91,7 @@ static void test_cli_candidates(void)
     snprintf(args, sizeof args, "eval --truth %s/case --candidates %s/case/truth.json", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
     CHECK(strstr(out, "truth.json") != NULL);
-    snprintf(args, sizeof args, "rm -rf %s", dir);
-    CHECK(system(args) == 0);
+    rm_rf(dir);
 }
 
 /* teller train writes a model that diagnose --model uses; --no-model is
@@ -125,8 +124,7 @@ static void test_cli_train_and_model(void)
     snprintf(args, sizeof args, "train -o %s/m3.tmod %s", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
     CHECK(strstr(out, "no case directories") != NULL);
-    snprintf(args, sizeof args, "rm -rf %s", dir);
-    CHECK(system(args) == 0);
+    rm_rf(dir);
 }
 
 const test_case cli_tests[] = {

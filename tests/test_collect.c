@@ -61,14 +61,6 @@ static const char *make_tmpdir(void)
     return mkdtemp(tmpdir_buf);
 }
 
-static void rm_rf(const char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0)
-        fprintf(stderr, "  could not remove %s\n", d);
-}
-
 /* The .tlt files of a directory (up to max), full paths. */
 static int list_tlt(const char *d, char out[][512], int max)
 {

@@ -139,9 +139,7 @@ static void test_diagnose_simulated_case(void)
     CHECK(!flagged_by_log);
     teller_diagnosis_free(d);
     teller_store_free(st);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    rm_rf(dir);
 }
 
 /* The candidate records: per step at most TELLER_DIAG_MAX_CANDS, one per
@@ -232,9 +230,7 @@ static void test_diagnose_candidate_records(void)
     teller_eval_free(e);
     teller_diagnosis_free(d);
     teller_store_free(st);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    rm_rf(dir);
 }
 
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
@@ -322,9 +318,7 @@ static void test_diagnose_varied_shapes(void)
         CHECK(flagged > 0);
         teller_diagnosis_free(d);
         teller_store_free(st);
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        CHECK(system(cmd) == 0);
+        rm_rf(dir);
     }
 }
 

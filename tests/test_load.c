@@ -17,13 +17,6 @@
 #include "teller/predict.h"
 #include "teller/sim.h"
 
-static void rm_rf(const char *dir)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
-}
-
 static void copy_file(const char *from, const char *to)
 {
     FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");

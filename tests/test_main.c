@@ -21,6 +21,13 @@ const char *shared_path(const char *rel)
     return buf;
 }
 
+void rm_rf(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 teller_store *load_case_ranks(const char *dir, int from, int to)
 {
     teller_store *st = teller_store_create();

@@ -356,9 +356,7 @@ static void test_model_file_and_determinism(void)
     CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
     CHECK_EQ_INT(teller_model_load("/nonexistent/x.tmod", &m, &err), TELLER_ERR_IO);
     free(a);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p1);
-    CHECK(system(cmd) == 0);
+    rm_rf(p1);
 }
 
 /* teller_diagnose with a model: the model's probability is the step's
@@ -434,9 +432,7 @@ static void test_model_judges_diagnosis(void)
     teller_diagnosis_free(d0);
     teller_diagnosis_free(d1);
     teller_store_free(st);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    rm_rf(dir);
 }
 
 /* the library carries the default model exactly when the source tree has

@@ -6,7 +6,6 @@
  * length, same seed gives same bytes, bad input says why.
  */
 #define _XOPEN_SOURCE 700
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,16 +35,6 @@ static const char *const k_runs[][2] = {
     {"hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", NULL},
     {"hta/trace_compare/base/base.json.gz", NULL},
 };
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 static teller_store *load_paths(const char *const *paths, int n, int shared)
 {

@@ -120,9 +120,7 @@ static void score_case(const teller_sim_opts *o, figures *f)
     free_diag(diag);
     jdom_free(truth);
     teller_store_free(st);
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    rm_rf(dir);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -289,9 +287,7 @@ static void test_bad_input(void)
     CHECK_EQ_INT(teller_requests_build(st, &ro, &R, &err), TELLER_ERR_IO);
     CHECK(R == NULL);
     teller_store_free(st);
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    rm_rf(dir);
 }
 
 /* A store whose step annotations list their requests (contrib/teller_nvtx):

@@ -85,9 +85,7 @@ static void test_sim_case_reads_back(void)
     teller_eval_free(e);
     teller_store_free(st);
     jdom_free(truth);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    rm_rf(dir);
 }
 
 /* Realism of the logs: every line the simulator writes is one the readers
@@ -135,9 +133,7 @@ static void test_sim_logs_are_real_formats(void)
         CHECK_EQ_INT(generic, 0);
         CHECK(fam[TELLER_LOG_NCCL] > 0);
         CHECK(fam[e == 0 ? TELLER_LOG_VLLM : TELLER_LOG_SGLANG] > 0);
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        CHECK(system(cmd) == 0);
+        rm_rf(dir);
     }
 }
 
@@ -184,9 +180,8 @@ static void test_sim_same_seed_same_bytes(void)
             fprintf(stderr, "  %s differs\n", files[i]);
         CHECK(same_file(pa, pb));
     }
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
-    CHECK(system(cmd) == 0);
+    rm_rf(a);
+    rm_rf(b);
 }
 
 /* --log-capture: the same lines, each behind the node's clock at emission,
@@ -250,9 +245,8 @@ static void test_sim_log_capture_prefixes_the_same_lines(void)
                 fclose(fb);
         }
         CHECK(lines > 20 && timed > 10);
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
-        CHECK(system(cmd) == 0);
+        rm_rf(a);
+        rm_rf(b);
     }
 }
 

@@ -191,12 +191,6 @@ static void simulate(const char *dir, uint64_t seed, int steps)
     CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
 }
 
-static void rm_rf(const char *dir)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
-}
 
 /* ---- tests ---- */
 
