@@ -57,6 +57,10 @@ struct teller_store *load_case_ranks(const char *dir, int from, int to);
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);
 
+/* Writes the step predictions of a diagnosis to f (teller_pred_write). */
+struct teller_diagnosis;
+void write_preds(const struct teller_diagnosis *d, FILE *f);
+
 /* Removes a test's directory and all under it (rm -rf), CHECKing that it went. */
 void rm_rf(const char *dir);
 

@@ -27,15 +27,14 @@ static int has_note(const teller_diagnosis *d, const char *needle)
     return 0;
 }
 
-static void write_preds(const teller_diagnosis *d, const char *path)
+static void save_preds(const teller_diagnosis *d, const char *path)
 {
-    teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
-    for (size_t k = 0; k < d->n; k++)
-        p[k] = d->steps[k].pred;
     FILE *f = fopen(path, "w");
-    teller_pred_write(f, p, d->n);
-    fclose(f);
-    free(p);
+    CHECK(f != NULL);
+    if (f) {
+        write_preds(d, f);
+        fclose(f);
+    }
 }
 
 /* A simulated 2-node case (seed kept apart from tuning and reporting): the
@@ -70,7 +69,7 @@ static void test_diagnose_simulated_case(void)
     char pp[600], tp[600];
     snprintf(pp, sizeof pp, "%s/pred.json", dir);
     snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    write_preds(d, pp);
+    save_preds(d, pp);
     teller_eval *e = teller_eval_create();
     CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
     teller_eval_summary s;
@@ -209,7 +208,7 @@ static void test_diagnose_candidate_records(void)
     CHECK(doc != NULL);
     CHECK(doc && jdom_get(doc, "features") && jdom_get(doc, "features")->n == TELLER_CAND_FEATURES);
     jdom_free(doc);
-    write_preds(d, pp);
+    save_preds(d, pp);
     teller_eval *e = teller_eval_create();
     CHECK_EQ_INT(teller_eval_add_candidates(e, tp, cp, &err), TELLER_OK);
     CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
@@ -258,7 +257,7 @@ static void test_diagnose_real_traces(void)
         char pp[] = "/tmp/teller_rdiag_XXXXXX";
         int fd = mkstemp(pp);
         close(fd);
-        write_preds(d, pp);
+        save_preds(d, pp);
         jv *v = jdom_load(pp, &err);
         CHECK(v != NULL);
         const jv *steps = jdom_get(v, "steps");

@@ -384,14 +384,10 @@ static char *predictions(teller_store *st, const char *dir)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
-    for (size_t k = 0; p && k < d->n; k++)
-        p[k] = d->steps[k].pred;
-    if (f && p)
-        teller_pred_write(f, p, d->n);
-    if (f)
+    if (f) {
+        write_preds(d, f);
         fclose(f);
-    free(p);
+    }
     teller_diagnosis_free(d);
     return text;
 }

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "teller/diagnose.h"
 #include "teller/ingest.h"
+#include "teller/predict.h"
 #include "teller/tree.h"
 
 int check_failures;
@@ -19,6 +21,16 @@ const char *shared_path(const char *rel)
     const char *base = getenv("TELLER_SHARED");
     snprintf(buf, sizeof buf, "%s/data/traces/%s", base ? base : TELLER_SHARED_DIR, rel);
     return buf;
+}
+
+void write_preds(const teller_diagnosis *d, FILE *f)
+{
+    teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
+    for (size_t k = 0; p && k < d->n; k++)
+        p[k] = d->steps[k].pred;
+    if (p)
+        teller_pred_write(f, p, d->n);
+    free(p);
 }
 
 void rm_rf(const char *dir)
