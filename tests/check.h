@@ -57,6 +57,11 @@ struct teller_store *load_case_ranks(const char *dir, int from, int to);
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);
 
+/* Makes dir (a mkdtemp template) and simulates the case o into it,
+ * CHECKing both. */
+struct teller_sim_opts;
+void sim_case(char *dir, const struct teller_sim_opts *o);
+
 /* Writes the step predictions of a diagnosis to f (teller_pred_write). */
 struct teller_diagnosis;
 void write_preds(const struct teller_diagnosis *d, FILE *f);

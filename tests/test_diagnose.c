@@ -42,7 +42,6 @@ static void save_preds(const teller_diagnosis *d, const char *path)
 static void test_diagnose_simulated_case(void)
 {
     char dir[] = "/tmp/teller_diag_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = 2;
     o.gpus_per_node = 2;
@@ -54,7 +53,7 @@ static void test_diagnose_simulated_case(void)
     o.seed = 4242;
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    sim_case(dir, &o);
     teller_store *st = load_case_ranks(dir, 0, 4);
     char l0[600], l1[600];
     snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
@@ -149,7 +148,6 @@ static void test_diagnose_simulated_case(void)
 static void test_diagnose_candidate_records(void)
 {
     char dir[] = "/tmp/teller_cand_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = 2;
     o.gpus_per_node = 2;
@@ -161,7 +159,7 @@ static void test_diagnose_candidate_records(void)
     o.seed = 4343;
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    sim_case(dir, &o);
     teller_store *st = load_case_ranks(dir, 0, 4);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
@@ -285,7 +283,6 @@ static void test_diagnose_varied_shapes(void)
         {"sglang", "moe", 1, 2, 2, 1}, {"vllm", "70b", 2, 2, 4, 1}, {"vllm", "8b", 1, 2, 1, 2}, {"sglang", "8b", 2, 1, 1, 2}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         char dir[] = "/tmp/teller_diagv_XXXXXX";
-        CHECK(mkdtemp(dir) != NULL);
         teller_sim_opts o = teller_sim_defaults();
         o.engine = shapes[i].engine;
         o.model = shapes[i].model;
@@ -299,7 +296,7 @@ static void test_diagnose_varied_shapes(void)
         o.seed = 900 + i;
         teller_error err;
         teller_error_clear(&err);
-        CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+        sim_case(dir, &o);
         teller_store *st = load_case_ranks(dir, 0, o.nodes * o.gpus_per_node);
         char l0[600], l1[600];
         snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);

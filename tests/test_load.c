@@ -62,7 +62,6 @@ static int has_warning(const teller_store *st, const char *needle)
  * with rm_rf). */
 static void simulate(char *dir, int nodes, int gpus, int steps)
 {
-    CHECK(mkdtemp(dir) != NULL);
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = nodes;
     o.gpus_per_node = gpus;
@@ -72,9 +71,7 @@ static void simulate(char *dir, int nodes, int gpus, int steps)
     o.fault_rate = 0.3;
     o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~(1u | 1u << TELLER_FAULT_NCCL_HANG);
     o.seed = 77;
-    teller_error err;
-    teller_error_clear(&err);
-    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    sim_case(dir, &o);
 }
 
 /* A `teller run` directory keeps its traces under traces/ and none beside

@@ -11,6 +11,7 @@
 #include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/predict.h"
+#include "teller/sim.h"
 #include "teller/tree.h"
 
 int check_failures;
@@ -21,6 +22,14 @@ const char *shared_path(const char *rel)
     const char *base = getenv("TELLER_SHARED");
     snprintf(buf, sizeof buf, "%s/data/traces/%s", base ? base : TELLER_SHARED_DIR, rel);
     return buf;
+}
+
+void sim_case(char *dir, const teller_sim_opts *o)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
 }
 
 void write_preds(const teller_diagnosis *d, FILE *f)

@@ -365,7 +365,6 @@ static void test_model_file_and_determinism(void)
 static void test_model_judges_diagnosis(void)
 {
     char dir[] = "/tmp/teller_mdiag_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = 1;
     o.gpus_per_node = 2;
@@ -377,7 +376,7 @@ static void test_model_judges_diagnosis(void)
     o.seed = 4444;
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    sim_case(dir, &o);
     teller_store *st = load_case_ranks(dir, 0, 2);
     teller_diagnosis *d0 = NULL, *d1 = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d0, &err), TELLER_OK);

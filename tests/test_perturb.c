@@ -339,7 +339,6 @@ static void test_perturbed_real_runs_stay_consistent(void)
 static void test_perturbed_multi_node_run_stays_consistent(void)
 {
     char dir[] = "/tmp/teller_perturb_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_sim_opts so = teller_sim_defaults();
     so.nodes = 2;
     so.gpus_per_node = 2;
@@ -348,9 +347,7 @@ static void test_perturbed_multi_node_run_stays_consistent(void)
     so.steps = 30;
     so.fault_rate = 0;
     so.seed = 77;
-    teller_error err;
-    teller_error_clear(&err);
-    CHECK_EQ_INT(teller_simulate(&so, dir, &err), TELLER_OK);
+    sim_case(dir, &so);
     teller_store *st = load_case_ranks(dir, 0, 4);
     int injected = 0;
     uint32_t seen = 0;

@@ -54,9 +54,8 @@ typedef struct figures {
 static void score_case(const teller_sim_opts *o, figures *f)
 {
     char dir[] = "/tmp/teller_req_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_error err;
-    CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
+    sim_case(dir, o);
     teller_store *st = load_case_ranks(dir, 0, o->nodes * o->gpus_per_node);
     char truth_path[4200], logs[4][4200];
     snprintf(truth_path, sizeof truth_path, "%s/truth.json", dir);
@@ -210,11 +209,10 @@ static const char *write_file(const char *dir, const char *name, const char *tex
 static void test_bad_input(void)
 {
     char dir[] = "/tmp/teller_reqbad_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_error err;
     teller_sim_opts o = teller_sim_defaults();
     o.engine = "vllm", o.nodes = 1, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.steps = 40, o.seed = 5, o.faults = 0;
-    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    sim_case(dir, &o);
     teller_store *st = load_case_ranks(dir, 0, 2);
     /* the case's own log plus: an id that finishes twice, one that only
      * finishes, one received that the trace never schedules */

@@ -21,7 +21,6 @@
 static void test_sim_case_reads_back(void)
 {
     char dir[] = "/tmp/teller_sim_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = 2;
     o.gpus_per_node = 2;
@@ -32,7 +31,7 @@ static void test_sim_case_reads_back(void)
     o.seed = 7;
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    sim_case(dir, &o);
     char tp[600];
     snprintf(tp, sizeof tp, "%s/truth.json", dir);
     jv *truth = jdom_load(tp, &err);
@@ -96,7 +95,6 @@ static void test_sim_logs_are_real_formats(void)
     const char *engines[] = {"vllm", "sglang"};
     for (int e = 0; e < 2; e++) {
         char dir[] = "/tmp/teller_simlog_XXXXXX";
-        CHECK(mkdtemp(dir) != NULL);
         teller_sim_opts o = teller_sim_defaults();
         o.nodes = 2;
         o.gpus_per_node = 2;
@@ -107,8 +105,7 @@ static void test_sim_logs_are_real_formats(void)
         o.fault_rate = 0.5;
         o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
         o.seed = 31;
-        teller_error err;
-        CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+        sim_case(dir, &o);
         long lines = 0, generic = 0, fam[TELLER_LOG_FAMILY_COUNT] = {0};
         for (int n = 0; n < 2; n++) {
             char p[600], line[8192];
