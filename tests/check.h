@@ -62,10 +62,6 @@ const char *shared_path(const char *rel);
 struct teller_sim_opts;
 void sim_case(char *dir, const struct teller_sim_opts *o);
 
-/* Writes the step predictions of a diagnosis to f (teller_pred_write). */
-struct teller_diagnosis;
-void write_preds(const struct teller_diagnosis *d, FILE *f);
-
 /* Removes a test's directory and all under it (rm -rf), CHECKing that it went. */
 void rm_rf(const char *dir);
 

@@ -32,7 +32,7 @@ static void save_preds(const teller_diagnosis *d, const char *path)
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     if (f) {
-        write_preds(d, f);
+        CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
         fclose(f);
     }
 }

@@ -382,7 +382,7 @@ static char *predictions(teller_store *st, const char *dir)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (f) {
-        write_preds(d, f);
+        CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
         fclose(f);
     }
     teller_diagnosis_free(d);

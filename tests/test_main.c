@@ -8,9 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "teller/diagnose.h"
 #include "teller/ingest.h"
-#include "teller/predict.h"
 #include "teller/sim.h"
 #include "teller/tree.h"
 
@@ -30,16 +28,6 @@ void sim_case(char *dir, const teller_sim_opts *o)
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
-}
-
-void write_preds(const teller_diagnosis *d, FILE *f)
-{
-    teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
-    for (size_t k = 0; p && k < d->n; k++)
-        p[k] = d->steps[k].pred;
-    if (p)
-        teller_pred_write(f, p, d->n);
-    free(p);
 }
 
 void rm_rf(const char *dir)

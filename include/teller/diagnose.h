@@ -119,6 +119,11 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                               teller_error *err);
 void teller_diagnosis_free(teller_diagnosis *d);
 
+/* Writes every step's prediction (d->steps[k].pred) as teller_pred_write
+ * does: the predictions JSON that `teller eval` scores. TELLER_ERR_NOMEM
+ * (nothing written) when out of memory. */
+teller_status teller_diag_write_preds(FILE *f, const teller_diagnosis *d);
+
 /* Writes every step's candidates as JSON: {"version": 1, "features":
  * [names], "steps": [{"step": K, "candidates": [{"rank", "node", "op",
  * "layer", "fault", "score", "excess_ns", "features": [...]}]}]}. The store

@@ -242,12 +242,10 @@ int cmd_diagnose(int argc, char **argv)
             fprintf(stderr, "teller: %s: cannot write\n", json);
             rc = 1;
         } else {
-            teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
-            for (size_t k = 0; p && k < d->n; k++)
-                p[k] = d->steps[k].pred;
-            if (p)
-                teller_pred_write(f, p, d->n);
-            free(p);
+            if (teller_diag_write_preds(f, d) != TELLER_OK) {
+                fprintf(stderr, "teller: %s: out of memory\n", json);
+                rc = 1;
+            }
             fclose(f);
         }
     }

@@ -1,9 +1,11 @@
 /*
- * cands.c - the candidate records of a diagnosis (diagnose.h): the names of
+ * cands.c - the records a diagnosis writes (diagnose.h): its predictions
+ * JSON, which `teller eval` scores; and its candidate records, the names of
  * the feature vector's entries and the candidates' JSON, which a learned
  * ranker and `teller eval --candidates` (candidate recall@K) read.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "teller/diagnose.h"
 #include "teller/fault.h"
@@ -23,6 +25,18 @@ static const char *const feature_names[TELLER_CAND_FEATURES] = {
 const char *teller_cand_feature_name(int f)
 {
     return f >= 0 && f < TELLER_CAND_FEATURES ? feature_names[f] : NULL;
+}
+
+teller_status teller_diag_write_preds(FILE *f, const teller_diagnosis *d)
+{
+    teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
+    if (!p)
+        return TELLER_ERR_NOMEM;
+    for (size_t k = 0; k < d->n; k++)
+        p[k] = d->steps[k].pred;
+    teller_pred_write(f, p, d->n);
+    free(p);
+    return TELLER_OK;
 }
 
 void teller_diag_write_candidates(FILE *f, const teller_store *st, const teller_diagnosis *d)
