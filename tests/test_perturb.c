@@ -485,6 +485,14 @@ static size_t hand_rank(char *buf, size_t cap, int rank, int nccl_start)
         rank, nccl_start, 390 - nccl_start);
 }
 
+/* No break of any kind in the run retimed to start/dur (NULL: as loaded). */
+static int consistent(const teller_store *st, const int64_t *start, const int64_t *dur)
+{
+    teller_consistency c;
+    teller_consistency_check(st, start, dur, &c);
+    return c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0;
+}
+
 static teller_store *hand_run(void)
 {
     teller_store *st = teller_store_create();
@@ -537,9 +545,7 @@ static void test_peers_wait_for_a_slow_rank(void)
     CHECK_EQ_INT(start[s1] + dur[s1] - o, 516 * US);  /* its synchronize returns 5 µs after */
     CHECK_EQ_INT(start[m1] + dur[m1] - o, 1121 * US); /* and its step annotation grows with it */
     CHECK_EQ_INT(start[find_ev(st, 1, "gemm_b", 0)], ev->start_ns[find_ev(st, 1, "gemm_b", 0)]);
-    teller_consistency c;
-    teller_consistency_check(st, start, dur, &c);
-    CHECK(c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0);
+    CHECK(consistent(st, start, dur));
     free(start);
     free(dur);
     teller_store_free(st);
@@ -569,9 +575,7 @@ static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
     CHECK_EQ_INT(start[b1] - o, 200 * US);
     /* the annotation grew around the gap; nothing crosses */
     CHECK_EQ_INT(start[find_ev(st, 1, "ProfilerStep#1", 0)] - o, 0);
-    teller_consistency c;
-    teller_consistency_check(st, start, dur, &c);
-    CHECK(c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0);
+    CHECK(consistent(st, start, dur));
     free(start);
     free(dur);
     teller_store_free(st);
@@ -583,9 +587,8 @@ static void test_consistency_check_sees_breaks(void)
     teller_store *st = hand_run();
     const teller_events *ev = teller_store_events(st);
     int64_t *start = malloc(ev->n * sizeof *start), *dur = malloc(ev->n * sizeof *dur);
+    CHECK(consistent(st, NULL, NULL));
     teller_consistency c;
-    teller_consistency_check(st, NULL, NULL, &c);
-    CHECK(c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0);
     uint32_t mm = find_ev(st, 0, "aten::mm", 0), ga = find_ev(st, 0, "gemm_a", 0), gb = find_ev(st, 0, "gemm_b", 0);
     uint32_t n0 = find_ev(st, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
     struct {
