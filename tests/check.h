@@ -5,6 +5,7 @@
 #ifndef TELLER_CHECK_H
 #define TELLER_CHECK_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 extern int check_failures; /* failures in the current test */
@@ -61,6 +62,10 @@ const char *shared_path(const char *rel);
  * CHECKing both. */
 struct teller_sim_opts;
 void sim_case(char *dir, const struct teller_sim_opts *o);
+
+/* The whole of a file in a malloc'd buffer (NUL after its n bytes), or NULL
+ * when it cannot be read. */
+char *read_file(const char *path, size_t *n);
 
 /* Removes a test's directory and all under it (rm -rf), CHECKing that it went. */
 void rm_rf(const char *dir);

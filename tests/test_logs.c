@@ -106,27 +106,6 @@ static const expect_row EXPECT[] = {
     {97, TELLER_LOG_VLLM, TELLER_LOGL_INFO, -1, 1747244710000000000LL, {NULL}},
 };
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        *len = (size_t)n;
-    }
-    return b;
-}
-
 static int slice_eq(teller_log_str s, const char *z)
 {
     return z && s.n == strlen(z) && !memcmp(s.p, z, s.n);
@@ -137,7 +116,7 @@ static int slice_eq(teller_log_str s, const char *z)
 static void check_real_lines(const char *prefix, long long prefix_ns)
 {
     size_t len;
-    char *buf = slurp(shared_file("data/logs/real_log_lines.tsv"), &len);
+    char *buf = read_file(shared_file("data/logs/real_log_lines.tsv"), &len);
     CHECK(buf != NULL);
     if (!buf)
         return;
@@ -730,7 +709,7 @@ static int on_alone(void *ctx, const teller_log_record *rec)
 static void engine_lines_read_the_same_in_a_file_as_alone(void)
 {
     size_t len;
-    char *buf = slurp(shared_file("data/logs/real_log_lines.tsv"), &len);
+    char *buf = read_file(shared_file("data/logs/real_log_lines.tsv"), &len);
     CHECK(buf != NULL);
     if (!buf)
         return;
@@ -904,7 +883,7 @@ static int on_file(void *ctx, const teller_log_record *rec)
 static void gzip_log_reads_as_the_plain_one(void)
 {
     size_t len;
-    char *buf = slurp(shared_file("data/loghub/Zookeeper/Zookeeper_2k.log"), &len);
+    char *buf = read_file(shared_file("data/loghub/Zookeeper/Zookeeper_2k.log"), &len);
     CHECK(buf != NULL);
     if (!buf)
         return;

@@ -30,6 +30,25 @@ void sim_case(char *dir, const teller_sim_opts *o)
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
 }
 
+char *read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    long l = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *b = l >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)l + 1) : NULL;
+    if (b && fread(b, 1, (size_t)l, f) != (size_t)l) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[l] = 0;
+        *n = (size_t)l;
+    }
+    return b;
+}
+
 void rm_rf(const char *dir)
 {
     char cmd[4200];

@@ -258,21 +258,7 @@ static void test_model_overfits_one_batch(void)
     teller_model_free(m);
 }
 
-static int file_bytes(const char *path, unsigned char **out, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    rewind(f);
-    *out = malloc(*n);
-    size_t got = fread(*out, 1, *n, f);
-    fclose(f);
-    return got == *n ? 0 : -1;
-}
-
-static void put_file(const char *path, const unsigned char *b, size_t n)
+static void put_file(const char *path, const void *b, size_t n)
 {
     FILE *f = fopen(path, "wb");
     fwrite(b, 1, n, f);
@@ -302,16 +288,16 @@ static void test_model_file_and_determinism(void)
         CHECK_EQ_INT(teller_model_save(m, r ? f2 : f1, &err), TELLER_OK);
         teller_model_free(m);
     }
-    unsigned char *a, *b;
+    char *a, *b;
     size_t na, nb;
-    CHECK(file_bytes(f1, &a, &na) == 0 && file_bytes(f2, &b, &nb) == 0);
+    CHECK((a = read_file(f1, &na)) != NULL && (b = read_file(f2, &nb)) != NULL);
     CHECK(na == nb && !memcmp(a, b, na));
     free(b);
     /* another seed, other weights */
     teller_model *m3 = teller_model_create(43);
     CHECK_EQ_INT(teller_model_save(m3, f3, &err), TELLER_OK);
     teller_model_free(m3);
-    CHECK(file_bytes(f3, &b, &nb) == 0 && nb == na && memcmp(a, b, na));
+    CHECK((b = read_file(f3, &nb)) != NULL && nb == na && memcmp(a, b, na));
     free(b);
     /* round trip: the loaded model says what the saved one said */
     teller_model *m = NULL;
@@ -441,9 +427,9 @@ static void test_model_default_matches_source(void)
     teller_model *m = NULL;
     teller_error err;
     CHECK_EQ_INT(teller_model_load_default(&m, &err), TELLER_OK);
-    unsigned char *want = NULL;
+    char *want = NULL;
     size_t nwant = 0;
-    int present = file_bytes(TELLER_SOURCE_DIR "/src/model/default.tmod", &want, &nwant) == 0;
+    int present = (want = read_file(TELLER_SOURCE_DIR "/src/model/default.tmod", &nwant)) != NULL;
     CHECK(present == (m != NULL));
     if (m && present) {
         char tmp[] = "/tmp/teller_defmodel_XXXXXX";
@@ -451,9 +437,9 @@ static void test_model_default_matches_source(void)
         CHECK(fd >= 0);
         close(fd);
         CHECK_EQ_INT(teller_model_save(m, tmp, &err), TELLER_OK);
-        unsigned char *got = NULL;
+        char *got = NULL;
         size_t ngot = 0;
-        CHECK(file_bytes(tmp, &got, &ngot) == 0 && ngot == nwant && !memcmp(got, want, nwant));
+        CHECK((got = read_file(tmp, &ngot)) != NULL && ngot == nwant && !memcmp(got, want, nwant));
         free(got);
         unlink(tmp);
         teller_model_sample s;

@@ -122,24 +122,6 @@ static int same_trace(const teller_store *a, const teller_store *b)
     return bad == 0;
 }
 
-static int read_all(const char *path, char **out, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    fseek(f, 0, SEEK_END);
-    long l = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = l >= 0 ? malloc((size_t)l + 1) : NULL;
-    if (!*out) {
-        fclose(f);
-        return -1;
-    }
-    *n = fread(*out, 1, (size_t)l, f);
-    fclose(f);
-    return 0;
-}
-
 static void test_writer_reads_back_equal(void)
 {
     /* every format: Kineto, and an Nsight Systems export of two processes */
@@ -196,7 +178,7 @@ static void test_rate_zero_writes_the_run_unchanged(void)
     CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
     snprintf(copy, sizeof copy, "%s/logs/node0.log", dir);
     size_t n1 = 0, n2 = 0;
-    CHECK(read_all(log, &b1, &n1) == 0 && read_all(copy, &b2, &n2) == 0);
+    CHECK((b1 = read_file(log, &n1)) != NULL && (b2 = read_file(copy, &n2)) != NULL);
     CHECK(n1 == n2 && n1 > 0 && b1 && b2 && !memcmp(b1, b2, n1));
     free(b1);
     free(b2);
@@ -399,7 +381,7 @@ static void test_same_seed_same_bytes(void)
         size_t n1 = 0, n2 = 0;
         snprintf(p1, sizeof p1, "%s/%s", d1, files[i]);
         snprintf(p2, sizeof p2, "%s/%s", d2, files[i]);
-        CHECK(read_all(p1, &b1, &n1) == 0 && read_all(p2, &b2, &n2) == 0);
+        CHECK((b1 = read_file(p1, &n1)) != NULL && (b2 = read_file(p2, &n2)) != NULL);
         CHECK(n1 == n2 && n1 > 0 && b1 && b2 && !memcmp(b1, b2, n1));
         free(b1);
         free(b2);
@@ -411,7 +393,7 @@ static void test_same_seed_same_bytes(void)
     size_t n1 = 0, n2 = 0;
     snprintf(p1, sizeof p1, "%s/truth.json", d1);
     snprintf(p2, sizeof p2, "%s/truth.json", d2);
-    CHECK(read_all(p1, &b1, &n1) == 0 && read_all(p2, &b2, &n2) == 0);
+    CHECK((b1 = read_file(p1, &n1)) != NULL && (b2 = read_file(p2, &n2)) != NULL);
     CHECK(n1 != n2 || memcmp(b1, b2, n1));
     free(b1);
     free(b2);
@@ -656,9 +638,8 @@ static void test_preemption_writes_the_engine_warning(void)
     char path[600], *text = NULL;
     size_t n = 0;
     snprintf(path, sizeof path, "%s/logs/node0.log", dir);
-    CHECK(read_all(path, &text, &n) == 0);
+    CHECK((text = read_file(path, &n)) != NULL);
     if (text) {
-        text[n] = 0;
         time_t sec = (time_t)(t0 / 1000000000);
         struct tm tm;
         gmtime_r(&sec, &tm);
