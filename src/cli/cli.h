@@ -16,11 +16,8 @@
 
 /* Options every trace-reading command accepts. */
 typedef struct cli_load_opts {
-    teller_ingest_opts ingest;
-    teller_tree_opts   tree;
-    int                quiet; /* no warning summary on stderr */
-    int                jobs;  /* --jobs N: threads for loading; 0: every core */
-    int                force; /* --force: load inputs that cannot be one run anyway */
+    teller_load_opts load;  /* --step-pattern, --gpus-per-node, --jobs, --force, --skip-python */
+    int              quiet; /* no warning summary on stderr */
 } cli_load_opts;
 
 /* Defaults: everything kept, every core, no --force. */

@@ -16,8 +16,7 @@ cli_load_opts cli_load_defaults(void)
 {
     cli_load_opts o;
     memset(&o, 0, sizeof o);
-    o.ingest = teller_ingest_defaults();
-    o.tree = teller_tree_defaults();
+    o.load = teller_load_defaults();
     return o;
 }
 
@@ -32,24 +31,24 @@ int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i)
         const char *v = argv[++*i];
         double x;
         if (!strcmp(a, "--step-pattern"))
-            o->tree.step_pattern = v;
+            o->load.tree.step_pattern = v;
         else if (!strcmp(a, "--gpus-per-node")) {
             if (cli_number(argv[0], a, v, 1, 1 << 20, 1, &x))
                 return -1;
-            o->tree.gpus_per_node = (int)x;
+            o->load.tree.gpus_per_node = (int)x;
         } else {
             if (cli_number(argv[0], a, v, 1, 1024, 1, &x))
                 return -1;
-            o->jobs = (int)x;
+            o->load.jobs = (int)x;
         }
         return 1;
     }
     if (!strcmp(a, "--force")) {
-        o->force = 1;
+        o->load.force = 1;
         return 1;
     }
     if (!strcmp(a, "--skip-python")) {
-        o->ingest.skip_python = 1;
+        o->load.ingest.skip_python = 1;
         return 1;
     }
     if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -87,11 +86,7 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
         teller_load_files_free(files, nfiles);
         return NULL;
     }
-    teller_load_opts lo = teller_load_defaults();
-    lo.ingest = o->ingest;
-    lo.tree = o->tree;
-    lo.jobs = o->jobs;
-    lo.force = o->force;
+    teller_load_opts lo = o->load;
     /* a progress bar on stderr for long inputs, when someone is watching */
     uint64_t total = 0;
     for (size_t i = 0; i < nfiles; i++) {
