@@ -63,6 +63,15 @@ const char *shared_path(const char *rel);
 struct teller_sim_opts;
 void sim_case(char *dir, const struct teller_sim_opts *o);
 
+/* The logs of the two nodes of a simulated case, DIR/logs/node0.log and
+ * node1.log: node_logs_of fills l and returns its list, which lives as long
+ * as l. */
+typedef struct node_logs {
+    char        path[2][4200];
+    const char *v[2];
+} node_logs;
+const char **node_logs_of(node_logs *l, const char *dir);
+
 /* The whole of a file in a malloc'd buffer (NUL after its n bytes), or NULL
  * when it cannot be read. */
 char *read_file(const char *path, size_t *n);

@@ -55,10 +55,8 @@ static void test_diagnose_simulated_case(void)
     teller_error_clear(&err);
     sim_case(dir, &o);
     teller_store *st = load_case_ranks(dir, 0, 4);
-    char l0[600], l1[600];
-    snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
-    snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
-    const char *logs[] = {l0, l1};
+    node_logs nl;
+    const char **logs = node_logs_of(&nl, dir);
     teller_diag_opts dop = teller_diag_defaults();
     dop.logs = logs;
     dop.nlogs = 2;
@@ -298,10 +296,8 @@ static void test_diagnose_varied_shapes(void)
         teller_error_clear(&err);
         sim_case(dir, &o);
         teller_store *st = load_case_ranks(dir, 0, o.nodes * o.gpus_per_node);
-        char l0[600], l1[600];
-        snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
-        snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
-        const char *logs[] = {l0, l1};
+        node_logs nl;
+        const char **logs = node_logs_of(&nl, dir);
         teller_diag_opts dop = teller_diag_defaults();
         dop.logs = logs;
         dop.nlogs = (size_t)o.nodes;

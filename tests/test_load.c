@@ -365,10 +365,8 @@ static int same_store(const teller_store *a, const teller_store *b)
 /* The predictions JSON of a diagnosis, in a malloc'd string. */
 static char *predictions(teller_store *st, const char *dir)
 {
-    char l0[700], l1[700];
-    snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
-    snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
-    const char *logs[] = {l0, l1};
+    node_logs nl;
+    const char **logs = node_logs_of(&nl, dir);
     teller_diag_opts dop = teller_diag_defaults();
     dop.logs = logs;
     dop.nlogs = 2;

@@ -30,6 +30,15 @@ void sim_case(char *dir, const teller_sim_opts *o)
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
 }
 
+const char **node_logs_of(node_logs *l, const char *dir)
+{
+    for (int n = 0; n < 2; n++) {
+        snprintf(l->path[n], sizeof l->path[n], "%s/logs/node%d.log", dir, n);
+        l->v[n] = l->path[n];
+    }
+    return l->v;
+}
+
 char *read_file(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");

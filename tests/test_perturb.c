@@ -341,10 +341,8 @@ static void test_perturbed_multi_node_run_stays_consistent(void)
         check_perturbed(st, "simulated 2x2", &o, &injected, &seen);
     }
     /* a hang ends the run at its step; the waiting ranks' nodes get the watchdog's lines */
-    char l0[600], l1[600];
-    snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
-    snprintf(l1, sizeof l1, "%s/logs/node1.log", dir);
-    const char *logs[] = {l0, l1};
+    node_logs nl;
+    const char **logs = node_logs_of(&nl, dir);
     for (uint64_t seed = 1; seed <= 2; seed++) {
         teller_perturb_opts o = teller_perturb_defaults();
         o.rate = 0.2;
