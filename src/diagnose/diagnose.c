@@ -1649,13 +1649,20 @@ static void fmt_ms(char *b, size_t n, double ns)
         snprintf(b, n, "%.1f us", ns / 1e3);
 }
 
-/* the node of a loaded rank, -1 when no loaded source has it */
-static int32_t node_of_rank(const teller_store *st, int32_t rank)
+/* the source of a loaded rank, -1 when no loaded source has it */
+static int32_t source_of_rank(const teller_store *st, int32_t rank)
 {
     for (size_t q = 0; q < teller_store_num_sources(st); q++)
         if (teller_store_source_c(st, (uint32_t)q)->rank == rank)
-            return teller_store_source_c(st, (uint32_t)q)->node;
+            return (int32_t)q;
     return -1;
+}
+
+/* the node of a loaded rank, -1 when no loaded source has it */
+static int32_t node_of_rank(const teller_store *st, int32_t rank)
+{
+    int32_t q = source_of_rank(st, rank);
+    return q < 0 ? -1 : teller_store_source_c(st, (uint32_t)q)->node;
 }
 
 static void explain(dctx *D, teller_diag_step *s, const cand *c)
@@ -1989,10 +1996,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             if (TELLER_GROW(d->cands, cands_cap, d->ncands + 1))
                 goto oom;
             teller_diag_cand *dc = &d->cands[d->ncands++];
-            int32_t src = -1;
-            for (size_t q = 0; q < D.nsrc && src < 0; q++)
-                if (teller_store_source_c(st, (uint32_t)q)->rank == c->rank)
-                    src = (int32_t)q;
+            int32_t src = source_of_rank(st, c->rank);
             dc->det = c->det;
             dc->rank = c->rank;
             dc->node = c->event != TELLER_NONE ? teller_store_event_node(st, c->event) : node_of_rank(st, c->rank);
