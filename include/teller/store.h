@@ -177,6 +177,8 @@ uint32_t teller_store_begin_source(teller_store *st, const char *path, teller_fo
 size_t teller_store_num_sources(const teller_store *st);
 teller_source *teller_store_source(teller_store *st, uint32_t i);
 const teller_source *teller_store_source_c(const teller_store *st, uint32_t i);
+/* The first source holding `rank`, or -1 when no loaded source has it. */
+int32_t teller_store_source_of_rank(const teller_store *st, int32_t rank);
 
 /* A row for appending one event. */
 typedef struct teller_event_row {

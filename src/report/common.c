@@ -175,9 +175,7 @@ void rep_blame_of(const teller_store *st, const teller_diag_step *s, rep_blame *
         } else if (ev->dur_ns[i] > ev->dur_ns[b->victims[v]])
             b->victims[v] = (uint32_t)i;
     }
-    int loaded = 0;
-    for (size_t i = 0; i < teller_store_num_sources(st) && !loaded; i++)
-        loaded = teller_store_source_c(st, (uint32_t)i)->rank == s->root_rank;
+    int loaded = teller_store_source_of_rank(st, s->root_rank) >= 0;
     b->missing = loaded && !root_has;
     b->unloaded = !loaded;
     /* waiting ranks: their call of the operator lasted at least half the

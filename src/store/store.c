@@ -221,6 +221,14 @@ size_t teller_store_num_sources(const teller_store *st) { return st->nsources; }
 teller_source *teller_store_source(teller_store *st, uint32_t i) { return &st->sources[i]; }
 const teller_source *teller_store_source_c(const teller_store *st, uint32_t i) { return &st->sources[i]; }
 
+int32_t teller_store_source_of_rank(const teller_store *st, int32_t rank)
+{
+    for (size_t q = 0; q < st->nsources; q++)
+        if (st->sources[q].rank == rank)
+            return (int32_t)q;
+    return -1;
+}
+
 int teller_store_reserve_events(teller_store *st, size_t need)
 {
     if (need <= st->ev_cap)

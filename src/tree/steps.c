@@ -51,10 +51,8 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
         sum[k].rank = steps[k].rank;
         sum[k].start_ns = steps[k].start_ns;
         sum[k].dur_ns = steps[k].end_ns - steps[k].start_ns;
-        sum[k].node = 0;
-        for (uint32_t s = 0; s < teller_store_num_sources(st); s++)
-            if (teller_store_source_c(st, s)->rank == steps[k].rank)
-                sum[k].node = teller_store_source_c(st, s)->node;
+        int32_t q = teller_store_source_of_rank(st, steps[k].rank);
+        sum[k].node = q < 0 ? 0 : teller_store_source_c(st, (uint32_t)q)->node;
     }
     for (size_t i = 0; i < ev->n; i++) {
         uint8_t L = ev->layer[i];
