@@ -362,14 +362,16 @@ static int same_store(const teller_store *a, const teller_store *b)
     return same;
 }
 
-/* The predictions JSON of a diagnosis, in a malloc'd string. */
-static char *predictions(teller_store *st, const char *dir)
+/* The predictions JSON of a diagnosis on `jobs` threads, followed by its
+ * candidates JSON, in a malloc'd string. */
+static char *predictions(teller_store *st, const char *dir, int jobs)
 {
     node_logs nl;
     const char **logs = node_logs_of(&nl, dir);
     teller_diag_opts dop = teller_diag_defaults();
     dop.logs = logs;
     dop.nlogs = 2;
+    dop.jobs = jobs;
     teller_diagnosis *d = NULL;
     teller_error err;
     teller_error_clear(&err);
@@ -381,6 +383,7 @@ static char *predictions(teller_store *st, const char *dir)
     FILE *f = open_memstream(&text, &len);
     if (f) {
         CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
+        teller_diag_write_candidates(f, st, d);
         fclose(f);
     }
     teller_diagnosis_free(d);
@@ -388,7 +391,8 @@ static char *predictions(teller_store *st, const char *dir)
 }
 
 /* Reading on 1, 2 or 3 threads builds the same store, column for column and
- * string id for string id, and the diagnosis writes the same bytes. */
+ * string id for string id, and the diagnosis on as many threads writes the
+ * same predictions and candidates, byte for byte, as on one. */
 static void test_jobs_give_identical_store_and_predictions(void)
 {
     char dir[] = "/tmp/teller_load_jobs_XXXXXX";
@@ -405,8 +409,8 @@ static void test_jobs_give_identical_store_and_predictions(void)
         if (!ref || !st)
             continue;
         CHECK(same_store(ref, st)); /* before the diagnosis, which adds to a store */
-        char *want = predictions(ref, dir), *got = predictions(st, dir);
-        CHECK(want && strlen(want) > 100);
+        char *want = predictions(ref, dir, 1), *got = predictions(st, dir, jobs);
+        CHECK(want && strlen(want) > 100 && strstr(want, "kernel_regression"));
         CHECK(want && got && !strcmp(want, got));
         free(want);
         free(got);
@@ -475,7 +479,7 @@ const test_case load_tests[] = {
     {"load: case plus its rank0 again is refused", test_case_plus_its_rank0_again_is_refused},
     {"load: first bad file in order is the error", test_first_bad_file_in_order_is_the_error},
     {"load: shared collectives join distant clocks", test_shared_collectives_join_distant_clocks},
-    {"load: jobs give identical store and predictions", test_jobs_give_identical_store_and_predictions},
+    {"load: jobs give identical store, predictions and candidates", test_jobs_give_identical_store_and_predictions},
     {"load: interleaved sources build the same trees", test_interleaved_sources_build_same_trees},
     {NULL, NULL},
 };

@@ -98,6 +98,9 @@ typedef struct teller_diag_opts {
     /* the root-cause model (model.h) that judges each step and picks its
      * root among the candidates; NULL: the numeric stage alone */
     const struct teller_model *model;
+    /* threads for the per-rank work of the detectors; <= 0: the cores this
+     * process may use. The diagnosis does not depend on it, byte for byte. */
+    int jobs;
 } teller_diag_opts;
 
 typedef struct teller_diagnosis {

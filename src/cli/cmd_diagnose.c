@@ -197,6 +197,7 @@ int cmd_diagnose(int argc, char **argv)
     dop.model = model;
     dop.logs = (const char *const *)logs;
     dop.nlogs = nlogs;
+    dop.jobs = o.load.jobs;
     if (threshold > 0)
         dop.threshold = threshold;
     teller_diagnosis *d = NULL;

@@ -36,6 +36,7 @@
 #include "teller/model.h"
 #include "teller/tree.h"
 #include "../util/kmap.h"
+#include "../util/pool.h"
 #include "../util/vec.h"
 
 typedef struct cand {
@@ -78,6 +79,7 @@ typedef struct dctx {
     size_t              nsrc;
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
+    size_t             *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     busyidx             gpu;     /* when each source's GPU was busy */
     int                 nomem;   /* an allocation failed where no status could be returned */
     teller_diagnosis   *out;
@@ -96,6 +98,39 @@ static int add_cand(dctx *D, uint32_t step, const cand *c)
         return -1;
     s->c[s->n++] = *c;
     return 0;
+}
+
+/* What a detector found, in the order it found it. Detectors run on
+ * several threads, each into its own list; the lists are then added to the
+ * steps one after the other in a fixed order (add_found), so every step's
+ * candidates come in the same order whatever ran where. */
+typedef struct found {
+    uint32_t step;
+    cand     c;
+} found;
+typedef struct finds {
+    found *v;
+    size_t n, cap;
+} finds;
+
+static int finds_add(finds *f, uint32_t step, const cand *c)
+{
+    if (TELLER_GROW(f->v, f->cap, f->n + 1))
+        return -1;
+    f->v[f->n].step = step;
+    f->v[f->n++].c = *c;
+    return 0;
+}
+
+/* adds f's candidates to their steps and empties f */
+static int add_found(dctx *D, finds *f)
+{
+    int rc = 0;
+    for (size_t i = 0; i < f->n && !rc; i++)
+        rc = add_cand(D, f->v[i].step, &f->v[i].c);
+    free(f->v);
+    memset(f, 0, sizeof *f);
+    return rc;
 }
 
 static int32_t rank_of(const dctx *D, uint32_t e) { return teller_store_event_rank(D->st, e); }
@@ -366,44 +401,62 @@ typedef struct cfg_acc {
     uint32_t steps, last_step;
 } cfg_acc;
 
-static void kernels_free(kmap *m, kmap *cm, ktot *tot, uint64_t *keys, cfg_acc *cfg, double *cmed)
+/* One source's kernel time per (step, name), and what that time usually
+ * is; built by kernels_tally on the source's own thread, read by every
+ * source's kernels_judge. tot, keys, ref and noref are indexed as m, in
+ * the order the (step, name) pairs first appear in the source's events. */
+typedef struct ktab {
+    kmap      m;     /* (step << 28 | name) -> index */
+    ktot     *tot;   /* time, calls and first call */
+    uint64_t *keys;
+    double   *ref;   /* the sum of its calls' usual times */
+    uint8_t  *noref; /* some call had no usual time */
+    size_t    cap, kcap;
+} ktab;
+
+static uint64_t kt_key(uint32_t step, uint32_t name) { return ((uint64_t)step << 28) | (name & 0xFFFFFFF); }
+
+static void ktab_free(ktab *K)
 {
-    for (size_t ix = 0; ix < cm->n && cfg; ix++)
-        free(cfg[ix].d.v);
-    kmap_free(m);
-    kmap_free(cm);
-    free(tot);
-    free(keys);
-    free(cfg);
-    free(cmed);
+    kmap_free(&K->m);
+    free(K->tot);
+    free(K->keys);
+    free(K->ref);
+    free(K->noref);
+    memset(K, 0, sizeof *K);
 }
 
-static int detect_kernels(dctx *D)
+static int is_compute_kernel(const dctx *D, size_t i)
 {
     const teller_events *ev = D->ev;
-    size_t ns = teller_store_num_sources(D->st);
-    /* totals per (step, source, name) */
-    kmap m = {0}, cm = {0};
-    ktot *tot = NULL;
-    uint64_t *keys = NULL;
-    size_t cap = 0, kcap = 0, ccap = 0;
+    return ev->layer[i] == TELLER_LAYER_KERNEL && !(ev->flags[i] & TELLER_F_COMM) && ev->step[i] < D->nsteps;
+}
+
+/* Tallies the compute kernels of source s into K. 0, or -1 out of memory. */
+static int kernels_tally(const dctx *D, size_t s, ktab *K)
+{
+    const teller_events *ev = D->ev;
+    size_t lo = D->range[s], hi = D->range[s + 1];
+    kmap cm = {0};
     cfg_acc *cfg = NULL;
+    size_t ccap = 0;
     double *cmed = NULL;
-    for (size_t i = 0; i < ev->n; i++) {
-        if (ev->layer[i] != TELLER_LAYER_KERNEL || (ev->flags[i] & TELLER_F_COMM) || ev->step[i] >= D->nsteps)
+    int rc = -1;
+    for (size_t i = lo; i < hi; i++) {
+        if (!is_compute_kernel(D, i))
             continue;
-        uint64_t key = ((uint64_t)ev->step[i] << 44) | ((uint64_t)ev->source[i] << 28) | (ev->name[i] & 0xFFFFFFF);
-        ktot *t = kmap_slot(&m, key, (void **)&tot, &cap, sizeof *tot);
-        uint32_t ix = kmap_get(&m, key, 0);
-        if (!t || (ix >= kcap && TELLER_GROW(keys, kcap, (size_t)ix + 1)))
-            goto oom;
-        keys[ix] = key;
+        uint64_t key = kt_key(ev->step[i], ev->name[i]);
+        ktot *t = kmap_slot(&K->m, key, (void **)&K->tot, &K->cap, sizeof *K->tot);
+        uint32_t ix = kmap_get(&K->m, key, 0);
+        if (!t || (ix >= K->kcap && TELLER_GROW(K->keys, K->kcap, (size_t)ix + 1)))
+            goto done;
+        K->keys[ix] = key;
         t->t += (double)ev->dur_ns[i];
         if (!t->count++)
             t->event = (uint32_t)i;
         cfg_acc *ca = kmap_slot(&cm, config_key(D->st, ev, (uint32_t)i), (void **)&cfg, &ccap, sizeof *cfg);
         if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1))
-            goto oom;
+            goto done;
         ca->d.v[ca->d.n++] = (double)ev->dur_ns[i];
         if (!ca->steps || ca->last_step != ev->step[i]) {
             ca->steps++;
@@ -415,7 +468,7 @@ static int detect_kernels(dctx *D)
      * deviation within a quarter of the median); else 0, no reference: a
      * configuration whose time varies with the batch says nothing */
     if (!(cmed = calloc(cm.n ? cm.n : 1, sizeof *cmed)))
-        goto oom;
+        goto done;
     for (size_t ix = 0; ix < cm.n; ix++) {
         samples *d = &cfg[ix].d;
         if (cfg[ix].steps < 3)
@@ -426,64 +479,65 @@ static int detect_kernels(dctx *D)
         if (median_of(d->v, d->n) <= 0.25 * med)
             cmed[ix] = med;
     }
-    /* what each (step, source, name) usually takes: the sum of its calls' usual times */
-    double *ref = calloc(m.n ? m.n : 1, sizeof *ref);
-    uint8_t *noref = calloc(m.n ? m.n : 1, 1);
-    if (!ref || !noref) {
-        free(ref);
-        free(noref);
-        goto oom;
-    }
-    for (size_t i = 0; i < ev->n; i++) {
-        if (ev->layer[i] != TELLER_LAYER_KERNEL || (ev->flags[i] & TELLER_F_COMM) || ev->step[i] >= D->nsteps)
+    /* what each (step, name) usually takes: the sum of its calls' usual times */
+    K->ref = calloc(K->m.n ? K->m.n : 1, sizeof *K->ref);
+    K->noref = calloc(K->m.n ? K->m.n : 1, 1);
+    if (!K->ref || !K->noref)
+        goto done;
+    for (size_t i = lo; i < hi; i++) {
+        if (!is_compute_kernel(D, i))
             continue;
-        uint32_t ix = kmap_get(&m, ((uint64_t)ev->step[i] << 44) | ((uint64_t)ev->source[i] << 28) | (ev->name[i] & 0xFFFFFFF), 0);
+        uint32_t ix = kmap_get(&K->m, kt_key(ev->step[i], ev->name[i]), 0);
         double u = cmed[kmap_get(&cm, config_key(D->st, ev, (uint32_t)i), 0)];
-        ref[ix] += u;
-        noref[ix] |= u <= 0;
+        K->ref[ix] += u;
+        K->noref[ix] |= u <= 0;
     }
-    /* per rank and step: excess of each name over the fastest peer */
-    for (size_t ix = 0; ix < m.n; ix++) {
-        uint64_t key = keys[ix];
-        uint32_t step = (uint32_t)(key >> 44), name = (uint32_t)(key & 0xFFFFFFF);
-        uint16_t src = (uint16_t)(key >> 28 & 0xFFFF);
+    rc = 0;
+done:
+    for (size_t ix = 0; ix < cm.n && cfg; ix++)
+        free(cfg[ix].d.v);
+    free(cfg);
+    free(cmed);
+    kmap_free(&cm);
+    return rc;
+}
+
+/* Source s's kernel names against its peers' (K: every source's tally):
+ * the excess of each over the fastest peer in the step, or without peers
+ * over its usual time. 0, or -1 out of memory. */
+static int kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
+{
+    const ktab *me = &K[s];
+    for (size_t ix = 0; ix < me->m.n; ix++) {
+        uint64_t key = me->keys[ix];
         double best = INFINITY;
         int peers = 0;
-        for (size_t s = 0; s < ns; s++) {
-            if ((uint16_t)s == src || D->group[s] != D->group[src])
+        for (size_t p = 0; p < D->nsrc; p++) {
+            if (p == s || D->group[p] != D->group[s])
                 continue;
-            uint64_t pk = ((uint64_t)step << 44) | ((uint64_t)s << 28) | name;
-            uint32_t pi = kmap_get(&m, pk, 0);
+            uint32_t pi = kmap_get(&K[p].m, key, 0);
             if (pi == TELLER_NONE)
                 continue;
             peers++;
-            if (tot[pi].t < best)
-                best = tot[pi].t;
+            if (K[p].tot[pi].t < best)
+                best = K[p].tot[pi].t;
         }
         if (!peers) {
             /* no tensor-parallel peer: compare with the same rank's calls of
              * the same launch configuration in the run */
-            if (noref[ix])
+            if (me->noref[ix])
                 continue;
-            best = ref[ix];
+            best = me->ref[ix];
         }
-        if (tot[ix].t <= best * 1.15 || tot[ix].t - best < 10000)
+        const ktot *t = &me->tot[ix];
+        if (t->t <= best * 1.15 || t->t - best < 10000)
             continue;
-        cand c = {TELLER_FAULT_KERNEL_REGRESSION, teller_store_source_c(D->st, src)->rank, name, TELLER_LAYER_KERNEL,
-                  tot[ix].t - best, tot[ix].t / best, tot[ix].t, best, tot[ix].event, 0, 0, -1};
-        if (add_cand(D, step, &c)) {
-            free(ref);
-            free(noref);
-            goto oom;
-        }
+        cand c = {TELLER_FAULT_KERNEL_REGRESSION, teller_store_source_c(D->st, (uint32_t)s)->rank, (uint32_t)(key & 0xFFFFFFF),
+                  TELLER_LAYER_KERNEL, t->t - best, t->t / best, t->t, best, t->event, 0, 0, -1};
+        if (finds_add(out, (uint32_t)(key >> 28), &c))
+            return -1;
     }
-    free(ref);
-    free(noref);
-    kernels_free(&m, &cm, tot, keys, cfg, cmed);
     return 0;
-oom:
-    kernels_free(&m, &cm, tot, keys, cfg, cmed);
-    return -1;
 }
 
 
@@ -534,7 +588,7 @@ static uint32_t launched(const teller_events *ev, uint32_t e)
     return n;
 }
 
-static int detect_apis(dctx *D)
+static int detect_apis(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
     teller_store *st = D->st;
@@ -627,7 +681,7 @@ static int detect_apis(dctx *D)
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
                   a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1};
-        if (add_cand(D, a->step, &c))
+        if (finds_add(out, a->step, &c))
             goto oom2;
     }
     free(acc);
@@ -809,7 +863,7 @@ static int cmp_i64(const void *a, const void *b)
 /* A synchronize's overhang: how long it went on after the last GPU work
  * of its rank that had finished by then (0 when it returned as that work
  * finished). Stalls are overhangs far above the run's usual. */
-static int detect_sync(dctx *D)
+static int detect_sync(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
     size_t ns = D->nsrc;
@@ -875,7 +929,7 @@ static int detect_sync(dctx *D)
                 continue;
             cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
                        (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1};
-            if (add_cand(D, ev->step[i], &cd)) {
+            if (finds_add(out, ev->step[i], &cd)) {
                 rc = -1;
                 break;
             }
@@ -892,7 +946,7 @@ static int detect_sync(dctx *D)
 
 static int size_bucket(int64_t bytes) { return bytes > 0 ? (int)log2((double)bytes) : 0; }
 
-static int detect_copies(dctx *D)
+static int detect_copies(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
     teller_store *st = D->st;
@@ -954,12 +1008,12 @@ static int detect_copies(dctx *D)
         if (x->slow > 10000) {
             cand cd = {TELLER_FAULT_PCIE_DEGRADATION, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
                        x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0, -1};
-            if (add_cand(D, x->step, &cd))
+            if (finds_add(out, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
             cand cd = {TELLER_FAULT_KV_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
                        x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0, -1};
-            if (add_cand(D, x->step, &cd))
+            if (finds_add(out, x->step, &cd))
                 goto oom3;
         }
     }
@@ -982,7 +1036,7 @@ oom:
 
 /* ---- detector: host gaps on the stepping thread ---- */
 
-static int detect_gaps(dctx *D)
+static int detect_gaps(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
     size_t ns = teller_store_num_sources(D->st);
@@ -1058,7 +1112,7 @@ static int detect_gaps(dctx *D)
                     uint16_t s = prev_src;
                     cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
                               ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0, -1};
-                    if (add_cand(D, prev_step, &c)) {
+                    if (finds_add(out, prev_step, &c)) {
                         free(usual);
                         goto oom;
                     }
@@ -1134,6 +1188,84 @@ oom:
     free(usual_max);
     free(nmax);
     return -1;
+}
+
+/* ---- running the detectors ---- */
+
+/* The detectors on the pool, in two rounds: the first needs only the
+ * store (when each GPU was busy, copies, syncs, each source's kernel
+ * tally), the second the first's results (API calls and host gaps cost
+ * only the GPU's idle time; each source's kernels are judged against its
+ * peers' tallies). Each task writes only its own slots of R. */
+typedef struct drun {
+    dctx  *D;
+    ktab  *kt;   /* per source */
+    finds *kf;   /* per source: kernel findings */
+    finds  apis, sync, copies, gaps;
+    int   *rc;   /* per task of a round */
+} drun;
+
+enum { ROUND1_TASKS = 3, ROUND2_TASKS = 2 }; /* tasks besides the per-source ones */
+
+static void round1(void *ctx, size_t i)
+{
+    drun *R = ctx;
+    switch (i) {
+    case 0: R->rc[i] = busy_build(&R->D->gpu, R->D, NULL); break;
+    case 1: R->rc[i] = detect_copies(R->D, &R->copies); break;
+    case 2: R->rc[i] = detect_sync(R->D, &R->sync); break;
+    default: R->rc[i] = kernels_tally(R->D, i - ROUND1_TASKS, &R->kt[i - ROUND1_TASKS]);
+    }
+}
+
+static void round2(void *ctx, size_t i)
+{
+    drun *R = ctx;
+    switch (i) {
+    case 0: R->rc[i] = detect_apis(R->D, &R->apis); break;
+    case 1: R->rc[i] = detect_gaps(R->D, &R->gaps); break;
+    default: R->rc[i] = kernels_judge(R->D, i - ROUND2_TASKS, R->kt, &R->kf[i - ROUND2_TASKS]);
+    }
+}
+
+/* Runs every detector but the collectives' on jobs threads and adds what
+ * they found to the steps, in the order one thread running them one after
+ * the other would have (kernels source by source, API calls, syncs,
+ * copies, host gaps). 0, or -1 out of memory. */
+static int run_detectors(dctx *D, int jobs)
+{
+    size_t ns = D->nsrc;
+    drun R = {D, calloc(ns + 1, sizeof *R.kt), calloc(ns + 1, sizeof *R.kf), {0}, {0}, {0}, {0},
+              calloc(ns + ROUND1_TASKS, sizeof *R.rc)};
+    int rc = -1;
+    if (!R.kt || !R.kf || !R.rc)
+        goto done;
+    teller_parallel_for(jobs, ns + ROUND1_TASKS, round1, &R);
+    for (size_t i = 0; i < ns + ROUND1_TASKS; i++)
+        if (R.rc[i])
+            goto done;
+    teller_parallel_for(jobs, ns + ROUND2_TASKS, round2, &R);
+    for (size_t i = 0; i < ns + ROUND2_TASKS; i++)
+        if (R.rc[i])
+            goto done;
+    rc = 0;
+    for (size_t s = 0; s < ns && !rc; s++)
+        rc = add_found(D, &R.kf[s]);
+    if (!rc)
+        rc = add_found(D, &R.apis) || add_found(D, &R.sync) || add_found(D, &R.copies) || add_found(D, &R.gaps) ? -1 : 0;
+done:
+    for (size_t s = 0; s < ns && R.kt && R.kf; s++) {
+        ktab_free(&R.kt[s]);
+        free(R.kf[s].v);
+    }
+    free(R.kt);
+    free(R.kf);
+    free(R.apis.v);
+    free(R.sync.v);
+    free(R.copies.v);
+    free(R.gaps.v);
+    free(R.rc);
+    return rc;
 }
 
 /* ---- detector: collectives (links, stalled sends, hangs) ---- */
@@ -1811,6 +1943,7 @@ static void diag_free_ctx(dctx *D)
     free(D->steps);
     free(D->group);
     free(D->mstart);
+    free(D->range);
     free(D->late_last);
     free(D->late_insts);
     free(D->late_wait);
@@ -1881,6 +2014,20 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             D.t_last = D.steps[k].start + (double)d->steps[k].dur_ns;
     }
     D.nsrc = teller_store_num_sources(st);
+    /* the tree build grouped the events by source */
+    D.range = calloc(D.nsrc + 1, sizeof *D.range);
+    if (!D.range)
+        goto oom;
+    for (size_t i = 0; i < D.ev->n; i++) {
+        if (i && D.ev->source[i] < D.ev->source[i - 1]) {
+            diag_free_ctx(&D);
+            teller_diagnosis_free(d);
+            return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");
+        }
+        D.range[D.ev->source[i] + 1]++;
+    }
+    for (size_t s = 0; s < D.nsrc; s++)
+        D.range[s + 1] += D.range[s];
     D.mstart = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mstart);
     if (!D.mstart)
         goto oom;
@@ -1905,8 +2052,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
     build_groups(&D);
-    if (busy_build(&D.gpu, &D, NULL) || detect_kernels(&D) || detect_apis(&D) || detect_sync(&D) || detect_copies(&D) || detect_gaps(&D) ||
-        detect_comm(&D))
+    if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || detect_comm(&D))
         goto oom;
     if (merge_groups(&D, TELLER_FAULT_KERNEL_REGRESSION, merge_throttle) || merge_groups(&D, TELLER_FAULT_LAUNCH_LATENCY, merge_launches) ||
         merge_groups(&D, TELLER_FAULT_MALLOC_STORM, classify_malloc))
