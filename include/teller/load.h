@@ -39,6 +39,13 @@ typedef struct teller_load_opts {
      * so far and in all. NULL: no calls. */
     void (*progress)(void *ctx, const char *path, uint64_t done_bytes, uint64_t total_bytes);
     void *progress_ctx;
+    /* Reads file i of the list (path) into the store `into` (the run's, or
+     * an empty one of its own), as teller_ingest_file would; called from
+     * the load's threads, once per file, several files at a time. NULL:
+     * teller_ingest_file. teller-mpi (src/mpi) hands in here the files
+     * other processes read. */
+    teller_status (*read)(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err);
+    void *read_ctx;
 } teller_load_opts;
 
 teller_load_opts teller_load_defaults(void);

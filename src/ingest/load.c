@@ -199,6 +199,12 @@ typedef struct load_run {
     pthread_cond_t          cv;
 } load_run;
 
+/* Reads file i into `into`, through the caller's reader when it has one. */
+static teller_status read_file(const teller_load_opts *o, size_t i, const char *path, teller_store *into, teller_error *err)
+{
+    return o->read ? o->read(o->read_ctx, i, path, into, err) : teller_ingest_file(into, path, &o->ingest, err);
+}
+
 /* Puts file k (read, or a repeat) into the run's store; the caller holds
  * no lock but is the only appending thread. Returns TELLER_OK or the
  * error, in *e. */
@@ -254,7 +260,7 @@ static void read_one(void *ctx, size_t i)
         } else {
             free(sc.p);
         }
-        s = part ? teller_ingest_file(part, r->files[i], &r->o->ingest, &r->errs[i])
+        s = part ? read_file(r->o, i, r->files[i], part, &r->errs[i])
                  : teller_error_set(&r->errs[i], TELLER_ERR_NOMEM, r->files[i], 0, "out of memory");
     }
     pthread_mutex_lock(&r->mu);
@@ -347,7 +353,7 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
             teller_status rs = TELLER_OK;
             if (same_as[i] == n) {
                 teller_error_clear(&r.errs[i]);
-                rs = teller_ingest_file(st, files[i], &o->ingest, &r.errs[i]);
+                rs = read_file(o, i, files[i], st, &r.errs[i]);
             }
             teller_error e;
             s = put_file(&r, i, NULL, rs, &e);
