@@ -49,6 +49,7 @@ extern const test_case tpe_tests[];
 extern const test_case perturb_tests[];
 extern const test_case load_tests[];
 extern const test_case model_tests[];
+extern const test_case mpi_tests[];
 
 /* Loads DIR/rank<from>..rank<to-1>.trace.json.gz (a simulated case) and
  * builds trees, CHECKing every step. */

@@ -34,6 +34,11 @@ int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i);
  * unless --force), trees built. Prints errors as "teller: FILE:OFFSET:
  * what" and the first warnings. Returns the store or NULL. */
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
+/* The teller_load that cli_load calls: teller_load itself, unless a
+ * program around the subcommands reads the files some other way (teller-mpi
+ * sets its own, src/mpi/teller_mpi.c). */
+extern teller_status (*cli_loader)(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
+                                   teller_error *err);
 
 /* Prints a trace-provided string with control characters escaped, so that
  * a hostile kernel name cannot drive the terminal. */

@@ -69,6 +69,8 @@ static void progress(void *ctx, const char *what, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
+teller_status (*cli_loader)(teller_store *, const char *const *, size_t, const teller_load_opts *, teller_error *) = teller_load;
+
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
 {
     char **files = NULL;
@@ -97,7 +99,7 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
     int bar = !o->quiet && isatty(STDERR_FILENO) && total > (32u << 20);
     if (bar)
         lo.progress = progress;
-    teller_status s = teller_load(st, (const char *const *)files, nfiles, &lo, &err);
+    teller_status s = cli_loader(st, (const char *const *)files, nfiles, &lo, &err);
     if (bar)
         fputc('\n', stderr);
     teller_load_files_free(files, nfiles);

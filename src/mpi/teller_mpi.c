@@ -1,0 +1,315 @@
+/*
+ * teller_mpi.c - `mpirun -n P teller-mpi diagnose [options] TRACE_OR_CASE...`:
+ * `teller diagnose`, its rank files read by P processes (Open MPI).
+ *
+ * Process 0 runs `teller diagnose` itself (src/cli/cmd_diagnose.c: the same
+ * options, the same output). Its load (cli_loader) first tells the other
+ * processes the files and the reading options (a broadcast); file i is
+ * read by process i * P / n (consecutive files: the ranks of a node stay
+ * together). Each process reads its files on its own threads, packs each
+ * file's store (pack.h) and sends it to process 0, or why it could not
+ * read it. Process 0 reads its own share and takes the others' through
+ * teller_load's reader (load.h): the files are appended in the order given,
+ * exactly as one process's threads append them, so the run's store, and
+ * every byte written from it, is that of `teller diagnose`.
+ *
+ * Failures end every process: a process that cannot read a file prints
+ * which and exits 1; process 0 reports the first file in order that could
+ * not be read, as `teller diagnose` does, receives (and drops) whatever was
+ * still sent to it, so no sender waits forever, and exits 1. When process 0
+ * stops before loading (bad options, --help, a missing name) it tells the
+ * others there is nothing to read.
+ *
+ * What this is not yet (docs/SCALE.md): process 0 still receives every
+ * event and does the whole analysis; only the reading is spread. Sending
+ * per-rank summaries instead of events is the next step.
+ */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "teller/ingest.h"
+#include "teller/load.h"
+#include "../cli/cli.h"
+#include "../util/pool.h"
+#include "pack.h"
+
+#define CHUNK ((size_t)1 << 30) /* bytes per message at most: MPI counts are ints */
+
+static int me, nproc;
+static int threaded;  /* MPI may be called from the load's threads, one at a time */
+static int announced; /* process 0 told the others what to read */
+static pthread_mutex_t mpi_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* What every process must know before reading: sent by process 0. */
+typedef struct plan {
+    uint64_t           n;         /* files; 0: nothing to read, stop */
+    uint64_t           names_len; /* their paths, each with its NUL */
+    teller_ingest_opts ingest;
+    int32_t            jobs;
+} plan;
+
+/* Sent before each file's packed store: its size, or why there is none. */
+typedef struct file_head {
+    uint64_t     size;
+    teller_error err; /* code TELLER_OK, or the reader's error */
+} file_head;
+
+static int owner(size_t i, size_t n) { return (int)(i * (size_t)nproc / n); }
+
+/* The largest tag this MPI allows (at least 32767): file i is tag i. */
+static size_t tag_bound(void)
+{
+    int *ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    return flag && ub ? (size_t)*ub : 32767;
+}
+
+/* ---- process 0 ---- */
+
+typedef struct remote {
+    size_t                    n;
+    uint8_t                  *received; /* per file: its messages were taken */
+    const teller_ingest_opts *ingest;
+} remote;
+
+/* Receives file i's header and, when it was read, its packed store (a
+ * malloc'd buffer in *buf); the caller holds mpi_mu when threaded. */
+static void recv_file(size_t i, size_t n, file_head *h, char **buf)
+{
+    int from = owner(i, n);
+    *buf = NULL;
+    MPI_Recv(h, (int)sizeof *h, MPI_BYTE, from, (int)i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (h->err.code != TELLER_OK)
+        return;
+    char *b = malloc(h->size ? h->size : 1);
+    if (!b) { /* the sender waits on this file: there is no clean way on */
+        fprintf(stderr, "teller-mpi: process 0: out of memory receiving a file of %llu bytes\n", (unsigned long long)h->size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t off = 0; off < h->size; off += CHUNK) {
+        size_t len = h->size - off < CHUNK ? h->size - off : CHUNK;
+        MPI_Recv(b + off, (int)len, MPI_BYTE, from, (int)i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    *buf = b;
+}
+
+/* teller_load's reader on process 0: its own files from disk, the others'
+ * from the process that read them */
+static teller_status read_remote(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err)
+{
+    remote *R = ctx;
+    if (owner(i, R->n) == 0)
+        return teller_ingest_file(into, path, R->ingest, err);
+    file_head h;
+    char *buf;
+    if (threaded)
+        pthread_mutex_lock(&mpi_mu);
+    recv_file(i, R->n, &h, &buf);
+    R->received[i] = 1;
+    if (threaded)
+        pthread_mutex_unlock(&mpi_mu);
+    if (h.err.code != TELLER_OK) {
+        *err = h.err;
+        return h.err.code;
+    }
+    teller_status s = teller_pack_append(into, buf, h.size, err);
+    free(buf);
+    return s;
+}
+
+static void announce(const plan *p, char *names)
+{
+    MPI_Bcast((void *)p, (int)sizeof *p, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (p->n)
+        MPI_Bcast(names, (int)p->names_len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    announced = 1;
+}
+
+/* cli_loader on process 0 */
+static teller_status mpi_load(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
+                              teller_error *err)
+{
+    plan p;
+    memset(&p, 0, sizeof p);
+    p.n = n;
+    p.ingest = opts->ingest;
+    p.jobs = opts->jobs;
+    for (size_t i = 0; i < n; i++)
+        p.names_len += strlen(files[i]) + 1;
+    char *names = malloc(p.names_len ? p.names_len : 1);
+    remote R = {n, calloc(n ? n : 1, 1), &opts->ingest};
+    teller_status bad = TELLER_OK;
+    if (!names || !R.received)
+        bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
+    else if (n > tag_bound() || p.names_len > INT32_MAX)
+        bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
+    if (bad != TELLER_OK) {
+        plan none = {0};
+        announce(&none, NULL);
+        free(names);
+        free(R.received);
+        return bad;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(files[i]) + 1;
+        memcpy(names + at, files[i], len);
+        at += len;
+    }
+    announce(&p, names);
+    free(names);
+    teller_load_opts lo = *opts;
+    lo.read = read_remote;
+    lo.read_ctx = &R;
+    if (!threaded)
+        lo.jobs = 1;
+    teller_status s = teller_load(st, files, n, &lo, err);
+    /* a file teller_load did not ask for (it stopped at an error, or the
+     * file was named twice) is still sent: take it, so its sender ends */
+    for (size_t i = 0; i < n; i++) {
+        if (owner(i, n) == 0 || R.received[i])
+            continue;
+        file_head h;
+        char *buf;
+        recv_file(i, n, &h, &buf);
+        free(buf);
+    }
+    free(R.received);
+    return s;
+}
+
+/* ---- the other processes ---- */
+
+typedef struct share {
+    const plan   *p;
+    char        **files;
+    size_t        lo;    /* this process reads files lo, lo + 1, ... */
+    file_head    *head;  /* per file of the share */
+    char        **buf;   /* per file: its packed store */
+} share;
+
+static void read_pack(void *ctx, size_t k)
+{
+    share *S = ctx;
+    file_head *h = &S->head[k];
+    const char *path = S->files[S->lo + k];
+    memset(h, 0, sizeof *h);
+    teller_error_clear(&h->err);
+    teller_store *st = teller_store_create();
+    if (!st) {
+        teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+        return;
+    }
+    if (teller_ingest_file(st, path, &S->p->ingest, &h->err) == TELLER_OK) {
+        size_t n = 0;
+        S->buf[k] = teller_pack_store(st, &n);
+        h->size = n;
+        if (!S->buf[k])
+            teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory packing the file");
+    }
+    teller_store_free(st);
+}
+
+/* Reads this process's share of the files process 0 announces and sends
+ * it; returns the exit status: 1 when a file could not be read. */
+static int serve(void)
+{
+    plan p;
+    MPI_Bcast(&p, (int)sizeof p, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (p.n == 0)
+        return 0;
+    char *names = malloc(p.names_len);
+    char **files = calloc(p.n, sizeof *files);
+    if (!names || !files) {
+        /* process 0 waits for this process's files: it must not wait forever */
+        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Bcast(names, (int)p.names_len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    size_t n = p.n, lo = n, hi = n;
+    for (size_t i = 0, at = 0; i < n; i++) {
+        files[i] = names + at;
+        at += strlen(files[i]) + 1;
+        if (owner(i, n) == me && lo == n)
+            lo = i;
+        if (owner(i, n) == me)
+            hi = i + 1;
+    }
+    size_t mine = lo < hi ? hi - lo : 0;
+    share S = {&p, files, lo, calloc(mine ? mine : 1, sizeof *S.head), calloc(mine ? mine : 1, sizeof *S.buf)};
+    if (!S.head || !S.buf) {
+        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    teller_parallel_for(p.jobs > 0 ? p.jobs : teller_num_cores(), mine, read_pack, &S);
+    size_t nreq = 0;
+    for (size_t k = 0; k < mine; k++)
+        nreq += 1 + (S.head[k].err.code == TELLER_OK ? (S.head[k].size + CHUNK - 1) / CHUNK : 0);
+    MPI_Request *req = malloc((nreq ? nreq : 1) * sizeof *req);
+    if (!req) {
+        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int rc = 0;
+    size_t r = 0;
+    for (size_t k = 0; k < mine; k++) {
+        file_head *h = &S.head[k];
+        int tag = (int)(lo + k);
+        MPI_Isend(h, (int)sizeof *h, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
+        if (h->err.code != TELLER_OK) {
+            fprintf(stderr, "teller-mpi: process %d cannot read its file %s: %s:%llu: %s\n", me, files[lo + k],
+                    h->err.file, (unsigned long long)h->err.offset, h->err.msg);
+            rc = 1;
+            continue;
+        }
+        for (size_t off = 0; off < h->size; off += CHUNK) {
+            size_t len = h->size - off < CHUNK ? h->size - off : CHUNK;
+            MPI_Isend(S.buf[k] + off, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
+        }
+    }
+    MPI_Waitall((int)r, req, MPI_STATUSES_IGNORE);
+    for (size_t k = 0; k < mine; k++)
+        free(S.buf[k]);
+    free(req);
+    free(S.head);
+    free(S.buf);
+    free(files);
+    free(names);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "teller-mpi: MPI could not start\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nproc);
+    threaded = provided >= MPI_THREAD_SERIALIZED;
+    int rc;
+    if (me != 0) {
+        rc = serve();
+    } else if (argc < 2 || strcmp(argv[1], "diagnose") != 0) {
+        fprintf(stderr, "usage: mpirun -n P teller-mpi diagnose [options] TRACE_OR_CASE...\n"
+                        "  the options and output of 'teller diagnose'; the rank files are read by the P processes\n");
+        rc = 2;
+    } else {
+        cli_loader = mpi_load;
+        rc = cmd_diagnose(argc - 1, argv + 1);
+    }
+    if (me == 0 && !announced) {
+        plan none = {0};
+        announce(&none, NULL);
+    }
+    /* no process ends before process 0 has written its output: mpirun
+     * stops the job at the first exit with a failure */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return rc;
+}

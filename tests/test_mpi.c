@@ -1,0 +1,246 @@
+/*
+ * test_mpi.c - teller-mpi (src/mpi): a run read by several processes
+ * writes the predictions `teller diagnose` writes, byte for byte, and a
+ * file one process cannot read fails the run on every process, without a
+ * hang. The packed store that crosses the wire appends as the store itself.
+ *
+ * The runs need mpirun (Open MPI, scripts/install-deps); without it, or
+ * without teller-mpi in the build, they are skipped with a message.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mpi/pack.h"
+#include "teller/diagnose.h"
+#include "teller/load.h"
+#include "teller/sim.h"
+
+/* ---- the packed store ---- */
+
+/* a teller_load reader that sends every file through a packed buffer */
+static teller_status read_packed(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err)
+{
+    (void)ctx;
+    (void)i;
+    teller_store *part = teller_store_create();
+    if (!part)
+        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    teller_status s = teller_ingest_file(part, path, NULL, err);
+    size_t n = 0;
+    void *buf = s == TELLER_OK ? teller_pack_store(part, &n) : NULL;
+    teller_store_free(part);
+    if (s != TELLER_OK)
+        return s;
+    CHECK(buf != NULL);
+    if (!buf)
+        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    /* cut short anywhere, it is refused, not read past its end */
+    for (size_t cut = 0; cut < n; cut += n / 7 + 1) {
+        teller_store *scratch = teller_store_create();
+        teller_error e;
+        CHECK_EQ_INT(teller_pack_append(scratch, buf, cut, &e), TELLER_ERR_FORMAT);
+        teller_store_free(scratch);
+    }
+    s = teller_pack_append(into, buf, n, err);
+    free(buf);
+    return s;
+}
+
+/* the predictions and candidates of the files loaded on 2 threads, read
+ * directly or through packed buffers */
+static char *diagnosis_text(char **files, size_t n, int packed)
+{
+    teller_load_opts o = teller_load_defaults();
+    o.jobs = 2;
+    if (packed)
+        o.read = read_packed;
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_load(st, (const char *const *)files, n, &o, &err), TELLER_OK);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f && d) {
+        CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
+        teller_diag_write_candidates(f, st, d);
+    }
+    if (f)
+        fclose(f);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    return text;
+}
+
+static void test_packed_store_appends_as_the_store(void)
+{
+    char dir[] = "/tmp/teller_mpi_pack_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 10;
+    o.fault_rate = 0.3;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = 5;
+    sim_case(dir, &o);
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    char *want = diagnosis_text(files, n, 0), *got = diagnosis_text(files, n, 1);
+    CHECK(want && strlen(want) > 100);
+    CHECK(want && got && !strcmp(want, got));
+    free(want);
+    free(got);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* ---- teller-mpi under mpirun ---- */
+
+#ifdef TELLER_MPI
+/* 1 when mpirun is on the PATH */
+static int have_mpirun(void) { return system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+/* Runs CMD with stdout and stderr into OUT.out and OUT.err (within 300 s);
+ * returns its exit status, -1 when killed. */
+static int run(const char *cmd, const char *out)
+{
+    char line[8192];
+    snprintf(line, sizeof line, "timeout 300 %s >'%s.out' 2>'%s.err'", cmd, out, out);
+    int st = system(line);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* mpirun as the tests run it: any user (root in containers), more
+ * processes than cores, no leak report from Open MPI's own allocations
+ * under LeakSanitizer */
+#define MPIRUN "env ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS -n"
+
+/* `teller diagnose --json` on INPUTS against `teller-mpi diagnose --json`
+ * with 1, 2 and 4 processes: the same bytes */
+static void same_as_teller(const char *inputs, const char *tmp)
+{
+    char cmd[4096], ref[256], got[256], out[256];
+    snprintf(ref, sizeof ref, "%s/ref.json", tmp);
+    snprintf(out, sizeof out, "%s/teller", tmp);
+    snprintf(cmd, sizeof cmd, "'%s' diagnose -q --json '%s' --candidates '%s.cands' %s", TELLER_CLI, ref, ref, inputs);
+    CHECK_EQ_INT(run(cmd, out), 0);
+    size_t nref = 0, nrefc = 0;
+    char *want = read_file(ref, &nref);
+    snprintf(ref + strlen(ref), sizeof ref - strlen(ref), ".cands");
+    char *wantc = read_file(ref, &nrefc);
+    CHECK(want && nref > 50 && wantc);
+    for (int np = 1; np <= 4; np *= 2) {
+        snprintf(got, sizeof got, "%s/mpi%d.json", tmp, np);
+        snprintf(out, sizeof out, "%s/mpi%d", tmp, np);
+        snprintf(cmd, sizeof cmd, MPIRUN " %d '%s' diagnose -q --json '%s' --candidates '%s.cands' %s", np, TELLER_MPI,
+                 got, got, inputs);
+        CHECK_EQ_INT(run(cmd, out), 0);
+        size_t ngot = 0, ngotc = 0;
+        char *have = read_file(got, &ngot);
+        snprintf(got + strlen(got), sizeof got - strlen(got), ".cands");
+        char *havec = read_file(got, &ngotc);
+        CHECK(want && have && nref == ngot && !memcmp(want, have, nref));
+        CHECK(wantc && havec && nrefc == ngotc && !memcmp(wantc, havec, nrefc));
+        if (!have || !want || nref != ngot || memcmp(want, have, nref))
+            fprintf(stderr, "  teller-mpi -n %d on %s: predictions differ from teller diagnose\n", np, inputs);
+        free(have);
+        free(havec);
+    }
+    free(want);
+    free(wantc);
+}
+
+static void test_mpi_predictions_are_teller_diagnose(void)
+{
+    if (!have_mpirun()) {
+        fprintf(stderr, "  skipped: mpirun not found (scripts/install-deps installs Open MPI)\n");
+        return;
+    }
+    char dir[] = "/tmp/teller_mpi_sim_XXXXXX", tmp[] = "/tmp/teller_mpi_out_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 4;
+    o.gpus_per_node = 4;
+    o.tp = 4;
+    o.pp = 4;
+    o.steps = 12;
+    o.fault_rate = 0.3;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = 14;
+    sim_case(dir, &o);
+    char inputs[1024];
+    snprintf(inputs, sizeof inputs, "'%s'", dir);
+    same_as_teller(inputs, tmp);
+    /* real multi-rank traces: two Kineto ranks, an NCCL trace, a 2-GPU nsys export */
+    snprintf(inputs, sizeof inputs, "'%s'", shared_path("hta/trace_filter"));
+    same_as_teller(inputs, tmp);
+    snprintf(inputs, sizeof inputs, "'%s'", shared_path("hta/nccl_parser_config"));
+    same_as_teller(inputs, tmp);
+    snprintf(inputs, sizeof inputs, "'%s'", shared_path("nsys-ai/mfu_2gpu_before.sqlite"));
+    same_as_teller(inputs, tmp);
+    rm_rf(dir);
+    rm_rf(tmp);
+}
+
+static void test_mpi_unreadable_file_fails_every_process(void)
+{
+    if (!have_mpirun()) {
+        fprintf(stderr, "  skipped: mpirun not found (scripts/install-deps installs Open MPI)\n");
+        return;
+    }
+    char dir[] = "/tmp/teller_mpi_bad_XXXXXX", cmd[4096], out[256], path[300];
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = 4;
+    o.tp = 4;
+    o.pp = 2;
+    o.steps = 6;
+    o.seed = 3;
+    sim_case(dir, &o);
+    /* rank 6's file (read by process 3 of 4) is cut to its first bytes */
+    snprintf(path, sizeof path, "%s/rank6.trace.json.gz", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"traceEvents\": [", f);
+        fclose(f);
+    }
+    snprintf(out, sizeof out, "%s/run", dir);
+    snprintf(cmd, sizeof cmd, MPIRUN " 4 '%s' diagnose -q --json '%s/p.json' '%s'", TELLER_MPI, dir, dir);
+    CHECK(run(cmd, out) > 0); /* failed, not killed by the timeout */
+    snprintf(path, sizeof path, "%s.err", out);
+    size_t nerr = 0;
+    char *err = read_file(path, &nerr);
+    CHECK(err && strstr(err, "process 3 cannot read its file") && strstr(err, "rank6.trace.json.gz"));
+    CHECK(err && strstr(err, "teller: ") && strstr(err, "rank6.trace.json.gz:"));
+    free(err);
+    /* a file named that does not exist: refused before anything is read */
+    snprintf(cmd, sizeof cmd, MPIRUN " 2 '%s' diagnose -q '%s/rank0.trace.json.gz' '%s/rank99.trace.json.gz'", TELLER_MPI,
+             dir, dir);
+    CHECK(run(cmd, out) > 0);
+    err = read_file(path, &nerr);
+    CHECK(err && strstr(err, "rank99.trace.json.gz"));
+    free(err);
+    rm_rf(dir);
+}
+#endif
+
+const test_case mpi_tests[] = {
+    {"mpi: a packed store appends as the store itself; cut short, it is refused", test_packed_store_appends_as_the_store},
+#ifdef TELLER_MPI
+    {"mpi: teller-mpi -n 1, 2, 4 writes the predictions of teller diagnose (simulated 16 ranks, real traces)",
+     test_mpi_predictions_are_teller_diagnose},
+    {"mpi: a file one process cannot read fails the run on every process, no hang", test_mpi_unreadable_file_fails_every_process},
+#endif
+    {NULL, NULL},
+};
