@@ -74,6 +74,7 @@ typedef struct remote {
     size_t                    n;
     uint8_t                  *received; /* per file: its messages were taken */
     const teller_ingest_opts *ingest;
+    uint64_t                  bytes;    /* received so far (under mpi_mu) */
 } remote;
 
 /* Receives file i's header and, when it was read, its packed store (a
@@ -110,6 +111,7 @@ static teller_status read_remote(void *ctx, size_t i, const char *path, teller_s
         pthread_mutex_lock(&mpi_mu);
     recv_file(i, R->n, &h, &buf);
     R->received[i] = 1;
+    R->bytes += sizeof h + (h.err.code == TELLER_OK ? h.size : 0);
     if (threaded)
         pthread_mutex_unlock(&mpi_mu);
     if (h.err.code != TELLER_OK) {
@@ -141,7 +143,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     for (size_t i = 0; i < n; i++)
         p.names_len += strlen(files[i]) + 1;
     char *names = malloc(p.names_len ? p.names_len : 1);
-    remote R = {n, calloc(n ? n : 1, 1), &opts->ingest};
+    remote R = {n, calloc(n ? n : 1, 1), &opts->ingest, 0};
     teller_status bad = TELLER_OK;
     if (!names || !R.received)
         bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
@@ -179,6 +181,10 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         free(buf);
     }
     free(R.received);
+    /* bench/scale.sh reads what crossed the wire from here */
+    if (getenv("TELLER_MPI_STATS"))
+        fprintf(stderr, "teller-mpi: %d processes, %zu files; process 0 received %llu bytes\n", nproc, n,
+                (unsigned long long)R.bytes);
     return s;
 }
 
