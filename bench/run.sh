@@ -144,7 +144,8 @@ echo
 
 # ===========================================================================
 # Scale (bench/scale.sh, docs/SCALE.md): a 16-rank 70B case simulated and
-# diagnosed; 8- and 16-rank cases loaded and diagnosed with 1 and 2 jobs.
+# diagnosed; 8- and 16-rank cases loaded and diagnosed with 1 and 2 jobs;
+# a 64-rank case diagnosed by one process and by teller-mpi with 2 and 4.
 # ===========================================================================
 echo
 "$HERE/scale.sh" "$BUILD"

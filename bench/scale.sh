@@ -16,6 +16,7 @@ mkdir -p "$OUTDIR"
 # BENCH_SCALE_REPS times (default 3), best wall time of each; target: 2 jobs
 # >= 1.7x faster than 1, with byte-identical predictions. Timings on a
 # shared machine are noisy: the load average is printed beside them.
+# Last, teller-mpi on a 64-rank case (below).
 # ===========================================================================
 BIG=$OUTDIR/scale_case
 rm -rf "$BIG"
@@ -75,4 +76,41 @@ echo
 echo "scale: inflate of .json.gz rank files, MB/s of JSON (best of 5)"
 "$BUILD/bench_inflate" "$OUTDIR/threads_r8/rank0.trace.json.gz" "$OUTDIR/threads_r16/rank0.trace.json.gz" |
   awk '{ printf "  %-48s zlib %7.1f  libdeflate %7.1f  (%.2fx)\n", $2 " (" sprintf("%.1f", $6 / 1e6) " MB)", $8, $10, $12 }'
+
+# teller-mpi (src/mpi): a 64-rank (16 x 4), 200-step case diagnosed by one
+# process and by `mpirun -n 4 teller-mpi`: wall time, peak resident memory
+# of each process (/usr/bin/time per process), bytes process 0 received
+# (TELLER_MPI_STATS), predictions compared byte for byte. Target: every
+# process at most 0.35x the one-process peak.
+if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
+  CASE=$OUTDIR/mpi_r64
+  [ -d "$CASE" ] || "$BUILD/teller" simulate -o "$CASE" --nodes 16 --gpus-per-node 4 --steps 200 --seed 3 >/dev/null
+  echo
+  echo "scale: teller-mpi, 64 ranks x 200 steps ($(du -sh "$CASE" | cut -f1) of traces; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  /usr/bin/time -f "%e %M" -o "$OUTDIR/mpi_one.time" "$BUILD/teller" diagnose -q --json "$CASE/pred_one.json" "$CASE" >/dev/null 2>&1
+  read -r W1 M1 < "$OUTDIR/mpi_one.time"
+  printf "  %-26s %7.2f s  peak RSS %7.1f MB\n" "teller diagnose" "$W1" "$(awk -v m="$M1" 'BEGIN { print m / 1024 }')"
+  for np in 2 4; do
+    rm -f "$OUTDIR"/mpi_rss.*
+    t0=$(date +%s.%N)
+    TELLER_MPI_STATS=1 mpirun --allow-run-as-root --oversubscribe -x TELLER_MPI_STATS -n $np sh -c \
+      '/usr/bin/time -f %M -o "$0/mpi_rss.$OMPI_COMM_WORLD_RANK" "$1/teller-mpi" diagnose -q --json "$2/pred_mpi.json" "$2"' \
+      "$OUTDIR" "$BUILD" "$CASE" >/dev/null 2>"$OUTDIR/mpi_stats.txt"
+    t1=$(date +%s.%N)
+    bytes=$(sed -n 's/.*received \([0-9]*\) bytes.*/\1/p' "$OUTDIR/mpi_stats.txt")
+    same=$(cmp -s "$CASE/pred_one.json" "$CASE/pred_mpi.json" && echo identical || echo DIFFER)
+    awk -v a="$t0" -v b="$t1" -v np=$np -v m1="$M1" -v by="$bytes" -v same="$same" -v dir="$OUTDIR" 'BEGIN {
+      worst = 0; line = ""
+      for (r = 0; r < np; r++) {
+        f = dir "/mpi_rss." r; getline m < f; close(f)
+        line = line sprintf(" %.1f", m / 1024); if (m > worst) worst = m
+        if (r == 0) m0 = m
+      }
+      printf "  %-26s %7.2f s  peak RSS per process (MB):%s; process 0 %.2fx, worst %.2fx the one process (target <= 0.35x: %s)\n",
+             "teller-mpi -n " np, b - a, line, m0 / m1, worst / m1, (worst / m1 <= 0.35 ? "PASS" : "FALL SHORT")
+      sent = 64 - int(64 / np) # process 0 reads files 0 .. 64/np - 1 itself
+      printf "  %-26s %.1f MB received by process 0 from %d ranks (%.1f KB per rank per step); predictions %s\n", "", by / 1e6, sent, by / 1024 / sent / 200, same
+    }'
+  done
+fi
 exit 0
