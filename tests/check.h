@@ -6,6 +6,7 @@
 #define TELLER_CHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 extern int check_failures; /* failures in the current test */
@@ -63,6 +64,10 @@ const char *shared_path(const char *rel);
  * CHECKing both. */
 struct teller_sim_opts;
 void sim_case(char *dir, const struct teller_sim_opts *o);
+/* sim_case for a case of nodes x gpus ranks (tensor parallel inside a
+ * node, pipeline across nodes) in which 30 % of the steps carry a fault of
+ * any kind (nccl_hang only when hangs is 1). */
+void sim_faulty(char *dir, int nodes, int gpus, int steps, uint64_t seed, int hangs);
 
 /* The logs of the two nodes of a simulated case, DIR/logs/node0.log and
  * node1.log: node_logs_of fills l and returns its list, which lives as long
@@ -72,6 +77,11 @@ typedef struct node_logs {
     const char *v[2];
 } node_logs;
 const char **node_logs_of(node_logs *l, const char *dir);
+
+/* The predictions JSON of teller_diagnose(st, o) followed by its candidates
+ * JSON, in a malloc'd string (NULL when the diagnosis failed, CHECKed). */
+struct teller_diag_opts;
+char *diagnosis_json(struct teller_store *st, const struct teller_diag_opts *o);
 
 /* The whole of a file in a malloc'd buffer (NUL after its n bytes), or NULL
  * when it cannot be read. */

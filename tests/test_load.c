@@ -58,22 +58,6 @@ static int has_warning(const teller_store *st, const char *needle)
     return 0;
 }
 
-/* Simulates a small case into a fresh temporary directory (caller frees
- * with rm_rf). */
-static void simulate(char *dir, int nodes, int gpus, int steps)
-{
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = nodes;
-    o.gpus_per_node = gpus;
-    o.tp = gpus;
-    o.pp = nodes;
-    o.steps = steps;
-    o.fault_rate = 0.3;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~(1u | 1u << TELLER_FAULT_NCCL_HANG);
-    o.seed = 77;
-    sim_case(dir, &o);
-}
-
 /* A `teller run` directory keeps its traces under traces/ and none beside
  * them; listing the empty top level once sorted a NULL array (UBSan). */
 static void test_run_directory_lists_traces_subdirectory(void)
@@ -192,7 +176,7 @@ static void test_same_file_twice_is_read_once(void)
 static void test_case_plus_its_rank0_again_is_refused(void)
 {
     char dir[] = "/tmp/teller_load_case_XXXXXX";
-    simulate(dir, 2, 2, 6);
+    sim_faulty(dir, 2, 2, 6, 77, 0);
     char copy[700], orig[700];
     snprintf(orig, sizeof orig, "%s/rank0.trace.json.gz", dir);
     snprintf(copy, sizeof copy, "%s/extra", dir);
@@ -362,8 +346,8 @@ static int same_store(const teller_store *a, const teller_store *b)
     return same;
 }
 
-/* The predictions JSON of a diagnosis on `jobs` threads, followed by its
- * candidates JSON, in a malloc'd string. */
+/* The predictions and candidates JSON of a diagnosis on `jobs` threads,
+ * with the case's logs, in a malloc'd string. */
 static char *predictions(teller_store *st, const char *dir, int jobs)
 {
     node_logs nl;
@@ -372,22 +356,7 @@ static char *predictions(teller_store *st, const char *dir, int jobs)
     dop.logs = logs;
     dop.nlogs = 2;
     dop.jobs = jobs;
-    teller_diagnosis *d = NULL;
-    teller_error err;
-    teller_error_clear(&err);
-    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
-    if (!d)
-        return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (f) {
-        CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
-        teller_diag_write_candidates(f, st, d);
-        fclose(f);
-    }
-    teller_diagnosis_free(d);
-    return text;
+    return diagnosis_json(st, &dop);
 }
 
 /* Reading on 1, 2 or 3 threads builds the same store, column for column and
@@ -396,7 +365,7 @@ static char *predictions(teller_store *st, const char *dir, int jobs)
 static void test_jobs_give_identical_store_and_predictions(void)
 {
     char dir[] = "/tmp/teller_load_jobs_XXXXXX";
-    simulate(dir, 2, 4, 12);
+    sim_faulty(dir, 2, 4, 12, 77, 0);
     char **files = NULL;
     size_t n = 0;
     teller_error err;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/sim.h"
 #include "teller/tree.h"
@@ -30,6 +31,20 @@ void sim_case(char *dir, const teller_sim_opts *o)
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
 }
 
+void sim_faulty(char *dir, int nodes, int gpus, int steps, uint64_t seed, int hangs)
+{
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = nodes;
+    o.gpus_per_node = gpus;
+    o.tp = gpus;
+    o.pp = nodes;
+    o.steps = steps;
+    o.fault_rate = 0.3;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~(1u | (hangs ? 0 : 1u << TELLER_FAULT_NCCL_HANG));
+    o.seed = seed;
+    sim_case(dir, &o);
+}
+
 const char **node_logs_of(node_logs *l, const char *dir)
 {
     for (int n = 0; n < 2; n++) {
@@ -37,6 +52,26 @@ const char **node_logs_of(node_logs *l, const char *dir)
         l->v[n] = l->path[n];
     }
     return l->v;
+}
+
+char *diagnosis_json(teller_store *st, const teller_diag_opts *o)
+{
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, o, &d, &err), TELLER_OK);
+    if (!d)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
+        teller_diag_write_candidates(f, st, d);
+        fclose(f);
+    }
+    teller_diagnosis_free(d);
+    return text;
 }
 
 char *read_file(const char *path, size_t *n)

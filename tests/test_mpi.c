@@ -62,18 +62,7 @@ static char *diagnosis_text(char **files, size_t n, int packed)
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_load(st, (const char *const *)files, n, &o, &err), TELLER_OK);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (f && d) {
-        CHECK_EQ_INT(teller_diag_write_preds(f, d), TELLER_OK);
-        teller_diag_write_candidates(f, st, d);
-    }
-    if (f)
-        fclose(f);
-    teller_diagnosis_free(d);
+    char *text = diagnosis_json(st, NULL);
     teller_store_free(st);
     return text;
 }
@@ -81,16 +70,7 @@ static char *diagnosis_text(char **files, size_t n, int packed)
 static void test_packed_store_appends_as_the_store(void)
 {
     char dir[] = "/tmp/teller_mpi_pack_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 2;
-    o.gpus_per_node = 2;
-    o.tp = 2;
-    o.pp = 2;
-    o.steps = 10;
-    o.fault_rate = 0.3;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.seed = 5;
-    sim_case(dir, &o);
+    sim_faulty(dir, 2, 2, 10, 5, 1);
     char **files = NULL;
     size_t n = 0;
     teller_error err;
@@ -107,8 +87,14 @@ static void test_packed_store_appends_as_the_store(void)
 /* ---- teller-mpi under mpirun ---- */
 
 #ifdef TELLER_MPI
-/* 1 when mpirun is on the PATH */
-static int have_mpirun(void) { return system("command -v mpirun >/dev/null 2>&1") == 0; }
+/* 1, after saying so, when mpirun is not on the PATH: the test is skipped */
+static int mpirun_missing(void)
+{
+    if (system("command -v mpirun >/dev/null 2>&1") == 0)
+        return 0;
+    fprintf(stderr, "  skipped: mpirun not found (scripts/install-deps installs Open MPI)\n");
+    return 1;
+}
 
 /* Runs CMD with stdout and stderr into OUT.out and OUT.err (within 300 s);
  * returns its exit status, -1 when killed. */
@@ -162,22 +148,11 @@ static void same_as_teller(const char *inputs, const char *tmp)
 
 static void test_mpi_predictions_are_teller_diagnose(void)
 {
-    if (!have_mpirun()) {
-        fprintf(stderr, "  skipped: mpirun not found (scripts/install-deps installs Open MPI)\n");
+    if (mpirun_missing())
         return;
-    }
     char dir[] = "/tmp/teller_mpi_sim_XXXXXX", tmp[] = "/tmp/teller_mpi_out_XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 4;
-    o.gpus_per_node = 4;
-    o.tp = 4;
-    o.pp = 4;
-    o.steps = 12;
-    o.fault_rate = 0.3;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.seed = 14;
-    sim_case(dir, &o);
+    sim_faulty(dir, 4, 4, 12, 14, 1);
     char inputs[1024];
     snprintf(inputs, sizeof inputs, "'%s'", dir);
     same_as_teller(inputs, tmp);
@@ -194,19 +169,10 @@ static void test_mpi_predictions_are_teller_diagnose(void)
 
 static void test_mpi_unreadable_file_fails_every_process(void)
 {
-    if (!have_mpirun()) {
-        fprintf(stderr, "  skipped: mpirun not found (scripts/install-deps installs Open MPI)\n");
+    if (mpirun_missing())
         return;
-    }
     char dir[] = "/tmp/teller_mpi_bad_XXXXXX", cmd[4096], out[256], path[300];
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 2;
-    o.gpus_per_node = 4;
-    o.tp = 4;
-    o.pp = 2;
-    o.steps = 6;
-    o.seed = 3;
-    sim_case(dir, &o);
+    sim_faulty(dir, 2, 4, 6, 3, 0);
     /* rank 6's file (read by process 3 of 4) is cut to its first bytes */
     snprintf(path, sizeof path, "%s/rank6.trace.json.gz", dir);
     FILE *f = fopen(path, "wb");

@@ -20,6 +20,10 @@
 
 #define PACK_MAGIC 0x316b6370726c6c74ull /* "tllrpck1" */
 
+/* The event columns the readers fill, in the order they are packed; the
+ * tree build fills the others. */
+#define EVENT_COLUMNS(X) X(start_ns) X(dur_ns) X(name) X(layer) X(flags) X(source) X(pid) X(tid) X(corr) X(args)
+
 /* Copies n bytes to buf at *off, first rounded up to a multiple of 8;
  * with buf NULL only counts. */
 static void put(char *buf, size_t *off, const void *p, size_t n)
@@ -50,16 +54,9 @@ static size_t pack_into(char *buf, const teller_store *st)
     }
     put(buf, &off, st->sources, st->nsources * sizeof *st->sources);
     if (ev->n) {
-        put(buf, &off, ev->start_ns, ev->n * sizeof *ev->start_ns);
-        put(buf, &off, ev->dur_ns, ev->n * sizeof *ev->dur_ns);
-        put(buf, &off, ev->name, ev->n * sizeof *ev->name);
-        put(buf, &off, ev->layer, ev->n * sizeof *ev->layer);
-        put(buf, &off, ev->flags, ev->n * sizeof *ev->flags);
-        put(buf, &off, ev->source, ev->n * sizeof *ev->source);
-        put(buf, &off, ev->pid, ev->n * sizeof *ev->pid);
-        put(buf, &off, ev->tid, ev->n * sizeof *ev->tid);
-        put(buf, &off, ev->corr, ev->n * sizeof *ev->corr);
-        put(buf, &off, ev->args, ev->n * sizeof *ev->args);
+#define PUT_COLUMN(c) put(buf, &off, ev->c, ev->n * sizeof *ev->c);
+        EVENT_COLUMNS(PUT_COLUMN)
+#undef PUT_COLUMN
     }
     put(buf, &off, st->args, st->nargs * sizeof *st->args);
     put(buf, &off, st->comms, st->ncomms * sizeof *st->comms);
@@ -134,16 +131,9 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
 #define TAKE(field, count) (ok = ok && ((field) = (void *)(uintptr_t)take(buf, size, &off, (count) * sizeof *(field))) != NULL)
     TAKE(v.sources, v.nsources);
     if (n) {
-        TAKE(v.ev.start_ns, n);
-        TAKE(v.ev.dur_ns, n);
-        TAKE(v.ev.name, n);
-        TAKE(v.ev.layer, n);
-        TAKE(v.ev.flags, n);
-        TAKE(v.ev.source, n);
-        TAKE(v.ev.pid, n);
-        TAKE(v.ev.tid, n);
-        TAKE(v.ev.corr, n);
-        TAKE(v.ev.args, n);
+#define TAKE_COLUMN(c) TAKE(v.ev.c, n);
+        EVENT_COLUMNS(TAKE_COLUMN)
+#undef TAKE_COLUMN
     }
     TAKE(v.args, v.nargs);
     TAKE(v.comms, v.ncomms);
