@@ -1,0 +1,218 @@
+/*
+ * apis.c - the API-call detector: launches against the run's median per
+ * API (launch latency), allocation calls that most steps never make
+ * (allocator storms, OOM retries), each costing only the time the rank's
+ * GPU idled meanwhile; and how several such findings on one rank merge.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+static int name_has(const teller_store *st, uint32_t name, const char *s)
+{
+    return strstr(teller_store_str(st, name), s) != NULL;
+}
+
+/* Calls that return only when earlier GPU work is done: synchronizes, and
+ * copies (a device-to-host or pageable copy waits for the kernels before
+ * it). Their time is judged by how long they went on past that work. */
+int diag_blocks_on_gpu(const teller_store *st, uint32_t name)
+{
+    return name_has(st, name, "Synchronize") || name_has(st, name, "Memcpy");
+}
+
+static int is_alloc_api(const char *nm)
+{
+    return !strncmp(nm, "cudaMalloc", 10) || !strncmp(nm, "cudaFree", 8) || !strncmp(nm, "cuMemAlloc", 10) ||
+           !strncmp(nm, "cuMemFree", 9) || !strncmp(nm, "hipMalloc", 9) || !strncmp(nm, "hipFree", 7);
+}
+
+/* 1 when API call e launches GPU work whose name its source has not run
+ * before in the trace: CUDA loads a kernel's module at its first launch
+ * (lazy loading) and uploads a graph at its first launch, which takes
+ * milliseconds to seconds once per process. 0 otherwise, -1 out of memory. */
+static int first_launch(const teller_events *ev, uint32_t e, kmap *seen)
+{
+    for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c]) {
+        if (!(ev->flags[c] & TELLER_F_GPU))
+            continue;
+        uint64_t key = ((uint64_t)ev->source[e] << 32) | ev->name[c];
+        if (kmap_get(seen, key, 0) != TELLER_NONE)
+            return 0;
+        return kmap_get(seen, key, 1) == TELLER_NONE ? -1 : 1;
+    }
+    return 0;
+}
+
+/* GPU operations launched by API call e */
+static uint32_t launched(const teller_events *ev, uint32_t e)
+{
+    uint32_t n = 0;
+    for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c])
+        n += (ev->flags[c] & TELLER_F_GPU) != 0;
+    return n;
+}
+
+int diag_detect_apis(const dctx *D, finds *out)
+{
+    const teller_events *ev = D->ev;
+    teller_store *st = D->st;
+    /* per (step, source, name): excess over the usual per-call time */
+    typedef struct acc_t {
+        double   excess, t, usual;
+        uint32_t n, event, step, name, fed;
+        uint16_t src;
+        int      rare;
+    } acc_t;
+    acc_t *acc = NULL;
+    size_t acap = 0;
+    size_t nstr_guess = 0;
+    int rc = -1;
+    for (size_t i = 0; i < ev->n; i++)
+        if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
+            nstr_guess = ev->name[i] + 1;
+    /* per API name: call durations -> median; how many (step, rank) pairs use it */
+    groups durs = {0}, step_durs = {0}; /* per name; per (name, step, source) */
+    double *med = NULL, *step_med = NULL;
+    size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use); /* (step, source) pairs calling it */
+    kmap pairs = {0}, slot = {0}, seen = {0};
+    if (!use)
+        goto done;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!is_api(ev->layer[i]))
+            continue;
+        uint32_t nm = ev->name[i];
+        if (diag_groups_add(&durs, nm, (double)ev->dur_ns[i]) ||
+            (ev->step[i] < D->nsteps && diag_groups_add(&step_durs, nss_key(nm, ev->step[i], ev->source[i]), (double)ev->dur_ns[i])))
+            goto done;
+        if (ev->step[i] < D->nsteps) {
+            size_t before = pairs.n;
+            if (kmap_get(&pairs, nss_key(nm, ev->step[i], ev->source[i]), 1) == TELLER_NONE)
+                goto done;
+            use[nm] += pairs.n > before;
+        }
+    }
+    if (!(med = diag_groups_medians(&durs)) || !(step_med = diag_groups_medians(&step_durs)))
+        goto done;
+    /* (step, rank) pairs that exist */
+    size_t total_pairs = teller_store_num_steps(st);
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps)
+            continue;
+        uint32_t nm = ev->name[i];
+        /* allocation calls absent from most steps are expected not to happen at all */
+        int rare = is_alloc_api(teller_store_str(st, nm)) && use[nm] * 4 < total_pairs;
+        if (diag_blocks_on_gpu(st, nm))
+            continue; /* the sync detector judges these */
+        int first = first_launch(ev, (uint32_t)i, &seen);
+        if (first < 0)
+            goto done;
+        if (first)
+            continue; /* loading the kernel's module (or uploading a graph) is no latency fault */
+        double d = (double)ev->dur_ns[i], usual = med[kmap_get(&durs.keys, nm, 0)];
+        double ex = rare ? d : d - 2.0 * usual - 4000.0;
+        double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+        if (ex > idle)
+            ex = idle; /* the GPU went on with earlier work meanwhile */
+        if (ex <= 0)
+            continue;
+        acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
+        if (!a)
+            goto done;
+        if (!a->n) {
+            a->event = (uint32_t)i;
+            a->step = ev->step[i];
+            a->name = nm;
+            a->src = ev->source[i];
+            a->rare = rare;
+        }
+        a->n++;
+        a->excess += ex;
+        a->t += d;
+        a->usual += rare ? 0 : usual;
+        a->fed += launched(ev, (uint32_t)i);
+    }
+    for (size_t ix = 0; ix < slot.n; ix++) {
+        acc_t *a = &acc[ix];
+        if (!a->n)
+            continue;
+        int det = is_alloc_api(teller_store_str(st, a->name)) ? TELLER_FAULT_MALLOC_STORM : TELLER_FAULT_LAUNCH_LATENCY;
+        /* slow calls are a fault when the step's calls are slow as a whole
+         * (its median call), not when a tail of calls is: every run has
+         * launches and allocations that wait on a lock or a page fault;
+         * a rare allocation is judged against not happening at all */
+        double run_med = med[kmap_get(&durs.keys, a->name, 0)];
+        if (!a->rare && step_med[kmap_get(&step_durs.keys, nss_key(a->name, a->step, a->src), 0)] <= 2.0 * run_med + 4000.0)
+            continue;
+        double usual = a->usual > 0 ? a->usual : 1000.0;
+        cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
+                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1};
+        if (diag_finds_add(out, a->step, &c))
+            goto done;
+    }
+    rc = 0;
+done:
+    free(acc);
+    free(use);
+    diag_groups_free(&durs);
+    diag_groups_free(&step_durs);
+    free(med);
+    free(step_med);
+    kmap_free(&pairs);
+    kmap_free(&slot);
+    kmap_free(&seen);
+    return rc;
+}
+
+
+
+
+/* Slow launches of several APIs on one rank are one finding, named after
+ * the API whose slowed calls launched the most GPU work (a graph launch
+ * feeds hundreds of kernels; in eager steps the most used launch call). */
+size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
+{
+    (void)D;
+    size_t best = idx[0];
+    double ex = 0, t = 0, u = 0;
+    for (size_t q = 0; q < n; q++) {
+        const cand *x = &c[idx[q]];
+        ex += x->excess;
+        t += x->actual;
+        u += x->usual;
+        if (x->fed > c[best].fed || (x->fed == c[best].fed && x->excess > c[best].excess))
+            best = idx[q];
+    }
+    c[best].excess = ex;
+    if (u > 0)
+        c[best].sig = t / u;
+    return best;
+}
+
+/* Allocation calls on one rank: emptying the cache (five or more frees,
+ * more than allocations) after an allocation is an OOM retry; otherwise an
+ * allocator storm. Named after the allocation call. */
+size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
+{
+    size_t mi = SIZE_MAX;
+    double sum = 0;
+    uint32_t frees = 0, mallocs = 0;
+    for (size_t q = 0; q < n; q++) {
+        const cand *x = &c[idx[q]];
+        sum += x->excess;
+        if (strstr(teller_store_str(D->st, x->name), "Free")) {
+            frees += x->fed;
+        } else {
+            mallocs += x->fed;
+            mi = idx[q];
+        }
+    }
+    if (mi == SIZE_MAX)
+        return SIZE_MAX;
+    c[mi].excess = sum;
+    c[mi].det = frees >= 5 && frees > mallocs ? TELLER_FAULT_OOM : TELLER_FAULT_MALLOC_STORM;
+    return mi;
+}

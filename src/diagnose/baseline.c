@@ -1,0 +1,280 @@
+/*
+ * baseline.c - what the run itself says is usual, for every detector to
+ * compare with (diag_internal.h): medians of grouped samples, when each
+ * rank's GPU (or its other threads) was busy, the tensor-parallel peer
+ * groups, and the cost that most steps pay (taken off every finding).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+int diag_cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median of v[0..n) (reorders v) */
+double diag_median(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    teller_sort(v, n, sizeof *v, diag_cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int diag_groups_add(groups *g, uint64_t key, double x)
+{
+    samples *s = kmap_slot(&g->keys, key, (void **)&g->s, &g->cap, sizeof *g->s);
+    if (!s || TELLER_GROW(s->v, s->cap, s->n + 1))
+        return -1;
+    s->v[s->n++] = x;
+    return 0;
+}
+
+/* The median of each group, indexed as g->keys (reorders the samples);
+ * NULL when out of memory. */
+double *diag_groups_medians(groups *g)
+{
+    double *med = calloc(g->keys.n ? g->keys.n : 1, sizeof *med);
+    if (med)
+        for (size_t ix = 0; ix < g->keys.n; ix++)
+            med[ix] = diag_median(g->s[ix].v, g->s[ix].n);
+    return med;
+}
+
+void diag_groups_free(groups *g)
+{
+    for (size_t ix = 0; ix < g->keys.n && ix < g->cap; ix++)
+        free(g->s[ix].v);
+    free(g->s);
+    kmap_free(&g->keys);
+}
+
+/* ---- when the GPU was busy ---- */
+
+/* A host call or a host gap costs the step only the time the rank's GPU
+ * had nothing to do meanwhile: a slow launch while the GPU is still busy
+ * with earlier work, a copy call blocked until the kernels before it end,
+ * or a thread waiting while another thread keeps the GPU fed, delay
+ * nothing. The index below answers "how long was the GPU idle in [a, b)". */
+
+static int cmp_iv(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Whether event i counts as busy: without step_tid GPU work; with it, the
+ * outermost host ops of the source's threads other than its stepping thread. */
+static int busy_counts(const teller_events *ev, uint32_t i, const int32_t *step_tid)
+{
+    if (ev->dur_ns[i] <= 0)
+        return 0;
+    if (!step_tid)
+        return (ev->flags[i] & TELLER_F_GPU) != 0;
+    if ((ev->flags[i] & TELLER_F_GPU) || !is_host_op(ev->layer[i]) || ev->tid[i] == step_tid[ev->source[i]])
+        return 0;
+    uint32_t p = ev->parent[i];
+    return p == TELLER_NONE || !is_host_op(ev->layer[p]);
+}
+
+int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = D->nsrc, n = 0;
+    memset(B, 0, sizeof *B);
+    B->off = calloc(ns + 2, sizeof *B->off);
+    if (!B->off)
+        return -1;
+    for (size_t i = 0; i < ev->n; i++)
+        if (busy_counts(ev, (uint32_t)i, step_tid)) {
+            B->off[ev->source[i] + 2]++;
+            n++;
+        }
+    /* intervals grouped by source (counting sort), then sorted and merged in place */
+    int64_t *iv = malloc((n ? n : 1) * 2 * sizeof *iv);
+    B->a = malloc((n ? n : 1) * sizeof *B->a);
+    B->b = malloc((n ? n : 1) * sizeof *B->b);
+    B->cum = malloc((n ? n : 1) * sizeof *B->cum);
+    if (!iv || !B->a || !B->b || !B->cum) {
+        free(iv);
+        return -1;
+    }
+    for (size_t s = 0; s < ns; s++)
+        B->off[s + 2] += B->off[s + 1];
+    for (size_t i = 0; i < ev->n; i++)
+        if (busy_counts(ev, (uint32_t)i, step_tid)) {
+            size_t at = B->off[ev->source[i] + 1]++;
+            iv[2 * at] = ev->start_ns[i];
+            iv[2 * at + 1] = ev->start_ns[i] + ev->dur_ns[i];
+        }
+    /* off[s] .. off[s + 1] now bound source s; merge each run in place */
+    size_t w = 0, lo = 0;
+    for (size_t s = 0; s < ns; s++) {
+        size_t hi = B->off[s + 1]; /* the source's original end, overwritten below */
+        teller_sort(iv + 2 * lo, hi - lo, 2 * sizeof *iv, cmp_iv);
+        B->off[s] = w;
+        int64_t cum = 0;
+        for (size_t j = lo; j < hi; j++) {
+            int64_t a = iv[2 * j], b = iv[2 * j + 1];
+            if (w > B->off[s] && a <= B->b[w - 1]) {
+                if (b > B->b[w - 1]) {
+                    cum += b - B->b[w - 1];
+                    B->b[w - 1] = b;
+                }
+                continue;
+            }
+            B->a[w] = a;
+            B->b[w] = b;
+            B->cum[w] = cum;
+            cum += b - a;
+            w++;
+        }
+        B->off[s + 1] = w;
+        lo = hi;
+    }
+    free(iv);
+    return 0;
+}
+
+void diag_busy_free(busyidx *B)
+{
+    free(B->a);
+    free(B->b);
+    free(B->cum);
+    free(B->off);
+}
+
+/* busy time of source src before t */
+static int64_t busy_before(const busyidx *B, uint16_t src, int64_t t)
+{
+    size_t lo = B->off[src], hi = B->off[src + 1];
+    while (lo < hi) { /* the first interval starting at or after t */
+        size_t mid = (lo + hi) / 2;
+        if (B->a[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == B->off[src])
+        return 0;
+    size_t j = lo - 1; /* the last interval starting before t */
+    int64_t end = B->b[j] < t ? B->b[j] : t;
+    return B->cum[j] + (end - B->a[j]);
+}
+
+/* The span [*x, *y) from the first to the last busy time of source src
+ * inside [a, b); 0 when it was idle throughout. */
+int diag_busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t *x, int64_t *y)
+{
+    size_t lo = B->off[src], hi = B->off[src + 1];
+    while (lo < hi) { /* the first interval ending after a */
+        size_t mid = (lo + hi) / 2;
+        if (B->b[mid] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == B->off[src + 1] || B->a[lo] >= b)
+        return 0;
+    *x = B->a[lo] > a ? B->a[lo] : a;
+    size_t j = lo;
+    while (j + 1 < B->off[src + 1] && B->a[j + 1] < b)
+        j++;
+    *y = B->b[j] < b ? B->b[j] : b;
+    return 1;
+}
+
+/* how long source src was idle in [a, b) */
+double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    return (double)((b - a) - (busy_before(B, src, b) - busy_before(B, src, a)));
+}
+
+/* ---- peer groups: ranks that share all-reduce / all-gather collectives ---- */
+
+static int32_t uf_find(int32_t *p, int32_t x)
+{
+    while (p[x] != x)
+        x = p[x] = p[p[x]];
+    return x;
+}
+
+void diag_build_groups(dctx *D)
+{
+    size_t ns = teller_store_num_sources(D->st);
+    for (size_t s = 0; s < ns; s++)
+        D->group[s] = (int32_t)s;
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
+        if (co[c].num_members < 2)
+            continue;
+        const char *nm = teller_store_str(D->st, D->ev->name[mem[co[c].first_member].kernel]);
+        if (strstr(nm, "SendRecv") || strstr(nm, "Send") == nm)
+            continue;
+        uint16_t a = D->ev->source[mem[co[c].first_member].kernel];
+        for (uint32_t m = 1; m < co[c].num_members; m++) {
+            uint16_t b = D->ev->source[mem[co[c].first_member + m].kernel];
+            int32_t ra = uf_find(D->group, a), rb = uf_find(D->group, b);
+            if (ra != rb)
+                D->group[rb] = ra;
+        }
+    }
+    for (size_t s = 0; s < ns; s++)
+        D->group[s] = uf_find(D->group, (int32_t)s);
+}
+
+/* ---- the run's normal ---- */
+
+/* A cost that most steps pay is the run's normal: for each (kind, rank,
+ * operator), the median excess over all steps (a step without the finding
+ * counting zero) is taken off every step's finding; with two steps, the
+ * lower of the two. A single step has nothing to tell the usual from the
+ * fault. Findings stated
+ * by logs or by a collective that never completed are facts, not costs. */
+int diag_subtract_run_normal(dctx *D)
+{
+    if (D->nsteps < 2)
+        return 0;
+    groups g = {0};
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        for (size_t a = 0; a < D->steps[k].n; a++) {
+            const cand *c = &D->steps[k].c[a];
+            if (c->det != TELLER_FAULT_NONE && !teller_fault_def_of(c->det)->logged &&
+                diag_groups_add(&g, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, c->excess)) {
+                diag_groups_free(&g);
+                return -1;
+            }
+        }
+    double *base = calloc(g.keys.n ? g.keys.n : 1, sizeof *base);
+    if (!base) {
+        diag_groups_free(&g);
+        return -1;
+    }
+    for (size_t ix = 0; ix < g.keys.n; ix++) {
+        samples *sm = &g.s[ix];
+        teller_sort(sm->v, sm->n, sizeof *sm->v, diag_cmp_dbl);
+        /* the median of nsteps values: nsteps - n zeros, then the sorted samples */
+        size_t zeros = D->nsteps > sm->n ? D->nsteps - sm->n : 0, p0 = (D->nsteps - 1) / 2, p1 = D->nsteps / 2;
+        double v0 = p0 < zeros ? 0 : sm->v[p0 - zeros], v1 = p1 < zeros ? 0 : sm->v[p1 - zeros];
+        base[ix] = D->nsteps == 2 ? v0 : 0.5 * (v0 + v1);
+    }
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        for (size_t a = 0; a < D->steps[k].n; a++) {
+            cand *c = &D->steps[k].c[a];
+            if (c->det == TELLER_FAULT_NONE || teller_fault_def_of(c->det)->logged)
+                continue;
+            uint32_t ix = kmap_get(&g.keys, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, 0);
+            c->excess = ix == TELLER_NONE || c->excess <= base[ix] ? 0 : c->excess - base[ix];
+        }
+    free(base);
+    diag_groups_free(&g);
+    return 0;
+}

@@ -1,0 +1,299 @@
+/*
+ * comm.c - the collectives: transfers against the usual for their op and
+ * size (slow links, stalled sends), instances a rank never joined (hangs),
+ * slow transfers of one step merged into one link; and the horizontal view
+ * (who arrived last at each collective, how long the others waited).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+#include "teller/tree.h"
+
+typedef struct inst {
+    uint32_t c;        /* collective index */
+    uint32_t step;
+    double   transfer; /* shortest member duration */
+    double   bytes;
+    int      p2p;
+    uint32_t opname;   /* normalised op, interned */
+} inst;
+
+int diag_detect_comm(dctx *D)
+{
+    teller_store *st = D->st;
+    const teller_events *ev = D->ev;
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    size_t nc = teller_store_num_collectives(st);
+    inst *in = malloc((nc ? nc : 1) * sizeof *in);
+    if (!in)
+        return -1;
+    /* expected members per key: the most seen */
+    kmap km = {0};
+    groups bm = {0}; /* per op: transfer per element */
+    uint32_t *maxm = NULL;
+    size_t mcap = 0;
+    for (size_t c = 0; c < nc; c++) {
+        uint32_t ix = kmap_get(&km, co[c].key, 1);
+        if (ix == TELLER_NONE) {
+            free(in);
+            return -1;
+        }
+        if (ix >= mcap) {
+            size_t old = mcap;
+            if (TELLER_GROW(maxm, mcap, (size_t)ix + 1)) {
+                free(in);
+                kmap_free(&km);
+                return -1;
+            }
+            memset(maxm + old, 0, (mcap - old) * sizeof *maxm);
+        }
+        if (co[c].num_members > maxm[ix])
+            maxm[ix] = co[c].num_members;
+    }
+    char buf[256];
+    for (size_t c = 0; c < nc; c++) {
+        inst *x = &in[c];
+        x->c = (uint32_t)c;
+        uint32_t k0 = mem[co[c].first_member].kernel;
+        x->step = ev->step[k0];
+        x->transfer = INFINITY;
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            uint32_t k = mem[co[c].first_member + m].kernel;
+            if ((double)ev->dur_ns[k] < x->transfer)
+                x->transfer = (double)ev->dur_ns[k];
+            if (ev->step[k] < x->step)
+                x->step = ev->step[k];
+        }
+        const teller_comm *cm = teller_store_event_comm(st, k0);
+        x->bytes = cm && cm->in_nelems > 0 ? (double)cm->in_nelems : -1;
+        teller_name_normalize(teller_store_str(st, ev->name[k0]), buf, sizeof buf);
+        x->p2p = strstr(buf, "SendRecv") != NULL || (cm && (!strcmp(teller_store_str(st, cm->collective), "send") ||
+                                                            !strcmp(teller_store_str(st, cm->collective), "recv")));
+        x->opname = teller_store_intern(st, buf, strlen(buf));
+        if (x->opname == TELLER_NONE)
+            goto oom;
+    }
+    /* usual transfer per op: a latency plus a time per element,
+     * usual = r * (elements + E0) with r the median of transfer / (elements + E0);
+     * kernels without sizes use the op's median transfer */
+    const double E0 = 131072.0;
+    for (size_t c = 0; c < nc; c++) {
+        inst *x = &in[c];
+        if (diag_groups_add(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0),
+                       x->bytes > 0 ? x->transfer / (x->bytes + E0) : x->transfer))
+            goto oom;
+    }
+    double *usual = diag_groups_medians(&bm);
+    if (!usual)
+        goto oom;
+    for (size_t c = 0; c < nc; c++) {
+        inst *x = &in[c];
+        if (x->step >= D->nsteps)
+            continue;
+        uint32_t ix = kmap_get(&bm.keys, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
+        double u = ix == TELLER_NONE ? x->transfer : x->bytes > 0 ? usual[ix] * (x->bytes + E0) : usual[ix];
+        const teller_collective *cc = &co[c];
+        uint32_t exp_members = maxm[kmap_get(&km, cc->key, 0)];
+        uint32_t k0 = mem[cc->first_member].kernel;
+        if (cc->num_members < exp_members || x->transfer > 5e9) {
+            /* hang: who is missing? the ranks of the key's other instances */
+            int32_t missing = -1;
+            for (size_t c2 = 0; c2 < nc && missing < 0; c2++) {
+                if (co[c2].key != cc->key || co[c2].num_members != exp_members)
+                    continue;
+                for (uint32_t m = 0; m < co[c2].num_members && missing < 0; m++) {
+                    int32_t r = mem[co[c2].first_member + m].rank;
+                    int present = 0;
+                    for (uint32_t q = 0; q < cc->num_members; q++)
+                        present |= mem[cc->first_member + q].rank == r;
+                    if (!present)
+                        missing = r;
+                }
+            }
+            if (missing >= 0 || x->transfer > 5e9) {
+                /* the root is the rank that never launched the collective: it has
+                 * no event for it (-1 when that rank's trace is not loaded); the
+                 * ranks that waited are the evidence (peer: one of them) */
+                cand cd = {TELLER_FAULT_NCCL_HANG, missing, ev->name[k0], TELLER_LAYER_KERNEL, x->transfer,
+                           x->transfer / (u + 1), 0, u, TELLER_NONE, 0, cc->num_members, mem[cc->first_member].rank};
+                if (diag_add_cand(D, x->step, &cd))
+                    goto oom2;
+                continue;
+            }
+        }
+        /* one member alone cannot tell its transfer from its wait for peers */
+        double ex = x->transfer - 2.5 * u - 50000;
+        if (ex <= 0 || cc->num_members < 2)
+            continue;
+        /* a slow transfer: on which side? the receiving member, or the one on a higher node */
+        uint32_t pick = cc->first_member;
+        for (uint32_t m = 0; m < cc->num_members; m++) {
+            uint32_t e = mem[cc->first_member + m].kernel, pe = mem[pick].kernel;
+            const teller_comm *cm = teller_store_event_comm(st, e);
+            int is_recv = cm && !strcmp(teller_store_str(st, cm->collective), "recv");
+            int is_send = cm && !strcmp(teller_store_str(st, cm->collective), "send");
+            if (x->p2p) {
+                /* the sender is the root of a stalled send; kept as the first pick */
+                if (is_send) {
+                    pick = cc->first_member + m;
+                    break;
+                }
+                (void)is_recv;
+            } else if (teller_store_event_node(st, e) > teller_store_event_node(st, pe)) {
+                pick = cc->first_member + m;
+            }
+        }
+        uint32_t e = mem[pick].kernel;
+        int32_t peer = -1, peer_node = INT32_MAX; /* the other end: the member on the lowest node */
+        for (uint32_t m = 0; m < cc->num_members; m++) {
+            uint32_t q = cc->first_member + m;
+            int32_t nd = teller_store_event_node(st, mem[q].kernel);
+            if (q != pick && nd < peer_node) {
+                peer = mem[q].rank;
+                peer_node = nd;
+            }
+        }
+        cand cd = {x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
+                   x->transfer / (u + 1), x->transfer, u, e, 0, 0, peer};
+        if (diag_add_cand(D, x->step, &cd))
+            goto oom2;
+    }
+    free(usual);
+    diag_groups_free(&bm);
+    kmap_free(&km);
+    free(maxm);
+    free(in);
+    return 0;
+oom2:
+    free(usual);
+oom:
+    diag_groups_free(&bm);
+    kmap_free(&km);
+    free(maxm);
+    free(in);
+    return -1;
+}
+
+/* Several slow pipeline transfers in one step, or slow cross-node
+ * collectives, are one degraded link; the root is on the node they share,
+ * the receiving (higher) node when they share more than one. */
+void diag_merge_links(dctx *D)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        step_acc *s = &D->steps[k];
+        int n = 0, cross = 0;
+        size_t best = 0;
+        double sum = 0;
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != TELLER_FAULT_PP_SEND_DELAY && s->c[a].det != TELLER_FAULT_SLOW_LINK)
+                continue;
+            n++;
+            sum += s->c[a].excess;
+            cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
+            if (!n || s->c[a].excess >= s->c[best].excess || (s->c[best].det != TELLER_FAULT_PP_SEND_DELAY && s->c[best].det != TELLER_FAULT_SLOW_LINK))
+                best = a;
+        }
+        if (n == 0 || (n == 1 && !cross))
+            continue;
+        /* one stalled send among healthy ones stays a send stall */
+        cand t = s->c[best];
+        int32_t hi = -1;
+        for (size_t a = 0; a < s->n; a++) {
+            if (s->c[a].det != TELLER_FAULT_PP_SEND_DELAY && s->c[a].det != TELLER_FAULT_SLOW_LINK)
+                continue;
+            /* both ends of the transfer count: the root is on the receiving (higher) node */
+            for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
+                const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
+                if ((so->rank == s->c[a].rank || so->rank == s->c[a].peer) && so->node > hi)
+                    hi = so->node;
+            }
+            s->c[a].det = TELLER_FAULT_NONE;
+        }
+        /* the lowest rank of that node */
+        int32_t root = INT32_MAX;
+        for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
+            const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
+            if (so->node == hi && so->rank < root)
+                root = so->rank;
+        }
+        t.det = TELLER_FAULT_SLOW_LINK;
+        t.excess = sum;
+        t.rank = root == INT32_MAX ? t.rank : root;
+        s->c[best] = t;
+    }
+}
+
+
+/* The horizontal view of every step: at each collective of the step with
+ * two or more members, who arrived last (started its kernel last) and how
+ * long the others waited for it. Returns -1 when out of memory. */
+int diag_late_tables(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    size_t cells = (size_t)D->nsteps * D->nsrc;
+    D->late_last = calloc(cells + 1, sizeof *D->late_last);
+    D->late_insts = calloc(D->nsteps + 1, sizeof *D->late_insts);
+    D->late_wait = calloc(cells + 1, sizeof *D->late_wait);
+    if (!D->late_last || !D->late_insts || !D->late_wait)
+        return -1;
+    for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
+        if (co[c].num_members < 2)
+            continue;
+        uint32_t lk = mem[co[c].first_member].kernel;
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            uint32_t k = mem[co[c].first_member + m].kernel;
+            if (ev->start_ns[k] > ev->start_ns[lk])
+                lk = k;
+        }
+        uint32_t step = ev->step[lk];
+        if (step >= D->nsteps)
+            continue;
+        double w = 0;
+        for (uint32_t m = 0; m < co[c].num_members; m++)
+            w += (double)(ev->start_ns[lk] - ev->start_ns[mem[co[c].first_member + m].kernel]);
+        size_t cell = (size_t)step * D->nsrc + ev->source[lk];
+        D->late_last[cell]++;
+        D->late_wait[cell] += w;
+        D->late_insts[step]++;
+    }
+    return 0;
+}
+
+/* When the step's root rank was the last to arrive at most of the step's
+ * collectives (diag_late_tables), that is trace evidence for the finding. */
+void diag_late_arrivals(dctx *D, teller_diagnosis *d)
+{
+    const teller_events *ev = D->ev;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        teller_diag_step *s = &d->steps[k];
+        if (!s->pred.abnormal || s->culprit_event == TELLER_NONE || D->late_insts[k] < 2 ||
+            s->pred.nev >= TELLER_MAX_EVIDENCE)
+            continue;
+        uint16_t src = ev->source[s->culprit_event];
+        size_t cell = (size_t)k * D->nsrc + src;
+        if (D->late_last[cell] * 2 <= D->late_insts[k])
+            continue;
+        char w[32];
+        diag_fmt_ms(w, sizeof w, D->late_wait[cell]);
+        teller_evidence *e = &s->pred.ev[s->pred.nev++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->kind, sizeof e->kind, "trace");
+        e->node = teller_store_source_c(D->st, src)->node;
+        e->rank = teller_store_source_c(D->st, src)->rank;
+        e->line = s->culprit_event;
+        e->time_ns = s->start_ns;
+        snprintf(e->text, sizeof e->text,
+                 "rank %d arrived last at %u of the step's %u collectives; its peers waited %s for it in all", e->rank,
+                 D->late_last[cell], D->late_insts[k], w);
+        size_t n = strlen(s->pred.explanation);
+        if (n + 8 < sizeof s->pred.explanation)
+            snprintf(s->pred.explanation + n, sizeof s->pred.explanation - n, " Rank %d arrived last at %u of %u collectives, "
+                     "its peers waiting %s for it.", e->rank, D->late_last[cell], D->late_insts[k], w);
+    }
+}

@@ -1,0 +1,182 @@
+/*
+ * diag_internal.h - what the files of src/diagnose share: a candidate, the
+ * diagnosis's context, the per-step lists, and the detector families'
+ * entry points. diagnose.c runs them (the table there says in which round
+ * and in which order their findings join the steps); baseline.c holds what
+ * the run says is usual (medians, when the GPU was busy, peer groups, the
+ * cost every step pays); sentences.c what the diagnosis says in words; one
+ * file per detector family: kernels.c, apis.c (API calls, allocations),
+ * syncs.c, copies.c, gaps.c (host gaps), comm.c (collectives and the
+ * horizontal view), logs.c. Not a public header.
+ */
+#ifndef TELLER_DIAG_INTERNAL_H
+#define TELLER_DIAG_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "teller/diagnose.h"
+#include "teller/fault.h"
+#include "teller/store.h"
+#include "../util/kmap.h"
+#include "../util/vec.h"
+
+typedef struct cand {
+    teller_fault det;  /* teller_fault found; TELLER_FAULT_NONE once merged into another */
+    int32_t  rank;
+    uint32_t name;     /* interned operator name */
+    uint8_t  layer;
+    double   excess;   /* ns the finding explains */
+    double   sig;      /* how unusual: a ratio or z-like figure, >= 1 */
+    double   actual, usual; /* the operator's time in the step and its usual time, ns */
+    uint32_t event;    /* an event of the candidate */
+    double   score;
+    uint32_t fed;      /* launches: GPU operations the slowed calls launched; allocations: calls */
+    int32_t  peer;     /* transfers: the rank at the other end, else -1 */
+} cand;
+
+typedef struct step_acc {
+    cand    *c;
+    size_t   n, cap;
+    double   start; /* earliest rank's start */
+    double   work;  /* compute kernel time on the lowest rank: the batch's size */
+    int      claimed; /* a whole-second log line was already placed here */
+} step_acc;
+
+/* When something was busy, per source: the union of some events as sorted
+ * disjoint intervals [a, b), those of source s at off[s] .. off[s + 1],
+ * cum the busy time before each. */
+typedef struct busyidx {
+    int64_t *a, *b, *cum;
+    size_t  *off;
+} busyidx;
+
+typedef struct dctx {
+    teller_store       *st;
+    const teller_events *ev;
+    uint32_t            nsteps;
+    int32_t             nranks_max;
+    step_acc           *steps;
+    int32_t            *group;   /* per source: peer group id (union-find root) */
+    size_t              nsrc;
+    double              t_first, t_last; /* the traced steps' span, node 0's clock */
+    int64_t            *mstart;  /* per (step, source): the step's start on that rank */
+    size_t             *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
+    busyidx             gpu;     /* when each source's GPU was busy */
+    int                 nomem;   /* an allocation failed where no status could be returned */
+    teller_diagnosis   *out;
+    /* the horizontal view, per (step, source): collectives at which the
+     * source arrived last and its peers' wait for it; per step: collectives */
+    uint32_t           *late_last, *late_insts;
+    double             *late_wait;
+} dctx;
+
+
+/* What a detector found, in the order it found it. Detectors run on
+ * several threads, each into its own list; the lists are then added to the
+ * steps one after the other in a fixed order (add_found), so every step's
+ * candidates come in the same order whatever ran where. */
+typedef struct found {
+    uint32_t step;
+    cand     c;
+} found;
+typedef struct finds {
+    found *v;
+    size_t n, cap;
+} finds;
+
+
+/* Samples grouped by a 64-bit key, for the median of each group. */
+typedef struct samples {
+    double *v;
+    size_t n, cap;
+} samples;
+typedef struct groups {
+    kmap keys; /* key -> index into s */
+    samples *s;
+    size_t cap;
+} groups;
+
+/* A kernel name's time in one step on one source (kernels.c). */
+typedef struct ktot {
+    double   t;
+    uint32_t count, event;
+} ktot;
+
+/* One source's kernel time per (step, name), and what that time usually
+ * is; built by diag_kernels_tally on the source's own thread, read by every
+ * source's diag_kernels_judge. tot, keys, ref and noref are indexed as m, in
+ * the order the (step, name) pairs first appear in the source's events. */
+typedef struct ktab {
+    kmap      m;     /* (step << 28 | name) -> index */
+    ktot     *tot;   /* time, calls and first call */
+    uint64_t *keys;
+    double   *ref;   /* the sum of its calls' usual times */
+    uint8_t  *noref; /* some call had no usual time */
+    size_t    cap, kcap;
+} ktab;
+
+
+/* A merge looks at all candidates of one kind on one rank in one step
+ * (idx[0..n) into c) and returns the one to keep, rewritten, or SIZE_MAX
+ * to keep them as they are. */
+typedef size_t (*merge_fn)(const dctx *D, cand *c, const size_t *idx, size_t n);
+
+static inline int32_t rank_of(const dctx *D, uint32_t e) { return teller_store_event_rank(D->st, e); }
+static inline int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
+static inline int is_host_op(uint8_t L) { return L == TELLER_LAYER_BACKEND || is_api(L); }
+/* the node of a loaded rank, -1 when no loaded source has it */
+static inline int32_t diag_node_of_rank(const teller_store *st, int32_t rank)
+{
+    int32_t q = teller_store_source_of_rank(st, rank);
+    return q < 0 ? -1 : teller_store_source_c(st, (uint32_t)q)->node;
+}
+/* The (name, step, source) key of per-step tallies: names below 2^28,
+ * steps below 2^22 and sources below 2^14 keep keys apart. */
+static inline uint64_t nss_key(uint32_t name, uint32_t step, uint16_t src)
+{
+    return ((uint64_t)(name & 0xFFFFFFF) << 36) | ((uint64_t)(step & 0x3FFFFF) << 14) | (src & 0x3FFF);
+}
+
+/* diagnose.c: candidates into the steps, or into a detector's own list */
+int diag_add_cand(dctx *D, uint32_t step, const cand *c);
+int diag_finds_add(finds *f, uint32_t step, const cand *c);
+
+/* baseline.c: what the run says is usual */
+int diag_cmp_dbl(const void *a, const void *b);
+double diag_median(double *v, size_t n);
+int diag_groups_add(groups *g, uint64_t key, double x);
+double *diag_groups_medians(groups *g);
+void diag_groups_free(groups *g);
+int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid);
+void diag_busy_free(busyidx *B);
+int diag_busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t *x, int64_t *y);
+double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
+void diag_build_groups(dctx *D);
+int diag_subtract_run_normal(dctx *D);
+
+/* the detector families: each returns 0, or -1 out of memory */
+int diag_kernels_tally(const dctx *D, size_t s, ktab *K);
+int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out);
+void diag_ktab_free(ktab *K);
+size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n);
+int diag_blocks_on_gpu(const teller_store *st, uint32_t name);
+int diag_detect_apis(const dctx *D, finds *out);
+size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n);
+size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n);
+int diag_detect_sync(const dctx *D, finds *out);
+int diag_detect_copies(const dctx *D, finds *out);
+int diag_detect_gaps(const dctx *D, finds *out);
+int diag_detect_comm(dctx *D);
+void diag_merge_links(dctx *D);
+int diag_late_tables(dctx *D);
+void diag_late_arrivals(dctx *D, teller_diagnosis *d);
+teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err);
+
+/* sentences.c */
+void diag_add_note(dctx *D, const char *text);
+void diag_notes(dctx *D);
+void diag_fmt_ms(char *b, size_t n, double ns);
+void diag_explain(dctx *D, teller_diag_step *s, const cand *c);
+
+#endif

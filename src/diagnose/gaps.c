@@ -1,0 +1,160 @@
+/*
+ * gaps.c - the host-gap detector: gaps between the outermost host ops of a
+ * rank's stepping thread against the rank's usual gap, costing only the
+ * time the GPU idled while no other thread of the process worked (CPU
+ * contention).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+int diag_detect_gaps(const dctx *D, finds *out)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = teller_store_num_sources(D->st);
+    /* the stepping thread of each source: the thread of its step markers */
+    int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
+    busyidx others = {0}; /* the source's other threads at work */
+    groups gaps = {0}; /* per source: every gap, for its median */
+    /* the longest gap of each (step, source): a gap every step has is normal */
+    double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
+    double *usual_max = calloc(ns ? ns : 1, sizeof *usual_max);
+    size_t *nmax = calloc(ns ? ns : 1, sizeof *nmax); /* steps with a gap, per source */
+    int rc = -1;
+    if (!tid || !stepmax || !usual_max || !nmax)
+        goto done;
+    for (size_t s = 0; s < ns; s++)
+        tid[s] = INT32_MIN;
+    const teller_step *steps = teller_store_steps(D->st);
+    for (size_t k = 0; k < teller_store_num_steps(D->st); k++) {
+        uint32_t mk = steps[k].marker;
+        if (mk != TELLER_NONE)
+            tid[ev->source[mk]] = ev->tid[mk];
+    }
+    if (diag_busy_build(&others, D, tid))
+        goto done;
+    /* events are sorted by (source, pid, tid, start): a sweep sees each
+     * thread in time order */
+    for (int pass = 0; pass < 2; pass++) {
+        double *usual = NULL;
+        if (pass) {
+            usual = malloc((ns ? ns : 1) * sizeof *usual);
+            if (!usual)
+                goto done;
+            double *med = diag_groups_medians(&gaps), *col = malloc((D->nsteps ? D->nsteps : 1) * sizeof *col);
+            if (!med || !col) {
+                free(med);
+                free(col);
+                free(usual);
+                goto done;
+            }
+            for (size_t s = 0; s < ns; s++) {
+                uint32_t ix = kmap_get(&gaps.keys, s, 0);
+                usual[s] = ix == TELLER_NONE ? 0 : med[ix];
+                size_t nc = 0;
+                for (uint32_t k = 0; k < D->nsteps; k++)
+                    if (stepmax[(size_t)k * ns + s] > 0)
+                        col[nc++] = stepmax[(size_t)k * ns + s];
+                /* the yardstick must not be the step's own longest gap (the
+                 * stall itself): with three steps or more the median, with two
+                 * their sum (the other step's is taken out below), with one none */
+                nmax[s] = nc;
+                usual_max[s] = nc >= 3 ? diag_median(col, nc) : nc == 2 ? col[0] + col[1] : 0;
+            }
+            free(med);
+            free(col);
+        }
+        int64_t prev_end = 0;
+        uint32_t prev_step = TELLER_NONE;
+        uint16_t prev_src = UINT16_MAX;
+        double best_gap = 0, sum_ex = 0;
+        uint32_t best_ev = TELLER_NONE;
+        for (size_t i = 0; i <= ev->n; i++) {
+            int boundary = i == ev->n;
+            if (!boundary) {
+                uint16_t s = ev->source[i];
+                if (ev->tid[i] != tid[s] || (ev->flags[i] & TELLER_F_GPU) || !is_host_op(ev->layer[i]))
+                    continue;
+                uint32_t p = ev->parent[i];
+                if (p != TELLER_NONE && is_host_op(ev->layer[p]))
+                    continue; /* not outermost */
+                boundary = s != prev_src || ev->step[i] != prev_step;
+            }
+            if (boundary) {
+                if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
+                    uint16_t s = prev_src;
+                    cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
+                              ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0, -1};
+                    if (diag_finds_add(out, prev_step, &c)) {
+                        free(usual);
+                        goto done;
+                    }
+                }
+                best_gap = sum_ex = 0;
+                best_ev = TELLER_NONE;
+                if (i == ev->n)
+                    break;
+                prev_src = ev->source[i];
+                prev_step = ev->step[i];
+                /* the first op's gap counts from the step's start on this rank */
+                int64_t ms = prev_step < D->nsteps ? D->mstart[(size_t)prev_step * D->nsrc + prev_src] : INT64_MIN;
+                if (ms == INT64_MIN || ms > ev->start_ns[i]) {
+                    prev_end = ev->start_ns[i] + ev->dur_ns[i];
+                    continue;
+                }
+                prev_end = ms;
+            }
+            double g = (double)(ev->start_ns[i] - prev_end);
+            int64_t prev_gap_end = prev_end, e = ev->start_ns[i] + ev->dur_ns[i];
+            if (e > prev_end)
+                prev_end = e;
+            if (prev_step >= D->nsteps || g <= 0)
+                continue;
+            uint16_t s = ev->source[i];
+            if (!pass) {
+                if (diag_groups_add(&gaps, s, g))
+                    goto done;
+                double *mx = &stepmax[(size_t)prev_step * ns + s];
+                if (g > *mx)
+                    *mx = g;
+                continue;
+            }
+            double thr = 40 * usual[s] + 100000,
+                   um = nmax[s] == 2 ? usual_max[s] - stepmax[(size_t)prev_step * ns + s] : usual_max[s];
+            if (thr < 3 * um)
+                thr = 3 * um;
+            /* with fewer than three steps the thread's usual stalls are
+             * unknown: only a gap longer than a scheduler time slice
+             * (milliseconds) says the thread was descheduled */
+            if (D->nsteps < 3 && thr < 1e6)
+                thr = 1e6;
+            if (g > thr) {
+                /* what the gap cost: the time the GPU idled in it, outside the
+                 * stretch in which another thread of the process (autograd's
+                 * engine, a data loader) was working: a thread waiting on
+                 * another's work is not stalled */
+                int64_t x, y;
+                double idle = diag_busy_span(&others, s, prev_gap_end, ev->start_ns[i], &x, &y)
+                                  ? diag_idle_in(&D->gpu, s, prev_gap_end, x) + diag_idle_in(&D->gpu, s, y, ev->start_ns[i])
+                                  : diag_idle_in(&D->gpu, s, prev_gap_end, ev->start_ns[i]);
+                sum_ex += g - usual[s] < idle ? g - usual[s] : idle;
+                if (g > best_gap) {
+                    best_gap = g;
+                    best_ev = (uint32_t)i;
+                }
+            }
+        }
+        free(usual);
+    }
+    rc = 0;
+done:
+    diag_groups_free(&gaps);
+    diag_busy_free(&others);
+    free(tid);
+    free(stepmax);
+    free(usual_max);
+    free(nmax);
+    return rc;
+}

@@ -1,0 +1,181 @@
+/*
+ * kernels.c - the kernel detector: a kernel name's time on a rank in a
+ * step against the fastest rank of its tensor-parallel group (peers do
+ * identical work), or without peers against the usual time of the same
+ * launch configurations; three or more slowed names on one rank are one
+ * throttled GPU. Source by source: a tally per source (round 1), then each
+ * source against its peers' tallies (round 2).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+/* The key of a kernel call's launch configuration on its source: name,
+ * grid and block. Calls with the same configuration do the same work in
+ * a real trace (the grid follows the problem size), whatever the step. */
+static uint64_t config_key(const teller_store *st, const teller_events *ev, uint32_t i)
+{
+    const teller_args *a = teller_store_event_args(st, i);
+    uint32_t k[8] = {ev->source[i], ev->name[i], 0, 0, 0, 0, 0, 0};
+    if (a)
+        memcpy(k + 2, a->grid, 6 * sizeof *k);
+    return kmap_hash_bytes(k, sizeof k);
+}
+
+/* Per launch configuration: call durations, and in how many steps it ran. */
+typedef struct cfg_acc {
+    samples  d;
+    uint32_t steps, last_step;
+} cfg_acc;
+
+static uint64_t kt_key(uint32_t step, uint32_t name) { return ((uint64_t)step << 28) | (name & 0xFFFFFFF); }
+
+void diag_ktab_free(ktab *K)
+{
+    kmap_free(&K->m);
+    free(K->tot);
+    free(K->keys);
+    free(K->ref);
+    free(K->noref);
+    memset(K, 0, sizeof *K);
+}
+
+static int is_compute_kernel(const dctx *D, size_t i)
+{
+    const teller_events *ev = D->ev;
+    return ev->layer[i] == TELLER_LAYER_KERNEL && !(ev->flags[i] & TELLER_F_COMM) && ev->step[i] < D->nsteps;
+}
+
+/* Tallies the compute kernels of source s into K. 0, or -1 out of memory. */
+int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
+{
+    const teller_events *ev = D->ev;
+    size_t lo = D->range[s], hi = D->range[s + 1];
+    kmap cm = {0};
+    cfg_acc *cfg = NULL;
+    size_t ccap = 0;
+    double *cmed = NULL;
+    int rc = -1;
+    for (size_t i = lo; i < hi; i++) {
+        if (!is_compute_kernel(D, i))
+            continue;
+        uint64_t key = kt_key(ev->step[i], ev->name[i]);
+        ktot *t = kmap_slot(&K->m, key, (void **)&K->tot, &K->cap, sizeof *K->tot);
+        uint32_t ix = kmap_get(&K->m, key, 0);
+        if (!t || (ix >= K->kcap && TELLER_GROW(K->keys, K->kcap, (size_t)ix + 1)))
+            goto done;
+        K->keys[ix] = key;
+        t->t += (double)ev->dur_ns[i];
+        if (!t->count++)
+            t->event = (uint32_t)i;
+        cfg_acc *ca = kmap_slot(&cm, config_key(D->st, ev, (uint32_t)i), (void **)&cfg, &ccap, sizeof *cfg);
+        if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1))
+            goto done;
+        ca->d.v[ca->d.n++] = (double)ev->dur_ns[i];
+        if (!ca->steps || ca->last_step != ev->step[i]) {
+            ca->steps++;
+            ca->last_step = ev->step[i];
+        }
+    }
+    /* the usual time of a call of each configuration: its median, when it
+     * ran in three steps or more and its calls agree (median absolute
+     * deviation within a quarter of the median); else 0, no reference: a
+     * configuration whose time varies with the batch says nothing */
+    if (!(cmed = calloc(cm.n ? cm.n : 1, sizeof *cmed)))
+        goto done;
+    for (size_t ix = 0; ix < cm.n; ix++) {
+        samples *d = &cfg[ix].d;
+        if (cfg[ix].steps < 3)
+            continue;
+        double med = diag_median(d->v, d->n);
+        for (size_t q = 0; q < d->n; q++)
+            d->v[q] = fabs(d->v[q] - med);
+        if (diag_median(d->v, d->n) <= 0.25 * med)
+            cmed[ix] = med;
+    }
+    /* what each (step, name) usually takes: the sum of its calls' usual times */
+    K->ref = calloc(K->m.n ? K->m.n : 1, sizeof *K->ref);
+    K->noref = calloc(K->m.n ? K->m.n : 1, 1);
+    if (!K->ref || !K->noref)
+        goto done;
+    for (size_t i = lo; i < hi; i++) {
+        if (!is_compute_kernel(D, i))
+            continue;
+        uint32_t ix = kmap_get(&K->m, kt_key(ev->step[i], ev->name[i]), 0);
+        double u = cmed[kmap_get(&cm, config_key(D->st, ev, (uint32_t)i), 0)];
+        K->ref[ix] += u;
+        K->noref[ix] |= u <= 0;
+    }
+    rc = 0;
+done:
+    for (size_t ix = 0; ix < cm.n && cfg; ix++)
+        free(cfg[ix].d.v);
+    free(cfg);
+    free(cmed);
+    kmap_free(&cm);
+    return rc;
+}
+
+/* Source s's kernel names against its peers' (K: every source's tally):
+ * the excess of each over the fastest peer in the step, or without peers
+ * over its usual time. 0, or -1 out of memory. */
+int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
+{
+    const ktab *me = &K[s];
+    for (size_t ix = 0; ix < me->m.n; ix++) {
+        uint64_t key = me->keys[ix];
+        double best = INFINITY;
+        int peers = 0;
+        for (size_t p = 0; p < D->nsrc; p++) {
+            if (p == s || D->group[p] != D->group[s])
+                continue;
+            uint32_t pi = kmap_get(&K[p].m, key, 0);
+            if (pi == TELLER_NONE)
+                continue;
+            peers++;
+            if (K[p].tot[pi].t < best)
+                best = K[p].tot[pi].t;
+        }
+        if (!peers) {
+            /* no tensor-parallel peer: compare with the same rank's calls of
+             * the same launch configuration in the run */
+            if (me->noref[ix])
+                continue;
+            best = me->ref[ix];
+        }
+        const ktot *t = &me->tot[ix];
+        if (t->t <= best * 1.15 || t->t - best < 10000)
+            continue;
+        cand c = {TELLER_FAULT_KERNEL_REGRESSION, teller_store_source_c(D->st, (uint32_t)s)->rank, (uint32_t)(key & 0xFFFFFFF),
+                  TELLER_LAYER_KERNEL, t->t - best, t->t / best, t->t, best, t->event, 0, 0, -1};
+        if (diag_finds_add(out, (uint32_t)(key >> 28), &c))
+            return -1;
+    }
+    return 0;
+}
+
+
+
+/* Three or more slowed kernel names on one rank are one throttled GPU,
+ * named after the kernel that lost the most. */
+size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
+{
+    (void)D;
+    if (n < 3)
+        return SIZE_MAX;
+    size_t best = idx[0];
+    double sum = 0, ratio_sum = 0;
+    for (size_t q = 0; q < n; q++) {
+        sum += c[idx[q]].excess;
+        ratio_sum += c[idx[q]].sig;
+        if (c[idx[q]].excess > c[best].excess)
+            best = idx[q];
+    }
+    c[best].det = TELLER_FAULT_GPU_THROTTLE;
+    c[best].excess = sum;
+    c[best].sig = ratio_sum / (double)n;
+    return best;
+}

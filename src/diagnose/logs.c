@@ -1,0 +1,201 @@
+/*
+ * logs.c - service logs as evidence: every log of the options read and
+ * aligned to the steps; preemption lines placed on a step, OOM and
+ * watchdog lines and other errors attached to theirs.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+#include "teller/logs.h"
+
+typedef struct logctx {
+    dctx       *D;
+    int32_t     node;
+    const char *path;
+    int         aligned, total;
+} logctx;
+
+static int has_sub(const char *m, size_t n, const char *pat);
+
+static int is_preempt_line(const char *m, size_t n)
+{
+    static const char *const pats[] = {"is preempted by PreemptionMode", "Retract requests", "retracted"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strlen(pats[i]);
+        for (size_t j = 0; j + l <= n; j++)
+            if (!memcmp(m + j, pats[i], l))
+                return 1;
+    }
+    return 0;
+}
+
+static int has_sub(const char *m, size_t n, const char *pat)
+{
+    size_t l = strlen(pat);
+    for (size_t j = 0; j + l <= n; j++)
+        if (!memcmp(m + j, pat, l))
+            return 1;
+    return 0;
+}
+
+static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_record *rec, int32_t rank,
+                         int64_t t)
+{
+    if (s->pred.nev >= TELLER_MAX_EVIDENCE)
+        return;
+    teller_evidence *e = &s->pred.ev[s->pred.nev++];
+    snprintf(e->kind, sizeof e->kind, "log");
+    e->node = L->node;
+    e->rank = rank;
+    e->line = rec->line;
+    e->time_ns = t;
+    snprintf(e->file, sizeof e->file, "%s", L->path);
+    size_t n = rec->msg.n < sizeof e->text - 1 ? rec->msg.n : sizeof e->text - 1;
+    /* the first line of a multi-line record */
+    const char *nl = memchr(rec->msg.p, '\n', n);
+    if (nl)
+        n = (size_t)(nl - rec->msg.p);
+    memcpy(e->text, rec->msg.p, n);
+    e->text[n] = 0;
+}
+
+/* Preemption lines often have whole-second times (the aligner puts them at
+ * the middle of their second): the step they mean is the one that did the
+ * most GPU work (recomputing preempted requests is a large prefill) among
+ * the steps starting within that second, not yet claimed by another line.
+ * With an exact time it is the first unclaimed step starting from then. */
+static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
+{
+    if (!whole_second) {
+        /* an exact time (e.g. captured by teller run): the scheduler logs its
+         * decision just before the step it shapes starts */
+        for (uint32_t k = 0; k < D->nsteps; k++)
+            if (!D->steps[k].claimed && D->steps[k].start >= (double)t - 1e6 && D->steps[k].start < (double)t + 50e6)
+                return k;
+        return TELLER_NONE;
+    }
+    uint32_t best = TELLER_NONE;
+    double bestw = -1, lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
+           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        double st0 = D->steps[k].start;
+        if (st0 < lo || st0 >= hi || D->steps[k].claimed)
+            continue;
+        if (D->steps[k].work > bestw) {
+            bestw = D->steps[k].work;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* The unclaimed step near time t (within its second when whole) that
+ * already holds a trace finding of kind det. */
+static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det)
+{
+    double lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
+           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        double st0 = D->steps[k].start;
+        if (st0 < lo || st0 >= hi || D->steps[k].claimed)
+            continue;
+        for (size_t a = 0; a < D->steps[k].n; a++)
+            if (D->steps[k].c[a].det == det)
+                return k;
+    }
+    return TELLER_NONE;
+}
+
+static int on_log(void *ctx, const teller_log_record *rec)
+{
+    logctx *L = ctx;
+    dctx *D = L->D;
+    L->total++;
+    const char *m = rec->msg.p;
+    size_t n = rec->msg.n;
+    /* SGLang lines carry no level: what matters is what they say */
+    int notable = rec->level >= TELLER_LOGL_WARNING || rec->family == TELLER_LOG_TORCH || is_preempt_line(m, n) ||
+                  has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory");
+    teller_log_align al;
+    teller_log_align_record(D->st, L->node, rec, &al);
+    if (al.step == TELLER_NONE && al.time_ns == INT64_MIN)
+        return 0;
+    /* does the record fall within the traced time at all (give or take the
+     * second that whole-second times may be off by)? */
+    if (al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9)
+        L->aligned++;
+    if (!notable)
+        return 0;
+    uint32_t step = al.step;
+    teller_fault det = TELLER_FAULT_NONE; /* NONE: an error line, evidence for whatever the step holds */
+    if (is_preempt_line(m, n)) {
+        /* a step whose trace shows swapping owns the line; otherwise the
+         * preemption recomputed requests: the biggest step of the second */
+        int whole = (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0;
+        step = has_sub(m, n, "RECOMPUTE") ? TELLER_NONE : step_with(D, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
+        det = TELLER_FAULT_KV_SWAP;
+        if (step == TELLER_NONE && !has_sub(m, n, "SWAP")) {
+            step = step_in_second(D, al.time_ns, whole);
+            det = TELLER_FAULT_PREEMPTION;
+        }
+        if (step != TELLER_NONE)
+            D->steps[step].claimed = 1;
+    } else if (has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory")) {
+        det = TELLER_FAULT_OOM;
+    } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
+        det = TELLER_FAULT_NCCL_HANG;
+    } else if (rec->level < TELLER_LOGL_ERROR) {
+        return 0;
+    }
+    if (step == TELLER_NONE || step >= D->nsteps)
+        return 0;
+    teller_diag_step *ds = &D->out->steps[step];
+    add_evidence(ds, L, rec, al.rank, al.time_ns);
+    if (det == TELLER_FAULT_PREEMPTION || det == TELLER_FAULT_KV_SWAP) {
+        /* the scheduler's decision: the step as a whole, led by the first rank */
+        const teller_step *s = teller_store_steps(D->st);
+        uint32_t marker = TELLER_NONE;
+        int32_t r0 = INT32_MAX;
+        for (size_t i = 0; i < teller_store_num_steps(D->st); i++)
+            if (s[i].step == step && s[i].rank < r0 && s[i].marker != TELLER_NONE) {
+                r0 = s[i].rank;
+                marker = s[i].marker;
+            }
+        if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
+            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1};
+            c.excess = 0;
+            if (diag_add_cand(D, step, &c))
+                return -TELLER_ERR_NOMEM;
+        }
+    }
+    return 0;
+}
+
+
+/* Reads and aligns every log of o; a log that cannot be read (missing, a
+ * directory, a trace) fails the diagnosis, naming the file. */
+teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
+{
+    for (size_t i = 0; i < o->nlogs; i++) {
+        const char *path = o->logs[i];
+        teller_log_opts lo = teller_log_defaults();
+        const teller_step *s = teller_store_steps(D->st);
+        lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
+        logctx L = {D, teller_log_node_from_path(path), path, 0, 0};
+        if (L.node < 0)
+            L.node = 0;
+        teller_status st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
+        if (st != TELLER_OK)
+            return st;
+        if (L.total && !L.aligned) {
+            char note[600];
+            snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
+                     "another run, or clocks far apart): nothing in it was used", path, L.total);
+            diag_add_note(D, note);
+        }
+    }
+    return TELLER_OK;
+}

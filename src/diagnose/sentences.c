@@ -1,0 +1,101 @@
+/*
+ * sentences.c - what the diagnosis says in words: the explanation of a
+ * step's top finding, durations as text, and the notes on what the run
+ * did not let it see.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+void diag_add_note(dctx *D, const char *text)
+{
+    teller_diagnosis *d = D->out;
+    char **nn = realloc(d->notes, (d->nnotes + 1) * sizeof *nn);
+    char *t = nn ? strdup(text) : NULL;
+    if (nn)
+        d->notes = nn;
+    if (!t) {
+        D->nomem = 1;
+        return;
+    }
+    d->notes[d->nnotes++] = t;
+}
+
+/* Notes on what the run did not let the diagnosis see or trust. */
+void diag_notes(dctx *D)
+{
+    teller_store *st = D->st;
+    const teller_step *steps = teller_store_steps(st);
+    /* what could not be seen */
+    int has_markers = 0;
+    for (size_t i = 0; i < teller_store_num_steps(st); i++)
+        has_markers |= steps[i].marker != TELLER_NONE;
+    if (!has_markers)
+        diag_add_note(D, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
+    int lone = 1;
+    for (size_t s = 0; s < teller_store_num_sources(st); s++)
+        lone &= D->group[s] == (int32_t)s;
+    if (teller_store_num_sources(st) > 1 && lone)
+        diag_add_note(D, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
+    if (teller_store_num_sources(st) == 1)
+        diag_add_note(D, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
+    if (D->nsteps < 4)
+        diag_add_note(D, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
+    for (size_t s = 0; s < teller_store_num_sources(st); s++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)s);
+        if (so->world_size > 0 && (size_t)so->world_size > teller_store_num_sources(st) && s == 0) {
+            char note[200];
+            snprintf(note, sizeof note, "the trace names %d ranks but %zu were loaded: the others are not seen",
+                     so->world_size, teller_store_num_sources(st));
+            diag_add_note(D, note);
+        }
+    }
+}
+
+void diag_fmt_ms(char *b, size_t n, double ns)
+{
+    if (ns >= 1e9)
+        snprintf(b, n, "%.3f s", ns / 1e9);
+    else if (ns >= 1e6)
+        snprintf(b, n, "%.3f ms", ns / 1e6);
+    else
+        snprintf(b, n, "%.1f us", ns / 1e3);
+}
+
+void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
+{
+    char what[256], dur[32], ex[32], act[32], usual[32];
+    int32_t node = diag_node_of_rank(D->st, c->rank);
+    teller_fault_what(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, what, sizeof what);
+    diag_fmt_ms(dur, sizeof dur, (double)s->dur_ns);
+    diag_fmt_ms(ex, sizeof ex, (double)s->excess_ns);
+    diag_fmt_ms(act, sizeof act, c->actual);
+    diag_fmt_ms(usual, sizeof usual, c->usual);
+    int n;
+    if (c->det == TELLER_FAULT_NCCL_HANG) {
+        /* the root never ran the operator: say who waited, not what it "took" */
+        if (c->rank < 0)
+            n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                         "Step %u took %s, %s longer than expected: a rank whose trace is not loaded never launched "
+                         "its collective, so the %u loaded member(s) (rank %d among them) blocked in %s until the "
+                         "NCCL watchdog fired (nccl_hang).",
+                         s->pred.step, dur, ex, c->fed, c->peer, teller_store_str(D->st, c->name));
+        else
+            n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                         "Step %u took %s, %s longer than expected: %s (nccl_hang). The root operator is %s on rank %d "
+                         "(node %d), which it never launched; rank %d and the other %u member(s) waited %s for it.",
+                         s->pred.step, dur, ex, what, teller_store_str(D->st, c->name), c->rank, node, c->peer,
+                         c->fed ? c->fed - 1 : 0, ex);
+    } else {
+        n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                     "Step %u took %s, %s longer than expected: %s (%s). The root operator is %s on rank %d (node %d), "
+                     "which took %s against a usual %s.",
+                     s->pred.step, dur, ex, what, teller_fault_name(c->det), teller_store_str(D->st, c->name), c->rank, node,
+                     act, usual);
+    }
+    if (s->pred.nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
+        snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->pred.ev[0].text);
+}

@@ -1,0 +1,98 @@
+/*
+ * syncs.c - the synchronize detector: a synchronize's (or a blocking
+ * copy call's) overhang past the rank's last GPU work, against the run's
+ * usual overhang.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A synchronize's overhang: how long it went on after the last GPU work
+ * of its rank that had finished by then (0 when it returned as that work
+ * finished). Stalls are overhangs far above the run's usual. */
+int diag_detect_sync(const dctx *D, finds *out)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = D->nsrc;
+    /* GPU end times per source, sorted */
+    size_t *cnt = calloc(ns + 1, sizeof *cnt);
+    int64_t *ends = NULL;
+    double *over = NULL;
+    size_t nover = 0, ocap = 0;
+    if (!cnt)
+        return -1;
+    for (size_t i = 0; i < ev->n; i++) {
+        uint8_t L = ev->layer[i];
+        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET)
+            cnt[ev->source[i] + 1]++;
+    }
+    for (size_t s = 0; s < ns; s++)
+        cnt[s + 1] += cnt[s];
+    ends = malloc((cnt[ns] ? cnt[ns] : 1) * sizeof *ends);
+    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
+    if (!ends || !fill) {
+        free(cnt);
+        free(ends);
+        free(fill);
+        return -1;
+    }
+    memcpy(fill, cnt, ns * sizeof *fill);
+    for (size_t i = 0; i < ev->n; i++) {
+        uint8_t L = ev->layer[i];
+        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET)
+            ends[fill[ev->source[i]]++] = ev->start_ns[i] + ev->dur_ns[i];
+    }
+    for (size_t s = 0; s < ns; s++)
+        teller_sort(ends + cnt[s], cnt[s + 1] - cnt[s], sizeof *ends, cmp_i64);
+    int rc = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        double usual = pass ? diag_median(over, nover) : 0;
+        for (size_t i = 0; i < ev->n; i++) {
+            if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !diag_blocks_on_gpu(D->st, ev->name[i]))
+                continue;
+            uint16_t src = ev->source[i];
+            int64_t start = ev->start_ns[i], end = start + ev->dur_ns[i];
+            /* the last GPU end at or before the sync's end */
+            size_t lo = cnt[src], hi = cnt[src + 1];
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (ends[mid] <= end)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            int64_t last = lo > cnt[src] ? ends[lo - 1] : INT64_MIN;
+            double o = (double)(end - (last > start ? last : start));
+            if (pass == 0) {
+                if (TELLER_GROW(over, ocap, nover + 1)) {
+                    rc = -1;
+                    break;
+                }
+                over[nover++] = o;
+                continue;
+            }
+            double ex = o - 3 * usual - 20000;
+            if (ex <= 0)
+                continue;
+            cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
+                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1};
+            if (diag_finds_add(out, ev->step[i], &cd)) {
+                rc = -1;
+                break;
+            }
+        }
+    }
+    free(cnt);
+    free(ends);
+    free(fill);
+    free(over);
+    return rc;
+}
