@@ -147,9 +147,9 @@ typedef struct logline {
 typedef struct step_out {
     int64_t start, end;
     int64_t root_ns;          /* duration of the root op on the root rank */
-    const char *root_op;      /* name of the root operator */
+    const char *root_op;      /* name of the root operator (cpu_contention: the op after the longest gap,
+                               * root_ns that gap) */
     const char *root_layer;
-    int64_t max_gap;          /* cpu_contention: largest gap */
     int     hung;
     char    marker[128];      /* the step annotation's text */
 } step_out;
@@ -440,36 +440,6 @@ typedef struct coll_state {
     int64_t  launch_t;
 } coll_state;
 
-/* per-stage transfer time of a collective in a TP group */
-static int64_t xfer_ns(const sim *S, const fault_inst *F, int first_rank, int n, double bytes, int allreduce)
-{
-    int cross = rank_node(S, first_rank) != rank_node(S, first_rank + n - 1);
-    double bw = cross ? NET_BW : NVLINK_BW, lat = cross ? 22000 : 7000;
-    double v = allreduce ? 2.0 * (n - 1) / n * bytes : (double)(n - 1) / n * bytes * n;
-    double t = v / bw * 1e9 + lat;
-    if (F && F->kind == TELLER_FAULT_SLOW_LINK && cross) {
-        int hit = 0;
-        for (int k = 0; k < n; k++)
-            hit |= rank_node(S, first_rank + k) == F->node;
-        if (hit)
-            t = t * F->factor + F->extra;
-    }
-    return (int64_t)t;
-}
-
-static int64_t p2p_ns(const sim *S, const fault_inst *F, int from, int to, double bytes)
-{
-    int cross = rank_node(S, from) != rank_node(S, to);
-    double t = bytes / (cross ? NET_BW : NVLINK_BW) * 1e9 + (cross ? 20000 : 6000);
-    if (F && F->kind == TELLER_FAULT_SLOW_LINK && cross && (rank_node(S, from) == F->node || rank_node(S, to) == F->node))
-        t = t * F->factor + (double)F->extra;
-    if (F && F->kind == TELLER_FAULT_PP_SEND_DELAY && F->rank == from)
-        t += (double)F->extra;
-    return (int64_t)t;
-}
-
-static int on_rank(const fault_inst *F, teller_fault k, int r) { return F && F->kind == k && F->rank == r; }
-
 static const char *step_marker(const sim *S, const batch *b, char *buf, size_t cap)
 {
     if (!strcmp(S->o.engine, "sglang")) {
@@ -482,20 +452,361 @@ static const char *step_marker(const sim *S, const batch *b, char *buf, size_t c
     return buf;
 }
 
-/* Simulates step k for every rank starting at true time t0. Fills out. */
+/* ---- what each fault does to a step ----
+ *
+ * sim_step below computes the clean timeline. A fault changes it only at the
+ * points listed in sim_effect, through its own row of k_effects (indexed by
+ * the kinds of include/teller/fault.h, whose sizes pick_fault draws): a row
+ * fills the points it acts at and leaves the others NULL, so adding a kind is
+ * one row here and one line in fault.c. Each hook is called for the step's
+ * fault only, with the rank in question; it decides whether that rank is
+ * affected and, where the affected call is the step's root, records it in the
+ * step_out. Hooks draw from the simulator's random state, so where sim_step
+ * calls them is part of the output: same seed, same bytes. */
+
+typedef struct fx {
+    sim              *S;
+    const fault_inst *F;
+    step_out         *out;
+} fx;
+
+/* A transfer: a collective among ranks first .. first + n - 1 (peer -1), or
+ * a send from first to peer (n 2). */
+typedef struct xfer_site {
+    int first, n, peer;
+    int cross; /* its ranks are on more than one node */
+} xfer_site;
+
+typedef struct sim_effect {
+    /* Pipeline stage st's ranks stand at the start of the forward (oom). */
+    void (*stage_begin)(fx *c, int st);
+    /* Rank r launches its CUDA graph at its host time with a call of *dur ns
+     * (launch_latency, cpu_contention). */
+    void (*graph_launch)(fx *c, int r, int64_t *dur);
+    /* Rank r's host is about to run op p (cpu_contention). */
+    void (*host_op)(fx *c, int r, const op *p);
+    /* Rank r's launch call of op p lasts *dur ns (launch_latency). */
+    void (*launch)(fx *c, int r, const op *p, int64_t *dur);
+    /* Host time op p spends before its launch, from t, writing its own
+     * events (malloc_storm); ext is the op's External id. */
+    int64_t (*in_op)(fx *c, int r, const op *p, int64_t t, uint32_t ext);
+    /* Op p (kernel or copy) on rank r runs *d ns before jitter; returns 1
+     * when it is the step's root (gpu_throttle, kernel_regression,
+     * pcie_degradation). */
+    int (*gpu_op)(fx *c, int r, const op *p, double *d);
+    /* Whether rank r never launches the stage's coll-th collective (nccl_hang). */
+    int (*skips_coll)(fx *c, int r, int coll);
+    /* The transfer time t (ns) of x (slow_link, pp_send_delay). */
+    double (*transfer)(fx *c, const xfer_site *x, double t);
+    /* Rank r's communication kernel (a collective: peer -1; a send to peer)
+     * ran dur ns (the root of slow_link, pp_send_delay). */
+    void (*comm_done)(fx *c, int r, int peer, const char *kernel, int64_t dur);
+    /* Stage st has launched its last op and not yet synchronised (kv_swap). */
+    void (*stage_end)(fx *c, int st);
+    /* Rank r's stream synchronize, called at t, returns at *end (sync_stall). */
+    void (*sync)(fx *c, int r, int64_t t, int64_t *end);
+    /* The engine's log lines of step k, which starts at t (preemption, kv_swap). */
+    void (*log)(sim *S, const fault_inst *F, int k, int64_t t);
+    int         recomputes; /* the step recomputes F->extra prefill tokens (preemption) */
+    int         root_is_step; /* the root operator is the step annotation (preemption) */
+    const char *root_op;    /* the root when the step never reached the faulty call */
+    const char *root_layer; /* NULL: RUNTIME for a cuda* root, else KERNEL */
+} sim_effect;
+
+static int on_rank(const fx *c, int r) { return c->F->rank == r; }
+
+static void set_root(fx *c, const char *op, int64_t ns)
+{
+    c->out->root_op = op;
+    c->out->root_ns = ns;
+}
+
+/* oom: the allocation fails before the forward, the cache is emptied and the step retried */
+static void oom_stage_begin(fx *c, int st)
+{
+    sim *S = c->S;
+    const fault_inst *F = c->F;
+    if (rank_stage(S, F->rank) != st)
+        return;
+    rank_st *R = &S->ranks[F->rank];
+    uint32_t ext = ++R->ext;
+    int64_t t = R->host;
+    ev_cpu(S, F->rank, "cpu_op", "aten::empty", t, 260000, ext);
+    uint32_t corr = ++R->corr;
+    ev_api(S, F->rank, "cuda_runtime", "cudaMalloc", t + 8000, 240000, corr, ext, 20);
+    set_root(c, "cudaMalloc", 240000);
+    int nfree = 20 + uni_int(&S->r, 40);
+    int64_t tf = t + 280000;
+    for (int q = 0; q < nfree; q++) {
+        int64_t d = (int64_t)(uni_in(&S->r, 40000, 400000) * F->factor);
+        corr = ++R->corr;
+        ev_api(S, F->rank, "cuda_runtime", "cudaFree", tf, d, corr, 0, 22);
+        tf += d + 3000;
+    }
+    R->host = tf + (int64_t)F->extra;
+    char proc[64], msg[512];
+    worker_proc(S, F->rank, proc, sizeof proc);
+    snprintf(msg, sizeof msg,
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU %d has a total capacity of 79.19 GiB "
+             "of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.11 GiB memory in use. Of the "
+             "allocated memory 75.02 GiB is allocated by PyTorch, and 1.47 GiB is reserved by PyTorch but unallocated.",
+             F->rank % S->o.gpus_per_node);
+    log_engine(S, rank_node(S, F->rank), t + 250000, "ERROR", "gpu_model_runner.py:2031", proc[0] ? proc : NULL,
+               F->rank % S->o.tp, msg);
+    log_engine(S, rank_node(S, F->rank), t + 260000, "WARNING", "gpu_worker.py:412", proc[0] ? proc : NULL,
+               F->rank % S->o.tp, "Freeing the KV cache blocks of preempted sequences and retrying the step after an out-of-memory error.");
+}
+
+/* launch_latency: every launch call of the rank is slower, the graph launch by F->extra */
+static void slow_graph_launch(fx *c, int r, int64_t *dur)
+{
+    if (!on_rank(c, r))
+        return;
+    *dur += c->F->extra;
+    if (*dur > c->out->root_ns)
+        set_root(c, "cudaGraphLaunch", *dur);
+}
+
+static void slow_launch(fx *c, int r, const op *p, int64_t *dur)
+{
+    if (!on_rank(c, r) || p->kind == OP_H2D || p->kind == OP_D2H)
+        return;
+    *dur += (int64_t)((double)c->F->extra * jit(&c->S->r, 0.3));
+    if (!strcmp(p->api, "cudaLaunchKernel") && *dur > c->out->root_ns)
+        set_root(c, p->api, *dur);
+}
+
+/* cpu_contention: the host thread is descheduled for a gap before some of its calls;
+ * the root is the op after the longest gap, its root_ns that gap */
+static void descheduled(fx *c, int r, double p, const char *op, const char *layer)
+{
+    if (!on_rank(c, r) || !(uni(&c->S->r) < p))
+        return;
+    int64_t gap = (int64_t)(uni_in(&c->S->r, 0.3, 1.0) * (double)c->F->extra);
+    c->S->ranks[r].host += gap;
+    if (gap > c->out->root_ns) {
+        set_root(c, op, gap);
+        c->out->root_layer = layer;
+    }
+}
+
+static void contended_graph_launch(fx *c, int r, int64_t *dur)
+{
+    (void)dur;
+    descheduled(c, r, 0.5, "cudaGraphLaunch", "RUNTIME");
+}
+
+static void contended_host_op(fx *c, int r, const op *p)
+{
+    descheduled(c, r, 0.12, p->cpu ? p->cpu : p->api, p->cpu ? "BACKEND" : "RUNTIME");
+}
+
+/* malloc_storm: the caching allocator misses inside a quarter of the rank's ops */
+static int64_t storm_in_op(fx *c, int r, const op *p, int64_t t, uint32_t ext)
+{
+    sim *S = c->S;
+    (void)p;
+    if (!on_rank(c, r) || !(uni(&S->r) < 0.25))
+        return 0;
+    int64_t malloc_t = (int64_t)(uni_in(&S->r, 0.2, 1.0) * (double)c->F->extra);
+    rank_st *R = &S->ranks[r];
+    uint32_t corr = ++R->corr;
+    ev_cpu(S, r, "cpu_op", "aten::empty", t + 2000, malloc_t + 6000, ext);
+    ev_api(S, r, "cuda_runtime", "cudaMalloc", t + 4000, malloc_t, corr, ext, 20);
+    set_root(c, "cudaMalloc", c->out->root_ns + malloc_t);
+    return malloc_t;
+}
+
+static int is_copy(const op *p) { return p->kind == OP_H2D || p->kind == OP_D2H; }
+
+/* gpu_throttle: every kernel of the rank; the root is the kernel that loses the most time */
+static int throttled(fx *c, int r, const op *p, double *d)
+{
+    if (!on_rank(c, r) || is_copy(p))
+        return 0;
+    *d *= c->F->factor;
+    return p->kernel == c->F->kernel;
+}
+
+static int regressed(fx *c, int r, const op *p, double *d)
+{
+    if (!on_rank(c, r) || p->kernel != c->F->kernel)
+        return 0;
+    *d *= c->F->factor;
+    return 1;
+}
+
+/* pcie_degradation: every copy of the rank; the root is the host-to-device copy */
+static int slow_copy(fx *c, int r, const op *p, double *d)
+{
+    if (!on_rank(c, r) || !is_copy(p))
+        return 0;
+    *d *= c->F->factor;
+    return p->kind == OP_H2D;
+}
+
+static int hangs(fx *c, int r, int coll) { return on_rank(c, r) && coll == c->F->coll; }
+
+/* slow_link: transfers that cross nodes and touch the node take F->factor as long plus F->extra */
+static int site_on_node(const sim *S, const xfer_site *x, int node)
+{
+    if (x->peer >= 0)
+        return rank_node(S, x->first) == node || rank_node(S, x->peer) == node;
+    for (int k = 0; k < x->n; k++)
+        if (rank_node(S, x->first + k) == node)
+            return 1;
+    return 0;
+}
+
+static double slow_link_transfer(fx *c, const xfer_site *x, double t)
+{
+    if (x->cross && site_on_node(c->S, x, c->F->node))
+        t = t * c->F->factor + (double)c->F->extra;
+    return t;
+}
+
+/* the root: the first slowed kernel (a collective on the node, or a send across it) */
+static void slow_link_done(fx *c, int r, int peer, const char *kernel, int64_t dur)
+{
+    const sim *S = c->S;
+    int node = c->F->node, a = rank_node(S, r);
+    if (c->out->root_op)
+        return;
+    if (peer < 0 ? a == node : a != rank_node(S, peer) && (a == node || rank_node(S, peer) == node))
+        set_root(c, kernel, dur);
+}
+
+static double delayed_send(fx *c, const xfer_site *x, double t)
+{
+    if (x->peer >= 0 && on_rank(c, x->first))
+        t += (double)c->F->extra;
+    return t;
+}
+
+static void delayed_send_done(fx *c, int r, int peer, const char *kernel, int64_t dur)
+{
+    if (peer >= 0 && on_rank(c, r))
+        set_root(c, kernel, dur);
+}
+
+static void stalled_sync(fx *c, int r, int64_t t, int64_t *end)
+{
+    if (!on_rank(c, r))
+        return;
+    int64_t stall = (int64_t)((double)c->F->extra * jit(&c->S->r, 0.2));
+    *end += stall;
+    if (stall)
+        set_root(c, "cudaStreamSynchronize", *end - t);
+}
+
+/* kv_swap: every rank of the stage copies blocks out to host at the end of the step */
+static void swap_out(fx *c, int st)
+{
+    sim *S = c->S;
+    const fault_inst *F = c->F;
+    int tp = S->o.tp;
+    for (int r = st * tp; r < (st + 1) * tp; r++) {
+        rank_st *R = &S->ranks[r];
+        int nswap = 2 + (int)F->factor;
+        for (int q = 0; q < nswap; q++) {
+            uint32_t ext = ++R->ext, corr = ++R->corr;
+            int64_t bytes = (int64_t)(64.0 * 1048576 * (double)F->extra / 1e6 / tp);
+            ev_cpu(S, r, "cpu_op", "aten::copy_", R->host, 14000, ext);
+            ev_api(S, r, "cuda_runtime", "cudaMemcpyAsync", R->host + 5000, 7000, corr, ext, 41);
+            int64_t start = R->gpu > R->host + 8000 ? R->gpu : R->host + 8000;
+            int64_t dur = (int64_t)((double)bytes / PCIE_BW * 1e9 * jit(&S->r, 0.05));
+            ev_gpu(S, r, "gpu_memcpy", M_D2H, STREAM_COMPUTE, start, dur, corr, ext, bytes, NULL);
+            R->gpu = start + dur;
+            R->host += 16000;
+            if (r == F->rank)
+                set_root(c, M_D2H, c->out->root_ns + dur);
+        }
+    }
+}
+
+/* The scheduler's line for preempted sequences: vLLM's (mode RECOMPUTE or
+ * SWAP) or SGLang's retract line. */
+static void log_preempted(sim *S, const fault_inst *F, int k, int64_t t, const char *mode)
+{
+    char msg[768];
+    if (!strcmp(S->o.engine, "vllm")) {
+        snprintf(msg, sizeof msg,
+                 "Sequence group %d is preempted by PreemptionMode.%s mode because there is not enough KV cache space. "
+                 "This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to "
+                 "provide more KV cache memory. total_num_cumulative_preemption=%d",
+                 100 + k, mode, 1 + k / 3);
+        log_engine(S, 0, t, "WARNING", "scheduler.py:1089", NULL, -1, msg);
+    } else {
+        snprintf(msg, sizeof msg, "KV cache pool is full. Retract requests. #retracted_reqs: %d, #new_token_ratio: 0.7021 -> 1.0000",
+                 1 + (int)(F->extra / 2000));
+        log_engine(S, 0, t, "WARNING", "", NULL, 0, msg);
+    }
+}
+
+static void log_recompute(sim *S, const fault_inst *F, int k, int64_t t) { log_preempted(S, F, k, t, "RECOMPUTE"); }
+static void log_swap(sim *S, const fault_inst *F, int k, int64_t t) { log_preempted(S, F, k, t, "SWAP"); }
+
+static const sim_effect k_effects[TELLER_FAULT_COUNT] = {
+    [TELLER_FAULT_SLOW_LINK] = {.transfer = slow_link_transfer, .comm_done = slow_link_done},
+    [TELLER_FAULT_NCCL_HANG] = {.skips_coll = hangs, .root_op = K_ALLREDUCE},
+    [TELLER_FAULT_PP_SEND_DELAY] = {.transfer = delayed_send, .comm_done = delayed_send_done, .root_op = K_SENDRECV},
+    [TELLER_FAULT_GPU_THROTTLE] = {.gpu_op = throttled},
+    [TELLER_FAULT_KERNEL_REGRESSION] = {.gpu_op = regressed},
+    [TELLER_FAULT_LAUNCH_LATENCY] = {.graph_launch = slow_graph_launch, .launch = slow_launch,
+                                     .root_op = "cudaLaunchKernel", .root_layer = "RUNTIME"},
+    [TELLER_FAULT_SYNC_STALL] = {.sync = stalled_sync, .root_op = "cudaStreamSynchronize", .root_layer = "RUNTIME"},
+    [TELLER_FAULT_MALLOC_STORM] = {.in_op = storm_in_op, .root_op = "cudaMalloc", .root_layer = "RUNTIME"},
+    [TELLER_FAULT_PCIE_DEGRADATION] = {.gpu_op = slow_copy, .root_op = M_H2D, .root_layer = "MEMCPY"},
+    [TELLER_FAULT_KV_SWAP] = {.stage_end = swap_out, .log = log_swap, .root_op = M_D2H, .root_layer = "MEMCPY"},
+    [TELLER_FAULT_OOM] = {.stage_begin = oom_stage_begin, .root_op = "cudaMalloc", .root_layer = "RUNTIME"},
+    [TELLER_FAULT_CPU_CONTENTION] = {.graph_launch = contended_graph_launch, .host_op = contended_host_op},
+    [TELLER_FAULT_PREEMPTION] = {.log = log_recompute, .recomputes = 1, .root_is_step = 1, .root_layer = "ENGINE"},
+};
+
+/* The row of F's kind; the empty row (no effect anywhere) for no fault. */
+static const sim_effect *effect_of(const fault_inst *F) { return &k_effects[F ? F->kind : TELLER_FAULT_NONE]; }
+
+/* per-stage transfer time of a collective in a TP group */
+static int64_t xfer_ns(fx *c, const sim_effect *e, int first_rank, int n, double bytes, int allreduce)
+{
+    const sim *S = c->S;
+    int cross = rank_node(S, first_rank) != rank_node(S, first_rank + n - 1);
+    double bw = cross ? NET_BW : NVLINK_BW, lat = cross ? 22000 : 7000;
+    double v = allreduce ? 2.0 * (n - 1) / n * bytes : (double)(n - 1) / n * bytes * n;
+    double t = v / bw * 1e9 + lat;
+    xfer_site x = {first_rank, n, -1, cross};
+    if (e->transfer)
+        t = e->transfer(c, &x, t);
+    return (int64_t)t;
+}
+
+static int64_t p2p_ns(fx *c, const sim_effect *e, int from, int to, double bytes)
+{
+    const sim *S = c->S;
+    int cross = rank_node(S, from) != rank_node(S, to);
+    double t = bytes / (cross ? NET_BW : NVLINK_BW) * 1e9 + (cross ? 20000 : 6000);
+    xfer_site x = {from, 2, to, cross};
+    if (e->transfer)
+        t = e->transfer(c, &x, t);
+    return (int64_t)t;
+}
+
+/* Simulates step k for every rank starting at true time t0, with fault F
+ * (NULL: the clean step) acting through its k_effects row. Fills out. */
 static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t t0, step_out *out)
 {
     S->cur_tokens = b->prefill_tokens + b->decode_seqs;
     int tp = S->o.tp, pp = S->o.pp;
+    const sim_effect *e = effect_of(F);
+    fx c = {S, F, out};
     op *ops = malloc(max_ops(S) * sizeof *ops);
     coll_state *cs = malloc((size_t)tp * sizeof *cs);
     int64_t *send_arrive = calloc((size_t)tp, sizeof *send_arrive);
     int64_t *send_done = calloc((size_t)tp, sizeof *send_done);
-    int64_t *recv_post = calloc((size_t)tp, sizeof *recv_post);
     memset(out, 0, sizeof *out);
     out->start = t0;
     out->end = t0;
-    if (!ops || !cs || !send_arrive || !send_done || !recv_post)
+    if (!ops || !cs || !send_arrive || !send_done)
         S->nomem = 1;
     char *marker = out->marker;
     step_marker(S, b, out->marker, sizeof out->marker);
@@ -503,15 +814,13 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
         size_t nops = build_ops(S, b, st, ops);
         int r0 = st * tp;
         int coll_index = 0; /* the stage's collectives so far, for nccl_hang */
-        int64_t *op_start = calloc((size_t)tp, sizeof *op_start);
         int64_t *mstart = calloc((size_t)tp, sizeof *mstart);
         int64_t *fw_start = calloc((size_t)tp, sizeof *fw_start);
         int64_t *graph_t = calloc((size_t)tp, sizeof *graph_t);
         uint32_t *graph_corr = calloc((size_t)tp, sizeof *graph_corr);
         int hung_rank = -1;
-        if (!op_start || !mstart || !fw_start || !graph_t || !graph_corr) {
+        if (!mstart || !fw_start || !graph_t || !graph_corr) {
             S->nomem = 1;
-            free(op_start);
             free(mstart);
             free(fw_start);
             free(graph_t);
@@ -526,42 +835,9 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
             mstart[i] = R->host;
             R->host += (int64_t)uni_in(&S->r, 20000, 60000); /* python up to the model runner */
             fw_start[i] = R->host;
-            if (st > 0)
-                recv_post[i] = R->host + 30000;
         }
-        /* OOM: the allocation fails before the forward, the cache is emptied and the step retried */
-        if (F && F->kind == TELLER_FAULT_OOM && rank_stage(S, F->rank) == st) {
-            int i = F->rank - r0;
-            rank_st *R = &S->ranks[F->rank];
-            uint32_t ext = ++R->ext;
-            int64_t t = R->host;
-            ev_cpu(S, F->rank, "cpu_op", "aten::empty", t, 260000, ext);
-            uint32_t c = ++R->corr;
-            ev_api(S, F->rank, "cuda_runtime", "cudaMalloc", t + 8000, 240000, c, ext, 20);
-            out->root_ns = 240000;
-            out->root_op = "cudaMalloc";
-            int nfree = 20 + uni_int(&S->r, 40);
-            int64_t tf = t + 280000;
-            for (int q = 0; q < nfree; q++) {
-                int64_t d = (int64_t)(uni_in(&S->r, 40000, 400000) * F->factor);
-                c = ++R->corr;
-                ev_api(S, F->rank, "cuda_runtime", "cudaFree", tf, d, c, 0, 22);
-                tf += d + 3000;
-            }
-            R->host = tf + (int64_t)F->extra;
-            (void)i;
-            char proc[64], msg[512];
-            worker_proc(S, F->rank, proc, sizeof proc);
-            snprintf(msg, sizeof msg,
-                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU %d has a total capacity of 79.19 GiB "
-                     "of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.11 GiB memory in use. Of the "
-                     "allocated memory 75.02 GiB is allocated by PyTorch, and 1.47 GiB is reserved by PyTorch but unallocated.",
-                     F->rank % S->o.gpus_per_node);
-            log_engine(S, rank_node(S, F->rank), t + 250000, "ERROR", "gpu_model_runner.py:2031", proc[0] ? proc : NULL,
-                       F->rank % tp, msg);
-            log_engine(S, rank_node(S, F->rank), t + 260000, "WARNING", "gpu_worker.py:412", proc[0] ? proc : NULL,
-                       F->rank % tp, "Freeing the KV cache blocks of preempted sequences and retrying the step after an out-of-memory error.");
-        }
+        if (e->stage_begin)
+            e->stage_begin(&c, st);
         for (size_t oi = 0; oi < nops; oi++) {
             const op *p = &ops[oi];
             int is_coll = p->kind == OP_ALLREDUCE || p->kind == OP_ALLGATHER;
@@ -571,25 +847,12 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                     int r = r0 + i;
                     rank_st *R = &S->ranks[r];
                     int64_t d = (int64_t)(uni_in(&S->r, 9000, 18000));
-                    if (on_rank(F, TELLER_FAULT_LAUNCH_LATENCY, r))
-                        d += F->extra;
-                    if (on_rank(F, TELLER_FAULT_CPU_CONTENTION, r) && uni(&S->r) < 0.5) {
-                        int64_t gap = (int64_t)(uni_in(&S->r, 0.3, 1.0) * (double)F->extra);
-                        R->host += gap;
-                        if (gap > out->max_gap) {
-                            out->max_gap = gap;
-                            out->root_op = "cudaGraphLaunch";
-                            out->root_layer = "RUNTIME";
-                        }
-                    }
-                    uint32_t c = ++R->corr;
-                    ev_api(S, r, "cuda_runtime", "cudaGraphLaunch", R->host, d, c, ++R->ext, 311);
-                    if (on_rank(F, TELLER_FAULT_LAUNCH_LATENCY, r) && d > out->root_ns) {
-                        out->root_ns = d;
-                        out->root_op = "cudaGraphLaunch";
-                    }
+                    if (e->graph_launch)
+                        e->graph_launch(&c, r, &d);
+                    uint32_t corr = ++R->corr;
+                    ev_api(S, r, "cuda_runtime", "cudaGraphLaunch", R->host, d, corr, ++R->ext, 311);
                     graph_t[i] = R->host + 4000;
-                    graph_corr[i] = c;
+                    graph_corr[i] = corr;
                     R->host += d + 2000;
                 }
             }
@@ -604,38 +867,17 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                     corr = graph_corr[i];
                     ready = graph_t[i];
                 } else {
-                    /* host: optional contention gap, the cpu op, its launch */
-                    if (on_rank(F, TELLER_FAULT_CPU_CONTENTION, r) && uni(&S->r) < 0.12) {
-                        int64_t gap = (int64_t)(uni_in(&S->r, 0.3, 1.0) * (double)F->extra);
-                        R->host += gap;
-                        if (gap > out->max_gap) {
-                            out->max_gap = gap;
-                            out->root_op = p->cpu ? p->cpu : p->api;
-                            out->root_layer = p->cpu ? "BACKEND" : "RUNTIME";
-                        }
-                    }
+                    /* host: the cpu op, its launch */
+                    if (e->host_op)
+                        e->host_op(&c, r, p);
                     int64_t host = (int64_t)(p->host_ns * jit(&S->r, 0.15));
                     int64_t launch = (int64_t)uni_in(&S->r, 4500, 9000);
-                    if (on_rank(F, TELLER_FAULT_LAUNCH_LATENCY, r) && p->kind != OP_H2D && p->kind != OP_D2H) {
-                        launch += (int64_t)((double)F->extra * jit(&S->r, 0.3));
-                        if (!strcmp(p->api, "cudaLaunchKernel") && launch > out->root_ns) {
-                            out->root_ns = launch;
-                            out->root_op = p->api;
-                        }
-                    }
+                    if (e->launch)
+                        e->launch(&c, r, p, &launch);
                     int64_t t = R->host;
-                    int64_t malloc_t = 0;
-                    if (on_rank(F, TELLER_FAULT_MALLOC_STORM, r) && uni(&S->r) < 0.25) {
-                        /* the caching allocator misses inside the op */
-                        malloc_t = (int64_t)(uni_in(&S->r, 0.2, 1.0) * (double)F->extra);
-                        uint32_t c = ++R->corr;
-                        ev_cpu(S, r, "cpu_op", "aten::empty", t + 2000, malloc_t + 6000, ext);
-                        ev_api(S, r, "cuda_runtime", "cudaMalloc", t + 4000, malloc_t, c, ext, 20);
-                        out->root_ns += malloc_t;
-                        out->root_op = "cudaMalloc";
-                    }
-                    int64_t t_launch = t + malloc_t + host * 6 / 10;
-                    int64_t total = malloc_t + host + launch;
+                    int64_t inside = e->in_op ? e->in_op(&c, r, p, t, ext) : 0;
+                    int64_t t_launch = t + inside + host * 6 / 10;
+                    int64_t total = inside + host + launch;
                     if (p->cpu && !strcmp(p->cpu, "record_param_comms")) {
                         ev_cpu(S, r, "cpu_op", "record_param_comms", t, total, ext);
                         ev_cpu(S, r, "user_annotation",
@@ -661,9 +903,8 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                     R->host = t + total + (int64_t)uni_in(&S->r, 800, 3000);
                 }
                 int64_t start = ready > R->gpu ? ready : R->gpu;
-                op_start[i] = start;
                 if (is_coll) {
-                    if (F && F->kind == TELLER_FAULT_NCCL_HANG && F->rank == r && coll_index == F->coll) {
+                    if (e->skips_coll && e->skips_coll(&c, r, coll_index)) {
                         hung_rank = r; /* never launches it, nor anything after */
                         continue;
                     }
@@ -681,29 +922,21 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                 }
                 double d;
                 const char *cat = "kernel";
-                int stream = STREAM_COMPUTE;
                 int64_t bytes = -1;
                 if (p->kind == OP_H2D || p->kind == OP_D2H) {
                     bytes = (int64_t)p->gpu_ns;
                     d = (double)bytes / PCIE_BW * 1e9 + 1500;
                     cat = "gpu_memcpy";
-                    if (on_rank(F, TELLER_FAULT_PCIE_DEGRADATION, r))
-                        d *= F->factor;
                 } else {
                     d = p->gpu_ns;
-                    if (on_rank(F, TELLER_FAULT_GPU_THROTTLE, r))
-                        d *= F->factor;
-                    if (on_rank(F, TELLER_FAULT_KERNEL_REGRESSION, r) && F->kernel == p->kernel)
-                        d *= F->factor;
                 }
+                int root = e->gpu_op ? e->gpu_op(&c, r, p, &d) : 0;
                 int64_t dur = (int64_t)(d * jit(&S->r, 0.06));
-                if ((on_rank(F, TELLER_FAULT_PCIE_DEGRADATION, r) && p->kind == OP_H2D) ||
-                    (on_rank(F, TELLER_FAULT_KERNEL_REGRESSION, r) && F->kernel == p->kernel) ||
-                    (on_rank(F, TELLER_FAULT_GPU_THROTTLE, r) && p->kernel == F->kernel)) {
+                if (root) {
                     out->root_ns += dur;
                     out->root_op = p->kernel;
                 }
-                ev_gpu(S, r, cat, p->kernel, stream, start, dur, corr, ext, bytes, NULL);
+                ev_gpu(S, r, cat, p->kernel, STREAM_COMPUTE, start, dur, corr, ext, bytes, NULL);
                 R->gpu = start + dur;
             }
             if (is_coll) {
@@ -712,7 +945,7 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                 for (int i = 0; i < tp; i++)
                     if (r0 + i != hung_rank && cs[i].arrive > last)
                         last = cs[i].arrive;
-                int64_t x = xfer_ns(S, F, r0, tp, p->gpu_ns, p->kind == OP_ALLREDUCE);
+                int64_t x = xfer_ns(&c, e, r0, tp, p->gpu_ns, p->kind == OP_ALLREDUCE);
                 comm_md md = {p->kind == OP_ALLREDUCE ? "allreduce" : "_allgather_base", (int64_t)(p->gpu_ns / 2),
                               (int64_t)(p->gpu_ns / 2 * (p->kind == OP_ALLGATHER ? tp : 1)), tp, r0, 1, 1 + st};
                 for (int i = 0; i < tp; i++) {
@@ -724,13 +957,11 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                     ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
                            cs[i].ext, -1, p->in_graph ? NULL : &md);
                     S->ranks[r].gpu = end;
-                    if (F && F->kind == TELLER_FAULT_SLOW_LINK && rank_node(S, r) == F->node && !out->root_op) {
-                        out->root_op = p->kernel;
-                        out->root_ns = end - cs[i].arrive;
-                    }
+                    if (e->comm_done)
+                        e->comm_done(&c, r, -1, p->kernel, end - cs[i].arrive);
                 }
-                if (missing && F) {
-                    /* the watchdog fires on every rank that waits */
+                if (missing) {
+                    /* a member never came: the others block until the watchdog fires on each */
                     out->hung = 1;
                     out->root_op = p->kernel;
                     for (int i = 0; i < tp; i++) {
@@ -758,24 +989,14 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                 /* the next stage posted its receive early; the transfer ends both */
                 for (int i = 0; i < tp; i++) {
                     int r = r0 + i;
-                    int64_t arrive = send_arrive[i], post = recv_post[i];
-                    (void)post;
-                    int64_t x = p2p_ns(S, F, r, r + tp, p->gpu_ns);
-                    int64_t end = arrive + x;
+                    int64_t arrive = send_arrive[i];
+                    int64_t end = arrive + p2p_ns(&c, e, r, r + tp, p->gpu_ns);
                     send_done[i] = end;
                     comm_md md = {"send", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
                     ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, arrive, end - arrive, cs[i].corr, cs[i].ext, -1, &md);
                     S->ranks[r].gpu = end;
-                    if (on_rank(F, TELLER_FAULT_PP_SEND_DELAY, r)) {
-                        out->root_op = p->kernel;
-                        out->root_ns = end - arrive;
-                    }
-                    if (F && F->kind == TELLER_FAULT_SLOW_LINK && !out->root_op &&
-                        (rank_node(S, r) == F->node || rank_node(S, r + tp) == F->node) &&
-                        rank_node(S, r) != rank_node(S, r + tp)) {
-                        out->root_op = p->kernel;
-                        out->root_ns = end - arrive;
-                    }
+                    if (e->comm_done)
+                        e->comm_done(&c, r, r + tp, p->kernel, end - arrive);
                 }
             } else if (p->kind == OP_RECV) {
                 for (int i = 0; i < tp; i++) {
@@ -788,29 +1009,8 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                 }
             }
         }
-        /* KV swap: blocks copied out to host at the end of the step */
-        if (F && F->kind == TELLER_FAULT_KV_SWAP) {
-            for (int i = 0; i < tp; i++) {
-                int r = r0 + i;
-                rank_st *R = &S->ranks[r];
-                int nswap = 2 + (int)F->factor;
-                for (int q = 0; q < nswap; q++) {
-                    uint32_t ext = ++R->ext, c = ++R->corr;
-                    int64_t bytes = (int64_t)(64.0 * 1048576 * (double)F->extra / 1e6 / tp);
-                    ev_cpu(S, r, "cpu_op", "aten::copy_", R->host, 14000, ext);
-                    ev_api(S, r, "cuda_runtime", "cudaMemcpyAsync", R->host + 5000, 7000, c, ext, 41);
-                    int64_t start = R->gpu > R->host + 8000 ? R->gpu : R->host + 8000;
-                    int64_t dur = (int64_t)((double)bytes / PCIE_BW * 1e9 * jit(&S->r, 0.05));
-                    ev_gpu(S, r, "gpu_memcpy", M_D2H, STREAM_COMPUTE, start, dur, c, ext, bytes, NULL);
-                    R->gpu = start + dur;
-                    R->host += 16000;
-                    if (r == F->rank) {
-                        out->root_ns += dur;
-                        out->root_op = M_D2H;
-                    }
-                }
-            }
-        }
+        if (e->stage_end)
+            e->stage_end(&c, st);
         /* sampling is done; wait for the GPU, then the python epilogue */
         for (int i = 0; i < tp; i++) {
             int r = r0 + i;
@@ -820,23 +1020,20 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                 out->end = t0 + 600000000000LL;
                 continue;
             }
-            uint32_t ext = ++R->ext, c = ++R->corr;
+            uint32_t ext = ++R->ext, corr = ++R->corr;
             int64_t t = R->host;
             int64_t done = R->gpu > t ? R->gpu : t;
-            int64_t stall = on_rank(F, TELLER_FAULT_SYNC_STALL, r) ? (int64_t)((double)F->extra * jit(&S->r, 0.2)) : 0;
-            int64_t end = done + 4000 + stall;
-            ev_api(S, r, "cuda_runtime", "cudaStreamSynchronize", t, end - t, c, ext, 131);
+            int64_t end = done + 4000;
+            if (e->sync)
+                e->sync(&c, r, t, &end);
+            ev_api(S, r, "cuda_runtime", "cudaStreamSynchronize", t, end - t, corr, ext, 131);
             if (S->emit) {
                 ev_begin(S, r, "X", "cuda_sync", "Stream Sync", 1, STREAM_COMPUTE, t, end - t);
                 ob_fmt(&R->out,
                        ", \"args\": {\"External id\": %u, \"cuda_sync_kind\": \"Stream Sync\", \"stream\": %d, "
                        "\"correlation\": %u, \"device\": %d, \"context\": 1}",
-                       ext, STREAM_COMPUTE, c, r % S->o.gpus_per_node);
+                       ext, STREAM_COMPUTE, corr, r % S->o.gpus_per_node);
                 ev_end(S, r);
-            }
-            if (stall) {
-                out->root_op = "cudaStreamSynchronize";
-                out->root_ns = end - t;
             }
             R->host = end + (int64_t)uni_in(&S->r, 40000, 140000);
             if (S->emit) {
@@ -850,7 +1047,6 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
             if (R->host > out->end)
                 out->end = R->host;
         }
-        free(op_start);
         free(mstart);
         free(fw_start);
         free(graph_t);
@@ -862,7 +1058,6 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
     free(cs);
     free(send_arrive);
     free(send_done);
-    free(recv_post);
     (void)k;
 }
 
@@ -896,6 +1091,15 @@ static void make_requests(sim *S, int nsteps)
         snprintf(q->id, sizeof q->id, "cmpl-%016llx%08x-0", (unsigned long long)rng_next(&S->r),
                  (unsigned)(rng_next(&S->r) >> 32));
     }
+}
+
+/* Adds (sign 1) or takes off (-1) the prefill of tokens recomputed
+ * sequences to batch b (preemption). */
+static void recompute(batch *b, int tokens, int sign)
+{
+    b->prefill_tokens += sign * tokens;
+    b->prefill_seqs += sign * (1 + tokens / 800);
+    b->prefill_ctx += sign * ((int64_t)tokens * tokens / 2);
 }
 
 /* Picks the batch of a step at time now; records which requests took part. */
@@ -933,11 +1137,8 @@ static void schedule(sim *S, uint32_t step, int64_t now, batch *b, int extra_rec
         if (TELLER_GROW(q->steps, q->cap, q->nsteps + 1) == 0)
             q->steps[q->nsteps++] = step;
     }
-    if (extra_recompute) {
-        b->prefill_tokens += extra_recompute;
-        b->prefill_seqs += 1 + extra_recompute / 800;
-        b->prefill_ctx += (int64_t)extra_recompute * extra_recompute / 2;
-    }
+    if (extra_recompute)
+        recompute(b, extra_recompute, 1);
     b->graph = b->prefill_seqs == 0 && b->decode_seqs > 0;
     if (b->prefill_seqs == 0 && b->decode_seqs == 0) {
         /* idle engine: a dummy decode of one sequence keeps the step well formed */
@@ -1065,38 +1266,11 @@ typedef struct truth_step {
     int         root_rank;
 } truth_step;
 
-/* The root operator when the step never reached the faulty call. */
-static const char *default_root_op(teller_fault k)
-{
-    switch (k) {
-    case TELLER_FAULT_LAUNCH_LATENCY: return "cudaLaunchKernel";
-    case TELLER_FAULT_SYNC_STALL: return "cudaStreamSynchronize";
-    case TELLER_FAULT_MALLOC_STORM:
-    case TELLER_FAULT_OOM: return "cudaMalloc";
-    case TELLER_FAULT_PCIE_DEGRADATION: return M_H2D;
-    case TELLER_FAULT_KV_SWAP: return M_D2H;
-    case TELLER_FAULT_PP_SEND_DELAY: return K_SENDRECV;
-    case TELLER_FAULT_NCCL_HANG: return K_ALLREDUCE;
-    default: return "";
-    }
-}
-
+/* The root's layer: the row's, else by its name. */
 static const char *layer_of_root(teller_fault k, const char *op)
 {
-    switch (k) {
-    case TELLER_FAULT_LAUNCH_LATENCY:
-    case TELLER_FAULT_SYNC_STALL:
-    case TELLER_FAULT_MALLOC_STORM:
-    case TELLER_FAULT_OOM:
-        return "RUNTIME";
-    case TELLER_FAULT_PCIE_DEGRADATION:
-    case TELLER_FAULT_KV_SWAP:
-        return "MEMCPY";
-    case TELLER_FAULT_PREEMPTION:
-        return "ENGINE";
-    default:
-        return op && !strncmp(op, "cuda", 4) ? "RUNTIME" : "KERNEL";
-    }
+    const char *l = k_effects[k].root_layer;
+    return l ? l : op && !strncmp(op, "cuda", 4) ? "RUNTIME" : "KERNEL";
 }
 
 static void explain(const sim *S, int step, const truth_step *t, char *out, size_t cap)
@@ -1291,23 +1465,8 @@ static void step_logs(sim *S, int k, const batch *b, int64_t t, const fault_inst
     if (k % 37 == 11) /* benign noise */
         log_engine(S, 0, t, "WARNING", "protocol.py:72", "(APIServer pid=3646)", -1,
                    "The following fields were present in the request but ignored: {'stream_options'}");
-    if (!F)
-        return;
-    if (F->kind == TELLER_FAULT_PREEMPTION || F->kind == TELLER_FAULT_KV_SWAP) {
-        int swap = F->kind == TELLER_FAULT_KV_SWAP;
-        if (!strcmp(S->o.engine, "vllm")) {
-            snprintf(msg, sizeof msg,
-                     "Sequence group %d is preempted by PreemptionMode.%s mode because there is not enough KV cache space. "
-                     "This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to "
-                     "provide more KV cache memory. total_num_cumulative_preemption=%d",
-                     100 + k, swap ? "SWAP" : "RECOMPUTE", 1 + k / 3);
-            log_engine(S, 0, t, "WARNING", "scheduler.py:1089", NULL, -1, msg);
-        } else {
-            snprintf(msg, sizeof msg, "KV cache pool is full. Retract requests. #retracted_reqs: %d, #new_token_ratio: 0.7021 -> 1.0000",
-                     1 + (int)(F->extra / 2000));
-            log_engine(S, 0, t, "WARNING", "", NULL, 0, msg);
-        }
-    }
+    if (effect_of(F)->log)
+        effect_of(F)->log(S, F, k, t);
 }
 
 static void sim_free(sim *S)
@@ -1448,7 +1607,8 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
         }
         S.cur_step = k;
         batch b;
-        schedule(&S, (uint32_t)k, t, &b, Fp && F.kind == TELLER_FAULT_PREEMPTION ? (int)F.extra : 0);
+        const sim_effect *e = effect_of(Fp);
+        schedule(&S, (uint32_t)k, t, &b, e->recomputes ? (int)F.extra : 0);
         step_out clean, out;
         if (Fp) {
             /* the counterfactual: the same step from the same state without the fault */
@@ -1457,10 +1617,8 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
                 saved[r] = (saved_rank){S.ranks[r].host, S.ranks[r].gpu, S.ranks[r].corr, S.ranks[r].ext, S.ranks[r].pg_seq};
             S.emit = 0;
             batch bc = b;
-            if (F.kind == TELLER_FAULT_PREEMPTION) {
-                bc.prefill_tokens -= (int)F.extra;
-                bc.prefill_seqs -= 1 + (int)F.extra / 800;
-                bc.prefill_ctx -= F.extra * F.extra / 2;
+            if (e->recomputes) {
+                recompute(&bc, (int)F.extra, -1);
                 bc.graph = bc.prefill_seqs == 0 && bc.decode_seqs > 0;
             }
             sim_step(&S, k, &bc, NULL, t, &clean);
@@ -1488,10 +1646,8 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
             T->root_rank = F.rank;
             T->root_ns = out.root_ns;
             memcpy(markers[k], out.marker, sizeof markers[k]);
-            T->root_op = F.kind == TELLER_FAULT_PREEMPTION ? markers[k] : out.root_op ? out.root_op : default_root_op(F.kind);
+            T->root_op = e->root_is_step ? markers[k] : out.root_op ? out.root_op : e->root_op ? e->root_op : "";
             T->root_layer = out.root_layer ? out.root_layer : layer_of_root(F.kind, T->root_op);
-            if (F.kind == TELLER_FAULT_CPU_CONTENTION)
-                T->root_ns = out.max_gap;
         }
         finish_requests(&S, out.end);
         if (out.hung) {
