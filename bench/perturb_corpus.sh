@@ -32,6 +32,9 @@ SETS=(
   "hta_two_ranks|$D/hta/trace_filter/sampled_rank-0.json.gz $D/hta/trace_filter/sampled_rank-1.json.gz"
   "hta_mi250|$D/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
   "hta_trace_compare|$D/hta/trace_compare/base/base.json.gz"
+  "hta_trace_compare_test|$D/hta/trace_compare/test/test.json.gz"
+  "hta_event_sync|$D/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
+  "hta_triton|$D/hta/triton_example/triton_example.json.gz"
 )
 C="$OUT/${PURPOSE}_r${RATE}"
 mkdir -p "$C"

@@ -34,6 +34,9 @@ static const char *const k_runs[][2] = {
     {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"},
     {"hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", NULL},
     {"hta/trace_compare/base/base.json.gz", NULL},
+    {"hta/trace_compare/test/test.json.gz", NULL},
+    {"hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", NULL},
+    {"hta/triton_example/triton_example.json.gz", NULL},
 };
 
 static teller_store *load_paths(const char *const *paths, int n, int shared)
@@ -210,9 +213,10 @@ static void spans(const teller_store *st, int64_t *dur, uint32_t n)
  * abnormal (or injected) step grew by its truth's excess within 5 %; an
  * untouched step before the first fault is unchanged to the ns, a later
  * one changed by less than a material cost. Counts abnormal steps and the
- * kinds seen. */
+ * kinds seen, and in *faulted (when not NULL) the steps given a fault,
+ * material or not. */
 static void check_perturbed(const teller_store *st, const char *label, const teller_perturb_opts *o, int *injected,
-                            uint32_t *seen)
+                            uint32_t *seen, int *faulted)
 {
     teller_consistency c0;
     teller_consistency_check(st, NULL, NULL, &c0);
@@ -266,6 +270,8 @@ static void check_perturbed(const teller_store *st, const char *label, const tel
         if (!faulty_before && !ab && !inj)
             CHECK(grew <= tol && grew >= -tol); /* nothing before it changed */
         faulty_before |= ab || inj;
+        if (faulted)
+            *faulted += ab || inj;
         if (ab || inj) {
             int64_t ex = (int64_t)jdom_num(s, ab ? "excess_ns" : "injected_excess_ns", -1);
             int64_t diff = grew - ex;
@@ -281,6 +287,15 @@ static void check_perturbed(const teller_store *st, const char *label, const tel
             teller_fault f = teller_fault_parse(jdom_str(s, "fault", ""));
             if (f != TELLER_FAULT_COUNT)
                 *seen |= 1u << f;
+            if (f == TELLER_FAULT_SLOW_LINK) {
+                /* a slow link's root is the degraded node's lowest rank, as the simulator names it */
+                const jv *root = jdom_get(s, "root");
+                int rr = (int)jdom_num(root, "rank", -1), rn = (int)jdom_num(root, "node", -1);
+                for (size_t q = 0; q < teller_store_num_sources(st); q++) {
+                    const teller_source *so = teller_store_source_c(st, (uint32_t)q);
+                    CHECK(so->node != rn || so->rank >= rr);
+                }
+            }
         } else if (grew < -tol || teller_fault_material(TELLER_FAULT_KERNEL_REGRESSION, grew, before[k])) {
             /* not abnormal: unchanged, or changed by less than a material cost */
             fprintf(stderr, "  %s seed %llu step %zu untouched but grew %lld ns\n", label, (unsigned long long)o->seed,
@@ -301,12 +316,16 @@ static void test_perturbed_real_runs_stay_consistent(void)
     uint32_t seen = 0;
     for (size_t r = 0; r < sizeof k_runs / sizeof *k_runs; r++) {
         teller_store *st = load_run((int)r);
+        int faulted = 0;
         for (uint64_t seed = 1; seed <= 4; seed++) {
             teller_perturb_opts o = teller_perturb_defaults();
             o.rate = seed % 2 ? 1.0 : 0.5;
             o.seed = seed * 7919 + r;
-            check_perturbed(st, k_runs[r][0], &o, &injected, &seen);
+            check_perturbed(st, k_runs[r][0], &o, &injected, &seen, &faulted);
         }
+        if (!faulted)
+            fprintf(stderr, "  %s: no step given a fault in 4 cases\n", k_runs[r][0]);
+        CHECK(faulted > 0); /* every run is really perturbed, not passed through */
         teller_store_free(st);
     }
     int kinds = __builtin_popcount(seen);
@@ -338,7 +357,7 @@ static void test_perturbed_multi_node_run_stays_consistent(void)
         o.rate = 0.5;
         o.seed = seed;
         o.faults = 1u << TELLER_FAULT_SLOW_LINK | 1u << TELLER_FAULT_PP_SEND_DELAY | 1u << TELLER_FAULT_GPU_THROTTLE;
-        check_perturbed(st, "simulated 2x2", &o, &injected, &seen);
+        check_perturbed(st, "simulated 2x2", &o, &injected, &seen, NULL);
     }
     /* a hang ends the run at its step; the waiting ranks' nodes get the watchdog's lines */
     node_logs nl;
@@ -350,7 +369,7 @@ static void test_perturbed_multi_node_run_stays_consistent(void)
         o.faults = 1u << TELLER_FAULT_NCCL_HANG;
         o.logs = logs;
         o.nlogs = 2;
-        check_perturbed(st, "simulated 2x2 hang", &o, &injected, &seen);
+        check_perturbed(st, "simulated 2x2 hang", &o, &injected, &seen, NULL);
     }
     fprintf(stderr, "  %d abnormal steps\n", injected);
     CHECK(seen & (1u << TELLER_FAULT_NCCL_HANG));
@@ -433,6 +452,14 @@ static void test_bad_input_says_why(void)
     o.faults = 1u << TELLER_FAULT_SLOW_LINK | 1u << TELLER_FAULT_MALLOC_STORM;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_ERR_ARG);
+    teller_store_free(st);
+    /* a CPU-only trace (steps, no GPU work) carries none of the kinds: an error */
+    const char *cpu[] = {"hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"};
+    st = load_paths(cpu, 1, 1);
+    o = teller_perturb_defaults();
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_ERR_ARG);
+    CHECK(strstr(err.msg, "no step of the run can carry") != NULL);
     teller_store_free(st);
     /* unknown fault names are not parsed into a kind */
     CHECK_EQ_INT(teller_fault_parse("slow_lnk"), TELLER_FAULT_COUNT);

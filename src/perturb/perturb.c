@@ -205,6 +205,28 @@ static uint32_t longest(const pctx *P, const uint32_t *v, size_t n, const int64_
     return best;
 }
 
+/* The root among the n events v, of which event j gained w[j] ns (w NULL:
+ * all slowed by one factor, so each gained in proportion to its duration):
+ * the longest instance (duration plus gain) of the name whose events gained
+ * the most in all, which is where the step lost its time. */
+static uint32_t heaviest(const pctx *P, const uint32_t *v, size_t n, const int64_t *w)
+{
+    uint32_t best = v[0];
+    int64_t best_t = -1, best_d = -1;
+    for (size_t j = 0; j < n; j++) {
+        int64_t t = 0, d = P->ev->dur_ns[v[j]] + (w ? w[j] : 0);
+        for (size_t q = 0; q < n; q++)
+            if (P->ev->name[v[q]] == P->ev->name[v[j]])
+                t += w ? w[q] : P->ev->dur_ns[v[q]];
+        if (t > best_t || (t == best_t && d > best_d)) {
+            best_t = t;
+            best_d = d;
+            best = v[j];
+        }
+    }
+    return best;
+}
+
 /* Stretches each of the n events v by the slowdown factor f: its duration
  * times f - 1 is added. -1 when out of memory. */
 static int stretch_all(pctx *P, const uint32_t *v, size_t n, double f)
@@ -275,23 +297,14 @@ static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
     if (stretch_all(P, P->cand, n, draw_factor(P, TELLER_FAULT_GPU_THROTTLE)))
         return -1;
     /* the root: the longest instance of the kernel name with the most time */
-    uint32_t best = P->cand[0];
-    int64_t best_t = -1;
-    for (size_t j = 0; j < n; j++) {
-        int64_t t = 0;
-        for (size_t q = 0; q < n; q++)
-            if (P->ev->name[P->cand[q]] == P->ev->name[P->cand[j]])
-                t += P->ev->dur_ns[P->cand[q]];
-        if (t > best_t || (t == best_t && P->ev->dur_ns[P->cand[j]] > P->ev->dur_ns[best])) {
-            best_t = t;
-            best = P->cand[j];
-        }
-    }
-    return set_root(P, rt, best);
+    return set_root(P, rt, heaviest(P, P->cand, n, NULL));
 }
 
+/* Every event of one rank in step k that passes q lasts a drawn time
+ * longer (jittered per event). The root: the slowest call, or with by_name
+ * the slowest call of the name that gained the most in all. */
 static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(const pctx *, uint32_t),
-                            teller_fault kind, double jitter)
+                            teller_fault kind, double jitter, int by_name)
 {
     if (!apply)
         return gather(P, k, q, -1) > 0;
@@ -309,19 +322,22 @@ static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(c
             return -1;
         }
     }
-    uint32_t best = longest(P, P->cand, n, extra);
+    uint32_t best = by_name ? heaviest(P, P->cand, n, extra) : longest(P, P->cand, n, extra);
     free(extra);
     return set_root(P, rt, best);
 }
 
 static int inj_launch_latency(pctx *P, uint32_t k, int apply, root *rt)
 {
-    return inj_stretch_each(P, k, apply, rt, q_launch, TELLER_FAULT_LAUNCH_LATENCY, 0.3);
+    /* the root names the launch API that cost the most (a vLLM step makes more
+     * cudaLaunchKernel calls than cuLaunchKernelEx ones), not the one call
+     * that the jitter happened to make slowest */
+    return inj_stretch_each(P, k, apply, rt, q_launch, TELLER_FAULT_LAUNCH_LATENCY, 0.3, 1);
 }
 
 static int inj_malloc_storm(pctx *P, uint32_t k, int apply, root *rt)
 {
-    return inj_stretch_each(P, k, apply, rt, q_malloc, TELLER_FAULT_MALLOC_STORM, 0.4);
+    return inj_stretch_each(P, k, apply, rt, q_malloc, TELLER_FAULT_MALLOC_STORM, 0.4, 0);
 }
 
 static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
@@ -436,8 +452,10 @@ static int inj_slow_link(pctx *P, uint32_t k, int apply, root *rt)
             continue;
         if (edit(P, e, RT_STRETCH, (int64_t)((double)coll_transfer(P, c) * (f - 1)) + extra))
             return -1;
-        if (first == TELLER_NONE || P->ev->start_ns[mine] < P->ev->start_ns[first] ||
-            (P->ev->start_ns[mine] == P->ev->start_ns[first] && rank_of(P, mine) < rank_of(P, first)))
+        /* the root: the node's lowest rank in a slowed transfer (the simulator's
+         * "first rank of the node"), at its first slowed kernel */
+        if (first == TELLER_NONE || rank_of(P, mine) < rank_of(P, first) ||
+            (rank_of(P, mine) == rank_of(P, first) && P->ev->start_ns[mine] < P->ev->start_ns[first]))
             first = mine;
     }
     if (first == TELLER_NONE)
