@@ -172,7 +172,10 @@ static int64_t need_end(rt *R, uint32_t g)
 }
 
 /* The op of another stream of i's process that ended last at or before
- * i's start, when i started within CROSS_BOUND of it; else TELLER_NONE. */
+ * i's start, when i started within CROSS_BOUND of it; else TELLER_NONE.
+ * Times written in µs with three decimals round start and duration apart,
+ * so an end up to CROSS_SLACK after i's start still counts as before it. */
+#define CROSS_SLACK_NS 1000
 static uint32_t cross_wait(const rt *R, uint32_t i)
 {
     const teller_events *ev = R->ev;
@@ -180,7 +183,7 @@ static uint32_t cross_wait(const rt *R, uint32_t i)
     size_t lo = R->src_first[ev->source[i]], a = lo, b = R->src_first[ev->source[i] + 1];
     while (a < b) {
         size_t mid = (a + b) / 2;
-        if (end_of(ev, R->byend[mid]) <= s)
+        if (end_of(ev, R->byend[mid]) <= s + CROSS_SLACK_NS)
             a = mid + 1;
         else
             b = mid;
@@ -573,20 +576,25 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
         int64_t ns = s;
         uint32_t L = ev->parent[i], prev = R.prev_op[i];
         int64_t gap = prev == TELLER_NONE ? INT64_MAX : s - end_of(ev, prev);
+        uint32_t x = cross_wait(&R, i);
         if (L != TELLER_NONE && !(ev->flags[L] & TELLER_F_GPU) && R.done[L] && ev->start_ns[L] <= s) {
             int64_t a = s - ev->start_ns[L];
-            int bound = gap > GAP_BOUND_NS || a <= LAUNCH_BOUND_NS;
+            /* after a gap on its stream it waited for its launch, unless it
+             * waited for an op of another stream (an NCCL kernel behind the
+             * compute that made its input, launched long before) */
+            int bound = (gap > GAP_BOUND_NS && x == TELLER_NONE) || a <= LAUNCH_BOUND_NS;
             if (!bound && a > LAUNCH_FLOOR_NS)
                 a = LAUNCH_FLOOR_NS;
             if (start[L] + a > ns)
                 ns = start[L] + a;
         }
         if (prev != TELLER_NONE) {
-            int64_t b = need_end(&R, prev) + gap;
+            /* the idle gap before it on its stream was its wait for the other
+             * stream's op, which the bound below carries; it is not kept */
+            int64_t b = need_end(&R, prev) + (x != TELLER_NONE && gap > GAP_BOUND_NS ? 0 : gap);
             if (b > ns)
                 ns = b;
         }
-        uint32_t x = cross_wait(&R, i);
         if (x != TELLER_NONE) {
             int64_t c = need_end(&R, x) + (s - end_of(ev, x));
             if (c > ns)

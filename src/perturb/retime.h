@@ -13,7 +13,9 @@
  *    never starts before its launch and stream order is kept; a kernel that
  *    queued behind others does not move with a late launch until the queue
  *    is gone; an op that started right when an op of another stream of its
- *    process ended (an event wait) starts no earlier than that op's new end;
+ *    process ended (an event wait) starts no earlier than that op's new end,
+ *    and neither its launch nor the idle gap before it on its own stream
+ *    holds it back (it waited for that op, not for them);
  *  - a call that waits for the GPU (a synchronize, a copy that returns
  *    when done) ends when the GPU work it waited for ends, plus the tail it
  *    had; its thread shifts by the difference;
