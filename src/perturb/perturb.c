@@ -559,8 +559,8 @@ static const kind k_kinds[TELLER_FAULT_COUNT] = {
     [TELLER_FAULT_SYNC_STALL] = {inj_sync_stall, "no synchronize calls"},
     [TELLER_FAULT_MALLOC_STORM] = {inj_malloc_storm, "no cudaMalloc/cudaFree calls to slow down (none are invented)"},
     [TELLER_FAULT_PCIE_DEGRADATION] = {inj_pcie, "no host-device copies"},
-    [TELLER_FAULT_KV_SWAP] = {NULL, "needs swap copies and log lines the run does not have (not imitated yet)"},
-    [TELLER_FAULT_OOM] = {NULL, "needs a failed allocation and log lines the run does not have (not imitated yet)"},
+    [TELLER_FAULT_KV_SWAP] = {NULL, "its evidence is block-sized swap copies no healthy run has (simulator only; see docs/PERTURB.md)"},
+    [TELLER_FAULT_OOM] = {NULL, "its evidence is a failed allocation no healthy run has, and engines die on it (simulator only; see docs/PERTURB.md)"},
     [TELLER_FAULT_CPU_CONTENTION] = {inj_cpu_contention, "no torch ops on a host thread"},
     [TELLER_FAULT_PREEMPTION] = {inj_preemption, "needs a vLLM or SGLang run (step annotations) and the service "
                                                  "log of the node of its lowest rank (--log)"},
