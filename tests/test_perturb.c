@@ -471,7 +471,7 @@ static void test_bad_input_says_why(void)
  * queues behind gemm_a; the NCCL kernel waits for gemm_b (it starts 1 µs
  * after gemm_b ends, on another stream); every rank's all-reduce ends at
  * 390 when the last one arrives; the synchronize returns 5 µs after. */
-static size_t hand_rank(char *buf, size_t cap, int rank, int nccl_start)
+static size_t hand_rank(char *buf, size_t cap, int rank, double nccl_start)
 {
     return (size_t)snprintf(
         buf, cap,
@@ -486,8 +486,8 @@ static size_t hand_rank(char *buf, size_t cap, int rank, int nccl_start)
         "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":10,\"tid\":10,\"ts\":100,\"dur\":295,\"args\":{\"correlation\":4}},\n"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_a\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":100,\"args\":{\"correlation\":1}},\n"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_b\",\"pid\":0,\"tid\":7,\"ts\":121,\"dur\":99,\"args\":{\"correlation\":2}},\n"
-        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":13,\"ts\":%d,"
-        "\"dur\":%d,\"args\":{\"correlation\":3,\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"Group size\":2}}\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+        "\"dur\":%.3f,\"args\":{\"correlation\":3,\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"Group size\":2}}\n"
         "]}\n",
         rank, nccl_start, 390 - nccl_start);
 }
@@ -500,19 +500,22 @@ static int consistent(const teller_store *st, const int64_t *start, const int64_
     return c.nesting == 0 && c.launch == 0 && c.stream_order == 0 && c.collective == 0;
 }
 
-static teller_store *hand_run(void)
+/* The hand-made run: rank 0's all-reduce starts at nccl0 µs, rank 1's at 300. */
+static teller_store *hand_run_at(double nccl0)
 {
     teller_store *st = teller_store_create();
     teller_error err;
     teller_error_clear(&err);
     char buf[4096];
-    size_t n = hand_rank(buf, sizeof buf, 0, 221);
+    size_t n = hand_rank(buf, sizeof buf, 0, nccl0);
     CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank0", buf, n, NULL, &err), TELLER_OK);
     n = hand_rank(buf, sizeof buf, 1, 300);
     CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank1", buf, n, NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
     return st;
 }
+
+static teller_store *hand_run(void) { return hand_run_at(221); }
 
 /* The event of rank r named name (the k-th in time). */
 static uint32_t find_ev(const teller_store *st, int r, const char *name, int k)
@@ -583,20 +586,32 @@ static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
     /* the annotation grew around the gap; nothing crosses */
     CHECK_EQ_INT(start[find_ev(st, 1, "ProfilerStep#1", 0)] - o, 0);
     CHECK(consistent(st, start, dur));
-    /* rank 0's all-reduce was launched at 75 µs and started at 221, right
-     * after gemm_b on the other stream: it waited for gemm_b, not for its
-     * launch, so 100 µs of host time before the launch leaves it, and the
-     * collective's end, where they were */
-    uint32_t l0 = find_ev(st, 0, "cudaLaunchKernel", 2), n0 = find_ev(st, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
-    rt_edit e0 = {find_ev(st, 0, "record_param_comms", 0), RT_GAP, 100 * US};
-    CHECK_EQ_INT(rt_apply(st, &e0, 1, start, dur, &err), TELLER_OK);
-    CHECK_EQ_INT(start[l0] - o, 175 * US);
-    CHECK_EQ_INT(start[n0] - o, 221 * US);
-    CHECK_EQ_INT(start[n0] + dur[n0] - o, 390 * US);
-    CHECK(consistent(st, start, dur));
     free(start);
     free(dur);
     teller_store_free(st);
+    /* rank 0's all-reduce was launched at 75 µs and started right after
+     * gemm_b ended at 220 on the other stream (1 µs after, or 1 ns before
+     * as rounded times can have it): it waited for gemm_b, not for its
+     * launch, so 100 µs of host time before the launch leaves it, and the
+     * collective's end, where they were */
+    const double at[] = {221, 219.999};
+    for (size_t k = 0; k < 2; k++) {
+        st = hand_run_at(at[k]);
+        ev = teller_store_events(st);
+        start = malloc(ev->n * sizeof *start);
+        dur = malloc(ev->n * sizeof *dur);
+        o = ORIGIN(st);
+        uint32_t l0 = find_ev(st, 0, "cudaLaunchKernel", 2), n0 = find_ev(st, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+        rt_edit e0 = {find_ev(st, 0, "record_param_comms", 0), RT_GAP, 100 * US};
+        CHECK_EQ_INT(rt_apply(st, &e0, 1, start, dur, &err), TELLER_OK);
+        CHECK_EQ_INT(start[l0] - o, 175 * US);
+        CHECK_EQ_INT(start[n0], ev->start_ns[n0]);
+        CHECK_EQ_INT(start[n0] + dur[n0] - o, 390 * US);
+        CHECK(consistent(st, start, dur));
+        free(start);
+        free(dur);
+        teller_store_free(st);
+    }
 }
 
 /* The checker the property tests rely on sees each kind of break. */
