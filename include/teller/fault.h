@@ -3,6 +3,12 @@
  * one table shared by the simulator, the diagnosis, the evaluator and every
  * other module that names a fault: its name, the paper's fault type, the
  * view it belongs to, and the reference sentence that says what happened.
+ *
+ * What a kind does to a timeline is one row per kind in each of the two
+ * modules that apply faults, indexed by teller_fault and sized from this
+ * table: src/sim/sim.c `k_effects` (hooks into the simulated step) and
+ * src/perturb/perturb.c `k_kinds` (edits of a recorded trace). The two
+ * cannot be one: one builds a timeline, the other rewrites a given one.
  */
 #ifndef TELLER_FAULT_H
 #define TELLER_FAULT_H
