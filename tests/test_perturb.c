@@ -337,18 +337,25 @@ static void test_perturbed_real_runs_stay_consistent(void)
 /* A healthy simulated run over two nodes with tensor and pipeline
  * parallelism carries the communication kinds the shared real traces
  * cannot: slow links and pipeline sends. */
-static void test_perturbed_multi_node_run_stays_consistent(void)
+/* A healthy simulated vLLM run into dir (a mkdtemp template): two nodes of
+ * two GPUs, tensor and pipeline parallel. */
+static void healthy_2x2(char *dir, int steps, uint64_t seed)
 {
-    char dir[] = "/tmp/teller_perturb_XXXXXX";
     teller_sim_opts so = teller_sim_defaults();
     so.nodes = 2;
     so.gpus_per_node = 2;
     so.tp = 2;
     so.pp = 2;
-    so.steps = 30;
+    so.steps = steps;
     so.fault_rate = 0;
-    so.seed = 77;
+    so.seed = seed;
     sim_case(dir, &so);
+}
+
+static void test_perturbed_multi_node_run_stays_consistent(void)
+{
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    healthy_2x2(dir, 30, 77);
     teller_store *st = load_case_ranks(dir, 0, 4);
     int injected = 0;
     uint32_t seen = 0;
@@ -463,6 +470,32 @@ static void test_bad_input_says_why(void)
     teller_store_free(st);
     /* unknown fault names are not parsed into a kind */
     CHECK_EQ_INT(teller_fault_parse("slow_lnk"), TELLER_FAULT_COUNT);
+    rm_rf(dir);
+}
+
+/* `teller perturb CASE_DIR` brings the case's logs/node*.log along (as
+ * diagnose does): a simulated vLLM case can carry preemption, whose warning
+ * lands in node 0's log, and node 1's log is copied unchanged. */
+static void test_cli_case_brings_its_logs(void)
+{
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    healthy_2x2(dir, 6, 5);
+    char out[600], cmd[2000], p1[700], p2[700], *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    snprintf(out, sizeof out, "%s/perturbed", dir);
+    snprintf(cmd, sizeof cmd, "'%s' perturb -q -o '%s' --fault preemption --rate 1 --seed 2 '%s' 2>/dev/null", TELLER_CLI,
+             out, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(p1, sizeof p1, "%s/logs/node0.log", out);
+    CHECK((a = read_file(p1, &na)) != NULL);
+    CHECK(a && strstr(a, "is preempted by PreemptionMode.RECOMPUTE") != NULL);
+    free(a);
+    snprintf(p1, sizeof p1, "%s/logs/node1.log", dir);
+    snprintf(p2, sizeof p2, "%s/logs/node1.log", out);
+    CHECK((a = read_file(p1, &na)) != NULL && (b = read_file(p2, &nb)) != NULL);
+    CHECK(a && b && na == nb && !memcmp(a, b, na));
+    free(a);
+    free(b);
     rm_rf(dir);
 }
 
@@ -720,6 +753,7 @@ const test_case perturb_tests[] = {
     {"perturb: a multi-node run carries slow links and pipeline sends, consistently", test_perturbed_multi_node_run_stays_consistent},
     {"perturb: preemption writes vLLM's warning into the scheduler node's log at the step's time", test_preemption_writes_the_engine_warning},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
+    {"perturb: teller perturb CASE_DIR brings the case's logs along", test_cli_case_brings_its_logs},
     {"perturb: bad input says why", test_bad_input_says_why},
     {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},
     {"perturb: a late launch moves only kernels that waited for it", test_a_late_launch_moves_only_kernels_that_waited_for_it},

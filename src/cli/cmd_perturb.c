@@ -1,9 +1,11 @@
 /*
  * cmd_perturb.c - `teller perturb -o CASE_DIR [options] TRACE_OR_CASE...`:
  * faults injected into a real, healthy run, written as a benchmark case.
+ * A case directory brings its logs/node*.log along, as for diagnose.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "teller/perturb.h"
@@ -16,13 +18,16 @@ static void usage(FILE *f)
                "  --severity S              scales fault magnitudes (default 1)\n"
                "  --seed N                  same input and seed, same bytes (default 1)\n"
                "  --log LOG                 a service log of the run, copied to logs/node<N>.log\n"
-               "                            (N from node<N> in its name, else the order given); repeatable\n" CLI_COMMON_HELP
+               "                            (N from node<N> in its name, else the order given); repeatable;\n"
+               "                            a case directory brings its logs/node*.log\n" CLI_COMMON_HELP
                "Writes rank<R>.trace.json.gz per rank, logs/, truth.json (../shared/BENCHMARK.md).\n"
                "Kinds a run cannot carry are skipped with a note; docs/PERTURB.md has the physics.\n"
                "fault kinds: slow_link nccl_hang pp_send_delay gpu_throttle kernel_regression\n"
                "  launch_latency sync_stall malloc_storm pcie_degradation kv_swap oom\n"
                "  cpu_contention preemption\n");
 }
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int num(const char *opt, const char *v, double *out)
 {
@@ -41,10 +46,10 @@ int cmd_perturb(int argc, char **argv)
     teller_perturb_opts o = teller_perturb_defaults();
     const char *out = NULL;
     char **paths = calloc((size_t)argc, sizeof *paths);
-    const char **logs = calloc((size_t)argc, sizeof *logs);
+    char **logs = NULL;
     int npaths = 0, rc = 2;
     size_t nlogs = 0;
-    if (!paths || !logs) {
+    if (!paths) {
         fprintf(stderr, "teller: out of memory\n");
         goto done;
     }
@@ -62,6 +67,12 @@ int cmd_perturb(int argc, char **argv)
             continue;
         if (a[0] != '-') {
             paths[npaths++] = argv[i];
+            struct stat sb;
+            if (stat(a, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+                size_t had = nlogs;
+                cli_case_logs(a, &logs, &nlogs);
+                qsort(logs + had, nlogs - had, sizeof *logs, str_cmp); /* not the directory's order */
+            }
             continue;
         }
         if (i + 1 >= argc) {
@@ -73,7 +84,10 @@ int cmd_perturb(int argc, char **argv)
         if (!strcmp(a, "-o")) {
             out = v;
         } else if (!strcmp(a, "--log")) {
-            logs[nlogs++] = v;
+            if (cli_add_str(&logs, &nlogs, v)) {
+                fprintf(stderr, "teller: out of memory\n");
+                goto done;
+            }
         } else if (!strcmp(a, "--fault")) {
             if (cli_faults("perturb", v, &o.faults))
                 goto done;
@@ -100,7 +114,7 @@ int cmd_perturb(int argc, char **argv)
         usage(stderr);
         goto done;
     }
-    o.logs = logs;
+    o.logs = (const char **)logs;
     o.nlogs = nlogs;
     teller_store *st = cli_load(&lo, paths, npaths);
     if (!st) {
@@ -133,6 +147,6 @@ int cmd_perturb(int argc, char **argv)
     teller_store_free(st);
 done:
     free(paths);
-    free(logs);
+    cli_free_strs(logs, nlogs);
     return rc;
 }
