@@ -75,7 +75,8 @@ static void test_cli_refuses_two_runs(void)
 static void test_cli_candidates(void)
 {
     char out[8192], args[4600];
-    const char *dir = "/tmp/teller_cli_cands";
+    char dir[] = "/tmp/teller_cli_cands_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
     snprintf(args, sizeof args, "simulate -o %s/case --steps 30 --fault all --fault-rate 0.4 --seed 77", dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     snprintf(args, sizeof args, "diagnose --json %s/p.json --candidates %s/c.json %s/case", dir, dir, dir);
@@ -99,7 +100,8 @@ static void test_cli_candidates(void)
 static void test_cli_train_and_model(void)
 {
     char out[16384], args[4600];
-    const char *dir = "/tmp/teller_cli_train";
+    char dir[] = "/tmp/teller_cli_train_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
     snprintf(args, sizeof args, "simulate --corpus 3 --steps 20 --nodes 1 --gpus-per-node 2 --fault all --seed 31 -o %s/c",
              dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
