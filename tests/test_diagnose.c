@@ -138,6 +138,44 @@ static void test_diagnose_simulated_case(void)
     rm_rf(dir);
 }
 
+/* A slow cross-node link slows every layer's all-reduce a little and the
+ * one logits all-gather a little more: the root operator is the one whose
+ * transfers cost the step the most together, the all-reduce. */
+static void test_diagnose_slow_link_operator(void)
+{
+    char dir[] = "/tmp/teller_diag_link_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 4;
+    o.pp = 1;
+    o.steps = 40;
+    o.fault_rate = 0.3;
+    o.faults = 1u << TELLER_FAULT_SLOW_LINK;
+    o.seed = 5151;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diag_opts dop = teller_diag_defaults();
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    char pp[600], tp[600];
+    snprintf(pp, sizeof pp, "%s/pred.json", dir);
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    save_preds(d, pp);
+    teller_eval *e = teller_eval_create();
+    CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
+    teller_eval_summary s;
+    teller_eval_summary_get(e, NULL, NULL, &s);
+    CHECK(s.step_f1 >= 0.9);
+    CHECK(s.op_ac1 >= 0.9);
+    teller_eval_free(e);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The candidate records: per step at most TELLER_DIAG_MAX_CANDS, one per
  * (rank, operator), best first; the first is the step's root; every
  * feature finite and in its documented range; and the candidates' JSON
@@ -319,6 +357,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},
     {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
+    {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",
      test_diagnose_candidate_records},
     {NULL, NULL},

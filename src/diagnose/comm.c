@@ -181,29 +181,71 @@ oom:
 /* Several slow pipeline transfers in one step, or slow cross-node
  * collectives, are one degraded link; the root is on the node they share,
  * the receiving (higher) node when they share more than one. */
-void diag_merge_links(dctx *D)
+static int is_transfer(teller_fault det) { return det == TELLER_FAULT_PP_SEND_DELAY || det == TELLER_FAULT_SLOW_LINK; }
+
+/* a transfer candidate: its operator name and its place in the step */
+typedef struct xfer {
+    uint32_t name;
+    size_t   at;
+} xfer;
+
+static int cmp_xfer(const void *x, const void *y)
 {
+    const xfer *a = x, *b = y;
+    return a->name != b->name ? (a->name < b->name ? -1 : 1) : (a->at > b->at) - (a->at < b->at);
+}
+
+int diag_merge_links(dctx *D)
+{
+    xfer *idx = NULL;
+    size_t icap = 0;
     for (uint32_t k = 0; k < D->nsteps; k++) {
         step_acc *s = &D->steps[k];
-        int n = 0, cross = 0;
-        size_t best = 0;
+        size_t n = 0;
+        int cross = 0;
         double sum = 0;
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != TELLER_FAULT_PP_SEND_DELAY && s->c[a].det != TELLER_FAULT_SLOW_LINK)
+            if (!is_transfer(s->c[a].det))
                 continue;
-            n++;
+            if (n == icap) {
+                xfer *g = realloc(idx, (icap = icap ? 2 * icap : 64) * sizeof *idx);
+                if (!g) {
+                    free(idx);
+                    return -1;
+                }
+                idx = g;
+            }
+            idx[n++] = (xfer){s->c[a].name, a};
             sum += s->c[a].excess;
             cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
-            if (!n || s->c[a].excess >= s->c[best].excess || (s->c[best].det != TELLER_FAULT_PP_SEND_DELAY && s->c[best].det != TELLER_FAULT_SLOW_LINK))
-                best = a;
         }
+        /* one stalled send among healthy ones stays a send stall */
         if (n == 0 || (n == 1 && !cross))
             continue;
-        /* one stalled send among healthy ones stays a send stall */
+        /* The root operator is the one whose transfers lost the step the
+         * most time together (a slow link slows every all-reduce of every
+         * layer, not one large all-gather), at its costliest instance. */
+        qsort(idx, n, sizeof *idx, cmp_xfer);
+        size_t best = idx[0].at;
+        double best_sum = -1;
+        for (size_t a = 0; a < n;) {
+            size_t b = a, top = idx[a].at;
+            double op = 0;
+            for (; b < n && idx[b].name == idx[a].name; b++) {
+                op += s->c[idx[b].at].excess;
+                if (s->c[idx[b].at].excess > s->c[top].excess)
+                    top = idx[b].at;
+            }
+            if (op > best_sum) {
+                best_sum = op;
+                best = top;
+            }
+            a = b;
+        }
         cand t = s->c[best];
         int32_t hi = -1;
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != TELLER_FAULT_PP_SEND_DELAY && s->c[a].det != TELLER_FAULT_SLOW_LINK)
+            if (!is_transfer(s->c[a].det))
                 continue;
             /* both ends of the transfer count: the root is on the receiving (higher) node */
             for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
@@ -225,6 +267,8 @@ void diag_merge_links(dctx *D)
         t.rank = root == INT32_MAX ? t.rank : root;
         s->c[best] = t;
     }
+    free(idx);
+    return 0;
 }
 
 

@@ -168,7 +168,8 @@ int diag_detect_sync(const dctx *D, finds *out);
 int diag_detect_copies(const dctx *D, finds *out);
 int diag_detect_gaps(const dctx *D, finds *out);
 int diag_detect_comm(dctx *D);
-void diag_merge_links(dctx *D);
+/* Merges a step's transfer findings into one slow link; -1 when out of memory. */
+int diag_merge_links(dctx *D);
 int diag_late_tables(dctx *D);
 void diag_late_arrivals(dctx *D, teller_diagnosis *d);
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err);

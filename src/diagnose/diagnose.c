@@ -411,7 +411,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         merge_groups(&D, TELLER_FAULT_MALLOC_STORM, diag_classify_malloc))
         goto oom;
     absorb(&D);
-    diag_merge_links(&D);
+    if (diag_merge_links(&D))
+        goto oom;
     teller_status lst = diag_read_logs(&D, o, err);
     if (lst == TELLER_ERR_NOMEM)
         goto oom;
