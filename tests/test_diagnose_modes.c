@@ -145,14 +145,18 @@ static void test_modes_training_trace(void)
 /* One step (no markers: the whole trace) of launches every 100 us, a GPU
  * kept busy, and a 6 ms stretch in which the stepping thread runs nothing.
  * With helper set, another thread of the process launches the kernels
- * during that stretch (autograd's engine thread doing the backward). */
-static void write_gap_trace(const char *path, int helper)
+ * during that stretch (autograd's engine thread doing the backward). With
+ * gpu_span set, the step's annotation is drawn on the stream too, as
+ * Kineto's gpu_user_annotation spans it: a row on the device, not work. */
+static void write_gap_trace(const char *path, int helper, int gpu_span)
 {
     tw w = {fopen(path, "w"), 0, 0};
     CHECK(w.f != NULL);
     fputs("{\"traceEvents\": [", w.f);
     double t = 5000000, end = t + 20000;
     tw_ev(&w, "user_annotation", "ProfilerStep#7", 1, 1, t, end - t, NULL);
+    if (gpu_span)
+        tw_ev(&w, "gpu_user_annotation", "ProfilerStep#7", 0, 7, t + 15, end - t - 15, "\"device\": 0, \"stream\": 7");
     for (double h = t + 10; h < end - 200; h += 100) {
         int in_gap = h > t + 8000 && h < t + 14000;
         if (in_gap && !helper)
@@ -170,18 +174,22 @@ static void test_modes_host_gaps(void)
     int fd = mkstemps(path, 5);
     CHECK(fd >= 0);
     close(fd);
-    /* (c) one step: the 6 ms stall with an idle GPU is found */
-    write_gap_trace(path, 0);
+    /* (c) one step: the 6 ms stall with an idle GPU is found, also when
+     * the step's annotation spans the stream */
     teller_store *st = NULL;
-    teller_diagnosis *d = diagnose_file(path, &st);
-    CHECK_EQ_INT(d ? d->n : 0, 1);
-    CHECK_EQ_INT(flagged(d), 1);
-    if (d && d->n == 1)
-        CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
-    teller_diagnosis_free(d);
-    teller_store_free(st);
+    teller_diagnosis *d = NULL;
+    for (int gpu_span = 0; gpu_span <= 1; gpu_span++) {
+        write_gap_trace(path, 0, gpu_span);
+        d = diagnose_file(path, &st);
+        CHECK_EQ_INT(d ? d->n : 0, 1);
+        CHECK_EQ_INT(flagged(d), 1);
+        if (d && d->n == 1)
+            CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+    }
     /* (e) the same stretch while another thread works: not a stall */
-    write_gap_trace(path, 1);
+    write_gap_trace(path, 1, 0);
     d = diagnose_file(path, &st);
     CHECK_EQ_INT(flagged(d), 0);
     teller_diagnosis_free(d);
@@ -197,7 +205,7 @@ static void test_modes_unreadable_log(void)
     int fd = mkstemps(path, 5);
     CHECK(fd >= 0);
     close(fd);
-    write_gap_trace(path, 1);
+    write_gap_trace(path, 1, 0);
     teller_store *st = teller_store_create();
     teller_error err;
     teller_error_clear(&err);

@@ -243,6 +243,14 @@ uint64_t teller_store_num_warnings(const teller_store *st);
 size_t teller_store_num_warning_msgs(const teller_store *st);
 const char *teller_store_warning_msg(const teller_store *st, size_t i);
 
+/* Work a GPU does: kernels, copies and memsets. Not the annotations that
+ * profilers also draw on device rows (Kineto's gpu_user_annotation spans a
+ * whole step on its stream), nor synchronisation waits. */
+static inline int teller_layer_is_gpu_work(uint8_t layer)
+{
+    return layer == TELLER_LAYER_KERNEL || layer == TELLER_LAYER_MEMCPY || layer == TELLER_LAYER_MEMSET;
+}
+
 /* Short lower-case name of a layer ("kernel", ...). */
 const char *teller_layer_name(teller_layer l);
 /* The upper-case tag of a layer as truth and predictions spell it ("KERNEL"). */

@@ -68,14 +68,16 @@ static int cmp_iv(const void *x, const void *y)
     return a[0] < b[0] ? -1 : a[0] > b[0];
 }
 
-/* Whether event i counts as busy: without step_tid GPU work; with it, the
- * outermost host ops of the source's threads other than its stepping thread. */
+/* Whether event i counts as busy: without step_tid GPU work (kernels,
+ * copies, memsets: not the annotations drawn on a stream, which span whole
+ * steps whether the GPU worked or idled); with it, the outermost host ops
+ * of the source's threads other than its stepping thread. */
 static int busy_counts(const teller_events *ev, uint32_t i, const int32_t *step_tid)
 {
     if (ev->dur_ns[i] <= 0)
         return 0;
     if (!step_tid)
-        return (ev->flags[i] & TELLER_F_GPU) != 0;
+        return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]);
     if ((ev->flags[i] & TELLER_F_GPU) || !is_host_op(ev->layer[i]) || ev->tid[i] == step_tid[ev->source[i]])
         return 0;
     uint32_t p = ev->parent[i];

@@ -9,9 +9,7 @@
 
 static int is_op(const teller_events *ev, size_t i)
 {
-    uint8_t L = ev->layer[i];
-    return (ev->flags[i] & TELLER_F_GPU) &&
-           (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET);
+    return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]);
 }
 
 void teller_consistency_check(const teller_store *st, const int64_t *start, const int64_t *dur,

@@ -78,9 +78,7 @@ static int64_t end_of(const teller_events *ev, uint32_t i) { return ev->start_ns
 
 static int is_gpu_op(const teller_events *ev, uint32_t i)
 {
-    uint8_t L = ev->layer[i];
-    return (ev->flags[i] & TELLER_F_GPU) &&
-           (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET);
+    return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]);
 }
 
 static void pl_prefix(ptlist *l, size_t from)

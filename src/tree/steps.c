@@ -55,15 +55,13 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
         sum[k].node = q < 0 ? 0 : teller_store_source_c(st, (uint32_t)q)->node;
     }
     for (size_t i = 0; i < ev->n; i++) {
-        uint8_t L = ev->layer[i];
-        if (!(ev->flags[i] & TELLER_F_GPU) || ev->step[i] == TELLER_NONE ||
-            (L != TELLER_LAYER_KERNEL && L != TELLER_LAYER_MEMCPY && L != TELLER_LAYER_MEMSET))
+        if (!(ev->flags[i] & TELLER_F_GPU) || ev->step[i] == TELLER_NONE || !teller_layer_is_gpu_work(ev->layer[i]))
             continue;
         int32_t rank = teller_store_event_rank(st, (uint32_t)i);
         size_t row = find_row(steps, n, ev->step[i], rank);
         if (row == n)
             continue;
-        if (L == TELLER_LAYER_KERNEL) {
+        if (ev->layer[i] == TELLER_LAYER_KERNEL) {
             sum[row].kernels++;
             if (ev->flags[i] & TELLER_F_COMM)
                 sum[row].comm_ns += ev->dur_ns[i];

@@ -312,8 +312,7 @@ static int sort_source(teller_events *ev, size_t lo, size_t hi, size_t **row_sta
 
 static int is_gpu_op(uint8_t layer)
 {
-    return layer == TELLER_LAYER_KERNEL || layer == TELLER_LAYER_MEMCPY || layer == TELLER_LAYER_MEMSET ||
-           layer == TELLER_LAYER_SYNC;
+    return teller_layer_is_gpu_work(layer) || layer == TELLER_LAYER_SYNC;
 }
 
 static int nest_cpu_rows(teller_events *ev, const size_t *row_start, long nrows)
@@ -1057,7 +1056,7 @@ void teller_tree_stats_get(const teller_store *st, teller_tree_stats *out)
             if (ev->flags[i] & TELLER_F_COMM)
                 out->comm_kernels++;
         }
-        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET) {
+        if (teller_layer_is_gpu_work(L)) {
             out->gpu_ops++;
             out->gpu_ops_linked += (uint64_t)launched;
         }
