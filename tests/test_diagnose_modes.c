@@ -24,9 +24,10 @@
 #include "teller/tree.h"
 
 typedef struct tw {
-    FILE *f;
-    int   n;
-    int   corr;
+    FILE  *f;
+    int    n;
+    int    corr;
+    double launch_us; /* a launch call's time; 0: 5 us */
 } tw;
 
 static void tw_ev(tw *w, const char *cat, const char *name, int pid, int tid, double ts_us, double dur_us,
@@ -43,7 +44,7 @@ static void tw_launch(tw *w, int tid, double t, const char *kernel, double k0, d
     char a[160];
     int c = ++w->corr;
     snprintf(a, sizeof a, "\"correlation\": %d", c);
-    tw_ev(w, "Runtime", "cudaLaunchKernel", 1, tid, t, 5, a);
+    tw_ev(w, "Runtime", "cudaLaunchKernel", 1, tid, t, w->launch_us > 0 ? w->launch_us : 5, a);
     snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"grid\": [%d, 1, 1], \"block\": [128, 1, 1]",
              c, grid);
     tw_ev(w, "Kernel", kernel, 0, 7, k0, kd, a);
@@ -77,7 +78,7 @@ static int flagged(const teller_diagnosis *d)
  * 3x longer too. */
 static void write_training_trace(const char *path, int regress_step)
 {
-    tw w = {fopen(path, "w"), 0, 0};
+    tw w = {fopen(path, "w"), 0, 0, 0};
     CHECK(w.f != NULL);
     fputs("{\"schemaVersion\": 1, \"traceEvents\": [", w.f);
     double t = 1000000;
@@ -150,7 +151,7 @@ static void test_modes_training_trace(void)
  * Kineto's gpu_user_annotation spans it: a row on the device, not work. */
 static void write_gap_trace(const char *path, int helper, int gpu_span)
 {
-    tw w = {fopen(path, "w"), 0, 0};
+    tw w = {fopen(path, "w"), 0, 0, 0};
     CHECK(w.f != NULL);
     fputs("{\"traceEvents\": [", w.f);
     double t = 5000000, end = t + 20000;
@@ -226,10 +227,55 @@ static void test_modes_unreadable_log(void)
     unlink(path);
 }
 
+/* One step (the only one) of 300 small kernels, each launched by an op on
+ * the host thread and run at once on an otherwise idle GPU, with launch
+ * calls of launch_us each. */
+static void write_launch_trace(const char *path, double launch_us)
+{
+    tw w = {fopen(path, "w"), 0, 0, launch_us};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 7000000, gap = launch_us + 40, end = t + 300 * gap + 100;
+    tw_ev(&w, "user_annotation", "ProfilerStep#3", 1, 1, t, end - t, NULL);
+    for (int i = 0; i < 300; i++) {
+        double h = t + 10 + i * gap;
+        tw_ev(&w, "cpu_op", "aten::mul", 1, 1, h, launch_us + 10, NULL);
+        tw_launch(&w, 1, h + 5, i % 2 ? "elementwise_kernel" : "reduce_kernel", h + launch_us + 8, 20, 64);
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (f) a one-step trace has no other step to say what its launches usually
+ * cost: launches of 60 us (a slowed host) are found against what a launch
+ * costs anywhere, launches of 6 us are not */
+static void test_modes_one_step_launches(void)
+{
+    char path[] = "/tmp/teller_launch_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    for (int slow = 0; slow <= 1; slow++) {
+        write_launch_trace(path, slow ? 60 : 6);
+        teller_store *st = NULL;
+        teller_diagnosis *d = diagnose_file(path, &st);
+        CHECK_EQ_INT(d ? d->n : 0, 1);
+        CHECK_EQ_INT(flagged(d), slow);
+        if (slow && d && d->n == 1) {
+            CHECK(!strcmp(d->steps[0].fault, "launch_latency"));
+            CHECK(!strcmp(d->steps[0].pred.cand[0].op, "cudaLaunchKernel"));
+        }
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+    }
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall", test_modes_host_gaps},
+    {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {NULL, NULL},
 };

@@ -30,6 +30,20 @@ static int is_alloc_api(const char *nm)
            !strncmp(nm, "cuMemFree", 9) || !strncmp(nm, "hipMalloc", 9) || !strncmp(nm, "hipFree", 7);
 }
 
+/* What a kernel launch call usually costs on a host that is not slowed:
+ * a few microseconds (the healthy shared traces, CUDA and ROCm, profiled:
+ * medians of 3 to 15 us). A run of fewer than three steps cannot say what
+ * its own launches usually cost (its only steps are what is judged), so
+ * its kernel launches are held to this. */
+#define LAUNCH_PRIOR_NS 10000.0
+
+/* The usual time of a call of API nm: the run's median, or for a kernel
+ * launch in a run too short to have a normal, at most the prior. */
+static double usual_call(const dctx *D, uint32_t nm, double run_med)
+{
+    return D->nsteps < 3 && run_med > LAUNCH_PRIOR_NS && name_has(D->st, nm, "LaunchKernel") ? LAUNCH_PRIOR_NS : run_med;
+}
+
 /* 1 when API call e launches GPU work whose name its source has not run
  * before in the trace: CUDA loads a kernel's module at its first launch
  * (lazy loading) and uploads a graph at its first launch, which takes
@@ -112,7 +126,7 @@ int diag_detect_apis(const dctx *D, finds *out)
             goto done;
         if (first)
             continue; /* loading the kernel's module (or uploading a graph) is no latency fault */
-        double d = (double)ev->dur_ns[i], usual = med[kmap_get(&durs.keys, nm, 0)];
+        double d = (double)ev->dur_ns[i], usual = usual_call(D, nm, med[kmap_get(&durs.keys, nm, 0)]);
         double ex = rare ? d : d - 2.0 * usual - 4000.0;
         double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
@@ -144,7 +158,7 @@ int diag_detect_apis(const dctx *D, finds *out)
          * (its median call), not when a tail of calls is: every run has
          * launches and allocations that wait on a lock or a page fault;
          * a rare allocation is judged against not happening at all */
-        double run_med = med[kmap_get(&durs.keys, a->name, 0)];
+        double run_med = usual_call(D, a->name, med[kmap_get(&durs.keys, a->name, 0)]);
         if (!a->rare && step_med[kmap_get(&step_durs.keys, nss_key(a->name, a->step, a->src), 0)] <= 2.0 * run_med + 4000.0)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
