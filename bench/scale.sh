@@ -87,18 +87,18 @@ if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
   [ -d "$CASE" ] || "$BUILD/teller" simulate -o "$CASE" --nodes 16 --gpus-per-node 4 --steps 200 --seed 3 >/dev/null
   echo
   echo "scale: teller-mpi, 64 ranks x 200 steps ($(du -sh "$CASE" | cut -f1) of traces; load average $(cut -d' ' -f1-3 /proc/loadavg))"
-  /usr/bin/time -f "%e %M" -o "$OUTDIR/mpi_one.time" "$BUILD/teller" diagnose -q --json "$CASE/pred_one.json" "$CASE" >/dev/null 2>&1
+  /usr/bin/time -f "%e %M" -o "$OUTDIR/mpi_one.time" "$BUILD/teller" diagnose -q --json "$OUTDIR/mpi_pred_one.json" "$CASE" >/dev/null 2>&1
   read -r W1 M1 < "$OUTDIR/mpi_one.time"
   printf "  %-26s %7.2f s  peak RSS %7.1f MB\n" "teller diagnose" "$W1" "$(awk -v m="$M1" 'BEGIN { print m / 1024 }')"
   for np in 2 4; do
     rm -f "$OUTDIR"/mpi_rss.*
     t0=$(date +%s.%N)
     TELLER_MPI_STATS=1 mpirun --allow-run-as-root --oversubscribe -x TELLER_MPI_STATS -n $np sh -c \
-      '/usr/bin/time -f %M -o "$0/mpi_rss.$OMPI_COMM_WORLD_RANK" "$1/teller-mpi" diagnose -q --json "$2/pred_mpi.json" "$2"' \
+      '/usr/bin/time -f %M -o "$0/mpi_rss.$OMPI_COMM_WORLD_RANK" "$1/teller-mpi" diagnose -q --json "$0/mpi_pred_mpi.json" "$2"' \
       "$OUTDIR" "$BUILD" "$CASE" >/dev/null 2>"$OUTDIR/mpi_stats.txt"
     t1=$(date +%s.%N)
     bytes=$(sed -n 's/.*received \([0-9]*\) bytes.*/\1/p' "$OUTDIR/mpi_stats.txt")
-    same=$(cmp -s "$CASE/pred_one.json" "$CASE/pred_mpi.json" && echo identical || echo DIFFER)
+    same=$(cmp -s "$OUTDIR/mpi_pred_one.json" "$OUTDIR/mpi_pred_mpi.json" && echo identical || echo DIFFER)
     awk -v a="$t0" -v b="$t1" -v np=$np -v m1="$M1" -v by="$bytes" -v same="$same" -v dir="$OUTDIR" 'BEGIN {
       worst = 0; line = ""
       for (r = 0; r < np; r++) {

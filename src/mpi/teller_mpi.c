@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "teller/ingest.h"
 #include "teller/load.h"
@@ -74,16 +75,40 @@ typedef struct remote {
     size_t                    n;
     uint8_t                  *received; /* per file: its messages were taken */
     const teller_ingest_opts *ingest;
-    uint64_t                  bytes;    /* received so far (under mpi_mu) */
+    uint64_t                  bytes;    /* received so far (under mpi_mu with threads) */
 } remote;
 
+/* Receives len bytes from process `from` with tag. With the load's threads
+ * it does not hold mpi_mu while it waits: a reader sends a batch of files
+ * only once process 0 has taken its earlier ones, which another thread
+ * may be taking meanwhile. */
+static void recv_bytes(void *p, size_t len, int from, int tag)
+{
+    if (!threaded) {
+        MPI_Recv(p, (int)len, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return;
+    }
+    MPI_Request rq;
+    pthread_mutex_lock(&mpi_mu);
+    MPI_Irecv(p, (int)len, MPI_BYTE, from, tag, MPI_COMM_WORLD, &rq);
+    for (;;) {
+        int done = 0;
+        MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&mpi_mu);
+        if (done)
+            return;
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+        pthread_mutex_lock(&mpi_mu);
+    }
+}
+
 /* Receives file i's header and, when it was read, its packed store (a
- * malloc'd buffer in *buf); the caller holds mpi_mu when threaded. */
+ * malloc'd buffer in *buf). */
 static void recv_file(size_t i, size_t n, file_head *h, char **buf)
 {
     int from = owner(i, n);
     *buf = NULL;
-    MPI_Recv(h, (int)sizeof *h, MPI_BYTE, from, (int)i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    recv_bytes(h, sizeof *h, from, (int)i);
     if (h->err.code != TELLER_OK)
         return;
     char *b = malloc(h->size ? h->size : 1);
@@ -91,10 +116,8 @@ static void recv_file(size_t i, size_t n, file_head *h, char **buf)
         fprintf(stderr, "teller-mpi: process 0: out of memory receiving a file of %llu bytes\n", (unsigned long long)h->size);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    for (size_t off = 0; off < h->size; off += CHUNK) {
-        size_t len = h->size - off < CHUNK ? h->size - off : CHUNK;
-        MPI_Recv(b + off, (int)len, MPI_BYTE, from, (int)i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    }
+    for (size_t off = 0; off < h->size; off += CHUNK)
+        recv_bytes(b + off, h->size - off < CHUNK ? h->size - off : CHUNK, from, (int)i);
     *buf = b;
 }
 
@@ -107,10 +130,10 @@ static teller_status read_remote(void *ctx, size_t i, const char *path, teller_s
         return teller_ingest_file(into, path, R->ingest, err);
     file_head h;
     char *buf;
-    if (threaded)
-        pthread_mutex_lock(&mpi_mu);
     recv_file(i, R->n, &h, &buf);
     R->received[i] = 1;
+    if (threaded)
+        pthread_mutex_lock(&mpi_mu);
     R->bytes += sizeof h + (h.err.code == TELLER_OK ? h.size : 0);
     if (threaded)
         pthread_mutex_unlock(&mpi_mu);
@@ -194,13 +217,15 @@ typedef struct share {
     const plan   *p;
     char        **files;
     size_t        lo;    /* this process reads files lo, lo + 1, ... */
+    size_t        first; /* the batch being read starts at file lo + first */
     file_head    *head;  /* per file of the share */
     char        **buf;   /* per file: its packed store */
 } share;
 
-static void read_pack(void *ctx, size_t k)
+static void read_pack(void *ctx, size_t b)
 {
     share *S = ctx;
+    size_t k = S->first + b;
     file_head *h = &S->head[k];
     const char *path = S->files[S->lo + k];
     memset(h, 0, sizeof *h);
@@ -220,8 +245,43 @@ static void read_pack(void *ctx, size_t k)
     teller_store_free(st);
 }
 
+/* Posts the sends of files [a, b) of the share; returns their requests
+ * (malloc'd, *nreq of them) and sets *rc to 1 when one could not be read. */
+static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
+{
+    size_t n = 0;
+    for (size_t k = a; k < b; k++)
+        n += 1 + (S->head[k].err.code == TELLER_OK ? (S->head[k].size + CHUNK - 1) / CHUNK : 0);
+    MPI_Request *req = malloc((n ? n : 1) * sizeof *req);
+    if (!req) {
+        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    size_t r = 0;
+    for (size_t k = a; k < b; k++) {
+        file_head *h = &S->head[k];
+        int tag = (int)(S->lo + k);
+        MPI_Isend(h, (int)sizeof *h, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
+        if (h->err.code != TELLER_OK) {
+            fprintf(stderr, "teller-mpi: process %d cannot read its file %s: %s:%llu: %s\n", me, S->files[S->lo + k],
+                    h->err.file, (unsigned long long)h->err.offset, h->err.msg);
+            *rc = 1;
+            continue;
+        }
+        for (size_t off = 0; off < h->size; off += CHUNK) {
+            size_t len = h->size - off < CHUNK ? h->size - off : CHUNK;
+            MPI_Isend(S->buf[k] + off, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
+        }
+    }
+    *nreq = (int)r;
+    return req;
+}
+
 /* Reads this process's share of the files process 0 announces and sends
- * it; returns the exit status: 1 when a file could not be read. */
+ * it; returns the exit status: 1 when a file could not be read. Files are
+ * read `jobs` at a time; a batch is sent while the next one is read, and
+ * its buffers are freed once process 0 has taken it, so that a reader
+ * holds at most two batches of packed files, whatever its share. */
 static int serve(void)
 {
     plan p;
@@ -246,41 +306,36 @@ static int serve(void)
             hi = i + 1;
     }
     size_t mine = lo < hi ? hi - lo : 0;
-    share S = {&p, files, lo, calloc(mine ? mine : 1, sizeof *S.head), calloc(mine ? mine : 1, sizeof *S.buf)};
+    share S = {&p, files, lo, 0, calloc(mine ? mine : 1, sizeof *S.head), calloc(mine ? mine : 1, sizeof *S.buf)};
     if (!S.head || !S.buf) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    teller_parallel_for(p.jobs > 0 ? p.jobs : teller_num_cores(), mine, read_pack, &S);
-    size_t nreq = 0;
-    for (size_t k = 0; k < mine; k++)
-        nreq += 1 + (S.head[k].err.code == TELLER_OK ? (S.head[k].size + CHUNK - 1) / CHUNK : 0);
-    MPI_Request *req = malloc((nreq ? nreq : 1) * sizeof *req);
-    if (!req) {
-        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    int rc = 0;
-    size_t r = 0;
-    for (size_t k = 0; k < mine; k++) {
-        file_head *h = &S.head[k];
-        int tag = (int)(lo + k);
-        MPI_Isend(h, (int)sizeof *h, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
-        if (h->err.code != TELLER_OK) {
-            fprintf(stderr, "teller-mpi: process %d cannot read its file %s: %s:%llu: %s\n", me, files[lo + k],
-                    h->err.file, (unsigned long long)h->err.offset, h->err.msg);
-            rc = 1;
-            continue;
+    int jobs = p.jobs > 0 ? p.jobs : teller_num_cores(), rc = 0, nprev = 0;
+    MPI_Request *prev = NULL;
+    size_t prev_a = 0;
+    for (size_t a = 0; a < mine; a += (size_t)jobs) {
+        size_t b = a + (size_t)jobs < mine ? a + (size_t)jobs : mine;
+        S.first = a;
+        teller_parallel_for(jobs, b - a, read_pack, &S);
+        int ncur = 0;
+        MPI_Request *cur = send_batch(&S, a, b, &ncur, &rc);
+        if (prev) {
+            MPI_Waitall(nprev, prev, MPI_STATUSES_IGNORE);
+            for (size_t k = prev_a; k < a; k++)
+                free(S.buf[k]);
+            free(prev);
         }
-        for (size_t off = 0; off < h->size; off += CHUNK) {
-            size_t len = h->size - off < CHUNK ? h->size - off : CHUNK;
-            MPI_Isend(S.buf[k] + off, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
-        }
+        prev = cur;
+        nprev = ncur;
+        prev_a = a;
     }
-    MPI_Waitall((int)r, req, MPI_STATUSES_IGNORE);
-    for (size_t k = 0; k < mine; k++)
-        free(S.buf[k]);
-    free(req);
+    if (prev) {
+        MPI_Waitall(nprev, prev, MPI_STATUSES_IGNORE);
+        for (size_t k = prev_a; k < mine; k++)
+            free(S.buf[k]);
+        free(prev);
+    }
     free(S.head);
     free(S.buf);
     free(files);
