@@ -6,9 +6,9 @@
  * options, the same output). Its load (cli_loader) first tells the other
  * processes the files and the reading options (a broadcast); file i is
  * read by process i * P / n (consecutive files: the ranks of a node stay
- * together). Each process reads its files on its own threads, packs each
- * file's store (pack.h) and sends it to process 0, or why it could not
- * read it. Process 0 reads its own share and takes the others' through
+ * together). Each process reads its files on its own threads, a batch of
+ * one file per thread at a time, packs each file's store (pack.h) and sends
+ * it to process 0, or why it could not read it. Process 0 reads its own share and takes the others' through
  * teller_load's reader (load.h): the files are appended in the order given,
  * exactly as one process's threads append them, so the run's store, and
  * every byte written from it, is that of `teller diagnose`.
@@ -16,7 +16,9 @@
  * Failures end every process: a process that cannot read a file prints
  * which and exits 1; process 0 reports the first file in order that could
  * not be read, as `teller diagnose` does, receives (and drops) whatever was
- * still sent to it, so no sender waits forever, and exits 1. When process 0
+ * still sent to it, so no sender waits forever, and exits 1; every process
+ * waits at a barrier before it ends, so that mpirun does not stop process 0
+ * before it has said so. When process 0
  * stops before loading (bad options, --help, a missing name) it tells the
  * others there is nothing to read.
  *
