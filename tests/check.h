@@ -83,6 +83,11 @@ const char **node_logs_of(node_logs *l, const char *dir);
 struct teller_diag_opts;
 char *diagnosis_json(struct teller_store *st, const struct teller_diag_opts *o);
 
+/* 1 when two stores hold the same strings, sources, events (every column),
+ * args, comm rows, derived tables and warnings. */
+struct teller_store;
+int same_store(const struct teller_store *a, const struct teller_store *b);
+
 /* The whole of a file in a malloc'd buffer (NUL after its n bytes), or NULL
  * when it cannot be read. */
 char *read_file(const char *path, size_t *n);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "store/store_internal.h"
 #include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/sim.h"
@@ -72,6 +73,54 @@ char *diagnosis_json(teller_store *st, const teller_diag_opts *o)
     }
     teller_diagnosis_free(d);
     return text;
+}
+
+/* memcmp that accepts empty (NULL) arrays */
+static int mem_eq(const void *a, const void *b, size_t n)
+{
+    return n == 0 || !memcmp(a, b, n);
+}
+
+int same_store(const teller_store *a, const teller_store *b)
+{
+    int same = a->nstr == b->nstr && a->nsources == b->nsources && a->nargs == b->nargs &&
+               a->ncomms == b->ncomms && a->ev.n == b->ev.n && a->nsteps == b->nsteps && a->ncolls == b->ncolls &&
+               a->nmembers == b->nmembers && a->nnodes == b->nnodes && a->nwarn == b->nwarn;
+    if (!same)
+        return 0;
+    for (size_t i = 0; i < a->nstr; i++)
+        same &= a->strs[i].len == b->strs[i].len && mem_eq(a->strs[i].ptr, b->strs[i].ptr, a->strs[i].len);
+    size_t n = a->ev.n;
+#define COLS_EQ(f) mem_eq(a->ev.f, b->ev.f, n * sizeof *a->ev.f)
+    same &= COLS_EQ(start_ns) && COLS_EQ(dur_ns) && COLS_EQ(name) && COLS_EQ(layer) && COLS_EQ(flags) &&
+            COLS_EQ(source) && COLS_EQ(pid) && COLS_EQ(tid) && COLS_EQ(corr) && COLS_EQ(args) && COLS_EQ(parent) &&
+            COLS_EQ(first_child) && COLS_EQ(next_sibling) && COLS_EQ(depth) && COLS_EQ(step);
+#undef COLS_EQ
+    /* field by field where a struct has padding */
+    for (size_t i = 0; i < a->nsources; i++) {
+        const teller_source *x = &a->sources[i], *y = &b->sources[i];
+        same &= x->path == y->path && x->format == y->format && x->rank == y->rank &&
+                x->world_size == y->world_size && x->node == y->node && x->host == y->host && x->pid == y->pid &&
+                x->num_devices == y->num_devices && x->device_name == y->device_name && x->base_ns == y->base_ns &&
+                x->first_event == y->first_event && x->num_events == y->num_events;
+    }
+    for (size_t i = 0; i < a->nsteps; i++) {
+        const teller_step *x = &a->steps[i], *y = &b->steps[i];
+        same &= x->step == y->step && x->rank == y->rank && x->marker == y->marker && x->start_ns == y->start_ns &&
+                x->end_ns == y->end_ns;
+    }
+    for (size_t i = 0; i < a->nnodes; i++) {
+        const teller_node *x = &a->nodes[i], *y = &b->nodes[i];
+        same &= x->node == y->node && x->host == y->host && x->offset_ns == y->offset_ns &&
+                x->offset_samples == y->offset_samples;
+    }
+    same &= mem_eq(a->args, b->args, a->nargs * sizeof *a->args) &&
+            mem_eq(a->comms, b->comms, a->ncomms * sizeof *a->comms) &&
+            mem_eq(a->colls, b->colls, a->ncolls * sizeof *a->colls) &&
+            mem_eq(a->members, b->members, a->nmembers * sizeof *a->members);
+    for (size_t i = 0; i < a->nwarn_msgs; i++)
+        same &= !strcmp(a->warn_msgs[i], b->warn_msgs[i]);
+    return same;
 }
 
 char *read_file(const char *path, size_t *n)
