@@ -16,8 +16,9 @@ int diag_detect_copies(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
     teller_store *st = D->st;
-    groups bm = {0};
+    groups bm = {0}, vg = {0}; /* durations per (name, size); volumes per (name, source) */
     kmap m = {0};
+    int rc = -1;
     typedef struct cp {
         double t, bytes, slow, usual;
         uint32_t event, step, name;
@@ -56,19 +57,27 @@ int diag_detect_copies(const dctx *D, finds *out)
         if ((double)ev->dur_ns[i] > 3 * u + 2000)
             x->slow += (double)ev->dur_ns[i] - u;
     }
-    /* usual volume per (name, source) over all steps, absent steps counting zero */
-    double *vols = malloc((D->nsteps ? D->nsteps : 1) * sizeof *vols);
+    /* usual volume per (name, source) over all steps, absent steps counting
+     * zero: one median per (name, source), not one per (name, source, step) */
+    double *vols = malloc((D->nsteps ? D->nsteps : 1) * sizeof *vols), *vmeds = NULL;
     if (!vols)
         goto oom2;
-    for (size_t ix = 0; ix < m.n; ix++) {
-        cp *x = &c[ix];
-        size_t nv = 0;
-        for (size_t j = 0; j < m.n; j++)
-            if (c[j].name == x->name && c[j].src == x->src && nv < D->nsteps)
-                vols[nv++] = c[j].bytes;
+    for (size_t ix = 0; ix < m.n; ix++)
+        if (diag_groups_add(&vg, ((uint64_t)c[ix].name << 16) | c[ix].src, c[ix].bytes))
+            goto oom3;
+    if (!(vmeds = malloc((vg.keys.n ? vg.keys.n : 1) * sizeof *vmeds)))
+        goto oom3;
+    for (size_t g = 0; g < vg.keys.n; g++) {
+        size_t nv = 0; /* a (name, source, step) key is one per step: at most nsteps */
+        for (size_t q = 0; q < vg.s[g].n && nv < D->nsteps; q++)
+            vols[nv++] = vg.s[g].v[q];
         while (nv < D->nsteps)
             vols[nv++] = 0;
-        double vmed = diag_median(vols, nv);
+        vmeds[g] = diag_median(vols, nv);
+    }
+    for (size_t ix = 0; ix < m.n; ix++) {
+        cp *x = &c[ix];
+        double vmed = vmeds[kmap_get(&vg.keys, ((uint64_t)x->name << 16) | x->src, 0)];
         double per_byte = x->bytes > 0 ? x->usual / x->bytes : 0;
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
@@ -83,19 +92,16 @@ int diag_detect_copies(const dctx *D, finds *out)
                 goto oom3;
         }
     }
-    free(vols);
-    free(usual);
-    free(c);
-    diag_groups_free(&bm);
-    kmap_free(&m);
-    return 0;
+    rc = 0;
 oom3:
     free(vols);
+    free(vmeds);
 oom2:
     free(usual);
 oom:
     free(c);
     diag_groups_free(&bm);
+    diag_groups_free(&vg);
     kmap_free(&m);
-    return -1;
+    return rc;
 }
