@@ -208,7 +208,7 @@ static int32_t uf_find(int32_t *p, int32_t x)
     return x;
 }
 
-void diag_build_groups(dctx *D)
+int diag_build_groups(dctx *D)
 {
     size_t ns = teller_store_num_sources(D->st);
     for (size_t s = 0; s < ns; s++)
@@ -231,6 +231,30 @@ void diag_build_groups(dctx *D)
     }
     for (size_t s = 0; s < ns; s++)
         D->group[s] = uf_find(D->group, (int32_t)s);
+    /* each group's members, by a counting sort on the group (its root's
+     * source index), so that a rank meets only its own peers */
+    D->peers = malloc((ns ? ns : 1) * sizeof *D->peers);
+    D->gfirst = calloc(ns + 1, sizeof *D->gfirst);
+    D->gcount = calloc(ns + 1, sizeof *D->gcount);
+    uint32_t *at = calloc(ns + 1, sizeof *at); /* per group: members placed so far */
+    if (!D->peers || !D->gfirst || !D->gcount || !at) {
+        free(at);
+        return -1;
+    }
+    for (size_t s = 0; s < ns; s++)
+        D->gcount[D->group[s]]++;
+    for (size_t g = 1; g < ns; g++) /* roots first: gfirst, gcount per group root */
+        D->gfirst[g] = D->gfirst[g - 1] + D->gcount[g - 1];
+    for (size_t s = 0; s < ns; s++) {
+        uint32_t g = (uint32_t)D->group[s];
+        D->peers[D->gfirst[g] + at[g]++] = (uint32_t)s;
+    }
+    for (size_t s = 0; s < ns; s++) { /* then per source, from its root (a root's is its own) */
+        D->gfirst[s] = D->gfirst[D->group[s]];
+        D->gcount[s] = D->gcount[D->group[s]];
+    }
+    free(at);
+    return 0;
 }
 
 /* ---- the run's normal ---- */

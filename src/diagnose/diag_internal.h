@@ -58,6 +58,8 @@ typedef struct dctx {
     int32_t             nranks_max;
     step_acc           *steps;
     int32_t            *group;   /* per source: peer group id (union-find root) */
+    uint32_t           *peers;   /* the sources, grouped by peer group, in source order inside a group */
+    uint32_t           *gfirst, *gcount; /* per source: where its group starts in peers, and its size */
     size_t              nsrc;
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
@@ -152,7 +154,7 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 int diag_busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t *x, int64_t *y);
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
-void diag_build_groups(dctx *D);
+int diag_build_groups(dctx *D);
 int diag_subtract_run_normal(dctx *D);
 
 /* the detector families: each returns 0, or -1 out of memory */

@@ -295,6 +295,9 @@ static void diag_free_ctx(dctx *D)
             free(D->steps[k].c);
     free(D->steps);
     free(D->group);
+    free(D->peers);
+    free(D->gfirst);
+    free(D->gcount);
     free(D->mstart);
     free(D->range);
     free(D->late_last);
@@ -404,7 +407,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 D.ev->step[i] < D.nsteps && rank_of(&D, (uint32_t)i) == low)
                 D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
-    diag_build_groups(&D);
+    if (diag_build_groups(&D))
+        goto oom;
     if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D))
         goto oom;
     if (merge_groups(&D, TELLER_FAULT_KERNEL_REGRESSION, diag_merge_throttle) || merge_groups(&D, TELLER_FAULT_LAUNCH_LATENCY, diag_merge_launches) ||

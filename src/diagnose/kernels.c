@@ -129,8 +129,9 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
         uint64_t key = me->keys[ix];
         double best = INFINITY;
         int peers = 0;
-        for (size_t p = 0; p < D->nsrc; p++) {
-            if (p == s || D->group[p] != D->group[s])
+        for (uint32_t q = D->gfirst[s]; q < D->gfirst[s] + D->gcount[s]; q++) {
+            uint32_t p = D->peers[q];
+            if (p == s)
                 continue;
             uint32_t pi = kmap_get(&K[p].m, key, 0);
             if (pi == TELLER_NONE)
