@@ -112,39 +112,60 @@ static int run(const char *cmd, const char *out)
  * under LeakSanitizer */
 #define MPIRUN "env ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS -n"
 
-/* `teller diagnose --json` on INPUTS against `teller-mpi diagnose --json`
- * with 1, 2 and 4 processes: the same bytes */
-static void same_as_teller(const char *inputs, const char *tmp)
+/* What `teller diagnose` writes: the predictions, the candidates, the HTML
+ * report and the Perfetto trace. */
+static const char *const outputs[] = {"--json", "--candidates", "--html", "--perfetto"};
+static const char *const suffixes[] = {"json", "cands.json", "html", "perfetto.json.gz"};
+enum { NOUT = 4 };
+
+/* Runs PROG (a command line up to the subcommand) as `PROG diagnose -q`
+ * writing the first nout outputs as DIR/NAME.<suffix> on INPUTS; 0 when it
+ * succeeded. */
+static int diagnose_into(const char *prog, const char *dir, const char *name, int nout, const char *inputs)
 {
-    char cmd[4096], ref[256], got[256], out[256];
-    snprintf(ref, sizeof ref, "%s/ref.json", tmp);
-    snprintf(out, sizeof out, "%s/teller", tmp);
-    snprintf(cmd, sizeof cmd, "'%s' diagnose -q --json '%s' --candidates '%s.cands' %s", TELLER_CLI, ref, ref, inputs);
-    CHECK_EQ_INT(run(cmd, out), 0);
-    size_t nref = 0, nrefc = 0;
-    char *want = read_file(ref, &nref);
-    snprintf(ref + strlen(ref), sizeof ref - strlen(ref), ".cands");
-    char *wantc = read_file(ref, &nrefc);
-    CHECK(want && nref > 50 && wantc);
-    for (int np = 1; np <= 4; np *= 2) {
-        snprintf(got, sizeof got, "%s/mpi%d.json", tmp, np);
-        snprintf(out, sizeof out, "%s/mpi%d", tmp, np);
-        snprintf(cmd, sizeof cmd, MPIRUN " %d '%s' diagnose -q --json '%s' --candidates '%s.cands' %s", np, TELLER_MPI,
-                 got, got, inputs);
-        CHECK_EQ_INT(run(cmd, out), 0);
-        size_t ngot = 0, ngotc = 0;
-        char *have = read_file(got, &ngot);
-        snprintf(got + strlen(got), sizeof got - strlen(got), ".cands");
-        char *havec = read_file(got, &ngotc);
-        CHECK(want && have && nref == ngot && !memcmp(want, have, nref));
-        CHECK(wantc && havec && nrefc == ngotc && !memcmp(wantc, havec, nrefc));
-        if (!have || !want || nref != ngot || memcmp(want, have, nref))
-            fprintf(stderr, "  teller-mpi -n %d on %s: predictions differ from teller diagnose\n", np, inputs);
-        free(have);
-        free(havec);
+    char cmd[4096], out[256];
+    int n = snprintf(cmd, sizeof cmd, "%s diagnose -q", prog);
+    for (int k = 0; k < nout; k++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s '%s/%s.%s'", outputs[k], dir, name, suffixes[k]);
+    snprintf(cmd + n, sizeof cmd - (size_t)n, " %s", inputs);
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    return run(cmd, out);
+}
+
+/* `teller diagnose` on INPUTS against `teller-mpi diagnose` with 1, 2 and 4
+ * processes: the same bytes in the predictions and candidates, and with
+ * reports 1 in the HTML report and the Perfetto trace too */
+static void same_as_teller(const char *inputs, const char *tmp, int reports)
+{
+    char prog[512], path[300];
+    int nout = reports ? NOUT : 2;
+    snprintf(prog, sizeof prog, "'%s'", TELLER_CLI);
+    CHECK_EQ_INT(diagnose_into(prog, tmp, "ref", nout, inputs), 0);
+    char *want[NOUT] = {0};
+    size_t nwant[NOUT] = {0};
+    for (int k = 0; k < nout; k++) {
+        snprintf(path, sizeof path, "%s/ref.%s", tmp, suffixes[k]);
+        want[k] = read_file(path, &nwant[k]);
+        CHECK(want[k] && nwant[k] > 50);
     }
-    free(want);
-    free(wantc);
+    for (int np = 1; np <= 4; np *= 2) {
+        char name[16];
+        snprintf(name, sizeof name, "mpi%d", np);
+        snprintf(prog, sizeof prog, MPIRUN " %d '%s'", np, TELLER_MPI);
+        CHECK_EQ_INT(diagnose_into(prog, tmp, name, nout, inputs), 0);
+        for (int k = 0; k < nout; k++) {
+            size_t n = 0;
+            snprintf(path, sizeof path, "%s/%s.%s", tmp, name, suffixes[k]);
+            char *have = read_file(path, &n);
+            int same = want[k] && have && n == nwant[k] && !memcmp(want[k], have, n);
+            CHECK(same);
+            if (!same)
+                fprintf(stderr, "  teller-mpi -n %d on %s: %s differs from teller diagnose's\n", np, inputs, outputs[k]);
+            free(have);
+        }
+    }
+    for (int k = 0; k < nout; k++)
+        free(want[k]);
 }
 
 static void test_mpi_predictions_are_teller_diagnose(void)
@@ -156,14 +177,14 @@ static void test_mpi_predictions_are_teller_diagnose(void)
     sim_faulty(dir, 4, 4, 12, 14, 1);
     char inputs[1024];
     snprintf(inputs, sizeof inputs, "'%s'", dir);
-    same_as_teller(inputs, tmp);
+    same_as_teller(inputs, tmp, 1);
     /* real multi-rank traces: two Kineto ranks, an NCCL trace, a 2-GPU nsys export */
     snprintf(inputs, sizeof inputs, "'%s'", shared_path("hta/trace_filter"));
-    same_as_teller(inputs, tmp);
+    same_as_teller(inputs, tmp, 0);
     snprintf(inputs, sizeof inputs, "'%s'", shared_path("hta/nccl_parser_config"));
-    same_as_teller(inputs, tmp);
+    same_as_teller(inputs, tmp, 0);
     snprintf(inputs, sizeof inputs, "'%s'", shared_path("nsys-ai/mfu_2gpu_before.sqlite"));
-    same_as_teller(inputs, tmp);
+    same_as_teller(inputs, tmp, 0);
     rm_rf(dir);
     rm_rf(tmp);
 }
@@ -205,7 +226,7 @@ static void test_mpi_unreadable_file_fails_every_process(void)
 const test_case mpi_tests[] = {
     {"mpi: a packed store appends as the store itself; cut short, it is refused", test_packed_store_appends_as_the_store},
 #ifdef TELLER_MPI
-    {"mpi: teller-mpi -n 1, 2, 4 writes the predictions of teller diagnose (simulated 16 ranks, real traces)",
+    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, real traces)",
      test_mpi_predictions_are_teller_diagnose},
     {"mpi: a file one process cannot read fails the run on every process, no hang", test_mpi_unreadable_file_fails_every_process},
 #endif
