@@ -344,6 +344,38 @@ static void test_jobs_give_identical_store_and_predictions(void)
     rm_rf(dir);
 }
 
+/* The same on real multi-rank traces (two Kineto ranks, a 2-GPU Nsight
+ * export, two HTA ranks of a comparison): 1 and 3 threads for loading and
+ * the detectors, the same store and the same predictions and candidates. */
+static void test_jobs_give_identical_diagnosis_on_real_traces(void)
+{
+    const char *const rel[] = {"hta/trace_filter", "nsys-ai/h100_2gpu_1s.sqlite", "hta/trace_compare/base"};
+    for (size_t t = 0; t < sizeof rel / sizeof *rel; t++) {
+        char **files = NULL;
+        size_t n = 0;
+        teller_error err;
+        const char *name = shared_path(rel[t]);
+        CHECK_EQ_INT(teller_load_expand(&name, 1, &files, &n, &err), TELLER_OK);
+        teller_store *one = NULL, *three = NULL;
+        CHECK_EQ_INT(load((const char *const *)files, n, 1, 0, &one, &err), TELLER_OK);
+        CHECK_EQ_INT(load((const char *const *)files, n, 3, 0, &three, &err), TELLER_OK);
+        if (one && three) {
+            CHECK(same_store(one, three));
+            teller_diag_opts o = teller_diag_defaults();
+            o.jobs = 1;
+            char *want = diagnosis_json(one, &o);
+            o.jobs = 3;
+            char *got = diagnosis_json(three, &o);
+            CHECK(want && got && strlen(want) > 100 && !strcmp(want, got));
+            free(want);
+            free(got);
+        }
+        teller_store_free(one);
+        teller_store_free(three);
+        teller_load_files_free(files, n);
+    }
+}
+
 /* The store API lets events of several sources come interleaved; the tree
  * builder groups them by source (stably) before its per-source passes, so
  * the trees are those of the same events appended source by source. */
@@ -401,6 +433,7 @@ const test_case load_tests[] = {
     {"load: first bad file in order is the error", test_first_bad_file_in_order_is_the_error},
     {"load: shared collectives join distant clocks", test_shared_collectives_join_distant_clocks},
     {"load: jobs give identical store, predictions and candidates", test_jobs_give_identical_store_and_predictions},
+    {"load: jobs give identical diagnosis on real multi-rank traces", test_jobs_give_identical_diagnosis_on_real_traces},
     {"load: interleaved sources build the same trees", test_interleaved_sources_build_same_trees},
     {NULL, NULL},
 };

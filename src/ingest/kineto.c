@@ -527,15 +527,14 @@ static int parse_event(json_cur *c, ev_fields *f)
 }
 
 /* String pids/tids ("Spans", "Traces", "GPU 0 Counters") become negative
- * ids derived from the interned text, so rows stay apart. */
+ * ids derived from the interned text (teller_store_row_of_str), so rows
+ * stay apart. */
 static int32_t row_id(reader *r, int is_num, int64_t num, const json_str *s)
 {
     if (is_num)
         return (int32_t)num;
     uint32_t id = intern_str(r, s);
-    if (id == TELLER_NONE)
-        id = 0;
-    return -2 - (int32_t)(id & 0x3fffffff);
+    return teller_store_row_of_str(id == TELLER_NONE ? 0 : id);
 }
 
 static uint64_t pos_of(reader *r, const char *p) { return r->base_off + (uint64_t)(p - r->buf); }
