@@ -118,13 +118,14 @@ static const char *const outputs[] = {"--json", "--candidates", "--html", "--per
 static const char *const suffixes[] = {"json", "cands.json", "html", "perfetto.json.gz"};
 enum { NOUT = 4 };
 
-/* Runs PROG (a command line up to the subcommand) as `PROG diagnose -q`
- * writing the first nout outputs as DIR/NAME.<suffix> on INPUTS; 0 when it
- * succeeded. */
-static int diagnose_into(const char *prog, const char *dir, const char *name, int nout, const char *inputs)
+/* Runs PROG (a command line up to the subcommand) as `PROG diagnose -q
+ * OPTS` writing the first nout outputs as DIR/NAME.<suffix> on INPUTS; 0
+ * when it succeeded. */
+static int diagnose_into(const char *prog, const char *opts, const char *dir, const char *name, int nout,
+                         const char *inputs)
 {
     char cmd[4096], out[256];
-    int n = snprintf(cmd, sizeof cmd, "%s diagnose -q", prog);
+    int n = snprintf(cmd, sizeof cmd, "%s diagnose -q %s", prog, opts);
     for (int k = 0; k < nout; k++)
         n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s '%s/%s.%s'", outputs[k], dir, name, suffixes[k]);
     snprintf(cmd + n, sizeof cmd - (size_t)n, " %s", inputs);
@@ -132,15 +133,15 @@ static int diagnose_into(const char *prog, const char *dir, const char *name, in
     return run(cmd, out);
 }
 
-/* `teller diagnose` on INPUTS against `teller-mpi diagnose` with 1, 2 and 4
- * processes: the same bytes in the predictions and candidates, and with
+/* `teller diagnose -j 1` (one thread reading file after file) on INPUTS
+ * against `teller-mpi diagnose` with 1, 2 and 4 processes: the same bytes in the predictions and candidates, and with
  * reports 1 in the HTML report and the Perfetto trace too */
 static void same_as_teller(const char *inputs, const char *tmp, int reports)
 {
     char prog[512], path[300];
     int nout = reports ? NOUT : 2;
     snprintf(prog, sizeof prog, "'%s'", TELLER_CLI);
-    CHECK_EQ_INT(diagnose_into(prog, tmp, "ref", nout, inputs), 0);
+    CHECK_EQ_INT(diagnose_into(prog, "-j 1", tmp, "ref", nout, inputs), 0);
     char *want[NOUT] = {0};
     size_t nwant[NOUT] = {0};
     for (int k = 0; k < nout; k++) {
@@ -152,7 +153,7 @@ static void same_as_teller(const char *inputs, const char *tmp, int reports)
         char name[16];
         snprintf(name, sizeof name, "mpi%d", np);
         snprintf(prog, sizeof prog, MPIRUN " %d '%s'", np, TELLER_MPI);
-        CHECK_EQ_INT(diagnose_into(prog, tmp, name, nout, inputs), 0);
+        CHECK_EQ_INT(diagnose_into(prog, "", tmp, name, nout, inputs), 0);
         for (int k = 0; k < nout; k++) {
             size_t n = 0;
             snprintf(path, sizeof path, "%s/%s.%s", tmp, name, suffixes[k]);
