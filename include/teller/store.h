@@ -154,12 +154,6 @@ typedef struct teller_node {
 
 typedef struct teller_store teller_store;
 
-/* A pid or tid that a trace gives as text ("Spans", "GPU 0 Counters") is
- * kept as -2 minus the id of the interned text (its low 30 bits), so that
- * rows stay apart; teller_store_append renumbers these ids as it renumbers
- * the strings, so that a store appended is the store read in one go. */
-static inline int32_t teller_store_row_of_str(uint32_t id) { return -2 - (int32_t)(id & 0x3fffffff); }
-
 /* Creates an empty store. NULL when out of memory. */
 teller_store *teller_store_create(void);
 /* Frees the store and everything it handed out. Accepts NULL. */

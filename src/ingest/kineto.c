@@ -527,14 +527,17 @@ static int parse_event(json_cur *c, ev_fields *f)
 }
 
 /* String pids/tids ("Spans", "Traces", "GPU 0 Counters") become negative
- * ids derived from the interned text (teller_store_row_of_str), so rows
- * stay apart. */
+ * ids derived from a hash of the text (30 bits: distinct texts of one trace
+ * stay apart but with odds of 2^-30 a pair), not from the text's id in the
+ * store: a file read into a store of its own and appended (teller_load on
+ * several threads) must give the rows it gives read into the run's store. */
 static int32_t row_id(reader *r, int is_num, int64_t num, const json_str *s)
 {
     if (is_num)
         return (int32_t)num;
     uint32_t id = intern_str(r, s);
-    return teller_store_row_of_str(id == TELLER_NONE ? 0 : id);
+    const char *text = id == TELLER_NONE ? "" : teller_store_str(r->st, id);
+    return -2 - (int32_t)(kmap_hash_bytes(text, strlen(text)) & 0x3fffffff);
 }
 
 static uint64_t pos_of(reader *r, const char *p) { return r->base_off + (uint64_t)(p - r->buf); }

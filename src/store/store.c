@@ -410,15 +410,6 @@ const char *teller_layer_tag(teller_layer l)
     return (unsigned)l < TELLER_LAYER_COUNT ? tags[l] : "OTHER";
 }
 
-/* A pid or tid of an appended store in the store it joins: one made of a
- * string's id (teller_store_row_of_str) takes the string's new id. */
-static int32_t row_of(const uint32_t *map, size_t nstr, int32_t row)
-{
-    if (row > -2 || (uint32_t)(-2 - (int64_t)row) >= nstr)
-        return row;
-    return teller_store_row_of_str(map[-2 - (int64_t)row]);
-}
-
 teller_status teller_store_append(teller_store *dst, const teller_store *src, teller_error *err)
 {
     if (dst->nsources + src->nsources > UINT16_MAX)
@@ -477,10 +468,10 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
     memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);
     memcpy(de->flags + e0, se->flags, n * sizeof *se->flags);
+    memcpy(de->pid + e0, se->pid, n * sizeof *se->pid);
+    memcpy(de->tid + e0, se->tid, n * sizeof *se->tid);
     memcpy(de->corr + e0, se->corr, n * sizeof *se->corr);
     for (size_t i = 0; i < n; i++) {
-        de->pid[e0 + i] = row_of(map, src->nstr, se->pid[i]);
-        de->tid[e0 + i] = row_of(map, src->nstr, se->tid[i]);
         de->name[e0 + i] = map[se->name[i]];
         de->source[e0 + i] = (uint16_t)(se->source[i] + s0);
         de->args[e0 + i] = se->args[i] == TELLER_NONE ? TELLER_NONE : se->args[i] + (uint32_t)a0;
