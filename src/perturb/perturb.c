@@ -631,15 +631,46 @@ static const char *engine_of(const teller_store *st)
     return "unknown";
 }
 
+/* The duration of step k in the run with every edit but P->ed[a .. b)
+ * (a fault's own), into *dur_k. */
+static teller_status without_edits(const pctx *P, size_t a, size_t b, const uint8_t *keep, uint32_t k, int64_t *dur_k,
+                                   teller_error *err)
+{
+    const teller_store *st = P->st;
+    size_t n = teller_store_events(st)->n, ne = P->ned - (b - a);
+    rt_edit *ed = malloc((ne ? ne : 1) * sizeof *ed);
+    int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
+    int64_t *lo = malloc(2 * ((size_t)P->nsteps + 1) * sizeof *lo);
+    teller_status rc = TELLER_OK;
+    if (!ed || !start || !dur || !lo) {
+        rc = teller_error_set(err, TELLER_ERR_NOMEM, "(perturb)", 0, "out of memory");
+        goto done;
+    }
+    memcpy(ed, P->ed, a * sizeof *ed);
+    memcpy(ed + a, P->ed + b, (P->ned - b) * sizeof *ed);
+    if ((rc = rt_apply(st, ed, ne, start, dur, err)) != TELLER_OK)
+        goto done;
+    windows(st, start, dur, keep, lo, lo + P->nsteps, P->nsteps);
+    *dur_k = lo[P->nsteps + k] - lo[k];
+done:
+    free(ed);
+    free(start);
+    free(dur);
+    free(lo);
+    return rc;
+}
+
 typedef struct tstep {
     teller_fault f;
     root         rt;
-    int64_t      carried; /* >= 0: the faulty step whose delay this one inherited; -1 none */
+    size_t       ed0, ed1; /* its fault's edits: P.ed[ed0 .. ed1) */
+    int64_t      excess;   /* ns the step lost to its own fault (or, carried, to the earlier one) */
+    int64_t      carried;  /* >= 0: the faulty step whose delay this one inherited; -1 none */
     int          abnormal;
 } tstep;
 
-static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, uint32_t nsteps, const int64_t *olo,
-                                 const int64_t *ohi, const int64_t *nlo, const int64_t *nhi, const int64_t *dur,
+static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, uint32_t nsteps, const int64_t *nlo,
+                                 const int64_t *nhi, const int64_t *dur,
                                  teller_error *err)
 {
     const teller_store *st = P->st;
@@ -666,26 +697,26 @@ static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts
     fprintf(f, "],\n \"steps\": [");
     for (uint32_t k = 0; k < nsteps; k++) {
         const tstep *t = &ts[k];
-        int64_t nd_ = nhi[k] - nlo[k], od = ohi[k] - olo[k];
+        int64_t nd_ = nhi[k] - nlo[k];
         fprintf(f, "%s\n  {\"step\": %u, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
-                k, t->abnormal ? "true" : "false", (long long)nd_, (long long)od);
+                k, t->abnormal ? "true" : "false", (long long)nd_, (long long)(nd_ - t->excess));
         if (t->carried >= 0)
             fprintf(f, ", \"carried_from\": %lld", (long long)t->carried);
         if (!t->abnormal) {
             /* a fault injected here whose cost stayed within the noise is named, not counted */
             if (t->f != TELLER_FAULT_NONE)
                 fprintf(f, ", \"injected\": \"%s\", \"injected_excess_ns\": %lld", teller_fault_name(t->f),
-                        (long long)(nd_ - od));
+                        (long long)t->excess);
             fprintf(f, ", \"fault_type\": \"no_error\"}");
             continue;
         }
         const teller_fault_def *d = teller_fault_def_of(t->f);
         char ex[1024];
-        teller_fault_explain(t->f, d->by_node ? t->rt.node : t->rt.rank, (int)k, nd_, od, nd_ - od, t->rt.op,
+        teller_fault_explain(t->f, d->by_node ? t->rt.node : t->rt.rank, (int)k, nd_, nd_ - t->excess, t->excess, t->rt.op,
                              t->rt.rank, node_of(P, t->rt.ev), dur[t->rt.ev], ex, sizeof ex);
         fprintf(f, ", \"view\": \"%s\", \"fault_type\": \"%s\", \"fault\": \"%s\", \"excess_ns\": %lld, "
                    "\"root\": {\"rank\": %d, \"node\": %d, \"op\": ",
-                d->view, d->type, d->name, (long long)(nd_ - od), t->rt.rank, node_of(P, t->rt.ev));
+                d->view, d->type, d->name, (long long)t->excess, t->rt.rank, node_of(P, t->rt.ev));
         teller_json_put(f, t->rt.op);
         fprintf(f, ", \"layer\": \"%s\"}, \"explanation\": ", t->rt.layer);
         teller_json_put(f, ex);
@@ -1025,11 +1056,14 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         for (;; f++)
             if ((can & (1u << f)) && pick-- == 0)
                 break;
+        size_t ed0 = P.ned;
         int got = k_kinds[f].fn(&P, k, 1, &ts[k].rt);
         if (got < 0)
             goto oom;
         if (got) {
             ts[k].f = (teller_fault)f;
+            ts[k].ed0 = ed0;
+            ts[k].ed1 = P.ned;
             res->injected++;
         }
     }
@@ -1055,19 +1089,31 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
     /* the steps in the case: all, or those up to a hang */
     uint32_t nout = P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps;
-    /* abnormal: a fault whose cost is material (fault.h), or a step without
-     * one that inherited a material delay from the last faulty step before
-     * it (its GPU work queued behind the late work, or its host waited) */
+    /* abnormal: a fault whose own cost is material (fault.h), or a step
+     * without one that inherited a material delay from the last faulty step
+     * before it (its GPU work queued behind the late work, or its host
+     * waited). A fault's own cost is what the step took against the same
+     * run without that one fault, as the simulator measures it: where steps
+     * overlap (a training step's GPU work runs behind its host), an earlier
+     * fault's delay is not this one's. */
     for (uint32_t k = 0, last = TELLER_NONE; k < nout; k++) {
         int64_t od = win[P.nsteps + k] - win[k], nd = win[3 * P.nsteps + k] - win[2 * P.nsteps + k];
+        ts[k].excess = nd - od;
         if (ts[k].f != TELLER_FAULT_NONE) {
-            ts[k].abnormal = teller_fault_material(ts[k].f, nd - od, od);
+            int64_t clean = od;
+            if (last != TELLER_NONE && !teller_fault_def_of(ts[k].f)->logged) {
+                if ((rc = without_edits(&P, ts[k].ed0, ts[k].ed1, keep, k, &clean, err)) != TELLER_OK)
+                    goto done;
+            }
+            ts[k].excess = nd - clean;
+            ts[k].abnormal = teller_fault_material(ts[k].f, ts[k].excess, clean);
             res->abnormal += (uint32_t)ts[k].abnormal;
             res->by_fault[ts[k].f] += (uint32_t)ts[k].abnormal;
             last = k;
         } else if (last != TELLER_NONE && teller_fault_material(ts[last].f, nd - od, od) &&
                    !teller_fault_def_of(ts[last].f)->logged) {
             ts[k] = ts[last];
+            ts[k].excess = nd - od;
             ts[k].carried = last;
             ts[k].abnormal = 1;
             res->abnormal++;
@@ -1120,7 +1166,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     teller_sort(lines, nlines, sizeof *lines, logline_cmp);
     if ((rc = copy_logs(o, dir, lines, nlines, err)) != TELLER_OK)
         goto done;
-    rc = write_truth(&P, dir, ts, nout, win, win + P.nsteps, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
+    rc = write_truth(&P, dir, ts, nout, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
     goto done;
 oom:
     rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
