@@ -216,7 +216,9 @@ static void spans(const teller_store *st, int64_t *dur, uint32_t n)
  * untouched step before the first fault is unchanged to the ns, a later
  * one changed by less than a material cost. Counts abnormal steps and the
  * kinds seen, and in *faulted (when not NULL) the steps given a fault,
- * material or not. */
+ * material or not; inherited_steps counts faulty steps that inherited an
+ * earlier fault's delay (their excess leaves it out). */
+static int inherited_steps;
 static void check_perturbed(const teller_store *st, const char *label, const teller_perturb_opts *o, int *injected,
                             uint32_t *seen, int *faulted)
 {
@@ -273,6 +275,7 @@ static void check_perturbed(const teller_store *st, const char *label, const tel
             CHECK(grew <= tol && grew >= -tol); /* nothing before it changed */
         int64_t inherited = faulty_before ? (int64_t)jdom_num(s, "expected_ns", 0) - before[k] : 0;
         faulty_before |= ab || inj;
+        inherited_steps += (ab || inj) && inherited > 1000000;
         if (faulted)
             *faulted += ab || inj;
         if (ab || inj) {
@@ -332,8 +335,12 @@ static void test_perturbed_real_runs_stay_consistent(void)
         teller_store_free(st);
     }
     int kinds = __builtin_popcount(seen);
-    fprintf(stderr, "  %d abnormal steps, %d fault kinds\n", injected, kinds);
+    fprintf(stderr, "  %d abnormal steps, %d fault kinds, %d faulty steps inherited a delay\n", injected, kinds,
+            inherited_steps);
     CHECK(injected >= 20);
+    /* the training run (ns_resolution) overlaps its steps: some faulty
+     * step carries an earlier fault's delay, which its excess leaves out */
+    CHECK(inherited_steps > 0);
     CHECK(kinds >= 5);
 }
 
