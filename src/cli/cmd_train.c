@@ -228,8 +228,8 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
     }
-    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f): %s\n", rep.epochs,
-           rep.best_epoch, rep.train_loss, rep.val_loss, out);
+    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s\n",
+           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, out);
     rc = 0;
 done:
     teller_model_free(m);

@@ -398,6 +398,25 @@ int teller_model_predict(const teller_model *m, const teller_model_sample *s, te
     return 0;
 }
 
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o)
+{
+    uint32_t nc = s->ncands < MC ? s->ncands : MC, best = 0;
+    double q[MC], sum = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        q[c] = (double)o->p_root[c] * o->p_kind[s->det[c] % MK];
+        sum += q[c];
+        if (q[c] > q[best])
+            best = c;
+    }
+    return sum > 0 && q[best] >= TELLER_MODEL_ROOT_CONFIDENCE * sum ? best : 0;
+}
+
+double teller_model_step_score(const teller_model_out *o, double numeric, double threshold)
+{
+    double p = o->p_abnormal;
+    return numeric >= threshold && p >= TELLER_MODEL_VETO && p < threshold ? threshold : p;
+}
+
 static double mean_loss(const teller_model *m, const teller_model_sample *s, size_t n, const lossw *w, acts *a)
 {
     double sum = 0;
@@ -481,6 +500,42 @@ static void fit_weights(lossw *w, const teller_model_sample *s, size_t n)
     }
 }
 
+/* The operating point: the threshold on P(abnormal), among 0.05, 0.06,
+ * ..., 0.95, that gives the best step F1 on the samples (when several do,
+ * the middle of the first and the last; a step without candidates is
+ * normal, as in teller_diagnose).
+ * The abnormal head's bias is moved by its logit, so that P >= 0.5 after
+ * the move is P >= the threshold before it. Returns the threshold. */
+static float calibrate(teller_model *m, const teller_model_sample *s, size_t n, acts *a)
+{
+    size_t pos = 0, tp[91] = {0}, pp[91] = {0};
+    for (size_t i = 0; i < n; i++) {
+        pos += s[i].abnormal != 0;
+        if (!s[i].ncands)
+            continue;
+        forward(m, &s[i], a);
+        double p = 1.0 / (1.0 + exp(-(double)a->za));
+        for (int k = 0; k < 91 && p >= 0.05 + 0.01 * k - 1e-9; k++) {
+            pp[k]++;
+            tp[k] += s[i].abnormal != 0;
+        }
+    }
+    int first = 0, last = 0;
+    double bf = -1;
+    for (int k = 0; k < 91; k++) {
+        double f = pos + pp[k] ? 2.0 * (double)tp[k] / (double)(pos + pp[k]) : 0;
+        if (f > bf + 1e-12) {
+            bf = f;
+            first = last = k;
+        } else if (f > bf - 1e-12) {
+            last = k;
+        }
+    }
+    double t = 0.05 + 0.005 * (first + last);
+    m->p.bab[0] -= (float)log(t / (1 - t));
+    return (float)t;
+}
+
 teller_status teller_model_train(teller_model *m, const teller_model_sample *train, size_t ntrain,
                                  const teller_model_sample *val, size_t nval, const teller_train_opts *o,
                                  teller_train_report *rep, teller_error *err)
@@ -560,7 +615,9 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
             o->progress(o->ctx, epoch, tl, vl, better);
     }
     memcpy(m->w, best, n * sizeof *best);
+    float thr = nval ? calibrate(m, val, nval, a) : calibrate(m, train, ntrain, a);
     if (rep) {
+        rep->threshold = thr;
         rep->epochs = epoch;
         rep->best_epoch = best_epoch;
         rep->train_loss = best_train;
