@@ -536,6 +536,42 @@ static float calibrate(teller_model *m, const teller_model_sample *s, size_t n, 
     return (float)t;
 }
 
+/* The calibrated model's figures on samples: step F1 as teller_diagnose
+ * decides (a step without candidates is normal), and over the abnormal steps the kind's accuracy
+ * and, where the root is a candidate, the pointer's. */
+static void score_samples(const teller_model *m, const teller_model_sample *s, size_t n, acts *a,
+                          teller_train_report *rep)
+{
+    size_t pos = 0, pp = 0, tp = 0, kind_hit = 0, ptr_n = 0, ptr_hit = 0;
+    for (size_t i = 0; i < n; i++) {
+        pos += s[i].abnormal != 0;
+        if (!s[i].ncands)
+            continue;
+        forward(m, &s[i], a);
+        teller_model_out o; /* as teller_diagnose judges the step; step[3] is the numeric stage's score */
+        o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
+        int flag = teller_model_step_score(&o, s[i].step[3], 0.5) >= 0.5;
+        pp += flag;
+        tp += flag && s[i].abnormal;
+        if (!s[i].abnormal)
+            continue;
+        int k = 0;
+        for (int j = 1; j < MK; j++)
+            k = a->zk[j] > a->zk[k] ? j : k;
+        kind_hit += k == s[i].kind;
+        if (s[i].root >= 0 && s[i].root < a->nc) {
+            int r = 0;
+            for (int j = 1; j < a->nc; j++)
+                r = a->zp[j] > a->zp[r] ? j : r;
+            ptr_n++;
+            ptr_hit += r == s[i].root;
+        }
+    }
+    rep->f1 = pos + pp ? 2.0 * (double)tp / (double)(pos + pp) : 0;
+    rep->kind_acc = pos ? (double)kind_hit / (double)pos : 0;
+    rep->root_acc = ptr_n ? (double)ptr_hit / (double)ptr_n : 0;
+}
+
 teller_status teller_model_train(teller_model *m, const teller_model_sample *train, size_t ntrain,
                                  const teller_model_sample *val, size_t nval, const teller_train_opts *o,
                                  teller_train_report *rep, teller_error *err)
@@ -615,8 +651,11 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
             o->progress(o->ctx, epoch, tl, vl, better);
     }
     memcpy(m->w, best, n * sizeof *best);
-    float thr = nval ? calibrate(m, val, nval, a) : calibrate(m, train, ntrain, a);
+    const teller_model_sample *cs = nval ? val : train;
+    size_t ncs = nval ? nval : ntrain;
+    float thr = calibrate(m, cs, ncs, a);
     if (rep) {
+        score_samples(m, cs, ncs, a, rep);
         rep->threshold = thr;
         rep->epochs = epoch;
         rep->best_epoch = best_epoch;
