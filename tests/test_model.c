@@ -151,6 +151,43 @@ static void test_model_layer_gradients(void)
     CHECK(fd_check(att_loss, &a, a.qkv, dq, T * 3 * C) > 1e-2);
 }
 
+/* nn_matmul_* (cblas_sgemm when the build has OpenBLAS) give what the
+ * row-by-row layers give, forward and backward, bias or none */
+static void test_model_matmul_matches_rows(void)
+{
+    enum { R = 7, IC = 13, O = 11 };
+    float in[R * IC], w[IC * O], b[O], dout[R * O];
+    fill(in, R * IC), fill(w, IC * O), fill(b, O), fill(dout, R * O);
+    for (int withb = 0; withb < 2; withb++) {
+        float o1[R * O], o2[R * O], di1[R * IC] = {0}, di2[R * IC] = {0}, dw1[IC * O] = {0}, dw2[IC * O] = {0};
+        float db1[O] = {0}, db2[O] = {0};
+        const float *bb = withb ? b : NULL;
+        nn_matmul_fwd(o1, in, w, bb, R, IC, O);
+        nn_matmul_bwd(di1, dw1, withb ? db1 : NULL, dout, in, w, R, IC, O);
+        for (int t = 0; t < R; t++) {
+            nn_linear_fwd(o2 + t * O, in + t * IC, w, bb, IC, O);
+            nn_linear_bwd(di2 + t * IC, dw2, withb ? db2 : NULL, dout + t * O, in + t * IC, w, IC, O);
+        }
+        double worst = 0;
+        for (int i = 0; i < R * O; i++)
+            worst = fmax(worst, fabs(o1[i] - o2[i]));
+        for (int i = 0; i < R * IC; i++)
+            worst = fmax(worst, fabs(di1[i] - di2[i]));
+        for (int i = 0; i < IC * O; i++)
+            worst = fmax(worst, fabs(dw1[i] - dw2[i]));
+        for (int i = 0; i < O; i++)
+            worst = fmax(worst, fabs(db1[i] - db2[i]));
+        CHECK(worst < 1e-4);
+    }
+    /* din may be NULL: the weights' gradient alone */
+    float dw[IC * O] = {0};
+    nn_matmul_bwd(NULL, dw, NULL, dout, in, w, R, IC, O);
+    double s = 0;
+    for (int t = 0; t < R; t++)
+        s += in[t * IC + 2] * dout[t * O + 3];
+    CHECK(fabs(dw[2 * O + 3] - s) < 1e-4);
+}
+
 /* a step with n candidates and two log lines; its labels */
 static void make_sample(teller_model_sample *s, int n, int abnormal, int kind, int root)
 {
@@ -541,6 +578,8 @@ const test_case model_tests[] = {
      test_model_judges_diagnosis},
     {"model: the root stays the numeric stage's unless the model is sure; alarms stand unless vetoed; calibrated to best F1",
      test_model_rules_around_numeric_stage},
+    {"model: the products over rows (OpenBLAS when built with it) match the row-by-row layers",
+     test_model_matmul_matches_rows},
     {"model: every layer's gradient matches finite differences (and a wrong one is caught)", test_model_layer_gradients},
     {"model: the whole model's gradient matches finite differences", test_model_whole_gradient},
     {"model: one batch is learned to almost zero loss", test_model_overfits_one_batch},

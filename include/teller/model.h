@@ -110,9 +110,12 @@ typedef struct teller_train_report {
     double train_loss, val_loss; /* at the best epoch */
     float  threshold; /* the operating point chosen on the validation steps (calibrate in model.c) */
     /* the calibrated model on the validation steps (the training steps when
-     * there are none): step F1, the kind's accuracy over abnormal steps, the
-     * pointer's over abnormal steps whose root is a candidate */
-    double f1, kind_acc, root_acc;
+     * there are none): step F1 as teller_diagnose decides (f1), of the
+     * model alone (f1_model: P(abnormal) >= 0.5) and of the numeric stage
+     * alone (f1_numeric: its score >= 0.5), the kind's accuracy over
+     * abnormal steps, the pointer's over abnormal steps whose root is a
+     * candidate */
+    double f1, f1_model, f1_numeric, kind_acc, root_acc;
 } teller_train_report;
 
 /* Trains m on train (AdamW, class-weighted losses), keeping the weights of

@@ -261,7 +261,9 @@ int cmd_train(int argc, char **argv)
     }
     printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s\n",
            rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, out);
-    printf("validation: step F1 %.3f, kind accuracy %.3f, root accuracy %.3f\n", rep.f1, rep.kind_acc, rep.root_acc);
+    printf("validation: step F1 %.3f (the model alone %.3f, the numeric stage %.3f), kind accuracy %.3f, root accuracy "
+           "%.3f\n",
+           rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc);
     rc = 0;
 done:
     teller_model_free(m);
