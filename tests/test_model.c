@@ -1,8 +1,10 @@
 /*
  * test_model.c - the root-cause model: every layer's gradient and the whole
- * model's against finite differences, one batch learned to almost zero
- * loss, same seed same weights, the model file refused when corrupt,
- * truncated or foreign, and teller_diagnose judging steps with a model.
+ * model's against finite differences, the products over rows against the
+ * row-by-row layers, one batch learned to almost zero loss, same seed same
+ * weights, the model file refused when corrupt, truncated or foreign, the
+ * rules around the numeric stage (root, veto, calibration), and
+ * teller_diagnose judging steps with a model.
  */
 #include <math.h>
 #include <stdio.h>
