@@ -8,7 +8,7 @@
  * Each encoder layer is pre-norm: x += attention(LN(x)); x += FFN_m(LN(x))
  * with m the token's modality (step, candidate, log); the tokens of a
  * modality are one block of rows, so every product is one call of
- * nn_matmul_* over its rows (OpenBLAS when the build has it: 3-10x the
+ * nn_matmul_* over its rows (OpenBLAS when the build has it: 4-20x the
  * plain loops at these sizes, docs/MODEL.md).
  */
 #include <math.h>
