@@ -1,44 +1,127 @@
 #!/usr/bin/env bash
-# The root-cause model against the numeric stage on a held-out simulated
-# corpus (seeds never used for training or tuning: `make model` trains on
-# the 3000 range, this reports on 2000), and on the healthy real traces of
-# ../shared/data/traces, where every flagged step is a false alarm.
-#   bench/model_eval.sh BUILD_DIR OUT_DIR [MODEL] [SEED] [CASES] [RATE]
-# MODEL defaults to the built-in one (src/model/default.tmod).
+# The root-cause model against the numeric stage on held-out cases, with
+# bootstrap 95 % intervals (cases resampled, the two methods paired):
+#   - simulated: seeds 7000, 7001, 7002 at fault rates 0.3, 0.05, 0.01 (never
+#     used for training, 3000; tuning, 1000; or the numeric stage's
+#     reporting, 2000);
+#   - perturbed real: bench/perturb_corpus.sh's report seeds (200000+) of
+#     the trace sets `make model` never trains on (HELDOUT), and, apart, of
+#     those it trains on with other seeds (SEEN);
+#   - healthy real traces (every file of ../shared/data/traces): every
+#     flagged step is a false alarm.
+#   bench/model_eval.sh BUILD_DIR OUT_DIR [MODEL] [SIM_CASES] [REAL_CASES_PER_SET]
+# MODEL defaults to the built-in one (src/model/default.tmod). Corpora and
+# the numeric stage's predictions are kept in OUT_DIR and reused.
 set -euo pipefail
-BUILD=${1:-build}; OUT=${2:-build/model_eval}; MODEL=${3:-}; SEED=${4:-2000}; N=${5:-30}; RATE=${6:-0.3}
+BUILD=${1:-build}; OUT=${2:-build/model_eval}; MODEL=${3:-}; N=${4:-60}; NP=${5:-10}
 T="$BUILD/teller"
+HERE="$(cd "$(dirname "$0")" && pwd)"
 mflag=(); [ -n "$MODEL" ] && mflag=(--model "$MODEL")
-C="$OUT/cases_s${SEED}_n${N}_r${RATE}"
-if [ ! -f "$C/.done" ]; then
-  rm -rf "$C"
-  "$T" simulate --corpus "$N" --seed "$SEED" --fault all --fault-rate "$RATE" -o "$C" > /dev/null
-  touch "$C/.done"
-fi
-for m in numeric model; do
-  P="$OUT/pred_${m}"; K="$OUT/cand_${m}"
-  rm -rf "$P" "$K"; mkdir -p "$P" "$K"
-  start=$(date +%s.%N)
-  for c in "$C"/case_*; do
-    n=$(basename "$c")
-    if [ "$m" = numeric ]; then
-      "$T" diagnose -q --no-model --json "$P/$n.json" --candidates "$K/$n.json" "$c" > /dev/null
-    else
-      "$T" diagnose -q "${mflag[@]}" --json "$P/$n.json" --candidates "$K/$n.json" "$c" > /dev/null
-    fi
+# the perturbed sets scripts/train-model.sh trains on; the others are held out
+SEEN="tracelens_b200_vllm tracelens_h100_hf tracelens_sglang_decode tracelens_vllm_graph hta_nccl_a100 hta_two_ranks"
+HELDOUT="tracelens_mi300_hf tracelens_sglang_prefilldecode hta_ns_resolution hta_mi250 hta_trace_compare"
+mkdir -p "$OUT"
+
+sim() { # seed rate
+  local C="$OUT/sim_s$1_r$2_n$N"
+  if [ ! -f "$C/.done" ]; then
+    rm -rf "$C"
+    "$T" simulate --corpus "$N" --seed "$1" --fault all --fault-rate "$2" -o "$C" > /dev/null
+    touch "$C/.done"
+  fi
+}
+sim 7000 0.3; sim 7001 0.05; sim 7002 0.01
+"$HERE/perturb_corpus.sh" "$BUILD" "$OUT/perturb" report "$NP" 0.3 > /dev/null
+
+# per-case metrics of one method on one group of cases: OUT/eval/GROUP/METHOD/<i>.json
+judge() { # group method case...
+  local g=$1 m=$2; shift 2
+  local E="$OUT/eval/$g/$m"
+  [ "$m" = numeric ] && [ -f "$E/.done" ] && return 0
+  rm -rf "$E"; mkdir -p "$E"
+  local i=0 a
+  if [ "$m" = numeric ]; then a=(--no-model); else a=("${mflag[@]}"); fi
+  for c in "$@"; do
+    "$T" diagnose -q "${a[@]}" --json "$E/pred_$i.json" "$c" > /dev/null
+    "$T" eval --truth "$c" --pred "$E/pred_$i.json" -o "$E/$i.json" > /dev/null
+    i=$((i + 1))
   done
-  end=$(date +%s.%N)
-  echo "== $m (seed $SEED, $N cases, fault rate $RATE; $(echo "$end - $start" | bc) s)"
-  "$T" eval --truth "$C" --pred "$P" --candidates "$K" -o "$OUT/metrics_${m}.json"
-done
-# healthy real traces: steps flagged abnormal (false alarms)
+  touch "$E/.done"
+}
 for m in numeric model; do
-  tot=0; ab=0
+  for s in "7000 0.3" "7001 0.05" "7002 0.01"; do
+    set -- $s
+    judge "sim_r$2" $m "$OUT/sim_s$1_r$2_n$N"/case_*
+  done
+  for grp in HELDOUT SEEN; do
+    cs=()
+    for set in ${!grp}; do cs+=("$OUT/perturb/report_r0.3/$set"/case_*); done
+    judge "real_$(echo $grp | tr A-Z a-z)" $m "${cs[@]}"
+  done
+done
+
+# healthy real traces: steps flagged abnormal
+for m in numeric model; do
+  tot=0; ab=0; flagged=""
+  if [ "$m" = numeric ]; then a=(--no-model); else a=("${mflag[@]}"); fi
   while IFS= read -r f; do
-    if [ "$m" = numeric ]; then a=(--no-model); else a=("${mflag[@]}"); fi
     timeout 60 "$T" diagnose -q "${a[@]}" --json "$OUT/real.json" "$f" > /dev/null 2>&1 || continue
     r=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["steps"]; print(len(s), sum(1 for x in s if x.get("abnormal")))' "$OUT/real.json")
     set -- $r; tot=$((tot + $1)); ab=$((ab + $2))
-  done < <(find ../shared/data/traces -name '*.json.gz' -o -name '*.sqlite' | sort)
-  echo "== $m: healthy real traces, $ab of $tot steps flagged abnormal"
+    [ "$2" -gt 0 ] && flagged="$flagged ${f#*/traces/}"
+  done < <(find "$HERE/../../shared/data/traces" -name '*.json.gz' -o -name '*.sqlite' | sort)
+  echo "healthy real traces, $m: $ab of $tot steps flagged abnormal${flagged:+ (}${flagged# }${flagged:+)}"
 done
+
+python3 - "$OUT/eval" <<'EOF'
+import json, os, random, sys
+root = sys.argv[1]
+def counts(d):
+    """a case's metrics back to counts (eval rounds rates to 4 places)"""
+    n, a = d["steps"], d["abnormal_steps"]
+    z = lambda x: x if x is not None else 0.0
+    tp = round(z(d["step"]["recall"]) * a)
+    tn = round(d["step"]["accuracy"] * n) - tp
+    return {"n": n, "a": a, "tp": tp, "fp": (n - a) - tn,
+            "type": round(z(d["fault_type"]["accuracy"]) * a),
+            "ac1": round(z(d["operator"]["ac1"]) * a), "ac3": round(z(d["operator"]["ac3"]) * a)}
+def figures(cs):
+    s = {k: sum(c[k] for c in cs) for k in cs[0]}
+    p = s["tp"] / (s["tp"] + s["fp"]) if s["tp"] + s["fp"] else float("nan")
+    r = s["tp"] / s["a"] if s["a"] else float("nan")
+    f = 2 * s["tp"] / (2 * s["tp"] + s["fp"] + s["a"] - s["tp"]) if s["a"] + s["fp"] else float("nan")
+    q = lambda k: s[k] / s["a"] if s["a"] else float("nan")
+    return {"P": p, "R": r, "F1": f, "type": q("type"), "AC@1": q("ac1"), "AC@3": q("ac3"),
+            "FA": s["fp"] / (s["n"] - s["a"]) if s["n"] > s["a"] else float("nan"), "n": s["n"], "a": s["a"]}
+def ci(xs):
+    xs = sorted(x for x in xs if x == x)
+    if not xs:
+        return "—"
+    return f"[{xs[int(0.025 * (len(xs) - 1))]:.3f}, {xs[int(0.975 * (len(xs) - 1))]:.3f}]"
+keys = ["P", "R", "F1", "type", "AC@1", "AC@3", "FA"]
+print("| cases | method | steps | abnormal | " + " | ".join(keys) + " | F1 95 % | AC@3 95 % |")
+print("|---|---|---|---|" + "---|" * (len(keys) + 2))
+for g in sorted(os.listdir(root)):
+    per = {}
+    for m in ("numeric", "model"):
+        d = os.path.join(root, g, m)
+        files = sorted((f for f in os.listdir(d) if f[0].isdigit()), key=lambda f: int(f.split(".")[0]))
+        per[m] = [counts(json.load(open(os.path.join(d, f)))) for f in files]
+    rng = random.Random(1)
+    n = len(per["numeric"])
+    boot = {m: {"F1": [], "AC@3": []} for m in per}
+    diff = {"F1": [], "AC@3": []}
+    for _ in range(1000):
+        idx = [rng.randrange(n) for _ in range(n)]
+        f = {m: figures([per[m][i] for i in idx]) for m in per}
+        for m in per:
+            for k in ("F1", "AC@3"):
+                boot[m][k].append(f[m][k])
+        for k in ("F1", "AC@3"):
+            diff[k].append(f["model"][k] - f["numeric"][k])
+    for m in ("numeric", "model"):
+        f = figures(per[m])
+        print(f"| {g} ({n}) | {m} | {f['n']} | {f['a']} | " + " | ".join(f"{f[k]:.3f}" for k in keys) +
+              f" | {ci(boot[m]['F1'])} | {ci(boot[m]['AC@3'])} |")
+    print(f"| {g} ({n}) | model − numeric | | | | | | | | | | {ci(diff['F1'])} | {ci(diff['AC@3'])} |")
+EOF

@@ -108,6 +108,14 @@ static void test_cli_train_and_model(void)
     snprintf(args, sizeof args, "train -o %s/m.tmod --epochs 3 --seed 2 %s/c", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "3 cases") != NULL && strstr(out, "epoch   3") != NULL && strstr(out, "kept epoch") != NULL);
+    CHECK(strstr(out, "abnormal from P 0.") != NULL && strstr(out, "validation: step F1 ") != NULL);
+    /* ablations: a modality left out; only logs and numbers are modalities */
+    snprintf(args, sizeof args, "train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "validation: step F1 ") != NULL);
+    snprintf(args, sizeof args, "train -o %s/ma.tmod --without trace %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    CHECK(strstr(out, "--without takes logs or numbers, not trace") != NULL);
     snprintf(args, sizeof args, "diagnose --model %s/m.tmod %s/c/case_0000", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "judged by the model") != NULL);

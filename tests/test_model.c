@@ -1,8 +1,10 @@
 /*
  * test_model.c - the root-cause model: every layer's gradient and the whole
- * model's against finite differences, one batch learned to almost zero
- * loss, same seed same weights, the model file refused when corrupt,
- * truncated or foreign, and teller_diagnose judging steps with a model.
+ * model's against finite differences, the products over rows against the
+ * row-by-row layers, one batch learned to almost zero loss, same seed same
+ * weights, the model file refused when corrupt, truncated or foreign, the
+ * rules around the numeric stage (root, veto, calibration), and
+ * teller_diagnose judging steps with a model.
  */
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +151,43 @@ static void test_model_layer_gradients(void)
     /* a gradient that is wrong is caught: the check can fail */
     dq[3] += 0.5f;
     CHECK(fd_check(att_loss, &a, a.qkv, dq, T * 3 * C) > 1e-2);
+}
+
+/* nn_matmul_* (cblas_sgemm when the build has OpenBLAS) give what the
+ * row-by-row layers give, forward and backward, bias or none */
+static void test_model_matmul_matches_rows(void)
+{
+    enum { R = 7, IC = 13, O = 11 };
+    float in[R * IC], w[IC * O], b[O], dout[R * O];
+    fill(in, R * IC), fill(w, IC * O), fill(b, O), fill(dout, R * O);
+    for (int withb = 0; withb < 2; withb++) {
+        float o1[R * O], o2[R * O], di1[R * IC] = {0}, di2[R * IC] = {0}, dw1[IC * O] = {0}, dw2[IC * O] = {0};
+        float db1[O] = {0}, db2[O] = {0};
+        const float *bb = withb ? b : NULL;
+        nn_matmul_fwd(o1, in, w, bb, R, IC, O);
+        nn_matmul_bwd(di1, dw1, withb ? db1 : NULL, dout, in, w, R, IC, O);
+        for (int t = 0; t < R; t++) {
+            nn_linear_fwd(o2 + t * O, in + t * IC, w, bb, IC, O);
+            nn_linear_bwd(di2 + t * IC, dw2, withb ? db2 : NULL, dout + t * O, in + t * IC, w, IC, O);
+        }
+        double worst = 0;
+        for (int i = 0; i < R * O; i++)
+            worst = fmax(worst, fabs(o1[i] - o2[i]));
+        for (int i = 0; i < R * IC; i++)
+            worst = fmax(worst, fabs(di1[i] - di2[i]));
+        for (int i = 0; i < IC * O; i++)
+            worst = fmax(worst, fabs(dw1[i] - dw2[i]));
+        for (int i = 0; i < O; i++)
+            worst = fmax(worst, fabs(db1[i] - db2[i]));
+        CHECK(worst < 1e-4);
+    }
+    /* din may be NULL: the weights' gradient alone */
+    float dw[IC * O] = {0};
+    nn_matmul_bwd(NULL, dw, NULL, dout, in, w, R, IC, O);
+    double s = 0;
+    for (int t = 0; t < R; t++)
+        s += in[t * IC + 2] * dout[t * O + 3];
+    CHECK(fabs(dw[2 * O + 3] - s) < 1e-4);
 }
 
 /* a step with n candidates and two log lines; its labels */
@@ -391,11 +430,22 @@ static void test_model_judges_diagnosis(void)
         agree += a->pred.abnormal == b->pred.abnormal;
         if (!b->ncands)
             continue;
+        /* the model saw the step in the numeric stage's order */
         teller_model_sample x;
         teller_model_out mo;
-        teller_model_sample_of(d1, k, &x);
+        teller_model_sample_of(d0, k, &x);
         CHECK_EQ_INT(teller_model_predict(m, &x, &mo), 0);
-        CHECK(fabs(b->pred.score - mo.p_abnormal) < 1e-6);
+        CHECK(fabs(b->pred.score - teller_model_step_score(&mo, a->pred.score, 0.5)) < 1e-6);
+        /* its root first, the others in the numeric stage's order */
+        uint32_t r = teller_model_root(&x, &mo), want[TELLER_DIAG_MAX_CANDS], nw = 0;
+        want[nw++] = r;
+        for (uint32_t q = 0; q < a->ncands; q++)
+            if (q != r)
+                want[nw++] = q;
+        for (uint32_t q = 0; q < b->ncands; q++) {
+            const teller_diag_cand *cb = &d1->cands[b->first_cand + q], *ca = &d0->cands[a->first_cand + want[q]];
+            CHECK(cb->rank == ca->rank && cb->name == ca->name);
+        }
         if (!b->pred.abnormal)
             continue;
         flagged++;
@@ -418,6 +468,77 @@ static void test_model_judges_diagnosis(void)
     teller_diagnosis_free(d1);
     teller_store_free(st);
     rm_rf(dir);
+}
+
+/* The model's rules around the numeric stage: the root stays the numeric
+ * stage's first unless the model is confident of another; a numeric alarm
+ * stands unless the model is sure the step is normal; and training moves
+ * the abnormal head so that P >= 0.5 is the best-F1 threshold on the
+ * validation steps. */
+static void test_model_rules_around_numeric_stage(void)
+{
+    teller_model_sample s;
+    make_sample(&s, 3, 0, 0, -1);
+    s.det[0] = 1, s.det[1] = 2, s.det[2] = 3;
+    teller_model_out o;
+    memset(&o, 0, sizeof o);
+    o.p_kind[1] = o.p_kind[2] = o.p_kind[3] = 1.0f / 3;
+    o.p_root[0] = 0.05f, o.p_root[1] = 0.93f, o.p_root[2] = 0.02f;
+    CHECK_EQ_INT(teller_model_root(&s, &o), 1);
+    o.p_root[1] = 0.6f, o.p_root[0] = 0.38f; /* not confident: the numeric stage's first */
+    CHECK_EQ_INT(teller_model_root(&s, &o), 0);
+    o.p_kind[2] = 0.9f, o.p_kind[1] = 0.05f, o.p_kind[3] = 0.05f; /* the kind head sides with candidate 1 */
+    CHECK_EQ_INT(teller_model_root(&s, &o), 1);
+
+    o.p_abnormal = 0.3f;
+    CHECK(teller_model_step_score(&o, 0.8, 0.5) == 0.5);          /* a numeric alarm stands */
+    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.5) - 0.3) < 1e-6); /* no alarm: the model's P */
+    o.p_abnormal = 0.1f;
+    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.5) - 0.1) < 1e-6); /* vetoed: the model is sure */
+    o.p_abnormal = 0.7f;
+    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.5) - 0.7) < 1e-6); /* the model adds a step */
+
+    /* calibration: a few epochs on noisy samples, then P >= 0.5 on the
+     * validation samples gives the best F1 of any threshold */
+    enum { NS = 60 };
+    teller_model_sample tr[NS], va[NS];
+    for (int i = 0; i < NS; i++) {
+        int ab = i % 3 == 0;
+        make_sample(&tr[i], 2, ab, ab ? 4 : 0, ab ? 0 : -1);
+        make_sample(&va[i], 2, ab, ab ? 4 : 0, ab ? 0 : -1);
+        tr[i].step[3] = (float)ab + 0.8f * urand(); /* overlapping classes */
+        va[i].step[3] = (float)ab + 0.8f * urand();
+    }
+    teller_model *m = teller_model_create(9);
+    teller_train_opts to = {0};
+    to.max_epochs = 8;
+    teller_train_report rep;
+    teller_error err;
+    CHECK_EQ_INT(teller_model_train(m, tr, NS, va, NS, &to, &rep, &err), TELLER_OK);
+    CHECK(rep.threshold >= 0.05f && rep.threshold <= 0.95f);
+    float p[NS];
+    for (int i = 0; i < NS; i++) {
+        CHECK_EQ_INT(teller_model_predict(m, &va[i], &o), 0);
+        p[i] = o.p_abnormal;
+    }
+    double f_half = 0, f_best = 0;
+    for (int k = 0; k <= 100; k++) {
+        double t = k == 100 ? 0.5 : 0.01 * k, tp = 0, pp = 0, pos = 0;
+        for (int i = 0; i < NS; i++) {
+            pos += va[i].abnormal;
+            pp += p[i] >= t;
+            tp += p[i] >= t && va[i].abnormal;
+        }
+        double f = 2 * tp / (pos + pp);
+        if (k == 100)
+            f_half = f;
+        else if (f > f_best)
+            f_best = f;
+    }
+    fprintf(stderr, "  calibrated at P %.2f: validation F1 %.3f at 0.5, %.3f at the best threshold\n", rep.threshold,
+            f_half, f_best);
+    CHECK(f_half >= f_best - 1e-9);
+    teller_model_free(m);
 }
 
 /* the library carries the default model exactly when the source tree has
@@ -457,6 +578,10 @@ const test_case model_tests[] = {
      test_model_default_matches_source},
     {"model: teller_diagnose with a model: its verdicts, its order, sentences grounded in the chosen candidate",
      test_model_judges_diagnosis},
+    {"model: the root stays the numeric stage's unless the model is sure; alarms stand unless vetoed; calibrated to best F1",
+     test_model_rules_around_numeric_stage},
+    {"model: the products over rows (OpenBLAS when built with it) match the row-by-row layers",
+     test_model_matmul_matches_rows},
     {"model: every layer's gradient matches finite differences (and a wrong one is caught)", test_model_layer_gradients},
     {"model: the whole model's gradient matches finite differences", test_model_whole_gradient},
     {"model: one batch is learned to almost zero loss", test_model_overfits_one_batch},

@@ -69,7 +69,8 @@ typedef struct teller_diag_cand {
 } teller_diag_cand;
 
 /* One step's diagnosis. pred carries the benchmark fields, evidence included.
- * With a model, the candidates are in the model's order and pred.score is
+ * With a model, its root comes first (model.h teller_model_root), the rest
+ * in the numeric stage's order, and pred.score is
  * its probability that the step is abnormal. */
 typedef struct teller_diag_step {
     teller_step_pred pred;

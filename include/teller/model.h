@@ -78,6 +78,20 @@ teller_status teller_model_load_default(teller_model **out, teller_error *err);
 /* Runs the model on one sample. Returns -1 when out of memory. */
 int teller_model_predict(const teller_model *m, const teller_model_sample *s, teller_model_out *out);
 
+/* Which of the sample's candidates (in the numeric stage's order) is the
+ * root: the numeric stage's first (0), unless the model is confident of
+ * another, P(root = c and kind = c's detector kind) normalised over the
+ * candidates at least TELLER_MODEL_ROOT_CONFIDENCE. */
+#define TELLER_MODEL_ROOT_CONFIDENCE 0.9
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o);
+
+/* The step's score under the model: P(abnormal), except that an alarm of
+ * the numeric stage (its score `numeric` >= threshold) stands, scored
+ * threshold, unless the model is sure the step is normal (P below
+ * TELLER_MODEL_VETO). A step is abnormal when the score >= threshold. */
+#define TELLER_MODEL_VETO 0.15
+double teller_model_step_score(const teller_model_out *o, double numeric, double threshold);
+
 typedef struct teller_train_opts {
     uint64_t seed;       /* shuffling */
     int      max_epochs; /* 0: 60 */
@@ -94,10 +108,20 @@ typedef struct teller_train_opts {
 typedef struct teller_train_report {
     int    epochs, best_epoch;
     double train_loss, val_loss; /* at the best epoch */
+    float  threshold; /* the operating point chosen on the validation steps (calibrate in model.c) */
+    /* the calibrated model on the validation steps (the training steps when
+     * there are none): step F1 as teller_diagnose decides (f1), of the
+     * model alone (f1_model: P(abnormal) >= 0.5) and of the numeric stage
+     * alone (f1_numeric: its score >= 0.5), the kind's accuracy over
+     * abnormal steps, the pointer's over abnormal steps whose root is a
+     * candidate */
+    double f1, f1_model, f1_numeric, kind_acc, root_acc;
 } teller_train_report;
 
 /* Trains m on train (AdamW, class-weighted losses), keeping the weights of
- * the epoch with the lowest loss on val (all of train's when nval is 0).
+ * the epoch with the lowest loss on val (all of train's when nval is 0),
+ * then moves the abnormal head's bias so that P(abnormal) >= 0.5 is the
+ * threshold with the best step F1 on val (train's when nval is 0).
  * Deterministic: same model, samples and options, same weights. */
 teller_status teller_model_train(teller_model *m, const teller_model_sample *train, size_t ntrain,
                                  const teller_model_sample *val, size_t nval, const teller_train_opts *o,

@@ -1,11 +1,12 @@
 /*
  * cmd_train.c - `teller train -o MODEL [--base MODEL] [--seed N]
- * [--epochs N] [--patience N] [--val-every N] CASE_OR_CORPUS...`: trains the
- * root-cause model (model.h) on cases with a truth.json (`teller simulate`,
- * `teller perturb`). Every case is loaded and diagnosed by the numeric
- * stage; each step becomes a sample whose labels come from the truth. Every
- * N-th case (default 5) is held out for validation and early stopping, so
- * a case's steps are never on both sides.
+ * [--epochs N] [--patience N] [--val-every N] [--without logs|numbers]
+ * CASE_OR_CORPUS...`: trains the root-cause model (model.h) on cases with
+ * a truth.json (`teller simulate`, `teller perturb`). Every case is loaded
+ * and diagnosed by the numeric stage; each step becomes a sample whose
+ * labels come from the truth. Every N-th case (default 5) is held out for
+ * validation and early stopping, so a case's steps are never on both
+ * sides; the calibrated model's figures on it are printed at the end.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -134,6 +135,21 @@ done:
     return rc;
 }
 
+/* An ablation (--without): the step's log tokens, or its numbers (the
+ * step's four and every candidate's features; the candidates keep their
+ * kind and layer), taken away before training and validation. */
+static void ablate(teller_model_sample *x, int logs, int numbers)
+{
+    if (logs) {
+        x->nlogs = 0;
+        x->step[1] = 0;
+    }
+    if (numbers) {
+        memset(x->step, 0, sizeof x->step);
+        memset(x->feat, 0, sizeof x->feat);
+    }
+}
+
 static void progress(void *ctx, int epoch, double train_loss, double val_loss, int best)
 {
     (void)ctx;
@@ -146,6 +162,7 @@ int cmd_train(int argc, char **argv)
     lo.quiet = 1;
     const char *out = NULL, *base = NULL;
     double seed = 1, epochs = 0, patience = 0, val_every = 5;
+    int without_logs = 0, without_numbers = 0;
     char **cases = NULL;
     size_t ncases = 0;
     int rc = 2;
@@ -160,15 +177,17 @@ int cmd_train(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: teller train -o MODEL [--base MODEL] [--seed N] [--epochs N] [--patience N]\n"
-                   "                    [--val-every N] CASE_OR_CORPUS...\n"
+                   "                    [--val-every N] [--without logs|numbers] CASE_OR_CORPUS...\n"
                    "  cases with a truth.json (teller simulate, teller perturb), or corpora of them;\n"
                    "  every N-th case (default 5) is kept for validation and early stopping;\n"
-                   "  --base MODEL fine-tunes that model instead of starting from seeded weights\n" CLI_COMMON_HELP);
+                   "  --base MODEL fine-tunes that model instead of starting from seeded weights;\n"
+                   "  --without logs|numbers: an ablation, the model never sees that modality (its\n"
+                   "  validation figures are the point; do not diagnose with it)\n" CLI_COMMON_HELP);
             rc = 0;
             goto done;
         }
         if ((!strcmp(a, "-o") || !strcmp(a, "--base") || !strcmp(a, "--seed") || !strcmp(a, "--epochs") ||
-             !strcmp(a, "--patience") || !strcmp(a, "--val-every")) &&
+             !strcmp(a, "--patience") || !strcmp(a, "--val-every") || !strcmp(a, "--without")) &&
             i + 1 >= argc) {
             fprintf(stderr, "teller: train: %s needs a value\n", a);
             goto done;
@@ -189,6 +208,16 @@ int cmd_train(int argc, char **argv)
         } else if (!strcmp(a, "--val-every")) {
             if (cli_number("train", a, argv[++i], 2, 1000, 1, &val_every))
                 goto done;
+        } else if (!strcmp(a, "--without")) {
+            const char *w = argv[++i];
+            if (!strcmp(w, "logs"))
+                without_logs = 1;
+            else if (!strcmp(w, "numbers"))
+                without_numbers = 1;
+            else {
+                fprintf(stderr, "teller: train: --without takes logs or numbers, not %s\n", w);
+                goto done;
+            }
         } else if (a[0] == '-') {
             fprintf(stderr, "teller: train: unknown option %s\n", a);
             goto done;
@@ -216,6 +245,8 @@ int cmd_train(int argc, char **argv)
             goto done;
     }
     fprintf(stderr, "teller: train: %zu cases, %zu training steps, %zu validation steps\n", ncases, ntr, nva);
+    for (size_t i = 0; i < ntr + nva; i++)
+        ablate(i < ntr ? &tr[i] : &va[i - ntr], without_logs, without_numbers);
     teller_train_opts to = {0};
     to.seed = (uint64_t)seed;
     to.max_epochs = (int)epochs;
@@ -228,8 +259,11 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
     }
-    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f): %s\n", rep.epochs,
-           rep.best_epoch, rep.train_loss, rep.val_loss, out);
+    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s\n",
+           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, out);
+    printf("validation: step F1 %.3f (the model alone %.3f, the numeric stage %.3f), kind accuracy %.3f, root accuracy "
+           "%.3f\n",
+           rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc);
     rc = 0;
 done:
     teller_model_free(m);

@@ -492,36 +492,23 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             idx[s->ncands++] = a;
         }
         teller_diag_cand *sc = d->cands + s->first_cand;
-        double pscore[TELLER_DIAG_MAX_CANDS];
-        for (uint32_t q = 0; q < s->ncands; q++)
-            pscore[q] = sc[q].score;
         s->pred.score = s->ncands ? sc[0].score : 0;
         if (o->model && s->ncands) {
-            /* the model judges the step and orders the candidates by how
-             * likely each is the root with the kind its detector names */
+            /* the model judges whether the step is abnormal, and puts its
+             * root first (the numeric stage's first unless it is sure of
+             * another); the rest keep the numeric stage's order */
             teller_model_sample smp;
             teller_model_out mo;
             teller_model_sample_of(d, k, &smp);
             if (teller_model_predict(o->model, &smp, &mo))
                 goto oom;
-            double joint[TELLER_DIAG_MAX_CANDS];
-            for (uint32_t q = 0; q < s->ncands; q++) {
-                joint[q] = log(mo.p_root[q] + 1e-30) + log(mo.p_kind[sc[q].det] + 1e-30);
-                pscore[q] = mo.p_root[q];
-            }
-            for (uint32_t q = 1; q < s->ncands; q++) /* insertion sort: stable, at most 16 */
-                for (uint32_t r = q; r > 0 && joint[r] > joint[r - 1]; r--) {
-                    teller_diag_cand tc = sc[r];
-                    sc[r] = sc[r - 1];
-                    sc[r - 1] = tc;
-                    double tj = joint[r], tp = pscore[r];
-                    joint[r] = joint[r - 1], pscore[r] = pscore[r - 1];
-                    joint[r - 1] = tj, pscore[r - 1] = tp;
-                    size_t ti = idx[r];
-                    idx[r] = idx[r - 1];
-                    idx[r - 1] = ti;
-                }
-            s->pred.score = mo.p_abnormal;
+            uint32_t r = teller_model_root(&smp, &mo);
+            teller_diag_cand tc = sc[r];
+            size_t ti = idx[r];
+            for (; r > 0; r--)
+                sc[r] = sc[r - 1], idx[r] = idx[r - 1];
+            sc[0] = tc, idx[0] = ti;
+            s->pred.score = teller_model_step_score(&mo, s->pred.score, threshold);
         }
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
@@ -529,7 +516,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             tc->rank = sc[q].rank;
             snprintf(tc->op, sizeof tc->op, "%s", teller_store_str(st, sc[q].name));
             snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)sc[q].layer));
-            tc->score = pscore[q];
+            tc->score = sc[q].score;
         }
         if (!s->ncands)
             continue;

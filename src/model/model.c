@@ -6,9 +6,10 @@
  *
  * Tokens: t = 0 the step token, 1 .. C the candidates, then the log lines.
  * Each encoder layer is pre-norm: x += attention(LN(x)); x += FFN_m(LN(x))
- * with m the token's modality (step, candidate, log). A step is one
- * sequence of at most 23 tokens, so the layers are plain loops (a BLAS
- * call per 23-row product costs more than it saves; docs/MODEL.md).
+ * with m the token's modality (step, candidate, log); the tokens of a
+ * modality are one block of rows, so every product is one call of
+ * nn_matmul_* over its rows (OpenBLAS when the build has it: 4-20x the
+ * plain loops at these sizes, docs/MODEL.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -248,30 +249,34 @@ static void forward(const teller_model *m, const teller_model_sample *s, acts *a
             x[c] = eg[c] + em[c];
         a->mod[1 + nc + i] = 2;
     }
-    /* encoder */
+    /* encoder; every product takes all the step's rows at once (a
+     * modality's feed-forward its block of rows) */
+    int blk[MMOD + 1] = {0, 1, 1 + nc, T}; /* rows of the step, candidate, log tokens */
     for (int l = 0; l < ML; l++) {
         const float *xin = l ? a->x2[l - 1] : a->x0;
-        for (int t = 0; t < T; t++) {
+        for (int t = 0; t < T; t++)
             nn_layernorm_fwd(a->ln1[l] + t * MD, &a->ln1m[l][t], &a->ln1r[l][t], xin + t * MD, p->ln1w + l * MD,
                              p->ln1b + l * MD, MD);
-            nn_linear_fwd(a->qkv[l] + t * 3 * MD, a->ln1[l] + t * MD, p->wqkv + (size_t)l * MD * 3 * MD, p->bqkv + l * 3 * MD,
-                          MD, 3 * MD);
-        }
+        nn_matmul_fwd(a->qkv[l], a->ln1[l], p->wqkv + (size_t)l * MD * 3 * MD, p->bqkv + l * 3 * MD, T, MD, 3 * MD);
         nn_attention_fwd(a->atty[l], a->att[l], a->qkv[l], T, MD, MH);
+        nn_matmul_fwd(a->x1[l], a->atty[l], p->wo + (size_t)l * MD * MD, p->bo + l * MD, T, MD, MD);
         for (int t = 0; t < T; t++) {
-            float ao[MD], f[MD];
-            nn_linear_fwd(ao, a->atty[l] + t * MD, p->wo + (size_t)l * MD * MD, p->bo + l * MD, MD, MD);
             for (int c = 0; c < MD; c++)
-                a->x1[l][t * MD + c] = xin[t * MD + c] + ao[c];
+                a->x1[l][t * MD + c] += xin[t * MD + c];
             nn_layernorm_fwd(a->ln2[l] + t * MD, &a->ln2m[l][t], &a->ln2r[l][t], a->x1[l] + t * MD, p->ln2w + l * MD,
                              p->ln2b + l * MD, MD);
-            size_t lm = (size_t)l * MMOD + a->mod[t];
-            nn_linear_fwd(a->h[l] + t * MHID, a->ln2[l] + t * MD, p->w1 + lm * MD * MHID, p->b1 + lm * MHID, MD, MHID);
-            nn_gelu_fwd(a->g[l] + t * MHID, a->h[l] + t * MHID, MHID);
-            nn_linear_fwd(f, a->g[l] + t * MHID, p->w2 + lm * MHID * MD, p->b2 + lm * MD, MHID, MD);
-            for (int c = 0; c < MD; c++)
-                a->x2[l][t * MD + c] = a->x1[l][t * MD + c] + f[c];
         }
+        for (int md = 0; md < MMOD; md++) {
+            int t0 = blk[md], rows = blk[md + 1] - blk[md];
+            size_t lm = (size_t)l * MMOD + (size_t)md;
+            if (rows <= 0)
+                continue;
+            nn_matmul_fwd(a->h[l] + t0 * MHID, a->ln2[l] + t0 * MD, p->w1 + lm * MD * MHID, p->b1 + lm * MHID, rows, MD, MHID);
+            nn_gelu_fwd(a->g[l] + t0 * MHID, a->h[l] + t0 * MHID, rows * MHID);
+            nn_matmul_fwd(a->x2[l] + t0 * MD, a->g[l] + t0 * MHID, p->w2 + lm * MHID * MD, p->b2 + lm * MD, rows, MHID, MD);
+        }
+        for (int k = 0; k < T * MD; k++)
+            a->x2[l][k] += a->x1[l][k];
     }
     for (int t = 0; t < T; t++)
         nn_layernorm_fwd(a->lf + t * MD, &a->lfm[t], &a->lfr[t], a->x2[ML - 1] + t * MD, p->lnfw, p->lnfb, MD);
@@ -325,38 +330,41 @@ static double loss_backward(const teller_model *m, const teller_model_sample *s,
         nn_layernorm_bwd(dl->dx + t * MD, g->lnfw, g->lnfb, dl->dlf + t * MD, a->x2[ML - 1] + t * MD, a->lfm[t], a->lfr[t],
                          p->lnfw, MD);
     /* encoder, last layer first; dl->dx holds d(layer output) */
+    int blk[MMOD + 1] = {0, 1, 1 + nc, T};
     for (int l = ML - 1; l >= 0; l--) {
         const float *xin = l ? a->x2[l - 1] : a->x0;
-        /* x2 = x1 + FFN(LN2(x1)) */
+        /* x2 = x1 + FFN_m(LN2(x1)) */
         memcpy(dl->dx1, dl->dx, sizeof(float) * (size_t)T * MD);
         memset(dl->dh, 0, sizeof(float) * (size_t)T * MHID);
         memset(dl->dg, 0, sizeof(float) * (size_t)T * MHID);
         memset(dl->dln, 0, sizeof(float) * (size_t)T * MD);
-        for (int t = 0; t < T; t++) {
-            size_t lm = (size_t)l * MMOD + a->mod[t];
-            nn_linear_bwd(dl->dg + t * MHID, g->w2 + lm * MHID * MD, g->b2 + lm * MD, dl->dx + t * MD, a->g[l] + t * MHID,
-                          p->w2 + lm * MHID * MD, MHID, MD);
-            nn_gelu_bwd(dl->dh + t * MHID, a->h[l] + t * MHID, dl->dg + t * MHID, MHID);
-            nn_linear_bwd(dl->dln + t * MD, g->w1 + lm * MD * MHID, g->b1 + lm * MHID, dl->dh + t * MHID, a->ln2[l] + t * MD,
-                          p->w1 + lm * MD * MHID, MD, MHID);
+        for (int md = 0; md < MMOD; md++) {
+            int t0 = blk[md], rows = blk[md + 1] - blk[md];
+            size_t lm = (size_t)l * MMOD + (size_t)md;
+            if (rows <= 0)
+                continue;
+            nn_matmul_bwd(dl->dg + t0 * MHID, g->w2 + lm * MHID * MD, g->b2 + lm * MD, dl->dx + t0 * MD, a->g[l] + t0 * MHID,
+                          p->w2 + lm * MHID * MD, rows, MHID, MD);
+            nn_gelu_bwd(dl->dh + t0 * MHID, a->h[l] + t0 * MHID, dl->dg + t0 * MHID, rows * MHID);
+            nn_matmul_bwd(dl->dln + t0 * MD, g->w1 + lm * MD * MHID, g->b1 + lm * MHID, dl->dh + t0 * MHID,
+                          a->ln2[l] + t0 * MD, p->w1 + lm * MD * MHID, rows, MD, MHID);
+        }
+        for (int t = 0; t < T; t++)
             nn_layernorm_bwd(dl->dx1 + t * MD, g->ln2w + l * MD, g->ln2b + l * MD, dl->dln + t * MD, a->x1[l] + t * MD,
                              a->ln2m[l][t], a->ln2r[l][t], p->ln2w + l * MD, MD);
-        }
         /* x1 = xin + Wo . attention(qkv(LN1(xin))) */
         memcpy(dl->dx, dl->dx1, sizeof(float) * (size_t)T * MD);
         memset(dl->datty, 0, sizeof(float) * (size_t)T * MD);
         memset(dl->dqkv, 0, sizeof(float) * (size_t)T * 3 * MD);
         memset(dl->dln, 0, sizeof(float) * (size_t)T * MD);
-        for (int t = 0; t < T; t++)
-            nn_linear_bwd(dl->datty + t * MD, g->wo + (size_t)l * MD * MD, g->bo + l * MD, dl->dx1 + t * MD,
-                          a->atty[l] + t * MD, p->wo + (size_t)l * MD * MD, MD, MD);
+        nn_matmul_bwd(dl->datty, g->wo + (size_t)l * MD * MD, g->bo + l * MD, dl->dx1, a->atty[l], p->wo + (size_t)l * MD * MD,
+                      T, MD, MD);
         nn_attention_bwd(dl->dqkv, dl->scratch, dl->datty, a->qkv[l], a->att[l], T, MD, MH);
-        for (int t = 0; t < T; t++) {
-            nn_linear_bwd(dl->dln + t * MD, g->wqkv + (size_t)l * MD * 3 * MD, g->bqkv + l * 3 * MD, dl->dqkv + t * 3 * MD,
-                          a->ln1[l] + t * MD, p->wqkv + (size_t)l * MD * 3 * MD, MD, 3 * MD);
+        nn_matmul_bwd(dl->dln, g->wqkv + (size_t)l * MD * 3 * MD, g->bqkv + l * 3 * MD, dl->dqkv, a->ln1[l],
+                      p->wqkv + (size_t)l * MD * 3 * MD, T, MD, 3 * MD);
+        for (int t = 0; t < T; t++)
             nn_layernorm_bwd(dl->dx + t * MD, g->ln1w + l * MD, g->ln1b + l * MD, dl->dln + t * MD, xin + t * MD,
                              a->ln1m[l][t], a->ln1r[l][t], p->ln1w + l * MD, MD);
-        }
     }
     /* embeddings */
     nn_linear_bwd(NULL, g->wstep, g->emod, dl->dx, a->sn, p->wstep, MSF, MD);
@@ -396,6 +404,25 @@ int teller_model_predict(const teller_model *m, const teller_model_sample *s, te
         nn_softmax(out->p_root, a->zp, a->nc);
     free(a);
     return 0;
+}
+
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o)
+{
+    uint32_t nc = s->ncands < MC ? s->ncands : MC, best = 0;
+    double q[MC], sum = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        q[c] = (double)o->p_root[c] * o->p_kind[s->det[c] % MK];
+        sum += q[c];
+        if (q[c] > q[best])
+            best = c;
+    }
+    return sum > 0 && q[best] >= TELLER_MODEL_ROOT_CONFIDENCE * sum ? best : 0;
+}
+
+double teller_model_step_score(const teller_model_out *o, double numeric, double threshold)
+{
+    double p = o->p_abnormal;
+    return numeric >= threshold && p >= TELLER_MODEL_VETO && p < threshold ? threshold : p;
 }
 
 static double mean_loss(const teller_model *m, const teller_model_sample *s, size_t n, const lossw *w, acts *a)
@@ -481,6 +508,86 @@ static void fit_weights(lossw *w, const teller_model_sample *s, size_t n)
     }
 }
 
+/* The operating point: the threshold on P(abnormal), among 0.05, 0.06,
+ * ..., 0.95, that gives the best step F1 on the samples (when several do,
+ * the middle of the first and the last; a step without candidates is
+ * normal, as in teller_diagnose).
+ * The abnormal head's bias is moved by its logit, so that P >= 0.5 after
+ * the move is P >= the threshold before it. Returns the threshold. */
+static float calibrate(teller_model *m, const teller_model_sample *s, size_t n, acts *a)
+{
+    size_t pos = 0, tp[91] = {0}, pp[91] = {0};
+    for (size_t i = 0; i < n; i++) {
+        pos += s[i].abnormal != 0;
+        if (!s[i].ncands)
+            continue;
+        forward(m, &s[i], a);
+        double p = 1.0 / (1.0 + exp(-(double)a->za));
+        for (int k = 0; k < 91 && p >= 0.05 + 0.01 * k - 1e-9; k++) {
+            pp[k]++;
+            tp[k] += s[i].abnormal != 0;
+        }
+    }
+    int first = 0, last = 0;
+    double bf = -1;
+    for (int k = 0; k < 91; k++) {
+        double f = pos + pp[k] ? 2.0 * (double)tp[k] / (double)(pos + pp[k]) : 0;
+        if (f > bf + 1e-12) {
+            bf = f;
+            first = last = k;
+        } else if (f > bf - 1e-12) {
+            last = k;
+        }
+    }
+    double t = 0.05 + 0.005 * (first + last);
+    m->p.bab[0] -= (float)log(t / (1 - t));
+    return (float)t;
+}
+
+/* The calibrated model's figures on samples: step F1 as teller_diagnose
+ * decides (a step without candidates is normal), of the model alone
+ * (P >= 0.5, no numeric alarm standing) and of the numeric stage alone
+ * (its best score, step[3], >= 0.5), and over the abnormal steps the kind's accuracy
+ * and, where the root is a candidate, the pointer's. */
+static void score_samples(const teller_model *m, const teller_model_sample *s, size_t n, acts *a,
+                          teller_train_report *rep)
+{
+    size_t pos = 0, pp = 0, tp = 0, mpp = 0, mtp = 0, npp = 0, ntp = 0, kind_hit = 0, ptr_n = 0, ptr_hit = 0;
+    for (size_t i = 0; i < n; i++) {
+        pos += s[i].abnormal != 0;
+        if (!s[i].ncands)
+            continue;
+        npp += s[i].step[3] >= 0.5f;
+        ntp += s[i].step[3] >= 0.5f && s[i].abnormal;
+        forward(m, &s[i], a);
+        teller_model_out o; /* as teller_diagnose judges the step; step[3] is the numeric stage's score */
+        o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
+        int flag = teller_model_step_score(&o, s[i].step[3], 0.5) >= 0.5, mflag = o.p_abnormal >= 0.5f;
+        pp += flag;
+        tp += flag && s[i].abnormal;
+        mpp += mflag;
+        mtp += mflag && s[i].abnormal;
+        if (!s[i].abnormal)
+            continue;
+        int k = 0;
+        for (int j = 1; j < MK; j++)
+            k = a->zk[j] > a->zk[k] ? j : k;
+        kind_hit += k == s[i].kind;
+        if (s[i].root >= 0 && s[i].root < a->nc) {
+            int r = 0;
+            for (int j = 1; j < a->nc; j++)
+                r = a->zp[j] > a->zp[r] ? j : r;
+            ptr_n++;
+            ptr_hit += r == s[i].root;
+        }
+    }
+    rep->f1 = pos + pp ? 2.0 * (double)tp / (double)(pos + pp) : 0;
+    rep->f1_model = pos + mpp ? 2.0 * (double)mtp / (double)(pos + mpp) : 0;
+    rep->f1_numeric = pos + npp ? 2.0 * (double)ntp / (double)(pos + npp) : 0;
+    rep->kind_acc = pos ? (double)kind_hit / (double)pos : 0;
+    rep->root_acc = ptr_n ? (double)ptr_hit / (double)ptr_n : 0;
+}
+
 teller_status teller_model_train(teller_model *m, const teller_model_sample *train, size_t ntrain,
                                  const teller_model_sample *val, size_t nval, const teller_train_opts *o,
                                  teller_train_report *rep, teller_error *err)
@@ -560,7 +667,12 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
             o->progress(o->ctx, epoch, tl, vl, better);
     }
     memcpy(m->w, best, n * sizeof *best);
+    const teller_model_sample *cs = nval ? val : train;
+    size_t ncs = nval ? nval : ntrain;
+    float thr = calibrate(m, cs, ncs, a);
     if (rep) {
+        score_samples(m, cs, ncs, a, rep);
+        rep->threshold = thr;
         rep->epochs = epoch;
         rep->best_epoch = best_epoch;
         rep->train_loss = best_train;

@@ -2,6 +2,9 @@
  * nn.c - the model's layers (see nn.h).
  */
 #include <math.h>
+#ifdef TELLER_HAVE_CBLAS
+#include <cblas.h>
+#endif
 
 #include "nn.h"
 
@@ -32,6 +35,37 @@ void nn_linear_bwd(float *din, float *dw, float *db, const float *dout, const fl
     if (db)
         for (int o = 0; o < OC; o++)
             db[o] += dout[o];
+}
+
+void nn_matmul_fwd(float *out, const float *in, const float *w, const float *b, int T, int C, int OC)
+{
+#ifdef TELLER_HAVE_CBLAS
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < OC; o++)
+            out[t * OC + o] = b ? b[o] : 0.0f;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, OC, C, 1.0f, in, C, w, OC, 1.0f, out, OC);
+#else
+    for (int t = 0; t < T; t++)
+        nn_linear_fwd(out + (long)t * OC, in + (long)t * C, w, b, C, OC);
+#endif
+}
+
+void nn_matmul_bwd(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int T, int C,
+                   int OC)
+{
+#ifdef TELLER_HAVE_CBLAS
+    if (din) /* din += dout . w^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, C, OC, 1.0f, dout, OC, w, OC, 1.0f, din, C);
+    /* dw += in^T . dout */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, T, 1.0f, in, C, dout, OC, 1.0f, dw, OC);
+    if (db)
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++)
+                db[o] += dout[t * OC + o];
+#else
+    for (int t = 0; t < T; t++)
+        nn_linear_bwd(din ? din + (long)t * C : NULL, dw, db, dout + (long)t * OC, in + (long)t * C, w, C, OC);
+#endif
 }
 
 void nn_layernorm_fwd(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, int C)

@@ -14,6 +14,14 @@ void nn_linear_fwd(float *out, const float *in, const float *w, const float *b, 
 /* din[C] (may be NULL), dw[C][OC], db[OC] (may be NULL) += from dout[OC] */
 void nn_linear_bwd(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int C, int OC);
 
+/* The same over T rows at once: out[T][OC] = in[T][C] . w[C][OC] + b;
+ * din[T][C] (may be NULL), dw, db (may be NULL) += from dout[T][OC].
+ * cblas_sgemm when the build has OpenBLAS (TELLER_HAVE_CBLAS), else the
+ * row functions above. */
+void nn_matmul_fwd(float *out, const float *in, const float *w, const float *b, int T, int C, int OC);
+void nn_matmul_bwd(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int T, int C,
+                   int OC);
+
 /* out[C] = (in - mean) * rstd * g + b, one row; mean and rstd kept for backward */
 void nn_layernorm_fwd(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, int C);
 void nn_layernorm_bwd(float *din, float *dg, float *db, const float *dout, const float *in, float mean, float rstd,
