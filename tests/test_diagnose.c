@@ -138,6 +138,42 @@ static void test_diagnose_simulated_case(void)
     rm_rf(dir);
 }
 
+/* A healthy four-stage pipeline: each middle stage receives from the one
+ * before and sends to the one after in the same process group, so every
+ * send pairs with the next stage's recv, two members each, and no step
+ * is a hang (the group's sends and recvs were matched in one sequence,
+ * and from the middle of the run every instance missed a rank). */
+static void test_diagnose_pipeline_sends_pair(void)
+{
+    char dir[] = "/tmp/teller_diag_pp_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 4;
+    o.gpus_per_node = 1;
+    o.tp = 1;
+    o.pp = 4;
+    o.steps = 40;
+    o.fault_rate = 0;
+    o.seed = 12;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    const teller_collective *co = teller_store_collectives(st);
+    size_t pairs = 0;
+    for (size_t c = 0; c < teller_store_num_collectives(st); c++)
+        pairs += co[c].num_members == 2;
+    CHECK_EQ_INT(pairs, 3 * 40); /* three stage-to-stage transfers a step */
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    int flagged = 0;
+    for (size_t k = 0; d && k < d->n; k++)
+        flagged += d->steps[k].pred.abnormal;
+    CHECK_EQ_INT(flagged, 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A slow cross-node link slows every layer's all-reduce a little and the
  * one logits all-gather a little more: the root operator is the one whose
  * transfers cost the step the most together, the all-reduce. */
@@ -358,6 +394,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},
     {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
+    {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",
      test_diagnose_candidate_records},
     {NULL, NULL},

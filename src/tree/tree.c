@@ -575,10 +575,41 @@ static size_t kernel_op(const char *name, const char **op)
     return strcspn(p, "_(<");
 }
 
+/* The rank before (dir -1) or after (dir +1) `rank` in a process group's
+ * rank list as Kineto writes it ("[1, 5, 9, 13]"), or -1. */
+static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
+{
+    int32_t prev = -1;
+    int take_next = 0;
+    for (const char *p = ranks; *p;) {
+        if (*p < '0' || *p > '9') {
+            p++;
+            continue;
+        }
+        char *end;
+        long v = strtol(p, &end, 10);
+        p = end;
+        if (take_next)
+            return (int32_t)v;
+        if (v == rank) {
+            if (dir < 0)
+                return prev;
+            take_next = 1;
+        }
+        prev = (int32_t)v;
+    }
+    return -1;
+}
+
 /* Collectives are matched by (key, seq): the key is the process group
  * when the trace names it (Kineto copies it onto the NCCL kernel), else
  * the NCCL operation from the kernel name; seq is the trace's own sequence
- * number when recorded, else the order of the rank's kernels of that key. */
+ * number when recorded, else the order of the rank's kernels of that key.
+ * A send or recv in a group of more than two ranks (a pipeline's stages)
+ * is a transfer between two of them, which Kineto does not name: it is
+ * taken to go from a stage to the next in the group's rank list, as an
+ * inference pipeline passes its activations (a training pipeline's
+ * backward sends go the other way and are matched wrongly). */
 static int match_collectives(teller_store *st)
 {
     teller_events *ev = &st->ev;
@@ -618,7 +649,13 @@ static int match_collectives(teller_store *st)
             uint32_t k = kmap_get(&streams, STREAM_KEY(i), 0);
             pg = k == UINT32_MAX ? 0 : spg[k];
         }
-        if (pg)
+        const char *coll = cm ? teller_store_str(st, cm->collective) : "";
+        int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
+        int32_t me = st->sources[ev->source[i]].rank,
+                peer = dir && cm->group_size > 2 ? pg_neighbour(teller_store_str(st, cm->pg_ranks), me, dir) : -1;
+        if (pg && peer >= 0)
+            snprintf(buf, sizeof buf, "pg %s p2p %d>%d", teller_store_str(st, pg), dir > 0 ? me : peer, dir > 0 ? peer : me);
+        else if (pg)
             snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, pg));
         else
             snprintf(buf, sizeof buf, "op %.*s", (int)(oplen < 200 ? oplen : 200), op);
