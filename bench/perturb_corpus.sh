@@ -49,7 +49,7 @@ for entry in "${SETS[@]}"; do
   done
   s=$((s + 1))
 done
-H="$OUT/healthy_s3000"
+H="$OUT/healthy_s3000_n$N" # a corpus of N cases: another N is another corpus
 if [ ! -f "$H/.done" ]; then
   rm -rf "$H"
   "$T" simulate --corpus "$N" --seed 3000 --fault-rate 0 -o "$H" > /dev/null
