@@ -271,11 +271,63 @@ static void test_modes_one_step_launches(void)
     unlink(path);
 }
 
+/* Six steps, each an async 1 MB host-to-device copy (10 us) and then
+ * CPU work of 400 us before a kernel reads the data; in step 3 the copy
+ * takes 300 us. With queued set, the kernel was launched at once and
+ * waits for the copy (the step loses the slowdown); without, the kernel
+ * is launched after the CPU work, when the slow copy has long ended. */
+static void write_copy_trace(const char *path, int queued)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 3000000;
+    for (int k = 0; k < 6; k++) {
+        double cd = k == 3 ? 300 : 10, kstart = queued ? t + 20 + cd : t + 430;
+        double step_dur = (kstart > t + 430 ? kstart : t + 430) + 500 - t;
+        char nm[32], a[160];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 40 + k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, step_dur, NULL);
+        int c = ++w.corr;
+        snprintf(a, sizeof a, "\"correlation\": %d", c);
+        tw_ev(&w, "cuda_runtime", "cudaMemcpyAsync", 1, 1, t + 10, 5, a);
+        snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"bytes\": 1048576", c);
+        tw_ev(&w, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, t + 20, cd, a);
+        tw_ev(&w, "cpu_op", "aten::to", 1, 1, t + 20, 400, NULL);
+        tw_launch(&w, 1, queued ? t + 16 : t + 425, "gemv_kernel", kstart, 500, 64);
+        t += step_dur + 300;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (g) a slow copy costs the step only what work queued behind it waited */
+static void test_modes_copy_cost(void)
+{
+    char path[] = "/tmp/teller_copy_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    for (int queued = 0; queued <= 1; queued++) {
+        write_copy_trace(path, queued);
+        teller_store *st = NULL;
+        teller_diagnosis *d = diagnose_file(path, &st);
+        CHECK_EQ_INT(d ? d->n : 0, 6);
+        CHECK_EQ_INT(flagged(d), queued);
+        if (queued && d && d->n == 6)
+            CHECK(d->steps[3].pred.abnormal && !strcmp(d->steps[3].fault, "pcie_degradation"));
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+    }
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall", test_modes_host_gaps},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
+    {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
     {NULL, NULL},
 };

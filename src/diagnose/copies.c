@@ -1,7 +1,10 @@
 /*
  * copies.c - the copy detector: a copy's duration against the run's usual
- * for its name and size (PCIe degradation), and a rank's copy volume per
- * step against its usual volume (KV-cache swapping).
+ * for its name and size (PCIe degradation), costing only the part of its
+ * slowdown that the rank's next kernel, already launched, waited through
+ * (a copy that finished before the work after it was even launched delayed
+ * nothing; the last GPU work of a step delays the step's end); and a
+ * rank's copy volume per step against its usual volume (KV-cache swapping).
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,12 +15,79 @@
 
 static int size_bucket(int64_t bytes) { return bytes > 0 ? (int)log2((double)bytes) : 0; }
 
+/* A kernel: its source and step, when it started, and when it could have
+ * started (its launch call's end; its start when it has no launch). */
+typedef struct kready {
+    uint16_t src;
+    uint32_t step;
+    int64_t  start, ready;
+} kready;
+
+static int cmp_kready(const void *x, const void *y)
+{
+    const kready *a = x, *b = y;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+static int kernels_ready(const dctx *D, kready **out, size_t *n)
+{
+    const teller_events *ev = D->ev;
+    size_t k = 0;
+    for (size_t i = 0; i < ev->n; i++)
+        k += (ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL;
+    kready *kr = malloc((k ? k : 1) * sizeof *kr);
+    if (!kr)
+        return -1;
+    k = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU) || ev->layer[i] != TELLER_LAYER_KERNEL)
+            continue;
+        uint32_t p = ev->parent[i];
+        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
+        kr[k++] = (kready){ev->source[i], ev->step[i], ev->start_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i]};
+    }
+    teller_sort(kr, k, sizeof *kr, cmp_kready);
+    *out = kr;
+    *n = k;
+    return 0;
+}
+
+/* What copy i, usually u ns, cost its step: all of its slowdown when its
+ * call held the host until it ended (a synchronous copy: the launches
+ * after it waited) or when no kernel of its step follows it (it ends the
+ * step's GPU work); else the part that the first kernel of its step after
+ * it, launched by then, waited through (a kernel that waits for a copy
+ * starts when it ends). */
+static double copy_cost(const dctx *D, const kready *kr, size_t n, uint32_t i, double u)
+{
+    const teller_events *ev = D->ev;
+    int64_t end = ev->start_ns[i] + ev->dur_ns[i], slow_from = ev->start_ns[i] + (int64_t)u;
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first kernel of the source starting at or after the copy's end */
+        size_t mid = (lo + hi) / 2;
+        if (kr[mid].src < ev->source[i] || (kr[mid].src == ev->source[i] && kr[mid].start < end))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t p = ev->parent[i];
+    int sync = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) && ev->start_ns[p] + ev->dur_ns[p] >= end - 1000;
+    if (sync || lo == n || kr[lo].src != ev->source[i] || kr[lo].step != ev->step[i])
+        return (double)(end - slow_from);
+    int64_t from = kr[lo].ready > slow_from ? kr[lo].ready : slow_from;
+    return end > from ? (double)(end - from) : 0;
+}
+
 int diag_detect_copies(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
     teller_store *st = D->st;
     groups bm = {0}, vg = {0}; /* durations per (name, size); volumes per (name, source) */
     kmap m = {0};
+    kready *kr = NULL; /* kernels by (source, start): when each could have run */
+    size_t nkr = 0;
     int rc = -1;
     typedef struct cp {
         double t, bytes, slow, usual;
@@ -37,6 +107,8 @@ int diag_detect_copies(const dctx *D, finds *out)
     double *usual = diag_groups_medians(&bm);
     if (!usual)
         goto oom;
+    if (kernels_ready(D, &kr, &nkr))
+        goto oom2;
     for (size_t i = 0; i < ev->n; i++) {
         const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
         if (!a || a->bytes <= 0 || ev->step[i] >= D->nsteps)
@@ -55,7 +127,7 @@ int diag_detect_copies(const dctx *D, finds *out)
         x->bytes += (double)a->bytes;
         x->usual += u;
         if ((double)ev->dur_ns[i] > 3 * u + 2000)
-            x->slow += (double)ev->dur_ns[i] - u;
+            x->slow += copy_cost(D, kr, nkr, (uint32_t)i, u);
     }
     /* usual volume per (name, source) over all steps, absent steps counting
      * zero: one median per (name, source), not one per (name, source, step) */
@@ -103,5 +175,6 @@ oom:
     diag_groups_free(&bm);
     diag_groups_free(&vg);
     kmap_free(&m);
+    free(kr);
     return rc;
 }
