@@ -37,6 +37,22 @@ static void save_preds(const teller_diagnosis *d, const char *path)
     }
 }
 
+/* Scores d against the truth of the simulated case in dir (its
+ * predictions written to dir/pred.json) into *s. */
+static void score_case(const teller_diagnosis *d, const char *dir, teller_eval_summary *s)
+{
+    char pp[600], tp[600];
+    snprintf(pp, sizeof pp, "%s/pred.json", dir);
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    save_preds(d, pp);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_eval *e = teller_eval_create();
+    CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
+    teller_eval_summary_get(e, NULL, NULL, s);
+    teller_eval_free(e);
+}
+
 /* A simulated 2-node case (seed kept apart from tuning and reporting): the
  * diagnosis finds most injected faults and names their operators. */
 static void test_diagnose_simulated_case(void)
@@ -63,14 +79,8 @@ static void test_diagnose_simulated_case(void)
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
     CHECK_EQ_INT(d->n, 60);
-    char pp[600], tp[600];
-    snprintf(pp, sizeof pp, "%s/pred.json", dir);
-    snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    save_preds(d, pp);
-    teller_eval *e = teller_eval_create();
-    CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
     teller_eval_summary s;
-    teller_eval_summary_get(e, NULL, NULL, &s);
+    score_case(d, dir, &s);
     fprintf(stderr, "  seed 4242: step F1 %.3f, operator AC@3 %.3f, facts %.3f\n", s.step_f1, s.op_ac3, s.fact_recall);
     CHECK(s.step_f1 >= 0.80);
     CHECK(s.op_ac3 >= 0.70);
@@ -85,7 +95,6 @@ static void test_diagnose_simulated_case(void)
         CHECK(strstr(ds->pred.explanation, rank) != NULL);
         CHECK(ds->pred.ncand > 0 && strstr(ds->pred.explanation, ds->pred.cand[0].op) != NULL);
     }
-    teller_eval_free(e);
     /* the HTML report lists, per abnormal step, the requests it delayed */
     teller_req_opts ro = teller_req_defaults();
     ro.logs = logs;
@@ -196,17 +205,10 @@ static void test_diagnose_slow_link_operator(void)
     teller_diag_opts dop = teller_diag_defaults();
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
-    char pp[600], tp[600];
-    snprintf(pp, sizeof pp, "%s/pred.json", dir);
-    snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    save_preds(d, pp);
-    teller_eval *e = teller_eval_create();
-    CHECK_EQ_INT(teller_eval_add(e, tp, pp, &err), TELLER_OK);
     teller_eval_summary s;
-    teller_eval_summary_get(e, NULL, NULL, &s);
+    score_case(d, dir, &s);
     CHECK(s.step_f1 >= 0.9);
     CHECK(s.op_ac1 >= 0.9);
-    teller_eval_free(e);
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
