@@ -423,6 +423,23 @@ static int link_gpu(teller_events *ev, size_t lo, size_t hi, uint64_t *dups)
 }
 
 /* Passes 1 and 2 for every source, one task per source. */
+/* Children lists of the events in [lo, hi): a parent is always of the
+ * same source (CPU nesting and launch links stay inside one). */
+static void build_children(teller_events *ev, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++) {
+        ev->first_child[i] = TELLER_NONE;
+        ev->next_sibling[i] = TELLER_NONE;
+    }
+    for (size_t k = hi; k-- > lo;) {
+        uint32_t p = ev->parent[k];
+        if (p == TELLER_NONE)
+            continue;
+        ev->next_sibling[k] = ev->first_child[p];
+        ev->first_child[p] = (uint32_t)k;
+    }
+}
+
 typedef struct source_pass {
     teller_events *ev;
     const size_t  *range;  /* source s holds [range[s], range[s+1]) */
@@ -447,21 +464,8 @@ static void sort_nest_link(void *ctx, size_t s)
     int bad = nest_cpu_rows(ev, row_start, nrows);
     free(row_start);
     p->failed[s] = bad || link_gpu(ev, lo, hi, &p->dups[s]);
-}
-
-static void build_children(teller_events *ev)
-{
-    for (size_t i = 0; i < ev->n; i++) {
-        ev->first_child[i] = TELLER_NONE;
-        ev->next_sibling[i] = TELLER_NONE;
-    }
-    for (size_t k = ev->n; k-- > 0;) {
-        uint32_t p = ev->parent[k];
-        if (p == TELLER_NONE)
-            continue;
-        ev->next_sibling[k] = ev->first_child[p];
-        ev->first_child[p] = (uint32_t)k;
-    }
+    if (!p->failed[s]) /* after link_gpu, whose table was first_child */
+        build_children(ev, lo, hi);
 }
 
 /* ---- pass 3: ranks and nodes ---- */
@@ -601,6 +605,58 @@ static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
     return -1;
 }
 
+/* One source's NCCL kernels with their comm rows and process groups,
+ * found on the pool (sources are independent here): a kernel without
+ * metadata (NCCL called directly, or captured in a CUDA graph) takes the
+ * process group that named kernels on the same stream carry. */
+typedef struct coll_found {
+    uint32_t           ev, pg;
+    const teller_comm *cm;
+} coll_found;
+
+typedef struct coll_find {
+    const teller_store *st;
+    const size_t       *range;
+    coll_found        **found; /* per source */
+    size_t             *n;
+    int                *failed;
+} coll_find;
+
+static void find_collectives(void *ctx, size_t s)
+{
+    coll_find *f = ctx;
+    const teller_events *ev = &f->st->ev;
+    coll_found *out = NULL;
+    size_t n = 0, cap = 0;
+    kmap streams = {0}; /* stream -> slot in spg: the first process group seen there */
+    uint32_t *spg = NULL;
+    size_t spcap = 0;
+    for (size_t i = f->range[s]; i < f->range[s + 1]; i++) {
+        if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
+            continue;
+        const teller_comm *cm = teller_store_event_comm(f->st, (uint32_t)i);
+        uint32_t pg = cm ? cm->pg_name : 0;
+        uint32_t *slot = pg ? kmap_slot(&streams, (uint32_t)ev->tid[i], (void **)&spg, &spcap, sizeof *spg) : NULL;
+        if ((pg && !slot) || TELLER_GROW(out, cap, n + 1)) {
+            f->failed[s] = 1;
+            break;
+        }
+        if (slot && !*slot)
+            *slot = pg;
+        out[n++] = (coll_found){(uint32_t)i, pg, cm};
+    }
+    for (size_t k = 0; k < n && !f->failed[s]; k++) {
+        if (out[k].pg)
+            continue;
+        uint32_t ix = kmap_get(&streams, (uint32_t)ev->tid[out[k].ev], 0);
+        out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
+    }
+    kmap_free(&streams);
+    free(spg);
+    f->found[s] = out;
+    f->n[s] = n;
+}
+
 /* Collectives are matched by (key, seq): the key is the process group
  * when the trace names it (Kineto copies it onto the NCCL kernel), else
  * the NCCL operation from the kernel name; seq is the trace's own sequence
@@ -609,68 +665,70 @@ static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
  * is a transfer between two of them, which Kineto does not name: it is
  * taken to go from a stage to the next in the group's rank list, as an
  * inference pipeline passes its activations (a training pipeline's
- * backward sends go the other way and are matched wrongly). */
-static int match_collectives(teller_store *st)
+ * backward sends go the other way and are matched wrongly). Keys are
+ * interned in event order, whatever the threads. */
+static int match_collectives(teller_store *st, const size_t *range, int jobs)
 {
     teller_events *ev = &st->ev;
+    size_t ns = st->nsources;
     coll_item *items = NULL;
     size_t nitems = 0, icap = 0;
+    coll_found **found = calloc(ns ? ns : 1, sizeof *found);
+    size_t *nfound = calloc(ns ? ns : 1, sizeof *nfound);
+    int *failed = calloc(ns ? ns : 1, sizeof *failed);
+    kmap keys = {0}; /* process group, or 2^32 + kernel name -> slot in key_of: its key, once made */
+    uint32_t *key_of = NULL;
+    size_t kcap = 0;
+    int bad = !found || !nfound || !failed;
+    if (!bad) {
+        coll_find f = {st, range, found, nfound, failed};
+        teller_parallel_for(jobs, ns, find_collectives, &f);
+        for (size_t s = 0; s < ns; s++)
+            bad |= failed[s];
+    }
     char buf[256];
-    /* a kernel without metadata (NCCL called directly, or captured in a
-     * CUDA graph) takes the process group that named kernels on the same
-     * rank and stream carry */
-#define STREAM_KEY(i) ((uint64_t)ev->source[i] << 32 | (uint32_t)ev->tid[i])
-    kmap streams = {0}; /* (source, stream) -> slot in spg: the first process group seen there */
-    uint32_t *spg = NULL;
-    size_t spcap = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
-            continue;
-        const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
-        if (!cm || !cm->pg_name)
-            continue;
-        uint32_t *slot = kmap_slot(&streams, STREAM_KEY(i), (void **)&spg, &spcap, sizeof *spg);
-        if (!slot) {
-            kmap_free(&streams);
-            free(spg);
-            return -1;
+    for (size_t s = 0; s < ns && !bad; s++)
+        for (size_t k = 0; k < nfound[s] && !bad; k++) {
+            uint32_t i = found[s][k].ev, pg = found[s][k].pg;
+            const teller_comm *cm = found[s][k].cm;
+            const char *coll = cm ? teller_store_str(st, cm->collective) : "";
+            int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
+            int32_t me = st->sources[ev->source[i]].rank,
+                    peer = dir && cm->group_size > 2 ? pg_neighbour(teller_store_str(st, cm->pg_ranks), me, dir) : -1;
+            /* the key's text, but for pipeline transfers, depends on the
+             * group or the kernel's name alone: made once per group or name */
+            uint32_t *known = peer >= 0 ? NULL
+                                        : kmap_slot(&keys, pg ? pg : 1ull << 32 | ev->name[i], (void **)&key_of,
+                                                    &kcap, sizeof *key_of);
+            uint32_t key = known ? *known : 0;
+            if (!key) {
+                const char *op;
+                size_t oplen = kernel_op(teller_store_str(st, ev->name[i]), &op);
+                if (pg && peer >= 0)
+                    snprintf(buf, sizeof buf, "pg %s p2p %d>%d", teller_store_str(st, pg), dir > 0 ? me : peer,
+                             dir > 0 ? peer : me);
+                else if (pg)
+                    snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, pg));
+                else
+                    snprintf(buf, sizeof buf, "op %.*s", (int)(oplen < 200 ? oplen : 200), op);
+                key = teller_store_intern(st, buf, strlen(buf));
+                if (known)
+                    *known = key;
+            }
+            bad = (peer < 0 && !known) || key == TELLER_NONE || TELLER_GROW(items, icap, nitems + 1);
+            uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
+            if (!bad)
+                items[nitems++] = (coll_item){key, seq, me, i, ev->start_ns[i]};
         }
-        if (!*slot)
-            *slot = cm->pg_name;
-    }
-    for (size_t i = 0; i < ev->n; i++) {
-        if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
-            continue;
-        const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
-        const char *op;
-        size_t oplen = kernel_op(teller_store_str(st, ev->name[i]), &op);
-        uint32_t pg = cm ? cm->pg_name : 0;
-        if (!pg) {
-            uint32_t k = kmap_get(&streams, STREAM_KEY(i), 0);
-            pg = k == UINT32_MAX ? 0 : spg[k];
-        }
-        const char *coll = cm ? teller_store_str(st, cm->collective) : "";
-        int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
-        int32_t me = st->sources[ev->source[i]].rank,
-                peer = dir && cm->group_size > 2 ? pg_neighbour(teller_store_str(st, cm->pg_ranks), me, dir) : -1;
-        if (pg && peer >= 0)
-            snprintf(buf, sizeof buf, "pg %s p2p %d>%d", teller_store_str(st, pg), dir > 0 ? me : peer, dir > 0 ? peer : me);
-        else if (pg)
-            snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, pg));
-        else
-            snprintf(buf, sizeof buf, "op %.*s", (int)(oplen < 200 ? oplen : 200), op);
-        uint32_t key = teller_store_intern(st, buf, strlen(buf));
-        if (key == TELLER_NONE || TELLER_GROW(items, icap, nitems + 1)) {
-            kmap_free(&streams);
-            free(spg);
-            goto oom;
-        }
-        uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
-        items[nitems++] = (coll_item){key, seq, st->sources[ev->source[i]].rank, (uint32_t)i, ev->start_ns[i]};
-    }
-#undef STREAM_KEY
-    kmap_free(&streams);
-    free(spg);
+    for (size_t s = 0; found && s < ns; s++)
+        free(found[s]);
+    free(found);
+    free(nfound);
+    free(failed);
+    kmap_free(&keys);
+    free(key_of);
+    if (bad)
+        goto oom;
     /* number the kernels without a recorded seq by time within (key, rank) */
     teller_sort(items, nitems, sizeof *items, coll_time_cmp);
     uint32_t count = 0;
@@ -1060,19 +1118,23 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         bad |= failed[s];
         ndup += dups[s];
     }
-    free(range);
     free(failed);
     free(dups);
-    if (bad)
+    if (bad) {
+        free(range);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while linking events");
+    }
     if (ndup)
         teller_store_warn(st, "(trace)", 0,
                           "%llu API calls reuse a correlation id already seen; GPU work links to the first",
                           (unsigned long long)ndup);
-    build_children(ev);
-    if (assign_ranks_nodes(st, o) || match_collectives(st) || estimate_offsets(st))
+    if (assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs) || estimate_offsets(st)) {
+        free(range);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
-    return cut_steps(st, o, err);
+    }
+    teller_status s = cut_steps(st, o, err);
+    free(range);
+    return s;
 }
 
 void teller_tree_stats_get(const teller_store *st, teller_tree_stats *out)
