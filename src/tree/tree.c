@@ -962,8 +962,78 @@ static int step_cmp(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, teller_error *err)
+/* Stamping one source's events with their steps, on the pool: mk (and
+ * st->steps, row for row) is sorted by (rank, start); the source's rank's
+ * markers are rows [first, first + count). */
+typedef struct step_stamp {
+    teller_store *st;
+    const size_t *range;
+    const marker *mk;
+    size_t        nmk;
+    int64_t     **end;   /* per source: the latest end of its GPU work per step of its rank (NULL: no memory) */
+    size_t       *first; /* per source: its rank's first row */
+} step_stamp;
+
+static void stamp_steps(void *ctx, size_t s)
 {
+    step_stamp *p = ctx;
+    teller_events *ev = &p->st->ev;
+    const marker *mk = p->mk;
+    int32_t rank = p->st->sources[s].rank;
+    size_t first = 0, hi = p->nmk;
+    while (first < hi) {
+        size_t mid = (first + hi) / 2;
+        if (mk[mid].rank < rank)
+            first = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t count = 0;
+    while (first + count < p->nmk && mk[first + count].rank == rank)
+        count++;
+    int64_t *end = malloc((count ? count : 1) * sizeof *end);
+    p->first[s] = first;
+    p->end[s] = end;
+    if (!end)
+        return;
+    for (size_t k = 0; k < count; k++)
+        end[k] = INT64_MIN;
+    size_t lo_ev = p->range[s], hi_ev = p->range[s + 1];
+    /* CPU events by time: the last marker of the rank starting at or before them */
+    for (size_t i = lo_ev; i < hi_ev; i++) {
+        ev->step[i] = TELLER_NONE;
+        if (ev->flags[i] & TELLER_F_GPU)
+            continue;
+        size_t lo = 0, h = count;
+        while (lo < h) {
+            size_t mid = (lo + h) / 2;
+            if (mk[first + mid].start <= ev->start_ns[i])
+                lo = mid + 1;
+            else
+                h = mid;
+        }
+        if (lo > 0 && ev->start_ns[i] < mk[first + lo - 1].end)
+            ev->step[i] = p->st->steps[first + lo - 1].step;
+    }
+    /* GPU work belongs to the step of its launch (of the same source);
+     * steps end with their GPU work */
+    for (size_t i = lo_ev; i < hi_ev; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU))
+            continue;
+        uint32_t par = ev->parent[i];
+        if (par == TELLER_NONE || ev->step[par] == TELLER_NONE)
+            continue;
+        uint32_t k = ev->step[i] = ev->step[par];
+        int64_t e = ev->start_ns[i] + ev->dur_ns[i];
+        if (k < count && e > end[k])
+            end[k] = e;
+    }
+}
+
+static teller_status cut_steps(teller_store *st, const size_t *range, int jobs, const teller_tree_opts *o,
+                               teller_error *err)
+{
+    size_t ns = st->nsources;
     teller_events *ev = &st->ev;
     regex_t re;
     const char *pat = o->step_pattern ? o->step_pattern : k_step_patterns;
@@ -1015,12 +1085,13 @@ static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, tell
         if (has)
             continue;
         int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (size_t i = 0; i < ev->n; i++) {
-            if (st->sources[ev->source[i]].rank != rank || ev->layer[i] == TELLER_LAYER_OTHER)
-                continue;
-            if (ev->start_ns[i] < lo) lo = ev->start_ns[i];
-            if (ev->start_ns[i] + ev->dur_ns[i] > hi) hi = ev->start_ns[i] + ev->dur_ns[i];
-        }
+        for (size_t s2 = 0; s2 < st->nsources; s2++)
+            for (size_t i = range[s2]; st->sources[s2].rank == rank && i < range[s2 + 1]; i++) {
+                if (ev->layer[i] == TELLER_LAYER_OTHER)
+                    continue;
+                if (ev->start_ns[i] < lo) lo = ev->start_ns[i];
+                if (ev->start_ns[i] + ev->dur_ns[i] > hi) hi = ev->start_ns[i] + ev->dur_ns[i];
+            }
         if (lo > hi)
             continue;
         if (TELLER_GROW(mk, mcap, nmk + 1))
@@ -1040,51 +1111,24 @@ static teller_status cut_steps(teller_store *st, const teller_tree_opts *o, tell
         if (num + 1 > st->step_count)
             st->step_count = num + 1;
     }
-    /* stamp CPU events by time on their rank; mk is sorted by (rank, start) */
-    for (size_t i = 0; i < ev->n; i++) {
-        ev->step[i] = TELLER_NONE;
-        if (ev->flags[i] & TELLER_F_GPU)
-            continue;
-        int32_t rank = st->sources[ev->source[i]].rank;
-        size_t lo = 0, hi = nmk;
-        while (lo < hi) { /* last marker with (rank, start) <= (rank, t) */
-            size_t mid = (lo + hi) / 2;
-            if (mk[mid].rank < rank || (mk[mid].rank == rank && mk[mid].start <= ev->start_ns[i]))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo > 0 && mk[lo - 1].rank == rank && ev->start_ns[i] < mk[lo - 1].end)
-            ev->step[i] = st->steps[lo - 1].step;
+    /* stamp every source's events on the pool, then take the latest end of
+     * each step's GPU work (a maximum: the order does not matter) */
+    step_stamp sp = {st, range, mk, nmk, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
+    int bad = !sp.end || !sp.first;
+    if (!bad)
+        teller_parallel_for(jobs, ns, stamp_steps, &sp);
+    for (size_t s = 0; s < ns && !bad; s++) {
+        bad = sp.end[s] == NULL;
+        for (size_t k = sp.first[s]; !bad && k < nmk && st->steps[k].rank == st->sources[s].rank; k++)
+            if (sp.end[s][k - sp.first[s]] > st->steps[k].end_ns)
+                st->steps[k].end_ns = sp.end[s][k - sp.first[s]];
     }
-    /* GPU work belongs to the step of its launch; steps end with their GPU work */
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU))
-            continue;
-        uint32_t p = ev->parent[i];
-        if (p == TELLER_NONE || ev->step[p] == TELLER_NONE)
-            continue;
-        ev->step[i] = ev->step[p];
-    }
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU) || ev->step[i] == TELLER_NONE)
-            continue;
-        /* steps[] is still in (rank, start) order: rank r's step k is at
-         * (first row of rank r) + k */
-        int32_t rank = st->sources[ev->source[i]].rank;
-        size_t lo = 0, hi = nmk;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (st->steps[mid].rank < rank)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        size_t k = lo + ev->step[i];
-        int64_t e = ev->start_ns[i] + ev->dur_ns[i];
-        if (k < nmk && st->steps[k].rank == rank && e > st->steps[k].end_ns)
-            st->steps[k].end_ns = e;
-    }
+    for (size_t s = 0; sp.end && s < ns; s++)
+        free(sp.end[s]);
+    free(sp.end);
+    free(sp.first);
+    if (bad)
+        goto oom;
     teller_sort(st->steps, st->nsteps, sizeof *st->steps, step_cmp);
     free(mk);
     return TELLER_OK;
@@ -1132,7 +1176,7 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         free(range);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     }
-    teller_status s = cut_steps(st, o, err);
+    teller_status s = cut_steps(st, range, o->jobs, o, err);
     free(range);
     return s;
 }
