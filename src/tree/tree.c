@@ -730,9 +730,13 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
     if (bad)
         goto oom;
     /* number the kernels without a recorded seq by time within (key, rank) */
-    teller_sort(items, nitems, sizeof *items, coll_time_cmp);
+    int unnumbered = 0;
+    for (size_t a = 0; a < nitems && !unnumbered; a++)
+        unnumbered = items[a].seq == TELLER_NONE;
+    if (unnumbered)
+        teller_sort(items, nitems, sizeof *items, coll_time_cmp);
     uint32_t count = 0;
-    for (size_t a = 0; a < nitems; a++) {
+    for (size_t a = 0; unnumbered && a < nitems; a++) {
         if (a == 0 || items[a].key != items[a - 1].key || items[a].rank != items[a - 1].rank)
             count = 0;
         if (items[a].seq == TELLER_NONE)
