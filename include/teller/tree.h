@@ -26,8 +26,9 @@ extern "C" {
 typedef struct teller_tree_opts {
     const char *step_pattern;  /* POSIX extended regex for step markers; NULL: built-in set */
     int         gpus_per_node; /* > 0: node = rank / gpus_per_node (overrides the trace) */
-    int         jobs;          /* threads for the per-source passes (sort, nesting, launch
-                                * links); <= 1: the caller's thread only. The result is the
+    int         jobs;          /* threads for the per-source parts (sort, nesting, launch
+                                * links, children lists, finding NCCL kernels, stamping
+                                * steps); <= 1: the caller's thread only. The result is the
                                 * same whatever the count. */
 } teller_tree_opts;
 
