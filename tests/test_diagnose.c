@@ -14,6 +14,7 @@
 #include "teller/diagnose.h"
 #include "teller/eval.h"
 #include "teller/ingest.h"
+#include "teller/perturb.h"
 #include "teller/report.h"
 #include "teller/requests.h"
 #include "teller/sim.h"
@@ -214,6 +215,46 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
+/* A real training run whose host runs ahead of its GPU (HTA's
+ * ns_resolution trace: five ProfilerStep#s, each step's kernels queued
+ * ~60-90 ms behind the last step's), perturbed with a kernel regression in
+ * step 0: the four steps after it end late by its cost, which truth labels
+ * carried (carried_from), and the diagnosis flags them with step 0's root
+ * operator and says so. */
+static void test_diagnose_carried_real_run(void)
+{
+    char dir[] = "/tmp/teller_diag_carry_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
+                                    NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.faults = 1u << TELLER_FAULT_KERNEL_REGRESSION;
+    po.rate = 0.3;
+    po.seed = 5;
+    teller_perturb_result res;
+    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
+    CHECK_EQ_INT((int)res.abnormal, 5);
+    CHECK_EQ_INT((int)res.carried, 4);
+    teller_store_free(st);
+    st = load_case_ranks(dir, 0, 1);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    CHECK(s.step_recall == 1.0); /* 0.2 judging each step alone: step 0 */
+    CHECK(s.op_ac1 == 1.0);
+    CHECK(s.fact_recall == 1.0);
+    for (size_t k = 1; d && k < d->n; k++)
+        CHECK(strstr(d->steps[k].pred.explanation, "carried from step 0") != NULL);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The candidate records: per step at most TELLER_DIAG_MAX_CANDS, one per
  * (rank, operator), best first; the first is the step's root; every
  * feature finite and in its documented range; and the candidates' JSON
@@ -397,6 +438,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
+    {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
+     test_diagnose_carried_real_run},
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",
      test_diagnose_candidate_records},
     {NULL, NULL},

@@ -12,6 +12,9 @@
  *   (d) ProfilerStep#N recorded as an `Operator` (older profilers) marks steps;
  *   (e) time a thread waits while another thread of the process works (and
  *       keeps the GPU fed) is not blamed on the waiter;
+ *   (h) when the host runs ahead of the GPU, the steps after a slow one
+ *       are late because their kernels queue behind its work: they carry
+ *       its root, and nothing when the host waits for the GPU each step;
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +325,67 @@ static void test_modes_copy_cost(void)
     unlink(path);
 }
 
+/* Six training steps of one rank, four GEMMs each (5 ms, or 15 ms in
+ * regress_step). With ahead, the host issues a step every 18 ms and never
+ * waits: the GPU, 20 ms a step, falls further behind and each step's
+ * kernels queue behind the last step's (a window runs from the step's
+ * annotation to its last kernel's end). Without, each step ends with a
+ * synchronize that waits for its kernels. */
+static void write_ahead_trace(const char *path, int ahead, int regress_step)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 5000000, g = t; /* the host's step start; when the GPU is free */
+    for (int k = 0; k < 6; k++) {
+        double slow = k == regress_step ? 3.0 : 1.0, h = t + 10;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 200 + k);
+        for (int q = 0; q < 4; q++, h += 10) {
+            double k0 = g > h + 10 ? g : h + 10;
+            tw_launch(&w, 1, h, "sm80_xmma_gemm_f16f16_128x256", k0, 5000 * slow, 108);
+            g = k0 + 5000 * slow;
+        }
+        double end = ahead ? t + 18000 : g + 30;
+        if (!ahead)
+            tw_ev(&w, "cuda_runtime", "cudaDeviceSynchronize", 1, 1, h, g + 20 - h, NULL);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, end - t, NULL);
+        t = end + 100;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (h) a slow step's late GPU work makes the next steps late */
+static void test_modes_carried_steps(void)
+{
+    char path[] = "/tmp/teller_ahead_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    /* ahead and healthy (each step later than the last as the GPU falls
+     * behind), ahead with step 2 slow, waiting with step 2 slow */
+    const int runs[][3] = {{1, -1, 0}, {1, 2, 4}, {0, 2, 1}};
+    for (int r = 0; r < 3; r++) {
+        write_ahead_trace(path, runs[r][0], runs[r][1]);
+        teller_store *st = NULL;
+        teller_diagnosis *d = diagnose_file(path, &st);
+        CHECK_EQ_INT(d ? d->n : 0, 6);
+        CHECK_EQ_INT(flagged(d), runs[r][2]);
+        for (uint32_t k = 3; runs[r][2] == 4 && d && k < d->n; k++) {
+            const teller_diag_step *s = &d->steps[k];
+            CHECK(s->pred.abnormal && !strcmp(s->fault, "kernel_regression"));
+            CHECK(s->pred.ncand > 0 && !strcmp(s->pred.cand[0].op, "sm80_xmma_gemm_f16f16_128x256"));
+            CHECK(strstr(s->pred.explanation, "carried from step 2") != NULL);
+            /* the four GEMMs ran 40 ms over in step 2: every later step ends 40 ms later */
+            CHECK(s->excess_ns > 39000000 && s->excess_ns < 41000000);
+        }
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+    }
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
@@ -329,5 +393,6 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall", test_modes_host_gaps},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
+    {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},
     {NULL, NULL},
 };

@@ -163,7 +163,7 @@ int diag_detect_apis(const dctx *D, finds *out)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
-                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1};
+                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1, 0, 0, 0};
         if (diag_finds_add(out, a->step, &c))
             goto done;
     }

@@ -7,7 +7,8 @@
  * cost every step pays); sentences.c what the diagnosis says in words; one
  * file per detector family: kernels.c, apis.c (API calls, allocations),
  * syncs.c, copies.c, gaps.c (host gaps), comm.c (collectives and the
- * horizontal view), logs.c. Not a public header.
+ * horizontal view), logs.c; carry.c the steps made late by the one
+ * before them. Not a public header.
  */
 #ifndef TELLER_DIAG_INTERNAL_H
 #define TELLER_DIAG_INTERNAL_H
@@ -33,6 +34,10 @@ typedef struct cand {
     double   score;
     uint32_t fed;      /* launches: GPU operations the slowed calls launched; allocations: calls */
     int32_t  peer;     /* transfers: the rank at the other end, else -1 */
+    /* the rest is zero for a finding of the step's own */
+    int      carried;  /* 1: the previous step's finding, carried into this one (carry.c) */
+    uint32_t from;     /* carried: the step whose fault this is */
+    double   came;     /* carried: how late the previous step's GPU work ended, ns */
 } cand;
 
 typedef struct step_acc {
@@ -71,6 +76,9 @@ typedef struct dctx {
      * source arrived last and its peers' wait for it; per step: collectives */
     uint32_t           *late_last, *late_insts;
     double             *late_wait;
+    /* per (step, source): how much of the rank's window its GPU work spent
+     * queued behind earlier steps' work (carry.c) */
+    double             *expo;
 } dctx;
 
 
@@ -175,6 +183,10 @@ int diag_merge_links(dctx *D);
 int diag_late_tables(dctx *D);
 void diag_late_arrivals(dctx *D, teller_diagnosis *d);
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err);
+/* carry.c: fills D->expo; 0, or -1 out of memory */
+int diag_carry_exposure(dctx *D);
+/* What step k's duration owes to the previous step's GPU work ending x ns late. */
+double diag_carried(const dctx *D, uint32_t k, double x);
 
 /* sentences.c */
 void diag_add_note(dctx *D, const char *text);

@@ -303,6 +303,7 @@ static void diag_free_ctx(dctx *D)
     free(D->late_last);
     free(D->late_insts);
     free(D->late_wait);
+    free(D->expo);
     diag_busy_free(&D->gpu);
 }
 
@@ -430,7 +431,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     diag_notes(&D);
     /* rank the candidates of every step; the feature vectors need the
      * horizontal view, the run's usual step and the ranks' places */
-    if (diag_late_tables(&D))
+    if (diag_late_tables(&D) || diag_carry_exposure(&D))
         goto oom;
     double med_step = 0, ranks = 0, nodes = 0;
     {
@@ -452,6 +453,10 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         }
     }
     size_t cands_cap = 0;
+    /* the previous step's root and how late its GPU work ended, when it
+     * was flagged (prev.det NONE otherwise) */
+    cand prev = {0};
+    double late = 0;
     for (uint32_t k = 0; k < D.nsteps; k++) {
         step_acc *sa = &D.steps[k];
         teller_diag_step *s = &d->steps[k];
@@ -460,9 +465,33 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             if (sa->c[a].det != TELLER_FAULT_NONE)
                 sa->c[w++] = sa->c[a];
         sa->n = w;
+        /* the previous step's fault, carried into this step as far as its
+         * late GPU work held this step's (carry.c); a logged kind is a
+         * fact of its own step (a hang ends the run) */
+        double carry_in = 0;
+        if (prev.det != TELLER_FAULT_NONE && !teller_fault_def_of(prev.det)->logged &&
+            (carry_in = diag_carried(&D, k, late)) > 0) {
+            cand c = prev;
+            c.excess = carry_in;
+            c.from = prev.carried ? prev.from : k - 1;
+            c.carried = 1;
+            c.came = late;
+            if (diag_add_cand(&D, k, &c))
+                goto oom;
+        }
+        prev.det = TELLER_FAULT_NONE;
         for (size_t a = 0; a < sa->n; a++)
             sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->pred.nev > 0);
         teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
+        /* a fault of the step's own that flags it is its root, before a
+         * carried one however much that cost */
+        for (size_t a = 1; sa->n && sa->c[0].carried && sa->c[0].score >= threshold && a < sa->n; a++)
+            if (sa->c[a].score >= threshold) {
+                cand own = sa->c[a];
+                memmove(sa->c + 1, sa->c, a * sizeof *sa->c);
+                sa->c[0] = own;
+                break;
+            }
         /* the step's candidates: one per (rank, operator), best first;
          * idx: each one's finding in sa->c */
         s->first_cand = (uint32_t)d->ncands;
@@ -521,6 +550,11 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         if (!s->ncands)
             continue;
         const cand *top = &sa->c[idx[0]];
+        if (s->pred.abnormal) {
+            /* its GPU work ended late by its own fault and what it carried */
+            prev = *top;
+            late = top->carried ? top->excess : top->excess + carry_in;
+        }
         s->root_rank = top->rank;
         s->culprit_event = top->event;
         s->culprit_ns = (int64_t)top->actual;

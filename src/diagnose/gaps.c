@@ -86,7 +86,7 @@ int diag_detect_gaps(const dctx *D, finds *out)
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
                     uint16_t s = prev_src;
                     cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
-                              ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0, -1};
+                              ev->layer[best_ev], sum_ex, best_gap / (usual[s] + 1000), best_gap, usual[s], best_ev, 0, 0, -1, 0, 0, 0};
                     if (diag_finds_add(out, prev_step, &c)) {
                         free(usual);
                         goto done;

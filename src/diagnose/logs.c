@@ -165,7 +165,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
                 marker = s[i].marker;
             }
         if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
-            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1};
+            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1, 0, 0, 0};
             c.excess = 0;
             if (diag_add_cand(D, step, &c))
                 return -TELLER_ERR_NOMEM;

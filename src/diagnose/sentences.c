@@ -89,6 +89,16 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
                          "(node %d), which it never launched; rank %d and the other %u member(s) waited %s for it.",
                          s->pred.step, dur, ex, what, teller_store_str(D->st, c->name), c->rank, node, c->peer,
                          c->fed ? c->fed - 1 : 0, ex);
+    } else if (c->carried) {
+        /* nothing of its own: the numbers are the carried finding's */
+        char came[32];
+        diag_fmt_ms(came, sizeof came, c->came);
+        n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
+                     "Step %u took %s, %s longer than expected: %s (%s), carried from step %u: its GPU work queued "
+                     "behind step %u's, which ended %s late. The root operator is %s on rank %d (node %d), which took "
+                     "%s against a usual %s in step %u.",
+                     s->pred.step, dur, ex, what, teller_fault_name(c->det), c->from, s->pred.step - 1, came,
+                     teller_store_str(D->st, c->name), c->rank, node, act, usual, c->from);
     } else {
         n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
                      "Step %u took %s, %s longer than expected: %s (%s). The root operator is %s on rank %d (node %d), "

@@ -83,7 +83,7 @@ int diag_detect_sync(const dctx *D, finds *out)
             if (ex <= 0)
                 continue;
             cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
-                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1};
+                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1, 0, 0, 0};
             if (diag_finds_add(out, ev->step[i], &cd)) {
                 rc = -1;
                 break;

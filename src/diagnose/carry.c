@@ -1,0 +1,169 @@
+/*
+ * carry.c - steps made late by the step before them. When the host runs
+ * ahead of the GPU (a training loop, an async engine), a step's kernels are
+ * launched while the GPU still runs the previous step's work and queue
+ * behind it: a fault that made the previous step's GPU work end late makes
+ * this step's work end late too, although nothing in this step is unusual.
+ *
+ * What a step's window owes to the queue is read from the trace alone, per
+ * rank: walking its GPU work (kernels, copies, memsets) in start order, an
+ * operation launched before the operation before it on its stream ended
+ * (queued behind it), or that started when an operation of another stream
+ * ended (it waited for it: the NCCL stream waits for the compute that made
+ * its input), could have started earlier by as much as that predecessor,
+ * down to its launch call's end. Work of an earlier step could have ended
+ * any earlier; so the delay that reaches each
+ * operation of step k is bounded by the slack between its start and its
+ * launch along the chain that leads to it from the previous step's work,
+ * and the step's exposure is how much of its window's end such delays
+ * hold: the window's end against the latest end its operations (and its
+ * step annotation) would have had. A run whose host waits for the GPU
+ * (a serving engine that schedules after the last batch finished) has none.
+ *
+ * diagnose.c asks, for a step after a flagged one, what the previous step's
+ * lateness X (its top finding's excess, plus what it carried itself) did
+ * to it: without it every rank's window would end min(X, its exposure)
+ * earlier, and the step's duration (its longest rank window) falls by the
+ * carried cost. The step then has a candidate that is the previous step's
+ * root with that cost, scored like any finding (its share of the step, and
+ * how unusual the operator was where it ran).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "diag_internal.h"
+
+/* A GPU operation of the source being walked. */
+typedef struct gop {
+    int64_t  start, end, ready; /* ready: its launch call's end (its start without a launch) */
+    uint32_t step;
+    int32_t  pid, tid;          /* device and stream */
+} gop;
+
+static int gop_cmp(const void *x, const void *y)
+{
+    const gop *a = x, *b = y;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+/* The last operation seen on one stream. */
+typedef struct lastop {
+    int32_t  pid, tid;
+    int64_t  end;
+    uint32_t step;
+    int64_t  delay; /* how much earlier it could have ended, had its step's predecessors ended earlier */
+} lastop;
+
+/* An operation waited for an operation of another stream when it started
+ * within WAIT_NS after its end, or ROUND_NS before it (Kineto rounds start
+ * and duration apart; perturb's retime uses the same rule). */
+#define WAIT_NS  2000
+#define ROUND_NS 1000
+
+/* The delay a predecessor passes to an operation of step k: unbounded
+ * from an earlier step's work (what this file asks is what an earlier end
+ * would change), else its own (work of a later step, launched by another
+ * thread while this step's still was, queues behind the same earlier work). */
+static int64_t passed(const lastop *p, uint32_t k)
+{
+    return p->step < k ? INT64_MAX : p->delay;
+}
+
+int diag_carry_exposure(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    size_t cells = (size_t)D->nsteps * D->nsrc;
+    int64_t *cfend = malloc((cells ? cells : 1) * sizeof *cfend);
+    D->expo = calloc(cells ? cells : 1, sizeof *D->expo);
+    gop *g = NULL;
+    lastop *ls = NULL;
+    size_t gcap = 0, lcap = 0;
+    int rc = -1;
+    if (!cfend || !D->expo)
+        goto done;
+    for (size_t c = 0; c < cells; c++)
+        cfend[c] = INT64_MIN;
+    for (size_t s = 0; s < D->nsrc; s++) {
+        size_t ng = 0, nl = 0;
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
+            if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]) || ev->step[i] >= D->nsteps)
+                continue;
+            if (TELLER_GROW(g, gcap, ng + 1))
+                goto done;
+            uint32_t p = ev->parent[i];
+            int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
+            g[ng++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
+                            ev->step[i], ev->pid[i], ev->tid[i]};
+        }
+        teller_sort(g, ng, sizeof *g, gop_cmp);
+        for (size_t i = 0; i < ng; i++) {
+            const gop *o = &g[i];
+            int64_t from = -1; /* the delay its predecessors pass on; -1: it waited for none */
+            size_t own = nl;
+            for (size_t q = 0; q < nl; q++) {
+                if (ls[q].pid == o->pid && ls[q].tid == o->tid) {
+                    own = q;
+                    if (o->ready < ls[q].end && passed(&ls[q], o->step) > from)
+                        from = passed(&ls[q], o->step);
+                } else if (ls[q].end >= o->start - WAIT_NS - ROUND_NS && ls[q].end <= o->start + ROUND_NS &&
+                           passed(&ls[q], o->step) > from) {
+                    from = passed(&ls[q], o->step);
+                }
+            }
+            int64_t slack = o->start - o->ready, delay = from < 0 ? 0 : from < slack ? from : slack;
+            if (own == nl) {
+                if (TELLER_GROW(ls, lcap, nl + 1))
+                    goto done;
+                nl++;
+            }
+            ls[own] = (lastop){o->pid, o->tid, o->end, o->step, delay};
+            size_t c = (size_t)o->step * D->nsrc + s;
+            if (o->end - delay > cfend[c])
+                cfend[c] = o->end - delay;
+        }
+    }
+    /* the exposure of each rank's window: its end against the latest end
+     * its work and its step annotation would have had */
+    const teller_step *steps = teller_store_steps(D->st);
+    for (size_t i = 0; i < teller_store_num_steps(D->st); i++) {
+        uint32_t mk = steps[i].marker;
+        if (mk == TELLER_NONE || steps[i].step >= D->nsteps)
+            continue;
+        size_t c = (size_t)steps[i].step * D->nsrc + ev->source[mk];
+        int64_t held = ev->start_ns[mk] + ev->dur_ns[mk];
+        if (cfend[c] > held)
+            held = cfend[c];
+        D->expo[c] = steps[i].end_ns > held ? (double)(steps[i].end_ns - held) : 0;
+    }
+    rc = 0;
+done:
+    free(cfend);
+    free(g);
+    free(ls);
+    return rc;
+}
+
+double diag_carried(const dctx *D, uint32_t k, double x)
+{
+    const teller_step *steps = teller_store_steps(D->st);
+    size_t n = teller_store_num_steps(D->st), lo = 0, hi = n;
+    while (lo < hi) { /* the table is ordered by step: step k's first row */
+        size_t mid = (lo + hi) / 2;
+        if (steps[mid].step < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double dur = 0, without = 0;
+    for (size_t i = lo; i < n && steps[i].step == k; i++) {
+        uint32_t mk = steps[i].marker;
+        if (mk == TELLER_NONE)
+            continue;
+        double w = (double)(steps[i].end_ns - steps[i].start_ns), e = D->expo[(size_t)k * D->nsrc + D->ev->source[mk]];
+        if (w > dur)
+            dur = w;
+        if (w - (x < e ? x : e) > without)
+            without = w - (x < e ? x : e);
+    }
+    return dur - without;
+}
