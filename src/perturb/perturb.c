@@ -661,11 +661,13 @@ done:
 }
 
 typedef struct tstep {
-    teller_fault f;
+    teller_fault f;        /* the fault drawn for this step, TELLER_FAULT_NONE: none */
     root         rt;
     size_t       ed0, ed1; /* its fault's edits: P.ed[ed0 .. ed1) */
-    int64_t      excess;   /* ns the step lost to its own fault (or, carried, to the earlier one) */
-    int64_t      carried;  /* >= 0: the faulty step whose delay this one inherited; -1 none */
+    int64_t      own;      /* ns the step lost to its own fault */
+    int64_t      excess;   /* ns the step is labelled with: its own fault's, or, carried, the inherited delay's */
+    int64_t      carried;  /* >= 0: the faulty step whose delay this one inherited (its fault and root are
+                            * the label); -1 none */
     int          abnormal;
 } tstep;
 
@@ -696,29 +698,30 @@ static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts
         fprintf(f, "%s%lld", n ? ", " : "", (long long)nd[n].offset_ns);
     fprintf(f, "],\n \"steps\": [");
     for (uint32_t k = 0; k < nsteps; k++) {
-        const tstep *t = &ts[k];
+        const tstep *t = &ts[k], *src = t->carried >= 0 ? &ts[t->carried] : t; /* the label's fault and root */
         int64_t nd_ = nhi[k] - nlo[k];
         fprintf(f, "%s\n  {\"step\": %u, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
                 k, t->abnormal ? "true" : "false", (long long)nd_, (long long)(nd_ - t->excess));
         if (t->carried >= 0)
             fprintf(f, ", \"carried_from\": %lld", (long long)t->carried);
+        /* a fault injected here whose cost stayed within the noise is named, not counted */
+        if (t->f != TELLER_FAULT_NONE && (!t->abnormal || src != t))
+            fprintf(f, ", \"injected\": \"%s\", \"injected_excess_ns\": %lld", teller_fault_name(t->f),
+                    (long long)t->own);
         if (!t->abnormal) {
-            /* a fault injected here whose cost stayed within the noise is named, not counted */
-            if (t->f != TELLER_FAULT_NONE)
-                fprintf(f, ", \"injected\": \"%s\", \"injected_excess_ns\": %lld", teller_fault_name(t->f),
-                        (long long)t->excess);
             fprintf(f, ", \"fault_type\": \"no_error\"}");
             continue;
         }
-        const teller_fault_def *d = teller_fault_def_of(t->f);
+        const teller_fault_def *d = teller_fault_def_of(src->f);
         char ex[1024];
-        teller_fault_explain(t->f, d->by_node ? t->rt.node : t->rt.rank, (int)k, nd_, nd_ - t->excess, t->excess, t->rt.op,
-                             t->rt.rank, node_of(P, t->rt.ev), dur[t->rt.ev], ex, sizeof ex);
+        const root *rt = &src->rt;
+        teller_fault_explain(src->f, d->by_node ? rt->node : rt->rank, (int)k, nd_, nd_ - t->excess, t->excess, rt->op,
+                             rt->rank, node_of(P, rt->ev), dur[rt->ev], ex, sizeof ex);
         fprintf(f, ", \"view\": \"%s\", \"fault_type\": \"%s\", \"fault\": \"%s\", \"excess_ns\": %lld, "
                    "\"root\": {\"rank\": %d, \"node\": %d, \"op\": ",
-                d->view, d->type, d->name, (long long)t->excess, t->rt.rank, node_of(P, t->rt.ev));
-        teller_json_put(f, t->rt.op);
-        fprintf(f, ", \"layer\": \"%s\"}, \"explanation\": ", t->rt.layer);
+                d->view, d->type, d->name, (long long)t->excess, rt->rank, node_of(P, rt->ev));
+        teller_json_put(f, rt->op);
+        fprintf(f, ", \"layer\": \"%s\"}, \"explanation\": ", rt->layer);
         teller_json_put(f, ex);
         fprintf(f, "}");
     }
@@ -1098,26 +1101,28 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
      * fault's delay is not this one's. */
     for (uint32_t k = 0, last = TELLER_NONE; k < nout; k++) {
         int64_t od = win[P.nsteps + k] - win[k], nd = win[3 * P.nsteps + k] - win[2 * P.nsteps + k];
+        int64_t clean = od; /* the step without its own fault */
         ts[k].excess = nd - od;
         if (ts[k].f != TELLER_FAULT_NONE) {
-            int64_t clean = od;
             if (last != TELLER_NONE && !teller_fault_def_of(ts[k].f)->logged) {
                 if ((rc = without_edits(&P, ts[k].ed0, ts[k].ed1, keep, k, &clean, err)) != TELLER_OK)
                     goto done;
             }
-            ts[k].excess = nd - clean;
+            ts[k].excess = ts[k].own = nd - clean;
             ts[k].abnormal = teller_fault_material(ts[k].f, ts[k].excess, clean);
             res->abnormal += (uint32_t)ts[k].abnormal;
             res->by_fault[ts[k].f] += (uint32_t)ts[k].abnormal;
-            last = k;
-        } else if (last != TELLER_NONE && teller_fault_material(ts[last].f, nd - od, od) &&
-                   !teller_fault_def_of(ts[last].f)->logged) {
-            ts[k] = ts[last];
+        }
+        int64_t inherited = (ts[k].f != TELLER_FAULT_NONE ? clean : nd) - od;
+        if (!ts[k].abnormal && last != TELLER_NONE && teller_fault_material(ts[last].f, inherited, od) &&
+            !teller_fault_def_of(ts[last].f)->logged) {
             ts[k].excess = nd - od;
             ts[k].carried = last;
             ts[k].abnormal = 1;
             res->abnormal++;
             res->carried++;
+        } else if (ts[k].f != TELLER_FAULT_NONE) {
+            last = k;
         }
     }
     if (teller_mkdir_p(dir, 0755)) {
@@ -1127,7 +1132,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     if ((rc = teller_kineto_write(st, start, dur, keep, dir, err)) != TELLER_OK)
         goto done;
     for (uint32_t k = 0; k < P.nsteps; k++) {
-        if (ts[k].f != TELLER_FAULT_PREEMPTION || ts[k].carried >= 0)
+        if (ts[k].f != TELLER_FAULT_PREEMPTION)
             continue;
         if (TELLER_GROW(lines, lcap, nlines + 1))
             goto oom;
