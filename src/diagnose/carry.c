@@ -69,71 +69,64 @@ static int64_t passed(const lastop *p, uint32_t k)
     return p->step < k ? INT64_MAX : p->delay;
 }
 
-int diag_carry_exposure(dctx *D)
+int diag_carry_exposure(const dctx *D, size_t s)
 {
     const teller_events *ev = D->ev;
-    size_t cells = (size_t)D->nsteps * D->nsrc;
-    int64_t *cfend = malloc((cells ? cells : 1) * sizeof *cfend);
-    D->expo = calloc(cells ? cells : 1, sizeof *D->expo);
+    int64_t *cfend = malloc((D->nsteps ? D->nsteps : 1) * sizeof *cfend); /* per step */
     gop *g = NULL;
     lastop *ls = NULL;
-    size_t gcap = 0, lcap = 0;
+    size_t gcap = 0, lcap = 0, ng = 0, nl = 0;
     int rc = -1;
-    if (!cfend || !D->expo)
+    if (!cfend)
         goto done;
-    for (size_t c = 0; c < cells; c++)
-        cfend[c] = INT64_MIN;
-    for (size_t s = 0; s < D->nsrc; s++) {
-        size_t ng = 0, nl = 0;
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
-            if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]) || ev->step[i] >= D->nsteps)
-                continue;
-            if (TELLER_GROW(g, gcap, ng + 1))
-                goto done;
-            uint32_t p = ev->parent[i];
-            int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
-            g[ng++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
-                            ev->step[i], ev->pid[i], ev->tid[i]};
-        }
-        teller_sort(g, ng, sizeof *g, gop_cmp);
-        for (size_t i = 0; i < ng; i++) {
-            const gop *o = &g[i];
-            int64_t from = -1; /* the delay its predecessors pass on; -1: it waited for none */
-            size_t own = nl;
-            for (size_t q = 0; q < nl; q++) {
-                if (ls[q].pid == o->pid && ls[q].tid == o->tid) {
-                    own = q;
-                    if (o->ready < ls[q].end && passed(&ls[q], o->step) > from)
-                        from = passed(&ls[q], o->step);
-                } else if (ls[q].end >= o->start - WAIT_NS - ROUND_NS && ls[q].end <= o->start + ROUND_NS &&
-                           passed(&ls[q], o->step) > from) {
-                    from = passed(&ls[q], o->step);
-                }
-            }
-            int64_t slack = o->start - o->ready, delay = from < 0 ? 0 : from < slack ? from : slack;
-            if (own == nl) {
-                if (TELLER_GROW(ls, lcap, nl + 1))
-                    goto done;
-                nl++;
-            }
-            ls[own] = (lastop){o->pid, o->tid, o->end, o->step, delay};
-            size_t c = (size_t)o->step * D->nsrc + s;
-            if (o->end - delay > cfend[c])
-                cfend[c] = o->end - delay;
-        }
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        cfend[k] = INT64_MIN;
+    for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]) || ev->step[i] >= D->nsteps)
+            continue;
+        if (TELLER_GROW(g, gcap, ng + 1))
+            goto done;
+        uint32_t p = ev->parent[i];
+        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
+        g[ng++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
+                        ev->step[i], ev->pid[i], ev->tid[i]};
     }
-    /* the exposure of each rank's window: its end against the latest end
-     * its work and its step annotation would have had */
+    teller_sort(g, ng, sizeof *g, gop_cmp);
+    for (size_t i = 0; i < ng; i++) {
+        const gop *o = &g[i];
+        int64_t from = -1; /* the delay its predecessors pass on; -1: it waited for none */
+        size_t own = nl;
+        for (size_t q = 0; q < nl; q++) {
+            if (ls[q].pid == o->pid && ls[q].tid == o->tid) {
+                own = q;
+                if (o->ready < ls[q].end && passed(&ls[q], o->step) > from)
+                    from = passed(&ls[q], o->step);
+            } else if (ls[q].end >= o->start - WAIT_NS - ROUND_NS && ls[q].end <= o->start + ROUND_NS &&
+                       passed(&ls[q], o->step) > from) {
+                from = passed(&ls[q], o->step);
+            }
+        }
+        int64_t slack = o->start - o->ready, delay = from < 0 ? 0 : from < slack ? from : slack;
+        if (own == nl) {
+            if (TELLER_GROW(ls, lcap, nl + 1))
+                goto done;
+            nl++;
+        }
+        ls[own] = (lastop){o->pid, o->tid, o->end, o->step, delay};
+        if (o->end - delay > cfend[o->step])
+            cfend[o->step] = o->end - delay;
+    }
+    /* the exposure of the rank's window in each step: its end against the
+     * latest end its work and its step annotation would have had */
     const teller_step *steps = teller_store_steps(D->st);
     for (size_t i = 0; i < teller_store_num_steps(D->st); i++) {
         uint32_t mk = steps[i].marker;
-        if (mk == TELLER_NONE || steps[i].step >= D->nsteps)
+        if (mk == TELLER_NONE || ev->source[mk] != s || steps[i].step >= D->nsteps)
             continue;
-        size_t c = (size_t)steps[i].step * D->nsrc + ev->source[mk];
         int64_t held = ev->start_ns[mk] + ev->dur_ns[mk];
-        if (cfend[c] > held)
-            held = cfend[c];
-        D->expo[c] = steps[i].end_ns > held ? (double)(steps[i].end_ns - held) : 0;
+        if (cfend[steps[i].step] > held)
+            held = cfend[steps[i].step];
+        D->expo[(size_t)steps[i].step * D->nsrc + s] = steps[i].end_ns > held ? (double)(steps[i].end_ns - held) : 0;
     }
     rc = 0;
 done:

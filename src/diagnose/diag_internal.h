@@ -183,8 +183,9 @@ int diag_merge_links(dctx *D);
 int diag_late_tables(dctx *D);
 void diag_late_arrivals(dctx *D, teller_diagnosis *d);
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err);
-/* carry.c: fills D->expo; 0, or -1 out of memory */
-int diag_carry_exposure(dctx *D);
+/* carry.c: fills source s's cells of D->expo (allocated, zero, by the
+ * caller); 0, or -1 out of memory */
+int diag_carry_exposure(const dctx *D, size_t s);
 /* What step k's duration owes to the previous step's GPU work ending x ns late. */
 double diag_carried(const dctx *D, uint32_t k, double x);
 

@@ -98,17 +98,22 @@ typedef struct drun {
 } drun;
 
 /* Task i of a round: 0 the GPU busy index (round 1), 1 .. NDET the table's
- * families of the round, then one per source for the kernels. The long
- * tasks come first, so that no thread is left alone with one at the end. */
+ * families of the round, then one per source for the kernels, then (round
+ * 1) one per source for what its steps queued behind earlier ones
+ * (carry.c). The long tasks come first, so that no thread is left alone
+ * with one at the end. */
 static void run_task(void *ctx, size_t i)
 {
     drun *R = ctx;
     const dctx *D = R->D;
+    size_t ns = D->nsrc;
     int rc = 0;
     if (i == 0)
         rc = R->round == 1 ? diag_busy_build(&R->D->gpu, D, NULL) : 0;
     else if (i <= NDET)
         rc = detectors[i - 1].round == R->round ? detectors[i - 1].run(D, &R->f[i - 1]) : 0;
+    else if (i > NDET + ns)
+        rc = R->round == 1 ? diag_carry_exposure(D, i - 1 - NDET - ns) : 0;
     else if (R->round == 1)
         rc = diag_kernels_tally(D, i - 1 - NDET, &R->kt[i - 1 - NDET]);
     else
@@ -122,11 +127,12 @@ static void run_task(void *ctx, size_t i)
  * out of memory. */
 static int run_detectors(dctx *D, int jobs)
 {
-    size_t ns = D->nsrc, ntasks = 1 + NDET + ns;
+    size_t ns = D->nsrc, ntasks = 1 + NDET + 2 * ns;
     drun R = {.D = D, .kt = calloc(ns + 1, sizeof *R.kt), .kf = calloc(ns + 1, sizeof *R.kf),
               .rc = calloc(ntasks, sizeof *R.rc)};
     int rc = -1;
-    if (!R.kt || !R.kf || !R.rc)
+    D->expo = calloc((size_t)D->nsteps * ns + 1, sizeof *D->expo);
+    if (!R.kt || !R.kf || !R.rc || !D->expo)
         goto done;
     for (R.round = 1; R.round <= 2; R.round++) {
         teller_parallel_for(jobs, ntasks, run_task, &R);
@@ -431,7 +437,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     diag_notes(&D);
     /* rank the candidates of every step; the feature vectors need the
      * horizontal view, the run's usual step and the ranks' places */
-    if (diag_late_tables(&D) || diag_carry_exposure(&D))
+    if (diag_late_tables(&D))
         goto oom;
     double med_step = 0, ranks = 0, nodes = 0;
     {
