@@ -184,6 +184,7 @@ void *teller_store_scratch(teller_store *st, size_t n)
         free(st->scratch); /* contents are not kept: no copy */
         st->scratch = malloc(cap);
         st->scratch_cap = st->scratch ? cap : 0;
+        teller_prefault(st->scratch, n); /* it is written whole */
     }
     return st->scratch;
 }
@@ -285,12 +286,35 @@ void teller_store_reset(teller_store *st)
     st->nwarn = 0;
 }
 
+/* Maps the pages of event rows [lo, hi) of every column before they are
+ * written (vec.h: teller_prefault). */
+static void prefault_rows(teller_events *e, size_t lo, size_t hi)
+{
+#define COL(f) teller_prefault(e->f + lo, (hi - lo) * sizeof *e->f)
+    COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
+    COL(pid); COL(tid); COL(corr); COL(args); COL(parent); COL(first_child);
+    COL(next_sibling); COL(depth); COL(step);
+#undef COL
+}
+
+/* Rows are mapped a block at a time as readers add them: from row i to
+ * the end of its block (or of the capacity). */
+enum { PREFAULT_ROWS = 16384 };
+
+static size_t prefault_end(size_t i, size_t cap)
+{
+    size_t end = (i / PREFAULT_ROWS + 1) * PREFAULT_ROWS;
+    return end < cap ? end : cap;
+}
+
 uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
 {
-    size_t i = st->ev.n;
+    size_t i = st->ev.n, cap = st->ev_cap;
     if (teller_store_reserve_events(st, i + 1))
         return TELLER_NONE;
     teller_events *e = &st->ev;
+    if (i % PREFAULT_ROWS == 0 || st->ev_cap != cap) /* a new block, or columns that moved */
+        prefault_rows(e, i, prefault_end(i, st->ev_cap));
     e->start_ns[i] = r->start_ns;
     e->dur_ns[i] = r->dur_ns;
     e->name[i] = r->name;
@@ -315,8 +339,11 @@ teller_events *teller_store_events_mut(teller_store *st) { return &st->ev; }
 
 uint32_t teller_store_add_args(teller_store *st, const teller_args *a)
 {
+    size_t cap = st->args_cap;
     if (st->nargs >= TELLER_NONE - 1 || TELLER_GROW(st->args, st->args_cap, st->nargs + 1))
         return TELLER_NONE;
+    if (st->nargs % PREFAULT_ROWS == 0 || st->args_cap != cap)
+        teller_prefault(st->args + st->nargs, (prefault_end(st->nargs, st->args_cap) - st->nargs) * sizeof *st->args);
     st->args[st->nargs] = *a;
     return (uint32_t)st->nargs++;
 }
@@ -442,6 +469,7 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         dst->comms[c0 + i] = c;
     }
     dst->ncomms += src->ncomms;
+    teller_prefault(dst->args + a0, src->nargs * sizeof *dst->args);
     for (size_t i = 0; i < src->nargs; i++) {
         teller_args a = src->args[i];
         if (a.comm != TELLER_NONE)
@@ -464,6 +492,7 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     size_t n = se->n;
     if (n == 0)
         goto warnings; /* no columns to copy (they may not exist) */
+    prefault_rows(de, e0, e0 + n);
     memcpy(de->start_ns + e0, se->start_ns, n * sizeof *se->start_ns);
     memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
     memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);

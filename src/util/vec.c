@@ -3,8 +3,27 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "vec.h"
+
+void teller_prefault(void *p, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    static size_t page;
+    if (!page)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!p || bytes < 16 * page)
+        return; /* a few faults cost less than the call */
+    /* the pages holding the range are the allocation's, so mapped */
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1), b = ((uintptr_t)p + bytes + page - 1) & ~(uintptr_t)(page - 1);
+    (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
 
 int teller_grow(void **p, size_t *cap, size_t need, size_t size)
 {
