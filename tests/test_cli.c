@@ -109,13 +109,32 @@ static void test_cli_train_and_model(void)
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "3 cases") != NULL && strstr(out, "epoch   3") != NULL && strstr(out, "kept epoch") != NULL);
     CHECK(strstr(out, "abnormal from P 0.") != NULL && strstr(out, "validation: step F1 ") != NULL);
-    /* ablations: a modality left out; only logs and numbers are modalities */
+    CHECK(strstr(out, "TPE tokens, vocabulary of") != NULL);
+    /* ablations: modalities left out (the model file keeps them out where
+     * it is used), raw tokens, a vocabulary learned on the slices */
     snprintf(args, sizeof args, "train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "validation: step F1 ") != NULL);
-    snprintf(args, sizeof args, "train -o %s/ma.tmod --without trace %s/c", dir, dir);
+    snprintf(args, sizeof args, "train -o %s/mt.tmod --epochs 2 --without trace %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "diagnose --model %s/mt.tmod --model-alone %s/c/case_0000", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "judged by the model") != NULL);
+    snprintf(args, sizeof args, "train -o %s/ma.tmod --without time %s/c", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
-    CHECK(strstr(out, "--without takes logs or numbers, not trace") != NULL);
+    CHECK(strstr(out, "--without takes trace, logs or numbers, not time") != NULL);
+    snprintf(args, sizeof args, "train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "raw tokens, vocabulary of") != NULL && strstr(out, "(0 merges)") != NULL);
+    snprintf(args, sizeof args, "train -o %s/mv.tmod --epochs 2 --tpe-vocab 8 %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "TPE tokens, vocabulary of") != NULL && strstr(out, "(8 merges)") != NULL);
+    snprintf(args, sizeof args, "diagnose --model %s/mv.tmod %s/c/case_0000", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "train -o %s/mx.tmod --tpe-vocab 8 --trace-tokens raw %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    snprintf(args, sizeof args, "diagnose --no-model --model-alone %s/c/case_0000", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
     snprintf(args, sizeof args, "diagnose --model %s/m.tmod %s/c/case_0000", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "judged by the model") != NULL);

@@ -1016,14 +1016,21 @@ teller_status teller_model_load(const char *path, teller_model **out, teller_err
     FILE *f = fopen(path, "rb");
     if (!f)
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the model file");
-    /* never more than the largest model plus one byte: a huge foreign file is refused without reading it all */
-    size_t cap = file_size(MAX_VOCAB) + 1, n;
+    /* the header first: it says how long the file is, so a huge foreign
+     * file is refused without reading it all (and a model costs its size) */
+    unsigned char head[HEADER];
+    size_t n = fread(head, 1, HEADER, f), cap = n < HEADER ? n : file_size((size_t)get_u64(head + HEADER - 8));
+    if (n == HEADER && (get_u64(head + HEADER - 8) > MAX_VOCAB || memcmp(head, MODEL_MAGIC, 8)))
+        cap = HEADER; /* load_bytes names what is wrong */
+    cap++; /* one byte more shows trailing bytes */
     unsigned char *buf = malloc(cap);
     if (!buf) {
         fclose(f);
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
     }
-    n = fread(buf, 1, cap, f);
+    memcpy(buf, head, n < cap ? n : cap);
+    if (n == HEADER)
+        n += fread(buf + n, 1, cap - n, f);
     int rerr = ferror(f);
     fclose(f);
     teller_status st = rerr ? teller_error_set(err, TELLER_ERR_IO, path, n, "cannot read the model file")
