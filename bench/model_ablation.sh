@@ -28,22 +28,21 @@ SEEN="tracelens_b200_vllm tracelens_h100_hf tracelens_sglang_decode tracelens_vl
 HELDOUT="tracelens_mi300_hf tracelens_sglang_prefilldecode hta_ns_resolution hta_mi250 hta_trace_compare"
 mkdir -p "$OUT"
 
+simc() { # dir cases seed: a simulated corpus at fault rate 0.3, kept once made
+  if [ ! -f "$1/.done" ]; then
+    rm -rf "$1"
+    "$T" simulate --corpus "$2" --seed "$3" --fault all --fault-rate 0.3 -o "$1" > /dev/null
+    touch "$1/.done"
+  fi
+}
 TS="$OUT/train_sim_s3000_n$SIM"
-if [ ! -f "$TS/.done" ]; then
-  rm -rf "$TS"
-  "$T" simulate --corpus "$SIM" --seed 3000 --fault all --fault-rate 0.3 -o "$TS" > /dev/null
-  touch "$TS/.done"
-fi
+simc "$TS" "$SIM" 3000
 "$HERE/perturb_corpus.sh" "$BUILD" "$OUT/perturb_train_n$NPT" train "$NPT" 0.3 > /dev/null
 TRAIN=("$TS" "$OUT/perturb_train_n$NPT/train_r0.3/sim_healthy")
 for set in $SEEN; do TRAIN+=("$OUT/perturb_train_n$NPT/train_r0.3/$set"); done
 
 ES="$OUT/heldout_sim_s7000_r0.3_n$N"
-if [ ! -f "$ES/.done" ]; then
-  rm -rf "$ES"
-  "$T" simulate --corpus "$N" --seed 7000 --fault all --fault-rate 0.3 -o "$ES" > /dev/null
-  touch "$ES/.done"
-fi
+simc "$ES" "$N" 7000
 "$HERE/perturb_corpus.sh" "$BUILD" "$OUT/perturb_report_n$NP" report "$NP" 0.3 > /dev/null
 # the held-out real cases as one corpus (links), so that teller eval pools them
 ER="$OUT/heldout_real_n$NP"

@@ -426,25 +426,32 @@ static void test_model_file_and_determinism(void)
     rm_rf(p1);
 }
 
+/* A simulated case of two ranks (tensor parallel), every fault kind at
+ * the given rate, written into dir (a mkdtemp template) and loaded. */
+static teller_store *small_case(char *dir, int steps, double rate, uint64_t seed)
+{
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = steps;
+    o.fault_rate = rate;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = seed;
+    sim_case(dir, &o);
+    return load_case_ranks(dir, 0, 2);
+}
+
 /* teller_diagnose with a model: the model's probability is the step's
  * score, its order the candidates' order, and each abnormal step's
  * sentence names the root it chose with that candidate's own numbers */
 static void test_model_judges_diagnosis(void)
 {
     char dir[] = "/tmp/teller_mdiag_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 1;
-    o.gpus_per_node = 2;
-    o.tp = 2;
-    o.pp = 1;
-    o.steps = 30;
-    o.fault_rate = 0.4;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.seed = 4444;
     teller_error err;
     teller_error_clear(&err);
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
+    teller_store *st = small_case(dir, 30, 0.4, 4444);
     teller_diagnosis *d0 = NULL, *d1 = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d0, &err), TELLER_OK);
     /* a model that learned this case's numeric verdicts (its samples as
@@ -529,19 +536,9 @@ static void test_model_judges_diagnosis(void)
 static void test_model_trace_tokens(void)
 {
     char dir[] = "/tmp/teller_mtrace_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 1;
-    o.gpus_per_node = 2;
-    o.tp = 2;
-    o.pp = 1;
-    o.steps = 12;
-    o.fault_rate = 0.5;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.seed = 4545;
     teller_error err;
     teller_error_clear(&err);
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
+    teller_store *st = small_case(dir, 12, 0.5, 4545);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     teller_model *m = teller_model_create(1), *raw = teller_model_create(1);
