@@ -11,6 +11,7 @@
 #   - held out: N simulated cases of seed 7000 at fault rate 0.3, and NP
 #     perturbed cases (report seeds 200000+) of each of the five trace sets
 #     no model trains on, as bench/model_eval.sh.
+# SEED (environment, default 1) is the training seed of every row.
 # Each row is scored twice: as teller diagnose decides with the model (the
 # numeric stage's alarms stand unless vetoed, the root moves only when the
 # model is sure) and with the model alone (--model-alone).
@@ -76,7 +77,7 @@ for row in $ROWS; do
   esac
   M="$OUT/models/$row.tmod"; mkdir -p "$OUT/models"
   log="$OUT/models/$row.log"
-  "$T" train -o "$M" --seed 1 "${a[@]}" "${TRAIN[@]}" > "$log" 2>&1
+  "$T" train -o "$M" --seed "${SEED:-1}" "${a[@]}" "${TRAIN[@]}" > "$log" 2>&1
   ep=$(sed -n 's/^trained \([0-9]*\) epochs, kept epoch \([0-9]*\).*/\1 (\2)/p' "$log")
   vf=$(sed -n 's/^validation: step F1 \([0-9.]*\) (the model alone \([0-9.]*\).*/\1 (\2)/p' "$log")
   tt=$(sed -n 's/.*base tokens a step, \([0-9.]*\) trace tokens read/\1/p' "$log")

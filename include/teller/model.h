@@ -104,8 +104,9 @@ void teller_model_tracer_free(teller_model_tracer *t);
 teller_status teller_model_trace_base(teller_model_tracer *t, const teller_diagnosis *d, size_t k,
                                       teller_model_sample *out, teller_error *err);
 
-/* Slice j's base sequence of the sample as a TPE sequence (*out replaced;
- * teller_tpe_seq_free): what a vocabulary is learned on. */
+/* Slice j's base sequence of the sample as a TPE sequence (into *out,
+ * which holds nothing before; the caller frees it with
+ * teller_tpe_seq_free): what a vocabulary is learned on and encodes. */
 teller_status teller_model_base_seq(const teller_model_sample *s, int j, teller_tpe_seq *out, teller_error *err);
 
 /* The model's vocabulary (a new copy each call, caller frees): the one to

@@ -11,7 +11,7 @@
  * rows, so every product is one call of nn_matmul_* over its rows
  * (OpenBLAS when the build has it: 4-20x the plain loops at these sizes,
  * docs/MODEL.md). Attention adds a learned bias per head and layer by the
- * class of the token pair (pair_class): the tree enters there.
+ * class of the token pair (pair_classes): the tree enters there.
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,7 +41,7 @@ enum {
     MBK = TELLER_TPE_BUCKETS,
     MSEG = TELLER_MODEL_TRACE_CANDS,
     MREL = TELLER_REL_COUNT,
-    MNB = 7,            /* attention bias classes (pair_class) */
+    MNB = 7,            /* attention bias classes (pair_classes) */
     MTR = TELLER_MODEL_MAX_TRACE,
     MT = 1 + TELLER_DIAG_MAX_CANDS + TELLER_MODEL_MAX_LOGS + MTR /* tokens at most */
 };
@@ -277,7 +277,7 @@ static size_t sym_row(const teller_model *m, uint32_t sym)
 typedef struct acts {
     int     T, nc, nl, ntr;
     uint8_t mod[MT];
-    uint8_t rel[MT * MT];            /* pair classes (pair_class) */
+    uint8_t rel[MT * MT];            /* pair classes (pair_classes) */
     float   sn[MSF], fn[MC][MF];     /* normalised inputs */
     float   x0[MT * MD];             /* embeddings */
     float   ln1[ML][MT * MD], ln1m[ML][MT], ln1r[ML][MT];
