@@ -3,8 +3,8 @@
  * give a model or an error, never a crash. The checksum at the end would
  * stop almost every mutation, so for inputs of odd length the target first
  * rewrites it to match (as fuzz_vocab.c does with its hash), which lets the
- * fuzzer reach the dimension, size and value checks. A model that loads is
- * run on one small step. Parses from an exact-size heap copy so
+ * fuzzer reach the dimension, size, vocabulary and value checks. A model
+ * that loads is run on one small step with two trace tokens. Parses from an exact-size heap copy so
  * AddressSanitizer sees reads past the end.
  */
 #include <stdint.h>
@@ -35,6 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&s, 0, sizeof s);
         s.ncands = 2;
         s.nlogs = 1;
+        s.ntrace = 2; /* a slice of two tokens, the second under the first */
+        s.tsym[1] = 60000;
+        s.tparent[0] = TELLER_MODEL_NO_PARENT;
         teller_model_out o;
         teller_model_predict(m, &s, &o);
         teller_model_free(m);

@@ -109,13 +109,32 @@ static void test_cli_train_and_model(void)
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "3 cases") != NULL && strstr(out, "epoch   3") != NULL && strstr(out, "kept epoch") != NULL);
     CHECK(strstr(out, "abnormal from P 0.") != NULL && strstr(out, "validation: step F1 ") != NULL);
-    /* ablations: a modality left out; only logs and numbers are modalities */
-    snprintf(args, sizeof args, "train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", dir, dir);
-    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
-    CHECK(strstr(out, "validation: step F1 ") != NULL);
-    snprintf(args, sizeof args, "train -o %s/ma.tmod --without trace %s/c", dir, dir);
-    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
-    CHECK(strstr(out, "--without takes logs or numbers, not trace") != NULL);
+    CHECK(strstr(out, "TPE tokens, vocabulary of") != NULL);
+    /* ablations: modalities left out (the model file keeps them out where
+     * it is used, --model-alone scores it without the numeric stage's
+     * rules), raw tokens, a vocabulary learned on the slices; the options
+     * that exclude each other */
+    static const struct {
+        const char *args; /* two %s: the directory */
+        int         rc;
+        const char *want;
+    } abl[] = {
+        {"train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", 0, "validation: step F1 "},
+        {"train -o %s/mt.tmod --epochs 2 --without trace %s/c", 0, "validation: step F1 "},
+        {"diagnose --model %s/mt.tmod --model-alone %s/c/case_0000", 0, "judged by the model"},
+        {"train -o %s/ma.tmod --without time %s/c", 2, "--without takes trace, logs or numbers, not time"},
+        {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "raw tokens, vocabulary of"},
+        {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "(0 merges)"},
+        {"train -o %s/mv.tmod --epochs 2 --tpe-vocab 8 %s/c", 0, "(8 merges)"},
+        {"diagnose --model %s/mv.tmod %s/c/case_0000", 0, "judged by the model"},
+        {"train -o %s/mx.tmod --tpe-vocab 8 --trace-tokens raw %s/c", 2, "exclude each other"},
+        {"diagnose --no-model --model-alone --model %s/m.tmod %s/c/case_0000", 2, "--no-model excludes"},
+    };
+    for (size_t i = 0; i < sizeof abl / sizeof abl[0]; i++) {
+        snprintf(args, sizeof args, abl[i].args, dir, dir);
+        CHECK_EQ_INT(run_cli(args, out, sizeof out), abl[i].rc);
+        CHECK(strstr(out, abl[i].want) != NULL);
+    }
     snprintf(args, sizeof args, "diagnose --model %s/m.tmod %s/c/case_0000", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK(strstr(out, "judged by the model") != NULL);

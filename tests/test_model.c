@@ -14,6 +14,8 @@
 
 #include "check.h"
 #include "model/nn.h"
+#include "teller/slice.h"
+#include "util/kmap.h"
 #include "teller/diagnose.h"
 #include "teller/model.h"
 #include "teller/sim.h"
@@ -53,7 +55,7 @@ static double fd_check(lossfn f, void *ctx, float *x, const float *g, int n)
     return worst;
 }
 
-enum { C = 8, OC = 6, T = 5, NH = 2 };
+enum { C = 8, OC = 6, T = 5, NH = 2, NB = 3 };
 
 typedef struct lin_ctx {
     float in[C], w[C * OC], b[OC], r[OC];
@@ -101,14 +103,15 @@ static double gelu_loss(void *p)
 }
 
 typedef struct att_ctx {
-    float qkv[T * 3 * C], r[T * C];
+    float qkv[T * 3 * C], r[T * C], bias[NH * NB];
+    const uint8_t *rel; /* NULL: no bias */
 } att_ctx;
 
 static double att_loss(void *p)
 {
     att_ctx *c = p;
     float out[T * C], att[NH * T * T];
-    nn_attention_fwd(out, att, c->qkv, T, C, NH);
+    nn_attention_fwd(out, att, c->qkv, c->rel, c->bias, NB, T, C, NH);
     double s = 0;
     for (int i = 0; i < T * C; i++)
         s += out[i] * c->r[i];
@@ -143,14 +146,28 @@ static void test_model_layer_gradients(void)
     CHECK(fd_check(gelu_loss, &ge, ge.in, dgi, C) < 1e-2);
 
     att_ctx a;
-    fill(a.qkv, T * 3 * C), fill(a.r, T * C);
+    fill(a.qkv, T * 3 * C), fill(a.r, T * C), fill(a.bias, NH * NB);
+    a.rel = NULL;
     float ao[T * C], att[NH * T * T], dq[T * 3 * C] = {0}, scratch[T];
-    nn_attention_fwd(ao, att, a.qkv, T, C, NH);
-    nn_attention_bwd(dq, scratch, a.r, a.qkv, att, T, C, NH);
+    nn_attention_fwd(ao, att, a.qkv, NULL, NULL, 0, T, C, NH);
+    nn_attention_bwd(dq, NULL, scratch, a.r, a.qkv, att, NULL, 0, T, C, NH);
     CHECK(fd_check(att_loss, &a, a.qkv, dq, T * 3 * C) < 1e-2);
     /* a gradient that is wrong is caught: the check can fail */
     dq[3] += 0.5f;
     CHECK(fd_check(att_loss, &a, a.qkv, dq, T * 3 * C) > 1e-2);
+    /* with the bias by pair class (the tree-relative bias): the gradient
+     * of q, k, v and of the bias itself */
+    uint8_t rel[T * T];
+    for (int i = 0; i < T * T; i++)
+        rel[i] = (uint8_t)((i * 7 + i / T) % NB);
+    a.rel = rel;
+    float dqb[T * 3 * C] = {0}, dbias[NH * NB] = {0};
+    nn_attention_fwd(ao, att, a.qkv, rel, a.bias, NB, T, C, NH);
+    nn_attention_bwd(dqb, dbias, scratch, a.r, a.qkv, att, rel, NB, T, C, NH);
+    CHECK(fd_check(att_loss, &a, a.qkv, dqb, T * 3 * C) < 1e-2);
+    CHECK(fd_check(att_loss, &a, a.bias, dbias, NH * NB) < 1e-2);
+    dbias[1] += 0.5f;
+    CHECK(fd_check(att_loss, &a, a.bias, dbias, NH * NB) > 1e-2);
 }
 
 /* nn_matmul_* (cblas_sgemm when the build has OpenBLAS) give what the
@@ -190,7 +207,10 @@ static void test_model_matmul_matches_rows(void)
     CHECK(fabs(dw[2 * O + 3] - s) < 1e-4);
 }
 
-/* a step with n candidates and two log lines; its labels */
+/* a step with n candidates, two log lines and, for the first two
+ * candidates, slices of 6 trace tokens each (a small tree: 0 the root, 1
+ * and 2 its children, 3 under 1, 4 under 3, 5 another root; one symbol
+ * the vocabulary does not have); its labels */
 static void make_sample(teller_model_sample *s, int n, int abnormal, int kind, int root)
 {
     memset(s, 0, sizeof *s);
@@ -206,6 +226,17 @@ static void make_sample(teller_model_sample *s, int n, int abnormal, int kind, i
     s->nlogs = 2;
     s->log[0] = 7;
     s->log[1] = 100;
+    static const uint8_t par[6] = {TELLER_MODEL_NO_PARENT, 0, 0, 1, 3, TELLER_MODEL_NO_PARENT};
+    for (int j = 0; j < 2 && j < n; j++)
+        for (int i = 0; i < 6; i++) {
+            uint32_t x = s->ntrace++;
+            s->tsym[x] = (uint32_t)(i == 4 ? 60000 : 7 + 13 * j + 5 * i);
+            s->tdepth[x] = (uint8_t)(i == 0 || i == 5 ? 0 : i < 3 ? 1 : i - 1);
+            s->tbucket[x] = (uint8_t)((i + j) % TELLER_TPE_BUCKETS);
+            s->tseg[x] = (uint8_t)j;
+            s->trel[x] = (uint8_t)((i + 2 * j) % 8);
+            s->tparent[x] = par[i] == TELLER_MODEL_NO_PARENT ? TELLER_MODEL_NO_PARENT : (uint8_t)(6 * j + par[i]);
+        }
     s->abnormal = (uint8_t)abnormal;
     s->kind = (uint8_t)kind;
     s->root = (int8_t)root;
@@ -222,8 +253,9 @@ static double whole_loss(void *p)
     return nn_model_loss_grad(c->m, c->s, NULL);
 }
 
-/* every parameter tensor of the whole model (embeddings, both encoder
- * layers, every modality's feed-forward, the heads) against finite
+/* every parameter tensor of the whole model (embeddings, the trace
+ * tokens' among them, both encoder layers, the attention bias by pair
+ * class, every modality's feed-forward, the heads) against finite
  * differences, on parameters with a nonzero gradient */
 static void test_model_whole_gradient(void)
 {
@@ -240,21 +272,31 @@ static void test_model_whole_gradient(void)
     CHECK(isfinite(l0) && l0 > 0);
     whole_ctx c = {m, &s};
     /* checked in double: the loss is summed in double but the forward
-     * pass is float, so the step is larger and the bound looser */
-    int checked = 0, bad = 0;
-    for (size_t i = 0; i < n; i += 37) {
-        if (fabsf(g[i]) < 1e-4f)
-            continue;
-        float keep = w[i], h = 3e-3f;
-        w[i] = keep + h;
-        double lp = whole_loss(&c);
-        w[i] = keep - h;
-        double lm = whole_loss(&c);
-        w[i] = keep;
-        double num = (lp - lm) / (2.0 * h), err = fabs(num - g[i]) / (fabs(num) + fabs(g[i]) + 1e-3);
-        checked++;
-        bad += err > 5e-2;
+     * pass is float, so the step is larger and the bound looser. Every
+     * tensor: up to 60 of its parameters with a gradient, spread over it */
+    size_t off[64], len[64];
+    int nt = nn_model_tensors(off, len, 64), checked = 0, bad = 0, untested = 0;
+    for (int t = 0; t < nt; t++) {
+        size_t live = 0, seen = 0;
+        for (size_t i = off[t]; i < off[t] + len[t]; i++)
+            live += fabsf(g[i]) >= 1e-4f;
+        int here = 0;
+        for (size_t i = off[t]; i < off[t] + len[t]; i++) {
+            if (fabsf(g[i]) < 1e-4f || seen++ % (live / 60 + 1))
+                continue;
+            float keep = w[i], h = 3e-3f;
+            w[i] = keep + h;
+            double lp = whole_loss(&c);
+            w[i] = keep - h;
+            double lm = whole_loss(&c);
+            w[i] = keep;
+            double num = (lp - lm) / (2.0 * h), err = fabs(num - g[i]) / (fabs(num) + fabs(g[i]) + 1e-3);
+            checked++, here++;
+            bad += err > 5e-2;
+        }
+        untested += !here;
     }
+    CHECK_EQ_INT(untested, 0);
     fprintf(stderr, "  whole model: %d parameters checked, %d off\n", checked, bad);
     CHECK(checked > 200);
     CHECK(bad * 50 <= checked); /* float rounding: at most 2 % off by more than 5 % */
@@ -359,10 +401,10 @@ static void test_model_file_and_determinism(void)
     /* another version, other dimensions, trailing bytes */
     unsigned char *c = malloc(na + 1);
     memcpy(c, a, na);
-    c[8] = 2;
+    c[8] = 1; /* version 1: before the trace modality */
     put_file(f3, c, na);
     CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
-    CHECK(strstr(err.msg, "version 2") != NULL);
+    CHECK(strstr(err.msg, "version 1") != NULL && !strcmp(err.file, f3));
     memcpy(c, a, na);
     c[12] = 32;
     put_file(f3, c, na);
@@ -384,36 +426,51 @@ static void test_model_file_and_determinism(void)
     rm_rf(p1);
 }
 
+/* A simulated case of two ranks (tensor parallel), every fault kind at
+ * the given rate, written into dir (a mkdtemp template) and loaded. */
+static teller_store *small_case(char *dir, int steps, double rate, uint64_t seed)
+{
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = steps;
+    o.fault_rate = rate;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = seed;
+    sim_case(dir, &o);
+    return load_case_ranks(dir, 0, 2);
+}
+
 /* teller_diagnose with a model: the model's probability is the step's
  * score, its order the candidates' order, and each abnormal step's
  * sentence names the root it chose with that candidate's own numbers */
 static void test_model_judges_diagnosis(void)
 {
     char dir[] = "/tmp/teller_mdiag_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 1;
-    o.gpus_per_node = 2;
-    o.tp = 2;
-    o.pp = 1;
-    o.steps = 30;
-    o.fault_rate = 0.4;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.seed = 4444;
     teller_error err;
     teller_error_clear(&err);
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
+    teller_store *st = small_case(dir, 30, 0.4, 4444);
     teller_diagnosis *d0 = NULL, *d1 = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d0, &err), TELLER_OK);
-    /* a model that learned this case's numeric verdicts */
+    /* a model that learned this case's numeric verdicts (its samples as
+     * teller_diagnose makes them: with the trace, read with the model's
+     * vocabulary) */
+    teller_model *m = teller_model_create(5);
+    teller_model_tracer *tr = NULL;
+    CHECK_EQ_INT(teller_model_tracer_create(m, NULL, st, &tr, &err), TELLER_OK);
     teller_model_sample *s = calloc(d0->n, sizeof *s);
+    size_t with_trace = 0;
     for (size_t k = 0; k < d0->n; k++) {
-        teller_model_sample_of(d0, k, &s[k]);
+        teller_model_out mo;
+        CHECK_EQ_INT(teller_model_step(tr, d0, k, &s[k], &mo, &err), TELLER_OK);
+        with_trace += s[k].ntrace > 0;
         s[k].abnormal = (uint8_t)d0->steps[k].pred.abnormal;
         s[k].kind = (uint8_t)(s[k].abnormal ? d0->cands[d0->steps[k].first_cand].det : 0);
         s[k].root = (int8_t)(s[k].abnormal ? 0 : -1);
     }
-    teller_model *m = teller_model_create(5);
+    CHECK(with_trace > 0);
     teller_train_opts to = {0};
     to.max_epochs = 40;
     to.patience = 40;
@@ -433,11 +490,10 @@ static void test_model_judges_diagnosis(void)
         /* the model saw the step in the numeric stage's order */
         teller_model_sample x;
         teller_model_out mo;
-        teller_model_sample_of(d0, k, &x);
-        CHECK_EQ_INT(teller_model_predict(m, &x, &mo), 0);
+        CHECK_EQ_INT(teller_model_step(tr, d0, k, &x, &mo, &err), TELLER_OK);
         CHECK(fabs(b->pred.score - teller_model_step_score(&mo, a->pred.score, 0.5)) < 1e-6);
         /* its root first, the others in the numeric stage's order */
-        uint32_t r = teller_model_root(&x, &mo), want[TELLER_DIAG_MAX_CANDS], nw = 0;
+        uint32_t r = teller_model_root(&x, &mo, TELLER_MODEL_ROOT_CONFIDENCE), want[TELLER_DIAG_MAX_CANDS], nw = 0;
         want[nw++] = r;
         for (uint32_t q = 0; q < a->ncands; q++)
             if (q != r)
@@ -463,9 +519,115 @@ static void test_model_judges_diagnosis(void)
     CHECK(flagged > 0);
     CHECK((size_t)agree * 10 >= d1->n * 9);
     free(s);
+    teller_model_tracer_free(tr);
     teller_model_free(m);
     teller_diagnosis_free(d0);
     teller_diagnosis_free(d1);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* A step's trace: the slices around its first candidates, serialised
+ * (base), then TPE tokens (fewer than the base tokens they cover) or raw
+ * ones (the base tokens themselves), a window of at most
+ * TELLER_MODEL_TRACE_TOKENS around each seed, every parent inside its own
+ * slice and before its child; a learned vocabulary is the model's once set,
+ * and travels in its file */
+static void test_model_trace_tokens(void)
+{
+    char dir[] = "/tmp/teller_mtrace_XXXXXX";
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = small_case(dir, 12, 0.5, 4545);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_model *m = teller_model_create(1), *raw = teller_model_create(1);
+    teller_tpe_vocab *v = NULL;
+    CHECK_EQ_INT(teller_model_vocab(m, &v, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_model_set_vocab(raw, v, TELLER_MODEL_TOKENS_RAW, &err), TELLER_OK);
+    teller_model_tracer *tr = NULL;
+    CHECK_EQ_INT(teller_model_tracer_create(NULL, v, st, &tr, &err), TELLER_OK);
+    size_t slices = 0, base = 0, tpe = 0, seeds = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        teller_model_sample s, r;
+        teller_model_sample_of(d, k, &s);
+        CHECK_EQ_INT(teller_model_trace_base(tr, d, k, &s, &err), TELLER_OK);
+        r = s;
+        CHECK_EQ_INT(teller_model_tokenize(m, v, &s, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_model_tokenize(raw, v, &r, &err), TELLER_OK);
+        const teller_diag_step *ds = &d->steps[k];
+        for (uint32_t j = 0; j < TELLER_MODEL_TRACE_CANDS; j++) {
+            int has = j < ds->ncands && d->cands[ds->first_cand + j].event != TELLER_NONE;
+            CHECK(has == (s.nbase[j] > 0));
+            if (!has)
+                continue;
+            slices++;
+            base += s.nbase[j];
+            /* the seed's TAG token is its candidate's event */
+            CHECK(s.base_rel[j][s.seed_pos[j]] == TELLER_REL_SEED);
+            size_t here = 0, rawn = 0, seed = 0;
+            for (uint32_t i = 0; i < s.ntrace; i++) {
+                if (s.tseg[i] != j)
+                    continue;
+                here++;
+                seed += s.trel[i] == TELLER_REL_SEED;
+                CHECK(s.tparent[i] == TELLER_MODEL_NO_PARENT || (s.tparent[i] < i && s.tseg[s.tparent[i]] == j));
+            }
+            for (uint32_t i = 0; i < r.ntrace; i++)
+                rawn += r.tseg[i] == j;
+            CHECK(here >= 1 && here <= TELLER_MODEL_TRACE_TOKENS);
+            CHECK(rawn == (s.nbase[j] < TELLER_MODEL_TRACE_TOKENS ? s.nbase[j] : TELLER_MODEL_TRACE_TOKENS));
+            CHECK(seed >= 1);
+            seeds += seed > 0;
+            if (s.nbase[j] <= TELLER_MODEL_TRACE_TOKENS) /* the whole slice: TPE is shorter, or as long */
+                CHECK(here <= s.nbase[j]);
+            tpe += here;
+        }
+    }
+    fprintf(stderr, "  trace: %zu slices, %.1f base tokens and %.1f TPE tokens read a slice\n", slices,
+            slices ? (double)base / (double)slices : 0, slices ? (double)tpe / (double)slices : 0);
+    CHECK(slices > 5 && seeds == slices);
+    /* a vocabulary learned elsewhere is the model's once set, and travels
+     * in the model file; one that does not parse is an error naming the file */
+    teller_tpe_vocab *lv = teller_tpe_vocab_create(NULL);
+    CHECK(lv && teller_tpe_vocab_intern(lv, "only", 4) != TELLER_NONE);
+    CHECK_EQ_INT(teller_model_set_vocab(m, lv, TELLER_MODEL_TOKENS_TPE, &err), TELLER_OK);
+    char path[] = "/tmp/teller_mvocab_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_EQ_INT(teller_model_save(m, path, &err), TELLER_OK);
+    teller_model *back = NULL;
+    teller_tpe_vocab *bv = NULL;
+    CHECK_EQ_INT(teller_model_load(path, &back, &err), TELLER_OK);
+    CHECK(back && teller_model_vocab(back, &bv, &err) == TELLER_OK);
+    CHECK(bv && teller_tpe_vocab_size(bv) == teller_tpe_vocab_size(lv));
+    size_t nb = 0;
+    unsigned char *b = (unsigned char *)read_file(path, &nb);
+    unsigned char *at = NULL;
+    for (size_t i = 0; b && i + 6 <= nb && !at; i++)
+        at = memcmp(b + i, "b only", 6) ? NULL : b + i;
+    CHECK(at != NULL);
+    if (at) {
+        at[2] = 'O'; /* the vocabulary's own hash now fails; the file's is made to agree */
+        uint64_t h = kmap_hash_bytes(b, nb - 8);
+        for (int i = 0; i < 8; i++)
+            b[nb - 8 + i] = (unsigned char)(h >> (8 * i));
+        put_file(path, b, nb);
+        teller_model *bad = NULL;
+        CHECK_EQ_INT(teller_model_load(path, &bad, &err), TELLER_ERR_FORMAT);
+        CHECK(bad == NULL && strstr(err.msg, "vocabulary") && !strcmp(err.file, path));
+    }
+    free(b);
+    unlink(path);
+    teller_tpe_vocab_free(bv);
+    teller_model_free(back);
+    teller_tpe_vocab_free(lv);
+    teller_model_tracer_free(tr);
+    teller_tpe_vocab_free(v);
+    teller_model_free(raw);
+    teller_model_free(m);
+    teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
 }
@@ -484,11 +646,12 @@ static void test_model_rules_around_numeric_stage(void)
     memset(&o, 0, sizeof o);
     o.p_kind[1] = o.p_kind[2] = o.p_kind[3] = 1.0f / 3;
     o.p_root[0] = 0.05f, o.p_root[1] = 0.93f, o.p_root[2] = 0.02f;
-    CHECK_EQ_INT(teller_model_root(&s, &o), 1);
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE), 1);
     o.p_root[1] = 0.6f, o.p_root[0] = 0.38f; /* not confident: the numeric stage's first */
-    CHECK_EQ_INT(teller_model_root(&s, &o), 0);
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE), 0);
+    CHECK_EQ_INT(teller_model_root(&s, &o, 0), 1); /* the model alone: its own choice */
     o.p_kind[2] = 0.9f, o.p_kind[1] = 0.05f, o.p_kind[3] = 0.05f; /* the kind head sides with candidate 1 */
-    CHECK_EQ_INT(teller_model_root(&s, &o), 1);
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE), 1);
 
     o.p_abnormal = 0.3f;
     CHECK(teller_model_step_score(&o, 0.8, 0.5) == 0.5);          /* a numeric alarm stands */
@@ -580,6 +743,8 @@ const test_case model_tests[] = {
      test_model_judges_diagnosis},
     {"model: the root stays the numeric stage's unless the model is sure; alarms stand unless vetoed; calibrated to best F1",
      test_model_rules_around_numeric_stage},
+    {"model: a step's trace is its first candidates' slices, TPE tokens (or raw) around each seed; the vocabulary travels",
+     test_model_trace_tokens},
     {"model: the products over rows (OpenBLAS when built with it) match the row-by-row layers",
      test_model_matmul_matches_rows},
     {"model: every layer's gradient matches finite differences (and a wrong one is caught)", test_model_layer_gradients},

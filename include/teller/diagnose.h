@@ -99,6 +99,10 @@ typedef struct teller_diag_opts {
     /* the root-cause model (model.h) that judges each step and picks its
      * root among the candidates; NULL: the numeric stage alone */
     const struct teller_model *model;
+    /* with a model: it decides alone (a step is abnormal at P >= 0.5, its
+     * root the model's choice however unsure; no numeric alarm stands),
+     * for measuring a model or an ablation, not for use */
+    int model_alone;
     /* threads for the per-rank work of the detectors; <= 0: the cores this
      * process may use. The diagnosis does not depend on it, byte for byte. */
     int jobs;

@@ -5,12 +5,16 @@
  * abnormal and which candidate is its root. docs/MODEL.md has the design
  * and the figures.
  *
- * A step is a sequence of tokens of three modalities: one step token (the
+ * A step is a sequence of tokens of four modalities: one step token (the
  * step's own numbers), one token per candidate (its feature vector, its
- * detector's kind, its layer) and one token per log line aligned to the
- * step (its template, hashed into buckets). Each modality has its own
- * feed-forward layers (the mixture-of-transformers idea); attention is
- * shared. Heads: step abnormal (the step token), fault kind (the step
+ * detector's kind, its layer), one token per log line aligned to the step
+ * (its template, hashed into buckets), and the trace tokens: the TPE
+ * tokens (tpe.h) of the causal-context slice (slice.h) around each of the
+ * step's first TELLER_MODEL_TRACE_CANDS candidates. Each modality has its
+ * own feed-forward layers (the mixture-of-transformers idea); attention is
+ * shared, with a learned bias by how two tokens are related (the same
+ * token, parent and child in a slice's tree, farther in it, a trace token
+ * and its candidate). Heads: step abnormal (the step token), fault kind (the step
  * token, 13 kinds + normal), and a pointer over the candidate tokens. The
  * model only chooses: every number in an explanation still comes from the
  * chosen candidate's analysis.
@@ -23,6 +27,8 @@
 #include "teller/diagnose.h"
 #include "teller/error.h"
 #include "teller/fault.h"
+#include "teller/store.h"
+#include "teller/tpe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +37,12 @@ extern "C" {
 #define TELLER_MODEL_STEP_FEATURES 4   /* log2(step / usual step), log lines aligned, candidates / 16, best score */
 #define TELLER_MODEL_MAX_LOGS      6   /* log tokens per step (the step's log evidence) */
 #define TELLER_MODEL_LOG_BUCKETS   128 /* log templates are hashed into this many embeddings */
+#define TELLER_MODEL_TRACE_CANDS   2   /* slices: around the step's first candidates (K) */
+#define TELLER_MODEL_SLICE_EVENTS  48  /* events a slice keeps (the most relevant, slice.h) */
+#define TELLER_MODEL_SLICE_BASE    (2 * TELLER_MODEL_SLICE_EVENTS) /* its base tokens at most (TAG, NAME a node) */
+#define TELLER_MODEL_TRACE_TOKENS  24  /* trace tokens a slice gives the model (T), around its seed */
+#define TELLER_MODEL_MAX_TRACE     (TELLER_MODEL_TRACE_CANDS * TELLER_MODEL_TRACE_TOKENS)
+#define TELLER_MODEL_NO_PARENT     0xff /* a trace token whose parent is not among the step's tokens */
 
 /* One step as the model sees it; the labels are used only by training. */
 typedef struct teller_model_sample {
@@ -41,17 +53,87 @@ typedef struct teller_model_sample {
     uint8_t  layer[TELLER_DIAG_MAX_CANDS]; /* teller_layer */
     uint32_t nlogs;
     uint16_t log[TELLER_MODEL_MAX_LOGS];   /* template buckets */
+    /* the trace: slice j is around candidate j's event. First its base
+     * sequence (teller_model_trace_base: serialised with the vocabulary
+     * the run was read with, relation of each node in the slice), then the
+     * tokens the model reads (teller_model_tokenize) */
+    uint32_t nbase[TELLER_MODEL_TRACE_CANDS];
+    uint32_t seed_pos[TELLER_MODEL_TRACE_CANDS]; /* the seed's TAG token in the base sequence */
+    uint32_t base_sym[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE];
+    uint8_t  base_parent[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE]; /* TELLER_MODEL_NO_PARENT at a root */
+    uint8_t  base_depth[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE];
+    uint8_t  base_bucket[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE];
+    uint8_t  base_rel[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE]; /* teller_slice_rel */
+    uint32_t ntrace;
+    uint32_t tsym[TELLER_MODEL_MAX_TRACE];   /* symbol id in the model's vocabulary (unknown: beyond it) */
+    uint8_t  tdepth[TELLER_MODEL_MAX_TRACE];
+    uint8_t  tbucket[TELLER_MODEL_MAX_TRACE]; /* 0..4, lo..8x */
+    uint8_t  tseg[TELLER_MODEL_MAX_TRACE];    /* the slice's candidate, 0..K-1 */
+    uint8_t  trel[TELLER_MODEL_MAX_TRACE];    /* the most relevant slice relation of the nodes it covers */
+    uint8_t  tparent[TELLER_MODEL_MAX_TRACE]; /* index among the trace tokens, TELLER_MODEL_NO_PARENT */
     /* labels */
     uint8_t  abnormal;
     uint8_t  kind;  /* teller_fault, NONE for a normal step */
     int8_t   root;  /* index of the true root among the candidates, -1 when none is */
 } teller_model_sample;
 
-/* Step k of a diagnosis as a sample (labels: normal, no root). The run's
- * usual step is d->usual_step_ns. */
+/* Step k of a diagnosis as a sample (labels: normal, no root), without
+ * its trace. The run's usual step is d->usual_step_ns. */
 void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sample *out);
 
 typedef struct teller_model teller_model;
+
+/* The trace tokens: raw per-node tokens (the base sequence as it is) or
+ * TPE tokens (repeat runs collapsed and merges applied, tpe.h). */
+typedef enum teller_model_tokens { TELLER_MODEL_TOKENS_TPE = 0, TELLER_MODEL_TOKENS_RAW = 1 } teller_model_tokens;
+
+/* The trace of one loaded run: its duration buckets and a vocabulary that
+ * learns the run's new names (tpe.h teller_tpe_ctx). With m (v NULL): a
+ * copy of m's vocabulary, the tracer's, and teller_model_step runs m;
+ * with v (m NULL): v, borrowed, for base sequences alone (training reads
+ * every run with one vocabulary). The store (and v) must outlive it. */
+typedef struct teller_model_tracer teller_model_tracer;
+teller_status teller_model_tracer_create(const teller_model *m, teller_tpe_vocab *v, const teller_store *st,
+                                         teller_model_tracer **out, teller_error *err);
+void teller_model_tracer_free(teller_model_tracer *t);
+/* Fills the sample's base sequences: the slice (TELLER_MODEL_SLICE_EVENTS
+ * events) around the event of each of step k's first
+ * TELLER_MODEL_TRACE_CANDS candidates, serialised (an empty one for a
+ * candidate without an event), its first TELLER_MODEL_SLICE_BASE tokens.
+ * d must be the diagnosis of the tracer's store. */
+teller_status teller_model_trace_base(teller_model_tracer *t, const teller_diagnosis *d, size_t k,
+                                      teller_model_sample *out, teller_error *err);
+
+/* Slice j's base sequence of the sample as a TPE sequence (into *out,
+ * which holds nothing before; the caller frees it with
+ * teller_tpe_seq_free): what a vocabulary is learned on and encodes. */
+teller_status teller_model_base_seq(const teller_model_sample *s, int j, teller_tpe_seq *out, teller_error *err);
+
+/* The model's vocabulary (a new copy each call, caller frees): the one to
+ * read a run with. */
+teller_status teller_model_vocab(const teller_model *m, teller_tpe_vocab **out, teller_error *err);
+/* Makes v (copied) the model's vocabulary and tok its tokens; done before
+ * training, with the vocabulary the training runs were read with (it knows
+ * their names). */
+teller_status teller_model_set_vocab(teller_model *m, const teller_tpe_vocab *v, teller_model_tokens tok,
+                                     teller_error *err);
+teller_model_tokens teller_model_token_kind(const teller_model *m);
+
+/* Inputs a model never sees (an ablation, `teller train --without`): kept
+ * in the model file, taken away from every sample it reads. */
+enum { TELLER_MODEL_WITHOUT_TRACE = 1, TELLER_MODEL_WITHOUT_LOGS = 2, TELLER_MODEL_WITHOUT_NUMBERS = 4 };
+void teller_model_set_without(teller_model *m, uint32_t without);
+uint32_t teller_model_without(const teller_model *m);
+/* Takes away what the model does not see: the trace tokens, the log
+ * tokens (and the step's log count), the numbers (the step's four and
+ * every candidate's features; the candidates keep their kind and layer). */
+void teller_model_ablate(const teller_model *m, teller_model_sample *s);
+/* The sample's trace tokens from its base sequences: encoded with v (the
+ * vocabulary the base sequences were serialised with: the model's, grown
+ * by the run's new names) unless the model reads raw tokens, then the
+ * TELLER_MODEL_TRACE_TOKENS tokens around each slice's seed. */
+teller_status teller_model_tokenize(const teller_model *m, const teller_tpe_vocab *v, teller_model_sample *s,
+                                    teller_error *err);
 
 /* What the model says about one step. */
 typedef struct teller_model_out {
@@ -60,13 +142,14 @@ typedef struct teller_model_out {
     float p_root[TELLER_DIAG_MAX_CANDS]; /* over the sample's candidates */
 } teller_model_out;
 
-/* A fresh model, weights drawn from seed (same seed, same weights). NULL
- * when out of memory. */
+/* A fresh model, weights drawn from seed (same seed, same weights), the
+ * built-in TPE vocabulary and TPE tokens. NULL when out of memory. */
 teller_model *teller_model_create(uint64_t seed);
 void teller_model_free(teller_model *m);
 
 /* Reads a model file; a file that is not one, is truncated, fails its
- * checksum or was written for other dimensions is an error naming it. */
+ * checksum, was written by another version or for other dimensions, or
+ * holds a vocabulary that does not parse is an error naming it. */
 teller_status teller_model_load(const char *path, teller_model **out, teller_error *err);
 /* The same from bytes in memory; name is used in errors. */
 teller_status teller_model_load_bytes(const void *p, size_t n, const char *name, teller_model **out, teller_error *err);
@@ -77,13 +160,19 @@ teller_status teller_model_load_default(teller_model **out, teller_error *err);
 
 /* Runs the model on one sample. Returns -1 when out of memory. */
 int teller_model_predict(const teller_model *m, const teller_model_sample *s, teller_model_out *out);
+/* Step k of d (the diagnosis of the tracer's store) as the tracer's model
+ * sees it: *s its sample (teller_model_sample_of, its trace base and
+ * tokens, less what the model leaves out), *o the model's answer. */
+teller_status teller_model_step(teller_model_tracer *t, const teller_diagnosis *d, size_t k, teller_model_sample *s,
+                                teller_model_out *o, teller_error *err);
 
 /* Which of the sample's candidates (in the numeric stage's order) is the
  * root: the numeric stage's first (0), unless the model is confident of
  * another, P(root = c and kind = c's detector kind) normalised over the
- * candidates at least TELLER_MODEL_ROOT_CONFIDENCE. */
+ * candidates at least `confidence` (TELLER_MODEL_ROOT_CONFIDENCE as
+ * teller_diagnose uses the model; 0: the model's own choice). */
 #define TELLER_MODEL_ROOT_CONFIDENCE 0.9
-uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o);
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence);
 
 /* The step's score under the model: P(abnormal), except that an alarm of
  * the numeric stage (its score `numeric` >= threshold) stands, scored

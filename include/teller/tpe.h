@@ -201,6 +201,9 @@ uint32_t teller_tpe_repeat_symbol(uint32_t copies);
 teller_status teller_tpe_vocab_default(teller_tpe_vocab **out, teller_error *err);
 
 teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path, teller_error *err);
+/* The vocabulary file's bytes, as teller_tpe_vocab_save writes them, in
+ * *out (malloc'd, caller frees; not NUL-terminated), *n bytes. */
+teller_status teller_tpe_vocab_write(const teller_tpe_vocab *v, char **out, size_t *n, teller_error *err);
 teller_status teller_tpe_vocab_load(const char *path, teller_tpe_vocab **out, teller_error *err);
 /* Parses a vocabulary file's bytes; name is used in errors. */
 teller_status teller_tpe_vocab_parse(const char *data, size_t n, const char *name, teller_tpe_vocab **out,

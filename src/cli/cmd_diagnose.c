@@ -1,10 +1,12 @@
 /*
  * cmd_diagnose.c - `teller diagnose [--log LOG...] [--json FILE] [--html FILE]
  * [--perfetto FILE] [--candidates FILE] [--model FILE | --no-model]
- * TRACE_OR_CASE...`: the terminal summary (worst steps first), the
+ * [--model-alone] TRACE_OR_CASE...`: the terminal summary (worst steps first), the
  * predictions JSON of BENCHMARK.md, the reports, and every step's
  * candidates with their feature vectors. The built-in default model judges
- * the steps when there is one; --model picks another, --no-model none.
+ * the steps when there is one; --model picks another, --no-model none;
+ * --model-alone lets the model decide without the numeric stage's rules
+ * (for measuring a model, docs/MODEL.md).
  * A case directory brings its logs/node*.log along.
  */
 #include <dirent.h>
@@ -107,7 +109,7 @@ int cmd_diagnose(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
     const char *json = NULL, *html = NULL, *perfetto = NULL, *cands = NULL, *model_path = NULL;
-    int no_model = 0;
+    int no_model = 0, model_alone = 0;
     teller_model *model = NULL;
     char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t nlogs = 0;
@@ -126,13 +128,16 @@ int cmd_diagnose(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: teller diagnose [--log LOG...] [--json FILE] [--html FILE] [--perfetto FILE]\n"
-                   "                       [--candidates FILE] [--model FILE | --no-model] [--threshold T]\n"
+                   "                       [--candidates FILE] [--model FILE | --no-model] [--model-alone]\n"
+                   "                       [--threshold T]\n"
                    "                       [options] TRACE_OR_CASE...\n"
                    "  a case directory brings its logs/node*.log; --log adds service logs\n"
                    "  (a log's node comes from node<N> in its name)\n"
                    "  --candidates FILE: every step's candidates and their features as JSON\n"
                    "  --model FILE: the root-cause model to use (default: the built-in one, if any);\n"
-                   "  --no-model: the numeric stage alone\n" CLI_COMMON_HELP);
+                   "  --no-model: the numeric stage alone\n"
+                   "  --model-alone: the model decides alone (P(abnormal) >= 0.5, its own root; no\n"
+                   "  numeric alarm stands): for measuring a model or an ablation\n" CLI_COMMON_HELP);
             goto done;
         }
         if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
@@ -156,6 +161,8 @@ int cmd_diagnose(int argc, char **argv)
             model_path = argv[++i];
         else if (!strcmp(a, "--no-model"))
             no_model = 1;
+        else if (!strcmp(a, "--model-alone"))
+            model_alone = 1;
         else if (!strcmp(a, "--threshold")) {
             /* scores are in [0, 1]: a threshold above 1 would flag nothing */
             if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
@@ -173,8 +180,8 @@ int cmd_diagnose(int argc, char **argv)
                 cli_case_logs(argv[i], &logs, &nlogs);
         }
     }
-    if (no_model && model_path) {
-        fprintf(stderr, "teller: diagnose: --model and --no-model exclude each other\n");
+    if (no_model && (model_path || model_alone)) {
+        fprintf(stderr, "teller: diagnose: --no-model excludes --model and --model-alone\n");
         rc = 2;
         goto done;
     }
@@ -195,6 +202,7 @@ int cmd_diagnose(int argc, char **argv)
     }
     teller_diag_opts dop = teller_diag_defaults();
     dop.model = model;
+    dop.model_alone = model_alone;
     dop.logs = (const char *const *)logs;
     dop.nlogs = nlogs;
     dop.jobs = o.load.jobs;

@@ -1,12 +1,17 @@
 /*
  * cmd_train.c - `teller train -o MODEL [--base MODEL] [--seed N]
- * [--epochs N] [--patience N] [--val-every N] [--without logs|numbers]
- * CASE_OR_CORPUS...`: trains the root-cause model (model.h) on cases with
- * a truth.json (`teller simulate`, `teller perturb`). Every case is loaded
- * and diagnosed by the numeric stage; each step becomes a sample whose
- * labels come from the truth. Every N-th case (default 5) is held out for
- * validation and early stopping, so a case's steps are never on both
- * sides; the calibrated model's figures on it are printed at the end.
+ * [--epochs N] [--patience N] [--val-every N]
+ * [--without trace|logs|numbers]... [--trace-tokens tpe|raw]
+ * [--tpe-vocab N] CASE_OR_CORPUS...`: trains the root-cause model
+ * (model.h) on cases with a truth.json (`teller simulate`, `teller
+ * perturb`). Every case is loaded and diagnosed by the numeric stage; each
+ * step becomes a sample whose labels come from the truth, and whose trace
+ * is read with one vocabulary for all cases (the model's, or with
+ * --tpe-vocab N a new one whose N merges are learned on the training
+ * steps' slices once every case is read). Every N-th case (default 5) is
+ * held out for validation and early stopping, so a case's steps are never
+ * on both sides; the calibrated model's figures on it are printed at the
+ * end.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -57,14 +62,17 @@ static int add_cases(const char *path, char ***v, size_t *n)
     return 0;
 }
 
-/* The samples of one case, labelled from its truth, appended to *s. */
-static int case_samples(const cli_load_opts *lo, char *dir, teller_model_sample **s, size_t *n, size_t *cap)
+/* The samples of one case, labelled from its truth, their trace's base
+ * sequences read with v, appended to *s. */
+static int case_samples(const cli_load_opts *lo, char *dir, teller_tpe_vocab *v, teller_model_sample **s, size_t *n,
+                        size_t *cap)
 {
     char **logs = NULL;
     size_t nlogs = 0;
     cli_case_logs(dir, &logs, &nlogs);
     teller_store *st = cli_load(lo, &dir, 1);
     teller_diagnosis *d = NULL;
+    teller_model_tracer *tr = NULL;
     jv *truth = NULL;
     int rc = -1;
     teller_error err;
@@ -74,7 +82,7 @@ static int case_samples(const cli_load_opts *lo, char *dir, teller_model_sample 
     teller_diag_opts dop = teller_diag_defaults();
     dop.logs = (const char *const *)logs;
     dop.nlogs = nlogs;
-    if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK) {
+    if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK || teller_model_tracer_create(NULL, v, st, &tr, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
     }
@@ -104,6 +112,10 @@ static int case_samples(const cli_load_opts *lo, char *dir, teller_model_sample 
         }
         teller_model_sample *x = &(*s)[(*n)++];
         teller_model_sample_of(d, k, x);
+        if (teller_model_trace_base(tr, d, k, x, &err) != TELLER_OK) {
+            fprintf(stderr, "teller: %s: %s\n", dir, err.msg);
+            goto done;
+        }
         if (!jdom_bool(tv, "abnormal", 0))
             continue;
         teller_fault f = teller_fault_parse(jdom_str(tv, "fault", ""));
@@ -129,25 +141,41 @@ static int case_samples(const cli_load_opts *lo, char *dir, teller_model_sample 
     rc = 0;
 done:
     jdom_free(truth);
+    teller_model_tracer_free(tr);
     teller_diagnosis_free(d);
     teller_store_free(st);
     cli_free_strs(logs, nlogs);
     return rc;
 }
 
-/* An ablation (--without): the step's log tokens, or its numbers (the
- * step's four and every candidate's features; the candidates keep their
- * kind and layer), taken away before training and validation. */
-static void ablate(teller_model_sample *x, int logs, int numbers)
+/* Learns n merges on the training samples' base sequences into v (whose
+ * base symbols they are). */
+static int learn_vocab(teller_tpe_vocab *v, const teller_model_sample *s, size_t ns, uint32_t n)
 {
-    if (logs) {
-        x->nlogs = 0;
-        x->step[1] = 0;
-    }
-    if (numbers) {
-        memset(x->step, 0, sizeof x->step);
-        memset(x->feat, 0, sizeof x->feat);
-    }
+    size_t k = 0;
+    teller_tpe_seq *seqs = calloc(ns * TELLER_MODEL_TRACE_CANDS + 1, sizeof *seqs);
+    teller_error err;
+    int rc = -1;
+    if (!seqs)
+        goto done;
+    for (size_t i = 0; i < ns; i++)
+        for (int j = 0; j < TELLER_MODEL_TRACE_CANDS; j++) {
+            if (!s[i].nbase[j])
+                continue;
+            if (teller_model_base_seq(&s[i], j, &seqs[k++], &err) != TELLER_OK)
+                goto done;
+        }
+    teller_tpe_train_opts to = teller_tpe_train_defaults();
+    to.vocab = n;
+    if (teller_tpe_train(v, seqs, k, &to, &err) == TELLER_OK)
+        rc = 0;
+done:
+    if (rc)
+        fprintf(stderr, "teller: train: learning the TPE vocabulary: %s\n", seqs ? err.msg : "out of memory");
+    for (size_t i = 0; i < k; i++)
+        teller_tpe_seq_free(&seqs[i]);
+    free(seqs);
+    return rc;
 }
 
 static void progress(void *ctx, int epoch, double train_loss, double val_loss, int best)
@@ -161,8 +189,10 @@ int cmd_train(int argc, char **argv)
     cli_load_opts lo = cli_load_defaults();
     lo.quiet = 1;
     const char *out = NULL, *base = NULL;
-    double seed = 1, epochs = 0, patience = 0, val_every = 5;
-    int without_logs = 0, without_numbers = 0;
+    double seed = 1, epochs = 0, patience = 0, val_every = 5, vocab_n = 0;
+    uint32_t without = 0;
+    teller_model_tokens tokens = TELLER_MODEL_TOKENS_TPE;
+    teller_tpe_vocab *v = NULL;
     char **cases = NULL;
     size_t ncases = 0;
     int rc = 2;
@@ -177,17 +207,23 @@ int cmd_train(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: teller train -o MODEL [--base MODEL] [--seed N] [--epochs N] [--patience N]\n"
-                   "                    [--val-every N] [--without logs|numbers] CASE_OR_CORPUS...\n"
+                   "                    [--val-every N] [--without trace|logs|numbers]...\n"
+                   "                    [--trace-tokens tpe|raw] [--tpe-vocab N] CASE_OR_CORPUS...\n"
                    "  cases with a truth.json (teller simulate, teller perturb), or corpora of them;\n"
                    "  every N-th case (default 5) is kept for validation and early stopping;\n"
-                   "  --base MODEL fine-tunes that model instead of starting from seeded weights;\n"
-                   "  --without logs|numbers: an ablation, the model never sees that modality (its\n"
-                   "  validation figures are the point; do not diagnose with it)\n" CLI_COMMON_HELP);
+                   "  --base MODEL fine-tunes that model (and keeps its vocabulary and tokens)\n"
+                   "  instead of starting from seeded weights;\n"
+                   "  --without trace|logs|numbers (repeatable): an ablation, the model never sees\n"
+                   "  that modality, in training nor where it is used (the model file says so);\n"
+                   "  --trace-tokens raw: the slices' per-node tokens instead of TPE tokens;\n"
+                   "  --tpe-vocab N: TPE tokens of a vocabulary of N merges learned on the training\n"
+                   "  steps' slices (default: the built-in vocabulary)\n" CLI_COMMON_HELP);
             rc = 0;
             goto done;
         }
         if ((!strcmp(a, "-o") || !strcmp(a, "--base") || !strcmp(a, "--seed") || !strcmp(a, "--epochs") ||
-             !strcmp(a, "--patience") || !strcmp(a, "--val-every") || !strcmp(a, "--without")) &&
+             !strcmp(a, "--patience") || !strcmp(a, "--val-every") || !strcmp(a, "--without") ||
+             !strcmp(a, "--trace-tokens") || !strcmp(a, "--tpe-vocab")) &&
             i + 1 >= argc) {
             fprintf(stderr, "teller: train: %s needs a value\n", a);
             goto done;
@@ -210,14 +246,29 @@ int cmd_train(int argc, char **argv)
                 goto done;
         } else if (!strcmp(a, "--without")) {
             const char *w = argv[++i];
-            if (!strcmp(w, "logs"))
-                without_logs = 1;
+            if (!strcmp(w, "trace"))
+                without |= TELLER_MODEL_WITHOUT_TRACE;
+            else if (!strcmp(w, "logs"))
+                without |= TELLER_MODEL_WITHOUT_LOGS;
             else if (!strcmp(w, "numbers"))
-                without_numbers = 1;
+                without |= TELLER_MODEL_WITHOUT_NUMBERS;
             else {
-                fprintf(stderr, "teller: train: --without takes logs or numbers, not %s\n", w);
+                fprintf(stderr, "teller: train: --without takes trace, logs or numbers, not %s\n", w);
                 goto done;
             }
+        } else if (!strcmp(a, "--trace-tokens")) {
+            const char *w = argv[++i];
+            if (!strcmp(w, "tpe"))
+                tokens = TELLER_MODEL_TOKENS_TPE;
+            else if (!strcmp(w, "raw"))
+                tokens = TELLER_MODEL_TOKENS_RAW;
+            else {
+                fprintf(stderr, "teller: train: --trace-tokens takes tpe or raw, not %s\n", w);
+                goto done;
+            }
+        } else if (!strcmp(a, "--tpe-vocab")) {
+            if (cli_number("train", a, argv[++i], 1, 65536, 1, &vocab_n))
+                goto done;
         } else if (a[0] == '-') {
             fprintf(stderr, "teller: train: unknown option %s\n", a);
             goto done;
@@ -230,6 +281,11 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "teller: train: usage: teller train -o MODEL [options] CASE_OR_CORPUS...\n");
         goto done;
     }
+    if ((vocab_n > 0 || tokens == TELLER_MODEL_TOKENS_RAW) && (base || (vocab_n > 0 && tokens == TELLER_MODEL_TOKENS_RAW))) {
+        fprintf(stderr, "teller: train: --tpe-vocab and --trace-tokens raw exclude each other and --base (a base "
+                        "model keeps its vocabulary and tokens)\n");
+        goto done;
+    }
     rc = 1;
     teller_error err;
     teller_error_clear(&err);
@@ -238,15 +294,50 @@ int cmd_train(int argc, char **argv)
                 base ? err.msg : "out of memory");
         goto done;
     }
+    /* one vocabulary reads every case: the model's, or a new one (learned
+     * below; for raw tokens, base symbols alone) */
+    if (vocab_n > 0 || tokens == TELLER_MODEL_TOKENS_RAW) {
+        teller_tpe_vocab_opts vo = teller_tpe_vocab_defaults();
+        if (!(v = teller_tpe_vocab_create(&vo))) {
+            fprintf(stderr, "teller: train: out of memory\n");
+            goto done;
+        }
+    } else if (teller_model_vocab(m, &v, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        goto done;
+    }
     size_t ntr = 0, nva = 0, ctr = 0, cva = 0;
     for (size_t i = 0; i < ncases; i++) {
         int val = ncases > 1 && i % (size_t)val_every == (size_t)val_every - 1;
-        if (case_samples(&lo, cases[i], val ? &va : &tr, val ? &nva : &ntr, val ? &cva : &ctr))
+        if (case_samples(&lo, cases[i], v, val ? &va : &tr, val ? &nva : &ntr, val ? &cva : &ctr))
             goto done;
     }
     fprintf(stderr, "teller: train: %zu cases, %zu training steps, %zu validation steps\n", ncases, ntr, nva);
-    for (size_t i = 0; i < ntr + nva; i++)
-        ablate(i < ntr ? &tr[i] : &va[i - ntr], without_logs, without_numbers);
+    if (vocab_n > 0 && learn_vocab(v, tr, ntr, (uint32_t)vocab_n))
+        goto done;
+    if (teller_model_set_vocab(m, v, base ? teller_model_token_kind(m) : tokens, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: train: %s\n", err.msg);
+        goto done;
+    }
+    teller_model_set_without(m, teller_model_without(m) | without);
+    /* the trace tokens, and what they cover */
+    size_t nbase = 0, ntok = 0;
+    for (size_t i = 0; i < ntr + nva; i++) {
+        teller_model_sample *x = i < ntr ? &tr[i] : &va[i - ntr];
+        if (teller_model_tokenize(m, v, x, &err) != TELLER_OK) {
+            fprintf(stderr, "teller: train: %s\n", err.msg);
+            goto done;
+        }
+        for (int j = 0; j < TELLER_MODEL_TRACE_CANDS; j++)
+            nbase += x->nbase[j];
+        ntok += x->ntrace;
+        teller_model_ablate(m, x);
+    }
+    fprintf(stderr, "teller: train: %s tokens, vocabulary of %zu symbols (%zu merges); %.1f base tokens a step, %.1f "
+                    "trace tokens read\n",
+            teller_model_token_kind(m) == TELLER_MODEL_TOKENS_RAW ? "raw" : "TPE", teller_tpe_vocab_size(v),
+            teller_tpe_vocab_merges(v), ntr + nva ? (double)nbase / (double)(ntr + nva) : 0,
+            ntr + nva ? (double)ntok / (double)(ntr + nva) : 0);
     teller_train_opts to = {0};
     to.seed = (uint64_t)seed;
     to.max_epochs = (int)epochs;
@@ -267,6 +358,7 @@ int cmd_train(int argc, char **argv)
     rc = 0;
 done:
     teller_model_free(m);
+    teller_tpe_vocab_free(v);
     free(tr);
     free(va);
     cli_free_strs(cases, ncases);

@@ -338,6 +338,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     const teller_diag_opts *o = opts ? opts : &def;
     double threshold = o->threshold > 0 ? o->threshold : def.threshold;
     dctx D = {0};
+    teller_model_tracer *tracer = NULL; /* the model's view of the run's traces (model.h) */
     D.st = st;
     D.ev = teller_store_events(st);
     D.nsteps = teller_store_step_count(st);
@@ -463,6 +464,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
      * was flagged (prev.det NONE otherwise) */
     cand prev = {0};
     double late = 0;
+    if (o->model && teller_model_tracer_create(o->model, NULL, st, &tracer, err) != TELLER_OK)
+        goto oom; /* the model's own vocabulary: only memory can fail */
     for (uint32_t k = 0; k < D.nsteps; k++) {
         step_acc *sa = &D.steps[k];
         teller_diag_step *s = &d->steps[k];
@@ -534,16 +537,15 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
              * another); the rest keep the numeric stage's order */
             teller_model_sample smp;
             teller_model_out mo;
-            teller_model_sample_of(d, k, &smp);
-            if (teller_model_predict(o->model, &smp, &mo))
+            if (teller_model_step(tracer, d, k, &smp, &mo, err) != TELLER_OK)
                 goto oom;
-            uint32_t r = teller_model_root(&smp, &mo);
+            uint32_t r = teller_model_root(&smp, &mo, o->model_alone ? 0 : TELLER_MODEL_ROOT_CONFIDENCE);
             teller_diag_cand tc = sc[r];
             size_t ti = idx[r];
             for (; r > 0; r--)
                 sc[r] = sc[r - 1], idx[r] = idx[r - 1];
             sc[0] = tc, idx[0] = ti;
-            s->pred.score = teller_model_step_score(&mo, s->pred.score, threshold);
+            s->pred.score = o->model_alone ? mo.p_abnormal : teller_model_step_score(&mo, s->pred.score, threshold);
         }
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
@@ -576,6 +578,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             diag_explain(&D, s, top);
         }
     }
+    teller_model_tracer_free(tracer);
+    tracer = NULL;
     diag_late_arrivals(&D, d);
     if (D.nomem)
         goto oom;
@@ -583,6 +587,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     *out = d;
     return TELLER_OK;
 oom:
+    teller_model_tracer_free(tracer);
     diag_free_ctx(&D);
     teller_diagnosis_free(d);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");

@@ -4,12 +4,14 @@
  * backward pass side by side, AdamW training with early stopping on a
  * validation set, and the model file.
  *
- * Tokens: t = 0 the step token, 1 .. C the candidates, then the log lines.
- * Each encoder layer is pre-norm: x += attention(LN(x)); x += FFN_m(LN(x))
- * with m the token's modality (step, candidate, log); the tokens of a
- * modality are one block of rows, so every product is one call of
- * nn_matmul_* over its rows (OpenBLAS when the build has it: 4-20x the
- * plain loops at these sizes, docs/MODEL.md).
+ * Tokens: t = 0 the step token, 1 .. C the candidates, then the log lines,
+ * then the trace tokens (trace.c). Each encoder layer is pre-norm:
+ * x += attention(LN(x)); x += FFN_m(LN(x)) with m the token's modality
+ * (step, candidate, log, trace); the tokens of a modality are one block of
+ * rows, so every product is one call of nn_matmul_* over its rows
+ * (OpenBLAS when the build has it: 4-20x the plain loops at these sizes,
+ * docs/MODEL.md). Attention adds a learned bias per head and layer by the
+ * class of the token pair (pair_classes): the tree enters there.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 #include "teller/logs.h"
 #include "teller/model.h"
+#include "teller/slice.h"
 #include "nn.h"
 #include "../util/kmap.h"
 
@@ -26,14 +29,21 @@ enum {
     ML = 2,             /* encoder layers */
     MH = 2,             /* attention heads */
     MHID = 128,         /* feed-forward hidden width */
-    MMOD = 3,           /* modalities: step, candidate, log */
+    MMOD = 4,           /* modalities: step, candidate, log, trace */
     MF = TELLER_CAND_FEATURES,
     MSF = TELLER_MODEL_STEP_FEATURES,
     MK = TELLER_FAULT_COUNT,
     MLAY = TELLER_LAYER_COUNT,
     MLOG = TELLER_MODEL_LOG_BUCKETS,
     MC = TELLER_DIAG_MAX_CANDS,
-    MT = 1 + TELLER_DIAG_MAX_CANDS + TELLER_MODEL_MAX_LOGS /* tokens at most */
+    MV = 2048,          /* trace symbol embeddings; the last is every symbol the vocabulary did not have */
+    MDEP = 8,           /* depth embeddings (deeper: the last) */
+    MBK = TELLER_TPE_BUCKETS,
+    MSEG = TELLER_MODEL_TRACE_CANDS,
+    MREL = TELLER_REL_COUNT,
+    MNB = 7,            /* attention bias classes (pair_classes) */
+    MTR = TELLER_MODEL_MAX_TRACE,
+    MT = 1 + TELLER_DIAG_MAX_CANDS + TELLER_MODEL_MAX_LOGS + MTR /* tokens at most */
 };
 
 typedef struct params {
@@ -60,15 +70,22 @@ typedef struct params {
     float *wkind; /* [MD][MK] fault kind */
     float *bkind; /* [MK] */
     float *wptr;  /* [MD] pointer over candidates */
+    float *esym;  /* [MV][MD] trace token symbol */
+    float *edep;  /* [MDEP][MD] its depth */
+    float *ebkt;  /* [MBK][MD] its duration bucket */
+    float *eseg;  /* [MSEG][MD] its slice's candidate */
+    float *erel;  /* [MREL][MD] its slice relation */
+    float *abias; /* [ML][MH][MNB] attention bias by pair class */
 } params;
 
-#define NTENSORS 26
+#define NTENSORS 32
 
 static const size_t tensor_size[NTENSORS] = {
     MF * MD, MD, MSF * MD, MK * MD, MLAY * MD, MLOG * MD, MMOD * MD,
     ML * MD, ML * MD, (size_t)ML * MD * 3 * MD, ML * 3 * MD, (size_t)ML * MD * MD, ML * MD,
     ML * MD, ML * MD, (size_t)ML * MMOD * MD * MHID, ML * MMOD * MHID, (size_t)ML * MMOD * MHID * MD, ML * MMOD * MD,
     MD, MD, MD, 1, MD * MK, MK, MD,
+    MV * MD, MDEP * MD, MBK * MD, MSEG * MD, MREL * MD, ML * MH * MNB,
 };
 
 static size_t num_params(void)
@@ -84,7 +101,8 @@ static void point_params(params *p, float *mem)
     float **ptr[NTENSORS] = {&p->wnum, &p->bnum, &p->wstep, &p->edet, &p->elay, &p->elog, &p->emod,
                              &p->ln1w, &p->ln1b, &p->wqkv, &p->bqkv, &p->wo, &p->bo,
                              &p->ln2w, &p->ln2b, &p->w1, &p->b1, &p->w2, &p->b2,
-                             &p->lnfw, &p->lnfb, &p->wab, &p->bab, &p->wkind, &p->bkind, &p->wptr};
+                             &p->lnfw, &p->lnfb, &p->wab, &p->bab, &p->wkind, &p->bkind, &p->wptr,
+                             &p->esym, &p->edep, &p->ebkt, &p->eseg, &p->erel, &p->abias};
     for (int i = 0; i < NTENSORS; i++) {
         *ptr[i] = mem;
         mem += tensor_size[i];
@@ -95,6 +113,11 @@ struct teller_model {
     float *w;  /* all parameters, num_params() */
     params p;
     float  fmean[MF], fstd[MF], smean[MSF], sstd[MSF]; /* input normalisation */
+    char  *vocab;      /* the TPE vocabulary file's bytes (tpe.h) */
+    size_t vocab_len;
+    uint32_t nsym;     /* its symbols: ids at or beyond are unknown */
+    teller_model_tokens tokens;
+    uint32_t without;  /* TELLER_MODEL_WITHOUT_* */
 };
 
 /* ---- random numbers (splitmix64), deterministic on every platform ---- */
@@ -119,10 +142,15 @@ teller_model *teller_model_create(uint64_t seed)
 {
     teller_model *m = calloc(1, sizeof *m);
     size_t n = num_params();
-    if (!m || !(m->w = calloc(n, sizeof *m->w))) {
-        free(m);
+    teller_tpe_vocab *v = NULL;
+    teller_error err;
+    if (!m || !(m->w = calloc(n, sizeof *m->w)) || teller_tpe_vocab_default(&v, &err) != TELLER_OK ||
+        teller_model_set_vocab(m, v, TELLER_MODEL_TOKENS_TPE, &err) != TELLER_OK) {
+        teller_tpe_vocab_free(v);
+        teller_model_free(m);
         return NULL;
     }
+    teller_tpe_vocab_free(v);
     point_params(&m->p, m->w);
     uint64_t s = seed;
     for (size_t i = 0; i < n; i++)
@@ -142,6 +170,7 @@ teller_model *teller_model_create(uint64_t seed)
     memset(p->b1, 0, ML * MMOD * MHID * sizeof(float));
     memset(p->b2, 0, ML * MMOD * MD * sizeof(float));
     memset(p->bkind, 0, MK * sizeof(float));
+    memset(p->abias, 0, ML * MH * MNB * sizeof(float));
     p->bab[0] = 0;
     float r = 1.0f / sqrtf(2.0f * ML);
     for (size_t i = 0; i < tensor_size[11]; i++)
@@ -160,7 +189,48 @@ void teller_model_free(teller_model *m)
     if (!m)
         return;
     free(m->w);
+    free(m->vocab);
     free(m);
+}
+
+teller_status teller_model_set_vocab(teller_model *m, const teller_tpe_vocab *v, teller_model_tokens tok,
+                                     teller_error *err)
+{
+    char *text;
+    size_t n;
+    teller_status s = teller_tpe_vocab_write(v, &text, &n, err);
+    if (s != TELLER_OK)
+        return s;
+    free(m->vocab);
+    m->vocab = text;
+    m->vocab_len = n;
+    m->nsym = (uint32_t)teller_tpe_vocab_size(v);
+    m->tokens = tok;
+    return TELLER_OK;
+}
+
+teller_status teller_model_vocab(const teller_model *m, teller_tpe_vocab **out, teller_error *err)
+{
+    return teller_tpe_vocab_parse(m->vocab, m->vocab_len, "(the model's vocabulary)", out, err);
+}
+
+teller_model_tokens teller_model_token_kind(const teller_model *m) { return m->tokens; }
+
+void teller_model_set_without(teller_model *m, uint32_t without) { m->without = without; }
+uint32_t teller_model_without(const teller_model *m) { return m->without; }
+
+void teller_model_ablate(const teller_model *m, teller_model_sample *s)
+{
+    if (m->without & TELLER_MODEL_WITHOUT_TRACE)
+        s->ntrace = 0;
+    if (m->without & TELLER_MODEL_WITHOUT_LOGS) {
+        s->nlogs = 0;
+        s->step[1] = 0;
+    }
+    if (m->without & TELLER_MODEL_WITHOUT_NUMBERS) {
+        memset(s->step, 0, sizeof s->step);
+        memset(s->feat, 0, sizeof s->feat);
+    }
 }
 
 /* ---- samples ---- */
@@ -197,9 +267,17 @@ void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sa
 
 /* ---- one step forward and backward ---- */
 
+/* The embedding row of a trace symbol: its own while the model's
+ * vocabulary has it, else the last row (unknown). */
+static size_t sym_row(const teller_model *m, uint32_t sym)
+{
+    return sym < m->nsym && sym < MV - 1 ? sym : MV - 1;
+}
+
 typedef struct acts {
-    int     T, nc;
+    int     T, nc, nl, ntr;
     uint8_t mod[MT];
+    uint8_t rel[MT * MT];            /* pair classes (pair_classes) */
     float   sn[MSF], fn[MC][MF];     /* normalised inputs */
     float   x0[MT * MD];             /* embeddings */
     float   ln1[ML][MT * MD], ln1m[ML][MT], ln1r[ML][MT];
@@ -220,13 +298,56 @@ typedef struct dacts {
     float dlf[MT * MD], scratch[MT];
 } dacts;
 
+/* The classes of token pairs for the attention bias: 1 a token and
+ * itself; in one slice's tree, 2 parent and child, 3 two apart
+ * (grandparent, sibling), 4 three or four apart, 5 farther or in another
+ * tree of the slice; 6 a trace token and the candidate its slice is
+ * around; 0 every other pair. Tree distances are over the trace tokens'
+ * parents (a parent outside the window ends the path). */
+static void pair_classes(const teller_model_sample *s, acts *a)
+{
+    int T = a->T, t0 = 1 + a->nc + a->nl, ntr = a->ntr;
+    memset(a->rel, 0, (size_t)T * T);
+    for (int t = 0; t < T; t++)
+        a->rel[t * T + t] = 1;
+    /* ancestors of each trace token, nearest first: anc[i][d] at distance d + 1 */
+    uint8_t anc[MTR][MTR], nanc[MTR];
+    for (int i = 0; i < ntr; i++) {
+        nanc[i] = 0;
+        for (int q = s->tparent[i]; q != TELLER_MODEL_NO_PARENT && q < ntr && nanc[i] < MTR; q = s->tparent[q])
+            anc[i][nanc[i]++] = (uint8_t)q;
+    }
+    for (int i = 0; i < ntr; i++) {
+        int c = 1 + s->tseg[i];
+        if (c < 1 + a->nc)
+            a->rel[(t0 + i) * T + c] = a->rel[c * T + t0 + i] = 6;
+        for (int j = 0; j < ntr; j++) {
+            if (j == i || s->tseg[j] != s->tseg[i])
+                continue;
+            /* the distance through the nearest common ancestor (or one
+             * being the other's) */
+            int dist = 99;
+            for (int x = -1; x < nanc[i]; x++) {
+                int ai = x < 0 ? i : anc[i][x];
+                for (int y = -1; y < nanc[j]; y++)
+                    if ((y < 0 ? j : anc[j][y]) == ai && x + y + 2 < dist)
+                        dist = x + y + 2;
+            }
+            a->rel[(t0 + i) * T + t0 + j] = (uint8_t)(dist == 1 ? 2 : dist == 2 ? 3 : dist <= 4 ? 4 : 5);
+        }
+    }
+}
+
 static void forward(const teller_model *m, const teller_model_sample *s, acts *a)
 {
     const params *p = &m->p;
     int nc = (int)(s->ncands < MC ? s->ncands : MC), nl = (int)(s->nlogs < TELLER_MODEL_MAX_LOGS ? s->nlogs : TELLER_MODEL_MAX_LOGS);
-    int T = 1 + nc + nl;
+    int ntr = (int)(s->ntrace < MTR ? s->ntrace : MTR);
+    int T = 1 + nc + nl + ntr;
     a->T = T;
     a->nc = nc;
+    a->nl = nl;
+    a->ntr = ntr;
     /* embeddings */
     for (int j = 0; j < MSF; j++)
         a->sn[j] = (s->step[j] - m->smean[j]) / m->sstd[j];
@@ -249,16 +370,26 @@ static void forward(const teller_model *m, const teller_model_sample *s, acts *a
             x[c] = eg[c] + em[c];
         a->mod[1 + nc + i] = 2;
     }
+    for (int i = 0; i < ntr; i++) {
+        float *x = a->x0 + (1 + nc + nl + i) * MD;
+        const float *es = p->esym + sym_row(m, s->tsym[i]) * MD, *ed = p->edep + (s->tdepth[i] < MDEP ? s->tdepth[i] : MDEP - 1) * MD;
+        const float *eb = p->ebkt + (s->tbucket[i] % MBK) * MD, *eg = p->eseg + (s->tseg[i] % MSEG) * MD;
+        const float *er = p->erel + (s->trel[i] % MREL) * MD, *em = p->emod + 3 * MD;
+        for (int c = 0; c < MD; c++)
+            x[c] = es[c] + ed[c] + eb[c] + eg[c] + er[c] + em[c];
+        a->mod[1 + nc + nl + i] = 3;
+    }
+    pair_classes(s, a);
     /* encoder; every product takes all the step's rows at once (a
      * modality's feed-forward its block of rows) */
-    int blk[MMOD + 1] = {0, 1, 1 + nc, T}; /* rows of the step, candidate, log tokens */
+    int blk[MMOD + 1] = {0, 1, 1 + nc, 1 + nc + nl, T}; /* rows of the step, candidate, log, trace tokens */
     for (int l = 0; l < ML; l++) {
         const float *xin = l ? a->x2[l - 1] : a->x0;
         for (int t = 0; t < T; t++)
             nn_layernorm_fwd(a->ln1[l] + t * MD, &a->ln1m[l][t], &a->ln1r[l][t], xin + t * MD, p->ln1w + l * MD,
                              p->ln1b + l * MD, MD);
         nn_matmul_fwd(a->qkv[l], a->ln1[l], p->wqkv + (size_t)l * MD * 3 * MD, p->bqkv + l * 3 * MD, T, MD, 3 * MD);
-        nn_attention_fwd(a->atty[l], a->att[l], a->qkv[l], T, MD, MH);
+        nn_attention_fwd(a->atty[l], a->att[l], a->qkv[l], a->rel, p->abias + l * MH * MNB, MNB, T, MD, MH);
         nn_matmul_fwd(a->x1[l], a->atty[l], p->wo + (size_t)l * MD * MD, p->bo + l * MD, T, MD, MD);
         for (int t = 0; t < T; t++) {
             for (int c = 0; c < MD; c++)
@@ -330,7 +461,7 @@ static double loss_backward(const teller_model *m, const teller_model_sample *s,
         nn_layernorm_bwd(dl->dx + t * MD, g->lnfw, g->lnfb, dl->dlf + t * MD, a->x2[ML - 1] + t * MD, a->lfm[t], a->lfr[t],
                          p->lnfw, MD);
     /* encoder, last layer first; dl->dx holds d(layer output) */
-    int blk[MMOD + 1] = {0, 1, 1 + nc, T};
+    int blk[MMOD + 1] = {0, 1, 1 + nc, 1 + nc + a->nl, T};
     for (int l = ML - 1; l >= 0; l--) {
         const float *xin = l ? a->x2[l - 1] : a->x0;
         /* x2 = x1 + FFN_m(LN2(x1)) */
@@ -359,7 +490,8 @@ static double loss_backward(const teller_model *m, const teller_model_sample *s,
         memset(dl->dln, 0, sizeof(float) * (size_t)T * MD);
         nn_matmul_bwd(dl->datty, g->wo + (size_t)l * MD * MD, g->bo + l * MD, dl->dx1, a->atty[l], p->wo + (size_t)l * MD * MD,
                       T, MD, MD);
-        nn_attention_bwd(dl->dqkv, dl->scratch, dl->datty, a->qkv[l], a->att[l], T, MD, MH);
+        nn_attention_bwd(dl->dqkv, g->abias + l * MH * MNB, dl->scratch, dl->datty, a->qkv[l], a->att[l], a->rel, MNB, T,
+                         MD, MH);
         nn_matmul_bwd(dl->dln, g->wqkv + (size_t)l * MD * 3 * MD, g->bqkv + l * 3 * MD, dl->dqkv, a->ln1[l],
                       p->wqkv + (size_t)l * MD * 3 * MD, T, MD, 3 * MD);
         for (int t = 0; t < T; t++)
@@ -378,8 +510,20 @@ static double loss_backward(const teller_model *m, const teller_model_sample *s,
             e2 = g->elay + (s->layer[i] % MLAY) * MD;
             for (int c = 0; c < MD; c++)
                 ed[c] += d[c];
-        } else {
+        } else if (a->mod[t] == 2) {
             e2 = g->elog + (s->log[t - 1 - nc] % MLOG) * MD;
+        } else {
+            int i = t - 1 - nc - a->nl;
+            e2 = g->esym + sym_row(m, s->tsym[i]) * MD;
+            float *ed = g->edep + (s->tdepth[i] < MDEP ? s->tdepth[i] : MDEP - 1) * MD;
+            float *eb = g->ebkt + (s->tbucket[i] % MBK) * MD, *eg = g->eseg + (s->tseg[i] % MSEG) * MD;
+            float *er = g->erel + (s->trel[i] % MREL) * MD;
+            for (int c = 0; c < MD; c++) {
+                ed[c] += d[c];
+                eb[c] += d[c];
+                eg[c] += d[c];
+                er[c] += d[c];
+            }
         }
         for (int c = 0; c < MD; c++) {
             em[c] += d[c];
@@ -406,7 +550,7 @@ int teller_model_predict(const teller_model *m, const teller_model_sample *s, te
     return 0;
 }
 
-uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o)
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence)
 {
     uint32_t nc = s->ncands < MC ? s->ncands : MC, best = 0;
     double q[MC], sum = 0;
@@ -416,7 +560,7 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
         if (q[c] > q[best])
             best = c;
     }
-    return sum > 0 && q[best] >= TELLER_MODEL_ROOT_CONFIDENCE * sum ? best : 0;
+    return sum > 0 && q[best] >= confidence * sum ? best : 0;
 }
 
 double teller_model_step_score(const teller_model_out *o, double numeric, double threshold)
@@ -438,6 +582,18 @@ static double mean_loss(const teller_model *m, const teller_model_sample *s, siz
 /* ---- training ---- */
 
 size_t nn_model_num_params(void) { return num_params(); }
+
+int nn_model_tensors(size_t *off, size_t *n, int max)
+{
+    size_t at = 0;
+    int k = 0;
+    for (; k < NTENSORS && k < max; k++) {
+        off[k] = at;
+        n[k] = tensor_size[k];
+        at += tensor_size[k];
+    }
+    return k;
+}
 float *nn_model_weights(teller_model *m) { return m->w; }
 
 double nn_model_loss_grad(const teller_model *m, const teller_model_sample *s, float *grad)
@@ -683,20 +839,30 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
 }
 
 /* ---- the model file ----
- * Little-endian throughout: "TLRMODEL", u32 version, 12 u32 dimensions
+ * Little-endian throughout: "TLRMODEL", u32 version, 21 u32 dimensions
  * (width, layers, heads, hidden, modalities, candidate features, step
  * features, kinds, layers of the trace, log buckets, candidates, log
- * tokens), u64 parameter count, the normalisation (f32 candidate feature
- * means, spreads, step feature means, spreads), the f32 parameters, and
- * the FNV-1a 64 hash of every byte before it. */
+ * tokens; symbol embeddings, depths, duration buckets, slices, slice
+ * relations, attention bias classes, trace tokens a slice, slice events,
+ * base tokens a slice), u64 parameter count, u32 the trace tokens (0 TPE,
+ * 1 raw), u32 the inputs left out (TELLER_MODEL_WITHOUT_*), u64 the
+ * vocabulary's length and its bytes (a TPE vocabulary
+ * file, tpe.h), the normalisation (f32 candidate feature means, spreads,
+ * step feature means, spreads), the f32 parameters, and the FNV-1a 64
+ * hash of every byte before it. Version 1 had no trace modality. */
 
 #define MODEL_MAGIC   "TLRMODEL"
-#define MODEL_VERSION 1
-#define NDIMS         12
+#define MODEL_VERSION 2
+#define NDIMS         21
+#define MAX_VOCAB     ((size_t)16 << 20) /* bytes; a larger vocabulary is not a model's */
 
-static const uint32_t model_dims[NDIMS] = {MD, ML, MH, MHID, MMOD, MF, MSF, MK, MLAY, MLOG, MC, TELLER_MODEL_MAX_LOGS};
+static const uint32_t model_dims[NDIMS] = {MD,   ML,  MH,   MHID, MMOD, MF,  MSF, MK, MLAY, MLOG, MC,
+                                           TELLER_MODEL_MAX_LOGS, MV, MDEP, MBK, MSEG, MREL, MNB,
+                                           TELLER_MODEL_TRACE_TOKENS, TELLER_MODEL_SLICE_EVENTS, TELLER_MODEL_SLICE_BASE};
 
-static size_t file_size(void) { return 8 + 4 + 4 * NDIMS + 8 + 4 * (2 * MF + 2 * MSF) + 4 * num_params() + 8; }
+enum { HEADER = 8 + 4 + 4 * NDIMS + 8 + 4 + 4 + 8 }; /* up to the vocabulary's bytes */
+
+static size_t file_size(size_t vocab_len) { return HEADER + vocab_len + 4 * (2 * MF + 2 * MSF) + 4 * num_params() + 8; }
 
 static void put_u32(unsigned char *b, uint32_t v)
 {
@@ -740,7 +906,7 @@ static int get_floats(const unsigned char **b, float *x, size_t n)
 
 teller_status teller_model_save(const teller_model *m, const char *path, teller_error *err)
 {
-    size_t size = file_size();
+    size_t size = file_size(m->vocab_len);
     unsigned char *buf = malloc(size), *b = buf;
     if (!buf)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
@@ -750,7 +916,12 @@ teller_status teller_model_save(const teller_model *m, const char *path, teller_
     for (int i = 0; i < NDIMS; i++, b += 4)
         put_u32(b, model_dims[i]);
     put_u64(b, num_params());
-    b += 8;
+    put_u32(b + 8, (uint32_t)m->tokens);
+    put_u32(b + 12, m->without);
+    put_u64(b + 16, m->vocab_len);
+    b += 24;
+    memcpy(b, m->vocab, m->vocab_len);
+    b += m->vocab_len;
     put_floats(&b, m->fmean, MF);
     put_floats(&b, m->fstd, MF);
     put_floats(&b, m->smean, MSF);
@@ -771,29 +942,55 @@ teller_status teller_model_load_bytes(const void *p, size_t n, const char *name,
     *out = NULL;
     if (n < 8 || memcmp(b, MODEL_MAGIC, 8))
         return teller_error_set(err, TELLER_ERR_FORMAT, name, 0, "not a teller model file (no TLRMODEL magic)");
-    if (n < 12 + 4 * NDIMS + 8)
+    if (n < 12)
         return teller_error_set(err, TELLER_ERR_TRUNCATED, name, n, "truncated model file: %zu bytes, the header alone is %d",
-                                n, 12 + 4 * NDIMS + 8);
+                                n, HEADER);
     if (get_u32(b + 8) != MODEL_VERSION)
-        return teller_error_set(err, TELLER_ERR_FORMAT, name, 8, "model file version %u; this teller reads version %d",
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, 8,
+                                "model file version %u; this teller reads version %d (train the model again)",
                                 get_u32(b + 8), MODEL_VERSION);
+    if (n < HEADER)
+        return teller_error_set(err, TELLER_ERR_TRUNCATED, name, n, "truncated model file: %zu bytes, the header alone is %d",
+                                n, HEADER);
     for (int i = 0; i < NDIMS; i++)
         if (get_u32(b + 12 + 4 * i) != model_dims[i])
             return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(12 + 4 * i),
                                     "model dimension %d is %u, this teller's model has %u (written by another version)", i,
                                     get_u32(b + 12 + 4 * i), model_dims[i]);
-    if (get_u64(b + 12 + 4 * NDIMS) != num_params() || n > file_size())
+    const unsigned char *h = b + 12 + 4 * NDIMS;
+    uint64_t vlen = get_u64(h + 16);
+    uint32_t tok = get_u32(h + 8), without = get_u32(h + 12);
+    if (get_u64(h) != num_params() || vlen > MAX_VOCAB || n > file_size((size_t)vlen))
         return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(12 + 4 * NDIMS),
-                                "model file holds %llu parameters in %zu bytes, this teller's model %zu in %zu",
-                                (unsigned long long)get_u64(b + 12 + 4 * NDIMS), n, num_params(), file_size());
-    if (n < file_size())
-        return teller_error_set(err, TELLER_ERR_TRUNCATED, name, n, "truncated model file: %zu bytes of %zu", n, file_size());
+                                "model file holds %llu parameters and a %llu-byte vocabulary in %zu bytes, this teller's "
+                                "model %zu parameters",
+                                (unsigned long long)get_u64(h), (unsigned long long)vlen, n, num_params());
+    if (n < file_size((size_t)vlen))
+        return teller_error_set(err, TELLER_ERR_TRUNCATED, name, n, "truncated model file: %zu bytes of %zu", n,
+                                file_size((size_t)vlen));
     if (get_u64(b + n - 8) != kmap_hash_bytes(b, n - 8))
         return teller_error_set(err, TELLER_ERR_FORMAT, name, n - 8, "model file checksum mismatch: the file is corrupt");
+    if (tok != TELLER_MODEL_TOKENS_TPE && tok != TELLER_MODEL_TOKENS_RAW)
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(h + 8 - b), "model file names trace tokens %u", tok);
+    if (without & ~(uint32_t)(TELLER_MODEL_WITHOUT_TRACE | TELLER_MODEL_WITHOUT_LOGS | TELLER_MODEL_WITHOUT_NUMBERS))
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(h + 12 - b), "model file leaves out inputs %#x",
+                                without);
     teller_model *m = teller_model_create(0);
     if (!m)
         return teller_error_set(err, TELLER_ERR_NOMEM, name, 0, "out of memory");
-    b += 12 + 4 * NDIMS + 8;
+    teller_tpe_vocab *v = NULL;
+    teller_error verr;
+    teller_status vs = teller_tpe_vocab_parse((const char *)h + 24, (size_t)vlen, name, &v, &verr);
+    if (vs != TELLER_OK || teller_model_set_vocab(m, v, (teller_model_tokens)tok, &verr) != TELLER_OK) {
+        teller_tpe_vocab_free(v);
+        teller_model_free(m);
+        return vs == TELLER_ERR_NOMEM ? teller_error_set(err, vs, name, 0, "out of memory")
+                                      : teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(h + 24 - b),
+                                                         "model file's TPE vocabulary: %s", verr.msg);
+    }
+    teller_tpe_vocab_free(v);
+    m->without = without;
+    b = h + 24 + vlen;
     if (get_floats(&b, m->fmean, MF) || get_floats(&b, m->fstd, MF) || get_floats(&b, m->smean, MSF) ||
         get_floats(&b, m->sstd, MSF) || get_floats(&b, m->w, num_params())) {
         teller_model_free(m);
@@ -819,14 +1016,21 @@ teller_status teller_model_load(const char *path, teller_model **out, teller_err
     FILE *f = fopen(path, "rb");
     if (!f)
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the model file");
-    /* never more than a model's size plus one byte: a huge foreign file is refused without reading it all */
-    size_t cap = file_size() + 1, n;
+    /* the header first: it says how long the file is, so a huge foreign
+     * file is refused without reading it all (and a model costs its size) */
+    unsigned char head[HEADER];
+    size_t n = fread(head, 1, HEADER, f), cap = n < HEADER ? n : file_size((size_t)get_u64(head + HEADER - 8));
+    if (n == HEADER && (get_u64(head + HEADER - 8) > MAX_VOCAB || memcmp(head, MODEL_MAGIC, 8)))
+        cap = HEADER; /* load_bytes names what is wrong */
+    cap++; /* one byte more shows trailing bytes */
     unsigned char *buf = malloc(cap);
     if (!buf) {
         fclose(f);
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
     }
-    n = fread(buf, 1, cap, f);
+    memcpy(buf, head, n < cap ? n : cap);
+    if (n == HEADER)
+        n += fread(buf + n, 1, cap - n, f);
     int rerr = ferror(f);
     fclose(f);
     teller_status st = rerr ? teller_error_set(err, TELLER_ERR_IO, path, n, "cannot read the model file")

@@ -2,6 +2,7 @@
  * nn.c - the model's layers (see nn.h).
  */
 #include <math.h>
+#include <stdint.h>
 #ifdef TELLER_HAVE_CBLAS
 #include <cblas.h>
 #endif
@@ -138,7 +139,8 @@ void nn_softmax(float *p, const float *z, int n)
         p[i] /= s;
 }
 
-void nn_attention_fwd(float *out, float *att, const float *qkv, int T, int C, int NH)
+void nn_attention_fwd(float *out, float *att, const float *qkv, const uint8_t *rel, const float *bias, int NB, int T,
+                      int C, int NH)
 {
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
@@ -151,7 +153,7 @@ void nn_attention_fwd(float *out, float *att, const float *qkv, int T, int C, in
                 float s = 0;
                 for (int i = 0; i < hs; i++)
                     s += q[i] * k[i];
-                a[u] = s * scale;
+                a[u] = s * scale + (rel ? bias[h * NB + rel[(long)t * T + u]] : 0.0f);
             }
             nn_softmax(a, a, T);
             float *o = out + (long)t * C + h * hs;
@@ -165,8 +167,8 @@ void nn_attention_fwd(float *out, float *att, const float *qkv, int T, int C, in
         }
 }
 
-void nn_attention_bwd(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att, int T, int C,
-                      int NH)
+void nn_attention_bwd(float *dqkv, float *dbias, float *scratch, const float *dout, const float *qkv, const float *att,
+                      const uint8_t *rel, int NB, int T, int C, int NH)
 {
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
@@ -190,7 +192,10 @@ void nn_attention_bwd(float *dqkv, float *scratch, const float *dout, const floa
             const float *q = qkv + (long)t * C3 + h * hs;
             float *dq = dqkv + (long)t * C3 + h * hs;
             for (int u = 0; u < T; u++) {
-                float dz = a[u] * (da[u] - s) * scale;
+                float dz = a[u] * (da[u] - s);
+                if (rel)
+                    dbias[h * NB + rel[(long)t * T + u]] += dz;
+                dz *= scale;
                 const float *k = qkv + (long)u * C3 + C + h * hs;
                 float *dk = dqkv + (long)u * C3 + C + h * hs;
                 for (int i = 0; i < hs; i++) {

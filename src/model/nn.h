@@ -8,6 +8,7 @@
 #define TELLER_NN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* out[OC] = in[C] . w[C][OC] + b[OC] (b may be NULL), one row */
 void nn_linear_fwd(float *out, const float *in, const float *w, const float *b, int C, int OC);
@@ -32,11 +33,15 @@ void nn_gelu_fwd(float *out, const float *in, int n);
 void nn_gelu_bwd(float *din, const float *in, const float *dout, int n);
 
 /* Bidirectional multi-head self-attention over T tokens: qkv[T][3C] (q, k,
- * v, each C = NH heads of C / NH), att[NH][T][T] the probabilities, out[T][C]. */
-void nn_attention_fwd(float *out, float *att, const float *qkv, int T, int C, int NH);
-/* dqkv[T][3C] += from dout[T][C]; scratch[T] */
-void nn_attention_bwd(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att, int T, int C,
-                      int NH);
+ * v, each C = NH heads of C / NH), att[NH][T][T] the probabilities, out[T][C].
+ * With rel (NULL: none), a learned bias by the pair's class: the score of
+ * query t on key u is q.k / sqrt(C / NH) + bias[h][rel[t][u]], bias
+ * [NH][NB], rel[T][T] classes below NB (the model's tree-relative bias). */
+void nn_attention_fwd(float *out, float *att, const float *qkv, const uint8_t *rel, const float *bias, int NB, int T,
+                      int C, int NH);
+/* dqkv[T][3C] and, with rel, dbias[NH][NB] += from dout[T][C]; scratch[T] */
+void nn_attention_bwd(float *dqkv, float *dbias, float *scratch, const float *dout, const float *qkv, const float *att,
+                      const uint8_t *rel, int NB, int T, int C, int NH);
 
 /* p[n] = softmax(z[n]) */
 void nn_softmax(float *p, const float *z, int n);
@@ -47,6 +52,9 @@ void nn_softmax(float *p, const float *z, int n);
 struct teller_model;
 struct teller_model_sample;
 size_t nn_model_num_params(void);
+/* The parameter tensors' offsets and sizes in that array (at most max);
+ * returns their number. */
+int nn_model_tensors(size_t *off, size_t *n, int max);
 float *nn_model_weights(struct teller_model *m);
 double nn_model_loss_grad(const struct teller_model *m, const struct teller_model_sample *s, float *grad);
 

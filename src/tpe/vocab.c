@@ -305,9 +305,11 @@ static void wprintf_(wbuf *b, const char *fmt, unsigned long long x, unsigned lo
     wput(b, tmp, (size_t)k);
 }
 
-teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path, teller_error *err)
+teller_status teller_tpe_vocab_write(const teller_tpe_vocab *v, char **out, size_t *n, teller_error *err)
 {
     wbuf b = {0};
+    *out = NULL;
+    *n = 0;
     wprintf_(&b, "teller-tpe-vocab %llu\n", TELLER_TPE_VERSION, 0, 0);
     wprintf_(&b, "options buckets=%llu cross=%llu frames=%llu\n", (unsigned)v->opts.buckets,
              (unsigned)v->opts.cross_levels, (unsigned)v->opts.frames);
@@ -337,16 +339,27 @@ teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path,
     wput(&b, tail, (size_t)k);
     if (b.oom) {
         free(b.p);
-        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory writing the vocabulary");
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory writing the vocabulary");
     }
+    *out = b.p;
+    *n = b.n;
+    return TELLER_OK;
+}
+
+teller_status teller_tpe_vocab_save(const teller_tpe_vocab *v, const char *path, teller_error *err)
+{
+    char *p;
+    size_t n;
+    if (teller_tpe_vocab_write(v, &p, &n, err) != TELLER_OK)
+        return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory writing the vocabulary");
     FILE *f = fopen(path, "wb");
     if (!f) {
-        free(b.p);
+        free(p);
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create the vocabulary file");
     }
-    size_t w = fwrite(b.p, 1, b.n, f);
-    int bad = fclose(f) != 0 || w != b.n;
-    free(b.p);
+    size_t w = fwrite(p, 1, n, f);
+    int bad = fclose(f) != 0 || w != n;
+    free(p);
     if (bad)
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write the vocabulary file");
     return TELLER_OK;
