@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The root-cause model against the numeric stage on held-out cases, with
-# bootstrap 95 % intervals (cases resampled, the two methods paired):
+# The root-cause model against the numeric stage (and the z-score and GMM
+# baselines, teller baseline) on held-out cases, with bootstrap 95 %
+# intervals (cases resampled, model and numeric stage paired), then per
+# view and per fault kind:
 #   - simulated: seeds 7000, 7001, 7002 at fault rates 0.3, 0.05, 0.01 (never
 #     used for training, 3000; tuning, 1000; or the numeric stage's
 #     reporting, 2000);
@@ -37,18 +39,21 @@ sim 7000 0.3; sim 7001 0.05; sim 7002 0.01
 judge() { # group method case...
   local g=$1 m=$2; shift 2
   local E="$OUT/eval/$g/$m"
-  [ "$m" = numeric ] && [ -f "$E/.done" ] && return 0
+  [ "$m" != model ] && [ -f "$E/.done" ] && return 0
   rm -rf "$E"; mkdir -p "$E"
   local i=0 a
   if [ "$m" = numeric ]; then a=(--no-model); else a=("${mflag[@]}"); fi
   for c in "$@"; do
-    "$T" diagnose -q "${a[@]}" --json "$E/pred_$i.json" "$c" > /dev/null
+    case "$m" in
+      zscore|gmm) "$T" baseline "$m" -o "$E/pred_$i.json" "$c" > /dev/null ;;
+      *) "$T" diagnose -q "${a[@]}" --json "$E/pred_$i.json" "$c" > /dev/null ;;
+    esac
     "$T" eval --truth "$c" --pred "$E/pred_$i.json" -o "$E/$i.json" > /dev/null
     i=$((i + 1))
   done
   touch "$E/.done"
 }
-for m in numeric model; do
+for m in numeric model zscore gmm; do
   for s in "7000 0.3" "7001 0.05" "7002 0.01"; do
     set -- $s
     judge "sim_r$2" $m "$OUT/sim_s$1_r$2_n$N"/case_*
@@ -103,7 +108,7 @@ print("| cases | method | steps | abnormal | " + " | ".join(keys) + " | F1 95 % 
 print("|---|---|---|---|" + "---|" * (len(keys) + 2))
 for g in sorted(os.listdir(root)):
     per = {}
-    for m in ("numeric", "model"):
+    for m in ("numeric", "model", "zscore", "gmm"):
         d = os.path.join(root, g, m)
         files = sorted((f for f in os.listdir(d) if f[0].isdigit()), key=lambda f: int(f.split(".")[0]))
         per[m] = [counts(json.load(open(os.path.join(d, f)))) for f in files]
@@ -119,9 +124,35 @@ for g in sorted(os.listdir(root)):
                 boot[m][k].append(f[m][k])
         for k in ("F1", "AC@3"):
             diff[k].append(f["model"][k] - f["numeric"][k])
-    for m in ("numeric", "model"):
+    for m in ("numeric", "model", "zscore", "gmm"):
         f = figures(per[m])
         print(f"| {g} ({n}) | {m} | {f['n']} | {f['a']} | " + " | ".join(f"{f[k]:.3f}" for k in keys) +
               f" | {ci(boot[m]['F1'])} | {ci(boot[m]['AC@3'])} |")
     print(f"| {g} ({n}) | model − numeric | | | | | | | | | | {ci(diff['F1'])} | {ci(diff['AC@3'])} |")
+
+# per view and per fault kind: abnormal steps found (recall) and attributed
+# (AC@3), pooled over a group's cases, each method
+methods = ("numeric", "model", "zscore", "gmm")
+print()
+print("| cases | view or kind | abnormal | " + " | ".join(f"{m} recall / AC@3" for m in methods) + " |")
+print("|---|---|---|" + "---|" * len(methods))
+for g in sorted(os.listdir(root)):
+    tally = {}  # (part, name) -> method -> [abnormal, found, attributed]
+    for m in methods:
+        d = os.path.join(root, g, m)
+        for f in (f for f in os.listdir(d) if f[0].isdigit()):
+            e = json.load(open(os.path.join(d, f)))
+            for part in ("by_view", "by_fault"):
+                for name, x in e.get(part, {}).items():
+                    a = x["abnormal_steps"]
+                    t = tally.setdefault((part, name), {}).setdefault(m, [0, 0, 0])
+                    t[0] += a
+                    t[1] += round((x["step"]["recall"] or 0.0) * a)
+                    t[2] += round((x["operator"]["ac3"] or 0.0) * a)
+    for (part, name), per_m in sorted(tally.items()):
+        a = per_m["numeric"][0]
+        if not a:
+            continue
+        cells = " | ".join(f"{per_m[m][1] / a:.3f} / {per_m[m][2] / a:.3f}" for m in methods)
+        print(f"| {g} | {'view ' if part == 'by_view' else ''}{name} | {a} | {cells} |")
 EOF
