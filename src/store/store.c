@@ -297,12 +297,16 @@ static void prefault_rows(teller_events *e, size_t lo, size_t hi)
 #undef COL
 }
 
-/* Rows are mapped a block at a time as readers add them: from row i to
- * the end of its block (or of the capacity). */
+/* Rows are mapped a block at a time as readers add them: when row i
+ * starts a block, or the array moved (its capacity changed from old_cap),
+ * the rows from i to the end of the block (or of the capacity) are to be
+ * mapped; the end of those, or i when none are. */
 enum { PREFAULT_ROWS = 16384 };
 
-static size_t prefault_end(size_t i, size_t cap)
+static size_t prefault_end(size_t i, size_t cap, size_t old_cap)
 {
+    if (i % PREFAULT_ROWS && cap == old_cap)
+        return i;
     size_t end = (i / PREFAULT_ROWS + 1) * PREFAULT_ROWS;
     return end < cap ? end : cap;
 }
@@ -313,8 +317,9 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
     if (teller_store_reserve_events(st, i + 1))
         return TELLER_NONE;
     teller_events *e = &st->ev;
-    if (i % PREFAULT_ROWS == 0 || st->ev_cap != cap) /* a new block, or columns that moved */
-        prefault_rows(e, i, prefault_end(i, st->ev_cap));
+    size_t ahead = prefault_end(i, st->ev_cap, cap);
+    if (ahead > i)
+        prefault_rows(e, i, ahead);
     e->start_ns[i] = r->start_ns;
     e->dur_ns[i] = r->dur_ns;
     e->name[i] = r->name;
@@ -342,8 +347,9 @@ uint32_t teller_store_add_args(teller_store *st, const teller_args *a)
     size_t cap = st->args_cap;
     if (st->nargs >= TELLER_NONE - 1 || TELLER_GROW(st->args, st->args_cap, st->nargs + 1))
         return TELLER_NONE;
-    if (st->nargs % PREFAULT_ROWS == 0 || st->args_cap != cap)
-        teller_prefault(st->args + st->nargs, (prefault_end(st->nargs, st->args_cap) - st->nargs) * sizeof *st->args);
+    size_t ahead = prefault_end(st->nargs, st->args_cap, cap);
+    if (ahead > st->nargs)
+        teller_prefault(st->args + st->nargs, (ahead - st->nargs) * sizeof *st->args);
     st->args[st->nargs] = *a;
     return (uint32_t)st->nargs++;
 }

@@ -422,7 +422,6 @@ static int link_gpu(teller_events *ev, size_t lo, size_t hi, uint64_t *dups)
     return 0;
 }
 
-/* Passes 1 and 2 for every source, one task per source. */
 /* Children lists of the events in [lo, hi): a parent is always of the
  * same source (CPU nesting and launch links stay inside one). */
 static void build_children(teller_events *ev, size_t lo, size_t hi)
@@ -440,6 +439,7 @@ static void build_children(teller_events *ev, size_t lo, size_t hi)
     }
 }
 
+/* Passes 1 and 2 for every source, one task per source. */
 typedef struct source_pass {
     teller_events *ev;
     const size_t  *range;  /* source s holds [range[s], range[s+1]) */
@@ -1034,8 +1034,7 @@ static void stamp_steps(void *ctx, size_t s)
     }
 }
 
-static teller_status cut_steps(teller_store *st, const size_t *range, int jobs, const teller_tree_opts *o,
-                               teller_error *err)
+static teller_status cut_steps(teller_store *st, const size_t *range, const teller_tree_opts *o, teller_error *err)
 {
     size_t ns = st->nsources;
     teller_events *ev = &st->ev;
@@ -1120,7 +1119,7 @@ static teller_status cut_steps(teller_store *st, const size_t *range, int jobs, 
     step_stamp sp = {st, range, mk, nmk, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
     int bad = !sp.end || !sp.first;
     if (!bad)
-        teller_parallel_for(jobs, ns, stamp_steps, &sp);
+        teller_parallel_for(o->jobs, ns, stamp_steps, &sp);
     for (size_t s = 0; s < ns && !bad; s++) {
         bad = sp.end[s] == NULL;
         for (size_t k = sp.first[s]; !bad && k < nmk && st->steps[k].rank == st->sources[s].rank; k++)
@@ -1180,7 +1179,7 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         free(range);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     }
-    teller_status s = cut_steps(st, range, o->jobs, o, err);
+    teller_status s = cut_steps(st, range, o, err);
     free(range);
     return s;
 }

@@ -11,9 +11,7 @@
 void teller_prefault(void *p, size_t bytes)
 {
 #ifdef MADV_POPULATE_WRITE
-    static size_t page;
-    if (!page)
-        page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (!p || bytes < 16 * page)
         return; /* a few faults cost less than the call */
     /* the pages holding the range are the allocation's, so mapped */
