@@ -18,7 +18,11 @@
  * store is grown once to the size the files read so far predict, so that
  * neither is grown (copied) and faulted in again file after file.
  *
- * One thread (or one file) reads straight into the run's store: no copy.
+ * A file whose turn to be appended has come when a thread starts reading it
+ * (the first file, and any other whose predecessors are all appended by
+ * then) is read straight into the run's store: no copy. So is every file
+ * with one thread, or one file. Per-file stores are bare (store_internal.h):
+ * the tree's columns are made by the append.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -243,31 +247,36 @@ static void read_one(void *ctx, size_t i)
     while (!r->failed && i >= r->appended + r->window)
         pthread_cond_wait(&r->cv, &r->mu);
     int stop = r->failed;
+    /* every file before i is in the run's store, and nothing is appended
+     * to it before i is: i is read straight into it, without a copy */
+    int direct = r->appended == i;
     pthread_mutex_unlock(&r->mu);
-    teller_store *part = NULL;
+    teller_store *part = NULL, *into = NULL;
     teller_status s = TELLER_OK;
     if (!stop && r->same_as[i] == r->n) {
         teller_error_clear(&r->errs[i]);
         pthread_mutex_lock(&r->mu);
-        part = r->nspare ? r->spare[--r->nspare] : NULL;
+        if (!direct)
+            part = r->nspare ? r->spare[--r->nspare] : NULL;
         struct scratch sc = r->nscratch ? r->scratch[--r->nscratch] : (struct scratch){NULL, 0};
         pthread_mutex_unlock(&r->mu);
-        if (!part)
-            part = teller_store_create();
-        if (part) { /* the scratch goes with the thread, not with the store that waits */
-            part->scratch = sc.p;
-            part->scratch_cap = sc.cap;
+        if (!direct && !part && (part = teller_store_create()))
+            part->bare = 1;
+        into = direct ? r->st : part;
+        if (into) { /* the scratch goes with the thread, not with the store that waits */
+            into->scratch = sc.p;
+            into->scratch_cap = sc.cap;
         } else {
             free(sc.p);
         }
-        s = part ? read_file(r->o, i, r->files[i], part, &r->errs[i])
+        s = into ? read_file(r->o, i, r->files[i], into, &r->errs[i])
                  : teller_error_set(&r->errs[i], TELLER_ERR_NOMEM, r->files[i], 0, "out of memory");
     }
     pthread_mutex_lock(&r->mu);
-    if (part && part->scratch) {
-        r->scratch[r->nscratch++] = (struct scratch){part->scratch, part->scratch_cap};
-        part->scratch = NULL;
-        part->scratch_cap = 0;
+    if (into && into->scratch) {
+        r->scratch[r->nscratch++] = (struct scratch){into->scratch, into->scratch_cap};
+        into->scratch = NULL;
+        into->scratch_cap = 0;
     }
     r->part[i] = part;
     r->status[i] = s;

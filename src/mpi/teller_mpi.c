@@ -37,6 +37,7 @@
 #include "teller/ingest.h"
 #include "teller/load.h"
 #include "../cli/cli.h"
+#include "../store/store_internal.h"
 #include "../util/pool.h"
 #include "pack.h"
 
@@ -237,6 +238,7 @@ static void read_pack(void *ctx, size_t b)
         teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory");
         return;
     }
+    st->bare = 1; /* packed, then freed */
     if (teller_ingest_file(st, path, &S->p->ingest, &h->err) == TELLER_OK) {
         size_t n = 0;
         S->buf[k] = teller_pack_store(st, &n);

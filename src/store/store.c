@@ -249,8 +249,10 @@ int teller_store_reserve_events(teller_store *st, size_t need)
             return -1;                                           \
     } while (0)
     COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(pid); COL(tid); COL(corr); COL(args); COL(parent); COL(first_child);
-    COL(next_sibling); COL(depth); COL(step);
+    COL(pid); COL(tid); COL(corr); COL(args);
+    if (!st->bare) {
+        COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
+    }
 #undef COL
     st->ev_cap = ncap;
     return 0;
@@ -288,12 +290,15 @@ void teller_store_reset(teller_store *st)
 
 /* Maps the pages of event rows [lo, hi) of every column before they are
  * written (vec.h: teller_prefault). */
-static void prefault_rows(teller_events *e, size_t lo, size_t hi)
+static void prefault_rows(teller_store *st, size_t lo, size_t hi)
 {
+    teller_events *e = &st->ev;
 #define COL(f) teller_prefault(e->f + lo, (hi - lo) * sizeof *e->f)
     COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(pid); COL(tid); COL(corr); COL(args); COL(parent); COL(first_child);
-    COL(next_sibling); COL(depth); COL(step);
+    COL(pid); COL(tid); COL(corr); COL(args);
+    if (!st->bare) {
+        COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
+    }
 #undef COL
 }
 
@@ -319,7 +324,7 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
     teller_events *e = &st->ev;
     size_t ahead = prefault_end(i, st->ev_cap, cap);
     if (ahead > i)
-        prefault_rows(e, i, ahead);
+        prefault_rows(st, i, ahead);
     e->start_ns[i] = r->start_ns;
     e->dur_ns[i] = r->dur_ns;
     e->name[i] = r->name;
@@ -330,11 +335,13 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
     e->tid[i] = r->tid;
     e->corr[i] = r->corr;
     e->args[i] = r->args;
-    e->parent[i] = TELLER_NONE;
-    e->first_child[i] = TELLER_NONE;
-    e->next_sibling[i] = TELLER_NONE;
-    e->depth[i] = 0;
-    e->step[i] = TELLER_NONE;
+    if (!st->bare) {
+        e->parent[i] = TELLER_NONE;
+        e->first_child[i] = TELLER_NONE;
+        e->next_sibling[i] = TELLER_NONE;
+        e->depth[i] = 0;
+        e->step[i] = TELLER_NONE;
+    }
     e->n = i + 1;
     return (uint32_t)i;
 }
@@ -498,7 +505,7 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     size_t n = se->n;
     if (n == 0)
         goto warnings; /* no columns to copy (they may not exist) */
-    prefault_rows(de, e0, e0 + n);
+    prefault_rows(dst, e0, e0 + n);
     memcpy(de->start_ns + e0, se->start_ns, n * sizeof *se->start_ns);
     memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
     memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);
@@ -511,11 +518,13 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         de->source[e0 + i] = (uint16_t)(se->source[i] + s0);
         de->args[e0 + i] = se->args[i] == TELLER_NONE ? TELLER_NONE : se->args[i] + (uint32_t)a0;
     }
-    memset(de->parent + e0, 0xff, n * sizeof *de->parent);
-    memset(de->first_child + e0, 0xff, n * sizeof *de->first_child);
-    memset(de->next_sibling + e0, 0xff, n * sizeof *de->next_sibling);
-    memset(de->depth + e0, 0, n * sizeof *de->depth);
-    memset(de->step + e0, 0xff, n * sizeof *de->step);
+    if (!dst->bare) {
+        memset(de->parent + e0, 0xff, n * sizeof *de->parent);
+        memset(de->first_child + e0, 0xff, n * sizeof *de->first_child);
+        memset(de->next_sibling + e0, 0xff, n * sizeof *de->next_sibling);
+        memset(de->depth + e0, 0, n * sizeof *de->depth);
+        memset(de->step + e0, 0xff, n * sizeof *de->step);
+    }
     de->n = e0 + n;
 warnings:
     dst->nwarn += src->nwarn;

@@ -53,6 +53,14 @@ struct teller_store {
     /* readers' scratch (teller_store_scratch) */
     void    *scratch;
     size_t   scratch_cap;
+
+    /* a per-file store that is only read into and appended to a run's
+     * (teller_load, teller-mpi's readers): the tree's five event columns
+     * (parent, first_child, next_sibling, depth, step) are neither
+     * allocated nor written, since teller_store_append sets them in the run's
+     * store; 17 bytes per event less to write, copy and fault in. Set once,
+     * while the store is empty. */
+    int      bare;
 };
 
 /* Grows every event column to hold `need` events; 0 or -1 (out of memory). */
