@@ -686,6 +686,11 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
         for (size_t s = 0; s < ns; s++)
             bad |= failed[s];
     }
+    /* one item per NCCL kernel found: sized once, so never copied to grow */
+    for (size_t s = 0; s < ns && !bad; s++)
+        icap += nfound[s];
+    if (!bad && icap && !(items = malloc(icap * sizeof *items)))
+        bad = 1;
     char buf[256];
     for (size_t s = 0; s < ns && !bad; s++)
         for (size_t k = 0; k < nfound[s] && !bad; k++) {
@@ -715,7 +720,7 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
                 if (known)
                     *known = key;
             }
-            bad = (peer < 0 && !known) || key == TELLER_NONE || TELLER_GROW(items, icap, nitems + 1);
+            bad = (peer < 0 && !known) || key == TELLER_NONE;
             uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
             if (!bad)
                 items[nitems++] = (coll_item){key, seq, me, i, ev->start_ns[i]};
@@ -749,13 +754,15 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
     st->colls = NULL;
     st->members = NULL;
     st->ncolls = st->nmembers = 0;
-    size_t ccap = 0, mcap = 0;
+    /* every item is a member, of at most as many collectives */
+    st->colls = malloc((nitems ? nitems : 1) * sizeof *st->colls);
+    st->members = malloc((nitems ? nitems : 1) * sizeof *st->members);
+    if (!st->colls || !st->members)
+        goto oom;
     for (size_t a = 0; a < nitems;) {
         size_t b = a;
         while (b < nitems && items[b].key == items[a].key && items[b].seq == items[a].seq)
             b++;
-        if (TELLER_GROW(st->colls, ccap, st->ncolls + 1) || TELLER_GROW(st->members, mcap, st->nmembers + (b - a)))
-            goto oom;
         st->colls[st->ncolls++] =
             (teller_collective){items[a].key, items[a].seq, (uint32_t)st->nmembers, (uint32_t)(b - a)};
         for (size_t k = a; k < b; k++)
@@ -814,7 +821,21 @@ static int node_end_cmp(const void *a, const void *b)
  * and each node looks only at its own collectives: cost O(members log
  * members + nodes x their collectives) per round, not nodes^2 x every
  * collective's members. */
-static int estimate_offsets(teller_store *st)
+/* Moving one source's events onto node 0's clock, on the pool. */
+typedef struct clock_shift {
+    teller_events *ev;
+    const size_t  *range;
+    const int64_t *offset; /* per source: its node's offset */
+} clock_shift;
+
+static void shift_source(void *ctx, size_t s)
+{
+    const clock_shift *c = ctx;
+    for (size_t i = c->range[s]; i < c->range[s + 1]; i++)
+        c->ev->start_ns[i] -= c->offset[s];
+}
+
+static int estimate_offsets(teller_store *st, const size_t *range, int jobs)
 {
     size_t nn = st->nnodes, ns = st->nsources;
     if (nn < 2)
@@ -912,8 +933,13 @@ static int estimate_offsets(teller_store *st)
                               "node %d shares no collective with node 0; its clock offset is unknown (taken as 0)",
                               (int)st->nodes[n].node);
     /* move every node onto node 0's clock */
-    for (size_t i = 0; i < ev->n; i++)
-        ev->start_ns[i] -= st->nodes[srcnode[ev->source[i]]].offset_ns;
+    int64_t *offset = malloc((ns ? ns : 1) * sizeof *offset);
+    if (!offset)
+        goto oom;
+    for (size_t s = 0; s < ns; s++)
+        offset[s] = st->nodes[srcnode[s]].offset_ns;
+    teller_parallel_for(jobs, ns, shift_source, &(clock_shift){ev, range, offset});
+    free(offset);
     free(known);
     free(srcnode);
     free(first);
@@ -1175,7 +1201,7 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         teller_store_warn(st, "(trace)", 0,
                           "%llu API calls reuse a correlation id already seen; GPU work links to the first",
                           (unsigned long long)ndup);
-    if (assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs) || estimate_offsets(st)) {
+    if (assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs) || estimate_offsets(st, range, o->jobs)) {
         free(range);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     }
