@@ -14,7 +14,9 @@
  * memory held in per-file stores. A per-file store, once appended, is
  * emptied and reused for a later file (teller_store_reset); the readers'
  * scratch buffers (a whole inflated file) pass from one reading to the
- * next, so there are no more of them than threads reading; and the run's
+ * next, so there are no more of them than threads reading; once every file
+ * has taken its own, those given back are freed at once, beside the other
+ * threads' reading, not after the last file; and the run's
  * store is grown once to the size the files read so far predict, so that
  * neither is grown (copied) and faulted in again file after file.
  *
@@ -197,6 +199,8 @@ typedef struct load_run {
     size_t                  nspare;
     struct scratch { void *p; size_t cap; } *scratch; /* readers' scratch buffers, */
     size_t                  nscratch;                  /* one per reading thread at most */
+    size_t                  taken;   /* files past taking a spare store and scratch (or not needing them): */
+                                     /* at n, a store or scratch given back is freed, not kept */
     int                     appending, failed;
     teller_error            fail;    /* the error to return when failed */
     pthread_mutex_t         mu;
@@ -249,16 +253,19 @@ static void read_one(void *ctx, size_t i)
     int stop = r->failed;
     /* every file before i is in the run's store, and nothing is appended
      * to it before i is: i is read straight into it, without a copy */
-    int direct = r->appended == i;
+    int direct = r->appended == i, reads = !stop && r->same_as[i] == r->n;
+    if (!reads)
+        r->taken++;
     pthread_mutex_unlock(&r->mu);
     teller_store *part = NULL, *into = NULL;
     teller_status s = TELLER_OK;
-    if (!stop && r->same_as[i] == r->n) {
+    if (reads) {
         teller_error_clear(&r->errs[i]);
         pthread_mutex_lock(&r->mu);
         if (!direct)
             part = r->nspare ? r->spare[--r->nspare] : NULL;
         struct scratch sc = r->nscratch ? r->scratch[--r->nscratch] : (struct scratch){NULL, 0};
+        r->taken++;
         pthread_mutex_unlock(&r->mu);
         if (!direct && !part && (part = teller_store_create()))
             part->bare = 1;
@@ -273,8 +280,12 @@ static void read_one(void *ctx, size_t i)
                  : teller_error_set(&r->errs[i], TELLER_ERR_NOMEM, r->files[i], 0, "out of memory");
     }
     pthread_mutex_lock(&r->mu);
+    void *drop = NULL; /* a scratch no later file will take: freed now, beside the others' work */
     if (into && into->scratch) {
-        r->scratch[r->nscratch++] = (struct scratch){into->scratch, into->scratch_cap};
+        if (r->taken < r->n)
+            r->scratch[r->nscratch++] = (struct scratch){into->scratch, into->scratch_cap};
+        else
+            drop = into->scratch;
         into->scratch = NULL;
         into->scratch_cap = 0;
     }
@@ -283,19 +294,28 @@ static void read_one(void *ctx, size_t i)
     r->ready[i] = 1;
     if (r->appending) { /* the appending thread will take it */
         pthread_mutex_unlock(&r->mu);
+        free(drop);
         return;
     }
     r->appending = 1;
+    pthread_mutex_unlock(&r->mu);
+    free(drop);
+    pthread_mutex_lock(&r->mu);
     while (!r->failed && r->appended < r->n && r->ready[r->appended]) {
         size_t k = r->appended;
         teller_store *p = r->part[k];
         r->part[k] = NULL;
         teller_status rs = r->status[k];
+        int keep = r->taken < r->n; /* a later file may take p */
         pthread_mutex_unlock(&r->mu);
         teller_error e;
         teller_status ps = put_file(r, k, p, rs, &e);
-        if (p)
+        if (p && keep) {
             teller_store_reset(p);
+        } else {
+            teller_store_free(p);
+            p = NULL;
+        }
         pthread_mutex_lock(&r->mu);
         if (p)
             r->spare[r->nspare++] = p; /* at most one per file in flight */
