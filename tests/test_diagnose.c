@@ -255,6 +255,46 @@ static void test_diagnose_carried_real_run(void)
     rm_rf(dir);
 }
 
+/* A real DDP training run (HTA's nccl_data trace, one rank loaded)
+ * perturbed with a throttled GPU in step 2: every kernel of the step runs
+ * slower, and the finding is named after the kernel with the most time in
+ * the step (cuDNN's layout transposes, whose calls vary too much to have a
+ * usual time of their own), not after the judged name that lost the most. */
+static void test_diagnose_throttle_names_heaviest_kernel(void)
+{
+    char dir[] = "/tmp/teller_diag_thr_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/nccl_parser_config/nccl_data.json.gz"), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.faults = 1u << TELLER_FAULT_GPU_THROTTLE;
+    po.rate = 0.3;
+    po.seed = 3;
+    teller_perturb_result res;
+    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
+    CHECK_EQ_INT((int)res.abnormal, 1);
+    teller_store_free(st);
+    st = load_case_ranks(dir, 0, 1);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 3);
+    if (d && d->n == 3) {
+        const teller_step_pred *p = &d->steps[2].pred;
+        CHECK(p->abnormal);
+        CHECK(!strcmp(d->steps[2].fault, "gpu_throttle"));
+        CHECK(p->ncand > 0 && strstr(p->cand[0].op, "nchwToNhwcKernel") != NULL);
+    }
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    CHECK(s.op_ac1 == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Steps of a real trace flagged abnormal by the numeric stage. */
 static int real_flagged(const char *rel)
 {
@@ -471,6 +511,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},
+    {"diagnose: a throttled GPU is named after the kernel with the most time (perturbed real DDP run)",
+     test_diagnose_throttle_names_heaviest_kernel},
     {"diagnose: a stepping thread waiting on autograd's thread is not stalled (real mi250, ns_resolution)",
      test_diagnose_waiting_thread_not_stalled},
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",

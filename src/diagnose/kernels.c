@@ -160,11 +160,50 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
 
 
 
-/* Three or more slowed kernel names on one rank are one throttled GPU,
- * named after the kernel that lost the most. */
+/* The compute kernel name with the most time on the source of event e in
+ * e's step, and in *longest its longest call there, *t its time; TELLER_NONE
+ * when out of memory. */
+static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, double *t)
+{
+    const teller_events *ev = D->ev;
+    uint32_t k = ev->step[e], best = TELLER_NONE;
+    uint16_t src = ev->source[e];
+    kmap m = {0};
+    ktot *tot = NULL;
+    size_t cap = 0;
+    double bt = -1;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+        if (ev->step[i] != k || !is_compute_kernel(D, i) || ev->dur_ns[i] <= 0)
+            continue;
+        ktot *a = kmap_slot(&m, ev->name[i], (void **)&tot, &cap, sizeof *tot);
+        if (!a) {
+            best = TELLER_NONE;
+            break;
+        }
+        a->t += (double)ev->dur_ns[i];
+        if (!a->count++ || ev->dur_ns[i] > ev->dur_ns[a->event])
+            a->event = (uint32_t)i;
+        if (a->t > bt) {
+            bt = a->t;
+            best = ev->name[i];
+            *longest = a->event;
+            *t = a->t;
+        }
+    }
+    kmap_free(&m);
+    free(tot);
+    return best;
+}
+
+/* Three or more slowed kernel names on one rank are one throttled GPU.
+ * Throttled clocks slow every kernel by about the same factor, so the
+ * kernel that lost the most is the one with the most time on the rank in
+ * the step: it names the finding, whether or not its own calls could be
+ * judged (calls of one name whose launch configurations vary, or whose
+ * times disagree, have no usual time); its usual time is then its time
+ * over the slowed names' mean slowdown. */
 size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
-    (void)D;
     if (n < 3)
         return SIZE_MAX;
     size_t best = idx[0];
@@ -175,8 +214,24 @@ size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
         if (c[idx[q]].excess > c[best].excess)
             best = idx[q];
     }
+    double sig = ratio_sum / (double)n, t = 0;
+    uint32_t longest = TELLER_NONE, heavy = heaviest_kernel(D, c[best].event, &longest, &t);
+    if (heavy != TELLER_NONE && heavy != c[best].name) {
+        size_t q = 0;
+        while (q < n && c[idx[q]].name != heavy)
+            q++;
+        if (q < n) {
+            best = idx[q];
+        } else {
+            c[best].name = heavy;
+            c[best].layer = TELLER_LAYER_KERNEL;
+            c[best].event = longest;
+            c[best].actual = t;
+            c[best].usual = sig > 1 ? t / sig : t;
+        }
+    }
     c[best].det = TELLER_FAULT_GPU_THROTTLE;
     c[best].excess = sum;
-    c[best].sig = ratio_sum / (double)n;
+    c[best].sig = sig;
     return best;
 }
