@@ -149,7 +149,9 @@ static void test_modes_training_trace(void)
 /* One step (no markers: the whole trace) of launches every 100 us, a GPU
  * kept busy, and a 6 ms stretch in which the stepping thread runs nothing.
  * With helper set, another thread of the process launches the kernels
- * during that stretch (autograd's engine thread doing the backward). With
+ * during that stretch (autograd's engine thread doing the backward); with
+ * helper 2, that thread itself stalls 5 ms in it, and its op after the
+ * stall is an aten::mm. With
  * gpu_span set, the step's annotation is drawn on the stream too, as
  * Kineto's gpu_user_annotation spans it: a row on the device, not work. */
 static void write_gap_trace(const char *path, int helper, int gpu_span)
@@ -162,10 +164,11 @@ static void write_gap_trace(const char *path, int helper, int gpu_span)
     if (gpu_span)
         tw_ev(&w, "gpu_user_annotation", "ProfilerStep#7", 0, 7, t + 15, end - t - 15, "\"device\": 0, \"stream\": 7");
     for (double h = t + 10; h < end - 200; h += 100) {
-        int in_gap = h > t + 8000 && h < t + 14000;
-        if (in_gap && !helper)
+        int in_gap = h > t + 8000 && h < t + 14000, stalled = helper == 2 && h > t + 8500 && h < t + 13500;
+        if ((in_gap && !helper) || stalled)
             continue;
-        tw_ev(&w, "cpu_op", "aten::add", 1, in_gap ? 2 : 1, h, 20, NULL);
+        int after_stall = helper == 2 && h > t + 13500 && h < t + 13600;
+        tw_ev(&w, "cpu_op", after_stall ? "aten::mm" : "aten::add", 1, in_gap ? 2 : 1, h, 20, NULL);
         tw_launch(&w, in_gap ? 2 : 1, h + 5, "vectorized_elementwise_kernel", h + 15, 80, 64);
     }
     fputs("]}\n", w.f);
@@ -196,6 +199,17 @@ static void test_modes_host_gaps(void)
     write_gap_trace(path, 1, 0);
     d = diagnose_file(path, &st);
     CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    /* (f) the other thread stalls while the stepping thread waits for it:
+     * the process is stalled, at the other thread's op after the stall */
+    write_gap_trace(path, 2, 0);
+    d = diagnose_file(path, &st);
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 1) {
+        CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+        CHECK(d->steps[0].pred.ncand > 0 && !strcmp(d->steps[0].pred.cand[0].op, "aten::mm"));
+    }
     teller_diagnosis_free(d);
     teller_store_free(st);
     unlink(path);
@@ -390,7 +404,7 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},
-    {"diagnose modes: one-step host stall found; waiting on another thread is not a stall", test_modes_host_gaps},
+    {"diagnose modes: one-step host stall found; waiting on another thread is not a stall, its stall is", test_modes_host_gaps},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
     {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},

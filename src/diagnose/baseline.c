@@ -98,11 +98,12 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
             n++;
         }
     /* intervals grouped by source (counting sort), then sorted and merged in place */
-    int64_t *iv = malloc((n ? n : 1) * 2 * sizeof *iv);
+    int64_t *iv = malloc((n ? n : 1) * 3 * sizeof *iv);
     B->a = malloc((n ? n : 1) * sizeof *B->a);
     B->b = malloc((n ? n : 1) * sizeof *B->b);
     B->cum = malloc((n ? n : 1) * sizeof *B->cum);
-    if (!iv || !B->a || !B->b || !B->cum) {
+    B->ev = malloc((n ? n : 1) * sizeof *B->ev);
+    if (!iv || !B->a || !B->b || !B->cum || !B->ev) {
         free(iv);
         return -1;
     }
@@ -111,18 +112,19 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
     for (size_t i = 0; i < ev->n; i++)
         if (busy_counts(ev, (uint32_t)i, step_tid)) {
             size_t at = B->off[ev->source[i] + 1]++;
-            iv[2 * at] = ev->start_ns[i];
-            iv[2 * at + 1] = ev->start_ns[i] + ev->dur_ns[i];
+            iv[3 * at] = ev->start_ns[i];
+            iv[3 * at + 1] = ev->start_ns[i] + ev->dur_ns[i];
+            iv[3 * at + 2] = (int64_t)i;
         }
     /* off[s] .. off[s + 1] now bound source s; merge each run in place */
     size_t w = 0, lo = 0;
     for (size_t s = 0; s < ns; s++) {
         size_t hi = B->off[s + 1]; /* the source's original end, overwritten below */
-        teller_sort(iv + 2 * lo, hi - lo, 2 * sizeof *iv, cmp_iv);
+        teller_sort(iv + 3 * lo, hi - lo, 3 * sizeof *iv, cmp_iv);
         B->off[s] = w;
         int64_t cum = 0;
         for (size_t j = lo; j < hi; j++) {
-            int64_t a = iv[2 * j], b = iv[2 * j + 1];
+            int64_t a = iv[3 * j], b = iv[3 * j + 1];
             if (w > B->off[s] && a <= B->b[w - 1]) {
                 if (b > B->b[w - 1]) {
                     cum += b - B->b[w - 1];
@@ -133,6 +135,7 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
             B->a[w] = a;
             B->b[w] = b;
             B->cum[w] = cum;
+            B->ev[w] = (uint32_t)iv[3 * j + 2];
             cum += b - a;
             w++;
         }
@@ -148,6 +151,7 @@ void diag_busy_free(busyidx *B)
     free(B->a);
     free(B->b);
     free(B->cum);
+    free(B->ev);
     free(B->off);
 }
 
@@ -169,9 +173,8 @@ static int64_t busy_before(const busyidx *B, uint16_t src, int64_t t)
     return B->cum[j] + (end - B->a[j]);
 }
 
-/* The span [*x, *y) from the first to the last busy time of source src
- * inside [a, b); 0 when it was idle throughout. */
-int diag_busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t *x, int64_t *y)
+int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32_t last, diag_hole **H, size_t *cap,
+                    size_t *nh)
 {
     size_t lo = B->off[src], hi = B->off[src + 1];
     while (lo < hi) { /* the first interval ending after a */
@@ -181,14 +184,22 @@ int diag_busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t
         else
             hi = mid;
     }
-    if (lo == B->off[src + 1] || B->a[lo] >= b)
-        return 0;
-    *x = B->a[lo] > a ? B->a[lo] : a;
-    size_t j = lo;
-    while (j + 1 < B->off[src + 1] && B->a[j + 1] < b)
-        j++;
-    *y = B->b[j] < b ? B->b[j] : b;
-    return 1;
+    int64_t cur = a;
+    for (size_t j = lo; j < B->off[src + 1] && B->a[j] < b; j++) {
+        if (B->a[j] > cur) {
+            if (TELLER_GROW(*H, *cap, *nh + 1))
+                return -1;
+            (*H)[(*nh)++] = (diag_hole){cur, B->a[j], B->ev[j]};
+        }
+        if (B->b[j] > cur)
+            cur = B->b[j];
+    }
+    if (b > cur) {
+        if (TELLER_GROW(*H, *cap, *nh + 1))
+            return -1;
+        (*H)[(*nh)++] = (diag_hole){cur, b, last};
+    }
+    return 0;
 }
 
 /* how long source src was idle in [a, b) */

@@ -50,11 +50,19 @@ typedef struct step_acc {
 
 /* When something was busy, per source: the union of some events as sorted
  * disjoint intervals [a, b), those of source s at off[s] .. off[s + 1],
- * cum the busy time before each. */
+ * cum the busy time before each, ev the event that opened each. */
 typedef struct busyidx {
-    int64_t *a, *b, *cum;
-    size_t  *off;
+    int64_t  *a, *b, *cum;
+    uint32_t *ev;
+    size_t   *off;
 } busyidx;
+
+/* A stretch [a, b) in which nothing of a busy index worked, and the event
+ * that ended it. */
+typedef struct diag_hole {
+    int64_t  a, b;
+    uint32_t ev;
+} diag_hole;
 
 typedef struct dctx {
     teller_store       *st;
@@ -160,7 +168,11 @@ double *diag_groups_medians(groups *g);
 void diag_groups_free(groups *g);
 int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
-int diag_busy_span(const busyidx *B, uint16_t src, int64_t a, int64_t b, int64_t *x, int64_t *y);
+/* The holes of [a, b) on source src that no busy interval covers, appended
+ * to *H (*nh of them, grown); an interval's start is ended by the event
+ * that opened it, the end b by event last. 0, or -1 out of memory. */
+int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32_t last, diag_hole **H, size_t *cap,
+                    size_t *nh);
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
 int diag_build_groups(dctx *D);
 int diag_subtract_run_normal(dctx *D);

@@ -1,8 +1,10 @@
 /*
- * gaps.c - the host-gap detector: gaps between the outermost host ops of a
- * rank's stepping thread against the rank's usual gap, costing only the
- * time the GPU idled while no other thread of the process worked (CPU
- * contention).
+ * gaps.c - the host-gap detector: stretches of a step in which no thread of
+ * a rank's process ran a host op (holes in the stepping thread's outermost
+ * ops that no other thread's work covers: autograd's engine running the
+ * backward pass the stepping thread waits for is work, its own stall is a
+ * hole), against the rank's usual gap, costing the time the GPU idled in
+ * them (CPU contention).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@ int diag_detect_gaps(const dctx *D, finds *out)
     /* the stepping thread of each source: the thread of its step markers */
     int32_t *tid = malloc((ns ? ns : 1) * sizeof *tid);
     busyidx others = {0}; /* the source's other threads at work */
+    diag_hole *H = NULL;
+    size_t hcap = 0;
     groups gaps = {0}; /* per source: every gap, for its median */
     /* the longest gap of each (step, source): a gap every step has is normal */
     double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
@@ -118,42 +122,42 @@ int diag_detect_gaps(const dctx *D, finds *out)
             uint16_t s = ev->source[i];
             /* while another thread of the process works (autograd's engine
              * running the backward pass that the stepping thread waits
-             * for), the stepping thread is not stalled: the gap is what
-             * lies outside that stretch, for the yardsticks as for the test */
-            int64_t x = 0, y = 0;
-            int waits = diag_busy_span(&others, s, prev_gap_end, ev->start_ns[i], &x, &y);
-            if (waits)
-                g -= (double)(y - x);
-            if (g <= 0)
-                continue;
-            if (!pass) {
-                if (diag_groups_add(&gaps, s, g))
-                    goto done;
-                double *mx = &stepmax[(size_t)prev_step * ns + s];
-                if (g > *mx)
-                    *mx = g;
-                continue;
+             * for), the process is not stalled: the gaps are the holes in
+             * which no thread worked, each named after the op that ended
+             * it, for the yardsticks as for the test */
+            size_t nh = 0;
+            if (diag_busy_holes(&others, s, prev_gap_end, ev->start_ns[i], (uint32_t)i, &H, &hcap, &nh)) {
+                free(usual);
+                goto done;
             }
-            double thr = 40 * usual[s] + 100000,
-                   um = nmax[s] == 2 ? usual_max[s] - stepmax[(size_t)prev_step * ns + s] : usual_max[s];
-            if (thr < 3 * um)
-                thr = 3 * um;
-            /* with fewer than three steps the thread's usual stalls are
-             * unknown: only a gap longer than a scheduler time slice
-             * (milliseconds) says the thread was descheduled */
-            if (D->nsteps < 3 && thr < 1e6)
-                thr = 1e6;
-            if (g > thr) {
-                /* what the gap cost: the time the GPU idled in it, outside the
-                 * stretch in which another thread of the process (autograd's
-                 * engine, a data loader) was working: a thread waiting on
-                 * another's work is not stalled */
-                double idle = waits ? diag_idle_in(&D->gpu, s, prev_gap_end, x) + diag_idle_in(&D->gpu, s, y, ev->start_ns[i])
-                                  : diag_idle_in(&D->gpu, s, prev_gap_end, ev->start_ns[i]);
+            for (size_t h = 0; h < nh; h++) {
+                g = (double)(H[h].b - H[h].a);
+                uint32_t hev = H[h].ev;
+                if (!pass) {
+                    if (diag_groups_add(&gaps, s, g))
+                        goto done;
+                    double *mx = &stepmax[(size_t)prev_step * ns + s];
+                    if (g > *mx)
+                        *mx = g;
+                    continue;
+                }
+                double thr = 40 * usual[s] + 100000,
+                       um = nmax[s] == 2 ? usual_max[s] - stepmax[(size_t)prev_step * ns + s] : usual_max[s];
+                if (thr < 3 * um)
+                    thr = 3 * um;
+                /* with fewer than three steps the thread's usual stalls are
+                 * unknown: only a gap longer than a scheduler time slice
+                 * (milliseconds) says the thread was descheduled */
+                if (D->nsteps < 3 && thr < 1e6)
+                    thr = 1e6;
+                if (g <= thr)
+                    continue;
+                /* what the gap cost: the time the GPU idled in it */
+                double idle = diag_idle_in(&D->gpu, s, H[h].a, H[h].b);
                 sum_ex += g - usual[s] < idle ? g - usual[s] : idle;
                 if (g > best_gap) {
                     best_gap = g;
-                    best_ev = (uint32_t)i;
+                    best_ev = hev;
                 }
             }
         }
@@ -163,6 +167,7 @@ int diag_detect_gaps(const dctx *D, finds *out)
 done:
     diag_groups_free(&gaps);
     diag_busy_free(&others);
+    free(H);
     free(tid);
     free(stepmax);
     free(usual_max);
