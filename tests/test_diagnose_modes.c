@@ -215,6 +215,69 @@ static void test_modes_host_gaps(void)
     unlink(path);
 }
 
+/* Five steps of ops every 30 us on the stepping thread, each launching a
+ * kernel at once on an idle GPU, with a 4 ms gap before aten::cat every
+ * step (untraced Python, the same every step); with stall set, step 3 also
+ * stalls 2 ms before an aten::mm. */
+static void write_regular_gap_trace(const char *path, int stall)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    for (int k = 0; k < 5; k++) {
+        double t = 5000000 + 12000.0 * k;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, 11000, NULL);
+        int after_gap = 0, after_stall = 0;
+        for (double h = t + 10; h < t + 10000; h += 30) {
+            if (h > t + 2000 && h < t + 6000) {
+                after_gap = 1;
+                continue;
+            }
+            if (stall && k == 3 && h > t + 7000 && h < t + 9000) {
+                after_stall = 1;
+                continue;
+            }
+            const char *op = after_gap ? "aten::cat" : after_stall ? "aten::mm" : "aten::add";
+            after_gap = after_stall = 0;
+            tw_ev(&w, "cpu_op", op, 1, 1, h, 20, NULL);
+            tw_launch(&w, 1, h + 5, "vectorized_elementwise_kernel", h + 15, 20, 64);
+        }
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* A gap that comes before the same op every step is that op's normal, not
+ * a yardstick for every other op: the stall found beside a regular 4 ms
+ * gap twice its length; the run without the stall flags nothing. */
+static void test_modes_regular_gap(void)
+{
+    char path[] = "/tmp/teller_reggap_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    teller_store *st = NULL;
+    write_regular_gap_trace(path, 1);
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 5);
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 5) {
+        CHECK(d->steps[3].pred.abnormal);
+        CHECK(!strcmp(d->steps[3].fault, "cpu_contention"));
+        CHECK(d->steps[3].pred.ncand > 0 && !strcmp(d->steps[3].pred.cand[0].op, "aten::mm"));
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    write_regular_gap_trace(path, 0);
+    d = diagnose_file(path, &st);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
 /* A log that cannot be read fails the diagnosis naming the file (it was
  * skipped silently, while teller requests reported it). */
 static void test_modes_unreadable_log(void)
@@ -405,6 +468,8 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall, its stall is", test_modes_host_gaps},
+    {"diagnose modes: a gap before the same op every step is that op's normal; a stall beside it is found",
+     test_modes_regular_gap},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
     {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},

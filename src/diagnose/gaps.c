@@ -12,6 +12,54 @@
 
 #include "diag_internal.h"
 
+static uint64_t op_key(uint32_t name, uint16_t src) { return ((uint64_t)name << 14) | (src & 0x3FFF); }
+
+/* From the longest gap before each op name per (step, source) (opmax,
+ * values opmax_v): each (name, source)'s usual one, the median over the
+ * run's steps with a step without that op counting zero (*opusual,
+ * allocated here, indexed as g's keys), and stepmax rewritten to the
+ * longest gap of each (step, source) that its op's usual gap does not
+ * explain (over 3x of it), zero where none: what is left for "the usual
+ * longest gap per step". 0, or -1 out of memory. */
+static int op_yardsticks(const dctx *D, size_t ns, kmap *opmax, const double *opmax_v, groups *g, double **opusual,
+                         double *stepmax)
+{
+    uint64_t *keys = malloc((opmax->n ? opmax->n : 1) * sizeof *keys);
+    int rc = -1;
+    if (!keys)
+        return -1;
+    kmap_keys(opmax, keys);
+    for (size_t j = 0; j < opmax->n; j++) {
+        uint32_t name = (uint32_t)(keys[j] >> 36);
+        uint16_t src = (uint16_t)(keys[j] & 0x3FFF);
+        if (diag_groups_add(g, op_key(name, src), opmax_v[j]))
+            goto out;
+    }
+    *opusual = calloc(g->keys.n ? g->keys.n : 1, sizeof **opusual);
+    if (!*opusual)
+        goto out;
+    for (size_t ix = 0; ix < g->keys.n; ix++) {
+        samples *sm = &g->s[ix];
+        teller_sort(sm->v, sm->n, sizeof *sm->v, diag_cmp_dbl);
+        /* the median of nsteps values: nsteps - n zeros, then the sorted maxima */
+        size_t zeros = D->nsteps > sm->n ? D->nsteps - sm->n : 0, p0 = (D->nsteps - 1) / 2, p1 = D->nsteps / 2;
+        double v0 = p0 < zeros ? 0 : sm->v[p0 - zeros], v1 = p1 < zeros ? 0 : sm->v[p1 - zeros];
+        (*opusual)[ix] = 0.5 * (v0 + v1);
+    }
+    memset(stepmax, 0, (size_t)D->nsteps * ns * sizeof *stepmax);
+    for (size_t j = 0; j < opmax->n; j++) {
+        uint32_t name = (uint32_t)(keys[j] >> 36), step = (uint32_t)((keys[j] >> 14) & 0x3FFFFF);
+        uint16_t src = (uint16_t)(keys[j] & 0x3FFF);
+        double m = opmax_v[j], u = (*opusual)[kmap_get(&g->keys, op_key(name, src), 0)];
+        if (m > 3 * u && step < D->nsteps && src < ns && m > stepmax[(size_t)step * ns + src])
+            stepmax[(size_t)step * ns + src] = m;
+    }
+    rc = 0;
+out:
+    free(keys);
+    return rc;
+}
+
 int diag_detect_gaps(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
@@ -26,6 +74,14 @@ int diag_detect_gaps(const dctx *D, finds *out)
     double *stepmax = calloc((size_t)D->nsteps * (ns ? ns : 1) + 1, sizeof *stepmax);
     double *usual_max = calloc(ns ? ns : 1, sizeof *usual_max);
     size_t *nmax = calloc(ns ? ns : 1, sizeof *nmax); /* steps with a gap, per source */
+    /* the longest gap before each op name in each (step, source), and the
+     * usual one per (name, source): a gap that comes before the same op
+     * every step (Python before the forward, the optimizer after the
+     * backward) is that op's normal, and not every other op's */
+    kmap opmax = {0};
+    groups opg = {0};
+    double *opmax_v = NULL, *opusual = NULL;
+    size_t opmax_cap = 0;
     int rc = -1;
     if (!tid || !stepmax || !usual_max || !nmax)
         goto done;
@@ -54,12 +110,18 @@ int diag_detect_gaps(const dctx *D, finds *out)
                 free(usual);
                 goto done;
             }
+            if (D->nsteps >= 3 && op_yardsticks(D, ns, &opmax, opmax_v, &opg, &opusual, stepmax)) {
+                free(med);
+                free(col);
+                free(usual);
+                goto done;
+            }
             for (size_t s = 0; s < ns; s++) {
                 uint32_t ix = kmap_get(&gaps.keys, s, 0);
                 usual[s] = ix == TELLER_NONE ? 0 : med[ix];
                 size_t nc = 0;
                 for (uint32_t k = 0; k < D->nsteps; k++)
-                    if (stepmax[(size_t)k * ns + s] > 0)
+                    if (stepmax[(size_t)k * ns + s] > 0 || opusual) /* a step whose gaps are all explained: zero */
                         col[nc++] = stepmax[(size_t)k * ns + s];
                 /* the yardstick must not be the step's own longest gap (the
                  * stall itself): with three steps or more the median, with two
@@ -139,12 +201,23 @@ int diag_detect_gaps(const dctx *D, finds *out)
                     double *mx = &stepmax[(size_t)prev_step * ns + s];
                     if (g > *mx)
                         *mx = g;
+                    mx = kmap_slot(&opmax, nss_key(ev->name[hev], prev_step, s), (void **)&opmax_v, &opmax_cap,
+                                   sizeof *opmax_v);
+                    if (!mx)
+                        goto done;
+                    if (g > *mx)
+                        *mx = g;
                     continue;
                 }
                 double thr = 40 * usual[s] + 100000,
                        um = nmax[s] == 2 ? usual_max[s] - stepmax[(size_t)prev_step * ns + s] : usual_max[s];
                 if (thr < 3 * um)
                     thr = 3 * um;
+                if (opusual) {
+                    uint32_t ox = kmap_get(&opg.keys, op_key(ev->name[hev], s), 0);
+                    if (ox != UINT32_MAX && thr < 3 * opusual[ox])
+                        thr = 3 * opusual[ox];
+                }
                 /* with fewer than three steps the thread's usual stalls are
                  * unknown: only a gap longer than a scheduler time slice
                  * (milliseconds) says the thread was descheduled */
@@ -172,5 +245,9 @@ done:
     free(stepmax);
     free(usual_max);
     free(nmax);
+    kmap_free(&opmax);
+    diag_groups_free(&opg);
+    free(opmax_v);
+    free(opusual);
     return rc;
 }
