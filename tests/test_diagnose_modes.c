@@ -278,6 +278,63 @@ static void test_modes_regular_gap(void)
     unlink(path);
 }
 
+/* One step whose host first queues 50 kernels of 200 us in 1.25 ms (10 ms
+ * of GPU work), then launches a 10 us kernel every 100 us for 20 ms (the
+ * GPU catches up and waits for the host); with stall set, the host stalls
+ * 5 ms between the two, while the GPU still runs its queue. */
+static void write_queued_stall_trace(const char *path, int stall)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 5000000, h = t + 10, g = t + 20, gap = stall ? 5000 : 0;
+    for (int j = 0; j < 50; j++, h += 25) {
+        tw_ev(&w, "cpu_op", "aten::add", 1, 1, h, 20, NULL);
+        tw_launch(&w, 1, h + 5, "gemm_kernel", g, 200, 64);
+        g += 200;
+    }
+    h += gap;
+    for (int j = 0; j < 200; j++, h += 100) {
+        double k0 = h + 15 > g ? h + 15 : g;
+        tw_ev(&w, "cpu_op", j ? "aten::mul" : "aten::mm", 1, 1, h, 20, NULL);
+        tw_launch(&w, 1, h + 5, "vectorized_elementwise_kernel", k0, 10, 32);
+        g = k0 + 10;
+    }
+    tw_ev(&w, "user_annotation", "ProfilerStep#7", 1, 1, t, h - t, NULL);
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* A stall while the GPU still runs queued work costs nothing while it
+ * lasts, and all of it later, where the GPU waits for the late host: it is
+ * found at the op after it, costing about its length. */
+static void test_modes_queued_stall(void)
+{
+    char path[] = "/tmp/teller_qstall_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    teller_store *st = NULL;
+    write_queued_stall_trace(path, 1);
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 1);
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 1 && d->steps[0].ncands) {
+        const teller_diag_cand *c = &d->cands[d->steps[0].first_cand];
+        CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+        CHECK(!strcmp(teller_store_str(st, c->name), "aten::mm"));
+        CHECK(c->excess_ns > 4.5e6 && c->excess_ns < 5.1e6);
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    write_queued_stall_trace(path, 0);
+    d = diagnose_file(path, &st);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
 /* A log that cannot be read fails the diagnosis naming the file (it was
  * skipped silently, while teller requests reported it). */
 static void test_modes_unreadable_log(void)
@@ -470,6 +527,8 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall, its stall is", test_modes_host_gaps},
     {"diagnose modes: a gap before the same op every step is that op's normal; a stall beside it is found",
      test_modes_regular_gap},
+    {"diagnose modes: a stall while the GPU runs its queue costs where the GPU later waits for the host",
+     test_modes_queued_stall},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
     {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},

@@ -38,6 +38,7 @@ typedef struct gop {
     int64_t  start, end, ready; /* ready: its launch call's end (its start without a launch) */
     uint32_t step;
     int32_t  pid, tid;          /* device and stream */
+    int      peers;             /* a collective with other loaded ranks: its end is theirs too */
 } gop;
 
 static int gop_cmp(const void *x, const void *y)
@@ -69,6 +70,27 @@ static int64_t passed(const lastop *p, uint32_t k)
     return p->step < k ? INT64_MAX : p->delay;
 }
 
+/* Source s's GPU work in start order into *g (grown, *ng of them). 0, or
+ * -1 out of memory. */
+static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *ng)
+{
+    const teller_events *ev = D->ev;
+    *ng = 0;
+    for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
+        if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]) || ev->step[i] >= D->nsteps)
+            continue;
+        if (TELLER_GROW(*g, *gcap, *ng + 1))
+            return -1;
+        uint32_t p = ev->parent[i];
+        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
+        (*g)[(*ng)++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
+                              ready < ev->start_ns[i] ? ready : ev->start_ns[i], ev->step[i], ev->pid[i], ev->tid[i],
+                              (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1};
+    }
+    teller_sort(*g, *ng, sizeof **g, gop_cmp);
+    return 0;
+}
+
 int diag_carry_exposure(const dctx *D, size_t s)
 {
     const teller_events *ev = D->ev;
@@ -81,17 +103,8 @@ int diag_carry_exposure(const dctx *D, size_t s)
         goto done;
     for (uint32_t k = 0; k < D->nsteps; k++)
         cfend[k] = INT64_MIN;
-    for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]) || ev->step[i] >= D->nsteps)
-            continue;
-        if (TELLER_GROW(g, gcap, ng + 1))
-            goto done;
-        uint32_t p = ev->parent[i];
-        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
-        g[ng++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
-                        ev->step[i], ev->pid[i], ev->tid[i]};
-    }
-    teller_sort(g, ng, sizeof *g, gop_cmp);
+    if (gather_gops(D, s, &g, &gcap, &ng))
+        goto done;
     for (size_t i = 0; i < ng; i++) {
         const gop *o = &g[i];
         int64_t from = -1; /* the delay its predecessors pass on; -1: it waited for none */
@@ -159,4 +172,137 @@ double diag_carried(const dctx *D, uint32_t k, double x)
             without = w - (x < e ? x : e);
     }
     return dur - without;
+}
+
+/* ---- what a host delay costs a step ----
+ *
+ * A host that stalls (descheduled, or in slow launch calls) launches all
+ * its later work late. What that costs the step is not only the GPU's idle
+ * time during the stall: a GPU fed ahead (a training loop queueing its
+ * kernels) runs on from its queue and idles later, where it catches up with
+ * the host, or not at all. Walking the rank's GPU work in start order, an
+ * operation launched d later than it would have been without the delays
+ * could have started earlier by its slack to its launch plus d, but no
+ * earlier than the operation before it on its stream (or of another stream
+ * it waited for, as above) would then have ended, and a collective with
+ * other loaded ranks no earlier at all (the last member's arrival ends it);
+ * the rank's window would have ended at the latest such end, or at its
+ * annotation's end less the delays inside it. The cost is how much earlier
+ * the step, its longest rank window, would then have ended. */
+
+struct diag_gpuops {
+    gop    *g;
+    size_t  n, cap;
+    size_t *first, *last; /* per step: its first and last operation in g (first > last: none) */
+};
+
+/* How far before a step's first operation the walk starts, so that each
+ * busy stream's last earlier operation is seen. */
+#define LOOKBACK 1024
+
+diag_gpuops *diag_gpuops_create(const dctx *D, size_t s)
+{
+    diag_gpuops *G = calloc(1, sizeof *G);
+    if (!G || gather_gops(D, s, &G->g, &G->cap, &G->n) ||
+        !(G->first = malloc((D->nsteps ? D->nsteps : 1) * sizeof *G->first)) ||
+        !(G->last = calloc(D->nsteps ? D->nsteps : 1, sizeof *G->last))) {
+        diag_gpuops_free(G);
+        return NULL;
+    }
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        G->first[k] = SIZE_MAX;
+    for (size_t i = 0; i < G->n; i++) {
+        uint32_t k = G->g[i].step;
+        if (G->first[k] == SIZE_MAX)
+            G->first[k] = i;
+        G->last[k] = i;
+    }
+    return G;
+}
+
+void diag_gpuops_free(diag_gpuops *G)
+{
+    if (G) {
+        free(G->g);
+        free(G->first);
+        free(G->last);
+    }
+    free(G);
+}
+
+/* The host delay before time t: the sum of amt[i] with at[i] <= t (at sorted). */
+static double delay_before(const int64_t *at, const double *amt, size_t n, int64_t t)
+{
+    double d = 0;
+    for (size_t i = 0; i < n && at[i] <= t; i++)
+        d += amt[i];
+    return d;
+}
+
+double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint32_t k, const int64_t *at,
+                            const double *amt, size_t n)
+{
+    const teller_events *ev = D->ev;
+    const teller_step *steps = teller_store_steps(D->st);
+    size_t ns = teller_store_num_steps(D->st), row = ns;
+    for (size_t i = 0; i < ns; i++) /* the rank's row of step k */
+        if (steps[i].step == k && steps[i].marker != TELLER_NONE && ev->source[steps[i].marker] == s) {
+            row = i;
+            break;
+        }
+    if (row == ns || !n)
+        return 0;
+    uint32_t mk = steps[row].marker;
+    int64_t mend = ev->start_ns[mk] + ev->dur_ns[mk];
+    double total = delay_before(at, amt, n, INT64_MAX), held = (double)mend - delay_before(at, amt, n, mend);
+    /* per stream: the last operation's end and how much earlier it could end */
+    typedef struct { int32_t pid, tid; int64_t end; double delay; } last;
+    last ls[64];
+    size_t nl = 0;
+    size_t from = G->first[k] == SIZE_MAX ? G->n : G->first[k] > LOOKBACK ? G->first[k] - LOOKBACK : 0,
+           to = G->first[k] == SIZE_MAX ? G->n : G->last[k] + 1;
+    for (size_t i = from; i < to; i++) {
+        const gop *o = &G->g[i];
+        double d = 0;
+        if (o->step == k) {
+            /* a collective ends when its last member arrives: a peer's
+             * arrival may hold it, so its end is not taken to move */
+            d = o->peers ? 0 : (double)(o->start - o->ready) + delay_before(at, amt, n, o->ready);
+            for (size_t q = 0; q < nl; q++) {
+                int same = ls[q].pid == o->pid && ls[q].tid == o->tid;
+                if (same || (ls[q].end >= o->start - WAIT_NS - ROUND_NS && ls[q].end <= o->start + ROUND_NS)) {
+                    double c = (double)(o->start - ls[q].end) + ls[q].delay;
+                    if (c < d)
+                        d = c;
+                }
+            }
+            if (d < 0)
+                d = 0;
+            if ((double)o->end - d > held)
+                held = (double)o->end - d;
+        }
+        size_t q = 0;
+        while (q < nl && !(ls[q].pid == o->pid && ls[q].tid == o->tid))
+            q++;
+        if (q == nl) {
+            if (nl == sizeof ls / sizeof *ls)
+                continue; /* more streams than tracked: the rest constrain nothing */
+            nl++;
+        }
+        ls[q] = (last){o->pid, o->tid, o->end, d};
+    }
+    /* the step's duration is its longest rank window: a rank whose window
+     * another rank's matches costs the step nothing by ending earlier */
+    double dur = 0, others = 0, mine = held - (double)steps[row].start_ns;
+    for (size_t i = 0; i < ns; i++) {
+        if (steps[i].step != k)
+            continue;
+        double w = (double)(steps[i].end_ns - steps[i].start_ns);
+        if (w > dur)
+            dur = w;
+        if (i != row && w > others)
+            others = w;
+    }
+    double cost = dur - (others > mine ? others : mine);
+    return cost < 0 ? 0 : cost > total ? total : cost;
 }

@@ -200,6 +200,16 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
 int diag_carry_exposure(const dctx *D, size_t s);
 /* What step k's duration owes to the previous step's GPU work ending x ns late. */
 double diag_carried(const dctx *D, uint32_t k, double x);
+/* Source s's GPU work in start order, for diag_host_delay_cost; NULL when
+ * out of memory. */
+typedef struct diag_gpuops diag_gpuops;
+diag_gpuops *diag_gpuops_create(const dctx *D, size_t s);
+void diag_gpuops_free(diag_gpuops *G);
+/* How much earlier step k (its longest rank window) would have ended had
+ * source s's host not lost amt[i] ns at time at[i] (n delays, at sorted):
+ * at most their sum. */
+double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint32_t k, const int64_t *at,
+                            const double *amt, size_t n);
 
 /* sentences.c */
 void diag_add_note(dctx *D, const char *text);

@@ -82,6 +82,12 @@ int diag_detect_gaps(const dctx *D, finds *out)
     groups opg = {0};
     double *opmax_v = NULL, *opusual = NULL;
     size_t opmax_cap = 0;
+    /* what a step's stalls cost: the GPU work of source G_src, and per
+     * stall where the host resumed and what it lost */
+    diag_gpuops *G = NULL;
+    size_t G_src = SIZE_MAX, d_cap = 0, d_cap2 = 0;
+    int64_t *d_at = NULL;
+    double *d_amt = NULL;
     int rc = -1;
     if (!tid || !stepmax || !usual_max || !nmax)
         goto done;
@@ -136,6 +142,7 @@ int diag_detect_gaps(const dctx *D, finds *out)
         uint32_t prev_step = TELLER_NONE;
         uint16_t prev_src = UINT16_MAX;
         double best_gap = 0, sum_ex = 0;
+        size_t nd = 0; /* the step's stalls on this source */
         uint32_t best_ev = TELLER_NONE;
         for (size_t i = 0; i <= ev->n; i++) {
             int boundary = i == ev->n;
@@ -149,6 +156,21 @@ int diag_detect_gaps(const dctx *D, finds *out)
                 boundary = s != prev_src || ev->step[i] != prev_step;
             }
             if (boundary) {
+                if (pass && best_ev != TELLER_NONE) {
+                    /* a GPU fed ahead runs on from its queue through a stall
+                     * and idles later, where it catches up with the late host */
+                    if (!G || G_src != prev_src) {
+                        diag_gpuops_free(G);
+                        G_src = prev_src;
+                        if (!(G = diag_gpuops_create(D, prev_src))) {
+                            free(usual);
+                            goto done;
+                        }
+                    }
+                    double cost = diag_host_delay_cost(D, G, prev_src, prev_step, d_at, d_amt, nd);
+                    if (cost > sum_ex)
+                        sum_ex = cost;
+                }
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
                     uint16_t s = prev_src;
                     cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, s)->rank, ev->name[best_ev],
@@ -159,6 +181,7 @@ int diag_detect_gaps(const dctx *D, finds *out)
                     }
                 }
                 best_gap = sum_ex = 0;
+                nd = 0;
                 best_ev = TELLER_NONE;
                 if (i == ev->n)
                     break;
@@ -225,9 +248,16 @@ int diag_detect_gaps(const dctx *D, finds *out)
                     thr = 1e6;
                 if (g <= thr)
                     continue;
-                /* what the gap cost: the time the GPU idled in it */
+                /* what the gap cost: the time the GPU idled in it, or later
+                 * (below) */
                 double idle = diag_idle_in(&D->gpu, s, H[h].a, H[h].b);
                 sum_ex += g - usual[s] < idle ? g - usual[s] : idle;
+                if (TELLER_GROW(d_at, d_cap, nd + 1) || TELLER_GROW(d_amt, d_cap2, nd + 1)) {
+                    free(usual);
+                    goto done;
+                }
+                d_at[nd] = H[h].b;
+                d_amt[nd++] = g - usual[s];
                 if (g > best_gap) {
                     best_gap = g;
                     best_ev = hev;
@@ -249,5 +279,8 @@ done:
     diag_groups_free(&opg);
     free(opmax_v);
     free(opusual);
+    diag_gpuops_free(G);
+    free(d_at);
+    free(d_amt);
     return rc;
 }
