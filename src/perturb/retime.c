@@ -17,10 +17,13 @@
 #include "retime.h"
 #include "../util/vec.h"
 
-/* A GPU op that started more than GAP_BOUND after the previous op of its
- * stream, or within LAUNCH_BOUND of its launch call, was waiting for its
- * launch: it moves with the launch. One that queued behind other work only
- * moves when the launch comes later than LAUNCH_FLOOR before its start. */
+/* A GPU op that started within LAUNCH_BOUND of its launch call, or more
+ * than GAP_BOUND after the previous op of its stream when its launch call
+ * ended after that op did (the stream ran dry before the launch came), was
+ * waiting for its launch: it moves with the launch. One that queued behind
+ * other work (its launch done before the op ahead of it ended: a few µs of
+ * the GPU's own spacing after it are not a wait) only moves when the
+ * launch comes later than LAUNCH_FLOOR before its start. */
 #define GAP_BOUND_NS    2000
 #define LAUNCH_BOUND_NS 20000
 #define LAUNCH_FLOOR_NS 5000
@@ -580,7 +583,8 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
             /* after a gap on its stream it waited for its launch, unless it
              * waited for an op of another stream (an NCCL kernel behind the
              * compute that made its input, launched long before) */
-            int bound = (gap > GAP_BOUND_NS && x == TELLER_NONE) || a <= LAUNCH_BOUND_NS;
+            int queued = prev != TELLER_NONE && end_of(ev, L) <= end_of(ev, prev);
+            int bound = (gap > GAP_BOUND_NS && x == TELLER_NONE && !queued) || a <= LAUNCH_BOUND_NS;
             if (!bound && a > LAUNCH_FLOOR_NS)
                 a = LAUNCH_FLOOR_NS;
             if (start[L] + a > ns)
