@@ -416,6 +416,47 @@ static void test_diagnose_candidate_records(void)
     rm_rf(dir);
 }
 
+/* A run profiled from its start opens with its largest prefill (the
+ * requests that were waiting), in the same whole second as the preemption
+ * warnings of the steps after it: the warnings go to the steps that
+ * recomputed, never to the first step, which had nothing running before it
+ * to preempt. */
+static void test_diagnose_preemption_not_first_step(void)
+{
+    char dir[] = "/tmp/teller_diag_pre_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 30;
+    o.fault_rate = 0.1;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.seed = 6161;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    node_logs nl;
+    const char **logs = node_logs_of(&nl, dir);
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = logs;
+    dop.nlogs = 1;
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 6161: %ld preempted steps, recall %.3f, precision %.3f\n", s.abnormal_steps, s.step_recall,
+            s.step_precision);
+    CHECK(s.abnormal_steps >= 2);
+    CHECK(d && d->n > 0 && !d->steps[0].pred.abnormal);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -508,6 +549,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},
     {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
+    {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
+     test_diagnose_preemption_not_first_step},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

@@ -66,6 +66,11 @@ static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_
  * the middle of their second): the step they mean is the one that did the
  * most GPU work (recomputing preempted requests is a large prefill) among
  * the steps starting within that second, not yet claimed by another line.
+ * The trace's first step is taken only when no other step is left: a
+ * preemption takes back the cache of sequences that were running, and
+ * nothing ran before it in the trace; a run profiled from its start opens
+ * with its largest prefill, the requests that were waiting, which would
+ * otherwise draw the line from the step it means.
  * With an exact time it is the first unclaimed step starting from then. */
 static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
 {
@@ -78,14 +83,15 @@ static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
         return TELLER_NONE;
     }
     uint32_t best = TELLER_NONE;
-    double bestw = -1, lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
+    double bestw = -2, lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
            hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
     for (uint32_t k = 0; k < D->nsteps; k++) {
         double st0 = D->steps[k].start;
         if (st0 < lo || st0 >= hi || D->steps[k].claimed)
             continue;
-        if (D->steps[k].work > bestw) {
-            bestw = D->steps[k].work;
+        double w = k == 0 ? -1 : D->steps[k].work;
+        if (w > bestw) {
+            bestw = w;
             best = k;
         }
     }
