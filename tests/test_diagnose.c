@@ -447,11 +447,53 @@ static void test_diagnose_preemption_not_first_step(void)
     CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
     teller_eval_summary s;
     score_case(d, dir, &s);
-    fprintf(stderr, "  seed 6161: %ld preempted steps, recall %.3f, precision %.3f\n", s.abnormal_steps, s.step_recall,
-            s.step_precision);
+    fprintf(stderr, "  seed 6161: %ld preempted steps, recall %.3f, precision %.3f, facts %.3f\n", s.abnormal_steps,
+            s.step_recall, s.step_precision, s.fact_recall);
     CHECK(s.abnormal_steps >= 2);
     CHECK(d && d->n > 0 && !d->steps[0].pred.abnormal);
     CHECK(s.step_recall == 1.0 && s.step_precision == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* A preemption's cost is its recomputation: the step against the
+ * shortest of the steps around it, which ran the same requests without
+ * it; the sentence gives it (the truth's excess within 20 %), not zero. */
+static void test_diagnose_preemption_cost(void)
+{
+    char dir[] = "/tmp/teller_diag_prec_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "sglang";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 40;
+    o.fault_rate = 0.15;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.seed = 6262;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    node_logs nl;
+    const char **logs = node_logs_of(&nl, dir);
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = logs;
+    dop.nlogs = 1;
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 6262: %ld preempted steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall,
+            s.fact_recall);
+    CHECK(s.abnormal_steps >= 3);
+    CHECK(s.step_recall == 1.0);
+    CHECK(s.fact_recall >= 0.9); /* 0.75 and below when a preemption cost nothing */
+    for (size_t k = 0; d && k < d->n; k++)
+        if (d->steps[k].pred.abnormal)
+            CHECK(d->steps[k].excess_ns > 0 && d->steps[k].culprit_ns == d->steps[k].dur_ns);
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
@@ -551,6 +593,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},
+    {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

@@ -115,6 +115,19 @@ static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det
     return TELLER_NONE;
 }
 
+/* What step k would have taken without recomputing: the shortest of the
+ * two steps before it and the two after it that the trace holds (the
+ * same running requests, the least new prefill among them); the step's
+ * own without any. */
+static double around(const dctx *D, uint32_t k)
+{
+    double u = INFINITY;
+    for (uint32_t j = k >= 2 ? k - 2 : 0; j <= k + 2 && j < D->nsteps; j++)
+        if (j != k && (double)D->out->steps[j].dur_ns < u)
+            u = (double)D->out->steps[j].dur_ns;
+    return u < INFINITY ? u : (double)D->out->steps[k].dur_ns;
+}
+
 static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
@@ -171,8 +184,11 @@ static int on_log(void *ctx, const teller_log_record *rec)
                 marker = s[i].marker;
             }
         if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
-            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, 0, 10, 0, 0, marker, 0, 0, -1, 0, 0, 0};
-            c.excess = 0;
+            /* what the recomputation cost: the step against the steps
+             * around it, which served the same requests without it */
+            double dur = (double)D->out->steps[step].dur_ns, usual = around(D, step);
+            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, dur > usual ? dur - usual : 0, 10,
+                      dur, usual, marker, 0, 0, -1, 0, 0, 0};
             if (diag_add_cand(D, step, &c))
                 return -TELLER_ERR_NOMEM;
         }
