@@ -499,6 +499,42 @@ static void test_diagnose_preemption_cost(void)
     rm_rf(dir);
 }
 
+/* A later pipeline stage opens its step waiting for the stage before it
+ * (its recv runs for a millisecond): an allocation stall before that recv
+ * leaves the GPU idle, but the recv would have waited that long anyway,
+ * so it costs the step nothing and flags nothing. Faults that did delay
+ * the step are still found. */
+static void test_diagnose_stall_absorbed_by_peer_wait(void)
+{
+    char dir[] = "/tmp/teller_diag_absorb_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "sglang";
+    o.nodes = 1;
+    o.gpus_per_node = 4;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 40;
+    o.fault_rate = 0.3;
+    o.faults = 1u << TELLER_FAULT_MALLOC_STORM;
+    o.seed = 11;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 11: %ld abnormal steps, precision %.3f, recall %.3f\n", s.abnormal_steps, s.step_precision,
+            s.step_recall);
+    CHECK(s.abnormal_steps >= 5);
+    CHECK(s.step_precision == 1.0); /* 0.545: five stalls a recv absorbed were flagged */
+    CHECK(s.step_recall >= 0.85);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -594,6 +630,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},
+    {"diagnose: a host stall before a recv that waited for its peer costs nothing",
+     test_diagnose_stall_absorbed_by_peer_wait},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

@@ -1,8 +1,10 @@
 /*
  * baseline.c - what the run itself says is usual, for every detector to
  * compare with (diag_internal.h): medians of grouped samples, when each
- * rank's GPU (or its other threads) was busy, the tensor-parallel peer
- * groups, and the cost that most steps pay (taken off every finding).
+ * rank's GPU (or its other threads) was busy, how long each kernel waited
+ * for its collective peers (a host stall before it cost that much less),
+ * the tensor-parallel peer groups, and the cost that most steps pay (taken
+ * off every finding).
  */
 #include <math.h>
 #include <stdio.h>
@@ -144,6 +146,119 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
     }
     free(iv);
     return 0;
+}
+
+/* a kernel's place in the wait index while it is built */
+typedef struct kent {
+    int64_t  start;
+    double   wait;
+    uint32_t step;
+} kent;
+
+static int cmp_kent(const void *a, const void *b)
+{
+    const kent *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+int diag_waits_build(dctx *D)
+{
+    const teller_events *ev = D->ev;
+    waitidx *W = &D->waits;
+    size_t ns = D->nsrc, n = 0;
+    memset(W, 0, sizeof *W);
+    W->off = calloc(ns + 1, sizeof *W->off);
+    double *wait = calloc(ev->n + 1, sizeof *wait); /* per event */
+    if (!W->off || !wait) {
+        free(wait);
+        return -1;
+    }
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
+        if (co[c].num_members < 2)
+            continue;
+        double shortest = INFINITY;
+        for (uint32_t m = 0; m < co[c].num_members; m++)
+            if ((double)ev->dur_ns[mem[co[c].first_member + m].kernel] < shortest)
+                shortest = (double)ev->dur_ns[mem[co[c].first_member + m].kernel];
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            uint32_t k = mem[co[c].first_member + m].kernel;
+            wait[k] = (double)ev->dur_ns[k] - shortest;
+        }
+    }
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->layer[i] == TELLER_LAYER_KERNEL)
+            n++;
+    kent *e = malloc((n ? n : 1) * sizeof *e);
+    W->start = malloc((n ? n : 1) * sizeof *W->start);
+    W->wait = malloc((n ? n : 1) * sizeof *W->wait);
+    W->step = malloc((n ? n : 1) * sizeof *W->step);
+    if (!e || !W->start || !W->wait || !W->step) {
+        free(e);
+        free(wait);
+        return -1;
+    }
+    /* the events are grouped by source: each source's kernels, then sorted */
+    size_t w = 0;
+    for (size_t s = 0; s < ns; s++) {
+        W->off[s] = w;
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+            if (ev->layer[i] == TELLER_LAYER_KERNEL)
+                e[w++] = (kent){ev->start_ns[i], wait[i], ev->step[i]};
+        teller_sort(e + W->off[s], w - W->off[s], sizeof *e, cmp_kent);
+    }
+    W->off[ns] = w;
+    for (size_t j = 0; j < w; j++) {
+        W->start[j] = e[j].start;
+        W->wait[j] = e[j].wait;
+        W->step[j] = e[j].step;
+    }
+    free(e);
+    free(wait);
+    return 0;
+}
+
+void diag_waits_free(waitidx *W)
+{
+    free(W->start);
+    free(W->wait);
+    free(W->step);
+    free(W->off);
+    memset(W, 0, sizeof *W);
+}
+
+size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+{
+    const waitidx *W = &D->waits;
+    size_t lo = W->off[src], hi = W->off[src + 1];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (W->start[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < W->off[src + 1] && W->step[lo] == k && W->wait[lo] > 0 ? lo : SIZE_MAX;
+}
+
+double *diag_waits_left(const dctx *D)
+{
+    size_t n = D->waits.off[D->nsrc];
+    double *left = malloc((n ? n : 1) * sizeof *left);
+    if (left && n)
+        memcpy(left, D->waits.wait, n * sizeof *left);
+    return left;
+}
+
+double diag_absorb(const dctx *D, double *left, uint16_t src, uint32_t k, int64_t t, double x)
+{
+    size_t j = diag_wait_after(D, src, k, t);
+    if (j == SIZE_MAX || x <= 0)
+        return 0;
+    double a = x < left[j] ? x : left[j];
+    left[j] -= a;
+    return a;
 }
 
 void diag_busy_free(busyidx *B)

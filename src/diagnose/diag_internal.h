@@ -64,6 +64,17 @@ typedef struct diag_hole {
     uint32_t ev;
 } diag_hole;
 
+/* Per source, its kernels in start order (those of source s at off[s] ..
+ * off[s + 1]): when each started, its step, and for a kernel of a
+ * collective with two or more members how long it waited for its peers
+ * (its duration over the shortest member's), else 0. */
+typedef struct waitidx {
+    int64_t  *start;
+    double   *wait;
+    uint32_t *step;
+    size_t   *off;
+} waitidx;
+
 typedef struct dctx {
     teller_store       *st;
     const teller_events *ev;
@@ -78,6 +89,7 @@ typedef struct dctx {
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     size_t             *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     busyidx             gpu;     /* when each source's GPU was busy */
+    waitidx             waits;   /* each source's kernels and their waits for peers */
     int                 nomem;   /* an allocation failed where no status could be returned */
     teller_diagnosis   *out;
     /* the horizontal view, per (step, source): collectives at which the
@@ -175,6 +187,19 @@ int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32
                     size_t *nh);
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
 int diag_build_groups(dctx *D);
+int diag_waits_build(dctx *D);
+void diag_waits_free(waitidx *W);
+/* The first kernel of source src that starts at or after t in step k: its
+ * index in D->waits when it waited for peers (the delay it absorbs), else
+ * SIZE_MAX (another kernel came first, or none). */
+size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t);
+/* A copy of the waits, for a detector to spend (free it); NULL out of memory. */
+double *diag_waits_left(const dctx *D);
+/* How much of a host delay of x ns in step k of source src, ending at t,
+ * the GPU would have spent anyway: the first kernel after it waited for
+ * its peers (a pipeline stage's recv, a collective the others joined
+ * late), and would have waited that much less. Spends it from left. */
+double diag_absorb(const dctx *D, double *left, uint16_t src, uint32_t k, int64_t t, double x);
 int diag_subtract_run_normal(dctx *D);
 
 /* the detector families: each returns 0, or -1 out of memory */

@@ -311,6 +311,7 @@ static void diag_free_ctx(dctx *D)
     free(D->late_wait);
     free(D->expo);
     diag_busy_free(&D->gpu);
+    diag_waits_free(&D->waits);
 }
 
 teller_diag_opts teller_diag_defaults(void)
@@ -415,7 +416,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 D.ev->step[i] < D.nsteps && rank_of(&D, (uint32_t)i) == low)
                 D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
-    if (diag_build_groups(&D))
+    if (diag_build_groups(&D) || diag_waits_build(&D))
         goto oom;
     if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D))
         goto oom;

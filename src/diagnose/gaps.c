@@ -88,8 +88,9 @@ int diag_detect_gaps(const dctx *D, finds *out)
     size_t G_src = SIZE_MAX, d_cap = 0, d_cap2 = 0;
     int64_t *d_at = NULL;
     double *d_amt = NULL;
+    double *left = diag_waits_left(D); /* the waits for peers that absorb a stall */
     int rc = -1;
-    if (!tid || !stepmax || !usual_max || !nmax)
+    if (!tid || !stepmax || !usual_max || !nmax || !left)
         goto done;
     for (size_t s = 0; s < ns; s++)
         tid[s] = INT32_MIN;
@@ -251,7 +252,8 @@ int diag_detect_gaps(const dctx *D, finds *out)
                 /* what the gap cost: the time the GPU idled in it, or later
                  * (below) */
                 double idle = diag_idle_in(&D->gpu, s, H[h].a, H[h].b);
-                sum_ex += g - usual[s] < idle ? g - usual[s] : idle;
+                double cost = g - usual[s] < idle ? g - usual[s] : idle;
+                sum_ex += cost - diag_absorb(D, left, s, prev_step, H[h].b, cost);
                 if (TELLER_GROW(d_at, d_cap, nd + 1) || TELLER_GROW(d_amt, d_cap2, nd + 1)) {
                     free(usual);
                     goto done;
@@ -282,5 +284,6 @@ done:
     diag_gpuops_free(G);
     free(d_at);
     free(d_amt);
+    free(left);
     return rc;
 }
