@@ -93,8 +93,7 @@ int diag_detect_apis(const dctx *D, finds *out)
     double *med = NULL, *step_med = NULL;
     size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use); /* (step, source) pairs calling it */
     kmap pairs = {0}, slot = {0}, seen = {0};
-    double *left = diag_waits_left(D);
-    if (!use || !left)
+    if (!use)
         goto done;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]))
@@ -134,7 +133,7 @@ int diag_detect_apis(const dctx *D, finds *out)
             ex = idle; /* the GPU went on with earlier work meanwhile */
         if (ex <= 0)
             continue;
-        ex -= diag_absorb(D, left, ev->source[i], ev->step[i], ev->start_ns[i] + ev->dur_ns[i], ex);
+        ex -= diag_absorb(D, D->wait_left, ev->source[i], ev->step[i], ev->start_ns[i] + ev->dur_ns[i], ex);
         if (ex <= 0)
             continue;
         acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
@@ -175,7 +174,6 @@ int diag_detect_apis(const dctx *D, finds *out)
 done:
     free(acc);
     free(use);
-    free(left);
     diag_groups_free(&durs);
     diag_groups_free(&step_durs);
     free(med);

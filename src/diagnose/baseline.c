@@ -1,8 +1,8 @@
 /*
  * baseline.c - what the run itself says is usual, for every detector to
  * compare with (diag_internal.h): medians of grouped samples, when each
- * rank's GPU (or its other threads) was busy, how long each kernel waited
- * for its collective peers (a host stall before it cost that much less),
+ * rank's GPU (or its other threads) was busy, how late each collective's
+ * kernel arrived after its peers (a host stall before it cost no more),
  * the tensor-parallel peer groups, and the cost that most steps pay (taken
  * off every finding).
  */
@@ -168,23 +168,33 @@ int diag_waits_build(dctx *D)
     size_t ns = D->nsrc, n = 0;
     memset(W, 0, sizeof *W);
     W->off = calloc(ns + 1, sizeof *W->off);
-    double *wait = calloc(ev->n + 1, sizeof *wait); /* per event */
+    double *wait = malloc((ev->n + 1) * sizeof *wait); /* per event: how late it arrived, -1 not a member */
     if (!W->off || !wait) {
         free(wait);
         return -1;
     }
+    for (size_t i = 0; i < ev->n; i++)
+        wait[i] = -1;
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
-        double shortest = INFINITY;
-        for (uint32_t m = 0; m < co[c].num_members; m++)
-            if ((double)ev->dur_ns[mem[co[c].first_member + m].kernel] < shortest)
-                shortest = (double)ev->dur_ns[mem[co[c].first_member + m].kernel];
+        /* the last and the second last to arrive (start) */
+        int64_t last = INT64_MIN, second = INT64_MIN;
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            int64_t t = ev->start_ns[mem[co[c].first_member + m].kernel];
+            if (t > last) {
+                second = last;
+                last = t;
+            } else if (t > second) {
+                second = t;
+            }
+        }
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             uint32_t k = mem[co[c].first_member + m].kernel;
-            wait[k] = (double)ev->dur_ns[k] - shortest;
+            int64_t others = ev->start_ns[k] == last ? second : last;
+            wait[k] = ev->start_ns[k] > others ? (double)(ev->start_ns[k] - others) : 0;
         }
     }
     for (size_t i = 0; i < ev->n; i++)
@@ -239,7 +249,7 @@ size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
         else
             hi = mid;
     }
-    return lo < W->off[src + 1] && W->step[lo] == k && W->wait[lo] > 0 ? lo : SIZE_MAX;
+    return lo < W->off[src + 1] && W->step[lo] == k && W->wait[lo] >= 0 ? lo : SIZE_MAX;
 }
 
 double *diag_waits_left(const dctx *D)
@@ -256,9 +266,9 @@ double diag_absorb(const dctx *D, double *left, uint16_t src, uint32_t k, int64_
     size_t j = diag_wait_after(D, src, k, t);
     if (j == SIZE_MAX || x <= 0)
         return 0;
-    double a = x < left[j] ? x : left[j];
-    left[j] -= a;
-    return a;
+    double cost = x < left[j] ? x : left[j];
+    left[j] -= cost;
+    return x - cost;
 }
 
 void diag_busy_free(busyidx *B)

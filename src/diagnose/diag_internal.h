@@ -66,8 +66,8 @@ typedef struct diag_hole {
 
 /* Per source, its kernels in start order (those of source s at off[s] ..
  * off[s + 1]): when each started, its step, and for a kernel of a
- * collective with two or more members how long it waited for its peers
- * (its duration over the shortest member's), else 0. */
+ * collective with two or more members how late it arrived (started after
+ * the last of the other members; 0 when it was not the last), else -1. */
 typedef struct waitidx {
     int64_t  *start;
     double   *wait;
@@ -89,7 +89,9 @@ typedef struct dctx {
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     size_t             *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     busyidx             gpu;     /* when each source's GPU was busy */
-    waitidx             waits;   /* each source's kernels and their waits for peers */
+    waitidx             waits;   /* each source's kernels and how late each collective's arrived */
+    double             *wait_left; /* per kernel of waits: the lateness host stalls have not yet
+                                    * spent (apis.c in round 2, then gaps.c in round 3) */
     int                 nomem;   /* an allocation failed where no status could be returned */
     teller_diagnosis   *out;
     /* the horizontal view, per (step, source): collectives at which the
@@ -189,16 +191,20 @@ double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
 int diag_build_groups(dctx *D);
 int diag_waits_build(dctx *D);
 void diag_waits_free(waitidx *W);
-/* The first kernel of source src that starts at or after t in step k: its
- * index in D->waits when it waited for peers (the delay it absorbs), else
+/* The first kernel of source src that starts at or after t in step k:
+ * its index in D->waits when it is a member of a collective, else
  * SIZE_MAX (another kernel came first, or none). */
 size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t);
-/* A copy of the waits, for a detector to spend (free it); NULL out of memory. */
+/* A copy of the lateness of every kernel, for a detector to spend (free
+ * it); NULL out of memory. */
 double *diag_waits_left(const dctx *D);
 /* How much of a host delay of x ns in step k of source src, ending at t,
- * the GPU would have spent anyway: the first kernel after it waited for
- * its peers (a pipeline stage's recv, a collective the others joined
- * late), and would have waited that much less. Spends it from left. */
+ * cost nothing: when the first kernel after it is a collective's (a
+ * pipeline stage's recv, a tensor-parallel all-reduce), the delay held
+ * the collective back only as far as this rank arrived after the other
+ * members (a rank that still came early would have waited for them
+ * anyway). Spends what it costs from left, so that several delays before
+ * one collective cost at most its lateness together. */
 double diag_absorb(const dctx *D, double *left, uint16_t src, uint32_t k, int64_t t, double x);
 int diag_subtract_run_normal(dctx *D);
 

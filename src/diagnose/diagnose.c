@@ -70,10 +70,13 @@ static int add_found(dctx *D, finds *f)
  * findings join the steps after the kernels' (the order decides only
  * ties, and must not change with the threads). Round 1 needs only the
  * store; round 2 also round 1's GPU busy index (API calls and host gaps
- * cost only the GPU's idle time). The kernels (kernels.c) go source by
- * source: each source's tally in round 1, each source against its peers'
- * tallies in round 2, their findings first, source after source. The
- * collectives (comm.c) run after both rounds, alone: they intern names
+ * cost only the GPU's idle time); round 3 the host gaps, which spend what
+ * the API calls left of the collectives' lateness (D->wait_left: a stall
+ * before a collective costs at most how late the rank arrived at it). The
+ * kernels (kernels.c) go source by source: each source's tally in round
+ * 1, each source against its peers' tallies in round 2, their findings
+ * first, source after source. The collectives (comm.c) run after the
+ * rounds, alone: they intern names
  * into the store, which no other thread may read meanwhile; the logs
  * (logs.c) after the merging. */
 static const struct detector {
@@ -83,7 +86,7 @@ static const struct detector {
     {2, diag_detect_apis},   /* apis.c */
     {1, diag_detect_sync},   /* syncs.c */
     {1, diag_detect_copies}, /* copies.c */
-    {2, diag_detect_gaps},   /* gaps.c */
+    {3, diag_detect_gaps},   /* gaps.c: after apis.c, spending what its stalls left of the collectives' lateness */
 };
 enum { NDET = sizeof detectors / sizeof *detectors };
 
@@ -116,7 +119,7 @@ static void run_task(void *ctx, size_t i)
         rc = R->round == 1 ? diag_carry_exposure(D, i - 1 - NDET - ns) : 0;
     else if (R->round == 1)
         rc = diag_kernels_tally(D, i - 1 - NDET, &R->kt[i - 1 - NDET]);
-    else
+    else if (R->round == 2)
         rc = diag_kernels_judge(D, i - 1 - NDET, R->kt, &R->kf[i - 1 - NDET]);
     R->rc[i] = rc;
 }
@@ -134,7 +137,7 @@ static int run_detectors(dctx *D, int jobs)
     D->expo = calloc((size_t)D->nsteps * ns + 1, sizeof *D->expo);
     if (!R.kt || !R.kf || !R.rc || !D->expo)
         goto done;
-    for (R.round = 1; R.round <= 2; R.round++) {
+    for (R.round = 1; R.round <= 3; R.round++) {
         teller_parallel_for(jobs, ntasks, run_task, &R);
         for (size_t i = 0; i < ntasks; i++)
             if (R.rc[i])
@@ -312,6 +315,7 @@ static void diag_free_ctx(dctx *D)
     free(D->expo);
     diag_busy_free(&D->gpu);
     diag_waits_free(&D->waits);
+    free(D->wait_left);
 }
 
 teller_diag_opts teller_diag_defaults(void)
@@ -416,7 +420,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 D.ev->step[i] < D.nsteps && rank_of(&D, (uint32_t)i) == low)
                 D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
-    if (diag_build_groups(&D) || diag_waits_build(&D))
+    if (diag_build_groups(&D) || diag_waits_build(&D) || !(D.wait_left = diag_waits_left(&D)))
         goto oom;
     if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D))
         goto oom;

@@ -88,9 +88,8 @@ int diag_detect_gaps(const dctx *D, finds *out)
     size_t G_src = SIZE_MAX, d_cap = 0, d_cap2 = 0;
     int64_t *d_at = NULL;
     double *d_amt = NULL;
-    double *left = diag_waits_left(D); /* the waits for peers that absorb a stall */
     int rc = -1;
-    if (!tid || !stepmax || !usual_max || !nmax || !left)
+    if (!tid || !stepmax || !usual_max || !nmax)
         goto done;
     for (size_t s = 0; s < ns; s++)
         tid[s] = INT32_MIN;
@@ -253,7 +252,7 @@ int diag_detect_gaps(const dctx *D, finds *out)
                  * (below) */
                 double idle = diag_idle_in(&D->gpu, s, H[h].a, H[h].b);
                 double cost = g - usual[s] < idle ? g - usual[s] : idle;
-                sum_ex += cost - diag_absorb(D, left, s, prev_step, H[h].b, cost);
+                sum_ex += cost - diag_absorb(D, D->wait_left, s, prev_step, H[h].b, cost);
                 if (TELLER_GROW(d_at, d_cap, nd + 1) || TELLER_GROW(d_amt, d_cap2, nd + 1)) {
                     free(usual);
                     goto done;
@@ -284,6 +283,5 @@ done:
     diag_gpuops_free(G);
     free(d_at);
     free(d_amt);
-    free(left);
     return rc;
 }
