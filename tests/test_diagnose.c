@@ -575,6 +575,41 @@ static void test_diagnose_stall_costs_lateness(void)
     rm_rf(dir);
 }
 
+/* A synchronize that stalls after the first pipeline stage's last kernel
+ * holds only that stage's end of the step, while the last stage is still
+ * working: the step grows by how far past the last stage's end it went,
+ * not by the whole overhang. The sentence's excess is the truth's within
+ * 20 %. */
+static void test_diagnose_sync_stall_beyond_others(void)
+{
+    char dir[] = "/tmp/teller_diag_sync_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 40;
+    o.fault_rate = 0.2;
+    o.faults = 1u << TELLER_FAULT_SYNC_STALL;
+    o.seed = 41;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 41: %ld stalled steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall, s.fact_recall);
+    CHECK(s.abnormal_steps >= 5);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0);
+    CHECK(s.fact_recall == 1.0); /* 0.906 counting the whole overhang */
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -674,6 +709,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_stall_absorbed_by_peer_wait},
     {"diagnose: stalls before a collective cost together at most how late the rank arrived",
      test_diagnose_stall_costs_lateness},
+    {"diagnose: a sync stall at a stage's end costs what it held past the last rank's end",
+     test_diagnose_sync_stall_beyond_others},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

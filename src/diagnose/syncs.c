@@ -15,6 +15,43 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* What a stall of ex ns in a synchronize of source src that ended at end
+ * cost step k. When the rank launched no kernel after it in the step, the
+ * stall only held the rank's own end of the step, and the step lasts until
+ * its last rank ends: it cost what the step's end would move were this
+ * rank's end ex earlier (nothing when another rank ended later anyway: an
+ * early pipeline stage's sync while the last stage still works). */
+static double beyond_others(const dctx *D, uint32_t k, uint16_t src, int64_t end, double ex)
+{
+    const waitidx *W = &D->waits;
+    size_t lo = W->off[src], hi = W->off[src + 1];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (W->start[mid] < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < W->off[src + 1] && W->step[lo] == k)
+        return ex; /* work after it waited: it may have held other ranks too */
+    const teller_step *steps = teller_store_steps(D->st);
+    int32_t rank = teller_store_source_c(D->st, src)->rank;
+    int64_t own = INT64_MIN, others = INT64_MIN;
+    for (size_t i = 0; i < teller_store_num_steps(D->st); i++) {
+        if (steps[i].step != k)
+            continue;
+        if (steps[i].rank == rank)
+            own = steps[i].end_ns;
+        else if (steps[i].end_ns > others)
+            others = steps[i].end_ns;
+    }
+    if (own == INT64_MIN || others == INT64_MIN)
+        return ex;
+    double without = (double)own - ex > (double)others ? (double)own - ex : (double)others;
+    double last = own > others ? (double)own : (double)others;
+    return last - without;
+}
+
 /* A synchronize's overhang: how long it went on after the last GPU work
  * of its rank that had finished by then (0 when it returned as that work
  * finished). Stalls are overhangs far above the run's usual. */
@@ -80,6 +117,9 @@ int diag_detect_sync(const dctx *D, finds *out)
                 continue;
             }
             double ex = o - 3 * usual - 20000;
+            if (ex <= 0)
+                continue;
+            ex = beyond_others(D, ev->step[i], src, end, ex);
             if (ex <= 0)
                 continue;
             cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
