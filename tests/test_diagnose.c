@@ -610,6 +610,41 @@ static void test_diagnose_sync_stall_beyond_others(void)
     rm_rf(dir);
 }
 
+/* Kernel launch calls slowed on a rank: each slow call (over twice its
+ * usual and 4 us) cost the step all it took over its usual, not only what
+ * it took over the threshold that called it slow. */
+static void test_diagnose_launch_latency_cost(void)
+{
+    char dir[] = "/tmp/teller_diag_launch_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "sglang";
+    o.model = "8b";
+    o.nodes = 1;
+    o.gpus_per_node = 4;
+    o.tp = 4;
+    o.pp = 1;
+    o.steps = 48;
+    o.fault_rate = 0.4;
+    o.faults = 1u << TELLER_FAULT_LAUNCH_LATENCY;
+    o.seed = 62;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 62: %ld slow-launch steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall,
+            s.fact_recall);
+    CHECK(s.abnormal_steps >= 4);
+    CHECK(s.step_recall == 1.0);
+    CHECK(s.fact_recall >= 0.9); /* 0.85 costing only the part over the threshold */
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -711,6 +746,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_stall_costs_lateness},
     {"diagnose: a sync stall at a stage's end costs what it held past the last rank's end",
      test_diagnose_sync_stall_beyond_others},
+    {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

@@ -127,7 +127,9 @@ int diag_detect_apis(const dctx *D, finds *out)
         if (first)
             continue; /* loading the kernel's module (or uploading a graph) is no latency fault */
         double d = (double)ev->dur_ns[i], usual = usual_call(D, nm, med[kmap_get(&durs.keys, nm, 0)]);
-        double ex = rare ? d : d - 2.0 * usual - 4000.0;
+        /* a call is slow over 2x its usual + 4 us; what it then cost is
+         * all it took over its usual */
+        double ex = rare ? d : d > 2.0 * usual + 4000.0 ? d - usual : 0;
         double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
             ex = idle; /* the GPU went on with earlier work meanwhile */
