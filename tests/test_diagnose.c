@@ -645,6 +645,43 @@ static void test_diagnose_launch_latency_cost(void)
     rm_rf(dir);
 }
 
+/* Every launch API of a rank slowed alike: the finding is named after
+ * the API whose slow calls launched the most work, counting the slow calls
+ * that cost nothing (the GPU still busy) too; counting only those that
+ * cost something named whichever API happened to launch when the GPU ran
+ * dry. */
+static void test_diagnose_launch_latency_name(void)
+{
+    char dir[] = "/tmp/teller_diag_lname_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "sglang";
+    o.model = "8b";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 1;
+    o.pp = 2;
+    o.steps = 48;
+    o.fault_rate = 0.4;
+    o.faults = 1u << TELLER_FAULT_LAUNCH_LATENCY;
+    o.seed = 75;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 75: %ld slow-launch steps, recall %.3f, operator AC@1 %.3f\n", s.abnormal_steps, s.step_recall,
+            s.op_ac1);
+    CHECK(s.abnormal_steps >= 4);
+    CHECK(s.step_recall >= 0.6);
+    CHECK(s.op_ac1 == s.step_recall); /* 0.2: two of three flagged steps named after cuLaunchKernelEx */
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -747,6 +784,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a sync stall at a stage's end costs what it held past the last rank's end",
      test_diagnose_sync_stall_beyond_others},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},
+    {"diagnose: slowed launches are named after the API whose slow calls launched the most",
+     test_diagnose_launch_latency_name},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

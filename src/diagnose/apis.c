@@ -77,7 +77,8 @@ int diag_detect_apis(const dctx *D, finds *out)
     /* per (step, source, name): excess over the usual per-call time */
     typedef struct acc_t {
         double   excess, t, usual;
-        uint32_t n, event, step, name, fed;
+        uint32_t n, event, step, name, fed; /* n: calls that cost something; fed: what all slow calls launched */
+        uint32_t slow;                       /* slow calls */
         uint16_t src;
         int      rare;
     } acc_t;
@@ -130,6 +131,20 @@ int diag_detect_apis(const dctx *D, finds *out)
         /* a call is slow over 2x its usual + 4 us; what it then cost is
          * all it took over its usual */
         double ex = rare ? d : d > 2.0 * usual + 4000.0 ? d - usual : 0;
+        if (ex <= 0)
+            continue;
+        acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
+        if (!a)
+            goto done;
+        if (!a->slow++) {
+            a->step = ev->step[i];
+            a->name = nm;
+            a->src = ev->source[i];
+            a->rare = rare;
+        }
+        /* what the API's slow calls launched, whatever they cost: the
+         * API a rank's slowed launches are named after */
+        a->fed += launched(ev, (uint32_t)i);
         double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
             ex = idle; /* the GPU went on with earlier work meanwhile */
@@ -138,21 +153,12 @@ int diag_detect_apis(const dctx *D, finds *out)
         ex -= diag_absorb(D, D->wait_left, ev->source[i], ev->step[i], ev->start_ns[i] + ev->dur_ns[i], ex);
         if (ex <= 0)
             continue;
-        acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
-        if (!a)
-            goto done;
-        if (!a->n) {
+        if (!a->n)
             a->event = (uint32_t)i;
-            a->step = ev->step[i];
-            a->name = nm;
-            a->src = ev->source[i];
-            a->rare = rare;
-        }
         a->n++;
         a->excess += ex;
         a->t += d;
         a->usual += rare ? 0 : usual;
-        a->fed += launched(ev, (uint32_t)i);
     }
     for (size_t ix = 0; ix < slot.n; ix++) {
         acc_t *a = &acc[ix];
