@@ -682,6 +682,43 @@ static void test_diagnose_launch_latency_name(void)
     rm_rf(dir);
 }
 
+/* Two pipeline stages without tensor-parallel peers, each running half
+ * the layers on the same batch: a kernel slowed on one stage in a step
+ * whose launch configuration the run has not seen three times is judged
+ * against the other stage's calls of the same name, as many as its own. */
+static void test_diagnose_pipeline_stage_kernels(void)
+{
+    char dir[] = "/tmp/teller_diag_stage_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.model = "8b";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 1;
+    o.pp = 2;
+    o.steps = 40;
+    o.fault_rate = 0.3;
+    o.faults = 1u << TELLER_FAULT_GPU_THROTTLE | 1u << TELLER_FAULT_KERNEL_REGRESSION;
+    o.seed = 81;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 81: %ld slow-kernel steps, recall %.3f, precision %.3f, operator AC@1 %.3f\n", s.abnormal_steps,
+            s.step_recall, s.step_precision, s.op_ac1);
+    CHECK(s.abnormal_steps >= 8);
+    CHECK(s.step_recall == 1.0); /* 0.5 against the rank's own configurations alone */
+    CHECK(s.step_precision == 1.0);
+    CHECK(s.op_ac1 == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -786,6 +823,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},
     {"diagnose: slowed launches are named after the API whose slow calls launched the most",
      test_diagnose_launch_latency_name},
+    {"diagnose: without tensor-parallel peers, a stage's kernel is judged against the other stage's",
+     test_diagnose_pipeline_stage_kernels},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

@@ -142,10 +142,23 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
         }
         if (!peers) {
             /* no tensor-parallel peer: compare with the same rank's calls of
-             * the same launch configuration in the run */
-            if (me->noref[ix])
-                continue;
-            best = me->ref[ix];
+             * the same launch configuration in the run; without them, with
+             * another rank without peers that made as many calls of the name
+             * in the step (a pipeline stage running the same layers on the
+             * same batch) */
+            if (me->noref[ix]) {
+                for (size_t p = 0; p < D->nsrc; p++) {
+                    if (p == s || D->gcount[p] > 1)
+                        continue;
+                    uint32_t pi = kmap_get(&K[p].m, key, 0);
+                    if (pi != TELLER_NONE && K[p].tot[pi].count == me->tot[ix].count && K[p].tot[pi].t < best)
+                        best = K[p].tot[pi].t;
+                }
+                if (best == INFINITY)
+                    continue;
+            } else {
+                best = me->ref[ix];
+            }
         }
         const ktot *t = &me->tot[ix];
         if (t->t <= best * 1.15 || t->t - best < 10000)
