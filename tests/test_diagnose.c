@@ -719,6 +719,50 @@ static void test_diagnose_pipeline_stage_kernels(void)
     rm_rf(dir);
 }
 
+/* OOM retries on a later pipeline stage of a 70B model cost the step
+ * little or nothing (the stage waited for the one before it anyway), so
+ * the step rests on the engine's OOM line: a whole-second line goes to the
+ * step in which the trace shows a rank of its node emptying its cache (its
+ * "TP1" counts within the stage), and those frees are a finding even when
+ * they cost nothing. */
+static void test_diagnose_oom_line_to_its_step(void)
+{
+    char dir[] = "/tmp/teller_diag_oom_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "sglang";
+    o.model = "70b";
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 40;
+    o.fault_rate = 0.2;
+    o.faults = 1u << TELLER_FAULT_OOM;
+    o.seed = 92;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    node_logs nl;
+    const char **logs = node_logs_of(&nl, dir);
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = logs;
+    dop.nlogs = 2;
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    fprintf(stderr, "  seed 92: %ld OOM steps, recall %.3f, precision %.3f, type %.3f\n", s.abnormal_steps, s.step_recall,
+            s.step_precision, s.fault_type_accuracy);
+    CHECK(s.abnormal_steps >= 5);
+    CHECK(s.step_recall == 1.0); /* 0.222 with the lines in the middle of their second */
+    CHECK(s.step_precision == 1.0);
+    CHECK(s.fault_type_accuracy == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -825,6 +869,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_launch_latency_name},
     {"diagnose: without tensor-parallel peers, a stage's kernel is judged against the other stage's",
      test_diagnose_pipeline_stage_kernels},
+    {"diagnose: a whole-second OOM line goes to the step whose trace shows its node's rank emptying its cache",
+     test_diagnose_oom_line_to_its_step},
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},

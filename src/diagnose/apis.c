@@ -137,6 +137,7 @@ int diag_detect_apis(const dctx *D, finds *out)
         if (!a)
             goto done;
         if (!a->slow++) {
+            a->event = (uint32_t)i;
             a->step = ev->step[i];
             a->name = nm;
             a->src = ev->source[i];
@@ -154,7 +155,7 @@ int diag_detect_apis(const dctx *D, finds *out)
         if (ex <= 0)
             continue;
         if (!a->n)
-            a->event = (uint32_t)i;
+            a->event = (uint32_t)i; /* the first call that cost something */
         a->n++;
         a->excess += ex;
         a->t += d;
@@ -162,7 +163,10 @@ int diag_detect_apis(const dctx *D, finds *out)
     }
     for (size_t ix = 0; ix < slot.n; ix++) {
         acc_t *a = &acc[ix];
-        if (!a->n)
+        /* rare allocations are a finding even when they cost the step
+         * nothing (the GPU waited for a peer meanwhile): an OOM's frees are
+         * facts its log line confirms */
+        if (!a->n && !a->rare)
             continue;
         int det = is_alloc_api(teller_store_str(st, a->name)) ? TELLER_FAULT_MALLOC_STORM : TELLER_FAULT_LAUNCH_LATENCY;
         /* slow calls are a fault when the step's calls are slow as a whole
@@ -174,7 +178,7 @@ int diag_detect_apis(const dctx *D, finds *out)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
-                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->n : a->fed, -1, 0, 0, 0};
+                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->slow : a->fed, -1, 0, 0, 0};
         if (diag_finds_add(out, a->step, &c))
             goto done;
     }

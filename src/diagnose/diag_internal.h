@@ -46,6 +46,7 @@ typedef struct step_acc {
     double   start; /* earliest rank's start */
     double   work;  /* compute kernel time on the lowest rank: the batch's size */
     int      claimed; /* a whole-second log line was already placed here */
+    int      oom_line; /* an OOM line was placed here by the rank's OOM finding */
 } step_acc;
 
 /* When something was busy, per source: the union of some events as sorted

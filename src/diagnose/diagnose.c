@@ -201,8 +201,8 @@ static void absorb(dctx *D)
     for (uint32_t k = 0; k < D->nsteps; k++) {
         step_acc *s = &D->steps[k];
         for (size_t a = 0; a < s->n; a++) {
-            if (s->c[a].det != TELLER_FAULT_OOM && s->c[a].det != TELLER_FAULT_MALLOC_STORM)
-                continue;
+            if (s->c[a].det != TELLER_FAULT_OOM && (s->c[a].det != TELLER_FAULT_MALLOC_STORM || s->c[a].excess <= 0))
+                continue; /* allocations that cost nothing handled nothing, unless they were an OOM's */
             for (size_t b = 0; b < s->n; b++)
                 if (s->c[b].det == TELLER_FAULT_CPU_CONTENTION && s->c[b].rank == s->c[a].rank) {
                     s->c[a].excess += s->c[b].excess;

@@ -128,6 +128,39 @@ static double around(const dctx *D, uint32_t k)
     return u < INFINITY ? u : (double)D->out->steps[k].dur_ns;
 }
 
+/* The step near time t (within its second when whole) whose trace shows
+ * a rank emptying its cache (an OOM finding), one not given an OOM line
+ * yet first: of the line's rank on the log's node, else of any rank of
+ * that node (an engine's "TP1" counts within its pipeline stage, not the
+ * run's ranks);
+ * TELLER_NONE when none. */
+static uint32_t oom_step(dctx *D, int64_t t, int whole_second, int32_t rank, int32_t node)
+{
+    double lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
+           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    for (int by_node = 0; by_node < 2; by_node++) {
+        uint32_t again = TELLER_NONE;
+        for (uint32_t k = 0; k < D->nsteps; k++) {
+            double st0 = D->steps[k].start;
+            if (st0 < lo || st0 >= hi)
+                continue;
+            for (size_t a = 0; a < D->steps[k].n; a++) {
+                const cand *c = &D->steps[k].c[a];
+                if (c->det != TELLER_FAULT_OOM || diag_node_of_rank(D->st, c->rank) != node ||
+                    (!by_node && c->rank != rank))
+                    continue;
+                if (!D->steps[k].oom_line)
+                    return k;
+                if (again == TELLER_NONE)
+                    again = k;
+            }
+        }
+        if (again != TELLER_NONE)
+            return again;
+    }
+    return TELLER_NONE;
+}
+
 static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
@@ -163,6 +196,14 @@ static int on_log(void *ctx, const teller_log_record *rec)
         if (step != TELLER_NONE)
             D->steps[step].claimed = 1;
     } else if (has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory")) {
+        /* a whole-second line belongs to the step in which the trace shows
+         * its rank emptying the cache, not to whichever step the middle of
+         * its second fell in */
+        uint32_t k = oom_step(D, al.time_ns, (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0, al.rank, L->node);
+        if (k != TELLER_NONE) {
+            step = k;
+            D->steps[k].oom_line = 1;
+        }
         det = TELLER_FAULT_OOM;
     } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
         det = TELLER_FAULT_NCCL_HANG;
