@@ -90,6 +90,8 @@ typedef struct dctx {
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */
     size_t             *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     busyidx             gpu;     /* when each source's GPU was busy */
+    busyidx             host;    /* when each source's threads other than its stepping one worked (gaps.c) */
+    int32_t            *step_tid; /* per source: its stepping thread, the thread of its step markers (gaps.c) */
     waitidx             waits;   /* each source's kernels and how late each collective's arrived */
     double             *wait_left; /* per kernel of waits: the lateness host stalls have not yet
                                     * spent (apis.c in round 2, then gaps.c in round 3) */
@@ -220,7 +222,12 @@ size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n);
 size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n);
 int diag_detect_sync(const dctx *D, finds *out);
 int diag_detect_copies(const dctx *D, finds *out);
-int diag_detect_gaps(const dctx *D, finds *out);
+/* Each source's stepping thread (the thread of its step markers) and the
+ * busy index of its other threads (D->step_tid, D->host), for the host
+ * gaps. */
+int diag_host_busy_build(dctx *D);
+/* Source s's host gaps (D->host built); its findings in event order. */
+int diag_detect_gaps(const dctx *D, size_t s, finds *out);
 int diag_detect_comm(dctx *D);
 /* Merges a step's transfer findings into one slow link; -1 when out of memory. */
 int diag_merge_links(dctx *D);

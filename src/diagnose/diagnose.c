@@ -69,13 +69,15 @@ static int add_found(dctx *D, finds *f)
 /* The families that look at the whole run at once, in the order their
  * findings join the steps after the kernels' (the order decides only
  * ties, and must not change with the threads). Round 1 needs only the
- * store; round 2 also round 1's GPU busy index (API calls and host gaps
- * cost only the GPU's idle time); round 3 the host gaps, which spend what
- * the API calls left of the collectives' lateness (D->wait_left: a stall
- * before a collective costs at most how late the rank arrived at it). The
- * kernels (kernels.c) go source by source: each source's tally in round
- * 1, each source against its peers' tallies in round 2, their findings
- * first, source after source. The collectives (comm.c) run after the
+ * store; round 2 also round 1's GPU busy index (API calls cost only the
+ * GPU's idle time) and collective waits (a sync stall at a stage's end). The kernels (kernels.c) go source by source: each
+ * source's tally in round 1, each source against its peers' tallies in
+ * round 2, their findings first, source after source. The host gaps
+ * (gaps.c) go source by source in round 3, after the API calls, whose
+ * stalls they share the collectives' lateness with (D->wait_left: a stall
+ * before a collective costs at most how late the rank arrived at it), with
+ * the other threads' busy index of round 2; their findings come last,
+ * source after source. The collectives (comm.c) run after the
  * rounds, alone: they intern names
  * into the store, which no other thread may read meanwhile; the logs
  * (logs.c) after the merging. */
@@ -84,9 +86,8 @@ static const struct detector {
     int (*run)(const dctx *D, finds *out);
 } detectors[] = {
     {2, diag_detect_apis},   /* apis.c */
-    {1, diag_detect_sync},   /* syncs.c */
+    {2, diag_detect_sync},   /* syncs.c: with round 1's collective waits */
     {1, diag_detect_copies}, /* copies.c */
-    {3, diag_detect_gaps},   /* gaps.c: after apis.c, spending what its stalls left of the collectives' lateness */
 };
 enum { NDET = sizeof detectors / sizeof *detectors };
 
@@ -96,13 +97,15 @@ typedef struct drun {
     int    round;
     ktab  *kt;      /* per source */
     finds *kf;      /* per source: kernel findings */
+    finds *gf;      /* per source: host-gap findings */
     finds  f[NDET]; /* per family of the table */
     int   *rc;      /* per task */
 } drun;
 
-/* Task i of a round: 0 the GPU busy index (round 1), 1 .. NDET the table's
- * families of the round, then one per source for the kernels, then (round
- * 1) one per source for what its steps queued behind earlier ones
+/* Task i of a round: 0 the GPU busy index and each collective member's
+ * wait (round 1) or the other threads' busy index (round 2), 1 .. NDET the table's families of the round, then one per
+ * source for the kernels (rounds 1 and 2) or the host gaps (round 3), then
+ * (round 1) one per source for what its steps queued behind earlier ones
  * (carry.c). The long tasks come first, so that no thread is left alone
  * with one at the end. */
 static void run_task(void *ctx, size_t i)
@@ -112,7 +115,10 @@ static void run_task(void *ctx, size_t i)
     size_t ns = D->nsrc;
     int rc = 0;
     if (i == 0)
-        rc = R->round == 1 ? diag_busy_build(&R->D->gpu, D, NULL) : 0;
+        rc = R->round == 1   ? diag_busy_build(&R->D->gpu, D, NULL) || diag_waits_build(R->D) ||
+                                   !(R->D->wait_left = diag_waits_left(D))
+             : R->round == 2 ? diag_host_busy_build(R->D)
+                             : 0;
     else if (i <= NDET)
         rc = detectors[i - 1].round == R->round ? detectors[i - 1].run(D, &R->f[i - 1]) : 0;
     else if (i > NDET + ns)
@@ -121,6 +127,8 @@ static void run_task(void *ctx, size_t i)
         rc = diag_kernels_tally(D, i - 1 - NDET, &R->kt[i - 1 - NDET]);
     else if (R->round == 2)
         rc = diag_kernels_judge(D, i - 1 - NDET, R->kt, &R->kf[i - 1 - NDET]);
+    else
+        rc = diag_detect_gaps(D, i - 1 - NDET, &R->gf[i - 1 - NDET]);
     R->rc[i] = rc;
 }
 
@@ -132,10 +140,10 @@ static int run_detectors(dctx *D, int jobs)
 {
     size_t ns = D->nsrc, ntasks = 1 + NDET + 2 * ns;
     drun R = {.D = D, .kt = calloc(ns + 1, sizeof *R.kt), .kf = calloc(ns + 1, sizeof *R.kf),
-              .rc = calloc(ntasks, sizeof *R.rc)};
+              .gf = calloc(ns + 1, sizeof *R.gf), .rc = calloc(ntasks, sizeof *R.rc)};
     int rc = -1;
     D->expo = calloc((size_t)D->nsteps * ns + 1, sizeof *D->expo);
-    if (!R.kt || !R.kf || !R.rc || !D->expo)
+    if (!R.kt || !R.kf || !R.gf || !R.rc || !D->expo)
         goto done;
     for (R.round = 1; R.round <= 3; R.round++) {
         teller_parallel_for(jobs, ntasks, run_task, &R);
@@ -148,15 +156,22 @@ static int run_detectors(dctx *D, int jobs)
         rc = add_found(D, &R.kf[s]);
     for (size_t f = 0; f < NDET && !rc; f++)
         rc = add_found(D, &R.f[f]);
+    for (size_t s = 0; s < ns && !rc; s++)
+        rc = add_found(D, &R.gf[s]);
 done:
-    for (size_t s = 0; s < ns && R.kt && R.kf; s++) {
-        diag_ktab_free(&R.kt[s]);
-        free(R.kf[s].v);
+    for (size_t s = 0; s < ns; s++) {
+        if (R.kt)
+            diag_ktab_free(&R.kt[s]);
+        if (R.kf)
+            free(R.kf[s].v);
+        if (R.gf)
+            free(R.gf[s].v);
     }
     for (size_t f = 0; f < NDET; f++)
         free(R.f[f].v);
     free(R.kt);
     free(R.kf);
+    free(R.gf);
     free(R.rc);
     return rc;
 }
@@ -314,6 +329,8 @@ static void diag_free_ctx(dctx *D)
     free(D->late_wait);
     free(D->expo);
     diag_busy_free(&D->gpu);
+    diag_busy_free(&D->host);
+    free(D->step_tid);
     diag_waits_free(&D->waits);
     free(D->wait_left);
 }
@@ -420,7 +437,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                 D.ev->step[i] < D.nsteps && rank_of(&D, (uint32_t)i) == low)
                 D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
-    if (diag_build_groups(&D) || diag_waits_build(&D) || !(D.wait_left = diag_waits_left(&D)))
+    if (diag_build_groups(&D))
         goto oom;
     if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D))
         goto oom;
