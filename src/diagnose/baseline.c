@@ -167,14 +167,32 @@ int diag_waits_build(dctx *D)
     waitidx *W = &D->waits;
     size_t ns = D->nsrc, n = 0;
     memset(W, 0, sizeof *W);
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->layer[i] == TELLER_LAYER_KERNEL)
+            n++;
     W->off = calloc(ns + 1, sizeof *W->off);
-    double *wait = malloc((ev->n + 1) * sizeof *wait); /* per event: how late it arrived, -1 not a member */
-    if (!W->off || !wait) {
-        free(wait);
+    kent *e = malloc((n ? n : 1) * sizeof *e);
+    uint32_t *kev = malloc((n ? n : 1) * sizeof *kev); /* each kernel's event, in event order */
+    W->start = malloc((n ? n : 1) * sizeof *W->start);
+    W->wait = malloc((n ? n : 1) * sizeof *W->wait);
+    W->step = malloc((n ? n : 1) * sizeof *W->step);
+    if (!W->off || !e || !kev || !W->start || !W->wait || !W->step) {
+        free(e);
+        free(kev);
         return -1;
     }
-    for (size_t i = 0; i < ev->n; i++)
-        wait[i] = -1;
+    /* the events are grouped by source: each source's kernels, not a member
+     * of a collective (-1) until the collectives say how late they came */
+    size_t w = 0;
+    for (size_t s = 0; s < ns; s++) {
+        W->off[s] = w;
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+            if (ev->layer[i] == TELLER_LAYER_KERNEL) {
+                kev[w] = (uint32_t)i;
+                e[w++] = (kent){ev->start_ns[i], -1, ev->step[i]};
+            }
+    }
+    W->off[ns] = w;
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
@@ -193,39 +211,29 @@ int diag_waits_build(dctx *D)
         }
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             uint32_t k = mem[co[c].first_member + m].kernel;
+            size_t lo = W->off[ev->source[k]], hi = W->off[ev->source[k] + 1];
+            while (lo < hi) { /* the kernel's place: kev is in event order */
+                size_t mid = (lo + hi) / 2;
+                if (kev[mid] < k)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo == W->off[ev->source[k] + 1] || kev[lo] != k)
+                continue;
             int64_t others = ev->start_ns[k] == last ? second : last;
-            wait[k] = ev->start_ns[k] > others ? (double)(ev->start_ns[k] - others) : 0;
+            e[lo].wait = ev->start_ns[k] > others ? (double)(ev->start_ns[k] - others) : 0;
         }
     }
-    for (size_t i = 0; i < ev->n; i++)
-        if (ev->layer[i] == TELLER_LAYER_KERNEL)
-            n++;
-    kent *e = malloc((n ? n : 1) * sizeof *e);
-    W->start = malloc((n ? n : 1) * sizeof *W->start);
-    W->wait = malloc((n ? n : 1) * sizeof *W->wait);
-    W->step = malloc((n ? n : 1) * sizeof *W->step);
-    if (!e || !W->start || !W->wait || !W->step) {
-        free(e);
-        free(wait);
-        return -1;
-    }
-    /* the events are grouped by source: each source's kernels, then sorted */
-    size_t w = 0;
-    for (size_t s = 0; s < ns; s++) {
-        W->off[s] = w;
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
-            if (ev->layer[i] == TELLER_LAYER_KERNEL)
-                e[w++] = (kent){ev->start_ns[i], wait[i], ev->step[i]};
-        teller_sort(e + W->off[s], w - W->off[s], sizeof *e, cmp_kent);
-    }
-    W->off[ns] = w;
+    free(kev);
+    for (size_t s = 0; s < ns; s++)
+        teller_sort(e + W->off[s], W->off[s + 1] - W->off[s], sizeof *e, cmp_kent);
     for (size_t j = 0; j < w; j++) {
         W->start[j] = e[j].start;
         W->wait[j] = e[j].wait;
         W->step[j] = e[j].step;
     }
     free(e);
-    free(wait);
     return 0;
 }
 
