@@ -246,7 +246,7 @@ void diag_waits_free(waitidx *W)
     memset(W, 0, sizeof *W);
 }
 
-size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+size_t diag_kernel_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
 {
     const waitidx *W = &D->waits;
     size_t lo = W->off[src], hi = W->off[src + 1];
@@ -257,7 +257,13 @@ size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
         else
             hi = mid;
     }
-    return lo < W->off[src + 1] && W->step[lo] == k && W->wait[lo] >= 0 ? lo : SIZE_MAX;
+    return lo < W->off[src + 1] && W->step[lo] == k ? lo : SIZE_MAX;
+}
+
+size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+{
+    size_t j = diag_kernel_after(D, src, k, t);
+    return j != SIZE_MAX && D->waits.wait[j] >= 0 ? j : SIZE_MAX;
 }
 
 double *diag_waits_left(const dctx *D)

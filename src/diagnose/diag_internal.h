@@ -194,9 +194,11 @@ double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
 int diag_build_groups(dctx *D);
 int diag_waits_build(dctx *D);
 void diag_waits_free(waitidx *W);
-/* The first kernel of source src that starts at or after t in step k:
- * its index in D->waits when it is a member of a collective, else
- * SIZE_MAX (another kernel came first, or none). */
+/* The first kernel of source src that starts at or after t, when it is
+ * of step k: its index in D->waits, else SIZE_MAX. */
+size_t diag_kernel_after(const dctx *D, uint16_t src, uint32_t k, int64_t t);
+/* The same, when that kernel is a member of a collective, else SIZE_MAX
+ * (another kernel came first, or none). */
 size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t);
 /* A copy of the lateness of every kernel, for a detector to spend (free
  * it); NULL out of memory. */

@@ -23,16 +23,7 @@ static int cmp_i64(const void *a, const void *b)
  * early pipeline stage's sync while the last stage still works). */
 static double beyond_others(const dctx *D, uint32_t k, uint16_t src, int64_t end, double ex)
 {
-    const waitidx *W = &D->waits;
-    size_t lo = W->off[src], hi = W->off[src + 1];
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (W->start[mid] < end)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < W->off[src + 1] && W->step[lo] == k)
+    if (diag_kernel_after(D, src, k, end) != SIZE_MAX)
         return ex; /* work after it waited: it may have held other ranks too */
     const teller_step *steps = teller_store_steps(D->st);
     int32_t rank = teller_store_source_c(D->st, src)->rank;
