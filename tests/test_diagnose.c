@@ -54,6 +54,25 @@ static void score_case(const teller_diagnosis *d, const char *dir, teller_eval_s
     teller_eval_free(e);
 }
 
+/* Simulates o into dir, loads its ranks [0, nranks), diagnoses them with
+ * the first nlogs nodes' logs (none: 0) and scores the predictions against
+ * the case's truth. The caller frees *d and *st and removes dir. */
+static void diagnose_scored(char *dir, const teller_sim_opts *o, int nranks, size_t nlogs, teller_store **st,
+                            teller_diagnosis **d, teller_eval_summary *s)
+{
+    sim_case(dir, o);
+    *st = load_case_ranks(dir, 0, nranks);
+    node_logs nl;
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = nlogs ? node_logs_of(&nl, dir) : NULL;
+    dop.nlogs = nlogs;
+    teller_error err;
+    teller_error_clear(&err);
+    *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(*st, &dop, d, &err), TELLER_OK);
+    score_case(*d, dir, s);
+}
+
 /* A simulated 2-node case (seed kept apart from tuning and reporting): the
  * diagnosis finds most injected faults and names their operators. */
 static void test_diagnose_simulated_case(void)
@@ -434,19 +453,10 @@ static void test_diagnose_preemption_not_first_step(void)
     o.fault_rate = 0.1;
     o.faults = 1u << TELLER_FAULT_PREEMPTION;
     o.seed = 6161;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
-    node_logs nl;
-    const char **logs = node_logs_of(&nl, dir);
-    teller_diag_opts dop = teller_diag_defaults();
-    dop.logs = logs;
-    dop.nlogs = 1;
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 2, 1, &st, &d, &s);
     fprintf(stderr, "  seed 6161: %ld preempted steps, recall %.3f, precision %.3f, facts %.3f\n", s.abnormal_steps,
             s.step_recall, s.step_precision, s.fact_recall);
     CHECK(s.abnormal_steps >= 2);
@@ -473,19 +483,10 @@ static void test_diagnose_preemption_cost(void)
     o.fault_rate = 0.15;
     o.faults = 1u << TELLER_FAULT_PREEMPTION;
     o.seed = 6262;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
-    node_logs nl;
-    const char **logs = node_logs_of(&nl, dir);
-    teller_diag_opts dop = teller_diag_defaults();
-    dop.logs = logs;
-    dop.nlogs = 1;
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 2, 1, &st, &d, &s);
     fprintf(stderr, "  seed 6262: %ld preempted steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall,
             s.fact_recall);
     CHECK(s.abnormal_steps >= 3);
@@ -517,14 +518,10 @@ static void test_diagnose_stall_absorbed_by_peer_wait(void)
     o.fault_rate = 0.3;
     o.faults = 1u << TELLER_FAULT_MALLOC_STORM;
     o.seed = 11;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 4);
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 4, 0, &st, &d, &s);
     fprintf(stderr, "  seed 11: %ld abnormal steps, precision %.3f, recall %.3f\n", s.abnormal_steps, s.step_precision,
             s.step_recall);
     CHECK(s.abnormal_steps >= 5);
@@ -553,19 +550,10 @@ static void test_diagnose_stall_costs_lateness(void)
     o.fault_rate = 0.2;
     o.faults = 1u << TELLER_FAULT_OOM;
     o.seed = 31;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 4);
-    node_logs nl;
-    const char **logs = node_logs_of(&nl, dir);
-    teller_diag_opts dop = teller_diag_defaults();
-    dop.logs = logs;
-    dop.nlogs = 2;
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 4, 2, &st, &d, &s);
     fprintf(stderr, "  seed 31: %ld OOM steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall, s.fact_recall);
     CHECK(s.abnormal_steps >= 5);
     CHECK(s.step_recall == 1.0);
@@ -593,14 +581,10 @@ static void test_diagnose_sync_stall_beyond_others(void)
     o.fault_rate = 0.2;
     o.faults = 1u << TELLER_FAULT_SYNC_STALL;
     o.seed = 41;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 4);
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 4, 0, &st, &d, &s);
     fprintf(stderr, "  seed 41: %ld stalled steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall, s.fact_recall);
     CHECK(s.abnormal_steps >= 5);
     CHECK(s.step_recall == 1.0 && s.step_precision == 1.0);
@@ -627,14 +611,10 @@ static void test_diagnose_launch_latency_cost(void)
     o.fault_rate = 0.4;
     o.faults = 1u << TELLER_FAULT_LAUNCH_LATENCY;
     o.seed = 62;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 4);
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 4, 0, &st, &d, &s);
     fprintf(stderr, "  seed 62: %ld slow-launch steps, recall %.3f, facts %.3f\n", s.abnormal_steps, s.step_recall,
             s.fact_recall);
     CHECK(s.abnormal_steps >= 4);
@@ -664,14 +644,10 @@ static void test_diagnose_launch_latency_name(void)
     o.fault_rate = 0.4;
     o.faults = 1u << TELLER_FAULT_LAUNCH_LATENCY;
     o.seed = 75;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 2, 0, &st, &d, &s);
     fprintf(stderr, "  seed 75: %ld slow-launch steps, recall %.3f, operator AC@1 %.3f\n", s.abnormal_steps, s.step_recall,
             s.op_ac1);
     CHECK(s.abnormal_steps >= 4);
@@ -700,14 +676,10 @@ static void test_diagnose_pipeline_stage_kernels(void)
     o.fault_rate = 0.3;
     o.faults = 1u << TELLER_FAULT_GPU_THROTTLE | 1u << TELLER_FAULT_KERNEL_REGRESSION;
     o.seed = 81;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 2);
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 2, 0, &st, &d, &s);
     fprintf(stderr, "  seed 81: %ld slow-kernel steps, recall %.3f, precision %.3f, operator AC@1 %.3f\n", s.abnormal_steps,
             s.step_recall, s.step_precision, s.op_ac1);
     CHECK(s.abnormal_steps >= 8);
@@ -739,19 +711,10 @@ static void test_diagnose_oom_line_to_its_step(void)
     o.fault_rate = 0.2;
     o.faults = 1u << TELLER_FAULT_OOM;
     o.seed = 92;
-    sim_case(dir, &o);
-    teller_store *st = load_case_ranks(dir, 0, 4);
-    node_logs nl;
-    const char **logs = node_logs_of(&nl, dir);
-    teller_diag_opts dop = teller_diag_defaults();
-    dop.logs = logs;
-    dop.nlogs = 2;
-    teller_error err;
-    teller_error_clear(&err);
-    teller_diagnosis *d = NULL;
-    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_store *st;
+    teller_diagnosis *d;
     teller_eval_summary s;
-    score_case(d, dir, &s);
+    diagnose_scored(dir, &o, 4, 2, &st, &d, &s);
     fprintf(stderr, "  seed 92: %ld OOM steps, recall %.3f, precision %.3f, type %.3f\n", s.abnormal_steps, s.step_recall,
             s.step_precision, s.fault_type_accuracy);
     CHECK(s.abnormal_steps >= 5);
