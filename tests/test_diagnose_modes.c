@@ -14,7 +14,8 @@
  *       keeps the GPU fed) is not blamed on the waiter;
  *   (h) when the host runs ahead of the GPU, the steps after a slow one
  *       are late because their kernels queue behind its work: they carry
- *       its root, and nothing when the host waits for the GPU each step;
+ *       its root, and nothing when the host waits for the GPU each step,
+ *       or when the fault held the host back longer than the GPU;
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -520,6 +521,70 @@ static void test_modes_carried_steps(void)
     unlink(path);
 }
 
+/* Six training steps of one rank whose host runs ahead: it issues a step
+ * every 5 ms, the GPU takes 20.4 ms (four 100 us elementwise kernels, then
+ * four 5 ms GEMMs), so each step's kernels queue further behind the last
+ * step's. With slow, step 0's launch calls take 2 ms each instead of 5 us:
+ * the GPU waits for the elementwise kernels' launches (it has nothing
+ * else to run yet), not for the GEMMs' (it still runs the one before), so
+ * step 0's GPU work ends ~8 ms late while the host starts step 1 ~16 ms
+ * late, and every later step is shorter than without the fault. */
+static void write_ahead_launch_trace(const char *path, int slow)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 5000000, g = t; /* the host's step start; when the GPU is free */
+    for (int k = 0; k < 6; k++) {
+        w.launch_us = slow && k == 0 ? 2000 : 5;
+        double h = t + 10;
+        for (int q = 0; q < 8; q++, h += w.launch_us + 5) {
+            double kd = q < 4 ? 100 : 5000, k0 = g > h + w.launch_us + 5 ? g : h + w.launch_us + 5;
+            tw_launch(&w, 1, h, q < 4 ? "vectorized_elementwise_kernel" : "sm80_xmma_gemm_f16f16_128x256", k0, kd,
+                      q < 4 ? 64 : 108);
+            g = k0 + kd;
+        }
+        double end = h + 10 > t + 5000 ? h + 10 : t + 5000;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 300 + k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, end - t, NULL);
+        t = end + 100;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (h) a fault that held the host back longer than the GPU carries nothing
+ * into the steps after it: they started later by more than their GPU work
+ * ended later */
+static void test_modes_carried_host_delay(void)
+{
+    char path[] = "/tmp/teller_ahead_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    teller_diagnosis *d[2] = {NULL, NULL};
+    teller_store *st[2] = {NULL, NULL};
+    for (int slow = 0; slow <= 1; slow++) {
+        write_ahead_launch_trace(path, slow);
+        d[slow] = diagnose_file(path, &st[slow]);
+        CHECK_EQ_INT(d[slow] ? d[slow]->n : 0, 6);
+    }
+    CHECK_EQ_INT(flagged(d[0]), 0);
+    if (d[1] && d[1]->n == 6) {
+        CHECK(d[1]->steps[0].pred.abnormal && !strcmp(d[1]->steps[0].fault, "launch_latency"));
+        for (uint32_t k = 1; d[0] && d[0]->n == 6 && k < 6; k++) {
+            CHECK(d[1]->steps[k].dur_ns < d[0]->steps[k].dur_ns); /* the physics the test is about */
+            CHECK(!d[1]->steps[k].pred.abnormal);
+        }
+    }
+    for (int slow = 0; slow <= 1; slow++) {
+        teller_diagnosis_free(d[slow]);
+        teller_store_free(st[slow]);
+    }
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
@@ -532,5 +597,7 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
     {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},
+    {"diagnose modes: a fault that delayed the host more than the GPU carries nothing into later steps",
+     test_modes_carried_host_delay},
     {NULL, NULL},
 };

@@ -77,6 +77,7 @@ int diag_detect_apis(const dctx *D, finds *out)
     /* per (step, source, name): excess over the usual per-call time */
     typedef struct acc_t {
         double   excess, t, usual;
+        double   host;                       /* what all slow calls took over their usual */
         uint32_t n, event, step, name, fed; /* n: calls that cost something; fed: what all slow calls launched */
         uint32_t slow;                       /* slow calls */
         uint16_t src;
@@ -146,6 +147,7 @@ int diag_detect_apis(const dctx *D, finds *out)
         /* what the API's slow calls launched, whatever they cost: the
          * API a rank's slowed launches are named after */
         a->fed += launched(ev, (uint32_t)i);
+        a->host += ex;
         double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
             ex = idle; /* the GPU went on with earlier work meanwhile */
@@ -178,7 +180,8 @@ int diag_detect_apis(const dctx *D, finds *out)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
-                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->slow : a->fed, -1, 0, 0, 0};
+                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->slow : a->fed, -1, 0, 0, 0,
+                  a->host};
         if (diag_finds_add(out, a->step, &c))
             goto done;
     }
@@ -206,16 +209,18 @@ size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     (void)D;
     size_t best = idx[0];
-    double ex = 0, t = 0, u = 0;
+    double ex = 0, t = 0, u = 0, host = 0;
     for (size_t q = 0; q < n; q++) {
         const cand *x = &c[idx[q]];
         ex += x->excess;
+        host += x->host;
         t += x->actual;
         u += x->usual;
         if (x->fed > c[best].fed || (x->fed == c[best].fed && x->excess > c[best].excess))
             best = idx[q];
     }
     c[best].excess = ex;
+    c[best].host = host;
     if (u > 0)
         c[best].sig = t / u;
     return best;
@@ -227,11 +232,12 @@ size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
 size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     size_t mi = SIZE_MAX;
-    double sum = 0;
+    double sum = 0, host = 0;
     uint32_t frees = 0, mallocs = 0;
     for (size_t q = 0; q < n; q++) {
         const cand *x = &c[idx[q]];
         sum += x->excess;
+        host += x->host;
         if (strstr(teller_store_str(D->st, x->name), "Free")) {
             frees += x->fed;
         } else {
@@ -242,6 +248,7 @@ size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
     if (mi == SIZE_MAX)
         return SIZE_MAX;
     c[mi].excess = sum;
+    c[mi].host = host;
     c[mi].det = frees >= 5 && frees > mallocs ? TELLER_FAULT_OOM : TELLER_FAULT_MALLOC_STORM;
     return mi;
 }

@@ -23,8 +23,9 @@
  * diagnose.c asks, for a step after a flagged one, what the previous step's
  * lateness X (its top finding's excess, plus what it carried itself) did
  * to it: without it every rank's window would end min(X, its exposure)
- * earlier, and the step's duration (its longest rank window) falls by the
- * carried cost. The step then has a candidate that is the previous step's
+ * earlier, less, on the faulty rank, how much later the fault made its
+ * host start the step (diag_carried), and the step's duration (its
+ * longest rank window) falls by the carried cost. The step then has a candidate that is the previous step's
  * root with that cost, scored like any finding (its share of the step, and
  * how unusual the operator was where it ran).
  */
@@ -149,7 +150,16 @@ done:
     return rc;
 }
 
-double diag_carried(const dctx *D, uint32_t k, double x)
+/* A rank's window runs from its step annotation's start (the host) to its
+ * last GPU work. Without the earlier fault its GPU work would have ended
+ * min(x, exposure + host) earlier: work queued behind the late step by x,
+ * and no more than its launches and annotation, which came host earlier,
+ * allow. Its window then shrinks by min(x - host, exposure), which is
+ * negative when the fault held the host back more than the GPU: a host
+ * that runs ahead (HTA's ns_resolution trace, ~70 ms) and lost 30 ms in
+ * slow launch calls that the GPU felt for 11 ms starts the next steps 30
+ * ms late and ends their GPU work 11 ms late, so they are shorter. */
+double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t rank)
 {
     const teller_step *steps = teller_store_steps(D->st);
     size_t n = teller_store_num_steps(D->st), lo = 0, hi = n;
@@ -166,10 +176,11 @@ double diag_carried(const dctx *D, uint32_t k, double x)
         if (mk == TELLER_NONE)
             continue;
         double w = (double)(steps[i].end_ns - steps[i].start_ns), e = D->expo[(size_t)k * D->nsrc + D->ev->source[mk]];
+        double xr = steps[i].rank == rank ? x - host : x;
         if (w > dur)
             dur = w;
-        if (w - (x < e ? x : e) > without)
-            without = w - (x < e ? x : e);
+        if (w - (xr < e ? xr : e) > without)
+            without = w - (xr < e ? xr : e);
     }
     return dur - without;
 }

@@ -119,7 +119,7 @@ int diag_detect_comm(dctx *D)
                  * no event for it (-1 when that rank's trace is not loaded); the
                  * ranks that waited are the evidence (peer: one of them) */
                 cand cd = {TELLER_FAULT_NCCL_HANG, missing, ev->name[k0], TELLER_LAYER_KERNEL, x->transfer,
-                           x->transfer / (u + 1), 0, u, TELLER_NONE, 0, cc->num_members, mem[cc->first_member].rank, 0, 0, 0};
+                           x->transfer / (u + 1), 0, u, TELLER_NONE, 0, cc->num_members, mem[cc->first_member].rank, 0, 0, 0, 0};
                 if (diag_add_cand(D, x->step, &cd))
                     goto oom2;
                 continue;
@@ -158,7 +158,7 @@ int diag_detect_comm(dctx *D)
             }
         }
         cand cd = {x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
-                   x->transfer / (u + 1), x->transfer, u, e, 0, 0, peer, 0, 0, 0};
+                   x->transfer / (u + 1), x->transfer, u, e, 0, 0, peer, 0, 0, 0, 0};
         if (diag_add_cand(D, x->step, &cd))
             goto oom2;
     }

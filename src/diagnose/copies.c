@@ -154,12 +154,12 @@ int diag_detect_copies(const dctx *D, finds *out)
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
             cand cd = {TELLER_FAULT_PCIE_DEGRADATION, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
-                       x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0, -1, 0, 0, 0};
+                       x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0, -1, 0, 0, 0, 0};
             if (diag_finds_add(out, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
             cand cd = {TELLER_FAULT_KV_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
-                       x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0, -1, 0, 0, 0};
+                       x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0, -1, 0, 0, 0, 0};
             if (diag_finds_add(out, x->step, &cd))
                 goto oom3;
         }

@@ -38,6 +38,11 @@ typedef struct cand {
     int      carried;  /* 1: the previous step's finding, carried into this one (carry.c) */
     uint32_t from;     /* carried: the step whose fault this is */
     double   came;     /* carried: how late the previous step's GPU work ended, ns */
+    /* ns the finding held its rank's host back: its slow calls' or stalls'
+     * time over their usual, whatever of it the GPU's queue absorbed (zero
+     * for work on the GPU). A host that runs ahead starts its next step
+     * that much later (carry.c) */
+    double   host;
 } cand;
 
 typedef struct step_acc {
@@ -239,8 +244,10 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
 /* carry.c: fills source s's cells of D->expo (allocated, zero, by the
  * caller); 0, or -1 out of memory */
 int diag_carry_exposure(const dctx *D, size_t s);
-/* What step k's duration owes to the previous step's GPU work ending x ns late. */
-double diag_carried(const dctx *D, uint32_t k, double x);
+/* What step k's duration owes to the previous step's GPU work ending x ns
+ * late while the host of rank `rank` started it host ns late (negative:
+ * the step would have lasted longer). */
+double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t rank);
 /* Source s's GPU work in start order, for diag_host_delay_cost; NULL when
  * out of memory. */
 typedef struct diag_gpuops diag_gpuops;

@@ -482,10 +482,11 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         }
     }
     size_t cands_cap = 0;
-    /* the previous step's root and how late its GPU work ended, when it
-     * was flagged (prev.det NONE otherwise) */
+    /* the previous step's root, how late its GPU work ended and how late
+     * the root's rank started this step, when it was flagged (prev.det
+     * NONE otherwise) */
     cand prev = {0};
-    double late = 0;
+    double late = 0, late_host = 0;
     if (o->model && teller_model_tracer_create(o->model, NULL, st, &tracer, err) != TELLER_OK)
         goto oom; /* the model's own vocabulary: only memory can fail */
     for (uint32_t k = 0; k < D.nsteps; k++) {
@@ -501,14 +502,17 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
          * fact of its own step (a hang ends the run) */
         double carry_in = 0;
         if (prev.det != TELLER_FAULT_NONE && !teller_fault_def_of(prev.det)->logged &&
-            (carry_in = diag_carried(&D, k, late)) > 0) {
+            (carry_in = diag_carried(&D, k, late, late_host, prev.rank)) > 0) {
             cand c = prev;
             c.excess = carry_in;
             c.from = prev.carried ? prev.from : k - 1;
             c.carried = 1;
             c.came = late;
+            c.host = late_host;
             if (diag_add_cand(&D, k, &c))
                 goto oom;
+        } else {
+            carry_in = 0;
         }
         prev.det = TELLER_FAULT_NONE;
         for (size_t a = 0; a < sa->n; a++)
@@ -581,9 +585,15 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             continue;
         const cand *top = &sa->c[idx[0]];
         if (s->pred.abnormal) {
-            /* its GPU work ended late by its own fault and what it carried */
+            /* its GPU work ended late by its own fault and what it carried
+             * (a carried window grew by its GPU's lateness less its host's);
+             * the host of the root's rank starts the next step late by the
+             * fault's host delay, and by the one carried with it on the
+             * same rank (a host that runs ahead does not catch up) */
+            int same = carry_in > 0 && prev.rank == top->rank;
+            late = top->excess + (top->carried ? top->host : carry_in > 0 ? carry_in + late_host : 0);
+            late_host = top->carried ? top->host : top->host + (same ? late_host : 0);
             prev = *top;
-            late = top->carried ? top->excess : top->excess + carry_in;
         }
         s->root_rank = top->rank;
         s->culprit_event = top->event;

@@ -136,7 +136,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
         }
         int64_t prev_end = 0;
         uint32_t prev_step = TELLER_NONE;
-        double best_gap = 0, sum_ex = 0;
+        double best_gap = 0, sum_ex = 0, held = 0; /* held: what the stalls took over the usual gap */
         size_t nd = 0; /* the step's stalls */
         uint32_t best_ev = TELLER_NONE;
         for (size_t i = lo; i <= hi; i++) {
@@ -161,11 +161,12 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 }
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
                     cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, (uint32_t)src)->rank, ev->name[best_ev],
-                              ev->layer[best_ev], sum_ex, best_gap / (usual + 1000), best_gap, usual, best_ev, 0, 0, -1, 0, 0, 0};
+                              ev->layer[best_ev], sum_ex, best_gap / (usual + 1000), best_gap, usual, best_ev, 0, 0, -1, 0, 0, 0,
+                              held};
                     if (diag_finds_add(out, prev_step, &c))
                         goto done;
                 }
-                best_gap = sum_ex = 0;
+                best_gap = sum_ex = held = 0;
                 nd = 0;
                 best_ev = TELLER_NONE;
                 if (i == hi)
@@ -237,6 +238,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                     goto done;
                 d_at[nd] = H[h].b;
                 d_amt[nd++] = g - usual;
+                held += g - usual;
                 if (g > best_gap) {
                     best_gap = g;
                     best_ev = hev;

@@ -229,7 +229,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
              * around it, which served the same requests without it */
             double dur = (double)D->out->steps[step].dur_ns, usual = around(D, step);
             cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, dur > usual ? dur - usual : 0, 10,
-                      dur, usual, marker, 0, 0, -1, 0, 0, 0};
+                      dur, usual, marker, 0, 0, -1, 0, 0, 0, 0};
             if (diag_add_cand(D, step, &c))
                 return -TELLER_ERR_NOMEM;
         }

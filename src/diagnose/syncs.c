@@ -110,11 +110,12 @@ int diag_detect_sync(const dctx *D, finds *out)
             double ex = o - 3 * usual - 20000;
             if (ex <= 0)
                 continue;
+            double held = ex; /* the host waited that much longer */
             ex = beyond_others(D, ev->step[i], src, end, ex);
             if (ex <= 0)
                 continue;
             cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
-                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1, 0, 0, 0};
+                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1, 0, 0, 0, held};
             if (diag_finds_add(out, ev->step[i], &cd)) {
                 rc = -1;
                 break;
