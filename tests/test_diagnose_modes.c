@@ -16,6 +16,9 @@
  *       are late because their kernels queue behind its work: they carry
  *       its root, and nothing when the host waits for the GPU each step,
  *       or when the fault held the host back longer than the GPU;
+ *   (i) a host stall while the GPU, idle in the trace, waits for work
+ *       launched before the stall (held by what the trace does not show)
+ *       costs nothing;
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -521,6 +524,68 @@ static void test_modes_carried_steps(void)
     unlink(path);
 }
 
+/* One step of one rank: a copy launched at the step's start, twenty small
+ * host ops with a 2 ms stall before the eleventh, then ten GEMMs launched
+ * on the copy's stream. With held the copy starts 9 ms after its launch
+ * on a GPU the trace shows idle (held by work the trace does not show, as
+ * on TraceLens's ROCm vLLM graph trace, whose first copy starts 7.8 ms
+ * after its launch), and the GEMMs queue behind it: the stall delays
+ * nothing. Without, the copy runs at once and the GEMMs wait for their
+ * late launches: the stall delays the step's end by its length. */
+static void write_held_device_trace(const char *path, int held)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 5000000, h = t + 10, g;
+    char a[160];
+    int c = ++w.corr;
+    tw_ev(&w, "cpu_op", "aten::copy_", 1, 1, h, 20, NULL);
+    snprintf(a, sizeof a, "\"correlation\": %d", c);
+    tw_ev(&w, "cuda_runtime", "cudaMemcpyAsync", 1, 1, h + 5, 5, a);
+    g = held ? t + 9000 : h + 15;
+    snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"bytes\": 65536", c);
+    tw_ev(&w, "gpu_memcpy", "Memcpy HtoD (Host -> Device)", 0, 7, g, 50, a);
+    g += 50;
+    h += 30;
+    for (int j = 0; j < 20; j++, h += 30) {
+        if (j == 10)
+            h += 2000;
+        tw_ev(&w, "cpu_op", "aten::slice", 1, 1, h, 20, NULL);
+    }
+    for (int j = 0; j < 10; j++, h += 30) {
+        double k0 = g > h + 15 ? g : h + 15;
+        tw_ev(&w, "cpu_op", "aten::mm", 1, 1, h, 20, NULL);
+        tw_launch(&w, 1, h + 5, "sm80_xmma_gemm_f16f16_128x256", k0, 100, 108);
+        g = k0 + 100;
+    }
+    tw_ev(&w, "user_annotation", "ProfilerStep#1", 1, 1, t, h - t, NULL);
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (i) a host stall costs the GPU's idle time only where the GPU waited for
+ * work the host had not launched */
+static void test_modes_stall_held_device(void)
+{
+    char path[] = "/tmp/teller_held_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    for (int held = 0; held <= 1; held++) {
+        write_held_device_trace(path, held);
+        teller_store *st = NULL;
+        teller_diagnosis *d = diagnose_file(path, &st);
+        CHECK_EQ_INT(d ? d->n : 0, 1);
+        CHECK_EQ_INT(flagged(d), !held);
+        if (!held && d && d->n == 1)
+            CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+    }
+    unlink(path);
+}
+
 /* Six training steps of one rank whose host runs ahead: it issues a step
  * every 5 ms, the GPU takes 20.4 ms (four 100 us elementwise kernels, then
  * four 5 ms GEMMs), so each step's kernels queue further behind the last
@@ -599,5 +664,7 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},
     {"diagnose modes: a fault that delayed the host more than the GPU carries nothing into later steps",
      test_modes_carried_host_delay},
+    {"diagnose modes: a host stall while the GPU waits for work launched before it costs nothing",
+     test_modes_stall_held_device},
     {NULL, NULL},
 };

@@ -29,6 +29,7 @@
  * root with that cost, scored like any finding (its share of the step, and
  * how unusual the operator was where it ran).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -193,7 +194,8 @@ double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t ra
  * kernels) runs on from its queue and idles later, where it catches up with
  * the host, or not at all. Walking the rank's GPU work in start order, an
  * operation launched d later than it would have been without the delays
- * could have started earlier by its slack to its launch plus d, but no
+ * could have started earlier by its slack to its launch plus d (by d when
+ * nothing in the trace explains the slack), but no
  * earlier than the operation before it on its stream (or of another stream
  * it waited for, as above) would then have ended, and a collective with
  * other loaded ranks no earlier at all (the last member's arrival ends it);
@@ -241,6 +243,29 @@ void diag_gpuops_free(diag_gpuops *G)
     free(G);
 }
 
+double diag_host_idle(const dctx *D, const diag_gpuops *G, size_t s, int64_t a, int64_t b)
+{
+    size_t lo = 0, hi = G->n;
+    while (lo < hi) { /* the first operation that starts at a or later */
+        size_t mid = (lo + hi) / 2;
+        if (G->g[mid].start < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* before each operation's start the GPU idled for want of it only
+     * until it was launched: an operation launched before the stall that
+     * still started after it waited for something else */
+    double idle = 0;
+    for (int64_t from = a; from < b; lo++) {
+        int64_t to = lo < G->n && G->g[lo].start < b ? G->g[lo].start : b;
+        int64_t cut = lo < G->n && G->g[lo].ready < to ? G->g[lo].ready : to;
+        idle += diag_idle_in(&D->gpu, (uint16_t)s, from, cut);
+        from = to;
+    }
+    return idle;
+}
+
 /* The host delay before time t: the sum of amt[i] with at[i] <= t (at sorted). */
 static double delay_before(const int64_t *at, const double *amt, size_t n, int64_t t)
 {
@@ -276,17 +301,32 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
         const gop *o = &G->g[i];
         double d = 0;
         if (o->step == k) {
-            /* a collective ends when its last member arrives: a peer's
-             * arrival may hold it, so its end is not taken to move */
-            d = o->peers ? 0 : (double)(o->start - o->ready) + delay_before(at, amt, n, o->ready);
+            /* launched that much earlier, it could start that much earlier,
+             * and by its slack to its launch too when what it waited for
+             * (an operation before it on its stream or one of another
+             * stream it waited for) ends earlier; an operation that waited
+             * after its launch for nothing the trace shows (the device
+             * busy with work of another process or not traced) keeps that
+             * wait, as perturb's retime keeps its launch latency. A
+             * collective ends when its last member arrives: a peer's
+             * arrival may hold it, so its end is not taken to move. */
+            double slack = (double)(o->start - o->ready), dh = delay_before(at, amt, n, o->ready);
+            int waited = 0;
+            d = INFINITY;
             for (size_t q = 0; q < nl; q++) {
                 int same = ls[q].pid == o->pid && ls[q].tid == o->tid;
-                if (same || (ls[q].end >= o->start - WAIT_NS - ROUND_NS && ls[q].end <= o->start + ROUND_NS)) {
+                int near = ls[q].end >= o->start - WAIT_NS - ROUND_NS && ls[q].end <= o->start + ROUND_NS;
+                if (same || near) {
                     double c = (double)(o->start - ls[q].end) + ls[q].delay;
                     if (c < d)
                         d = c;
+                    waited |= near || o->ready < ls[q].end;
                 }
             }
+            if (o->peers)
+                d = 0;
+            else if ((waited ? slack : 0) + dh < d)
+                d = (waited ? slack : 0) + dh;
             if (d < 0)
                 d = 0;
             if ((double)o->end - d > held)

@@ -253,6 +253,10 @@ double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t ra
 typedef struct diag_gpuops diag_gpuops;
 diag_gpuops *diag_gpuops_create(const dctx *D, size_t s);
 void diag_gpuops_free(diag_gpuops *G);
+/* The time in [a, b) in which source s's GPU idled waiting for work its
+ * host had not launched yet (idle before an operation launched earlier,
+ * which waited for something the trace does not show, is not). */
+double diag_host_idle(const dctx *D, const diag_gpuops *G, size_t s, int64_t a, int64_t b);
 /* How much earlier step k (its longest rank window) would have ended had
  * source s's host not lost amt[i] ns at time at[i] (n delays, at sorted):
  * at most their sum. */

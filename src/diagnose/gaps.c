@@ -153,8 +153,6 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 if (pass && best_ev != TELLER_NONE) {
                     /* a GPU fed ahead runs on from its queue through a stall
                      * and idles later, where it catches up with the late host */
-                    if (!G && !(G = diag_gpuops_create(D, src)))
-                        goto done;
                     double cost = diag_host_delay_cost(D, G, src, prev_step, d_at, d_amt, nd);
                     if (cost > sum_ex)
                         sum_ex = cost;
@@ -229,9 +227,11 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                     thr = 1e6;
                 if (g <= thr)
                     continue;
-                /* what the gap cost: the time the GPU idled in it, or later
-                 * (below) */
-                double idle = diag_idle_in(&D->gpu, (uint16_t)src, H[h].a, H[h].b);
+                /* what the gap cost: the time the GPU idled in it waiting
+                 * for work the host had not launched yet, or later (below) */
+                if (!G && !(G = diag_gpuops_create(D, src)))
+                    goto done;
+                double idle = diag_host_idle(D, G, src, H[h].a, H[h].b);
                 double cost = g - usual < idle ? g - usual : idle;
                 sum_ex += cost - diag_absorb(D, D->wait_left, (uint16_t)src, prev_step, H[h].b, cost);
                 if (TELLER_GROW(d_at, d_cap, nd + 1) || TELLER_GROW(d_amt, d_cap2, nd + 1))
