@@ -689,6 +689,64 @@ static void test_a_late_launch_moves_only_kernels_that_waited_for_it(void)
     }
 }
 
+/* One process, two threads, as a training step's backward pass runs: the
+ * stepping thread (10) makes the loss's gradient seed and calls
+ * backward(); autograd's engine thread (11) starts the backward pass 140
+ * µs later; the stepping thread goes on (the optimizer) 200 µs after the
+ * engine's last op. No launch, no GPU: the threads wait only for each
+ * other. */
+static teller_store *handoff_run(void)
+{
+    static const char trace[] =
+        "{\"traceEvents\": [\n"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":10,\"tid\":10,\"ts\":0,\"dur\":1000},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":10,\"tid\":10,\"ts\":10,\"dur\":20},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::ones_like\",\"pid\":10,\"tid\":10,\"ts\":40,\"dur\":20},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"autograd::engine::evaluate_function: MmBackward0\",\"pid\":10,"
+        "\"tid\":11,\"ts\":200,\"dur\":300},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::_foreach_mul_\",\"pid\":10,\"tid\":10,\"ts\":700,\"dur\":50}\n"
+        "]}\n";
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "rank0", trace, sizeof trace - 1, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+/* A thread woken by another thread's op waits for that op wherever it now
+ * ends: host time before the gradient seed delays the backward pass on the
+ * engine's thread, and host time in the backward pass delays the
+ * optimizer on the stepping thread (before, each thread moved by its own
+ * edits alone: a stretch with no op on any thread opened where the
+ * engine's thread ran ahead, or the two threads' work overlapped). */
+static void test_a_woken_thread_waits_for_the_op_that_woke_it(void)
+{
+    teller_store *st = handoff_run();
+    const teller_events *ev = teller_store_events(st);
+    int64_t *start = malloc(ev->n * sizeof *start), *dur = malloc(ev->n * sizeof *dur), o = ORIGIN(st);
+    teller_error err;
+    teller_error_clear(&err);
+    uint32_t seed = find_ev(st, 0, "aten::ones_like", 0), bw = find_ev(st, 0, "autograd::engine::evaluate_function: MmBackward0", 0);
+    uint32_t opt = find_ev(st, 0, "aten::_foreach_mul_", 0);
+    CHECK_EQ_INT(rt_apply(st, NULL, 0, start, dur, &err), TELLER_OK);
+    for (size_t i = 0; i < ev->n; i++)
+        CHECK(start[i] == ev->start_ns[i] && dur[i] == ev->dur_ns[i]);
+    rt_edit e = {seed, RT_GAP, 100 * US};
+    CHECK_EQ_INT(rt_apply(st, &e, 1, start, dur, &err), TELLER_OK);
+    CHECK_EQ_INT(start[bw] - o, 300 * US);
+    CHECK_EQ_INT(start[opt] - o, 800 * US);
+    e = (rt_edit){bw, RT_GAP, 100 * US};
+    CHECK_EQ_INT(rt_apply(st, &e, 1, start, dur, &err), TELLER_OK);
+    CHECK_EQ_INT(start[bw] - o, 300 * US);
+    CHECK_EQ_INT(start[opt] - o, 800 * US);
+    CHECK_EQ_INT(start[seed] - o, 40 * US);
+    CHECK(consistent(st, start, dur));
+    free(start);
+    free(dur);
+    teller_store_free(st);
+}
+
 /* The checker the property tests rely on sees each kind of break. */
 static void test_consistency_check_sees_breaks(void)
 {
@@ -799,6 +857,7 @@ const test_case perturb_tests[] = {
     {"perturb: bad input says why", test_bad_input_says_why},
     {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},
     {"perturb: a late launch moves only kernels that waited for it", test_a_late_launch_moves_only_kernels_that_waited_for_it},
+    {"perturb: a thread woken by another thread's op waits for it wherever it now ends", test_a_woken_thread_waits_for_the_op_that_woke_it},
     {"perturb: the consistency check sees each kind of break", test_consistency_check_sees_breaks},
     {NULL, NULL},
 };

@@ -8,6 +8,9 @@
  *  - on a CPU thread, everything that starts at or after the edit point
  *    shifts, and events that contain the point grow, so parents still
  *    enclose their children;
+ *  - a thread woken by a host op of another thread of its process (it
+ *    started one within 2 ms after that op ended, idle since before)
+ *    starts no earlier than that op's new end plus the same wake-up time;
  *  - a GPU op starts at max(its launch's new start + launch latency, the
  *    previous op on its stream's new end + the gap it had), so a kernel
  *    never starts before its launch and stream order is kept; a kernel that
