@@ -274,6 +274,46 @@ static void test_diagnose_carried_real_run(void)
     rm_rf(dir);
 }
 
+/* The same run perturbed with every kind (tuning seed 107009): a kernel
+ * regression in step 1 carries into steps 2 and 3; step 3 also has launch
+ * slowdowns that the GPU's queue absorbed, no finding's root, that held
+ * its host back more than the GPU work ran late, so step 4 ends up shorter
+ * than in the original run and truth calls it normal. The carried chain
+ * stops there: a step's host delay counts its own slowed calls and gaps on
+ * the root's rank, not only its root's. */
+static void test_diagnose_carried_stops_at_a_host_delay(void)
+{
+    char dir[] = "/tmp/teller_diag_carry2_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
+                                    NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.rate = 0.3;
+    po.seed = 107009;
+    teller_perturb_result res;
+    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
+    teller_store_free(st);
+    st = load_case_ranks(dir, 0, 1);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? (int)d->n : 0, 5);
+    if (d && d->n == 5) {
+        for (size_t k = 1; k < 4; k++)
+            CHECK(d->steps[k].pred.abnormal);
+        CHECK(!d->steps[4].pred.abnormal);
+    }
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A real DDP training run (HTA's nccl_data trace, one rank loaded)
  * perturbed with a throttled GPU in step 2: every kernel of the step runs
  * slower, and the finding is named after the kernel with the most time in
@@ -837,6 +877,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a healthy four-stage pipeline pairs its sends and flags nothing", test_diagnose_pipeline_sends_pair},
     {"diagnose: a perturbed training run: the steps queued behind a slow step carry its root",
      test_diagnose_carried_real_run},
+    {"diagnose: a carried chain stops where the step's own slowed calls held the host back more than its GPU",
+     test_diagnose_carried_stops_at_a_host_delay},
     {"diagnose: a throttled GPU is named after the kernel with the most time (perturbed real DDP run)",
      test_diagnose_throttle_names_heaviest_kernel},
     {"diagnose: a stepping thread waiting on autograd's thread is not stalled (real mi250, ns_resolution)",

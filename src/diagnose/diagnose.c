@@ -588,11 +588,18 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             /* its GPU work ended late by its own fault and what it carried
              * (a carried window grew by its GPU's lateness less its host's);
              * the host of the root's rank starts the next step late by the
-             * fault's host delay, and by the one carried with it on the
-             * same rank (a host that runs ahead does not catch up) */
+             * fault's host delay and the step's own other slowed calls and
+             * gaps there (a launch slowdown the queue absorbed; not other
+             * synchronizes, whose overhangs follow the GPU), and by what it
+             * carried on the same rank (a host that runs ahead does not
+             * catch up) */
+            double own_host = top->carried ? 0 : top->host;
+            for (size_t a = 0; a < sa->n; a++)
+                if (&sa->c[a] != top && !sa->c[a].carried && sa->c[a].rank == top->rank && sa->c[a].det != TELLER_FAULT_SYNC_STALL)
+                    own_host += sa->c[a].host;
             int same = carry_in > 0 && prev.rank == top->rank;
             late = top->excess + (top->carried ? top->host : carry_in > 0 ? carry_in + late_host : 0);
-            late_host = top->carried ? top->host : top->host + (same ? late_host : 0);
+            late_host = own_host + (top->carried ? top->host : same ? late_host : 0);
             prev = *top;
         }
         s->root_rank = top->rank;
