@@ -177,9 +177,15 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
 /* The step's score under the model: P(abnormal), except that an alarm of
  * the numeric stage (its score `numeric` >= threshold) stands, scored
  * threshold, unless the model is sure the step is normal (P below
- * TELLER_MODEL_VETO). A step is abnormal when the score >= threshold. */
-#define TELLER_MODEL_VETO 0.15
-double teller_model_step_score(const teller_model_out *o, double numeric, double threshold);
+ * TELLER_MODEL_VETO) and the numeric stage's first candidate explains
+ * little of the step: its excess share (`share`, the candidate's
+ * TELLER_CF_EXCESS_SHARE) under TELLER_MODEL_VETO_SHARE. A finding that
+ * costs a tenth of the step is not noise the model could have learned to
+ * dismiss, whatever the workload (docs/MODEL.md). A step is abnormal when
+ * the score >= threshold. */
+#define TELLER_MODEL_VETO       0.15
+#define TELLER_MODEL_VETO_SHARE 0.1
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold);
 
 typedef struct teller_train_opts {
     uint64_t seed;       /* shuffling */

@@ -566,12 +566,13 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             if (teller_model_step(tracer, d, k, &smp, &mo, err) != TELLER_OK)
                 goto oom;
             uint32_t r = teller_model_root(&smp, &mo, o->model_alone ? 0 : TELLER_MODEL_ROOT_CONFIDENCE);
+            double share = sc[0].feat[TELLER_CF_EXCESS_SHARE]; /* the numeric stage's first, before the move */
             teller_diag_cand tc = sc[r];
             size_t ti = idx[r];
             for (; r > 0; r--)
                 sc[r] = sc[r - 1], idx[r] = idx[r - 1];
             sc[0] = tc, idx[0] = ti;
-            s->pred.score = o->model_alone ? mo.p_abnormal : teller_model_step_score(&mo, s->pred.score, threshold);
+            s->pred.score = o->model_alone ? mo.p_abnormal : teller_model_step_score(&mo, s->pred.score, share, threshold);
         }
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {

@@ -563,10 +563,11 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
     return sum > 0 && q[best] >= confidence * sum ? best : 0;
 }
 
-double teller_model_step_score(const teller_model_out *o, double numeric, double threshold)
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold)
 {
     double p = o->p_abnormal;
-    return numeric >= threshold && p >= TELLER_MODEL_VETO && p < threshold ? threshold : p;
+    int stands = p >= TELLER_MODEL_VETO || share >= TELLER_MODEL_VETO_SHARE;
+    return numeric >= threshold && stands && p < threshold ? threshold : p;
 }
 
 static double mean_loss(const teller_model *m, const teller_model_sample *s, size_t n, const lossw *w, acts *a)
@@ -718,7 +719,8 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
         forward(m, &s[i], a);
         teller_model_out o; /* as teller_diagnose judges the step; step[3] is the numeric stage's score */
         o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
-        int flag = teller_model_step_score(&o, s[i].step[3], 0.5) >= 0.5, mflag = o.p_abnormal >= 0.5f;
+        int flag = teller_model_step_score(&o, s[i].step[3], s[i].feat[0][TELLER_CF_EXCESS_SHARE], 0.5) >= 0.5,
+            mflag = o.p_abnormal >= 0.5f;
         pp += flag;
         tp += flag && s[i].abnormal;
         mpp += mflag;
