@@ -494,7 +494,9 @@ static void test_model_judges_diagnosis(void)
         CHECK(fabs(b->pred.score - teller_model_step_score(&mo, a->pred.score,
                                                            d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE], 0.5)) < 1e-6);
         /* its root first, the others in the numeric stage's order */
-        uint32_t r = teller_model_root(&x, &mo, TELLER_MODEL_ROOT_CONFIDENCE), want[TELLER_DIAG_MAX_CANDS], nw = 0;
+        uint32_t r = teller_model_root(&x, &mo, TELLER_MODEL_ROOT_CONFIDENCE,
+                                       d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE]),
+                 want[TELLER_DIAG_MAX_CANDS], nw = 0;
         want[nw++] = r;
         for (uint32_t q = 0; q < a->ncands; q++)
             if (q != r)
@@ -647,12 +649,16 @@ static void test_model_rules_around_numeric_stage(void)
     memset(&o, 0, sizeof o);
     o.p_kind[1] = o.p_kind[2] = o.p_kind[3] = 1.0f / 3;
     o.p_root[0] = 0.05f, o.p_root[1] = 0.93f, o.p_root[2] = 0.02f;
-    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE), 1);
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, 0.01), 1);
+    /* sure, but the first explains a tenth of the step: it stays first
+     * (unless the model decides alone) */
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, TELLER_MODEL_VETO_SHARE), 0);
+    CHECK_EQ_INT(teller_model_root(&s, &o, 0, 0.3), 1);
     o.p_root[1] = 0.6f, o.p_root[0] = 0.38f; /* not confident: the numeric stage's first */
-    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE), 0);
-    CHECK_EQ_INT(teller_model_root(&s, &o, 0), 1); /* the model alone: its own choice */
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, 0.01), 0);
+    CHECK_EQ_INT(teller_model_root(&s, &o, 0, 0.01), 1); /* the model alone: its own choice */
     o.p_kind[2] = 0.9f, o.p_kind[1] = 0.05f, o.p_kind[3] = 0.05f; /* the kind head sides with candidate 1 */
-    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE), 1);
+    CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, 0.01), 1);
 
     o.p_abnormal = 0.3f;
     CHECK(teller_model_step_score(&o, 0.8, 0.01, 0.5) == 0.5);          /* a numeric alarm stands */

@@ -170,9 +170,12 @@ teller_status teller_model_step(teller_model_tracer *t, const teller_diagnosis *
  * root: the numeric stage's first (0), unless the model is confident of
  * another, P(root = c and kind = c's detector kind) normalised over the
  * candidates at least `confidence` (TELLER_MODEL_ROOT_CONFIDENCE as
- * teller_diagnose uses the model; 0: the model's own choice). */
+ * teller_diagnose uses the model; 0: the model's own choice), and the
+ * first explains less of the step than TELLER_MODEL_VETO_SHARE (`share`,
+ * its TELLER_CF_EXCESS_SHARE; as the veto below: the model does not
+ * overrule a large finding). With confidence 0 the share is not asked. */
 #define TELLER_MODEL_ROOT_CONFIDENCE 0.9
-uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence);
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence, double share);
 
 /* The step's score under the model: P(abnormal), except that an alarm of
  * the numeric stage (its score `numeric` >= threshold) stands, scored

@@ -565,8 +565,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             teller_model_out mo;
             if (teller_model_step(tracer, d, k, &smp, &mo, err) != TELLER_OK)
                 goto oom;
-            uint32_t r = teller_model_root(&smp, &mo, o->model_alone ? 0 : TELLER_MODEL_ROOT_CONFIDENCE);
             double share = sc[0].feat[TELLER_CF_EXCESS_SHARE]; /* the numeric stage's first, before the move */
+            uint32_t r = teller_model_root(&smp, &mo, o->model_alone ? 0 : TELLER_MODEL_ROOT_CONFIDENCE, share);
             teller_diag_cand tc = sc[r];
             size_t ti = idx[r];
             for (; r > 0; r--)

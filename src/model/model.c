@@ -550,9 +550,11 @@ int teller_model_predict(const teller_model *m, const teller_model_sample *s, te
     return 0;
 }
 
-uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence)
+uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence, double share)
 {
     uint32_t nc = s->ncands < MC ? s->ncands : MC, best = 0;
+    if (confidence > 0 && share >= TELLER_MODEL_VETO_SHARE)
+        return 0;
     double q[MC], sum = 0;
     for (uint32_t c = 0; c < nc; c++) {
         q[c] = (double)o->p_root[c] * o->p_kind[s->det[c] % MK];
