@@ -86,6 +86,8 @@ typedef struct teller_diag_step {
     int64_t          culprit_base_ns; /* its usual time */
     uint32_t         first_cand;    /* its candidates: teller_diagnosis.cands[first_cand ..], best first */
     uint32_t         ncands;        /* one per (rank, operator), at most TELLER_DIAG_MAX_CANDS */
+    uint32_t         peer_colls;    /* its collectives with two or more members: 0 when its ranks had no
+                                     * peers to keep waiting (a single rank), so late and wait shares are 0 */
 } teller_diag_step;
 
 /* A set of service logs to use as evidence: file paths; each file's node

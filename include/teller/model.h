@@ -75,6 +75,7 @@ typedef struct teller_model_sample {
     uint8_t  abnormal;
     uint8_t  kind;  /* teller_fault, NONE for a normal step */
     int8_t   root;  /* index of the true root among the candidates, -1 when none is */
+    uint8_t  peers; /* 1 when the step has a collective with two or more members (teller_diag_step.peer_colls) */
 } teller_model_sample;
 
 /* Step k of a diagnosis as a sample (labels: normal, no root), without
@@ -177,18 +178,22 @@ teller_status teller_model_step(teller_model_tracer *t, const teller_diagnosis *
 #define TELLER_MODEL_ROOT_CONFIDENCE 0.9
 uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence, double share);
 
-/* The step's score under the model: P(abnormal), except that an alarm of
- * the numeric stage (its score `numeric` >= threshold) stands, scored
- * threshold, unless the model is sure the step is normal (P below
- * TELLER_MODEL_VETO) and the numeric stage's first candidate explains
- * little of the step: its excess share (`share`, the candidate's
- * TELLER_CF_EXCESS_SHARE) under TELLER_MODEL_VETO_SHARE. A finding that
- * costs a tenth of the step is not noise the model could have learned to
- * dismiss, whatever the workload (docs/MODEL.md). A step is abnormal when
- * the score >= threshold. */
+/* The step's score under the model. The model only takes alarms away: an
+ * alarm of the numeric stage (its score `numeric` >= threshold) stands,
+ * scored threshold (or P when higher), unless the model is sure the step
+ * is normal (P below TELLER_MODEL_VETO), the numeric stage's first
+ * candidate explains little of the step (its excess share, `share`, the
+ * candidate's TELLER_CF_EXCESS_SHARE, under TELLER_MODEL_VETO_SHARE) and
+ * the step has peers (`peers`: a collective with two or more members) —
+ * then the score is P. A step the numeric stage does not flag scores the
+ * smaller of P and its numeric score. Why each condition: docs/MODEL.md
+ * (a finding of a tenth of the step is not noise on any workload; without
+ * peers the late and wait shares the model learned on runs with peers are
+ * 0 by construction; the steps the model added on the tuning cases were
+ * mostly false alarms). A step is abnormal when the score >= threshold. */
 #define TELLER_MODEL_VETO       0.15
 #define TELLER_MODEL_VETO_SHARE 0.1
-double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold);
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, int peers, double threshold);
 
 typedef struct teller_train_opts {
     uint64_t seed;       /* shuffling */

@@ -530,6 +530,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         /* the step's candidates: one per (rank, operator), best first;
          * idx: each one's finding in sa->c */
         s->first_cand = (uint32_t)d->ncands;
+        s->peer_colls = D.late_insts[k];
         size_t idx[TELLER_DIAG_MAX_CANDS];
         for (size_t a = 0; a < sa->n && s->ncands < TELLER_DIAG_MAX_CANDS; a++) {
             const cand *c = &sa->c[a];
@@ -572,7 +573,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             for (; r > 0; r--)
                 sc[r] = sc[r - 1], idx[r] = idx[r - 1];
             sc[0] = tc, idx[0] = ti;
-            s->pred.score = o->model_alone ? mo.p_abnormal : teller_model_step_score(&mo, s->pred.score, share, threshold);
+            s->pred.score = o->model_alone ? mo.p_abnormal : teller_model_step_score(&mo, s->pred.score, share, s->peer_colls > 0, threshold);
         }
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {

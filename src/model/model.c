@@ -263,6 +263,7 @@ void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sa
     out->step[1] = (float)out->nlogs;
     out->step[2] = (float)out->ncands / MC;
     out->step[3] = best;
+    out->peers = s->peer_colls > 0;
 }
 
 /* ---- one step forward and backward ---- */
@@ -565,11 +566,13 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
     return sum > 0 && q[best] >= confidence * sum ? best : 0;
 }
 
-double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold)
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, int peers, double threshold)
 {
     double p = o->p_abnormal;
-    int stands = p >= TELLER_MODEL_VETO || share >= TELLER_MODEL_VETO_SHARE;
-    return numeric >= threshold && stands && p < threshold ? threshold : p;
+    if (numeric < threshold)
+        return p < numeric ? p : numeric;
+    int stands = p >= TELLER_MODEL_VETO || share >= TELLER_MODEL_VETO_SHARE || !peers;
+    return stands && p < threshold ? threshold : p;
 }
 
 static double mean_loss(const teller_model *m, const teller_model_sample *s, size_t n, const lossw *w, acts *a)
@@ -721,7 +724,7 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
         forward(m, &s[i], a);
         teller_model_out o; /* as teller_diagnose judges the step; step[3] is the numeric stage's score */
         o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
-        int flag = teller_model_step_score(&o, s[i].step[3], s[i].feat[0][TELLER_CF_EXCESS_SHARE], 0.5) >= 0.5,
+        int flag = teller_model_step_score(&o, s[i].step[3], s[i].feat[0][TELLER_CF_EXCESS_SHARE], s[i].peers, 0.5) >= 0.5,
             mflag = o.p_abnormal >= 0.5f;
         pp += flag;
         tp += flag && s[i].abnormal;
