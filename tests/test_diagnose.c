@@ -365,8 +365,10 @@ static int real_flagged(const char *rel)
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     int n = 0;
-    for (size_t k = 0; d && k < d->n; k++)
+    for (size_t k = 0; d && k < d->n; k++) {
         n += d->steps[k].pred.abnormal;
+        CHECK_EQ_INT(d->steps[k].peer_colls, 0); /* one rank: no peers (the model's veto needs them) */
+    }
     teller_diagnosis_free(d);
     teller_store_free(st);
     return n;
@@ -408,10 +410,11 @@ static void test_diagnose_candidate_records(void)
     teller_store *st = load_case_ranks(dir, 0, 4);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
-    size_t seen = 0, with = 0;
+    size_t seen = 0, with = 0, peered = 0;
     for (size_t k = 0; k < d->n; k++) {
         const teller_diag_step *s = &d->steps[k];
         CHECK(s->ncands <= TELLER_DIAG_MAX_CANDS);
+        peered += s->peer_colls > 0;
         CHECK_EQ_INT(s->first_cand, seen);
         seen += s->ncands;
         with += s->ncands > 0;
@@ -438,6 +441,7 @@ static void test_diagnose_candidate_records(void)
     }
     CHECK_EQ_INT(seen, d->ncands);
     CHECK(with >= 10);
+    CHECK_EQ_INT(peered, d->n); /* tp 2: every step has collectives of two ranks */
     CHECK(teller_cand_feature_name(0) && !strcmp(teller_cand_feature_name(TELLER_CF_LATE_SHARE), "late_share"));
     CHECK(teller_cand_feature_name(TELLER_CAND_FEATURES) == NULL);
     char cp[600], tp[600], pp[600];
