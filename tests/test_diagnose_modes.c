@@ -28,6 +28,7 @@
 #include "check.h"
 #include "teller/diagnose.h"
 #include "teller/ingest.h"
+#include "teller/load.h"
 #include "teller/tree.h"
 
 typedef struct tw {
@@ -650,6 +651,62 @@ static void test_modes_carried_host_delay(void)
     unlink(path);
 }
 
+/* Rank r of two data-parallel replicas, each a run of its own (no
+ * collective links them): per step a GEMM called four times whose grid
+ * follows the batch, new every step, so no launch configuration has a
+ * usual time. In step 2 rank 0's batch is the larger and its GEMMs take
+ * twice rank 1's. */
+static void write_replica_trace(const char *path, int rank)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fprintf(w.f, "{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [", rank);
+    double t = 1000000;
+    for (int k = 0; k < 4; k++) {
+        double d = k == 2 && rank == 0 ? 800 : 400;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 20 + k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, 4 * d + 200, NULL);
+        for (int q = 0; q < 4; q++)
+            tw_launch(&w, 1, t + 10 + 10 * q, "sm90_xmma_gemm_bf16_128x128", t + 50 + d * q, d, 100 + 10 * k + rank);
+        t += 4000;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* Kernels of a rank without tensor-parallel peers and without a usual
+ * time are compared with the other stages of its pipeline (ranks linked
+ * to it by a send or recv), never with a rank no collective links it to:
+ * a data-parallel replica runs another batch, and across a fleet of them
+ * the fastest would be the yardstick of every rank (as before). */
+static void test_modes_replicas_not_compared(void)
+{
+    char p0[] = "/tmp/teller_replica0_XXXXXX.json", p1[] = "/tmp/teller_replica1_XXXXXX.json";
+    int f0 = mkstemps(p0, 5), f1 = mkstemps(p1, 5);
+    CHECK(f0 >= 0 && f1 >= 0);
+    close(f0);
+    close(f1);
+    write_replica_trace(p0, 0);
+    write_replica_trace(p1, 1);
+    const char *files[] = {p0, p1};
+    teller_store *st = teller_store_create();
+    teller_load_opts o = teller_load_defaults();
+    o.jobs = 1;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_load(st, files, 2, &o, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_store_num_sources(st), 2);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 4);
+    CHECK_EQ_INT(flagged(d), 0); /* step 2 was a kernel_regression of rank 0 against rank 1 */
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(p0);
+    unlink(p1);
+}
+
 const test_case diagnose_mode_tests[] = {
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
@@ -666,5 +723,7 @@ const test_case diagnose_mode_tests[] = {
      test_modes_carried_host_delay},
     {"diagnose modes: a host stall while the GPU waits for work launched before it costs nothing",
      test_modes_stall_held_device},
+    {"diagnose modes: a rank without peers is not compared with a replica no collective links it to",
+     test_modes_replicas_not_compared},
     {NULL, NULL},
 };

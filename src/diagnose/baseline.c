@@ -349,7 +349,8 @@ double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b)
     return (double)((b - a) - (busy_before(B, src, b) - busy_before(B, src, a)));
 }
 
-/* ---- peer groups: ranks that share all-reduce / all-gather collectives ---- */
+/* ---- peer groups: ranks that share all-reduce / all-gather collectives;
+ * pipelines: ranks linked by any collective, send/recv too ---- */
 
 static int32_t uf_find(int32_t *p, int32_t x)
 {
@@ -358,53 +359,70 @@ static int32_t uf_find(int32_t *p, int32_t x)
     return x;
 }
 
+/* Each group's members, by a counting sort on the group (root[s], its
+ * root's source index): *members holds the sources grouped, in source
+ * order inside a group; (*first)[s], (*count)[s] where source s's group
+ * starts in it and its size. 0, or -1 out of memory. */
+static int list_members(size_t ns, const int32_t *root, uint32_t **members, uint32_t **first, uint32_t **count)
+{
+    *members = malloc((ns ? ns : 1) * sizeof **members);
+    *first = calloc(ns + 1, sizeof **first);
+    *count = calloc(ns + 1, sizeof **count);
+    uint32_t *at = calloc(ns + 1, sizeof *at); /* per group: members placed so far */
+    if (!*members || !*first || !*count || !at) {
+        free(at);
+        return -1;
+    }
+    for (size_t s = 0; s < ns; s++)
+        (*count)[root[s]]++;
+    for (size_t g = 1; g < ns; g++) /* roots first: first, count per group root */
+        (*first)[g] = (*first)[g - 1] + (*count)[g - 1];
+    for (size_t s = 0; s < ns; s++) {
+        uint32_t g = (uint32_t)root[s];
+        (*members)[(*first)[g] + at[g]++] = (uint32_t)s;
+    }
+    for (size_t s = 0; s < ns; s++) { /* then per source, from its root (a root's is its own) */
+        (*first)[s] = (*first)[root[s]];
+        (*count)[s] = (*count)[root[s]];
+    }
+    free(at);
+    return 0;
+}
+
 int diag_build_groups(dctx *D)
 {
     size_t ns = teller_store_num_sources(D->st);
     for (size_t s = 0; s < ns; s++)
-        D->group[s] = (int32_t)s;
+        D->group[s] = D->pipe[s] = (int32_t)s;
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
         const char *nm = teller_store_str(D->st, D->ev->name[mem[co[c].first_member].kernel]);
-        if (strstr(nm, "SendRecv") || strstr(nm, "Send") == nm)
-            continue;
+        int p2p = strstr(nm, "SendRecv") || strstr(nm, "Send") == nm;
         uint16_t a = D->ev->source[mem[co[c].first_member].kernel];
         for (uint32_t m = 1; m < co[c].num_members; m++) {
             uint16_t b = D->ev->source[mem[co[c].first_member + m].kernel];
-            int32_t ra = uf_find(D->group, a), rb = uf_find(D->group, b);
+            int32_t ra = uf_find(D->pipe, a), rb = uf_find(D->pipe, b);
+            if (ra != rb)
+                D->pipe[rb] = ra;
+            if (p2p)
+                continue;
+            ra = uf_find(D->group, a);
+            rb = uf_find(D->group, b);
             if (ra != rb)
                 D->group[rb] = ra;
         }
     }
-    for (size_t s = 0; s < ns; s++)
-        D->group[s] = uf_find(D->group, (int32_t)s);
-    /* each group's members, by a counting sort on the group (its root's
-     * source index), so that a rank meets only its own peers */
-    D->peers = malloc((ns ? ns : 1) * sizeof *D->peers);
-    D->gfirst = calloc(ns + 1, sizeof *D->gfirst);
-    D->gcount = calloc(ns + 1, sizeof *D->gcount);
-    uint32_t *at = calloc(ns + 1, sizeof *at); /* per group: members placed so far */
-    if (!D->peers || !D->gfirst || !D->gcount || !at) {
-        free(at);
-        return -1;
-    }
-    for (size_t s = 0; s < ns; s++)
-        D->gcount[D->group[s]]++;
-    for (size_t g = 1; g < ns; g++) /* roots first: gfirst, gcount per group root */
-        D->gfirst[g] = D->gfirst[g - 1] + D->gcount[g - 1];
     for (size_t s = 0; s < ns; s++) {
-        uint32_t g = (uint32_t)D->group[s];
-        D->peers[D->gfirst[g] + at[g]++] = (uint32_t)s;
+        D->group[s] = uf_find(D->group, (int32_t)s);
+        D->pipe[s] = uf_find(D->pipe, (int32_t)s);
     }
-    for (size_t s = 0; s < ns; s++) { /* then per source, from its root (a root's is its own) */
-        D->gfirst[s] = D->gfirst[D->group[s]];
-        D->gcount[s] = D->gcount[D->group[s]];
-    }
-    free(at);
-    return 0;
+    return list_members(ns, D->group, &D->peers, &D->gfirst, &D->gcount) ||
+                   list_members(ns, D->pipe, &D->linked, &D->pfirst, &D->pcount)
+               ? -1
+               : 0;
 }
 
 /* ---- the run's normal ---- */

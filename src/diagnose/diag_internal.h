@@ -90,6 +90,9 @@ typedef struct dctx {
     int32_t            *group;   /* per source: peer group id (union-find root) */
     uint32_t           *peers;   /* the sources, grouped by peer group, in source order inside a group */
     uint32_t           *gfirst, *gcount; /* per source: where its group starts in peers, and its size */
+    int32_t            *pipe;    /* per source: its pipeline, the ranks linked to it by any collective */
+    uint32_t           *linked;  /* the sources, grouped by pipeline, as peers are by peer group */
+    uint32_t           *pfirst, *pcount; /* per source: where its pipeline starts in linked, and its size */
     size_t              nsrc;
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
     int64_t            *mstart;  /* per (step, source): the step's start on that rank */

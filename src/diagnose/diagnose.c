@@ -322,6 +322,10 @@ static void diag_free_ctx(dctx *D)
     free(D->peers);
     free(D->gfirst);
     free(D->gcount);
+    free(D->pipe);
+    free(D->linked);
+    free(D->pfirst);
+    free(D->pcount);
     free(D->mstart);
     free(D->range);
     free(D->late_last);
@@ -366,8 +370,9 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     D.nsteps = teller_store_step_count(st);
     D.steps = calloc(D.nsteps ? D.nsteps : 1, sizeof *D.steps);
     D.group = calloc(teller_store_num_sources(st) + 1, sizeof *D.group);
+    D.pipe = calloc(teller_store_num_sources(st) + 1, sizeof *D.pipe);
     teller_diagnosis *d = calloc(1, sizeof *d);
-    if (!D.steps || !D.group || !d)
+    if (!D.steps || !D.group || !D.pipe || !d)
         goto oom;
     d->steps = calloc(D.nsteps ? D.nsteps : 1, sizeof *d->steps);
     if (!d->steps)

@@ -143,11 +143,13 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
         if (!peers) {
             /* no tensor-parallel peer: compare with the same rank's calls of
              * the same launch configuration in the run; without them, with
-             * another rank without peers that made as many calls of the name
-             * in the step (a pipeline stage running the same layers on the
-             * same batch) */
+             * another rank without peers of its pipeline that made as many
+             * calls of the name in the step (a stage running the same layers
+             * on the same batch; a rank of another pipeline, or no pipeline,
+             * ran another batch) */
             if (me->noref[ix]) {
-                for (size_t p = 0; p < D->nsrc; p++) {
+                for (uint32_t q = D->pfirst[s]; q < D->pfirst[s] + D->pcount[s]; q++) {
+                    uint32_t p = D->linked[q];
                     if (p == s || D->gcount[p] > 1)
                         continue;
                     uint32_t pi = kmap_get(&K[p].m, key, 0);
