@@ -194,8 +194,9 @@ void diag_groups_free(groups *g);
 int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 /* The holes of [a, b) on source src that no busy interval covers, appended
- * to *H (*nh of them, grown); an interval's start is ended by the event
- * that opened it, the end b by event last. 0, or -1 out of memory. */
+ * to *H (*nh of them, grown), each with the event that ended it: the one
+ * whose busy interval starts where the hole ends, or `last` for a hole
+ * that runs to b. 0, or -1 out of memory. */
 int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32_t last, diag_hole **H, size_t *cap,
                     size_t *nh);
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);

@@ -6,14 +6,17 @@
  * not an anomaly):
  *   peers     a kernel's time on a rank against the fastest tensor-parallel
  *             peer in the same step (peers do identical work); the peer
- *             groups come from the collectives the ranks share;
+ *             groups come from the collectives the ranks share; without
+ *             peers, against the usual time of its launch configurations,
+ *             or a peerless stage of its pipeline;
  *   per call  an API call's duration against the run's median for that API
  *             (launch latency); rare APIs (cudaMalloc, cudaFree) against zero;
  *   sync      a synchronize's overhang past the rank's last GPU work;
  *   copies    copy bandwidth against the run's median (PCIe), and copy volume
  *             against the rank's usual volume per step (swapping);
- *   host      gaps between consecutive host ops on the stepping thread
- *             against the rank's usual gap (descheduling);
+ *   host      holes in which no thread of the process ran an op, named
+ *             after the op that ended them, against that op's usual gap
+ *             (descheduling), costed through the GPU's queue;
  *   links     a collective's transfer time (the last arriver's duration)
  *             against the usual for its operation and message size; one slow
  *             pair is a stalled send, several pairs a slow link; a collective
@@ -70,17 +73,18 @@ static int add_found(dctx *D, finds *f)
  * findings join the steps after the kernels' (the order decides only
  * ties, and must not change with the threads). Round 1 needs only the
  * store; round 2 also round 1's GPU busy index (API calls cost only the
- * GPU's idle time) and collective waits (a sync stall at a stage's end). The kernels (kernels.c) go source by source: each
- * source's tally in round 1, each source against its peers' tallies in
- * round 2, their findings first, source after source. The host gaps
- * (gaps.c) go source by source in round 3, after the API calls, whose
- * stalls they share the collectives' lateness with (D->wait_left: a stall
- * before a collective costs at most how late the rank arrived at it), with
- * the other threads' busy index of round 2; their findings come last,
- * source after source. The collectives (comm.c) run after the
- * rounds, alone: they intern names
- * into the store, which no other thread may read meanwhile; the logs
- * (logs.c) after the merging. */
+ * GPU's idle time) and collective waits (a sync stall at a stage's end).
+ * The kernels (kernels.c) go source by source: each source's tally in
+ * round 1, each source against its peers' tallies in round 2, their
+ * findings first, source after source. The host gaps (gaps.c) go source
+ * by source in round 3, after the API calls, whose stalls they share the
+ * collectives' lateness with (D->wait_left: a stall before a collective
+ * costs at most how late the rank arrived at it; the API calls are the
+ * only task of round 2 that writes it), with the other threads' busy index
+ * of round 2; their findings come last, source after source. The
+ * collectives (comm.c) run after the rounds, alone: they intern names into
+ * the store, which no other thread may read meanwhile; the logs (logs.c)
+ * after the merging. */
 static const struct detector {
     int round;
     int (*run)(const dctx *D, finds *out);
@@ -103,10 +107,10 @@ typedef struct drun {
 } drun;
 
 /* Task i of a round: 0 the GPU busy index and each collective member's
- * wait (round 1) or the other threads' busy index (round 2), 1 .. NDET the table's families of the round, then one per
- * source for the kernels (rounds 1 and 2) or the host gaps (round 3), then
- * (round 1) one per source for what its steps queued behind earlier ones
- * (carry.c). The long tasks come first, so that no thread is left alone
+ * wait (round 1) or the other threads' busy index (round 2), 1 .. NDET
+ * the table's families of the round, then one per source for the
+ * kernels (rounds 1 and 2) or the host gaps (round 3), then (round 1) one
+ * per source for what its steps queued behind earlier ones (carry.c). The long tasks come first, so that no thread is left alone
  * with one at the end. */
 static void run_task(void *ctx, size_t i)
 {
