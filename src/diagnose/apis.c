@@ -70,6 +70,24 @@ static uint32_t launched(const teller_events *ev, uint32_t e)
     return n;
 }
 
+/* slow launch calls by source, step and time */
+typedef struct lost_t {
+    uint16_t src;
+    uint32_t step, slot;
+    int64_t  at;
+    double   amt;
+} lost_t;
+
+static int lost_cmp(const void *x, const void *y)
+{
+    const lost_t *a = x, *b = y;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
 int diag_detect_apis(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
@@ -78,13 +96,21 @@ int diag_detect_apis(const dctx *D, finds *out)
     typedef struct acc_t {
         double   excess, t, usual;
         double   host;                       /* what all slow calls took over their usual */
+        double   slow_t, slow_usual;         /* all slow calls: what they took, usually take */
         uint32_t n, event, step, name, fed; /* n: calls that cost something; fed: what all slow calls launched */
         uint32_t slow;                       /* slow calls */
+        size_t   grp;                        /* the last group of slow launches that counted it, + 1 */
         uint16_t src;
         int      rare;
     } acc_t;
     acc_t *acc = NULL;
     size_t acap = 0;
+    /* every slow launch call: the host time it lost, where, and its slot */
+    lost_t *lost = NULL;
+    size_t nlost = 0, lcap = 0;
+    int64_t *at = NULL;
+    double *amt = NULL;
+    diag_gpuops *G = NULL;
     size_t nstr_guess = 0;
     int rc = -1;
     for (size_t i = 0; i < ev->n; i++)
@@ -148,6 +174,13 @@ int diag_detect_apis(const dctx *D, finds *out)
          * API a rank's slowed launches are named after */
         a->fed += launched(ev, (uint32_t)i);
         a->host += ex;
+        a->slow_t += d;
+        a->slow_usual += rare ? 0 : usual;
+        if (!is_alloc_api(teller_store_str(st, nm))) {
+            if (TELLER_GROW(lost, lcap, nlost + 1))
+                goto done;
+            lost[nlost++] = (lost_t){ev->source[i], ev->step[i], (uint32_t)(a - acc), ev->start_ns[i] + ev->dur_ns[i], ex};
+        }
         double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
             ex = idle; /* the GPU went on with earlier work meanwhile */
@@ -163,12 +196,52 @@ int diag_detect_apis(const dctx *D, finds *out)
         a->t += d;
         a->usual += rare ? 0 : usual;
     }
+    /* A host slowed in its launch calls launched everything after them
+     * late; the GPU's idle time during the calls misses what a GPU fed
+     * ahead ran on from its queue and idled for later, where it caught up
+     * with the host. What a step's slow launches on a rank cost is at
+     * least how much earlier the step would have ended had the host not
+     * lost that time (carry.c), shared among their APIs by what each lost. */
+    if (nlost && (!(at = malloc(nlost * sizeof *at)) || !(amt = malloc(nlost * sizeof *amt))))
+        goto done;
+    teller_sort(lost, nlost, sizeof *lost, lost_cmp);
+    for (size_t q = 0, r; q < nlost; q = r) {
+        size_t n = 0;
+        for (r = q; r < nlost && lost[r].src == lost[q].src && lost[r].step == lost[q].step; r++) {
+            at[n] = lost[r].at;
+            amt[n++] = lost[r].amt;
+        }
+        if (q == 0 || lost[q].src != lost[q - 1].src) {
+            diag_gpuops_free(G);
+            if (!(G = diag_gpuops_create(D, lost[q].src)))
+                goto done;
+        }
+        double cost = diag_host_delay_cost(D, G, lost[q].src, lost[q].step, at, amt, n, D->waits.wait), had = 0, all = 0;
+        for (size_t j = q; j < r; j++)
+            if (acc[lost[j].slot].grp != q + 1) { /* each API once */
+                acc[lost[j].slot].grp = q + 1;
+                had += acc[lost[j].slot].excess;
+                all += acc[lost[j].slot].host;
+            }
+        if (cost <= had || all <= 0)
+            continue;
+        for (size_t j = q; j < r; j++)
+            if (acc[lost[j].slot].grp == q + 1) {
+                acc_t *a = &acc[lost[j].slot];
+                a->grp = 0;
+                a->excess += (cost - had) * a->host / all;
+                if (a->t <= 0) { /* none cost anything by the GPU's idling: all slow calls say how slow */
+                    a->t = a->slow_t;
+                    a->usual = a->slow_usual;
+                }
+            }
+    }
     for (size_t ix = 0; ix < slot.n; ix++) {
         acc_t *a = &acc[ix];
         /* rare allocations are a finding even when they cost the step
          * nothing (the GPU waited for a peer meanwhile): an OOM's frees are
          * facts its log line confirms */
-        if (!a->n && !a->rare)
+        if (a->excess <= 0 && !a->rare)
             continue;
         int det = is_alloc_api(teller_store_str(st, a->name)) ? TELLER_FAULT_MALLOC_STORM : TELLER_FAULT_LAUNCH_LATENCY;
         /* slow calls are a fault when the step's calls are slow as a whole
@@ -188,6 +261,10 @@ int diag_detect_apis(const dctx *D, finds *out)
     rc = 0;
 done:
     free(acc);
+    free(lost);
+    free(at);
+    free(amt);
+    diag_gpuops_free(G);
     free(use);
     diag_groups_free(&durs);
     diag_groups_free(&step_durs);

@@ -41,6 +41,8 @@ typedef struct gop {
     uint32_t step;
     int32_t  pid, tid;          /* device and stream */
     int      peers;             /* a collective with other loaded ranks: its end is theirs too */
+    size_t   wix;               /* such a collective: its kernel in D->waits (diag_gpuops_create),
+                                 * else SIZE_MAX */
 } gop;
 
 static int gop_cmp(const void *x, const void *y)
@@ -87,7 +89,7 @@ static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *n
         int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
         (*g)[(*ng)++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
                               ready < ev->start_ns[i] ? ready : ev->start_ns[i], ev->step[i], ev->pid[i], ev->tid[i],
-                              (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1};
+                              (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1, SIZE_MAX};
     }
     teller_sort(*g, *ng, sizeof **g, gop_cmp);
     return 0;
@@ -198,15 +200,21 @@ double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t ra
  * nothing in the trace explains the slack), but no
  * earlier than the operation before it on its stream (or of another stream
  * it waited for, as above) would then have ended, and a collective with
- * other loaded ranks no earlier at all (the last member's arrival ends it);
- * the rank's window would have ended at the latest such end, or at its
- * annotation's end less the delays inside it. The cost is how much earlier
- * the step, its longest rank window, would then have ended. */
+ * other loaded ranks (the last member's arrival starts it) by at most how
+ * late the rank arrived at it plus what its communicator's collective
+ * before it moved, when the caller gives the lateness, else no earlier at
+ * all; the rank's window would have ended at the latest such end, or at
+ * its annotation's end less the delays after its last call that waits for
+ * the GPU (that call ending earlier only as far as the GPU work it waited
+ * for did). The cost is how much earlier the step, its longest rank window
+ * with the rank's peers' ending as much earlier as its last collective,
+ * would then have ended. */
 
 struct diag_gpuops {
-    gop    *g;
-    size_t  n, cap;
-    size_t *first, *last; /* per step: its first and last operation in g (first > last: none) */
+    gop     *g;
+    size_t   n, cap;
+    size_t  *first, *last; /* per step: its first and last operation in g (first > last: none) */
+    int64_t *block;        /* per step: the end of its last call that waits for the GPU, INT64_MIN none */
 };
 
 /* How far before a step's first operation the walk starts, so that each
@@ -218,14 +226,30 @@ diag_gpuops *diag_gpuops_create(const dctx *D, size_t s)
     diag_gpuops *G = calloc(1, sizeof *G);
     if (!G || gather_gops(D, s, &G->g, &G->cap, &G->n) ||
         !(G->first = malloc((D->nsteps ? D->nsteps : 1) * sizeof *G->first)) ||
-        !(G->last = calloc(D->nsteps ? D->nsteps : 1, sizeof *G->last))) {
+        !(G->last = calloc(D->nsteps ? D->nsteps : 1, sizeof *G->last)) ||
+        !(G->block = malloc((D->nsteps ? D->nsteps : 1) * sizeof *G->block))) {
         diag_gpuops_free(G);
         return NULL;
     }
-    for (uint32_t k = 0; k < D->nsteps; k++)
+    for (uint32_t k = 0; k < D->nsteps; k++) {
         G->first[k] = SIZE_MAX;
+        G->block[k] = INT64_MIN;
+    }
+    const teller_events *ev = D->ev;
+    for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+        if (is_api(ev->layer[i]) && !(ev->flags[i] & TELLER_F_GPU) && ev->step[i] < D->nsteps &&
+            diag_blocks_on_gpu(D->st, ev->name[i]) && ev->start_ns[i] + ev->dur_ns[i] > G->block[ev->step[i]])
+            G->block[ev->step[i]] = ev->start_ns[i] + ev->dur_ns[i];
     for (size_t i = 0; i < G->n; i++) {
         uint32_t k = G->g[i].step;
+        /* a collective's kernel among the source's kernels by its start
+         * (the waits index is built by now, in round 1) */
+        for (size_t j = G->g[i].peers ? diag_kernel_after(D, (uint16_t)s, k, G->g[i].start) : SIZE_MAX;
+             j != SIZE_MAX && j < D->waits.off[s + 1] && D->waits.start[j] == G->g[i].start; j++)
+            if (D->waits.wait[j] >= 0) {
+                G->g[i].wix = j;
+                break;
+            }
         if (G->first[k] == SIZE_MAX)
             G->first[k] = i;
         G->last[k] = i;
@@ -239,6 +263,7 @@ void diag_gpuops_free(diag_gpuops *G)
         free(G->g);
         free(G->first);
         free(G->last);
+        free(G->block);
     }
     free(G);
 }
@@ -276,7 +301,7 @@ static double delay_before(const int64_t *at, const double *amt, size_t n, int64
 }
 
 double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint32_t k, const int64_t *at,
-                            const double *amt, size_t n)
+                            const double *amt, size_t n, const double *late)
 {
     const teller_events *ev = D->ev;
     const teller_step *steps = teller_store_steps(D->st);
@@ -289,8 +314,10 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
     if (row == ns || !n)
         return 0;
     uint32_t mk = steps[row].marker;
-    int64_t mend = ev->start_ns[mk] + ev->dur_ns[mk];
-    double total = delay_before(at, amt, n, INT64_MAX), held = (double)mend - delay_before(at, amt, n, mend);
+    int64_t mend = ev->start_ns[mk] + ev->dur_ns[mk], block = G->block[k] <= mend ? G->block[k] : INT64_MIN;
+    double total = delay_before(at, amt, n, INT64_MAX), held = 0;
+    double gpu_done = -INFINITY; /* the latest the GPU work the last blocking call waited for could have ended */
+    double coll = 0; /* how much earlier the rank's last collective of the step could have started */
     /* per stream: the last operation's end and how much earlier it could end */
     typedef struct { int32_t pid, tid; int64_t end; double delay; } last;
     last ls[64];
@@ -307,9 +334,7 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
              * stream it waited for) ends earlier; an operation that waited
              * after its launch for nothing the trace shows (the device
              * busy with work of another process or not traced) keeps that
-             * wait, as perturb's retime keeps its launch latency. A
-             * collective ends when its last member arrives: a peer's
-             * arrival may hold it, so its end is not taken to move. */
+             * wait, as perturb's retime keeps its launch latency */
             double slack = (double)(o->start - o->ready), dh = delay_before(at, amt, n, o->ready);
             int waited = 0;
             d = INFINITY;
@@ -323,14 +348,33 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
                     waited |= near || o->ready < ls[q].end;
                 }
             }
-            if (o->peers)
-                d = 0;
-            else if ((waited ? slack : 0) + dh < d)
+            if ((waited ? slack : 0) + dh < d)
                 d = (waited ? slack : 0) + dh;
+            /* a collective starts when its last member arrives: this
+             * rank's arriving earlier moves it by at most how late the rank
+             * came after the others, plus what the communicator's collective
+             * before it moved (the members left that one together; its
+             * stream is the communicator's); one the waits do not know, not
+             * at all */
+            if (o->peers) {
+                double m = 0;
+                if (late && o->wix != SIZE_MAX) {
+                    m = late[o->wix];
+                    for (size_t q = 0; q < nl; q++)
+                        if (ls[q].pid == o->pid && ls[q].tid == o->tid)
+                            m += ls[q].delay;
+                }
+                if (d > m)
+                    d = m;
+            }
             if (d < 0)
                 d = 0;
+            if (o->peers)
+                coll = d;
             if ((double)o->end - d > held)
                 held = (double)o->end - d;
+            if (o->end <= block + ROUND_NS && (double)o->end - d > gpu_done)
+                gpu_done = (double)o->end - d;
         }
         size_t q = 0;
         while (q < nl && !(ls[q].pid == o->pid && ls[q].tid == o->tid))
@@ -342,8 +386,20 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
         }
         ls[q] = (last){o->pid, o->tid, o->end, d};
     }
+    /* the annotation's end moves with the delays after the step's last
+     * call that waits for the GPU (a synchronize, a copy back), and that
+     * call's end with those before it only as far as the GPU work it
+     * waited for would have ended earlier (a host that waits for the GPU
+     * each step loses nothing to a stall while the GPU is still busy) */
+    double before = block == INT64_MIN ? 0 : delay_before(at, amt, n, block), moved = delay_before(at, amt, n, mend) - before;
+    if (block != INT64_MIN)
+        moved += before < (double)block - gpu_done ? before : (double)block - gpu_done;
+    if ((double)mend - moved > held)
+        held = (double)mend - moved;
     /* the step's duration is its longest rank window: a rank whose window
-     * another rank's matches costs the step nothing by ending earlier */
+     * another rank's matches costs the step nothing by ending earlier;
+     * the rank's peers waited for it at their collectives, and could end
+     * as much earlier as the last of them would have started */
     double dur = 0, others = 0, mine = held - (double)steps[row].start_ns;
     for (size_t i = 0; i < ns; i++) {
         if (steps[i].step != k)
@@ -351,6 +407,8 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
         double w = (double)(steps[i].end_ns - steps[i].start_ns);
         if (w > dur)
             dur = w;
+        if (steps[i].marker != TELLER_NONE && D->group[ev->source[steps[i].marker]] == D->group[s])
+            w -= coll;
         if (i != row && w > others)
             others = w;
     }

@@ -263,9 +263,14 @@ void diag_gpuops_free(diag_gpuops *G);
 double diag_host_idle(const dctx *D, const diag_gpuops *G, size_t s, int64_t a, int64_t b);
 /* How much earlier step k (its longest rank window) would have ended had
  * source s's host not lost amt[i] ns at time at[i] (n delays, at sorted):
- * at most their sum. */
+ * at most their sum. A collective with other loaded ranks could have
+ * started earlier by at most late[j] (j its kernel in D->waits: how late
+ * the rank arrived at it, or what of that other stalls have not spent)
+ * plus what the collective before it on its stream (its communicator's)
+ * moved, and the rank's peer group's windows end as much earlier as its
+ * last collective; with late NULL no collective moves. */
 double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint32_t k, const int64_t *at,
-                            const double *amt, size_t n);
+                            const double *amt, size_t n, const double *late);
 
 /* sentences.c */
 void diag_add_note(dctx *D, const char *text);

@@ -153,7 +153,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 if (pass && best_ev != TELLER_NONE) {
                     /* a GPU fed ahead runs on from its queue through a stall
                      * and idles later, where it catches up with the late host */
-                    double cost = diag_host_delay_cost(D, G, src, prev_step, d_at, d_amt, nd);
+                    double cost = diag_host_delay_cost(D, G, src, prev_step, d_at, d_amt, nd, NULL);
                     if (cost > sum_ex)
                         sum_ex = cost;
                 }
