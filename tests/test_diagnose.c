@@ -545,6 +545,38 @@ static void test_diagnose_preemption_cost(void)
     rm_rf(dir);
 }
 
+/* vLLM's whole-second scheduler lines say nothing of which step they
+ * shaped, but a log is written in time order: a recompute line lies
+ * between the steps of the OOM retries and swaps around it in the file
+ * that the trace places, and the lines of one file go to steps in their
+ * order. Taking the busiest step of the second for each line alone drew
+ * lines onto large prefills outside those bounds. */
+static void test_diagnose_preemption_lines_in_log_order(void)
+{
+    char dir[] = "/tmp/teller_diag_preord_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 40;
+    o.fault_rate = 0.4;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION | 1u << TELLER_FAULT_OOM | 1u << TELLER_FAULT_KV_SWAP;
+    o.seed = 12;
+    teller_store *st;
+    teller_diagnosis *d;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 2, 1, &st, &d, &s);
+    fprintf(stderr, "  seed 12: %ld abnormal steps, recall %.3f, precision %.3f\n", s.abnormal_steps, s.step_recall,
+            s.step_precision);
+    CHECK(s.abnormal_steps >= 10);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0); /* 0.882 both: two lines on the wrong prefills */
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A later pipeline stage opens its step waiting for the stage before it
  * (its recv runs for a millisecond): an allocation stall before that recv
  * leaves the GPU idle, but the recv would have waited that long anyway,
@@ -928,6 +960,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_stall_costs_lateness},
     {"diagnose: a sync stall at a stage's end costs what it held past the last rank's end",
      test_diagnose_sync_stall_beyond_others},
+    {"diagnose: whole-second preemption lines go to steps in the log's order, between the OOM and swap lines around them",
+     test_diagnose_preemption_lines_in_log_order},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},
     {"diagnose: slow launches cost what the step would have saved, through its all-reduces",
      test_diagnose_launch_latency_through_collectives},

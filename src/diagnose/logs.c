@@ -11,11 +11,31 @@
 #include "diag_internal.h"
 #include "teller/logs.h"
 
+/* A line of the log placed on a step by what the trace shows (an OOM
+ * retry's frees, a swap's copies): the lines before it in the file were
+ * written before it. */
+typedef struct anchor {
+    uint64_t line;
+    uint32_t step;
+} anchor;
+
+/* A whole-second preemption line, placed once the whole log is read. */
+typedef struct deferred {
+    uint64_t line;
+    int64_t  t;
+    uint32_t step; /* where it goes, TELLER_NONE when nowhere */
+} deferred;
+
 typedef struct logctx {
     dctx       *D;
     int32_t     node;
     const char *path;
     int         aligned, total;
+    int         pass; /* 1: every line but the deferred ones; 2: only those */
+    anchor     *anc;
+    size_t      nanc, canc;
+    deferred   *def;
+    size_t      ndef, cdef;
 } logctx;
 
 static int has_sub(const char *m, size_t n, const char *pat);
@@ -62,40 +82,106 @@ static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_
     e->text[n] = 0;
 }
 
+/* A preemption line with an exact time (e.g. captured by teller run): the
+ * scheduler logs its decision just before the step it shapes starts, so
+ * it is the first unclaimed step starting from then. */
+static uint32_t step_at(dctx *D, int64_t t)
+{
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        if (!D->steps[k].claimed && D->steps[k].start >= (double)t - 1e6 && D->steps[k].start < (double)t + 50e6)
+            return k;
+    return TELLER_NONE;
+}
+
 /* Preemption lines often have whole-second times (the aligner puts them at
- * the middle of their second): the step they mean is the one that did the
- * most GPU work (recomputing preempted requests is a large prefill) among
- * the steps starting within that second, not yet claimed by another line.
+ * the middle of their second): the step a line means is one that did much
+ * GPU work (recomputing preempted requests is a large prefill) among the
+ * steps starting within that second, not yet claimed by another line. A
+ * log is written in time order, so the lines of one file go to steps in
+ * their order, and a line lies between the steps of the lines around it
+ * that the trace placed (an OOM retry's frees, a swap's copies): the
+ * file's whole-second preemption lines are placed together, as many as
+ * can be, on the steps in their order that did the most work together.
  * The trace's first step is taken only when no other step is left: a
  * preemption takes back the cache of sequences that were running, and
  * nothing ran before it in the trace; a run profiled from its start opens
  * with its largest prefill, the requests that were waiting, which would
- * otherwise draw the line from the step it means.
- * With an exact time it is the first unclaimed step starting from then. */
-static uint32_t step_in_second(dctx *D, int64_t t, int whole_second)
+ * otherwise draw a line from the step it means. 0, or -1 out of memory. */
+static int place_deferred(logctx *L)
 {
-    if (!whole_second) {
-        /* an exact time (e.g. captured by teller run): the scheduler logs its
-         * decision just before the step it shapes starts */
-        for (uint32_t k = 0; k < D->nsteps; k++)
-            if (!D->steps[k].claimed && D->steps[k].start >= (double)t - 1e6 && D->steps[k].start < (double)t + 50e6)
-                return k;
-        return TELLER_NONE;
-    }
-    uint32_t best = TELLER_NONE;
-    double bestw = -2, lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
-           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
-    for (uint32_t k = 0; k < D->nsteps; k++) {
-        double st0 = D->steps[k].start;
-        if (st0 < lo || st0 >= hi || D->steps[k].claimed)
-            continue;
-        double w = k == 0 ? -1 : D->steps[k].work;
-        if (w > bestw) {
-            bestw = w;
-            best = k;
+    dctx *D = L->D;
+    size_t nd = L->ndef, K = D->nsteps;
+    if (!nd || !K)
+        return 0;
+    /* f[k + 1]: the best placement of the lines so far whose last placed
+     * line is on step k (f[0]: none placed); from[j][k + 1]: where line j's
+     * best placement on step k came from (k' + 1, 0 for none), or k + 1
+     * with the top bit set when line j is not placed and the line before
+     * it ends there. nd * (K + 1) entries: a file's preemption lines times
+     * the steps */
+    double *f = malloc((K + 1) * sizeof *f), *g = malloc((K + 1) * sizeof *g);
+    uint32_t *from = malloc(nd * (K + 1) * sizeof *from);
+    int rc = -1;
+    if (!f || !g || !from)
+        goto done;
+    for (size_t k = 0; k <= K; k++)
+        f[k] = k ? -INFINITY : 0;
+    for (size_t j = 0; j < nd; j++) {
+        uint32_t lo = 0, hi = (uint32_t)K - 1;
+        for (size_t a = 0; a < L->nanc; a++) {
+            if (L->anc[a].line < L->def[j].line && L->anc[a].step > lo)
+                lo = L->anc[a].step;
+            if (L->anc[a].line > L->def[j].line && L->anc[a].step < hi)
+                hi = L->anc[a].step;
         }
+        if (lo > hi) { /* the trace placed the lines around it out of order: no bound */
+            lo = 0;
+            hi = (uint32_t)K - 1;
+        }
+        double t = (double)L->def[j].t, best = f[0];
+        uint32_t arg = 0; /* the best f[k' + 1] over k' < k, and its k' + 1 */
+        uint32_t *fr = from + j * (K + 1);
+        g[0] = f[0];
+        fr[0] = 0;
+        for (size_t k = 0; k < K; k++) {
+            const step_acc *sk = &D->steps[k];
+            g[k + 1] = f[k + 1]; /* line j not placed */
+            fr[k + 1] = (uint32_t)(k + 1) | 0x80000000u;
+            if (!sk->claimed && k >= lo && k <= hi && sk->start >= t - 0.55e9 && sk->start < t + 0.55e9 && best > -INFINITY) {
+                /* a placed line first counts one, then its step's work */
+                double v = best + 1e15 + (k == 0 ? -1 : sk->work);
+                if (v > g[k + 1]) {
+                    g[k + 1] = v;
+                    fr[k + 1] = arg;
+                }
+            }
+            if (f[k + 1] > best) {
+                best = f[k + 1];
+                arg = (uint32_t)(k + 1);
+            }
+        }
+        memcpy(f, g, (K + 1) * sizeof *f);
     }
-    return best;
+    /* the best end, and back through the lines */
+    uint32_t at = 0;
+    for (size_t k = 1; k <= K; k++)
+        if (f[k] > f[at])
+            at = (uint32_t)k;
+    for (size_t j = nd; j-- > 0;) {
+        uint32_t c = from[j * (K + 1) + at];
+        if (c & 0x80000000u) { /* not placed: the placement before it ends where it does */
+            L->def[j].step = TELLER_NONE;
+            continue;
+        }
+        L->def[j].step = at ? at - 1 : TELLER_NONE;
+        at = c;
+    }
+    rc = 0;
+done:
+    free(f);
+    free(g);
+    free(from);
+    return rc;
 }
 
 /* The unclaimed step near time t (within its second when whole) that
@@ -161,11 +247,30 @@ static uint32_t oom_step(dctx *D, int64_t t, int whole_second, int32_t rank, int
     return TELLER_NONE;
 }
 
+/* The deferred line of line number line, SIZE_MAX when none (L->def is
+ * in line order). */
+static size_t deferred_at(const logctx *L, uint64_t line)
+{
+    size_t lo = 0, hi = L->ndef;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (L->def[mid].line < line)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < L->ndef && L->def[lo].line == line ? lo : SIZE_MAX;
+}
+
 static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
     dctx *D = L->D;
-    L->total++;
+    size_t dj = L->pass == 2 ? deferred_at(L, rec->line) : SIZE_MAX;
+    if (L->pass == 2 && dj == SIZE_MAX)
+        return 0; /* the first pass did all the others */
+    if (L->pass == 1)
+        L->total++;
     const char *m = rec->msg.p;
     size_t n = rec->msg.n;
     /* SGLang lines carry no level: what matters is what they say */
@@ -177,7 +282,8 @@ static int on_log(void *ctx, const teller_log_record *rec)
         return 0;
     /* does the record fall within the traced time at all (give or take the
      * second that whole-second times may be off by)? */
-    if (al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9)
+    if (L->pass == 1 && al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 &&
+        (double)al.time_ns <= D->t_last + 2e9)
         L->aligned++;
     if (!notable)
         return 0;
@@ -190,8 +296,23 @@ static int on_log(void *ctx, const teller_log_record *rec)
         step = has_sub(m, n, "RECOMPUTE") ? TELLER_NONE : step_with(D, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
         det = TELLER_FAULT_KV_SWAP;
         if (step == TELLER_NONE && !has_sub(m, n, "SWAP")) {
-            step = step_in_second(D, al.time_ns, whole);
             det = TELLER_FAULT_PREEMPTION;
+            if (!whole) {
+                step = step_at(D, al.time_ns);
+            } else if (L->pass == 1) { /* placed with the file's others (place_deferred) */
+                if (TELLER_GROW(L->def, L->cdef, L->ndef + 1))
+                    return -TELLER_ERR_NOMEM;
+                L->def[L->ndef++] = (deferred){rec->line, al.time_ns, TELLER_NONE};
+                return 0;
+            } else {
+                step = L->def[dj].step;
+            }
+        } else if (step != TELLER_NONE && has_sub(m, n, "SWAP")) {
+            /* the trace shows its swap; a line that does not say which it
+             * was (SGLang's retract) may have taken another's swap */
+            if (TELLER_GROW(L->anc, L->canc, L->nanc + 1))
+                return -TELLER_ERR_NOMEM;
+            L->anc[L->nanc++] = (anchor){rec->line, step};
         }
         if (step != TELLER_NONE)
             D->steps[step].claimed = 1;
@@ -203,6 +324,9 @@ static int on_log(void *ctx, const teller_log_record *rec)
         if (k != TELLER_NONE) {
             step = k;
             D->steps[k].oom_line = 1;
+            if (TELLER_GROW(L->anc, L->canc, L->nanc + 1))
+                return -TELLER_ERR_NOMEM;
+            L->anc[L->nanc++] = (anchor){rec->line, k}; /* the trace shows its retry */
         }
         det = TELLER_FAULT_OOM;
     } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
@@ -247,10 +371,18 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         teller_log_opts lo = teller_log_defaults();
         const teller_step *s = teller_store_steps(D->st);
         lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
-        logctx L = {D, teller_log_node_from_path(path), path, 0, 0};
+        logctx L = {.D = D, .node = teller_log_node_from_path(path), .path = path, .pass = 1};
         if (L.node < 0)
             L.node = 0;
+        /* the whole-second preemption lines are placed once the file's
+         * other lines are: a second pass gives them their steps */
         teller_status st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
+        if (st == TELLER_OK && L.ndef) {
+            L.pass = 2;
+            st = place_deferred(&L) ? TELLER_ERR_NOMEM : teller_log_read_file(path, &lo, on_log, &L, NULL, err);
+        }
+        free(L.anc);
+        free(L.def);
         if (st != TELLER_OK)
             return st;
         if (L.total && !L.aligned) {
