@@ -176,7 +176,10 @@ int diag_detect_apis(const dctx *D, finds *out)
         a->host += ex;
         a->slow_t += d;
         a->slow_usual += rare ? 0 : usual;
-        if (!is_alloc_api(teller_store_str(st, nm))) {
+        /* the walk below for the steps whose calls of the API are slow as
+         * a whole (the finding's test, below), not for every tail */
+        if (!is_alloc_api(teller_store_str(st, nm)) &&
+            step_med[kmap_get(&step_durs.keys, nss_key(nm, ev->step[i], ev->source[i]), 0)] > 2.0 * usual + 4000.0) {
             if (TELLER_GROW(lost, lcap, nlost + 1))
                 goto done;
             lost[nlost++] = (lost_t){ev->source[i], ev->step[i], (uint32_t)(a - acc), ev->start_ns[i] + ev->dur_ns[i], ex};
