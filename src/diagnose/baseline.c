@@ -246,6 +246,22 @@ void diag_waits_free(waitidx *W)
     memset(W, 0, sizeof *W);
 }
 
+size_t diag_step_rows(const dctx *D, uint32_t k, size_t *hi)
+{
+    const teller_step *steps = teller_store_steps(D->st);
+    size_t n = teller_store_num_steps(D->st), lo = 0, h = n;
+    while (lo < h) {
+        size_t mid = (lo + h) / 2;
+        if (steps[mid].step < k)
+            lo = mid + 1;
+        else
+            h = mid;
+    }
+    for (*hi = lo; *hi < n && steps[*hi].step == k; (*hi)++)
+        ;
+    return lo;
+}
+
 size_t diag_kernel_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
 {
     const waitidx *W = &D->waits;

@@ -136,14 +136,15 @@ int diag_carry_exposure(const dctx *D, size_t s)
     /* the exposure of the rank's window in each step: its end against the
      * latest end its work and its step annotation would have had */
     const teller_step *steps = teller_store_steps(D->st);
-    for (size_t i = 0; i < teller_store_num_steps(D->st); i++) {
-        uint32_t mk = steps[i].marker;
-        if (mk == TELLER_NONE || ev->source[mk] != s || steps[i].step >= D->nsteps)
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        uint32_t r = D->mrow[(size_t)k * D->nsrc + s];
+        if (r == TELLER_NONE)
             continue;
+        uint32_t mk = steps[r].marker;
         int64_t held = ev->start_ns[mk] + ev->dur_ns[mk];
-        if (cfend[steps[i].step] > held)
-            held = cfend[steps[i].step];
-        D->expo[(size_t)steps[i].step * D->nsrc + s] = steps[i].end_ns > held ? (double)(steps[i].end_ns - held) : 0;
+        if (cfend[k] > held)
+            held = cfend[k];
+        D->expo[(size_t)k * D->nsrc + s] = steps[r].end_ns > held ? (double)(steps[r].end_ns - held) : 0;
     }
     rc = 0;
 done:
@@ -165,16 +166,9 @@ done:
 double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t rank)
 {
     const teller_step *steps = teller_store_steps(D->st);
-    size_t n = teller_store_num_steps(D->st), lo = 0, hi = n;
-    while (lo < hi) { /* the table is ordered by step: step k's first row */
-        size_t mid = (lo + hi) / 2;
-        if (steps[mid].step < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t hi, lo = diag_step_rows(D, k, &hi);
     double dur = 0, without = 0;
-    for (size_t i = lo; i < n && steps[i].step == k; i++) {
+    for (size_t i = lo; i < hi; i++) {
         uint32_t mk = steps[i].marker;
         if (mk == TELLER_NONE)
             continue;
@@ -305,13 +299,8 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
 {
     const teller_events *ev = D->ev;
     const teller_step *steps = teller_store_steps(D->st);
-    size_t ns = teller_store_num_steps(D->st), row = ns;
-    for (size_t i = 0; i < ns; i++) /* the rank's row of step k */
-        if (steps[i].step == k && steps[i].marker != TELLER_NONE && ev->source[steps[i].marker] == s) {
-            row = i;
-            break;
-        }
-    if (row == ns || !n)
+    uint32_t row = k < D->nsteps ? D->mrow[(size_t)k * D->nsrc + s] : TELLER_NONE; /* the rank's row of step k */
+    if (row == TELLER_NONE || !n)
         return 0;
     uint32_t mk = steps[row].marker;
     int64_t mend = ev->start_ns[mk] + ev->dur_ns[mk], block = G->block[k] <= mend ? G->block[k] : INT64_MIN;
@@ -401,9 +390,8 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
      * the rank's peers waited for it at their collectives, and could end
      * as much earlier as the last of them would have started */
     double dur = 0, others = 0, mine = held - (double)steps[row].start_ns;
-    for (size_t i = 0; i < ns; i++) {
-        if (steps[i].step != k)
-            continue;
+    size_t hi, lo = diag_step_rows(D, k, &hi);
+    for (size_t i = lo; i < hi; i++) {
         double w = (double)(steps[i].end_ns - steps[i].start_ns);
         if (w > dur)
             dur = w;

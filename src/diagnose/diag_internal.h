@@ -95,7 +95,7 @@ typedef struct dctx {
     uint32_t           *pfirst, *pcount; /* per source: where its pipeline starts in linked, and its size */
     size_t              nsrc;
     double              t_first, t_last; /* the traced steps' span, node 0's clock */
-    int64_t            *mstart;  /* per (step, source): the step's start on that rank */
+    uint32_t           *mrow;    /* per (step, source): the row of its step annotation in the step table, or TELLER_NONE */
     size_t             *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     busyidx             gpu;     /* when each source's GPU was busy */
     busyidx             host;    /* when each source's threads other than its stepping one worked (gaps.c) */
@@ -205,6 +205,9 @@ int diag_waits_build(dctx *D);
 void diag_waits_free(waitidx *W);
 /* The first kernel of source src that starts at or after t, when it is
  * of step k: its index in D->waits, else SIZE_MAX. */
+/* Step k's rows of the step table (ordered by step, then rank): the first,
+ * and in *hi the one past the last. */
+size_t diag_step_rows(const dctx *D, uint32_t k, size_t *hi);
 size_t diag_kernel_after(const dctx *D, uint16_t src, uint32_t k, int64_t t);
 /* The same, when that kernel is a member of a collective, else SIZE_MAX
  * (another kernel came first, or none). */

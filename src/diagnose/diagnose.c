@@ -330,7 +330,7 @@ static void diag_free_ctx(dctx *D)
     free(D->linked);
     free(D->pfirst);
     free(D->pcount);
-    free(D->mstart);
+    free(D->mrow);
     free(D->range);
     free(D->late_last);
     free(D->late_insts);
@@ -423,18 +423,15 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     }
     for (size_t s = 0; s < D.nsrc; s++)
         D.range[s + 1] += D.range[s];
-    D.mstart = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mstart);
-    if (!D.mstart)
+    D.mrow = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mrow);
+    if (!D.mrow)
         goto oom;
-    for (size_t c = 0; c < (size_t)D.nsteps * D.nsrc; c++) {
-        D.mstart[c] = INT64_MIN;
-    }
+    for (size_t c = 0; c < (size_t)D.nsteps * D.nsrc; c++)
+        D.mrow[c] = TELLER_NONE;
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
         uint32_t mk = steps[i].marker;
-        if (mk == TELLER_NONE)
-            continue;
-        size_t c = (size_t)steps[i].step * D.nsrc + D.ev->source[mk];
-        D.mstart[c] = steps[i].start_ns;
+        if (mk != TELLER_NONE && steps[i].step < D.nsteps)
+            D.mrow[(size_t)steps[i].step * D.nsrc + D.ev->source[mk]] = (uint32_t)i;
     }
     {
         int32_t low = INT32_MAX;

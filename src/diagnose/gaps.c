@@ -174,7 +174,8 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                  * rank, but for the first step: its start pays what a run
                  * pays once (the data loader's first batch, DDP's first
                  * forward), untraced Python work that no other step has */
-                int64_t ms = prev_step < D->nsteps && prev_step > 0 ? D->mstart[(size_t)prev_step * D->nsrc + src] : INT64_MIN;
+                uint32_t mr = prev_step < D->nsteps && prev_step > 0 ? D->mrow[(size_t)prev_step * D->nsrc + src] : TELLER_NONE;
+                int64_t ms = mr != TELLER_NONE ? teller_store_steps(D->st)[mr].start_ns : INT64_MIN;
                 if (ms == INT64_MIN || ms > ev->start_ns[i]) {
                     prev_end = ev->start_ns[i] + ev->dur_ns[i];
                     continue;

@@ -343,8 +343,9 @@ static int on_log(void *ctx, const teller_log_record *rec)
         const teller_step *s = teller_store_steps(D->st);
         uint32_t marker = TELLER_NONE;
         int32_t r0 = INT32_MAX;
-        for (size_t i = 0; i < teller_store_num_steps(D->st); i++)
-            if (s[i].step == step && s[i].rank < r0 && s[i].marker != TELLER_NONE) {
+        size_t hi, lo = diag_step_rows(D, step, &hi);
+        for (size_t i = lo; i < hi; i++)
+            if (s[i].rank < r0 && s[i].marker != TELLER_NONE) {
                 r0 = s[i].rank;
                 marker = s[i].marker;
             }

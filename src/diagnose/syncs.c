@@ -28,9 +28,8 @@ static double beyond_others(const dctx *D, uint32_t k, uint16_t src, int64_t end
     const teller_step *steps = teller_store_steps(D->st);
     int32_t rank = teller_store_source_c(D->st, src)->rank;
     int64_t own = INT64_MIN, others = INT64_MIN;
-    for (size_t i = 0; i < teller_store_num_steps(D->st); i++) {
-        if (steps[i].step != k)
-            continue;
+    size_t hi, lo = diag_step_rows(D, k, &hi);
+    for (size_t i = lo; i < hi; i++) {
         if (steps[i].rank == rank)
             own = steps[i].end_ns;
         else if (steps[i].end_ns > others)
