@@ -90,7 +90,8 @@ typedef enum teller_model_tokens { TELLER_MODEL_TOKENS_TPE = 0, TELLER_MODEL_TOK
 
 /* The trace of one loaded run: its duration buckets and a vocabulary that
  * learns the run's new names (tpe.h teller_tpe_ctx). With m (v NULL): a
- * copy of m's vocabulary, the tracer's, and teller_model_step runs m;
+ * copy of m's vocabulary, the tracer's, and teller_model_step runs m
+ * (a model without the trace modality reads no trace: neither is made);
  * with v (m NULL): v, borrowed, for base sequences alone (training reads
  * every run with one vocabulary). The store (and v) must outlive it. */
 typedef struct teller_model_tracer teller_model_tracer;

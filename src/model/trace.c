@@ -37,6 +37,10 @@ teller_status teller_model_tracer_create(const teller_model *m, teller_tpe_vocab
     t->st = st;
     t->v = v;
     teller_status s = TELLER_OK;
+    if (m && (teller_model_without(m) & TELLER_MODEL_WITHOUT_TRACE)) {
+        *out = t; /* no slices to read: no vocabulary, no buckets */
+        return TELLER_OK;
+    }
     if (!v) {
         t->own = 1;
         s = teller_model_vocab(m, &t->v, err);
@@ -183,9 +187,16 @@ teller_status teller_model_step(teller_model_tracer *t, const teller_diagnosis *
                                 teller_model_out *o, teller_error *err)
 {
     teller_model_sample_of(d, k, s);
-    teller_status st = teller_model_trace_base(t, d, k, s, err);
-    if (st == TELLER_OK)
-        st = teller_model_tokenize(t->m, t->v, s, err);
+    teller_status st = TELLER_OK;
+    if (t->ctx) {
+        st = teller_model_trace_base(t, d, k, s, err);
+        if (st == TELLER_OK)
+            st = teller_model_tokenize(t->m, t->v, s, err);
+    } else { /* a model without the trace */
+        memset(s->nbase, 0, sizeof s->nbase);
+        memset(s->seed_pos, 0, sizeof s->seed_pos);
+        s->ntrace = 0;
+    }
     if (st == TELLER_OK)
         teller_model_ablate(t->m, s);
     if (st == TELLER_OK && teller_model_predict(t->m, s, o))
