@@ -255,9 +255,10 @@ int diag_detect_apis(const dctx *D, finds *out)
         if (!a->rare && step_med[kmap_get(&step_durs.keys, nss_key(a->name, a->step, a->src), 0)] <= 2.0 * run_med + 4000.0)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
-        cand c = {det, teller_store_source_c(st, a->src)->rank, a->name, ev->layer[a->event], a->excess,
-                  a->t / usual, a->t, a->usual, a->event, 0, det == TELLER_FAULT_MALLOC_STORM ? a->slow : a->fed, -1, 0, 0, 0,
-                  a->host};
+        cand c = {.det = det, .rank = teller_store_source_c(st, a->src)->rank, .name = a->name,
+                  .layer = ev->layer[a->event], .excess = a->excess, .sig = a->t / usual, .actual = a->t,
+                  .usual = a->usual, .event = a->event, .fed = det == TELLER_FAULT_MALLOC_STORM ? a->slow : a->fed,
+                  .peer = -1, .host = a->host};
         if (diag_finds_add(out, a->step, &c))
             goto done;
     }

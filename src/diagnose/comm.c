@@ -118,8 +118,9 @@ int diag_detect_comm(dctx *D)
                 /* the root is the rank that never launched the collective: it has
                  * no event for it (-1 when that rank's trace is not loaded); the
                  * ranks that waited are the evidence (peer: one of them) */
-                cand cd = {TELLER_FAULT_NCCL_HANG, missing, ev->name[k0], TELLER_LAYER_KERNEL, x->transfer,
-                           x->transfer / (u + 1), 0, u, TELLER_NONE, 0, cc->num_members, mem[cc->first_member].rank, 0, 0, 0, 0};
+                cand cd = {.det = TELLER_FAULT_NCCL_HANG, .rank = missing, .name = ev->name[k0], .layer = TELLER_LAYER_KERNEL,
+                           .excess = x->transfer, .sig = x->transfer / (u + 1), .usual = u, .event = TELLER_NONE,
+                           .fed = cc->num_members, .peer = mem[cc->first_member].rank};
                 if (diag_add_cand(D, x->step, &cd))
                     goto oom2;
                 continue;
@@ -157,8 +158,9 @@ int diag_detect_comm(dctx *D)
                 peer_node = nd;
             }
         }
-        cand cd = {x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, mem[pick].rank, ev->name[e], TELLER_LAYER_KERNEL, ex,
-                   x->transfer / (u + 1), x->transfer, u, e, 0, 0, peer, 0, 0, 0, 0};
+        cand cd = {.det = x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, .rank = mem[pick].rank,
+                   .name = ev->name[e], .layer = TELLER_LAYER_KERNEL, .excess = ex, .sig = x->transfer / (u + 1),
+                   .actual = x->transfer, .usual = u, .event = e, .peer = peer};
         if (diag_add_cand(D, x->step, &cd))
             goto oom2;
     }

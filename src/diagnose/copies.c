@@ -153,13 +153,15 @@ int diag_detect_copies(const dctx *D, finds *out)
         double per_byte = x->bytes > 0 ? x->usual / x->bytes : 0;
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
-            cand cd = {TELLER_FAULT_PCIE_DEGRADATION, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, x->slow,
-                       x->t / (x->usual + 1), x->t, x->usual, x->event, 0, 0, -1, 0, 0, 0, 0};
+            cand cd = {.det = TELLER_FAULT_PCIE_DEGRADATION, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
+                       .layer = TELLER_LAYER_MEMCPY, .excess = x->slow, .sig = x->t / (x->usual + 1), .actual = x->t,
+                       .usual = x->usual, .event = x->event, .peer = -1};
             if (diag_finds_add(out, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
-            cand cd = {TELLER_FAULT_KV_SWAP, teller_store_source_c(st, x->src)->rank, x->name, TELLER_LAYER_MEMCPY, extra_vol,
-                       x->bytes / (vmed + 1), x->t, x->t - extra_vol, x->event, 0, 0, -1, 0, 0, 0, 0};
+            cand cd = {.det = TELLER_FAULT_KV_SWAP, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
+                       .layer = TELLER_LAYER_MEMCPY, .excess = extra_vol, .sig = x->bytes / (vmed + 1), .actual = x->t,
+                       .usual = x->t - extra_vol, .event = x->event, .peer = -1};
             if (diag_finds_add(out, x->step, &cd))
                 goto oom3;
         }

@@ -158,9 +158,10 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                         sum_ex = cost;
                 }
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
-                    cand c = {TELLER_FAULT_CPU_CONTENTION, teller_store_source_c(D->st, (uint32_t)src)->rank, ev->name[best_ev],
-                              ev->layer[best_ev], sum_ex, best_gap / (usual + 1000), best_gap, usual, best_ev, 0, 0, -1, 0, 0, 0,
-                              held};
+                    cand c = {.det = TELLER_FAULT_CPU_CONTENTION, .rank = teller_store_source_c(D->st, (uint32_t)src)->rank,
+                              .name = ev->name[best_ev], .layer = ev->layer[best_ev], .excess = sum_ex,
+                              .sig = best_gap / (usual + 1000), .actual = best_gap, .usual = usual, .event = best_ev,
+                              .peer = -1, .host = held};
                     if (diag_finds_add(out, prev_step, &c))
                         goto done;
                 }

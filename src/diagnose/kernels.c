@@ -165,8 +165,9 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
         const ktot *t = &me->tot[ix];
         if (t->t <= best * 1.15 || t->t - best < 10000)
             continue;
-        cand c = {TELLER_FAULT_KERNEL_REGRESSION, teller_store_source_c(D->st, (uint32_t)s)->rank, (uint32_t)(key & 0xFFFFFFF),
-                  TELLER_LAYER_KERNEL, t->t - best, t->t / best, t->t, best, t->event, 0, 0, -1, 0, 0, 0, 0};
+        cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = teller_store_source_c(D->st, (uint32_t)s)->rank,
+                  .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t->t - best,
+                  .sig = t->t / best, .actual = t->t, .usual = best, .event = t->event, .peer = -1};
         if (diag_finds_add(out, (uint32_t)(key >> 28), &c))
             return -1;
     }

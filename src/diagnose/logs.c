@@ -353,8 +353,9 @@ static int on_log(void *ctx, const teller_log_record *rec)
             /* what the recomputation cost: the step against the steps
              * around it, which served the same requests without it */
             double dur = (double)D->out->steps[step].dur_ns, usual = around(D, step);
-            cand c = {TELLER_FAULT_PREEMPTION, r0, D->ev->name[marker], TELLER_LAYER_ENGINE, dur > usual ? dur - usual : 0, 10,
-                      dur, usual, marker, 0, 0, -1, 0, 0, 0, 0};
+            cand c = {.det = TELLER_FAULT_PREEMPTION, .rank = r0, .name = D->ev->name[marker], .layer = TELLER_LAYER_ENGINE,
+                      .excess = dur > usual ? dur - usual : 0, .sig = 10, .actual = dur, .usual = usual, .event = marker,
+                      .peer = -1};
             if (diag_add_cand(D, step, &c))
                 return -TELLER_ERR_NOMEM;
         }

@@ -113,8 +113,9 @@ int diag_detect_sync(const dctx *D, finds *out)
             ex = beyond_others(D, ev->step[i], src, end, ex);
             if (ex <= 0)
                 continue;
-            cand cd = {TELLER_FAULT_SYNC_STALL, rank_of(D, (uint32_t)i), ev->name[i], ev->layer[i], ex, o / (usual + 1000),
-                       (double)ev->dur_ns[i], (double)ev->dur_ns[i] - ex, (uint32_t)i, 0, 0, -1, 0, 0, 0, held};
+            cand cd = {.det = TELLER_FAULT_SYNC_STALL, .rank = rank_of(D, (uint32_t)i), .name = ev->name[i],
+                       .layer = ev->layer[i], .excess = ex, .sig = o / (usual + 1000), .actual = (double)ev->dur_ns[i],
+                       .usual = (double)ev->dur_ns[i] - ex, .event = (uint32_t)i, .peer = -1, .host = held};
             if (diag_finds_add(out, ev->step[i], &cd)) {
                 rc = -1;
                 break;
