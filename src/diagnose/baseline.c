@@ -28,6 +28,21 @@ double diag_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double diag_median_zeros(samples *s, size_t n, double *low)
+{
+    if (low)
+        *low = 0;
+    if (!n)
+        return 0;
+    teller_sort(s->v, s->n, sizeof *s->v, diag_cmp_dbl);
+    /* n - s->n zeros, then the sorted samples */
+    size_t zeros = n > s->n ? n - s->n : 0, p0 = (n - 1) / 2, p1 = n / 2;
+    double v0 = p0 < zeros ? 0 : s->v[p0 - zeros], v1 = p1 < zeros ? 0 : s->v[p1 - zeros];
+    if (low)
+        *low = v0;
+    return 0.5 * (v0 + v1);
+}
+
 int diag_groups_add(groups *g, uint64_t key, double x)
 {
     samples *s = kmap_slot(&g->keys, key, (void **)&g->s, &g->cap, sizeof *g->s);
@@ -469,12 +484,8 @@ int diag_subtract_run_normal(dctx *D)
         return -1;
     }
     for (size_t ix = 0; ix < g.keys.n; ix++) {
-        samples *sm = &g.s[ix];
-        teller_sort(sm->v, sm->n, sizeof *sm->v, diag_cmp_dbl);
-        /* the median of nsteps values: nsteps - n zeros, then the sorted samples */
-        size_t zeros = D->nsteps > sm->n ? D->nsteps - sm->n : 0, p0 = (D->nsteps - 1) / 2, p1 = D->nsteps / 2;
-        double v0 = p0 < zeros ? 0 : sm->v[p0 - zeros], v1 = p1 < zeros ? 0 : sm->v[p1 - zeros];
-        base[ix] = D->nsteps == 2 ? v0 : 0.5 * (v0 + v1);
+        double low, med = diag_median_zeros(&g.s[ix], D->nsteps, &low);
+        base[ix] = D->nsteps == 2 ? low : med;
     }
     for (uint32_t k = 0; k < D->nsteps; k++)
         for (size_t a = 0; a < D->steps[k].n; a++) {

@@ -41,14 +41,8 @@ static int op_yardsticks(const dctx *D, kmap *opmax, const double *opmax_v, grou
     *opusual = calloc(g->keys.n ? g->keys.n : 1, sizeof **opusual);
     if (!*opusual)
         goto out;
-    for (size_t ix = 0; ix < g->keys.n; ix++) {
-        samples *sm = &g->s[ix];
-        teller_sort(sm->v, sm->n, sizeof *sm->v, diag_cmp_dbl);
-        /* the median of nsteps values: nsteps - n zeros, then the sorted maxima */
-        size_t zeros = D->nsteps > sm->n ? D->nsteps - sm->n : 0, p0 = (D->nsteps - 1) / 2, p1 = D->nsteps / 2;
-        double v0 = p0 < zeros ? 0 : sm->v[p0 - zeros], v1 = p1 < zeros ? 0 : sm->v[p1 - zeros];
-        (*opusual)[ix] = 0.5 * (v0 + v1);
-    }
+    for (size_t ix = 0; ix < g->keys.n; ix++) /* a step without the op's gap counts zero */
+        (*opusual)[ix] = diag_median_zeros(&g->s[ix], D->nsteps, NULL);
     memset(stepmax, 0, (size_t)D->nsteps * sizeof *stepmax);
     for (size_t j = 0; j < opmax->n; j++) {
         uint32_t name = (uint32_t)(keys[j] >> 36), step = (uint32_t)((keys[j] >> 14) & 0x3FFFFF);
