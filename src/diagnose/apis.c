@@ -280,9 +280,6 @@ done:
     return rc;
 }
 
-
-
-
 /* Slow launches of several APIs on one rank are one finding, named after
  * the API whose slowed calls launched the most GPU work (a graph launch
  * feeds hundreds of kernels; in eager steps the most used launch call). */

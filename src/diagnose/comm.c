@@ -273,7 +273,6 @@ int diag_merge_links(dctx *D)
     return 0;
 }
 
-
 /* The horizontal view of every step: at each collective of the step with
  * two or more members, who arrived last (started its kernel last) and how
  * long the others waited for it. Returns -1 when out of memory. */

@@ -174,8 +174,6 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
     return 0;
 }
 
-
-
 /* The compute kernel name with the most time on the source of event e in
  * e's step, and in *longest its longest call there, *t its time; TELLER_NONE
  * when out of memory. */

@@ -363,7 +363,6 @@ static int on_log(void *ctx, const teller_log_record *rec)
     return 0;
 }
 
-
 /* Reads and aligns every log of o; a log that cannot be read (missing, a
  * directory, a trace) fails the diagnosis, naming the file. */
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
