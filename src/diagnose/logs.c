@@ -21,9 +21,10 @@ typedef struct anchor {
 
 /* A whole-second preemption line, placed once the whole log is read. */
 typedef struct deferred {
-    uint64_t line;
-    int64_t  t;
-    uint32_t step; /* where it goes, TELLER_NONE when nowhere */
+    uint64_t        line;
+    int64_t         t;
+    uint32_t        step; /* where it goes, TELLER_NONE when nowhere */
+    teller_evidence ev;   /* the line, as its step's evidence */
 } deferred;
 
 typedef struct logctx {
@@ -31,7 +32,6 @@ typedef struct logctx {
     int32_t     node;
     const char *path;
     int         aligned, total;
-    int         pass; /* 1: every line but the deferred ones; 2: only those */
     anchor     *anc;
     size_t      nanc, canc;
     deferred   *def;
@@ -61,12 +61,9 @@ static int has_sub(const char *m, size_t n, const char *pat)
     return 0;
 }
 
-static void add_evidence(teller_diag_step *s, const logctx *L, const teller_log_record *rec, int32_t rank,
-                         int64_t t)
+/* The record as evidence: the first line of its message, where it was. */
+static void log_evidence(teller_evidence *e, const logctx *L, const teller_log_record *rec, int32_t rank, int64_t t)
 {
-    if (s->pred.nev >= TELLER_MAX_EVIDENCE)
-        return;
-    teller_evidence *e = &s->pred.ev[s->pred.nev++];
     snprintf(e->kind, sizeof e->kind, "log");
     e->node = L->node;
     e->rank = rank;
@@ -247,30 +244,44 @@ static uint32_t oom_step(dctx *D, int64_t t, int whole_second, int32_t rank, int
     return TELLER_NONE;
 }
 
-/* The deferred line of line number line, SIZE_MAX when none (L->def is
- * in line order). */
-static size_t deferred_at(const logctx *L, uint64_t line)
+/* Line evidence e on step k, and what it says of the step: a preemption or
+ * a swap is the scheduler's decision for the step as a whole, led by its
+ * first rank; a preemption costs the step its recomputation. 0, or
+ * -TELLER_ERR_NOMEM. */
+static int put_line(dctx *D, uint32_t k, teller_fault det, const teller_evidence *e)
 {
-    size_t lo = 0, hi = L->ndef;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (L->def[mid].line < line)
-            lo = mid + 1;
-        else
-            hi = mid;
+    teller_diag_step *ds = &D->out->steps[k];
+    if (ds->pred.nev < TELLER_MAX_EVIDENCE)
+        ds->pred.ev[ds->pred.nev++] = *e;
+    if (det != TELLER_FAULT_PREEMPTION && det != TELLER_FAULT_KV_SWAP)
+        return 0;
+    const teller_step *s = teller_store_steps(D->st);
+    uint32_t marker = TELLER_NONE;
+    int32_t r0 = INT32_MAX;
+    size_t hi, lo = diag_step_rows(D, k, &hi);
+    for (size_t i = lo; i < hi; i++)
+        if (s[i].rank < r0 && s[i].marker != TELLER_NONE) {
+            r0 = s[i].rank;
+            marker = s[i].marker;
+        }
+    if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
+        /* what the recomputation cost: the step against the steps around
+         * it, which served the same requests without it */
+        double dur = (double)ds->dur_ns, usual = around(D, k);
+        cand c = {.det = TELLER_FAULT_PREEMPTION, .rank = r0, .name = D->ev->name[marker], .layer = TELLER_LAYER_ENGINE,
+                  .excess = dur > usual ? dur - usual : 0, .sig = 10, .actual = dur, .usual = usual, .event = marker,
+                  .peer = -1};
+        if (diag_add_cand(D, k, &c))
+            return -TELLER_ERR_NOMEM;
     }
-    return lo < L->ndef && L->def[lo].line == line ? lo : SIZE_MAX;
+    return 0;
 }
 
 static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
     dctx *D = L->D;
-    size_t dj = L->pass == 2 ? deferred_at(L, rec->line) : SIZE_MAX;
-    if (L->pass == 2 && dj == SIZE_MAX)
-        return 0; /* the first pass did all the others */
-    if (L->pass == 1)
-        L->total++;
+    L->total++;
     const char *m = rec->msg.p;
     size_t n = rec->msg.n;
     /* SGLang lines carry no level: what matters is what they say */
@@ -282,8 +293,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
         return 0;
     /* does the record fall within the traced time at all (give or take the
      * second that whole-second times may be off by)? */
-    if (L->pass == 1 && al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 &&
-        (double)al.time_ns <= D->t_last + 2e9)
+    if (al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9)
         L->aligned++;
     if (!notable)
         return 0;
@@ -299,13 +309,13 @@ static int on_log(void *ctx, const teller_log_record *rec)
             det = TELLER_FAULT_PREEMPTION;
             if (!whole) {
                 step = step_at(D, al.time_ns);
-            } else if (L->pass == 1) { /* placed with the file's others (place_deferred) */
+            } else { /* placed with the file's others once it is read (place_deferred) */
                 if (TELLER_GROW(L->def, L->cdef, L->ndef + 1))
                     return -TELLER_ERR_NOMEM;
-                L->def[L->ndef++] = (deferred){rec->line, al.time_ns, TELLER_NONE};
+                deferred *dl = &L->def[L->ndef++];
+                *dl = (deferred){.line = rec->line, .t = al.time_ns, .step = TELLER_NONE};
+                log_evidence(&dl->ev, L, rec, al.rank, al.time_ns);
                 return 0;
-            } else {
-                step = L->def[dj].step;
             }
         } else if (step != TELLER_NONE && has_sub(m, n, "SWAP")) {
             /* the trace shows its swap; a line that does not say which it
@@ -336,31 +346,9 @@ static int on_log(void *ctx, const teller_log_record *rec)
     }
     if (step == TELLER_NONE || step >= D->nsteps)
         return 0;
-    teller_diag_step *ds = &D->out->steps[step];
-    add_evidence(ds, L, rec, al.rank, al.time_ns);
-    if (det == TELLER_FAULT_PREEMPTION || det == TELLER_FAULT_KV_SWAP) {
-        /* the scheduler's decision: the step as a whole, led by the first rank */
-        const teller_step *s = teller_store_steps(D->st);
-        uint32_t marker = TELLER_NONE;
-        int32_t r0 = INT32_MAX;
-        size_t hi, lo = diag_step_rows(D, step, &hi);
-        for (size_t i = lo; i < hi; i++)
-            if (s[i].rank < r0 && s[i].marker != TELLER_NONE) {
-                r0 = s[i].rank;
-                marker = s[i].marker;
-            }
-        if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
-            /* what the recomputation cost: the step against the steps
-             * around it, which served the same requests without it */
-            double dur = (double)D->out->steps[step].dur_ns, usual = around(D, step);
-            cand c = {.det = TELLER_FAULT_PREEMPTION, .rank = r0, .name = D->ev->name[marker], .layer = TELLER_LAYER_ENGINE,
-                      .excess = dur > usual ? dur - usual : 0, .sig = 10, .actual = dur, .usual = usual, .event = marker,
-                      .peer = -1};
-            if (diag_add_cand(D, step, &c))
-                return -TELLER_ERR_NOMEM;
-        }
-    }
-    return 0;
+    teller_evidence e;
+    log_evidence(&e, L, rec, al.rank, al.time_ns);
+    return put_line(D, step, det, &e);
 }
 
 /* Reads and aligns every log of o; a log that cannot be read (missing, a
@@ -372,16 +360,20 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         teller_log_opts lo = teller_log_defaults();
         const teller_step *s = teller_store_steps(D->st);
         lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
-        logctx L = {.D = D, .node = teller_log_node_from_path(path), .path = path, .pass = 1};
+        logctx L = {.D = D, .node = teller_log_node_from_path(path), .path = path};
         if (L.node < 0)
             L.node = 0;
-        /* the whole-second preemption lines are placed once the file's
-         * other lines are: a second pass gives them their steps */
         teller_status st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
-        if (st == TELLER_OK && L.ndef) {
-            L.pass = 2;
-            st = place_deferred(&L) ? TELLER_ERR_NOMEM : teller_log_read_file(path, &lo, on_log, &L, NULL, err);
-        }
+        /* the whole-second preemption lines, placed once the file's other
+         * lines are, go to their steps in the file's order */
+        if (st == TELLER_OK && L.ndef && place_deferred(&L))
+            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+        for (size_t j = 0; st == TELLER_OK && j < L.ndef; j++)
+            if (L.def[j].step != TELLER_NONE) {
+                D->steps[L.def[j].step].claimed = 1;
+                if (put_line(D, L.def[j].step, TELLER_FAULT_PREEMPTION, &L.def[j].ev))
+                    st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+            }
         free(L.anc);
         free(L.def);
         if (st != TELLER_OK)
