@@ -79,6 +79,16 @@ static void log_evidence(teller_evidence *e, const logctx *L, const teller_log_r
     e->text[n] = 0;
 }
 
+/* The step starts a line at time t may mean: within its second when the
+ * time is whole (the aligner puts it at the second's middle), else within
+ * 50 ms of it. */
+static void line_window(int64_t t, int whole_second, double *lo, double *hi)
+{
+    double w = whole_second ? 0.55e9 : 50e6;
+    *lo = (double)t - w;
+    *hi = (double)t + w;
+}
+
 /* A preemption line with an exact time (e.g. captured by teller run): the
  * scheduler logs its decision just before the step it shapes starts, so
  * it is the first unclaimed step starting from then. */
@@ -135,7 +145,8 @@ static int place_deferred(logctx *L)
             lo = 0;
             hi = (uint32_t)K - 1;
         }
-        double t = (double)L->def[j].t, best = f[0];
+        double wlo, whi, best = f[0];
+        line_window(L->def[j].t, 1, &wlo, &whi);
         uint32_t arg = 0; /* the best f[k' + 1] over k' < k, and its k' + 1 */
         uint32_t *fr = from + j * (K + 1);
         g[0] = f[0];
@@ -144,7 +155,7 @@ static int place_deferred(logctx *L)
             const step_acc *sk = &D->steps[k];
             g[k + 1] = f[k + 1]; /* line j not placed */
             fr[k + 1] = (uint32_t)(k + 1) | 0x80000000u;
-            if (!sk->claimed && k >= lo && k <= hi && sk->start >= t - 0.55e9 && sk->start < t + 0.55e9 && best > -INFINITY) {
+            if (!sk->claimed && k >= lo && k <= hi && sk->start >= wlo && sk->start < whi && best > -INFINITY) {
                 /* a placed line first counts one, then its step's work */
                 double v = best + 1e15 + (k == 0 ? -1 : sk->work);
                 if (v > g[k + 1]) {
@@ -185,8 +196,8 @@ done:
  * already holds a trace finding of kind det. */
 static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det)
 {
-    double lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
-           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    double lo, hi;
+    line_window(t, whole_second, &lo, &hi);
     for (uint32_t k = 0; k < D->nsteps; k++) {
         double st0 = D->steps[k].start;
         if (st0 < lo || st0 >= hi || D->steps[k].claimed)
@@ -219,8 +230,8 @@ static double around(const dctx *D, uint32_t k)
  * TELLER_NONE when none. */
 static uint32_t oom_step(dctx *D, int64_t t, int whole_second, int32_t rank, int32_t node)
 {
-    double lo = whole_second ? (double)t - 0.55e9 : (double)t - 50e6,
-           hi = whole_second ? (double)t + 0.55e9 : (double)t + 50e6;
+    double lo, hi;
+    line_window(t, whole_second, &lo, &hi);
     for (int by_node = 0; by_node < 2; by_node++) {
         uint32_t again = TELLER_NONE;
         for (uint32_t k = 0; k < D->nsteps; k++) {
