@@ -25,9 +25,10 @@
  * to it: without it every rank's window would end min(X, its exposure)
  * earlier, less, on the faulty rank, how much later the fault made its
  * host start the step (diag_carried), and the step's duration (its
- * longest rank window) falls by the carried cost. The step then has a candidate that is the previous step's
- * root with that cost, scored like any finding (its share of the step, and
- * how unusual the operator was where it ran).
+ * longest rank window) falls by the carried cost. The step then has a
+ * candidate that is the previous step's root with that cost, scored like
+ * any finding (its share of the step, and how unusual the operator was
+ * where it ran).
  */
 #include <math.h>
 #include <stdint.h>
@@ -191,9 +192,9 @@ double diag_carried(const dctx *D, uint32_t k, double x, double host, int32_t ra
  * the host, or not at all. Walking the rank's GPU work in start order, an
  * operation launched d later than it would have been without the delays
  * could have started earlier by its slack to its launch plus d (by d when
- * nothing in the trace explains the slack), but no
- * earlier than the operation before it on its stream (or of another stream
- * it waited for, as above) would then have ended, and a collective with
+ * nothing in the trace explains the slack), but no earlier than the
+ * operation before it on its stream (or of another stream it waited for,
+ * as above) would then have ended, and a collective with
  * other loaded ranks (the last member's arrival starts it) by at most how
  * late the rank arrived at it plus what its communicator's collective
  * before it moved, when the caller gives the lateness, else no earlier at

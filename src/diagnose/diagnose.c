@@ -110,8 +110,9 @@ typedef struct drun {
  * wait (round 1) or the other threads' busy index (round 2), 1 .. NDET
  * the table's families of the round, then one per source for the
  * kernels (rounds 1 and 2) or the host gaps (round 3), then (round 1) one
- * per source for what its steps queued behind earlier ones (carry.c). The long tasks come first, so that no thread is left alone
- * with one at the end. */
+ * per source for what its steps queued behind earlier ones (carry.c). The
+ * long tasks come first, so that no thread is left alone with one at the
+ * end. */
 static void run_task(void *ctx, size_t i)
 {
     drun *R = ctx;
