@@ -251,6 +251,12 @@ static inline int teller_layer_is_gpu_work(uint8_t layer)
     return layer == TELLER_LAYER_KERNEL || layer == TELLER_LAYER_MEMCPY || layer == TELLER_LAYER_MEMSET;
 }
 
+/* Work a host thread does: a framework op or a runtime or driver call. */
+static inline int teller_layer_is_host_op(uint8_t layer)
+{
+    return layer == TELLER_LAYER_BACKEND || layer == TELLER_LAYER_RUNTIME || layer == TELLER_LAYER_DRIVER;
+}
+
 /* Short lower-case name of a layer ("kernel", ...). */
 const char *teller_layer_name(teller_layer l);
 /* The upper-case tag of a layer as truth and predictions spell it ("KERNEL"). */

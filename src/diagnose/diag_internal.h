@@ -167,7 +167,6 @@ typedef size_t (*merge_fn)(const dctx *D, cand *c, const size_t *idx, size_t n);
 
 static inline int32_t rank_of(const dctx *D, uint32_t e) { return teller_store_event_rank(D->st, e); }
 static inline int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
-static inline int is_host_op(uint8_t L) { return L == TELLER_LAYER_BACKEND || is_api(L); }
 /* the node of a loaded rank, -1 when no loaded source has it */
 static inline int32_t diag_node_of_rank(const teller_store *st, int32_t rank)
 {

@@ -136,10 +136,10 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
         for (size_t i = lo; i <= hi; i++) {
             int boundary = i == hi;
             if (!boundary) {
-                if (ev->tid[i] != tid || (ev->flags[i] & TELLER_F_GPU) || !is_host_op(ev->layer[i]))
+                if (ev->tid[i] != tid || (ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_host_op(ev->layer[i]))
                     continue;
                 uint32_t p = ev->parent[i];
-                if (p != TELLER_NONE && is_host_op(ev->layer[p]))
+                if (p != TELLER_NONE && teller_layer_is_host_op(ev->layer[p]))
                     continue; /* not outermost */
                 boundary = ev->step[i] != prev_step;
             }

@@ -325,11 +325,10 @@ static int64_t thread_free_at(rt *R, uint32_t i)
     return best;
 }
 
-/* An op a thread's work runs on: a framework op or a runtime/driver call. */
+/* An op a thread's work runs on, on a CPU row. */
 static int is_host_op(const teller_events *ev, uint32_t i)
 {
-    uint8_t L = ev->layer[i];
-    return !(ev->flags[i] & TELLER_F_GPU) && (L == TELLER_LAYER_BACKEND || L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER);
+    return !(ev->flags[i] & TELLER_F_GPU) && teller_layer_is_host_op(ev->layer[i]);
 }
 
 static int is_outer_host_op(const teller_events *ev, uint32_t i)
