@@ -181,6 +181,46 @@ static void test_sim_same_seed_same_bytes(void)
     rm_rf(b);
 }
 
+/* A fault scaled down to nothing leaves its step as long as the step
+ * without it: the fault's own random draws come from their own stream, so
+ * the step and its counterfactual draw the same jitter (before, a fault of
+ * severity 1e-6 moved steps by up to 90 us and one was labelled abnormal). */
+static void test_sim_vanishing_fault_costs_nothing(void)
+{
+    char dir[] = "/tmp/teller_simV_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 2;
+    o.steps = 40;
+    o.faults = 1u << TELLER_FAULT_SYNC_STALL | 1u << TELLER_FAULT_MALLOC_STORM | 1u << TELLER_FAULT_CPU_CONTENTION |
+               1u << TELLER_FAULT_LAUNCH_LATENCY;
+    o.fault_rate = 0.5;
+    o.severity = 1e-6;
+    o.seed = 5;
+    teller_error err;
+    CHECK_EQ_INT(teller_simulate(&o, dir, &err), TELLER_OK);
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    jv *truth = jdom_load(tp, &err);
+    CHECK(truth != NULL);
+    const jv *steps = truth ? jdom_get(truth, "steps") : NULL;
+    CHECK(steps && steps->n == 40);
+    /* about half the steps drew one of these faults (seed 5, rate 0.5) */
+    for (size_t i = 0; steps && i < steps->n; i++) {
+        const jv *s = &steps->items[i];
+        double d = jdom_num(s, "duration_ns", -1), e = jdom_num(s, "expected_ns", -1);
+        if (fabs(d - e) > 1000)
+            fprintf(stderr, "  step %zu: %.0f ns against %.0f ns\n", i, d, e);
+        CHECK(d > 0 && fabs(d - e) <= 1000);
+        CHECK(!jdom_bool(s, "abnormal", 1));
+    }
+    jdom_free(truth);
+    rm_rf(dir);
+}
+
 /* --log-capture: the same lines, each behind the node's clock at emission,
  * which the engine's own (whole-second or ns) stamp agrees with. */
 static void test_sim_log_capture_prefixes_the_same_lines(void)
@@ -404,6 +444,8 @@ static void test_name_normalisation(void)
 const test_case sim_tests[] = {
     {"sim: a simulated case reads back: steps, whole collectives, clock offsets", test_sim_case_reads_back},
     {"sim: same seed, same bytes", test_sim_same_seed_same_bytes},
+    {"sim: a fault scaled to nothing costs its step nothing (the fault draws apart from the jitter)",
+     test_sim_vanishing_fault_costs_nothing},
     {"sim: --log-capture puts the node's clock in front of the same lines",
      test_sim_log_capture_prefixes_the_same_lines},
     {"sim: every log line is a real engine, PyTorch or NCCL format", test_sim_logs_are_real_formats},

@@ -159,6 +159,8 @@ typedef struct sim {
     const model    *m;
     int             world;
     rng             r;
+    rng             fr;        /* a fault's own draws, seeded from r when it is picked, so that */
+                               /* a faulty step and its counterfactual draw the same jitter from r */
     rank_st        *ranks;
     int64_t        *node_off;
     double         *node_drift;
@@ -535,10 +537,10 @@ static void oom_stage_begin(fx *c, int st)
     uint32_t corr = ++R->corr;
     ev_api(S, F->rank, "cuda_runtime", "cudaMalloc", t + 8000, 240000, corr, ext, 20);
     set_root(c, "cudaMalloc", 240000);
-    int nfree = 20 + uni_int(&S->r, 40);
+    int nfree = 20 + uni_int(&S->fr, 40);
     int64_t tf = t + 280000;
     for (int q = 0; q < nfree; q++) {
-        int64_t d = (int64_t)(uni_in(&S->r, 40000, 400000) * F->factor);
+        int64_t d = (int64_t)(uni_in(&S->fr, 40000, 400000) * F->factor);
         corr = ++R->corr;
         ev_api(S, F->rank, "cuda_runtime", "cudaFree", tf, d, corr, 0, 22);
         tf += d + 3000;
@@ -571,7 +573,7 @@ static void slow_launch(fx *c, int r, const op *p, int64_t *dur)
 {
     if (!on_rank(c, r) || p->kind == OP_H2D || p->kind == OP_D2H)
         return;
-    *dur += (int64_t)((double)c->F->extra * jit(&c->S->r, 0.3));
+    *dur += (int64_t)((double)c->F->extra * jit(&c->S->fr, 0.3));
     if (!strcmp(p->api, "cudaLaunchKernel") && *dur > c->out->root_ns)
         set_root(c, p->api, *dur);
 }
@@ -580,9 +582,9 @@ static void slow_launch(fx *c, int r, const op *p, int64_t *dur)
  * the root is the op after the longest gap, its root_ns that gap */
 static void descheduled(fx *c, int r, double p, const char *op, const char *layer)
 {
-    if (!on_rank(c, r) || !(uni(&c->S->r) < p))
+    if (!on_rank(c, r) || !(uni(&c->S->fr) < p))
         return;
-    int64_t gap = (int64_t)(uni_in(&c->S->r, 0.3, 1.0) * (double)c->F->extra);
+    int64_t gap = (int64_t)(uni_in(&c->S->fr, 0.3, 1.0) * (double)c->F->extra);
     c->S->ranks[r].host += gap;
     if (gap > c->out->root_ns) {
         set_root(c, op, gap);
@@ -606,9 +608,9 @@ static int64_t storm_in_op(fx *c, int r, const op *p, int64_t t, uint32_t ext)
 {
     sim *S = c->S;
     (void)p;
-    if (!on_rank(c, r) || !(uni(&S->r) < 0.25))
+    if (!on_rank(c, r) || !(uni(&S->fr) < 0.25))
         return 0;
-    int64_t malloc_t = (int64_t)(uni_in(&S->r, 0.2, 1.0) * (double)c->F->extra);
+    int64_t malloc_t = (int64_t)(uni_in(&S->fr, 0.2, 1.0) * (double)c->F->extra);
     rank_st *R = &S->ranks[r];
     uint32_t corr = ++R->corr;
     ev_cpu(S, r, "cpu_op", "aten::empty", t + 2000, malloc_t + 6000, ext);
@@ -693,7 +695,7 @@ static void stalled_sync(fx *c, int r, int64_t t, int64_t *end)
 {
     if (!on_rank(c, r))
         return;
-    int64_t stall = (int64_t)((double)c->F->extra * jit(&c->S->r, 0.2));
+    int64_t stall = (int64_t)((double)c->F->extra * jit(&c->S->fr, 0.2));
     *end += stall;
     if (stall)
         set_root(c, "cudaStreamSynchronize", *end - t);
@@ -714,7 +716,7 @@ static void swap_out(fx *c, int st)
             ev_cpu(S, r, "cpu_op", "aten::copy_", R->host, 14000, ext);
             ev_api(S, r, "cuda_runtime", "cudaMemcpyAsync", R->host + 5000, 7000, corr, ext, 41);
             int64_t start = R->gpu > R->host + 8000 ? R->gpu : R->host + 8000;
-            int64_t dur = (int64_t)((double)bytes / PCIE_BW * 1e9 * jit(&S->r, 0.05));
+            int64_t dur = (int64_t)((double)bytes / PCIE_BW * 1e9 * jit(&S->fr, 0.05));
             ev_gpu(S, r, "gpu_memcpy", M_D2H, STREAM_COMPUTE, start, dur, corr, ext, bytes, NULL);
             R->gpu = start + dur;
             R->host += 16000;
@@ -1246,6 +1248,7 @@ static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
     default:
         break;
     }
+    rng_seed(&S->fr, rng_next(&S->r));
 }
 
 /* ---- writing the case ---- */
