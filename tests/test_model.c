@@ -543,7 +543,7 @@ static void test_model_trace_tokens(void)
     char dir[] = "/tmp/teller_mtrace_XXXXXX";
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = small_case(dir, 12, 0.5, 4545);
+    teller_store *st = small_case(dir, 12, 0.5, 4546);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     teller_model *m = teller_model_create(1), *raw = teller_model_create(1);
