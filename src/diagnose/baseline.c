@@ -63,6 +63,31 @@ double *diag_groups_medians(groups *g)
     return med;
 }
 
+/* How far each group's samples stray from its median med[ix] anyway:
+ * 1.4826 x their median absolute deviation (the standard deviation of
+ * normal samples, and unmoved by the few a fault slowed); NULL when out of
+ * memory. */
+double *diag_groups_spreads(const groups *g, const double *med)
+{
+    size_t most = 1;
+    for (size_t ix = 0; ix < g->keys.n; ix++)
+        if (g->s[ix].n > most)
+            most = g->s[ix].n;
+    double *sp = calloc(g->keys.n ? g->keys.n : 1, sizeof *sp), *dev = malloc(most * sizeof *dev);
+    if (!sp || !dev) {
+        free(sp);
+        free(dev);
+        return NULL;
+    }
+    for (size_t ix = 0; ix < g->keys.n; ix++) {
+        for (size_t q = 0; q < g->s[ix].n; q++)
+            dev[q] = fabs(g->s[ix].v[q] - med[ix]);
+        sp[ix] = 1.4826 * diag_median(dev, g->s[ix].n);
+    }
+    free(dev);
+    return sp;
+}
+
 void diag_groups_free(groups *g)
 {
     for (size_t ix = 0; ix < g->keys.n && ix < g->cap; ix++)

@@ -87,15 +87,19 @@ int diag_detect_comm(dctx *D)
                        x->bytes > 0 ? x->transfer / (x->bytes + E0) : x->transfer))
             goto oom;
     }
-    double *usual = diag_groups_medians(&bm);
-    if (!usual)
+    double *usual = diag_groups_medians(&bm), *spread = usual ? diag_groups_spreads(&bm, usual) : NULL;
+    if (!spread) {
+        free(usual);
         goto oom;
+    }
     for (size_t c = 0; c < nc; c++) {
         inst *x = &in[c];
         if (x->step >= D->nsteps)
             continue;
         uint32_t ix = kmap_get(&bm.keys, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
-        double u = ix == TELLER_NONE ? x->transfer : x->bytes > 0 ? usual[ix] * (x->bytes + E0) : usual[ix];
+        double scale = x->bytes > 0 ? x->bytes + E0 : 1;
+        double u = ix == TELLER_NONE ? x->transfer : usual[ix] * scale;
+        double sd = ix == TELLER_NONE ? 0 : spread[ix] * scale;
         const teller_collective *cc = &co[c];
         uint32_t exp_members = maxm[kmap_get(&km, cc->key, 0)];
         uint32_t k0 = mem[cc->first_member].kernel;
@@ -126,9 +130,12 @@ int diag_detect_comm(dctx *D)
                 continue;
             }
         }
-        /* one member alone cannot tell its transfer from its wait for peers */
-        double ex = x->transfer - 2.5 * u - 50000;
-        if (ex <= 0 || cc->num_members < 2)
+        /* one member alone cannot tell its transfer from its wait for
+         * peers; a slow transfer cost what it took over its usual and how
+         * far the op's transfers stray anyway (three spreads), not only
+         * what it took over the bound that called it slow */
+        double ex = x->transfer - u - 3 * sd;
+        if (x->transfer <= 2.5 * u + 50000 || ex <= 50000 || cc->num_members < 2)
             continue;
         /* a slow transfer: on which side? the receiving member, or the one on a higher node */
         uint32_t pick = cc->first_member;
@@ -165,6 +172,7 @@ int diag_detect_comm(dctx *D)
             goto oom2;
     }
     free(usual);
+    free(spread);
     diag_groups_free(&bm);
     kmap_free(&km);
     free(maxm);
@@ -172,6 +180,7 @@ int diag_detect_comm(dctx *D)
     return 0;
 oom2:
     free(usual);
+    free(spread);
 oom:
     diag_groups_free(&bm);
     kmap_free(&km);
@@ -185,11 +194,43 @@ oom:
  * the receiving (higher) node when they share more than one. */
 static int is_transfer(teller_fault det) { return det == TELLER_FAULT_PP_SEND_DELAY || det == TELLER_FAULT_SLOW_LINK; }
 
-/* a transfer candidate: its operator name and its place in the step */
+/* a transfer candidate: its operator name, its place in the step and
+ * when its kernel ran (a candidate without one spans nothing) */
 typedef struct xfer {
     uint32_t name;
     size_t   at;
+    int64_t  start, end;
 } xfer;
+
+static int cmp_start(const void *x, const void *y)
+{
+    const xfer *a = x, *b = y;
+    return a->start != b->start ? (a->start < b->start ? -1 : 1) : (a->at > b->at) - (a->at < b->at);
+}
+
+/* What slowed transfers cost the step together: transfers that ran at
+ * the same time (each tensor-parallel rank sending its share to the next
+ * stage) held it back once, by the slowest of them; transfers one after
+ * the other (a layer's all-reduce, then the next layer's) add up. idx is
+ * sorted by start. */
+static double transfers_cost(const step_acc *s, const xfer *idx, size_t n)
+{
+    double sum = 0;
+    for (size_t a = 0; a < n;) {
+        double most = s->c[idx[a].at].excess;
+        int64_t end = idx[a].end;
+        size_t b = a + 1;
+        for (; b < n && idx[b].start < end; b++) {
+            if (s->c[idx[b].at].excess > most)
+                most = s->c[idx[b].at].excess;
+            if (idx[b].end > end)
+                end = idx[b].end;
+        }
+        sum += most;
+        a = b;
+    }
+    return sum;
+}
 
 static int cmp_xfer(const void *x, const void *y)
 {
@@ -205,7 +246,6 @@ int diag_merge_links(dctx *D)
         step_acc *s = &D->steps[k];
         size_t n = 0;
         int cross = 0;
-        double sum = 0;
         for (size_t a = 0; a < s->n; a++) {
             if (!is_transfer(s->c[a].det))
                 continue;
@@ -217,13 +257,16 @@ int diag_merge_links(dctx *D)
                 }
                 idx = g;
             }
-            idx[n++] = (xfer){s->c[a].name, a};
-            sum += s->c[a].excess;
+            uint32_t e = s->c[a].event;
+            int64_t t0 = e != TELLER_NONE ? D->ev->start_ns[e] : 0;
+            idx[n++] = (xfer){s->c[a].name, a, t0, e != TELLER_NONE ? t0 + D->ev->dur_ns[e] : t0};
             cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
         }
         /* one stalled send among healthy ones stays a send stall */
         if (n == 0 || (n == 1 && !cross))
             continue;
+        qsort(idx, n, sizeof *idx, cmp_start);
+        double sum = transfers_cost(s, idx, n);
         /* The root operator is the one whose transfers lost the step the
          * most time together (a slow link slows every all-reduce of every
          * layer, not one large all-gather), at its costliest instance. */

@@ -161,7 +161,7 @@ int diag_detect_copies(const dctx *D, finds *out)
         } else if (extra_vol > 20000) {
             cand cd = {.det = TELLER_FAULT_KV_SWAP, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
                        .layer = TELLER_LAYER_MEMCPY, .excess = extra_vol, .sig = x->bytes / (vmed + 1), .actual = x->t,
-                       .usual = x->t - extra_vol, .event = x->event, .peer = -1};
+                       .usual = vmed * per_byte, .event = x->event, .peer = -1};
             if (diag_finds_add(out, x->step, &cd))
                 goto oom3;
         }

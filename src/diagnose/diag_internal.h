@@ -192,6 +192,7 @@ double diag_median(double *v, size_t n);
 double diag_median_zeros(samples *s, size_t n, double *low);
 int diag_groups_add(groups *g, uint64_t key, double x);
 double *diag_groups_medians(groups *g);
+double *diag_groups_spreads(const groups *g, const double *med);
 void diag_groups_free(groups *g);
 int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
