@@ -386,15 +386,9 @@ static int inj_pcie(pctx *P, uint32_t k, int apply, root *rt)
         return 0; /* out of memory (P->oom) */
     if (stretch_all(P, P->cand, n, draw_factor(P, TELLER_FAULT_PCIE_DEGRADATION)))
         return -1;
-    /* the root: the first copy, or a longer host-to-device one */
-    uint32_t best = TELLER_NONE;
-    for (size_t j = 0; j < n; j++) {
-        uint32_t e = P->cand[j];
-        int h2d = strstr(name_of(P, e), "HtoD") || strstr(name_of(P, e), "H2D") || strstr(name_of(P, e), "Host-to");
-        if (best == TELLER_NONE || (h2d && P->ev->dur_ns[e] > P->ev->dur_ns[best]))
-            best = e;
-    }
-    return set_root(P, rt, best);
+    /* the root: the copy name (a direction and memory kind) that lost the
+     * most time, as for a throttled GPU */
+    return set_root(P, rt, heaviest(P, P->cand, n, NULL));
 }
 
 /* The transfer part of a collective: from the last arrival to the end. */

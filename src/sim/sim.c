@@ -667,13 +667,14 @@ static int regressed(fx *c, int r, const op *p, double *d)
     return 1;
 }
 
-/* pcie_degradation: every copy of the rank; the root is the host-to-device copy */
+/* pcie_degradation: every copy of the rank; the root is the copy name that
+ * lost the most time, the one with the most time (root_time) */
 static int slow_copy(fx *c, int r, const op *p, double *d)
 {
     if (!on_rank(c, r) || !is_copy(p))
         return 0;
     *d *= c->F->factor;
-    return p->kind == OP_H2D;
+    return 1;
 }
 
 static int hangs(fx *c, int r, int coll) { return on_rank(c, r) && coll == c->F->coll; }
