@@ -258,6 +258,42 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
+/* HTA's NCCL trace (one rank, three ProfilerStep#s) perturbed with every
+ * kind (tuning seed 106000): step 0's float add kernel runs about 10x
+ * slower, 26 ms of 249. One of its four launch configurations has calls
+ * that vary anyway (18.5 to 28 us: two shapes on one grid), so it has no
+ * usual time; the name is judged by its other calls, against theirs, and
+ * found (it was skipped whole). */
+static void test_diagnose_kernel_partly_referenced(void)
+{
+    char dir[] = "/tmp/teller_diag_pref_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/nccl_parser_config/nccl_data.json.gz"), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.rate = 0.3;
+    po.seed = 106000;
+    teller_perturb_result res;
+    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
+    CHECK_EQ_INT((int)res.abnormal, 1);
+    CHECK_EQ_INT((int)res.by_fault[TELLER_FAULT_KERNEL_REGRESSION], 1);
+    teller_store_free(st);
+    st = load_case_ranks(dir, 0, 1);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0);
+    CHECK(s.op_ac1 == 1.0);
+    CHECK(s.fact_recall == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A real training run whose host runs ahead of its GPU (HTA's
  * ns_resolution trace: five ProfilerStep#s, each step's kernels queued
  * ~60-90 ms behind the last step's), perturbed with a kernel regression in
@@ -1024,6 +1060,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: concurrent slowed transfers over one link cost the step once, by the slowest",
      test_diagnose_slow_link_concurrent},
     {"diagnose: transfers that vary anyway (HTA's two-rank run) are not a slow link", test_diagnose_varied_transfers_not_slow},
+    {"diagnose: a kernel name is judged by its calls that have a usual time when others have none",
+     test_diagnose_kernel_partly_referenced},
     {"diagnose: slowed launches are named after the API whose slow calls launched the most",
      test_diagnose_launch_latency_name},
     {"diagnose: without tensor-parallel peers, a stage's kernel is judged against the other stage's",

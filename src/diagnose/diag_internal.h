@@ -155,6 +155,7 @@ typedef struct ktab {
     ktot     *tot;   /* time, calls and first call */
     uint64_t *keys;
     double   *ref;   /* the sum of its calls' usual times */
+    double   *tref;  /* the time of its calls that have one */
     uint8_t  *noref; /* some call had no usual time */
     size_t    cap, kcap;
 } ktab;

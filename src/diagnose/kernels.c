@@ -39,6 +39,7 @@ void diag_ktab_free(ktab *K)
     free(K->tot);
     free(K->keys);
     free(K->ref);
+    free(K->tref);
     free(K->noref);
     memset(K, 0, sizeof *K);
 }
@@ -96,10 +97,12 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         if (diag_median(d->v, d->n) <= 0.25 * med)
             cmed[ix] = med;
     }
-    /* what each (step, name) usually takes: the sum of its calls' usual times */
+    /* what each (step, name) usually takes: the sum of its calls' usual
+     * times, beside what the calls that have one took */
     K->ref = calloc(K->m.n ? K->m.n : 1, sizeof *K->ref);
+    K->tref = calloc(K->m.n ? K->m.n : 1, sizeof *K->tref);
     K->noref = calloc(K->m.n ? K->m.n : 1, 1);
-    if (!K->ref || !K->noref)
+    if (!K->ref || !K->tref || !K->noref)
         goto done;
     for (size_t i = lo; i < hi; i++) {
         if (!is_compute_kernel(D, i))
@@ -107,6 +110,7 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         uint32_t ix = kmap_get(&K->m, kt_key(ev->step[i], ev->name[i]), 0);
         double u = cmed[kmap_get(&cm, config_key(D->st, ev, (uint32_t)i), 0)];
         K->ref[ix] += u;
+        K->tref[ix] += u > 0 ? (double)ev->dur_ns[i] : 0;
         K->noref[ix] |= u <= 0;
     }
     rc = 0;
@@ -127,7 +131,7 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
     const ktab *me = &K[s];
     for (size_t ix = 0; ix < me->m.n; ix++) {
         uint64_t key = me->keys[ix];
-        double best = INFINITY;
+        double best = INFINITY, t = me->tot[ix].t; /* against best */
         int peers = 0;
         for (uint32_t q = D->gfirst[s]; q < D->gfirst[s] + D->gcount[s]; q++) {
             uint32_t p = D->peers[q];
@@ -146,7 +150,9 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
              * another rank without peers of its pipeline that made as many
              * calls of the name in the step (a stage running the same layers
              * on the same batch; a rank of another pipeline, or no pipeline,
-             * ran another batch) */
+             * ran another batch); without one either, its calls that have a
+             * usual time against theirs (a configuration whose calls vary,
+             * two shapes on one grid, says nothing of the others) */
             if (me->noref[ix]) {
                 for (uint32_t q = D->pfirst[s]; q < D->pfirst[s] + D->pcount[s]; q++) {
                     uint32_t p = D->linked[q];
@@ -156,18 +162,21 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
                     if (pi != TELLER_NONE && K[p].tot[pi].count == me->tot[ix].count && K[p].tot[pi].t < best)
                         best = K[p].tot[pi].t;
                 }
-                if (best == INFINITY)
-                    continue;
+                if (best == INFINITY) {
+                    if (me->ref[ix] <= 0)
+                        continue;
+                    best = me->ref[ix];
+                    t = me->tref[ix];
+                }
             } else {
                 best = me->ref[ix];
             }
         }
-        const ktot *t = &me->tot[ix];
-        if (t->t <= best * 1.15 || t->t - best < 10000)
+        if (t <= best * 1.15 || t - best < 10000)
             continue;
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = teller_store_source_c(D->st, (uint32_t)s)->rank,
-                  .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t->t - best,
-                  .sig = t->t / best, .actual = t->t, .usual = best, .event = t->event, .peer = -1};
+                  .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t - best,
+                  .sig = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};
         if (diag_finds_add(out, (uint32_t)(key >> 28), &c))
             return -1;
     }
