@@ -482,7 +482,8 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         dst->comms[c0 + i] = c;
     }
     dst->ncomms += src->ncomms;
-    teller_prefault(dst->args + a0, src->nargs * sizeof *dst->args);
+    if (src->nargs) /* else dst->args may be NULL, and NULL + 0 is undefined */
+        teller_prefault(dst->args + a0, src->nargs * sizeof *dst->args);
     for (size_t i = 0; i < src->nargs; i++) {
         teller_args a = src->args[i];
         if (a.comm != TELLER_NONE)
