@@ -312,9 +312,42 @@ static void test_base_time_19_digits_exact(void)
     teller_store_free(st);
 }
 
+/* A torch op's "Input Dims" and "Input type" (record_shapes) are kept as
+ * the JSON text the trace wrote, when it has both lists; a value of the
+ * wrong type is ignored with a warning. */
+static void test_op_shapes_kept_as_written(void)
+{
+    const char *doc =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 4,"
+        " \"args\": {\"External id\": 9, \"Input Dims\": [[8, 4096], [4096, 1024]],"
+        " \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 1, \"ts\": 6, \"dur\": 1,"
+        " \"args\": {\"Input Dims\": [[8], [8]]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 1, \"tid\": 1, \"ts\": 8, \"dur\": 1,"
+        " \"args\": {\"Input Dims\": \"[[8]]\", \"Input type\": [\"float\"]}}\n"
+        "]}";
+    teller_status s;
+    teller_error err;
+    teller_store *st = load_mem(doc, &s, &err);
+    CHECK_EQ_INT(s, TELLER_OK);
+    const teller_args *mm = teller_store_event_args(st, find(st, "aten::mm"));
+    CHECK(mm != NULL);
+    if (mm) {
+        CHECK(!strcmp(teller_store_str(st, mm->in_dims), "[[8, 4096], [4096, 1024]]"));
+        CHECK(!strcmp(teller_store_str(st, mm->in_types), "[\"c10::BFloat16\", \"c10::BFloat16\"]"));
+        CHECK_EQ_INT(mm->ext_id, 9);
+    }
+    CHECK(teller_store_event_args(st, find(st, "aten::add")) == NULL);
+    CHECK(teller_store_event_args(st, find(st, "aten::mul")) == NULL);
+    CHECK_EQ_INT(teller_store_num_warnings(st), 1);
+    teller_store_free(st);
+}
+
 const test_case kineto_tests[] = {
     {"kineto: a 19-digit baseTimeNanoseconds is exact; past int64 is an error", test_base_time_19_digits_exact},
     {"kineto: kernel links to its launch by correlation id, op and step by time", test_small_trace_links_and_step},
+    {"kineto: a torch op's input shapes are kept as the trace wrote them", test_op_shapes_kept_as_written},
     {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
     {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},
     {"kineto: bad events are skipped with warnings, hostile names kept verbatim", test_bad_events_are_skipped_with_warnings},

@@ -86,7 +86,14 @@ static uint32_t *by_rank(const teller_store *st)
     return v;
 }
 
-/* Same events (name, times, layer, flags, ids, links) and steps. */
+/* The interned "Input Dims" and "Input type" texts of event e, "" when absent. */
+static const char *shape_text(const teller_store *st, uint32_t e, int types)
+{
+    const teller_args *a = teller_store_event_args(st, e);
+    return a ? teller_store_str(st, types ? a->in_types : a->in_dims) : "";
+}
+
+/* Same events (name, times, layer, flags, ids, links, input shapes) and steps. */
 static int same_trace(const teller_store *a, const teller_store *b)
 {
     const teller_events *x = teller_store_events(a), *y = teller_store_events(b);
@@ -104,7 +111,8 @@ static int same_trace(const teller_store *a, const teller_store *b)
         int same = !strcmp(teller_store_str(a, x->name[i]), teller_store_str(b, y->name[j])) &&
                    x->start_ns[i] == y->start_ns[j] && x->dur_ns[i] == y->dur_ns[j] && x->layer[i] == y->layer[j] &&
                    x->flags[i] == y->flags[j] && x->corr[i] == y->corr[j] && x->pid[i] == y->pid[j] &&
-                   x->tid[i] == y->tid[j] && same_parent && x->step[i] == y->step[j];
+                   x->tid[i] == y->tid[j] && same_parent && x->step[i] == y->step[j] &&
+                   !strcmp(shape_text(a, i, 0), shape_text(b, j, 0)) && !strcmp(shape_text(a, i, 1), shape_text(b, j, 1));
         if (!same && bad++ < 3)
             fprintf(stderr, "  event %u differs: %s / %s start %lld/%lld dur %lld/%lld layer %d/%d flags %d/%d "
                             "corr %u/%u pid %d/%d tid %d/%d step %u/%u\n",

@@ -89,15 +89,20 @@ typedef struct teller_comm {
 } teller_comm;
 
 /* Optional per-event arguments. An event's `args` column indexes this
- * table, or is TELLER_NONE. Only GPU work, collectives and events carrying
- * a request id get a row, so that the table stays small. */
+ * table, or is TELLER_NONE. Only GPU work, collectives, events carrying
+ * a request id and torch ops with input shapes get a row, so that the
+ * table stays small. */
 typedef struct teller_args {
     int64_t  bytes;     /* copy/set size, or message size; -1 if absent */
     uint32_t grid[3];   /* launch grid, 0 if absent */
     uint32_t block[3];  /* launch block, 0 if absent */
     uint32_t comm;      /* index into the comm table, or TELLER_NONE */
     uint32_t request;   /* interned request id carried by the event, 0 if none */
-    int64_t  ext_id;    /* Kineto "External id" of a GPU event, -1 if absent */
+    int64_t  ext_id;    /* Kineto "External id" of a GPU event or torch op, -1 if absent */
+    /* a torch op's Kineto "Input Dims" and "Input type" lists, interned as
+     * the JSON text the trace wrote (e.g. "[[8, 4096], [4096, 4096]]" and
+     * "[\"c10::BFloat16\", \"c10::BFloat16\"]"), 0 if absent */
+    uint32_t in_dims, in_types;
 } teller_args;
 
 /* The event table. Column pointers are valid until the next append. */

@@ -57,6 +57,7 @@ typedef struct ev_fields {
     int64_t  corr, ext_id, bytes, in_n, out_n, seq;
     int64_t  group_size;
     json_str coll, pg_name, pg_desc, pg_ranks, dtype, m_name;
+    json_str in_dims, in_types; /* a cpu_op's "Input Dims" and "Input type" lists, as written */
     uint32_t grid[3], block[3];
 } ev_fields;
 
@@ -301,6 +302,26 @@ static int str_field(json_cur *c, json_str *out, int *bad)
     return json_skip(c);
 }
 
+/* A list value kept as the JSON text it was written as; anything else is
+ * skipped (a wrong type, not an error). */
+static int list_field(json_cur *c, json_str *out, int *bad)
+{
+    int r = json_ws(c);
+    if (r)
+        return r;
+    if (*c->p != '[') {
+        *bad = 1;
+        return json_skip(c);
+    }
+    const char *s0 = c->p;
+    if ((r = json_skip(c)))
+        return r;
+    out->s = s0;
+    out->len = (size_t)(c->p - s0);
+    out->escaped = 0;
+    return JSON_OK;
+}
+
 static int parse_args(json_cur *c, ev_fields *f)
 {
     int r = json_ws(c);
@@ -342,6 +363,8 @@ static int parse_args(json_cur *c, ev_fields *f)
                 f->group_size = v;
                 break;
             }
+            if (JSON_EQ(&k, "Input Dims")) { r = list_field(c, &f->in_dims, &f->bad_type); break; }
+            if (JSON_EQ(&k, "Input type")) { r = list_field(c, &f->in_types, &f->bad_type); break; }
             r = json_skip(c);
             break;
         case 11:
@@ -658,13 +681,19 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
         r->nflows = r->flows_cap = 0;
     }
 
-    if (gpu_op || f->coll.s) {
+    /* a torch op's input shapes and types, for the work its kernels do
+     * (src/diagnose/roofline.c); only ops that have both get a row */
+    int shaped = ck == CAT_CPU_OP && f->in_dims.s && f->in_types.s;
+    if (gpu_op || f->coll.s || shaped) {
         teller_args a = {0};
         a.bytes = f->bytes;
         memcpy(a.grid, f->grid, sizeof a.grid);
         memcpy(a.block, f->block, sizeof a.block);
         a.comm = TELLER_NONE;
         a.ext_id = f->ext_id;
+        if (shaped && ((a.in_dims = intern_str(r, &f->in_dims)) == TELLER_NONE ||
+                       (a.in_types = intern_str(r, &f->in_types)) == TELLER_NONE))
+            return -1;
         if (f->coll.s) {
             teller_comm cm = {0};
             cm.collective = intern_str(r, &f->coll);

@@ -155,7 +155,8 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
     for (size_t i = 0; i < v.nsources && ok; i++)
         ok = v.sources[i].path < v.nstr && v.sources[i].host < v.nstr && v.sources[i].device_name < v.nstr;
     for (size_t i = 0; i < v.nargs && ok; i++)
-        ok = (v.args[i].comm < v.ncomms || v.args[i].comm == TELLER_NONE) && v.args[i].request < v.nstr;
+        ok = (v.args[i].comm < v.ncomms || v.args[i].comm == TELLER_NONE) && v.args[i].request < v.nstr &&
+             v.args[i].in_dims < v.nstr && v.args[i].in_types < v.nstr;
     for (size_t i = 0; i < v.ncomms && ok; i++) {
         const teller_comm *c = &v.comms[i];
         ok = c->collective < v.nstr && c->pg_name < v.nstr && c->pg_desc < v.nstr && c->pg_ranks < v.nstr && c->dtype < v.nstr;

@@ -51,6 +51,14 @@ static void put_args(obuf *o, const teller_store *st, uint32_t i)
             ob_s(o, "\"External id\": ");
             ob_i64(o, a->ext_id);
         }
+        if (a->in_dims && a->in_types) {
+            /* JSON text as the trace wrote it (the reader kept only lists) */
+            SEP();
+            ob_s(o, "\"Input Dims\": ");
+            ob_s(o, teller_store_str(st, a->in_dims));
+            ob_s(o, ", \"Input type\": ");
+            ob_s(o, teller_store_str(st, a->in_types));
+        }
         if (a->bytes >= 0) {
             SEP();
             ob_s(o, "\"bytes\": ");

@@ -489,6 +489,8 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         if (a.comm != TELLER_NONE)
             a.comm += (uint32_t)c0;
         a.request = map[a.request];
+        a.in_dims = map[a.in_dims];
+        a.in_types = map[a.in_types];
         dst->args[a0 + i] = a;
     }
     dst->nargs += src->nargs;
