@@ -951,6 +951,134 @@ static void test_diagnose_oom_line_to_its_step(void)
     rm_rf(dir);
 }
 
+/* Appends to doc (at *o, of cap) one torch op on the host thread at *t
+ * us, with its launch call, and its kernel (corr, dur us) on stream 7
+ * when the GPU is free (at *g, after the launch): the op's "Input Dims"
+ * and "Input type" as given (dims NULL: no shapes). The host runs ahead. */
+static void shaped_call(char *doc, size_t cap, size_t *o, double *t, double *g, int corr, const char *op,
+                        const char *dims, const char *types, const char *kernel, double dur)
+{
+    char args[400] = "";
+    if (dims)
+        snprintf(args, sizeof args, ", \"args\": {\"External id\": %d, \"Input Dims\": %s, \"Input type\": %s}", corr,
+                 dims, types);
+    double k = *g > *t + 4 ? *g : *t + 4;
+    *o += (size_t)snprintf(doc + *o, cap - *o,
+                           ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, "
+                           "\"dur\": 4%s},\n"
+                           "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+                           "\"tid\": 1, \"ts\": %.3f, \"dur\": 2, \"args\": {\"correlation\": %d}},\n"
+                           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f, "
+                           "\"dur\": %.3f, \"args\": {\"correlation\": %d, \"device\": 0, \"stream\": 7}}",
+                           op, *t, args, *t + 1, corr, kernel, k, dur, corr);
+    *t += 6;
+    *g = k + dur;
+}
+
+/* A hand-made one-step trace with input shapes (as the PyTorch profiler
+ * writes them with record_shapes): four GEMM kernel names that run at one
+ * throughput, small elementwise kernels, ops whose shapes are garbage
+ * (huge, negative, mismatched, nested, not a list, without types) or whose
+ * kernels took no time, and, when slow is given, a fifth GEMM name that
+ * runs slow times longer than its shapes say. One step and one rank: no
+ * other step or peer to compare its kernels with. */
+static teller_diagnosis *shaped_run(double slow, teller_store **stp)
+{
+    size_t cap = 1 << 20, o = 0;
+    char *doc = malloc(cap);
+    double t = 10, g = 0;
+    int corr = 1;
+    o += (size_t)snprintf(doc, cap, "{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": 0}, \"traceEvents\": [\n"
+                                    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"x\"}}");
+    /* M x K x N of each GEMM name, at 200 Tflop/s */
+    static const struct {
+        const char *name;
+        int m, k, n;
+    } gemms[] = {{"gemm_a", 1024, 1024, 1024}, {"gemm_b", 2048, 1024, 1024}, {"gemm_c", 1024, 4096, 1024},
+                 {"gemm_d", 2048, 2048, 1024}, {"gemm_e", 1024, 2048, 1024}};
+    const char *bf = "[\"c10::BFloat16\", \"c10::BFloat16\"]";
+    for (int rep = 0; rep < 8; rep++) {
+        for (size_t q = 0; q < sizeof gemms / sizeof *gemms; q++) {
+            char dims[128];
+            snprintf(dims, sizeof dims, "[[%d, %d], [%d, %d]]", gemms[q].m, gemms[q].k, gemms[q].k, gemms[q].n);
+            double us = 2.0 * gemms[q].m * gemms[q].k * gemms[q].n / 2e8;
+            if (q == 4 && slow > 0)
+                us *= slow;
+            shaped_call(doc, cap, &o, &t, &g, corr++, "aten::mm", dims, bf, gemms[q].name, us);
+        }
+        shaped_call(doc, cap, &o, &t, &g, corr++, "aten::add", "[[4096], [4096], []]",
+                    "[\"float\", \"float\", \"Scalar\"]", "add_kernel", 2);
+        shaped_call(doc, cap, &o, &t, &g, corr++, "aten::mul_", "[[4096, 8], [1]]", "[\"c10::Half\", \"c10::Half\"]",
+                    "mul_kernel", 2.5);
+    }
+    /* garbage shapes, each of a call that would be slow if they were read */
+    const char *bad[][2] = {{"[[99999999999999999999, 4], [4, 2]]", "[\"float\", \"float\"]"},
+                            {"[[-1, 1024], [1024, 1024]]", "[\"float\", \"float\"]"},
+                            {"[[1024, 1024], [512, 1024]]", "[\"float\", \"float\"]"},
+                            {"[[[1024, 1024]], [1024, 1024]]", "[\"float\", \"float\"]"},
+                            {"[[1e9, 1024], [1024, 1024]]", "[\"float\", \"float\"]"},
+                            {"\"[[1024, 1024], [1024, 1024]]\"", "[\"float\", \"float\"]"},
+                            {"[[1024, 1024], [1024, 1024]]", "[\"no such type\", 7]"},
+                            {"[[1024, 1024], [1024, 1024]]", "{}"},
+                            {"[[1, 2, 3, 4, 5, 6, 7, 8, 9], [9, 1]]", "[\"float\", \"float\"]"}};
+    for (size_t b = 0; b < sizeof bad / sizeof *bad; b++)
+        shaped_call(doc, cap, &o, &t, &g, corr++, "aten::mm", bad[b][0], bad[b][1], "gemm_bad", 200);
+    shaped_call(doc, cap, &o, &t, &g, corr++, "aten::mm", NULL, NULL, "gemm_unshaped", 200);
+    shaped_call(doc, cap, &o, &t, &g, corr++, "aten::mm", "[[1024, 1024], [1024, 1024]]", bf, "gemm_zero", 0);
+    /* the step annotation spans the run */
+    o += (size_t)snprintf(doc + o, cap - o,
+                          ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, "
+                          "\"tid\": 1, \"ts\": 0, \"dur\": %.3f}]}\n",
+                          t + 10);
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "shaped.json", doc, o, NULL, &err), TELLER_OK);
+    free(doc);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    *stp = st;
+    return d;
+}
+
+/* A kernel with no other step or peer to compare with is judged by the
+ * work its op's shapes state at the trace's own throughput: the GEMM
+ * running 6x longer than its shapes say is a kernel regression costing
+ * its time over what the other GEMM names' pace predicts; at the common
+ * pace nothing is flagged, and garbage shapes are never read as work. */
+static void test_diagnose_kernel_slower_than_its_work(void)
+{
+    teller_store *st = NULL;
+    teller_diagnosis *d = shaped_run(6, &st);
+    CHECK(d && d->n == 1);
+    if (d && d->n == 1) {
+        const teller_diag_step *s = &d->steps[0];
+        CHECK(s->pred.abnormal);
+        CHECK(!strcmp(s->fault, "kernel_regression"));
+        CHECK(s->pred.ncand > 0 && !strcmp(s->pred.cand[0].op, "gemm_e"));
+        /* 8 calls of 21.5 us each ran 129 us: about 860 us over */
+        CHECK(s->excess_ns > 800000 && s->excess_ns < 900000);
+        for (uint32_t q = 0; q < s->ncands; q++)
+            CHECK(strcmp(teller_store_str(st, d->cands[s->first_cand + q].name), "gemm_bad") != 0);
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    d = shaped_run(0, &st);
+    CHECK(d && d->n == 1 && !d->steps[0].pred.abnormal && d->steps[0].ncands == 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+}
+
+/* Healthy one-step traces with input shapes (TraceLens's HF runs on MI300
+ * and H100): no kernel is several times slower than the trace's own
+ * throughput says its work should take. */
+static void test_diagnose_one_step_kernels_match_their_work(void)
+{
+    CHECK_EQ_INT(real_flagged("tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", NULL), 0);
+    CHECK_EQ_INT(real_flagged("tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", NULL), 0);
+}
+
 /* The real traces: the diagnosis runs, its predictions and HTML are valid,
  * and it says what a single-rank trace cannot show. */
 static void test_diagnose_real_traces(void)
@@ -1042,6 +1170,10 @@ const test_case diagnose_tests[] = {
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},
     {"diagnose: varied engines, models and topologies", test_diagnose_varied_shapes},
+    {"diagnose: a kernel without another yardstick is judged by the work its op's shapes state",
+     test_diagnose_kernel_slower_than_its_work},
+    {"diagnose: healthy one-step traces' kernels match their work at the trace's own throughput",
+     test_diagnose_one_step_kernels_match_their_work},
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},

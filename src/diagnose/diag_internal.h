@@ -6,6 +6,7 @@
  * the run says is usual (medians, when the GPU was busy, peer groups, the
  * cost every step pays); sentences.c what the diagnosis says in words; one
  * file per detector family: kernels.c, apis.c (API calls, allocations),
+ * roofline.c (kernels against the work their ops' shapes state),
  * syncs.c, copies.c, gaps.c (host gaps), comm.c (collectives and the
  * horizontal view), logs.c; carry.c the steps made late by the one
  * before them. Not a public header.
@@ -240,6 +241,9 @@ size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n);
 size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n);
 int diag_detect_sync(const dctx *D, finds *out);
 int diag_detect_copies(const dctx *D, finds *out);
+/* roofline.c: kernels without another yardstick against the work their
+ * torch ops' shapes state, at the trace's own throughput */
+int diag_detect_roofline(const dctx *D, finds *out);
 /* Each source's stepping thread (the thread of its step markers) and the
  * busy index of its other threads (D->step_tid, D->host), for the host
  * gaps. */

@@ -9,6 +9,9 @@
  *             groups come from the collectives the ranks share; without
  *             peers, against the usual time of its launch configurations,
  *             or a peerless stage of its pipeline;
+ *   work      without any of those (a short trace of a rank without
+ *             peers), a kernel's time against what its torch op's input
+ *             shapes say it should take at the trace's own throughput;
  *   per call  an API call's duration against the run's median for that API
  *             (launch latency); rare APIs (cudaMalloc, cudaFree) against zero;
  *   sync      a synchronize's overhang past the rank's last GPU work;
@@ -92,6 +95,7 @@ static const struct detector {
     {2, diag_detect_apis},   /* apis.c */
     {2, diag_detect_sync},   /* syncs.c: with round 1's collective waits */
     {1, diag_detect_copies}, /* copies.c */
+    {1, diag_detect_roofline}, /* roofline.c: needs only the store and the peer groups */
 };
 enum { NDET = sizeof detectors / sizeof *detectors };
 
