@@ -258,6 +258,26 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
+/* Perturbs the shared trace rel with faults (0: every kind) at rate 0.3
+ * and the seed into a case made in dir, and loads the case back (trees
+ * built); what perturb did in *res. */
+static teller_store *perturbed_real(char *dir, const char *rel, uint32_t faults, uint64_t seed, teller_perturb_result *res)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.faults = faults;
+    po.rate = 0.3;
+    po.seed = seed;
+    CHECK_EQ_INT(teller_perturb(st, &po, dir, res, &err), TELLER_OK);
+    teller_store_free(st);
+    return load_case_ranks(dir, 0, 1);
+}
+
 /* HTA's NCCL trace (one rank, three ProfilerStep#s) perturbed with every
  * kind (tuning seed 106000): step 0's float add kernel runs about 10x
  * slower, 26 ms of 249. One of its four launch configurations has calls
@@ -267,21 +287,12 @@ static void test_diagnose_slow_link_operator(void)
 static void test_diagnose_kernel_partly_referenced(void)
 {
     char dir[] = "/tmp/teller_diag_pref_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", 0, 106000, &res);
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/nccl_parser_config/nccl_data.json.gz"), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    teller_perturb_opts po = teller_perturb_defaults();
-    po.rate = 0.3;
-    po.seed = 106000;
-    teller_perturb_result res;
-    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
     CHECK_EQ_INT((int)res.abnormal, 1);
     CHECK_EQ_INT((int)res.by_fault[TELLER_FAULT_KERNEL_REGRESSION], 1);
-    teller_store_free(st);
-    st = load_case_ranks(dir, 0, 1);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     teller_eval_summary s;
@@ -303,23 +314,13 @@ static void test_diagnose_kernel_partly_referenced(void)
 static void test_diagnose_carried_real_run(void)
 {
     char dir[] = "/tmp/teller_diag_carry_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+                                      1u << TELLER_FAULT_KERNEL_REGRESSION, 5, &res);
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
-                                    NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    teller_perturb_opts po = teller_perturb_defaults();
-    po.faults = 1u << TELLER_FAULT_KERNEL_REGRESSION;
-    po.rate = 0.3;
-    po.seed = 5;
-    teller_perturb_result res;
-    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
     CHECK_EQ_INT((int)res.abnormal, 5);
     CHECK_EQ_INT((int)res.carried, 4);
-    teller_store_free(st);
-    st = load_case_ranks(dir, 0, 1);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     teller_eval_summary s;
@@ -344,20 +345,11 @@ static void test_diagnose_carried_real_run(void)
 static void test_diagnose_carried_stops_at_a_host_delay(void)
 {
     char dir[] = "/tmp/teller_diag_carry2_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 0,
+                                      107009, &res);
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
-                                    NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    teller_perturb_opts po = teller_perturb_defaults();
-    po.rate = 0.3;
-    po.seed = 107009;
-    teller_perturb_result res;
-    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
-    teller_store_free(st);
-    st = load_case_ranks(dir, 0, 1);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     CHECK_EQ_INT(d ? (int)d->n : 0, 5);
@@ -382,21 +374,12 @@ static void test_diagnose_carried_stops_at_a_host_delay(void)
 static void test_diagnose_throttle_names_heaviest_kernel(void)
 {
     char dir[] = "/tmp/teller_diag_thr_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    teller_perturb_result res;
+    teller_store *st =
+        perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", 1u << TELLER_FAULT_GPU_THROTTLE, 3, &res);
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/nccl_parser_config/nccl_data.json.gz"), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    teller_perturb_opts po = teller_perturb_defaults();
-    po.faults = 1u << TELLER_FAULT_GPU_THROTTLE;
-    po.rate = 0.3;
-    po.seed = 3;
-    teller_perturb_result res;
-    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
     CHECK_EQ_INT((int)res.abnormal, 1);
-    teller_store_free(st);
-    st = load_case_ranks(dir, 0, 1);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     CHECK_EQ_INT(d ? d->n : 0, 3);
