@@ -313,8 +313,10 @@ static void test_base_time_19_digits_exact(void)
 }
 
 /* A torch op's "Input Dims" and "Input type" (record_shapes) are kept as
- * the JSON text the trace wrote, when it has both lists; a value of the
- * wrong type is ignored with a warning. */
+ * the JSON text the trace wrote, when it has both lists and is the
+ * innermost torch op around a launch call (an op that launched nothing
+ * itself gets no row); a value of the wrong type is ignored with a
+ * warning. */
 static void test_op_shapes_kept_as_written(void)
 {
     const char *doc =
@@ -322,6 +324,11 @@ static void test_op_shapes_kept_as_written(void)
         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 4,"
         " \"args\": {\"External id\": 9, \"Input Dims\": [[8, 4096], [4096, 1024]],"
         " \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 2,"
+        " \"dur\": 1, \"args\": {\"correlation\": 5}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": 1,"
+        " \"args\": {\"External id\": 10, \"Input Dims\": [[8, 4096], [1024, 4096], [1024]],"
+        " \"Input type\": [\"float\", \"float\", \"float\"]}},\n"
         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 1, \"ts\": 6, \"dur\": 1,"
         " \"args\": {\"Input Dims\": [[8], [8]]}},\n"
         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 1, \"tid\": 1, \"ts\": 8, \"dur\": 1,"
@@ -338,6 +345,7 @@ static void test_op_shapes_kept_as_written(void)
         CHECK(!strcmp(teller_store_str(st, mm->in_types), "[\"c10::BFloat16\", \"c10::BFloat16\"]"));
         CHECK_EQ_INT(mm->ext_id, 9);
     }
+    CHECK(teller_store_event_args(st, find(st, "aten::linear")) == NULL);
     CHECK(teller_store_event_args(st, find(st, "aten::add")) == NULL);
     CHECK(teller_store_event_args(st, find(st, "aten::mul")) == NULL);
     CHECK_EQ_INT(teller_store_num_warnings(st), 1);
