@@ -19,6 +19,8 @@
  *   (i) a host stall while the GPU, idle in the trace, waits for work
  *       launched before the stall (held by what the trace does not show)
  *       costs nothing;
+ *   (j) of a step's host stalls, the one named is the op whose wait grew
+ *       the most over its usual, not the longest gap;
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +280,62 @@ static void test_modes_regular_gap(void)
     write_regular_gap_trace(path, 0);
     d = diagnose_file(path, &st);
     CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
+/* Five steps of 200 ops on the stepping thread, each launching a kernel
+ * at once on an idle GPU: aten::add 10 us after the op before it, every
+ * tenth an aten::mm 40 us after it (its usual wait). In step 3 the host
+ * stalls twice: 2000 us more before an aten::add and 1990 us more before
+ * an aten::mm, whose gap (2030 us) is the longer one. */
+static void write_two_stall_trace(const char *path)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    for (int k = 0; k < 5; k++) {
+        double t = 5000000 + 12000.0 * k, h = t + 10;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, 11000, NULL);
+        for (int j = 0; j < 200; j++) {
+            int mm = j % 10 == 9;
+            if (j)
+                h += mm ? 40 : 10;
+            if (k == 3 && j == 100)
+                h += 2000;
+            if (k == 3 && j == 159)
+                h += 1990;
+            tw_ev(&w, "cpu_op", mm ? "aten::mm" : "aten::add", 1, 1, h, 20, NULL);
+            tw_launch(&w, 1, h + 5, "vectorized_elementwise_kernel", h + 15, 20, 64);
+            h += 20;
+        }
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* A stall is named after the op whose wait grew the most, its gap over
+ * what that op usually waits, not after the longest gap: the op that
+ * always waits longer would otherwise win a tie it did not cause. */
+static void test_modes_stall_over_usual_wait(void)
+{
+    char path[] = "/tmp/teller_twostall_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    teller_store *st = NULL;
+    write_two_stall_trace(path);
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 5);
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 5) {
+        CHECK(d->steps[3].pred.abnormal);
+        CHECK(!strcmp(d->steps[3].fault, "cpu_contention"));
+        CHECK(d->steps[3].pred.ncand > 0 && !strcmp(d->steps[3].pred.cand[0].op, "aten::add"));
+    }
     teller_diagnosis_free(d);
     teller_store_free(st);
     unlink(path);
@@ -714,6 +772,7 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: one-step host stall found; waiting on another thread is not a stall, its stall is", test_modes_host_gaps},
     {"diagnose modes: a gap before the same op every step is that op's normal; a stall beside it is found",
      test_modes_regular_gap},
+    {"diagnose modes: a stall is named after the op whose wait grew the most over its usual", test_modes_stall_over_usual_wait},
     {"diagnose modes: a stall while the GPU runs its queue costs where the GPU later waits for the host",
      test_modes_queued_stall},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},

@@ -9,6 +9,7 @@
  * is one busy index for the run (diag_host_busy_build), made before with
  * each source's stepping thread.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,14 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
     kmap opmax = {0};
     groups opg = {0};
     double *opmax_v = NULL, *opusual = NULL;
+    /* every gap before each op name per source, for its median: what the op
+     * usually waits, taken off a stall's gap to name the step after the op
+     * whose wait grew the most (a driver launch call that usually waits
+     * 12 us is not the stall when an op that usually waits 2 us waited 1 us
+     * less); an op with fewer than three gaps, whose median would be the
+     * stall's own, is held to the rank's usual gap */
+    groups opcall = {0};
+    double *opmed = NULL;
     size_t opmax_cap = 0;
     /* what a step's stalls cost: the source's GPU work (made at its first
      * stall), and per stall where the host resumed and what it lost */
@@ -115,6 +124,11 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 free(col);
                 goto done;
             }
+            if (!(opmed = diag_groups_medians(&opcall))) {
+                free(med);
+                free(col);
+                goto done;
+            }
             usual = gaps.keys.n ? med[0] : 0;
             size_t nc = 0;
             for (uint32_t k = 0; k < D->nsteps; k++)
@@ -130,7 +144,8 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
         }
         int64_t prev_end = 0;
         uint32_t prev_step = TELLER_NONE;
-        double best_gap = 0, sum_ex = 0, held = 0; /* held: what the stalls took over the usual gap */
+        /* the step's stall named, its gap and that gap over its op's usual */
+        double best_gap = 0, best_over = -INFINITY, sum_ex = 0, held = 0; /* held: what the stalls took over the usual gap */
         size_t nd = 0; /* the step's stalls */
         uint32_t best_ev = TELLER_NONE;
         for (size_t i = lo; i <= hi; i++) {
@@ -160,6 +175,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                         goto done;
                 }
                 best_gap = sum_ex = held = 0;
+                best_over = -INFINITY;
                 nd = 0;
                 best_ev = TELLER_NONE;
                 if (i == hi)
@@ -195,7 +211,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 g = (double)(H[h].b - H[h].a);
                 uint32_t hev = H[h].ev;
                 if (!pass) {
-                    if (diag_groups_add(&gaps, src, g))
+                    if (diag_groups_add(&gaps, src, g) || diag_groups_add(&opcall, op_key(ev->name[hev], (uint16_t)src), g))
                         goto done;
                     double *mx = &stepmax[prev_step];
                     if (g > *mx)
@@ -235,7 +251,10 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 d_at[nd] = H[h].b;
                 d_amt[nd++] = g - usual;
                 held += g - usual;
-                if (g > best_gap) {
+                uint32_t cx = kmap_get(&opcall.keys, op_key(ev->name[hev], (uint16_t)src), 0);
+                double over = g - (cx != UINT32_MAX && opcall.s[cx].n >= 3 ? opmed[cx] : usual);
+                if (over > best_over) {
+                    best_over = over;
                     best_gap = g;
                     best_ev = hev;
                 }
@@ -249,6 +268,8 @@ done:
     free(stepmax);
     kmap_free(&opmax);
     diag_groups_free(&opg);
+    diag_groups_free(&opcall);
+    free(opmed);
     free(opmax_v);
     free(opusual);
     diag_gpuops_free(G);
