@@ -633,6 +633,38 @@ static void test_diagnose_preemption_lines_in_log_order(void)
     rm_rf(dir);
 }
 
+/* A preemption recomputes requests that were running: in the steps'
+ * batch composition (vLLM's execute_context annotations) its prefill has
+ * sequences that no waiting request accounts for, which the requests'
+ * replay finds. A whole-second warning goes to such a step before a
+ * larger prefill of the same second that admitted the requests that had
+ * arrived. */
+static void test_diagnose_preemption_on_recomputing_step(void)
+{
+    char dir[] = "/tmp/teller_diag_prerc_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 40;
+    o.fault_rate = 0.2;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.seed = 1;
+    teller_store *st;
+    teller_diagnosis *d;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 2, 1, &st, &d, &s);
+    fprintf(stderr, "  seed 1: %ld preempted steps, recall %.3f, precision %.3f\n", s.abnormal_steps, s.step_recall,
+            s.step_precision);
+    CHECK(s.abnormal_steps >= 5);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0); /* 0.889 both: a line on the second's largest prefill */
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A later pipeline stage opens its step waiting for the stage before it
  * (its recv runs for a millisecond): an allocation stall before that recv
  * leaves the GPU idle, but the recv would have waited that long anyway,
@@ -1169,6 +1201,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_sync_stall_beyond_others},
     {"diagnose: whole-second preemption lines go to steps in the log's order, between the OOM and swap lines around them",
      test_diagnose_preemption_lines_in_log_order},
+    {"diagnose: a whole-second preemption warning goes to the step that recomputed, not a larger prefill",
+     test_diagnose_preemption_on_recomputing_step},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},
     {"diagnose: slow launches cost what the step would have saved, through its all-reduces",
      test_diagnose_launch_latency_through_collectives},

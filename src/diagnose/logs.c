@@ -10,6 +10,7 @@
 
 #include "diag_internal.h"
 #include "teller/logs.h"
+#include "teller/requests.h"
 
 /* A line of the log placed on a step by what the trace shows (an OOM
  * retry's frees, a swap's copies): the lines before it in the file were
@@ -113,8 +114,13 @@ static uint32_t step_at(dctx *D, int64_t t)
  * preemption takes back the cache of sequences that were running, and
  * nothing ran before it in the trace; a run profiled from its start opens
  * with its largest prefill, the requests that were waiting, which would
- * otherwise draw a line from the step it means. 0, or -1 out of memory. */
-static int place_deferred(logctx *L)
+ * otherwise draw a line from the step it means. A step that recomputed
+ * (recomp[k], from the requests' replay: prefill sequences no request
+ * accounts for) is taken before any that did more work: a legitimate
+ * large prefill of the same second, the requests that arrived, is no
+ * recomputation. recomp may be NULL (nothing known). 0, or -1 out of
+ * memory. */
+static int place_deferred(logctx *L, const uint8_t *recomp)
 {
     dctx *D = L->D;
     size_t nd = L->ndef, K = D->nsteps;
@@ -156,8 +162,10 @@ static int place_deferred(logctx *L)
             g[k + 1] = f[k + 1]; /* line j not placed */
             fr[k + 1] = (uint32_t)(k + 1) | 0x80000000u;
             if (!sk->claimed && k >= lo && k <= hi && sk->start >= wlo && sk->start < whi && best > -INFINITY) {
-                /* a placed line first counts one, then its step's work */
-                double v = best + 1e15 + (k == 0 ? -1 : sk->work);
+                /* a placed line first counts one, then whether its step
+                 * recomputed (no step's work comes near 1e12 ns), then its
+                 * step's work */
+                double v = best + 1e15 + (recomp && recomp[k] ? 1e12 : 0) + (k == 0 ? -1 : sk->work);
                 if (v > g[k + 1]) {
                     g[k + 1] = v;
                     fr[k + 1] = arg;
@@ -362,11 +370,37 @@ static int on_log(void *ctx, const teller_log_record *rec)
     return put_line(D, step, det, &e);
 }
 
+/* Per step, whether it recomputed preempted work as the requests' replay
+ * of the logs and the steps' batch composition says (requests.h: prefill
+ * sequences that no waiting request or cut chunk accounts for), into
+ * *recomp (nsteps entries, the caller frees); all zero when the
+ * annotations say nothing of the batch. 0, or -1 out of memory or when the
+ * logs cannot be read. */
+static int recomputing(const dctx *D, const teller_diag_opts *o, uint8_t **recomp)
+{
+    if (!(*recomp = calloc(D->nsteps ? D->nsteps : 1, 1)))
+        return -1;
+    teller_req_opts ro = teller_req_defaults();
+    ro.logs = o->logs;
+    ro.nlogs = o->nlogs;
+    teller_requests *R = NULL;
+    teller_error e;
+    teller_error_clear(&e);
+    if (teller_requests_build(D->st, &ro, &R, &e) != TELLER_OK)
+        return -1;
+    for (size_t k = 0; k < R->nsteps && R->steps[k].step < D->nsteps; k++)
+        (*recomp)[R->steps[k].step] = R->steps[k].recompute_seqs > 0;
+    teller_requests_free(R);
+    return 0;
+}
+
 /* Reads and aligns every log of o; a log that cannot be read (missing, a
  * directory, a trace) fails the diagnosis, naming the file. */
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
 {
-    for (size_t i = 0; i < o->nlogs; i++) {
+    uint8_t *recomp = NULL; /* made at the first whole-second preemption line */
+    teller_status st = TELLER_OK;
+    for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
         const char *path = o->logs[i];
         teller_log_opts lo = teller_log_defaults();
         const teller_step *s = teller_store_steps(D->st);
@@ -374,10 +408,12 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         logctx L = {.D = D, .node = teller_log_node_from_path(path), .path = path};
         if (L.node < 0)
             L.node = 0;
-        teller_status st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
+        st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
         /* the whole-second preemption lines, placed once the file's other
          * lines are, go to their steps in the file's order */
-        if (st == TELLER_OK && L.ndef && place_deferred(&L))
+        if (st == TELLER_OK && L.ndef && !recomp && recomputing(D, o, &recomp))
+            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory, or the logs could not be read again");
+        if (st == TELLER_OK && L.ndef && place_deferred(&L, recomp))
             st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
         for (size_t j = 0; st == TELLER_OK && j < L.ndef; j++)
             if (L.def[j].step != TELLER_NONE) {
@@ -388,7 +424,7 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         free(L.anc);
         free(L.def);
         if (st != TELLER_OK)
-            return st;
+            break;
         if (L.total && !L.aligned) {
             char note[600];
             snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
@@ -396,5 +432,6 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
             diag_add_note(D, note);
         }
     }
-    return TELLER_OK;
+    free(recomp);
+    return st;
 }
