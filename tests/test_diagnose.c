@@ -665,6 +665,39 @@ static void test_diagnose_preemption_on_recomputing_step(void)
     rm_rf(dir);
 }
 
+/* SGLang logs one "Prefill batch." line per step that prefills, and its
+ * whole-second retract lines do not say whether they swapped or will
+ * recompute: the prefill lines around a retract line bound its step (the
+ * i-th line is the i-th step that prefills), and the line goes to a step
+ * in those bounds that shows a swap, else the largest, instead of the
+ * first swap of its second, which may be a later line's. */
+static void test_diagnose_retract_lines_between_prefills(void)
+{
+    char dir[] = "/tmp/teller_diag_retract_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "sglang";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 40;
+    o.fault_rate = 0.3;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION | 1u << TELLER_FAULT_KV_SWAP;
+    o.seed = 1;
+    teller_store *st;
+    teller_diagnosis *d;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 2, 1, &st, &d, &s);
+    fprintf(stderr, "  seed 1: %ld preempted or swapping steps, recall %.3f, precision %.3f, type %.3f\n", s.abnormal_steps,
+            s.step_recall, s.step_precision, s.fault_type_accuracy);
+    CHECK(s.abnormal_steps >= 8);
+    /* 0.900 each: a retract line on the second's largest prefill */
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0 && s.fault_type_accuracy == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A later pipeline stage opens its step waiting for the stage before it
  * (its recv runs for a millisecond): an allocation stall before that recv
  * leaves the GPU idle, but the recv would have waited that long anyway,
@@ -1203,6 +1236,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_preemption_lines_in_log_order},
     {"diagnose: a whole-second preemption warning goes to the step that recomputed, not a larger prefill",
      test_diagnose_preemption_on_recomputing_step},
+    {"diagnose: a whole-second retract line goes between the prefill lines around it, to a swap there first",
+     test_diagnose_retract_lines_between_prefills},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},
     {"diagnose: slow launches cost what the step would have saved, through its all-reduces",
      test_diagnose_launch_latency_through_collectives},

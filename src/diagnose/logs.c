@@ -13,19 +13,24 @@
 #include "teller/requests.h"
 
 /* A line of the log placed on a step by what the trace shows (an OOM
- * retry's frees, a swap's copies): the lines before it in the file were
- * written before it. */
+ * retry's frees, a swap's copies, SGLang's prefill lines counted against
+ * the steps that prefill): the lines before it in the file were written
+ * before it. */
 typedef struct anchor {
     uint64_t line;
     uint32_t step;
 } anchor;
 
+/* What the requests' replay says of a step's batch (batch_kinds). */
+enum { STEP_RECOMP = 1, STEP_DECODES = 2 };
+
 /* A whole-second preemption line, placed once the whole log is read. */
 typedef struct deferred {
     uint64_t        line;
     int64_t         t;
-    uint32_t        step; /* where it goes, TELLER_NONE when nowhere */
-    teller_evidence ev;   /* the line, as its step's evidence */
+    uint32_t        step;    /* where it goes, TELLER_NONE when nowhere */
+    int             may_swap; /* the line does not say whether it swapped or recomputes (SGLang's retract) */
+    teller_evidence ev;      /* the line, as its step's evidence */
 } deferred;
 
 typedef struct logctx {
@@ -37,6 +42,8 @@ typedef struct logctx {
     size_t      nanc, canc;
     deferred   *def;
     size_t      ndef, cdef;
+    uint64_t   *pre;  /* SGLang's "Prefill batch." lines whose second the trace spans */
+    size_t      npre, cpre;
 } logctx;
 
 static int has_sub(const char *m, size_t n, const char *pat);
@@ -101,6 +108,15 @@ static uint32_t step_at(dctx *D, int64_t t)
     return TELLER_NONE;
 }
 
+/* Whether step k holds a trace finding of kind det. */
+static int step_has(const dctx *D, uint32_t k, teller_fault det)
+{
+    for (size_t a = 0; a < D->steps[k].n; a++)
+        if (D->steps[k].c[a].det == det)
+            return 1;
+    return 0;
+}
+
 /* Preemption lines often have whole-second times (the aligner puts them at
  * the middle of their second): the step a line means is one that did much
  * GPU work (recomputing preempted requests is a large prefill) among the
@@ -115,12 +131,12 @@ static uint32_t step_at(dctx *D, int64_t t)
  * nothing ran before it in the trace; a run profiled from its start opens
  * with its largest prefill, the requests that were waiting, which would
  * otherwise draw a line from the step it means. A step that recomputed
- * (recomp[k], from the requests' replay: prefill sequences no request
- * accounts for) is taken before any that did more work: a legitimate
- * large prefill of the same second, the requests that arrived, is no
- * recomputation. recomp may be NULL (nothing known). 0, or -1 out of
- * memory. */
-static int place_deferred(logctx *L, const uint8_t *recomp)
+ * (kinds, from the requests' replay: prefill sequences no request accounts
+ * for) is taken before any that did more work: a legitimate large prefill
+ * of the same second, the requests that arrived, is no recomputation; and
+ * a line that may be a swap's goes to a step that shows one first. 0, or
+ * -1 out of memory. */
+static int place_deferred(logctx *L, const uint8_t *kinds)
 {
     dctx *D = L->D;
     size_t nd = L->ndef, K = D->nsteps;
@@ -163,9 +179,11 @@ static int place_deferred(logctx *L, const uint8_t *recomp)
             fr[k + 1] = (uint32_t)(k + 1) | 0x80000000u;
             if (!sk->claimed && k >= lo && k <= hi && sk->start >= wlo && sk->start < whi && best > -INFINITY) {
                 /* a placed line first counts one, then whether its step
-                 * recomputed (no step's work comes near 1e12 ns), then its
-                 * step's work */
-                double v = best + 1e15 + (recomp && recomp[k] ? 1e12 : 0) + (k == 0 ? -1 : sk->work);
+                 * shows the swap a line that may be one had (the trace's
+                 * copies), then whether it recomputed (no step's work comes
+                 * near 1e12 ns), then its step's work */
+                double v = best + 1e15 + (L->def[j].may_swap && step_has(D, (uint32_t)k, TELLER_FAULT_KV_SWAP) ? 1e13 : 0) +
+                           (kinds[k] & STEP_RECOMP ? 1e12 : 0) + (k == 0 ? -1 : sk->work);
                 if (v > g[k + 1]) {
                     g[k + 1] = v;
                     fr[k + 1] = arg;
@@ -208,11 +226,8 @@ static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det
     line_window(t, whole_second, &lo, &hi);
     for (uint32_t k = 0; k < D->nsteps; k++) {
         double st0 = D->steps[k].start;
-        if (st0 < lo || st0 >= hi || D->steps[k].claimed)
-            continue;
-        for (size_t a = 0; a < D->steps[k].n; a++)
-            if (D->steps[k].c[a].det == det)
-                return k;
+        if (st0 >= lo && st0 < hi && !D->steps[k].claimed && step_has(D, k, det))
+            return k;
     }
     return TELLER_NONE;
 }
@@ -314,6 +329,15 @@ static int on_log(void *ctx, const teller_log_record *rec)
      * second that whole-second times may be off by)? */
     if (al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9)
         L->aligned++;
+    if (has_sub(m, n, "Prefill batch.") && al.time_ns != INT64_MIN) {
+        double lo, hi;
+        line_window(al.time_ns, (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0, &lo, &hi);
+        if (hi >= D->t_first && lo <= D->t_last) {
+            if (TELLER_GROW(L->pre, L->cpre, L->npre + 1))
+                return -TELLER_ERR_NOMEM;
+            L->pre[L->npre++] = rec->line;
+        }
+    }
     if (!notable)
         return 0;
     uint32_t step = al.step;
@@ -322,7 +346,12 @@ static int on_log(void *ctx, const teller_log_record *rec)
         /* a step whose trace shows swapping owns the line; otherwise the
          * preemption recomputed requests: the biggest step of the second */
         int whole = (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0;
-        step = has_sub(m, n, "RECOMPUTE") ? TELLER_NONE : step_with(D, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
+        /* a whole-second line that does not say which it was (SGLang's
+         * retract) is placed with the file's others: the first swap of
+         * its second may be a later line's */
+        int may_swap = !has_sub(m, n, "RECOMPUTE") && !has_sub(m, n, "SWAP");
+        step = has_sub(m, n, "RECOMPUTE") || (whole && may_swap) ? TELLER_NONE
+                                                                 : step_with(D, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
         det = TELLER_FAULT_KV_SWAP;
         if (step == TELLER_NONE && !has_sub(m, n, "SWAP")) {
             det = TELLER_FAULT_PREEMPTION;
@@ -332,7 +361,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
                 if (TELLER_GROW(L->def, L->cdef, L->ndef + 1))
                     return -TELLER_ERR_NOMEM;
                 deferred *dl = &L->def[L->ndef++];
-                *dl = (deferred){.line = rec->line, .t = al.time_ns, .step = TELLER_NONE};
+                *dl = (deferred){.line = rec->line, .t = al.time_ns, .step = TELLER_NONE, .may_swap = may_swap};
                 log_evidence(&dl->ev, L, rec, al.rank, al.time_ns);
                 return 0;
             }
@@ -370,15 +399,15 @@ static int on_log(void *ctx, const teller_log_record *rec)
     return put_line(D, step, det, &e);
 }
 
-/* Per step, whether it recomputed preempted work as the requests' replay
- * of the logs and the steps' batch composition says (requests.h: prefill
- * sequences that no waiting request or cut chunk accounts for), into
- * *recomp (nsteps entries, the caller frees); all zero when the
- * annotations say nothing of the batch. 0, or -1 out of memory or when the
- * logs cannot be read. */
-static int recomputing(const dctx *D, const teller_diag_opts *o, uint8_t **recomp)
+/* What the requests' replay (requests.h) says of each step's batch, as
+ * bits per step into *kinds (nsteps entries, the caller frees): STEP_RECOMP
+ * when it recomputed preempted work (prefill sequences that no waiting
+ * request or cut chunk accounts for), STEP_DECODES when its annotation says
+ * it only decoded. All zero when the annotations say nothing of the batch,
+ * or the replay fails otherwise than for memory. 0, or -1 out of memory. */
+static int batch_kinds(const dctx *D, const teller_diag_opts *o, uint8_t **kinds)
 {
-    if (!(*recomp = calloc(D->nsteps ? D->nsteps : 1, 1)))
+    if (!(*kinds = calloc(D->nsteps ? D->nsteps : 1, 1)))
         return -1;
     teller_req_opts ro = teller_req_defaults();
     ro.logs = o->logs;
@@ -386,11 +415,41 @@ static int recomputing(const dctx *D, const teller_diag_opts *o, uint8_t **recom
     teller_requests *R = NULL;
     teller_error e;
     teller_error_clear(&e);
-    if (teller_requests_build(D->st, &ro, &R, &e) != TELLER_OK)
-        return -1;
+    teller_status rs = teller_requests_build(D->st, &ro, &R, &e);
+    if (rs != TELLER_OK)
+        return rs == TELLER_ERR_NOMEM ? -1 : 0;
     for (size_t k = 0; k < R->nsteps && R->steps[k].step < D->nsteps; k++)
-        (*recomp)[R->steps[k].step] = R->steps[k].recompute_seqs > 0;
+        (*kinds)[R->steps[k].step] = (uint8_t)((R->steps[k].recompute_seqs > 0 ? STEP_RECOMP : 0) |
+                                               (R->steps[k].prefill_seqs == 0 ? STEP_DECODES : 0));
     teller_requests_free(R);
+    return 0;
+}
+
+/* SGLang logs one "Prefill batch." line per step that prefills: when the
+ * file's lines of the traced seconds are as many as the steps whose
+ * annotations do not say they only decoded (and some say so), the i-th
+ * line is the i-th such step, and each is an anchor for the preemption
+ * lines around it. A trace that begins or ends within a second of prefill
+ * lines it does not hold has more lines than steps, and gives none. 0, or
+ * -1 out of memory. */
+static int prefill_anchors(logctx *L, const uint8_t *kinds)
+{
+    const dctx *D = L->D;
+    size_t n = 0, decodes = 0;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        n += !(kinds[k] & STEP_DECODES);
+        decodes += (kinds[k] & STEP_DECODES) != 0;
+    }
+    if (!decodes || n != L->npre)
+        return 0;
+    size_t i = 0;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        if (kinds[k] & STEP_DECODES)
+            continue;
+        if (TELLER_GROW(L->anc, L->canc, L->nanc + 1))
+            return -1;
+        L->anc[L->nanc++] = (anchor){L->pre[i++], k};
+    }
     return 0;
 }
 
@@ -398,7 +457,7 @@ static int recomputing(const dctx *D, const teller_diag_opts *o, uint8_t **recom
  * directory, a trace) fails the diagnosis, naming the file. */
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
 {
-    uint8_t *recomp = NULL; /* made at the first whole-second preemption line */
+    uint8_t *kinds = NULL; /* made at the first whole-second preemption line */
     teller_status st = TELLER_OK;
     for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
         const char *path = o->logs[i];
@@ -411,18 +470,22 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
         /* the whole-second preemption lines, placed once the file's other
          * lines are, go to their steps in the file's order */
-        if (st == TELLER_OK && L.ndef && !recomp && recomputing(D, o, &recomp))
-            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory, or the logs could not be read again");
-        if (st == TELLER_OK && L.ndef && place_deferred(&L, recomp))
+        if (st == TELLER_OK && L.ndef && !kinds && batch_kinds(D, o, &kinds))
+            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+        if (st == TELLER_OK && L.ndef && (prefill_anchors(&L, kinds) || place_deferred(&L, kinds)))
             st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
         for (size_t j = 0; st == TELLER_OK && j < L.ndef; j++)
             if (L.def[j].step != TELLER_NONE) {
-                D->steps[L.def[j].step].claimed = 1;
-                if (put_line(D, L.def[j].step, TELLER_FAULT_PREEMPTION, &L.def[j].ev))
+                uint32_t k = L.def[j].step;
+                D->steps[k].claimed = 1;
+                teller_fault det = L.def[j].may_swap && step_has(D, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
+                                                                                              : TELLER_FAULT_PREEMPTION;
+                if (put_line(D, k, det, &L.def[j].ev))
                     st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
             }
         free(L.anc);
         free(L.def);
+        free(L.pre);
         if (st != TELLER_OK)
             break;
         if (L.total && !L.aligned) {
@@ -432,6 +495,6 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
             diag_add_note(D, note);
         }
     }
-    free(recomp);
+    free(kinds);
     return st;
 }
