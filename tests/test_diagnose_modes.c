@@ -21,6 +21,8 @@
  *       costs nothing;
  *   (j) of a step's host stalls, the one named is the op whose wait grew
  *       the most over its usual, not the longest gap;
+ *   (k) copies slowed in both directions are one degraded link, named
+ *       after the copy with the most time;
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,6 +503,67 @@ static void write_copy_trace(const char *path, int queued)
     fclose(w.f);
 }
 
+/* Six steps, each a 4 MB host-to-device copy (100 us) while the host
+ * works 250 us before launching the kernel that reads it (500 us), then
+ * a blocking 1 MB device-to-host copy of the result (60 us). In step 3 a
+ * degraded link slows both: 400 us and 240 us. The kernel, launched late,
+ * waited 140 us for the first; the step's end waited 180 us for the
+ * second. */
+static void write_pcie_trace(const char *path)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 3000000;
+    for (int k = 0; k < 6; k++) {
+        double up = k == 3 ? 400 : 100, down = k == 3 ? 240 : 60;
+        double kstart = t + 20 + up > t + 285 ? t + 20 + up : t + 285, kend = kstart + 500;
+        char nm[32], a[160];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, kend + down + 20 - t, NULL);
+        int c = ++w.corr;
+        snprintf(a, sizeof a, "\"correlation\": %d", c);
+        tw_ev(&w, "cuda_runtime", "cudaMemcpyAsync", 1, 1, t + 10, 5, a);
+        snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"bytes\": 4194304", c);
+        tw_ev(&w, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, t + 20, up, a);
+        tw_ev(&w, "cpu_op", "aten::to", 1, 1, t + 20, 250, NULL);
+        tw_launch(&w, 1, t + 275, "gemv_kernel", kstart, 500, 64);
+        c = ++w.corr;
+        snprintf(a, sizeof a, "\"correlation\": %d", c);
+        tw_ev(&w, "cuda_runtime", "cudaMemcpyAsync", 1, 1, t + 285, kend + down - (t + 285), a);
+        snprintf(a, sizeof a, "\"correlation\": %d, \"device\": 0, \"stream\": 7, \"bytes\": 1048576", c);
+        tw_ev(&w, "gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 0, 7, kend, down, a);
+        t = kend + down + 300;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (k) copies of both directions slowed on one rank in one step are one
+ * degraded link, named after the copy with the most time (which lost the
+ * most), costing the most one of them cost, not their sum */
+static void test_modes_pcie_both_directions(void)
+{
+    char path[] = "/tmp/teller_pcie_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    write_pcie_trace(path);
+    teller_store *st = NULL;
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    CHECK_EQ_INT(flagged(d), 1);
+    if (d && d->n == 6) {
+        CHECK(d->steps[3].pred.abnormal);
+        CHECK(!strcmp(d->steps[3].fault, "pcie_degradation"));
+        CHECK(d->steps[3].pred.ncand > 0 && !strcmp(d->steps[3].pred.cand[0].op, "Memcpy HtoD (Pinned -> Device)"));
+        CHECK(d->steps[3].excess_ns > 150000 && d->steps[3].excess_ns < 200000); /* the 180 us the step's end waited */
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
 /* (g) a slow copy costs the step only what work queued behind it waited */
 static void test_modes_copy_cost(void)
 {
@@ -777,6 +840,7 @@ const test_case diagnose_mode_tests[] = {
      test_modes_queued_stall},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
+    {"diagnose modes: copies slowed both ways on a rank are one finding, named after the heavier", test_modes_pcie_both_directions},
     {"diagnose modes: steps queued behind a slow step's GPU work carry its root", test_modes_carried_steps},
     {"diagnose modes: a fault that delayed the host more than the GPU carries nothing into later steps",
      test_modes_carried_host_delay},

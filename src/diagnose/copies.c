@@ -180,3 +180,27 @@ oom:
     free(kr);
     return rc;
 }
+
+/* Copies of two or more names slowed on one rank in one step (host to
+ * device and back) are one degraded link, which slows every copy alike:
+ * the copy name with the most time on the rank lost the most and names
+ * the finding, as the heaviest kernel names a throttled GPU. Its cost is
+ * the most any one of them cost: each counts the time the work after it
+ * waited, the same wait when one copy queues behind the other (summed,
+ * they came to up to twice what the step lost). */
+size_t diag_merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n)
+{
+    (void)D;
+    if (n < 2)
+        return SIZE_MAX;
+    size_t heavy = idx[0];
+    double cost = 0;
+    for (size_t q = 0; q < n; q++) {
+        if (c[idx[q]].actual > c[heavy].actual)
+            heavy = idx[q];
+        if (c[idx[q]].excess > cost)
+            cost = c[idx[q]].excess;
+    }
+    c[heavy].excess = cost;
+    return heavy;
+}

@@ -241,6 +241,7 @@ size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n);
 size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n);
 int diag_detect_sync(const dctx *D, finds *out);
 int diag_detect_copies(const dctx *D, finds *out);
+size_t diag_merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n);
 /* roofline.c: kernels without another yardstick against the work their
  * torch ops' shapes state, at the trace's own throughput */
 int diag_detect_roofline(const dctx *D, finds *out);

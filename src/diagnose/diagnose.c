@@ -453,7 +453,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D))
         goto oom;
     if (merge_groups(&D, TELLER_FAULT_KERNEL_REGRESSION, diag_merge_throttle) || merge_groups(&D, TELLER_FAULT_LAUNCH_LATENCY, diag_merge_launches) ||
-        merge_groups(&D, TELLER_FAULT_MALLOC_STORM, diag_classify_malloc))
+        merge_groups(&D, TELLER_FAULT_MALLOC_STORM, diag_classify_malloc) ||
+        merge_groups(&D, TELLER_FAULT_PCIE_DEGRADATION, diag_merge_pcie))
         goto oom;
     absorb(&D);
     if (diag_merge_links(&D))
