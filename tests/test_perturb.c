@@ -854,12 +854,80 @@ static void test_preemption_writes_the_engine_warning(void)
     rm_rf(dir);
 }
 
+/* Compute-kernel time per (step, rank) of st, ranks 0-3 and steps < 64. */
+static void compute_ns(const teller_store *st, int64_t t[64][4])
+{
+    const teller_events *ev = teller_store_events(st);
+    memset(t, 0, 64 * sizeof *t);
+    for (size_t i = 0; i < ev->n; i++) {
+        int r = teller_store_source_c(st, ev->source[i])->rank;
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_GPU) && !(ev->flags[i] & TELLER_F_COMM) &&
+            ev->step[i] < 64 && r >= 0 && r < 4)
+            t[ev->step[i]][r] += ev->dur_ns[i];
+    }
+}
+
+/* A preempted step recomputes the preempted requests: a prefill that
+ * fills much of the token budget, as the run's largest prefill did. On
+ * every rank its compute kernels grow by 0.375-1x the most compute time a
+ * step of the run spent there, so a decode step becomes as heavy as a
+ * prefill (stretching its own kernels 1.3-2x kept it the lightest of its
+ * second). */
+static void test_preemption_recomputes_a_prefill(void)
+{
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    healthy_2x2(dir, 12, 5);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    node_logs nl;
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = 0.5;
+    o.seed = 3;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.logs = node_logs_of(&nl, dir);
+    o.nlogs = 2;
+    char out[700];
+    snprintf(out, sizeof out, "%s/perturbed", dir);
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, out, &res, &err), TELLER_OK);
+    teller_store *pt = load_written(out, st);
+    static int64_t before[64][4], after[64][4];
+    compute_ns(st, before);
+    compute_ns(pt, after);
+    int64_t most[4] = {0};
+    for (int k = 0; k < 64; k++)
+        for (int r = 0; r < 4; r++)
+            most[r] = before[k][r] > most[r] ? before[k][r] : most[r];
+    snprintf(out, sizeof out, "%s/perturbed/truth.json", dir);
+    jv *t = jdom_load(out, &err);
+    const jv *steps = t ? jdom_get(t, "steps") : NULL;
+    int preempted = 0;
+    for (size_t k = 0; steps && k < steps->n && k < 64; k++) {
+        int pre = !strcmp(jdom_str(&steps->items[k], "fault", ""), "preemption");
+        preempted += pre;
+        for (int r = 0; r < 4; r++) {
+            int64_t grew = after[k][r] - before[k][r];
+            if (pre)
+                CHECK(grew >= (int64_t)(0.375 * (double)most[r]) - 1000 && grew <= most[r] + 1000);
+            else
+                CHECK(grew == 0);
+        }
+    }
+    CHECK(preempted >= 2);
+    jdom_free(t);
+    teller_store_free(pt);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 const test_case perturb_tests[] = {
     {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
     {"perturb: rate 0 writes the run unchanged; its logs are copied", test_rate_zero_writes_the_run_unchanged},
     {"perturb: perturbed real runs stay consistent; steps grow by the truth's excess", test_perturbed_real_runs_stay_consistent},
     {"perturb: a multi-node run carries slow links and pipeline sends, consistently", test_perturbed_multi_node_run_stays_consistent},
     {"perturb: preemption writes vLLM's warning into the scheduler node's log at the step's time", test_preemption_writes_the_engine_warning},
+    {"perturb: a preempted step recomputes a prefill the size of the run's largest", test_preemption_recomputes_a_prefill},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
     {"perturb: teller perturb CASE_DIR brings the case's logs along", test_cli_case_brings_its_logs},
     {"perturb: bad input says why", test_bad_input_says_why},

@@ -519,10 +519,30 @@ static uint32_t lead_marker(const pctx *P, uint32_t k)
     return TELLER_NONE;
 }
 
-/* The scheduler preempted sequences and recomputes their prefill in this
- * step: more tokens through the same kernels on every rank, and the
- * engine's warning in the scheduler node's log (written after the rewrite,
- * write_log_lines). */
+/* The compute-kernel time of step k on rank r. */
+static int64_t kernel_ns(const pctx *P, uint32_t k, int r)
+{
+    int64_t t = 0;
+    for (uint32_t j = P->sfirst[k]; j < P->sfirst[k + 1]; j++) {
+        uint32_t i = P->sev[j];
+        if (rank_of(P, i) == r && q_kernel(P, i))
+            t += P->ev->dur_ns[i];
+    }
+    return t;
+}
+
+/* The scheduler preempted sequences and recomputes them in this step: a
+ * prefill of their prompts and of the tokens they had generated, on every
+ * rank, and the engine's warning in the scheduler node's log (written
+ * after the rewrite, write_log_lines). A recomputation fills much of the
+ * step's token budget, as the run's largest prefill did: the simulator
+ * recomputes 1.5-4 k tokens against its 4 k budget. Perturb cannot add
+ * tokens, so the step's compute kernels on each rank grow together by that
+ * share (0.375-1, times the severity) of the most compute time a step of
+ * the run spent on the rank. (Stretching the step's own kernels 1.3-2x, as
+ * before, left a decode step lighter than the prefills around it: a
+ * recomputation no engine does, and one whose whole-second warning the
+ * diagnosis rightly gives to the heavier step.) */
 static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
 {
     int serving = !strcmp(P->engine, "vllm") || !strcmp(P->engine, "sglang");
@@ -531,9 +551,18 @@ static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather(P, k, q_kernel, -1);
     if (!apply || !n)
         return n > 0;
-    /* the simulator recomputes tokens; here 1.3-2x more time through the same kernels */
-    if (stretch_all(P, P->cand, n, 1.0 + uni_in(&P->r, 0.3, 1.0) * P->o->severity))
-        return -1;
+    double share = uni_in(&P->r, 1500.0 / 4096, 1.0) * P->o->severity;
+    for (size_t src = 0; src < teller_store_num_sources(P->st); src++) {
+        int r = teller_store_source_c(P->st, (uint32_t)src)->rank;
+        int64_t own = kernel_ns(P, k, r), most = 0;
+        for (uint32_t j = 0; j < P->nsteps; j++) {
+            int64_t t = kernel_ns(P, j, r);
+            most = t > most ? t : most;
+        }
+        n = gather(P, k, q_kernel, r);
+        if (n && stretch_all(P, P->cand, n, 1.0 + share * (double)most / (double)own))
+            return -1;
+    }
     return set_root(P, rt, lead_marker(P, k));
 }
 
