@@ -397,6 +397,86 @@ static void test_diagnose_throttle_names_heaviest_kernel(void)
     rm_rf(dir);
 }
 
+/* A hand-made tensor-parallel pair (times in µs) of six steps of 1 ms:
+ * each step one gemm per rank, then an all-reduce both join once the
+ * slower gemm is done. Rank 0's gemm takes 200 µs; rank 1's takes g1[k],
+ * and with cp1 rank 1 first copies 4 KB to the GPU in a call that waits
+ * for the copy (cp1[k] µs), launching its gemm that much later. */
+static teller_store *tp_pair(char *dir, const double *g1, const double *cp1)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    for (int r = 0; r < 2; r++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/rank%d.json", dir, r);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (!f)
+            break;
+        fprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n", r);
+        for (int k = 0; k < 6; k++) {
+            double t = 1000.0 * k, cp = r && cp1 ? cp1[k] : 0, g = r ? g1[k] : 200;
+            double end0 = t + 220, end1 = t + 20 + (cp1 ? cp1[k] : 0) + g1[k], last = end0 > end1 ? end0 : end1;
+            double gs = t + 20 + cp, ge = gs + g;
+            int c = 10 * k;
+            if (cp > 0)
+                fprintf(f,
+                        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMemcpyAsync\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d}},\n"
+                        "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD (Pinned -> Device)\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d,\"bytes\":4096}},\n",
+                        t + 1, cp + 1, c + 4, t + 1.5, cp - 0.5, c + 4);
+            fprintf(f,
+                    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":900},\n"
+                    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
+                    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
+                    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
+                    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
+                    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d}},\n"
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d,\"grid\":[8,1,1],\"block\":[128,1,1]}},\n"
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+                    "\"dur\":%.3f,\"args\":{\"correlation\":%d,\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"Group size\":2}}%s\n",
+                    k, t, t + 5 + cp, t + 10 + cp, c + 1, t + 30 + cp, t + 35 + cp, c + 2, t + 50 + cp, last + 60 - t - 50 - cp,
+                    c + 3, gs, g, c + 1, ge + 5, last + 55 - ge - 5, c + 2, k < 5 ? "," : "");
+        }
+        fprintf(f, "]}\n");
+        fclose(f);
+        CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
+    }
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+/* One GPU of a tensor-parallel pair runs its gemm 12-25 % slower than its
+ * peer in every step (its clocks, its share of the work): that is its
+ * normal, not a regression whenever it is over the detector's 15 % (the
+ * run's median excess, over steps that mostly have no finding, took off
+ * too little); a step in which it runs 2x its peer's is one, costing what
+ * it took over its usual 1.185x. */
+static void test_diagnose_steady_slower_peer(void)
+{
+    char dir[] = "/tmp/teller_diag_pair_XXXXXX";
+    const double g1[6] = {224, 250, 224, 400, 250, 224};
+    teller_store *st = tp_pair(dir, g1, NULL);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    for (size_t k = 0; d && k < d->n; k++) {
+        const teller_step_pred *p = &d->steps[k].pred;
+        CHECK_EQ_INT(p->abnormal, k == 3);
+        if (k == 3) {
+            CHECK(p->ncand > 0 && !strcmp(p->cand[0].op, "gemm") && p->cand[0].rank == 1);
+            const teller_diag_cand *c = &d->cands[d->steps[k].first_cand];
+            CHECK(fabs(c->excess_ns - 163e3) < 1e3);
+        }
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Steps of a real run (one trace, or two ranks' traces) flagged abnormal
  * by the numeric stage. */
 static int real_flagged(const char *rel, const char *rel2)
@@ -1226,6 +1306,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},
+    {"diagnose: a GPU that runs a kernel steadily slower than its peer is judged against that", test_diagnose_steady_slower_peer},
     {"diagnose: a host stall before a recv that waited for its peer costs nothing",
      test_diagnose_stall_absorbed_by_peer_wait},
     {"diagnose: stalls before a collective cost together at most how late the rank arrived",

@@ -123,28 +123,54 @@ done:
     return rc;
 }
 
+/* The fastest time of key (a step and kernel name) on source s's peers,
+ * and in *peers how many ran it; INFINITY when none did. */
+static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *peers)
+{
+    double best = INFINITY;
+    *peers = 0;
+    for (uint32_t q = D->gfirst[s]; q < D->gfirst[s] + D->gcount[s]; q++) {
+        uint32_t p = D->peers[q];
+        if (p == s)
+            continue;
+        uint32_t pi = kmap_get(&K[p].m, key, 0);
+        if (pi == TELLER_NONE)
+            continue;
+        (*peers)++;
+        if (K[p].tot[pi].t < best)
+            best = K[p].tot[pi].t;
+    }
+    return best;
+}
+
 /* Source s's kernel names against its peers' (K: every source's tally):
- * the excess of each over the fastest peer in the step, or without peers
- * over its usual time. 0, or -1 out of memory. */
+ * the excess of each over the fastest peer in the step, times what the
+ * rank usually takes of the name over its fastest peer (the median over
+ * the steps, with three or more, when that is over 1: one GPU of a group
+ * can run a kernel a steady 10 % slower, by its clocks or its share of the
+ * work, and that is its normal, not a fault in every step), or without
+ * peers over its usual time. 0, or -1 out of memory. */
 int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
 {
     const ktab *me = &K[s];
+    groups rg = {0}; /* per name: the rank's time over its fastest peer, per step */
+    double *over = NULL;
+    int peers, rc = -1;
+    for (size_t ix = 0; ix < me->m.n; ix++) {
+        double best = fastest_peer(D, s, K, me->keys[ix], &peers);
+        if (peers && best > 0 && diag_groups_add(&rg, me->keys[ix] & 0xFFFFFFF, me->tot[ix].t / best))
+            goto done;
+    }
+    if (rg.keys.n && !(over = diag_groups_medians(&rg)))
+        goto done;
     for (size_t ix = 0; ix < me->m.n; ix++) {
         uint64_t key = me->keys[ix];
-        double best = INFINITY, t = me->tot[ix].t; /* against best */
-        int peers = 0;
-        for (uint32_t q = D->gfirst[s]; q < D->gfirst[s] + D->gcount[s]; q++) {
-            uint32_t p = D->peers[q];
-            if (p == s)
-                continue;
-            uint32_t pi = kmap_get(&K[p].m, key, 0);
-            if (pi == TELLER_NONE)
-                continue;
-            peers++;
-            if (K[p].tot[pi].t < best)
-                best = K[p].tot[pi].t;
-        }
-        if (!peers) {
+        double best = fastest_peer(D, s, K, key, &peers), t = me->tot[ix].t; /* against best */
+        if (peers) {
+            uint32_t g = kmap_get(&rg.keys, key & 0xFFFFFFF, 0);
+            if (g != TELLER_NONE && rg.s[g].n >= 3 && over[g] > 1)
+                best *= over[g];
+        } else {
             /* no tensor-parallel peer: compare with the same rank's calls of
              * the same launch configuration in the run; without them, with
              * another rank without peers of its pipeline that made as many
@@ -178,9 +204,13 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
                   .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t - best,
                   .sig = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};
         if (diag_finds_add(out, (uint32_t)(key >> 28), &c))
-            return -1;
+            goto done;
     }
-    return 0;
+    rc = 0;
+done:
+    free(over);
+    diag_groups_free(&rg);
+    return rc;
 }
 
 /* The compute kernel name with the most time on the source of event e in
