@@ -491,6 +491,33 @@ static teller_store *two_ranks_perturbed(char *dir, uint32_t faults, double rate
     return load_case_ranks(dir, 0, 2);
 }
 
+/* Every kernel launch of one of the two ranks slowed in both steps: a
+ * run of fewer than three steps holds its launches to a prior (10 µs),
+ * and a slowdown in both of its steps is not the run's normal to be taken
+ * off (the lower of the two was, which left a step with no cost at all). */
+static void test_diagnose_short_run_launches_both_steps(void)
+{
+    char dir[] = "/tmp/teller_diag_ll_XXXXXX";
+    int abnormal = 0;
+    teller_store *st = two_ranks_perturbed(dir, 1u << TELLER_FAULT_LAUNCH_LATENCY, 1, 5, &abnormal);
+    CHECK_EQ_INT(abnormal, 2);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 2);
+    for (size_t k = 0; d && k < d->n; k++) {
+        CHECK(d->steps[k].pred.abnormal);
+        CHECK(!strcmp(d->steps[k].fault, "launch_latency"));
+    }
+    teller_eval_summary s;
+    score_case(d, dir, &s);
+    CHECK(s.op_ac1 == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* The same run with a PCIe slowdown in step 0 (tuning seed 108008, every
  * kind drawn): rank 0 prefetches its embeddings on a side stream 18-25 ms
  * before its compute stream's next kernel, so three copies 4.6x slower
@@ -1342,6 +1369,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},
     {"diagnose: a GPU that runs a kernel steadily slower than its peer is judged against that", test_diagnose_steady_slower_peer},
+    {"diagnose: slowed launches in both steps of a two-step run are not its normal", test_diagnose_short_run_launches_both_steps},
     {"diagnose: a copy costs nothing through a kernel of another stream that started well after it", test_diagnose_copy_not_waited_for},
     {"diagnose: a host stall before a recv that waited for its peer costs nothing",
      test_diagnose_stall_absorbed_by_peer_wait},

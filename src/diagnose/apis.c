@@ -37,11 +37,13 @@ static int is_alloc_api(const char *nm)
  * its kernel launches are held to this. */
 #define LAUNCH_PRIOR_NS 10000.0
 
+int diag_launch_prior(const dctx *D, uint32_t nm) { return D->nsteps < 3 && name_has(D->st, nm, "LaunchKernel"); }
+
 /* The usual time of a call of API nm: the run's median, or for a kernel
  * launch in a run too short to have a normal, at most the prior. */
 static double usual_call(const dctx *D, uint32_t nm, double run_med)
 {
-    return D->nsteps < 3 && run_med > LAUNCH_PRIOR_NS && name_has(D->st, nm, "LaunchKernel") ? LAUNCH_PRIOR_NS : run_med;
+    return diag_launch_prior(D, nm) && run_med > LAUNCH_PRIOR_NS ? LAUNCH_PRIOR_NS : run_med;
 }
 
 /* 1 when API call e launches GPU work whose name its source has not run

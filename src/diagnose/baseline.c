@@ -483,12 +483,22 @@ int diag_build_groups(dctx *D)
 
 /* ---- the run's normal ---- */
 
+/* Whether finding c is judged against the run's other steps: not when
+ * it states a fact (a log line, a collective that never completed), nor
+ * when its yardstick is a prior because the run is too short to have one
+ * (kernel launches in a run of fewer than three steps, apis.c: a launch
+ * slowdown in both steps of a two-step run is not its normal). */
+static int run_judged(const dctx *D, const cand *c)
+{
+    return c->det != TELLER_FAULT_NONE && !teller_fault_def_of(c->det)->logged &&
+           !(c->det == TELLER_FAULT_LAUNCH_LATENCY && diag_launch_prior(D, c->name));
+}
+
 /* A cost that most steps pay is the run's normal: for each (kind, rank,
  * operator), the median excess over all steps (a step without the finding
- * counting zero) is taken off every step's finding; with two steps, the
- * lower of the two. A single step has nothing to tell the usual from the
- * fault. Findings stated
- * by logs or by a collective that never completed are facts, not costs. */
+ * counting zero) is taken off every step's finding judged against the
+ * run; with two steps, the lower of the two. A single step has nothing to
+ * tell the usual from the fault. */
 int diag_subtract_run_normal(dctx *D)
 {
     if (D->nsteps < 2)
@@ -497,7 +507,7 @@ int diag_subtract_run_normal(dctx *D)
     for (uint32_t k = 0; k < D->nsteps; k++)
         for (size_t a = 0; a < D->steps[k].n; a++) {
             const cand *c = &D->steps[k].c[a];
-            if (c->det != TELLER_FAULT_NONE && !teller_fault_def_of(c->det)->logged &&
+            if (run_judged(D, c) &&
                 diag_groups_add(&g, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, c->excess)) {
                 diag_groups_free(&g);
                 return -1;
@@ -515,7 +525,7 @@ int diag_subtract_run_normal(dctx *D)
     for (uint32_t k = 0; k < D->nsteps; k++)
         for (size_t a = 0; a < D->steps[k].n; a++) {
             cand *c = &D->steps[k].c[a];
-            if (c->det == TELLER_FAULT_NONE || teller_fault_def_of(c->det)->logged)
+            if (!run_judged(D, c))
                 continue;
             uint32_t ix = kmap_get(&g.keys, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, 0);
             c->excess = ix == TELLER_NONE || c->excess <= base[ix] ? 0 : c->excess - base[ix];

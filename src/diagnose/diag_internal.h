@@ -237,6 +237,10 @@ void diag_ktab_free(ktab *K);
 size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n);
 int diag_blocks_on_gpu(const teller_store *st, uint32_t name);
 int diag_detect_apis(const dctx *D, finds *out);
+/* 1 when API nm's calls are held to the launch prior (apis.c): a kernel
+ * launch in a run of fewer than three steps, which cannot say what its own
+ * launches usually cost. */
+int diag_launch_prior(const dctx *D, uint32_t nm);
 size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n);
 size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n);
 int diag_detect_sync(const dctx *D, finds *out);
