@@ -539,6 +539,47 @@ static void test_diagnose_copy_not_waited_for(void)
     rm_rf(dir);
 }
 
+/* A healthy simulated run (two nodes, tensor and pipeline parallel)
+ * perturbed with a hang in its first step: the run ends there, and the
+ * hung collective is its group's first, so no complete instance says who
+ * is missing; the kernel's "Process Group Ranks" does, and that rank's
+ * trace is loaded (it was said to be not loaded, rank -1). */
+static void test_diagnose_hang_names_rank_from_group(void)
+{
+    char dir[] = "/tmp/teller_diag_hang_XXXXXX";
+    teller_sim_opts so = teller_sim_defaults();
+    so.nodes = 2;
+    so.gpus_per_node = 2;
+    so.tp = 2;
+    so.pp = 2;
+    so.steps = 6;
+    so.fault_rate = 0;
+    so.seed = 31;
+    sim_case(dir, &so);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.faults = 1u << TELLER_FAULT_NCCL_HANG;
+    po.rate = 1;
+    po.seed = 1;
+    char out[700];
+    snprintf(out, sizeof out, "%s/hang", dir);
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &po, out, &res, &err), TELLER_OK);
+    teller_store_free(st);
+    st = load_case_ranks(out, 0, 4);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK(d && d->n == 1 && d->steps[0].pred.abnormal && !strcmp(d->steps[0].fault, "nccl_hang"));
+    teller_eval_summary s;
+    score_case(d, out, &s);
+    CHECK(s.op_ac1 == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Steps of a real run (one trace, or two ranks' traces) flagged abnormal
  * by the numeric stage. */
 static int real_flagged(const char *rel, const char *rel2)
@@ -1371,6 +1412,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a GPU that runs a kernel steadily slower than its peer is judged against that", test_diagnose_steady_slower_peer},
     {"diagnose: slowed launches in both steps of a two-step run are not its normal", test_diagnose_short_run_launches_both_steps},
     {"diagnose: a copy costs nothing through a kernel of another stream that started well after it", test_diagnose_copy_not_waited_for},
+    {"diagnose: a hang in a group's first collective names the rank its process group lists and misses", test_diagnose_hang_names_rank_from_group},
     {"diagnose: a host stall before a recv that waited for its peer costs nothing",
      test_diagnose_stall_absorbed_by_peer_wait},
     {"diagnose: stalls before a collective cost together at most how late the rank arrived",

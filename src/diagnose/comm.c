@@ -21,6 +21,35 @@ typedef struct inst {
     uint32_t opname;   /* normalised op, interned */
 } inst;
 
+/* The first rank of collective c's process group ("Process Group Ranks",
+ * e.g. "[2, 3]") that has no member in it and whose trace is loaded; -1
+ * when there is none or the trace does not list the group's ranks. A run
+ * that hangs in its only step (or the first instance of its group) has no
+ * complete instance to tell the missing rank from. */
+static int32_t pg_missing(const dctx *D, const teller_collective *cc)
+{
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    const teller_comm *cm = teller_store_event_comm(D->st, mem[cc->first_member].kernel);
+    const char *p = cm && cm->pg_ranks ? teller_store_str(D->st, cm->pg_ranks) : NULL;
+    while (p && *p) {
+        if (*p < '0' || *p > '9') {
+            p++;
+            continue;
+        }
+        char *end;
+        long r = strtol(p, &end, 10);
+        p = end;
+        int present = 0, loaded = 0;
+        for (uint32_t q = 0; q < cc->num_members; q++)
+            present |= mem[cc->first_member + q].rank == r;
+        for (size_t s = 0; s < teller_store_num_sources(D->st); s++)
+            loaded |= teller_store_source_c(D->st, (uint32_t)s)->rank == r;
+        if (!present && loaded)
+            return (int32_t)r;
+    }
+    return -1;
+}
+
 int diag_detect_comm(dctx *D)
 {
     teller_store *st = D->st;
@@ -104,7 +133,8 @@ int diag_detect_comm(dctx *D)
         uint32_t exp_members = maxm[kmap_get(&km, cc->key, 0)];
         uint32_t k0 = mem[cc->first_member].kernel;
         if (cc->num_members < exp_members || x->transfer > 5e9) {
-            /* hang: who is missing? the ranks of the key's other instances */
+            /* hang: who is missing? the ranks of the key's other instances,
+             * else of its process group */
             int32_t missing = -1;
             for (size_t c2 = 0; c2 < nc && missing < 0; c2++) {
                 if (co[c2].key != cc->key || co[c2].num_members != exp_members)
@@ -118,6 +148,8 @@ int diag_detect_comm(dctx *D)
                         missing = r;
                 }
             }
+            if (missing < 0)
+                missing = pg_missing(D, cc);
             if (missing >= 0 || x->transfer > 5e9) {
                 /* the root is the rank that never launched the collective: it has
                  * no event for it (-1 when that rank's trace is not loaded); the
