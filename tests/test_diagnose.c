@@ -468,6 +468,31 @@ static void test_diagnose_steady_slower_peer(void)
     rm_rf(dir);
 }
 
+/* The same pair with a gemm whose time jitters on each rank: rank 1 runs
+ * it at 0.9-1.27x its peer's, and once at 2x. A step at 1.27x is within
+ * how far the ratio strays anyway (its median 1.075 and three spreads,
+ * 1.4826 x the median absolute deviation: 1.63); the 2x step is a
+ * regression, costing what it took over the usual 1.075x. */
+static void test_diagnose_jittery_peer(void)
+{
+    char dir[] = "/tmp/teller_diag_jit_XXXXXX";
+    const double g1[6] = {180, 220, 200, 254, 400, 210};
+    teller_store *st = tp_pair(dir, g1);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    for (size_t k = 0; d && k < d->n; k++) {
+        CHECK_EQ_INT(d->steps[k].pred.abnormal, k == 4);
+        if (k == 4)
+            CHECK(fabs(d->cands[d->steps[k].first_cand].excess_ns - 185e3) < 1e3);
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* HTA's two ranks of a DDP job (two steps) perturbed into dir (a mkdtemp
  * template) with the kinds faults (0: all) at rate and seed, read back; the
  * number of abnormal steps in *abnormal. */
@@ -1410,6 +1435,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},
     {"diagnose: a GPU that runs a kernel steadily slower than its peer is judged against that", test_diagnose_steady_slower_peer},
+    {"diagnose: a kernel whose ratio to its peer jitters is judged beyond three spreads of it", test_diagnose_jittery_peer},
     {"diagnose: slowed launches in both steps of a two-step run are not its normal", test_diagnose_short_run_launches_both_steps},
     {"diagnose: a copy costs nothing through a kernel of another stream that started well after it", test_diagnose_copy_not_waited_for},
     {"diagnose: a hang in a group's first collective names the rank its process group lists and misses", test_diagnose_hang_names_rank_from_group},

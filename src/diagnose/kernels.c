@@ -148,28 +148,42 @@ static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *
  * rank usually takes of the name over its fastest peer (the median over
  * the steps, with three or more, when that is over 1: one GPU of a group
  * can run a kernel a steady 10 % slower, by its clocks or its share of the
- * work, and that is its normal, not a fault in every step), or without
- * peers over its usual time. 0, or -1 out of memory. */
+ * work, and that is its normal, not a fault in every step), and only when
+ * the ratio is over that median by more than three spreads (a kernel whose
+ * time jitters 10 % on each rank is 1.27x its peer in some step of forty);
+ * or without peers over its usual time. 0, or -1 out of memory. */
 int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
 {
     const ktab *me = &K[s];
     groups rg = {0}; /* per name: the rank's time over its fastest peer, per step */
-    double *over = NULL;
+    double *over = NULL, *spread = NULL; /* per name: the ratio's median and spread */
     int peers, rc = -1;
     for (size_t ix = 0; ix < me->m.n; ix++) {
         double best = fastest_peer(D, s, K, me->keys[ix], &peers);
         if (peers && best > 0 && diag_groups_add(&rg, me->keys[ix] & 0xFFFFFFF, me->tot[ix].t / best))
             goto done;
     }
-    if (rg.keys.n && !(over = diag_groups_medians(&rg)))
+    if (rg.keys.n && (!(over = diag_groups_medians(&rg)) || !(spread = malloc(rg.keys.n * sizeof *spread))))
         goto done;
+    for (size_t g = 0; g < rg.keys.n; g++) {
+        /* how far the ratio strays anyway: 1.4826 x its median absolute
+         * deviation (the samples are the group's own, free to reorder) */
+        samples *v = &rg.s[g];
+        for (size_t q = 0; q < v->n; q++)
+            v->v[q] = fabs(v->v[q] - over[g]);
+        spread[g] = 1.4826 * diag_median(v->v, v->n);
+    }
     for (size_t ix = 0; ix < me->m.n; ix++) {
         uint64_t key = me->keys[ix];
         double best = fastest_peer(D, s, K, key, &peers), t = me->tot[ix].t; /* against best */
         if (peers) {
             uint32_t g = kmap_get(&rg.keys, key & 0xFFFFFFF, 0);
-            if (g != TELLER_NONE && rg.s[g].n >= 3 && over[g] > 1)
-                best *= over[g];
+            if (g != TELLER_NONE && rg.s[g].n >= 3) {
+                if (t <= best * (over[g] + 3 * spread[g]))
+                    continue; /* within how far the rank strays from its peer anyway */
+                if (over[g] > 1)
+                    best *= over[g];
+            }
         } else {
             /* no tensor-parallel peer: compare with the same rank's calls of
              * the same launch configuration in the run; without them, with
@@ -209,6 +223,7 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
     rc = 0;
 done:
     free(over);
+    free(spread);
     diag_groups_free(&rg);
     return rc;
 }
