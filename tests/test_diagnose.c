@@ -258,16 +258,20 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
-/* Perturbs the shared trace rel with faults (0: every kind) at rate 0.3
- * and the seed into a case made in dir, and loads the case back (trees
- * built); what perturb did in *res. */
-static teller_store *perturbed_real(char *dir, const char *rel, uint32_t faults, uint64_t seed, teller_perturb_result *res)
+/* Perturbs the shared trace rel (with rel2, a second rank's, when not
+ * NULL) with faults (0: every kind) at rate 0.3 and the seed into a case
+ * made in dir, and loads the case back (trees built); what perturb did in
+ * *res. */
+static teller_store *perturbed_real(char *dir, const char *rel, const char *rel2, uint32_t faults, uint64_t seed,
+                                    teller_perturb_result *res)
 {
     CHECK(mkdtemp(dir) != NULL);
     teller_error err;
     teller_error_clear(&err);
     teller_store *st = teller_store_create();
     CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
+    if (rel2)
+        CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel2), NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
     teller_perturb_opts po = teller_perturb_defaults();
     po.faults = faults;
@@ -275,7 +279,7 @@ static teller_store *perturbed_real(char *dir, const char *rel, uint32_t faults,
     po.seed = seed;
     CHECK_EQ_INT(teller_perturb(st, &po, dir, res, &err), TELLER_OK);
     teller_store_free(st);
-    return load_case_ranks(dir, 0, 1);
+    return load_case_ranks(dir, 0, rel2 ? 2 : 1);
 }
 
 /* HTA's NCCL trace (one rank, three ProfilerStep#s) perturbed with every
@@ -288,7 +292,7 @@ static void test_diagnose_kernel_partly_referenced(void)
 {
     char dir[] = "/tmp/teller_diag_pref_XXXXXX";
     teller_perturb_result res;
-    teller_store *st = perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", 0, 106000, &res);
+    teller_store *st = perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", NULL, 0, 106000, &res);
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT((int)res.abnormal, 1);
@@ -315,7 +319,7 @@ static void test_diagnose_carried_real_run(void)
 {
     char dir[] = "/tmp/teller_diag_carry_XXXXXX";
     teller_perturb_result res;
-    teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", NULL,
                                       1u << TELLER_FAULT_KERNEL_REGRESSION, 5, &res);
     teller_error err;
     teller_error_clear(&err);
@@ -346,8 +350,8 @@ static void test_diagnose_carried_stops_at_a_host_delay(void)
 {
     char dir[] = "/tmp/teller_diag_carry2_XXXXXX";
     teller_perturb_result res;
-    teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 0,
-                                      107009, &res);
+    teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", NULL,
+                                      0, 107009, &res);
     teller_error err;
     teller_error_clear(&err);
     teller_diagnosis *d = NULL;
@@ -376,7 +380,7 @@ static void test_diagnose_throttle_names_heaviest_kernel(void)
     char dir[] = "/tmp/teller_diag_thr_XXXXXX";
     teller_perturb_result res;
     teller_store *st =
-        perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", 1u << TELLER_FAULT_GPU_THROTTLE, 3, &res);
+        perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", NULL, 1u << TELLER_FAULT_GPU_THROTTLE, 3, &res);
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT((int)res.abnormal, 1);
@@ -493,39 +497,19 @@ static void test_diagnose_jittery_peer(void)
     rm_rf(dir);
 }
 
-/* HTA's two ranks of a DDP job (two steps) perturbed into dir (a mkdtemp
- * template) with the kinds faults (0: all) at rate and seed, read back; the
- * number of abnormal steps in *abnormal. */
-static teller_store *two_ranks_perturbed(char *dir, uint32_t faults, double rate, uint64_t seed, int *abnormal)
-{
-    CHECK(mkdtemp(dir) != NULL);
-    teller_error err;
-    teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/trace_filter/sampled_rank-0.json.gz"), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path("hta/trace_filter/sampled_rank-1.json.gz"), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
-    teller_perturb_opts po = teller_perturb_defaults();
-    po.faults = faults;
-    po.rate = rate;
-    po.seed = seed;
-    teller_perturb_result res;
-    CHECK_EQ_INT(teller_perturb(st, &po, dir, &res, &err), TELLER_OK);
-    *abnormal = (int)res.abnormal;
-    teller_store_free(st);
-    return load_case_ranks(dir, 0, 2);
-}
+#define TWO_RANKS "hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"
 
-/* Every kernel launch of one of the two ranks slowed in both steps: a
- * run of fewer than three steps holds its launches to a prior (10 µs),
- * and a slowdown in both of its steps is not the run's normal to be taken
- * off (the lower of the two was, which left a step with no cost at all). */
+/* HTA's two ranks of a DDP job (two steps), every kernel launch of one
+ * rank slowed in both (seed 54, slowed launches alone): a run of fewer
+ * than three steps holds its launches to a prior (10 µs), and a slowdown
+ * in both of its steps is not the run's normal to be taken off (the lower
+ * of the two was, which left neither step a cost). */
 static void test_diagnose_short_run_launches_both_steps(void)
 {
     char dir[] = "/tmp/teller_diag_ll_XXXXXX";
-    int abnormal = 0;
-    teller_store *st = two_ranks_perturbed(dir, 1u << TELLER_FAULT_LAUNCH_LATENCY, 1, 5, &abnormal);
-    CHECK_EQ_INT(abnormal, 2);
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, TWO_RANKS, 1u << TELLER_FAULT_LAUNCH_LATENCY, 54, &res);
+    CHECK_EQ_INT((int)res.abnormal, 2);
     teller_diagnosis *d = NULL;
     teller_error err;
     teller_error_clear(&err);
@@ -551,9 +535,9 @@ static void test_diagnose_short_run_launches_both_steps(void)
 static void test_diagnose_copy_not_waited_for(void)
 {
     char dir[] = "/tmp/teller_diag_pf_XXXXXX";
-    int abnormal = 0;
-    teller_store *st = two_ranks_perturbed(dir, 0, 0.3, 108008, &abnormal);
-    CHECK_EQ_INT(abnormal, 1); /* step 1: slowed launches */
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, TWO_RANKS, 0, 108008, &res);
+    CHECK_EQ_INT((int)res.abnormal, 1); /* step 1: slowed launches */
     teller_diagnosis *d = NULL;
     teller_error err;
     teller_error_clear(&err);
