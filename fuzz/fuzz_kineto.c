@@ -1,10 +1,12 @@
 /*
- * fuzz_kineto.c - libFuzzer target for the Kineto reader and the tree builder.
+ * fuzz_kineto.c - libFuzzer target for the Kineto reader, the tree builder
+ * and the diagnosis.
  *
  * Loads the input with teller_ingest_kineto_mem (from an exact-size heap copy,
  * so AddressSanitizer sees reads past the end), and when it loads, builds the
- * trees and computes what `teller stats` and `teller steps` print. An input of
- * odd length is loaded twice, as rank 0 and rank 1 on two nodes, so that
+ * trees, computes what `teller stats` and `teller steps` print and diagnoses
+ * it (every detector, on one thread). An input of odd length is loaded
+ * twice, as rank 0 and rank 1 on two nodes, so that
  * collective matching across ranks and the clock-offset estimate run too.
  * Library code must never crash, leak or hit undefined behaviour on any input;
  * a few invariants of the result are checked with abort().
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/store.h"
 #include "teller/tree.h"
@@ -67,6 +70,24 @@ static void check_store(const teller_store *st)
     free(sum);
 }
 
+/* The diagnosis reads what the reader kept (names, args, a torch op's
+ * input shapes as the trace wrote them: src/diagnose/roofline.c parses
+ * them): on one thread, every step judged, every root a loaded event. */
+static void check_diagnosis(teller_store *st)
+{
+    teller_diag_opts o = teller_diag_defaults();
+    o.jobs = 1;
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_diagnose(st, &o, &d, &err) != TELLER_OK)
+        return;
+    REQUIRE(d->n == teller_store_step_count(st));
+    for (size_t k = 0; k < d->n; k++)
+        REQUIRE(d->steps[k].culprit_event == TELLER_NONE || d->steps[k].culprit_event < teller_store_events(st)->n);
+    teller_diagnosis_free(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -97,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(err.code == s && err.msg[0] != 0);
     } else if (teller_tree_build(st, &to, &err) == TELLER_OK) {
         check_store(st);
+        check_diagnosis(st);
     }
     for (size_t i = 0; i < teller_store_num_warning_msgs(st); i++)
         (void)strlen(teller_store_warning_msg(st, i));

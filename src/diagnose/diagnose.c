@@ -568,7 +568,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             cand_features(&D, s, k, c, a, sa->n, src, dc->node, ranks, nodes, med_step, dc->feat);
             idx[s->ncands++] = a;
         }
-        teller_diag_cand *sc = d->cands + s->first_cand;
+        teller_diag_cand *sc = s->ncands ? d->cands + s->first_cand : NULL; /* no step may have any */
         s->pred.score = s->ncands ? sc[0].score : 0;
         if (o->model && s->ncands) {
             /* the model judges whether the step is abnormal, and puts its
