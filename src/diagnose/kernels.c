@@ -163,16 +163,9 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
         if (peers && best > 0 && diag_groups_add(&rg, me->keys[ix] & 0xFFFFFFF, me->tot[ix].t / best))
             goto done;
     }
-    if (rg.keys.n && (!(over = diag_groups_medians(&rg)) || !(spread = malloc(rg.keys.n * sizeof *spread))))
+    /* how far the ratio strays anyway: its spread (baseline.c) */
+    if (rg.keys.n && (!(over = diag_groups_medians(&rg)) || !(spread = diag_groups_spreads(&rg, over))))
         goto done;
-    for (size_t g = 0; g < rg.keys.n; g++) {
-        /* how far the ratio strays anyway: 1.4826 x its median absolute
-         * deviation (the samples are the group's own, free to reorder) */
-        samples *v = &rg.s[g];
-        for (size_t q = 0; q < v->n; q++)
-            v->v[q] = fabs(v->v[q] - over[g]);
-        spread[g] = 1.4826 * diag_median(v->v, v->n);
-    }
     for (size_t ix = 0; ix < me->m.n; ix++) {
         uint64_t key = me->keys[ix];
         double best = fastest_peer(D, s, K, key, &peers), t = me->tot[ix].t; /* against best */
