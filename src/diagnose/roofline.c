@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ingest/json.h"
 #include "diag_internal.h"
 
 enum { FAM_GEMM = 0, FAM_POINTWISE, NFAM };
@@ -60,85 +61,50 @@ typedef struct op_input {
 
 /* ---- reading the shapes ---- */
 
-static const char *skip_ws(const char *p)
-{
-    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-        p++;
-    return p;
-}
+/* A json cursor over the whole of a NUL-terminated text. */
+static json_cur text_cur(const char *text) { return (json_cur){text, text + strlen(text), NULL}; }
 
-/* Skips one JSON value of the lists Kineto writes (numbers, strings,
- * lists); NULL at anything else or at the end of the text. */
-static const char *skip_value(const char *p)
+/* One input's dims at c into x: a list of at most MAX_RANK non-negative
+ * integers written as at most 13 digits is a tensor's; anything else (a
+ * nested list, a string, a decimal) leaves x->ndim -1. Moves c past the
+ * value; JSON_OK, or the tokenizer's status when the text is not JSON. */
+static int read_dims(json_cur *c, op_input *x)
 {
-    p = skip_ws(p);
-    if (*p == '"') {
-        for (p++; *p && *p != '"'; p++)
-            if (*p == '\\' && p[1])
-                p++;
-        return *p ? p + 1 : NULL;
-    }
-    if (*p == '[') {
-        int depth = 0;
-        for (; *p; p++) {
-            if (*p == '"') {
-                if (!(p = skip_value(p)))
-                    return NULL;
-                p--;
-            } else if (*p == '[') {
-                depth++;
-            } else if (*p == ']' && --depth == 0) {
-                return p + 1;
-            }
+    x->ndim = -1;
+    x->esize = 0;
+    json_cur t = *c;
+    int nd = 0, done = 0;
+    if (*t.p == '[') {
+        t.p++;
+        for (int first = 1; !json_arr_next(&t, first, &done) && !done; first = 0) {
+            const char *num = t.p;
+            int64_t v;
+            if (nd == MAX_RANK || json_int(&t, &v) || t.p - num > 13 ||
+                strspn(num, "0123456789") < (size_t)(t.p - num))
+                break;
+            x->d[nd++] = (double)v;
         }
-        return NULL;
+        if (done)
+            x->ndim = nd;
     }
-    while (*p && *p != ',' && *p != ']')
-        p++;
-    return *p ? p : NULL;
+    return json_skip(c);
 }
 
-/* "[[8, 4096], [], [[1], [2]], ...]" into in[]: a list of non-negative
- * integers is a tensor's dims (at most MAX_RANK of them, each of at most
- * 13 digits), anything else is not. The number of inputs, or -1 when the text
- * is not a list. */
-static int parse_dims(const char *p, op_input *in)
+/* "[[8, 4096], [], [[1], [2]], ...]" into in[] (read_dims), at most
+ * MAX_INPUTS of them: their number, or -1 when the text is not a list. */
+static int parse_dims(const char *text, op_input *in)
 {
-    p = skip_ws(p);
-    if (*p != '[')
+    json_cur c = text_cur(text);
+    int n = 0, done = 0;
+    if (json_expect(&c, '['))
         return -1;
-    p = skip_ws(p + 1);
-    int n = 0;
-    while (*p && *p != ']' && n < MAX_INPUTS) {
-        op_input *x = &in[n++];
-        x->ndim = -1;
-        x->esize = 0;
-        const char *q = skip_ws(p);
-        if (*q == '[') {
-            int nd = 0, ok = 1;
-            q = skip_ws(q + 1);
-            while (ok && *q != ']') {
-                double v = 0;
-                int digits = 0;
-                for (; *q >= '0' && *q <= '9' && digits < 13; q++, digits++)
-                    v = v * 10 + (*q - '0');
-                q = skip_ws(q);
-                if (!digits || nd >= MAX_RANK || (*q != ',' && *q != ']')) {
-                    ok = 0;
-                    break;
-                }
-                x->d[nd++] = v;
-                if (*q == ',')
-                    q = skip_ws(q + 1);
-            }
-            if (ok)
-                x->ndim = nd;
-        }
-        if (!(p = skip_value(p)))
+    for (int first = 1; n < MAX_INPUTS; first = 0) {
+        if (json_arr_next(&c, first, &done))
             return -1;
-        p = skip_ws(p);
-        if (*p == ',')
-            p = skip_ws(p + 1);
+        if (done)
+            break;
+        if (read_dims(&c, &in[n++]))
+            return -1;
     }
     return n;
 }
@@ -160,25 +126,24 @@ static double elem_size(const char *s, size_t n)
 }
 
 /* "[\"float\", \"\", ...]": each input's element size into in[0..n). */
-static void parse_types(const char *p, op_input *in, int n)
+static void parse_types(const char *text, op_input *in, int n)
 {
-    p = skip_ws(p);
-    if (*p != '[')
+    json_cur c = text_cur(text);
+    int done = 0;
+    if (json_expect(&c, '['))
         return;
-    p = skip_ws(p + 1);
-    for (int k = 0; k < n && *p && *p != ']'; k++) {
-        if (*p == '"') {
-            const char *e = p + 1;
-            while (*e && *e != '"' && *e != '\\')
-                e++;
-            if (*e == '"')
-                in[k].esize = elem_size(p + 1, (size_t)(e - p - 1));
-        }
-        if (!(p = skip_value(p)))
+    for (int k = 0; k < n; k++) {
+        if (json_arr_next(&c, k == 0, &done) || done)
             return;
-        p = skip_ws(p);
-        if (*p == ',')
-            p = skip_ws(p + 1);
+        json_str t;
+        if (*c.p != '"') {
+            if (json_skip(&c))
+                return;
+        } else if (json_string(&c, &t)) {
+            return;
+        } else if (!t.escaped) {
+            in[k].esize = elem_size(t.s, t.len);
+        }
     }
 }
 
