@@ -560,8 +560,8 @@ static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
             most = t > most ? t : most;
         }
         n = gather(P, k, q_kernel, r);
-        if (n && stretch_all(P, P->cand, n, 1.0 + share * (double)most / (double)own))
-            return -1;
+        if (n && own > 0 && stretch_all(P, P->cand, n, 1.0 + share * (double)most / (double)own))
+            return -1; /* (kernels that took no time have no share to grow) */
     }
     return set_root(P, rt, lead_marker(P, k));
 }
