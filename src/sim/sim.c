@@ -498,8 +498,9 @@ typedef struct sim_effect {
      * events (malloc_storm); ext is the op's External id. */
     int64_t (*in_op)(fx *c, int r, const op *p, int64_t t, uint32_t ext);
     /* Op p (kernel or copy) on rank r runs *d ns before jitter; returns 1
-     * when it is the step's root (gpu_throttle, kernel_regression,
-     * pcie_degradation). */
+     * when the fault slowed it (gpu_throttle, kernel_regression,
+     * pcie_degradation): the root is the name whose slowed ops took the
+     * most time (root_time). */
     int (*gpu_op)(fx *c, int r, const op *p, double *d);
     /* Whether rank r never launches the stage's coll-th collective (nccl_hang). */
     int (*skips_coll)(fx *c, int r, int coll);
