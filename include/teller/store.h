@@ -70,8 +70,8 @@ typedef struct teller_source {
     int32_t       num_devices; /* GPUs the process could see (deviceProperties), 0 if unknown */
     uint32_t      device_name; /* interned name of the first device, 0 if unknown */
     int64_t       base_ns;     /* epoch ns added to the file's timestamps */
-    uint32_t      first_event; /* [first_event, first_event+num_events) before sorting */
-    uint32_t      num_events;
+    uint32_t      first_event; /* its events are [first_event, first_event+num_events): */
+    uint32_t      num_events;  /* as read, and where the tree build (tree.h) grouped them */
 } teller_source;
 
 /* Collective / p2p metadata (Kineto `record_param_comms` args, copied by

@@ -414,20 +414,21 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             D.t_last = D.steps[k].start + (double)d->steps[k].dur_ns;
     }
     D.nsrc = teller_store_num_sources(st);
-    /* the tree build grouped the events by source */
+    /* the tree build grouped the events by source, in source order */
     D.range = calloc(D.nsrc + 1, sizeof *D.range);
     if (!D.range)
         goto oom;
-    for (size_t i = 0; i < D.ev->n; i++) {
-        if (i && D.ev->source[i] < D.ev->source[i - 1]) {
-            diag_free_ctx(&D);
-            teller_diagnosis_free(d);
-            return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");
-        }
-        D.range[D.ev->source[i] + 1]++;
+    int grouped = 1;
+    for (size_t s = 0; s < D.nsrc && grouped; s++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)s);
+        grouped = so->first_event == D.range[s] && so->num_events <= D.ev->n - D.range[s];
+        D.range[s + 1] = D.range[s] + so->num_events;
     }
-    for (size_t s = 0; s < D.nsrc; s++)
-        D.range[s + 1] += D.range[s];
+    if (!grouped || D.range[D.nsrc] != D.ev->n) {
+        diag_free_ctx(&D);
+        teller_diagnosis_free(d);
+        return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");
+    }
     D.mrow = malloc(((size_t)D.nsteps * D.nsrc + 1) * sizeof *D.mrow);
     if (!D.mrow)
         goto oom;
@@ -443,10 +444,10 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         for (size_t s = 0; s < teller_store_num_sources(st); s++)
             if (teller_store_source_c(st, (uint32_t)s)->rank < low)
                 low = teller_store_source_c(st, (uint32_t)s)->rank;
-        for (size_t i = 0; i < D.ev->n; i++)
-            if (D.ev->layer[i] == TELLER_LAYER_KERNEL && !(D.ev->flags[i] & TELLER_F_COMM) &&
-                D.ev->step[i] < D.nsteps && rank_of(&D, (uint32_t)i) == low)
-                D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
+        for (size_t s = 0; s < D.nsrc; s++)
+            for (size_t i = D.range[s]; teller_store_source_c(st, (uint32_t)s)->rank == low && i < D.range[s + 1]; i++)
+                if (D.ev->layer[i] == TELLER_LAYER_KERNEL && !(D.ev->flags[i] & TELLER_F_COMM) && D.ev->step[i] < D.nsteps)
+                    D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
     }
     if (diag_build_groups(&D))
         goto oom;

@@ -1183,6 +1183,10 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         free(dups);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while sorting events");
     }
+    for (size_t s = 0; s < ns; s++) {
+        st->sources[s].first_event = (uint32_t)range[s];
+        st->sources[s].num_events = (uint32_t)(range[s + 1] - range[s]);
+    }
     source_pass sp = {ev, range, failed, dups};
     teller_parallel_for(o->jobs, ns, sort_nest_link, &sp);
     int bad = 0;
