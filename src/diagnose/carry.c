@@ -46,12 +46,6 @@ typedef struct gop {
                                  * else SIZE_MAX */
 } gop;
 
-static int gop_cmp(const void *x, const void *y)
-{
-    const gop *a = x, *b = y;
-    return (a->start > b->start) - (a->start < b->start);
-}
-
 /* The last operation seen on one stream. */
 typedef struct lastop {
     int32_t  pid, tid;
@@ -80,19 +74,28 @@ static int64_t passed(const lastop *p, uint32_t k)
 static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *ng)
 {
     const teller_events *ev = D->ev;
-    *ng = 0;
-    for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]) || ev->step[i] >= D->nsteps)
-            continue;
-        if (TELLER_GROW(*g, *gcap, *ng + 1))
-            return -1;
-        uint32_t p = ev->parent[i];
-        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
-        (*g)[(*ng)++] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
-                              ready < ev->start_ns[i] ? ready : ev->start_ns[i], ev->step[i], ev->pid[i], ev->tid[i],
-                              (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1, SIZE_MAX};
+    size_t n = 0, lo = D->range[s], span = D->range[s + 1] - lo;
+    uint32_t *ids = malloc((span ? span : 1) * sizeof *ids), *tmp = NULL;
+    if (!ids)
+        return -1;
+    for (size_t i = lo; i < lo + span; i++)
+        if ((ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) && ev->step[i] < D->nsteps)
+            ids[n++] = (uint32_t)i;
+    if (!(tmp = malloc((n ? n : 1) * sizeof *tmp)) || TELLER_GROW(*g, *gcap, n)) {
+        free(ids);
+        free(tmp);
+        return -1;
     }
-    teller_sort(*g, *ng, sizeof **g, gop_cmp);
+    teller_events_sort_by_start(ev, ids, tmp, n);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = ids[k], p = ev->parent[i];
+        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
+        (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
+                        ev->step[i], ev->pid[i], ev->tid[i], (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1, SIZE_MAX};
+    }
+    *ng = n;
+    free(ids);
+    free(tmp);
     return 0;
 }
 

@@ -152,43 +152,10 @@ static int tie_less(const teller_events *ev, uint32_t a, uint32_t b)
     return a < b;
 }
 
-/* Sorts perm[lo..hi) by start (radix on start - min), ties by tie_less. */
+/* Sorts perm[lo..hi) by start, ties by tie_less. */
 static void sort_row(const teller_events *ev, uint32_t *perm, uint32_t *tmp, size_t lo, size_t hi)
 {
-    size_t n = hi - lo;
-    if (n < 2)
-        return;
-    int64_t mn = INT64_MAX, mx = INT64_MIN;
-    int sorted = 1;
-    for (size_t i = lo; i < hi; i++) {
-        int64_t s = ev->start_ns[perm[i]];
-        if (s < mn) mn = s;
-        if (s > mx) mx = s;
-        if (i > lo && s < ev->start_ns[perm[i - 1]])
-            sorted = 0;
-    }
-    if (!sorted) {
-        uint64_t span = (uint64_t)mx - (uint64_t)mn;
-        uint32_t *a = perm + lo, *b = tmp + lo;
-        for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 11) {
-            size_t cnt[2048] = {0};
-            for (size_t i = 0; i < n; i++)
-                cnt[(((uint64_t)ev->start_ns[a[i]] - (uint64_t)mn) >> shift) & 2047]++;
-            size_t sum = 0;
-            for (size_t d = 0; d < 2048; d++) {
-                size_t c = cnt[d];
-                cnt[d] = sum;
-                sum += c;
-            }
-            for (size_t i = 0; i < n; i++)
-                b[cnt[(((uint64_t)ev->start_ns[a[i]] - (uint64_t)mn) >> shift) & 2047]++] = a[i];
-            uint32_t *t = a;
-            a = b;
-            b = t;
-        }
-        if (a != perm + lo)
-            memcpy(perm + lo, a, n * sizeof *a);
-    }
+    teller_events_sort_by_start(ev, perm + lo, tmp + lo, hi - lo);
     /* ties: insertion sort within runs of equal start */
     for (size_t i = lo + 1; i < hi; i++) {
         uint32_t x = perm[i];
