@@ -96,7 +96,7 @@ int diag_detect_copies(const dctx *D, finds *out)
     teller_store *st = D->st;
     groups bm = {0}, vg = {0}; /* durations per (name, size); volumes per (name, source) */
     kmap m = {0};
-    kready *kr = NULL; /* kernels by (source, start): when each could have run */
+    kready *kr = NULL; /* kernels by (source, start): when each could have run, once a copy is slow */
     size_t nkr = 0;
     int rc = -1;
     typedef struct cp {
@@ -117,8 +117,6 @@ int diag_detect_copies(const dctx *D, finds *out)
     double *usual = diag_groups_medians(&bm);
     if (!usual)
         goto oom;
-    if (kernels_ready(D, &kr, &nkr))
-        goto oom2;
     for (size_t i = 0; i < ev->n; i++) {
         const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
         if (!a || a->bytes <= 0 || ev->step[i] >= D->nsteps)
@@ -136,8 +134,11 @@ int diag_detect_copies(const dctx *D, finds *out)
         x->t += (double)ev->dur_ns[i];
         x->bytes += (double)a->bytes;
         x->usual += u;
-        if ((double)ev->dur_ns[i] > 3 * u + 2000)
+        if ((double)ev->dur_ns[i] > 3 * u + 2000) {
+            if (!kr && kernels_ready(D, &kr, &nkr)) /* the first slow copy's */
+                goto oom2;
             x->slow += copy_cost(D, kr, nkr, (uint32_t)i, u);
+        }
     }
     /* usual volume per (name, source) over all steps, absent steps counting
      * zero: one median per (name, source), not one per (name, source, step) */
