@@ -15,44 +15,30 @@
 
 static int size_bucket(int64_t bytes) { return bytes > 0 ? (int)log2((double)bytes) : 0; }
 
-/* A kernel: its source, stream and step, when it started, and when it
- * could have started (its launch call's end; its start when it has no
- * launch). */
-typedef struct kready {
-    uint16_t src;
-    int32_t  pid, tid;
-    uint32_t step;
-    int64_t  start, ready;
-} kready;
-
-static int cmp_kready(const void *x, const void *y)
-{
-    const kready *a = x, *b = y;
-    if (a->src != b->src)
-        return a->src < b->src ? -1 : 1;
-    return (a->start > b->start) - (a->start < b->start);
-}
-
-static int kernels_ready(const dctx *D, kready **out, size_t *n)
+/* The run's kernels, source after source, each source's by start: their
+ * event ids into *out (*n of them). 0, or -1 out of memory. */
+static int kernels_by_start(const dctx *D, uint32_t **out, size_t *n)
 {
     const teller_events *ev = D->ev;
     size_t k = 0;
     for (size_t i = 0; i < ev->n; i++)
         k += (ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL;
-    kready *kr = malloc((k ? k : 1) * sizeof *kr);
-    if (!kr)
+    uint32_t *ids = malloc((k ? k : 1) * sizeof *ids), *tmp = malloc((k ? k : 1) * sizeof *tmp);
+    if (!ids || !tmp) {
+        free(ids);
+        free(tmp);
         return -1;
-    k = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU) || ev->layer[i] != TELLER_LAYER_KERNEL)
-            continue;
-        uint32_t p = ev->parent[i];
-        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
-        kr[k++] = (kready){ev->source[i], ev->pid[i], ev->tid[i], ev->step[i], ev->start_ns[i],
-                           ready < ev->start_ns[i] ? ready : ev->start_ns[i]};
     }
-    teller_sort(kr, k, sizeof *kr, cmp_kready);
-    *out = kr;
+    k = 0;
+    for (size_t s = 0; s < D->nsrc; s++) {
+        size_t first = k;
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+            if ((ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL)
+                ids[k++] = (uint32_t)i;
+        teller_events_sort_by_start(ev, ids + first, tmp, k - first);
+    }
+    free(tmp);
+    *out = ids;
     *n = k;
     return 0;
 }
@@ -68,25 +54,30 @@ static int kernels_ready(const dctx *D, kready **out, size_t *n)
  * two-rank DDP run prefetches its embeddings on a side stream 18-25 ms
  * before the compute stream's next kernel, and a 9 ms slowdown there cost
  * the step nothing. */
-static double copy_cost(const dctx *D, const kready *kr, size_t n, uint32_t i, double u)
+static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i, double u)
 {
     const teller_events *ev = D->ev;
     int64_t end = ev->start_ns[i] + ev->dur_ns[i], slow_from = ev->start_ns[i] + (int64_t)u;
     size_t lo = 0, hi = n;
     while (lo < hi) { /* the first kernel of the source starting at or after the copy's end */
         size_t mid = (lo + hi) / 2;
-        if (kr[mid].src < ev->source[i] || (kr[mid].src == ev->source[i] && kr[mid].start < end))
+        if (ev->source[kr[mid]] < ev->source[i] || (ev->source[kr[mid]] == ev->source[i] && ev->start_ns[kr[mid]] < end))
             lo = mid + 1;
         else
             hi = mid;
     }
     uint32_t p = ev->parent[i];
     int sync = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) && ev->start_ns[p] + ev->dur_ns[p] >= end - 1000;
-    if (sync || lo == n || kr[lo].src != ev->source[i] || kr[lo].step != ev->step[i])
+    if (sync || lo == n || ev->source[kr[lo]] != ev->source[i] || ev->step[kr[lo]] != ev->step[i])
         return (double)(end - slow_from);
-    if ((kr[lo].pid != ev->pid[i] || kr[lo].tid != ev->tid[i]) && kr[lo].start > end + 5000)
+    uint32_t k = kr[lo], kp = ev->parent[k];
+    if ((ev->pid[k] != ev->pid[i] || ev->tid[k] != ev->tid[i]) && ev->start_ns[k] > end + 5000)
         return 0;
-    int64_t from = kr[lo].ready > slow_from ? kr[lo].ready : slow_from;
+    /* when it could have started: its launch call's end (its start without a launch) */
+    int64_t ready = kp != TELLER_NONE && !(ev->flags[kp] & TELLER_F_GPU) ? ev->start_ns[kp] + ev->dur_ns[kp] : ev->start_ns[k];
+    if (ready > ev->start_ns[k])
+        ready = ev->start_ns[k];
+    int64_t from = ready > slow_from ? ready : slow_from;
     return end > from ? (double)(end - from) : 0;
 }
 
@@ -96,7 +87,7 @@ int diag_detect_copies(const dctx *D, finds *out)
     teller_store *st = D->st;
     groups bm = {0}, vg = {0}; /* durations per (name, size); volumes per (name, source) */
     kmap m = {0};
-    kready *kr = NULL; /* kernels by (source, start): when each could have run, once a copy is slow */
+    uint32_t *kr = NULL; /* kernels by (source, start), once a copy is slow */
     size_t nkr = 0;
     int rc = -1;
     typedef struct cp {
@@ -135,7 +126,7 @@ int diag_detect_copies(const dctx *D, finds *out)
         x->bytes += (double)a->bytes;
         x->usual += u;
         if ((double)ev->dur_ns[i] > 3 * u + 2000) {
-            if (!kr && kernels_ready(D, &kr, &nkr)) /* the first slow copy's */
+            if (!kr && kernels_by_start(D, &kr, &nkr)) /* the first slow copy's */
                 goto oom2;
             x->slow += copy_cost(D, kr, nkr, (uint32_t)i, u);
         }
