@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "ingest/jdom.h"
+#include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/requests.h"
 #include "teller/sim.h"
@@ -378,6 +379,56 @@ static void test_real_traces(void)
     }
 }
 
+/* The diagnosis reads the logs once, for itself and the requests: what it
+ * carries is what a build of its own against the same steps gives. */
+static void test_diagnosis_carries(void)
+{
+    char dir[] = "/tmp/teller_req_XXXXXX", log[4200];
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.faults = 1u << TELLER_FAULT_PREEMPTION | 1u << TELLER_FAULT_KERNEL_REGRESSION;
+    o.fault_rate = 0.2;
+    o.nodes = 1, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.steps = 120, o.seed = 5;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    snprintf(log, sizeof log, "%s/logs/node0.log", dir);
+    const char *lp[1] = {log};
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = lp;
+    dop.nlogs = 1;
+    teller_diagnosis *d = NULL, *bare = NULL;
+    teller_error err;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_requests *R = NULL;
+    teller_req_opts ro = teller_req_defaults();
+    ro.logs = lp;
+    ro.nlogs = 1;
+    ro.diag = d;
+    CHECK_EQ_INT(teller_requests_build(st, &ro, &R, &err), TELLER_OK);
+    const teller_requests *C = d ? d->requests : NULL;
+    CHECK(C && R && C->n == R->n && R->n > 20 && !strcmp(C->source, R->source) && C->nnotes == R->nnotes);
+    size_t delayed = 0;
+    for (size_t i = 0; C && R && i < R->n && i < C->n; i++) {
+        const teller_request *a = &C->req[i], *b = &R->req[i];
+        CHECK(!strcmp(a->id, b->id) && a->flags == b->flags && a->nsteps == b->nsteps &&
+              a->latency_ns == b->latency_ns && a->abnormal_ns == b->abnormal_ns && a->excess_ns == b->excess_ns &&
+              !strcmp(a->cause, b->cause));
+        delayed += (a->flags & TELLER_REQF_DELAYED) != 0;
+    }
+    CHECK(delayed > 0); /* the breakdown read the diagnosis' abnormal steps */
+    for (size_t k = 0; C && R && k < R->nnotes && k < C->nnotes; k++)
+        CHECK(!strcmp(C->notes[k], R->notes[k]));
+    /* without logs, no requests */
+    dop.nlogs = 0;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &bare, &err), TELLER_OK);
+    CHECK(bare && !bare->requests);
+    teller_diagnosis_free(bare);
+    teller_requests_free(R);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 const test_case requests_tests[] = {
     {"requests: vllm sim cases: every request found, steps vs truth, latency, delayed by a fault", test_sim_vllm},
     {"requests: vllm sim cases with `teller run`-captured logs: arrival to the ns, latency within 1 %",
@@ -385,4 +436,6 @@ const test_case requests_tests[] = {
     {"requests: bad logs (finish twice, only finish, unfinished, other run, missing file) reported", test_bad_input},
     {"requests: step annotations listing ids are used, shared and attributed time, hot path", test_trace_ids},
     {"requests: real traces: annotations read, missing request ids said", test_real_traces},
+    {"requests: the diagnosis reads the logs once and carries the requests a build against it gives",
+     test_diagnosis_carries},
     {NULL, NULL}};

@@ -119,6 +119,8 @@ typedef struct teller_diagnosis {
     int               model;   /* 1 when a model judged the steps (scores are its probabilities) */
     char            **notes; /* what the analysis could not see or trust, for the user */
     size_t            nnotes;
+    struct teller_requests *requests; /* with logs: each request's lifecycle and breakdown against
+                                       * these steps (requests.h), read with the logs; else NULL */
 } teller_diagnosis;
 
 teller_diag_opts teller_diag_defaults(void);

@@ -28,6 +28,7 @@
 
 #include "teller/diagnose.h"
 #include "teller/error.h"
+#include "teller/logs.h"
 #include "teller/store.h"
 
 #ifdef __cplusplus
@@ -126,6 +127,25 @@ teller_req_opts teller_req_defaults(void);
 teller_status teller_requests_build(const teller_store *st, const teller_req_opts *opts, teller_requests **out,
                                     teller_error *err);
 void teller_requests_free(teller_requests *r);
+
+/* The same build in phases, for a caller that reads the logs itself (the
+ * diagnosis reads them once for itself and the requests): begin (the
+ * steps; opts->logs only say that logs are given), then each record of
+ * each log through teller_req_feed (a teller_log_fn, ctx the builder)
+ * after teller_req_set_node names its log's node, then the replay (its
+ * view's steps then say what each batch recomputed), then finish (flags
+ * and breakdowns against diag, which may be NULL; *out is the caller's),
+ * which frees the builder; teller_req_abort frees it at any point before.
+ * teller_requests_build is these phases over opts->logs. */
+typedef struct teller_req_builder teller_req_builder;
+teller_status teller_req_begin(const teller_store *st, const teller_req_opts *opts, teller_req_builder **out,
+                               teller_error *err);
+void teller_req_set_node(teller_req_builder *b, int32_t node);
+int teller_req_feed(void *builder, const teller_log_record *rec);
+teller_status teller_req_replay(teller_req_builder *b, const teller_requests **view, teller_error *err);
+teller_status teller_req_finish(teller_req_builder *b, const teller_diagnosis *diag, teller_requests **out,
+                                teller_error *err);
+void teller_req_abort(teller_req_builder *b);
 
 /* The request with this id, or NULL. */
 const teller_request *teller_requests_find(const teller_requests *r, const char *id);

@@ -272,22 +272,11 @@ int cmd_diagnose(int argc, char **argv)
         }
     }
     /* the report lists the requests each abnormal step delayed, when the
-     * logs let teller reconstruct them */
-    teller_requests *reqs = NULL;
-    if (html && nlogs) {
-        teller_req_opts ro = teller_req_defaults();
-        ro.logs = (const char *const *)logs;
-        ro.nlogs = nlogs;
-        ro.diag = d;
-        teller_error rerr;
-        if (teller_requests_build(st, &ro, &reqs, &rerr) != TELLER_OK)
-            reqs = NULL;
-    }
-    if (html && write_report(html, 0, st, d, reqs, paths[0]))
+     * logs let teller reconstruct them (the diagnosis did, reading them) */
+    if (html && write_report(html, 0, st, d, d->requests, paths[0]))
         rc = 1;
     if (perfetto && write_report(perfetto, 1, st, d, NULL, paths[0]))
         rc = 1;
-    teller_requests_free(reqs);
     if (html || perfetto || json || cands)
         printf("\nwritten:%s%s%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
                perfetto ? " " : "", perfetto ? perfetto : "", cands ? " " : "", cands ? cands : "");

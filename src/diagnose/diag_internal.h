@@ -105,6 +105,8 @@ typedef struct dctx {
     double             *wait_left; /* per kernel of waits: the lateness host stalls have not yet
                                     * spent (apis.c in round 2, then gaps.c in round 3) */
     int                 nomem;   /* an allocation failed where no status could be returned */
+    struct teller_req_builder *req; /* with logs: the requests, read with them (requests.h), to finish
+                                     * once the steps are judged */
     teller_diagnosis   *out;
     /* the horizontal view, per (step, source): collectives at which the
      * source arrived last and its peers' wait for it; per step: collectives */

@@ -37,6 +37,7 @@
 
 #include "teller/model.h"
 #include "diag_internal.h"
+#include "teller/requests.h"
 #include "../util/pool.h"
 
 int diag_add_cand(dctx *D, uint32_t step, const cand *c)
@@ -346,6 +347,7 @@ static void diag_free_ctx(dctx *D)
     free(D->step_tid);
     diag_waits_free(&D->waits);
     free(D->wait_left);
+    teller_req_abort(D->req);
 }
 
 teller_diag_opts teller_diag_defaults(void)
@@ -364,6 +366,7 @@ void teller_diagnosis_free(teller_diagnosis *d)
     free(d->notes);
     free(d->steps);
     free(d->cands);
+    teller_requests_free(d->requests);
     free(d);
 }
 
@@ -637,6 +640,16 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     diag_late_arrivals(&D, d);
     if (D.nomem)
         goto oom;
+    /* the requests, read with the logs, against the steps as judged */
+    if (D.req) {
+        teller_status rs = teller_req_finish(D.req, d, &d->requests, err);
+        D.req = NULL;
+        if (rs != TELLER_OK) {
+            diag_free_ctx(&D);
+            teller_diagnosis_free(d);
+            return rs;
+        }
+    }
     diag_free_ctx(&D);
     *out = d;
     return TELLER_OK;

@@ -35,6 +35,7 @@ typedef struct deferred {
 
 typedef struct logctx {
     dctx       *D;
+    teller_req_builder *req; /* fed every record too */
     int32_t     node;
     const char *path;
     int         aligned, total;
@@ -315,6 +316,9 @@ static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
     dctx *D = L->D;
+    int fed = teller_req_feed(L->req, rec);
+    if (fed)
+        return fed;
     L->total++;
     const char *m = rec->msg.p;
     size_t n = rec->msg.n;
@@ -403,25 +407,15 @@ static int on_log(void *ctx, const teller_log_record *rec)
  * bits per step into *kinds (nsteps entries, the caller frees): STEP_RECOMP
  * when it recomputed preempted work (prefill sequences that no waiting
  * request or cut chunk accounts for), STEP_DECODES when its annotation says
- * it only decoded. All zero when the annotations say nothing of the batch,
- * or the replay fails otherwise than for memory. 0, or -1 out of memory. */
-static int batch_kinds(const dctx *D, const teller_diag_opts *o, uint8_t **kinds)
+ * it only decoded. All zero when the annotations say nothing of the batch.
+ * 0, or -1 out of memory. */
+static int batch_kinds(const dctx *D, const teller_requests *R, uint8_t **kinds)
 {
     if (!(*kinds = calloc(D->nsteps ? D->nsteps : 1, 1)))
         return -1;
-    teller_req_opts ro = teller_req_defaults();
-    ro.logs = o->logs;
-    ro.nlogs = o->nlogs;
-    teller_requests *R = NULL;
-    teller_error e;
-    teller_error_clear(&e);
-    teller_status rs = teller_requests_build(D->st, &ro, &R, &e);
-    if (rs != TELLER_OK)
-        return rs == TELLER_ERR_NOMEM ? -1 : 0;
     for (size_t k = 0; k < R->nsteps && R->steps[k].step < D->nsteps; k++)
         (*kinds)[R->steps[k].step] = (uint8_t)((R->steps[k].recompute_seqs > 0 ? STEP_RECOMP : 0) |
                                                (R->steps[k].prefill_seqs == 0 ? STEP_DECODES : 0));
-    teller_requests_free(R);
     return 0;
 }
 
@@ -453,48 +447,69 @@ static int prefill_anchors(logctx *L, const uint8_t *kinds)
     return 0;
 }
 
-/* Reads and aligns every log of o; a log that cannot be read (missing, a
- * directory, a trace) fails the diagnosis, naming the file. */
+/* Reads and aligns every log of o, feeding the requests' build the same
+ * records (D->req, finished by the caller); the whole-second preemption
+ * lines of each log are placed once every log is read and the requests
+ * replayed. A log that cannot be read (missing, a directory, a trace)
+ * fails the diagnosis, naming the file. */
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
 {
-    uint8_t *kinds = NULL; /* made at the first whole-second preemption line */
-    teller_status st = TELLER_OK;
+    if (!o->nlogs)
+        return TELLER_OK;
+    teller_req_opts ro = teller_req_defaults();
+    ro.logs = o->logs;
+    ro.nlogs = o->nlogs;
+    teller_status st = teller_req_begin(D->st, &ro, &D->req, err);
+    if (st != TELLER_OK)
+        return st;
+    logctx *Ls = calloc(o->nlogs, sizeof *Ls);
+    uint8_t *kinds = NULL;
+    if (!Ls)
+        st = teller_error_set(err, TELLER_ERR_NOMEM, "(logs)", 0, "out of memory");
+    teller_log_opts lo = teller_log_defaults();
+    const teller_step *s = teller_store_steps(D->st);
+    lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
     for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
-        const char *path = o->logs[i];
-        teller_log_opts lo = teller_log_defaults();
-        const teller_step *s = teller_store_steps(D->st);
-        lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
-        logctx L = {.D = D, .node = teller_log_node_from_path(path), .path = path};
-        if (L.node < 0)
-            L.node = 0;
-        st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
-        /* the whole-second preemption lines, placed once the file's other
-         * lines are, go to their steps in the file's order */
-        if (st == TELLER_OK && L.ndef && !kinds && batch_kinds(D, o, &kinds))
-            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-        if (st == TELLER_OK && L.ndef && (prefill_anchors(&L, kinds) || place_deferred(&L, kinds)))
-            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-        for (size_t j = 0; st == TELLER_OK && j < L.ndef; j++)
-            if (L.def[j].step != TELLER_NONE) {
-                uint32_t k = L.def[j].step;
+        logctx *L = &Ls[i];
+        *L = (logctx){.D = D, .req = D->req, .node = teller_log_node_from_path(o->logs[i]), .path = o->logs[i]};
+        if (L->node < 0)
+            L->node = 0;
+        teller_req_set_node(D->req, L->node);
+        st = teller_log_read_file(L->path, &lo, on_log, L, NULL, err);
+    }
+    const teller_requests *R = NULL;
+    if (st == TELLER_OK)
+        st = teller_req_replay(D->req, &R, err);
+    if (st == TELLER_OK && batch_kinds(D, R, &kinds))
+        st = teller_error_set(err, TELLER_ERR_NOMEM, "(logs)", 0, "out of memory");
+    /* each log's whole-second preemption lines go to their steps in the
+     * file's order */
+    for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
+        logctx *L = &Ls[i];
+        if (L->ndef && (prefill_anchors(L, kinds) || place_deferred(L, kinds)))
+            st = teller_error_set(err, TELLER_ERR_NOMEM, L->path, 0, "out of memory");
+        for (size_t j = 0; st == TELLER_OK && j < L->ndef; j++)
+            if (L->def[j].step != TELLER_NONE) {
+                uint32_t k = L->def[j].step;
                 D->steps[k].claimed = 1;
-                teller_fault det = L.def[j].may_swap && step_has(D, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
-                                                                                              : TELLER_FAULT_PREEMPTION;
-                if (put_line(D, k, det, &L.def[j].ev))
-                    st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+                teller_fault det = L->def[j].may_swap && step_has(D, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
+                                                                                               : TELLER_FAULT_PREEMPTION;
+                if (put_line(D, k, det, &L->def[j].ev))
+                    st = teller_error_set(err, TELLER_ERR_NOMEM, L->path, 0, "out of memory");
             }
-        free(L.anc);
-        free(L.def);
-        free(L.pre);
-        if (st != TELLER_OK)
-            break;
-        if (L.total && !L.aligned) {
+        if (st == TELLER_OK && L->total && !L->aligned) {
             char note[600];
             snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
-                     "another run, or clocks far apart): nothing in it was used", path, L.total);
+                     "another run, or clocks far apart): nothing in it was used", L->path, L->total);
             diag_add_note(D, note);
         }
     }
+    for (size_t i = 0; Ls && i < o->nlogs; i++) {
+        free(Ls[i].anc);
+        free(Ls[i].def);
+        free(Ls[i].pre);
+    }
+    free(Ls);
     free(kinds);
     return st;
 }

@@ -619,20 +619,43 @@ static int cmp_req(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
-teller_status teller_requests_build(const teller_store *st, const teller_req_opts *opts, teller_requests **out,
-                                    teller_error *err)
+/* The state of one build between its phases (requests.h). */
+struct teller_req_builder {
+    const teller_store *st;
+    teller_req_opts     o;
+    teller_requests    *R;
+    reqset              S;
+    log_ctx             c;      /* the logs' request lines */
+    uint32_t            nst;
+    int                 markers, id_steps, sglang, full16;
+    size_t              before; /* requests the annotations named, before the logs */
+    int64_t             span_lo, span_hi;
+};
+
+void teller_req_abort(teller_req_builder *b)
 {
-    teller_req_opts o = opts ? *opts : teller_req_defaults();
+    if (!b)
+        return;
+    reqset_free(&b->S, 0);
+    teller_requests_free(b->R);
+    free(b);
+}
+
+teller_status teller_req_begin(const teller_store *st, const teller_req_opts *opts, teller_req_builder **out,
+                               teller_error *err)
+{
     *out = NULL;
-    teller_requests *R = calloc(1, sizeof *R);
-    reqset S;
-    memset(&S, 0, sizeof S);
-    rq **ord = NULL;
-    if (!R)
+    teller_req_builder *b = calloc(1, sizeof *b);
+    teller_requests *R = b ? (b->R = calloc(1, sizeof *R)) : NULL;
+    if (!R) {
+        free(b);
         return teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
-    teller_status status = TELLER_OK;
+    }
+    b->st = st;
+    b->o = opts ? *opts : teller_req_defaults();
+    reqset *S = &b->S;
     /* 1. steps */
-    uint32_t nst = teller_store_step_count(st);
+    uint32_t nst = b->nst = teller_store_step_count(st);
     const teller_step *rows = teller_store_steps(st);
     size_t nrows = teller_store_num_steps(st);
     const teller_events *ev = teller_store_events(st);
@@ -646,7 +669,6 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
         R->steps[k].end_ns = INT64_MIN;
         R->steps[k].prefill_seqs = R->steps[k].prefill_tokens = R->steps[k].decode_seqs = -1;
     }
-    int markers = 0, id_steps = 0, sglang = 0, full16 = 0;
     for (size_t i = 0; i < nrows; i++) {
         const teller_step *s = &rows[i];
         if (s->step >= nst)
@@ -658,16 +680,16 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
             si->end_ns = s->end_ns;
         if (s->marker != TELLER_NONE && si->known_seqs != -2) {
             const char *m = teller_store_str(st, ev->name[s->marker]);
-            markers++;
+            b->markers++;
             parse_marker(m, si);
-            sglang |= !strncmp(m, "step[", 5);
+            b->sglang |= !strncmp(m, "step[", 5);
             /* ids from the annotation, once per step */
             if (strstr(m, "reqs=")) {
-                int n = trace_ids(&S, m, s->step);
+                int n = trace_ids(S, m, s->step);
                 if (n < 0)
                     goto oom;
-                id_steps += n > 0;
-                full16 += n >= 16;
+                b->id_steps += n > 0;
+                b->full16 += n >= 16;
             }
         }
         if (s->marker != TELLER_NONE)
@@ -677,76 +699,83 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
         R->steps[k].known_seqs = 0;
     if (!nst && note(R, "the trace has no steps: nothing to join requests with"))
         goto oom;
-    if (nst && !markers && note(R, "the trace has no step annotations (fallback step): no batch composition, "
-                                   "request steps cannot be inferred"))
+    if (nst && !b->markers && note(R, "the trace has no step annotations (fallback step): no batch composition, "
+                                      "request steps cannot be inferred"))
         goto oom;
-    if (markers) {
+    if (b->markers) {
         uint32_t parsed = 0;
         for (uint32_t k = 0; k < nst; k++)
             parsed += R->steps[k].prefill_seqs >= 0 && R->steps[k].decode_seqs >= 0;
         if (note(R, "read %d step annotations: batch composition (prefill/decode sequences) for %u of %u steps; "
                     "request ids in annotations: %s",
-                 markers, parsed, nst, id_steps ? "yes" : "none"))
+                 b->markers, parsed, nst, b->id_steps ? "yes" : "none"))
             goto oom;
     }
-    int64_t span_lo = nst ? R->steps[0].start_ns : 0, span_hi = nst ? R->steps[nst - 1].end_ns : 0;
+    b->span_lo = nst ? R->steps[0].start_ns : 0;
+    b->span_hi = nst ? R->steps[nst - 1].end_ns : 0;
+    b->before = S->n;
+    b->c = (log_ctx){.st = st, .S = S, .R = R, .tmin = INT64_MAX, .tmax = INT64_MIN};
+    *out = b;
+    return TELLER_OK;
+oom:
+    teller_req_abort(b);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
+}
+
+int teller_req_feed(void *builder, const teller_log_record *rec)
+{
+    return on_record(&((teller_req_builder *)builder)->c, rec);
+}
+
+void teller_req_set_node(teller_req_builder *b, int32_t node)
+{
+    b->c.node = node < 0 ? 0 : node;
+}
+
+teller_status teller_req_replay(teller_req_builder *b, const teller_requests **view, teller_error *err)
+{
+    teller_requests *R = b->R;
+    reqset *S = &b->S;
+    log_ctx *c = &b->c;
+    rq **ord = NULL;
     /* 2. logs */
-    uint64_t log_lines = 0, preempt = 0;
     int other_run = 0;
-    if (o.nlogs) {
-        size_t before = S.n;
-        log_ctx c;
-        memset(&c, 0, sizeof c);
-        c.st = st;
-        c.S = &S;
-        c.R = R;
-        c.tmin = INT64_MAX;
-        c.tmax = INT64_MIN;
-        teller_log_opts lo = teller_log_defaults();
-        lo.ref_ns = o.log_ref_ns ? o.log_ref_ns : span_lo;
-        for (size_t i = 0; i < o.nlogs; i++) {
-            int32_t node = teller_log_node_from_path(o.logs[i]);
-            c.node = node < 0 ? 0 : node;
-            status = teller_log_read_file(o.logs[i], &lo, on_record, &c, NULL, err);
-            if (status)
-                goto fail;
-        }
-        log_lines = c.request_lines;
-        preempt = c.preempt_lines;
-        if (!log_lines && note(R, "the logs hold no request lines with ids (vLLM needs --enable-log-requests; "
-                                  "SGLang's access lines carry no id)"))
+    if (b->o.nlogs) {
+        if (!c->request_lines && note(R, "the logs hold no request lines with ids (vLLM needs --enable-log-requests; "
+                                         "SGLang's access lines carry no id)"))
             goto oom;
-        if (c.id_lines_no_time && note(R, "%llu request lines without a timestamp were ignored",
-                                       (unsigned long long)c.id_lines_no_time))
+        if (c->id_lines_no_time && note(R, "%llu request lines without a timestamp were ignored",
+                                        (unsigned long long)c->id_lines_no_time))
             goto oom;
-        if (log_lines && nst && (c.tmax < span_lo - 2 * SEC_NS || c.tmin > span_hi + 2 * SEC_NS)) {
+        if (c->request_lines && b->nst &&
+            (c->tmax < b->span_lo - 2 * SEC_NS || c->tmin > b->span_hi + 2 * SEC_NS)) {
             other_run = 1;
-            for (size_t i = before; i < S.n; i++)
-                S.v[i].r.flags |= TELLER_REQF_OTHER_RUN;
+            for (size_t i = b->before; i < S->n; i++)
+                S->v[i].r.flags |= TELLER_REQF_OTHER_RUN;
             if (note(R, "the logs' request lines (%.3f s to %.3f s) do not overlap the trace (%.3f s to %.3f s): "
                         "a different run? they are listed but not joined",
-                     (double)c.tmin / 1e9, (double)c.tmax / 1e9, (double)span_lo / 1e9, (double)span_hi / 1e9))
+                     (double)c->tmin / 1e9, (double)c->tmax / 1e9, (double)b->span_lo / 1e9, (double)b->span_hi / 1e9))
                 goto oom;
         }
-        if (preempt && note(R, "%llu preemption/retraction lines in the logs (they name no request id); "
-                               "recomputation is located from the batch composition",
-                            (unsigned long long)preempt))
+        if (c->preempt_lines && note(R, "%llu preemption/retraction lines in the logs (they name no request id); "
+                                        "recomputation is located from the batch composition",
+                                     (unsigned long long)c->preempt_lines))
             goto oom;
     }
     /* 3. join */
-    if (id_steps) {
+    if (b->id_steps) {
         R->source = "trace annotations";
-        if (full16 && note(R, "%d step annotations list 16 ids, the shim's cap: their id lists may be cut", full16))
+        if (b->full16 && note(R, "%d step annotations list 16 ids, the shim's cap: their id lists may be cut", b->full16))
             goto oom;
-    } else if (S.n && !other_run && markers) {
+    } else if (S->n && !other_run && b->markers) {
         R->source = "logs + batch composition (inferred)";
-        ord = malloc(S.n * sizeof *ord);
+        ord = malloc(S->n * sizeof *ord);
         if (!ord)
             goto oom;
         size_t nord = 0;
-        for (size_t i = 0; i < S.n; i++)
-            if (S.v[i].seen_recv)
-                ord[nord++] = &S.v[i];
+        for (size_t i = 0; i < S->n; i++)
+            if (S->v[i].seen_recv)
+                ord[nord++] = &S->v[i];
         teller_sort(ord, nord, sizeof *ord, cmp_order);
         int unknown_len = 0;
         for (size_t i = 0; i < nord; i++)
@@ -754,8 +783,8 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
         if (unknown_len && note(R, "%d requests have no max_tokens in the logs: their finish comes from the "
                                    "decode counts only", unknown_len))
             goto oom;
-        if (sglang && note(R, "SGLang step annotations give the batch size only (no prefill/decode split for "
-                              "EXTEND/MIXED): those steps cannot be attributed"))
+        if (b->sglang && note(R, "SGLang step annotations give the batch size only (no prefill/decode split for "
+                                 "EXTEND/MIXED): those steps cannot be attributed"))
             goto oom;
         if (replay(R, ord, nord))
             goto oom;
@@ -769,27 +798,41 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
             goto oom;
     } else {
         R->source = "none";
-        if (nst && markers && !S.n &&
+        if (b->nst && b->markers && !S->n &&
             note(R, "no request ids in the trace annotations or logs: per-request lifecycle is not recoverable "
                     "(run with contrib/teller_nvtx or vLLM --enable-log-requests)"))
             goto oom;
     }
+    free(ord);
+    *view = R;
+    return TELLER_OK;
+oom:
+    free(ord);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
+}
+
+teller_status teller_req_finish(teller_req_builder *b, const teller_diagnosis *diag, teller_requests **out,
+                                teller_error *err)
+{
+    *out = NULL;
+    teller_requests *R = b->R;
+    reqset *S = &b->S;
     /* flags that need the whole picture, then breakdowns */
     uint32_t never = 0, twice = 0, no_recv = 0;
-    for (size_t i = 0; i < S.n; i++) {
-        teller_request *q = &S.v[i].r;
-        if (!S.v[i].seen_recv && (S.v[i].nfinish || !(q->flags & TELLER_REQF_STEPS_TRACE)))
+    for (size_t i = 0; i < S->n; i++) {
+        teller_request *q = &S->v[i].r;
+        if (!S->v[i].seen_recv && (S->v[i].nfinish || !(q->flags & TELLER_REQF_STEPS_TRACE)))
             q->flags |= TELLER_REQF_NO_RECEIVE;
         if (!q->nsteps)
             q->flags |= TELLER_REQF_LOG_ONLY;
         if (q->flags & TELLER_REQF_STEPS_TRACE) {
             /* observed steps: finished when the logs say so, or when its last step is not the trace's last */
-            if (q->nsteps && q->steps[q->nsteps - 1].step + 1 >= nst && !S.v[i].nfinish)
+            if (q->nsteps && q->steps[q->nsteps - 1].step + 1 >= b->nst && !S->v[i].nfinish)
                 q->flags |= TELLER_REQF_UNFINISHED;
         }
-        if (q->flags & TELLER_REQF_LOG_ONLY && !(q->flags & TELLER_REQF_OTHER_RUN) && !S.v[i].nfinish)
+        if (q->flags & TELLER_REQF_LOG_ONLY && !(q->flags & TELLER_REQF_OTHER_RUN) && !S->v[i].nfinish)
             q->flags |= TELLER_REQF_UNFINISHED;
-        breakdown(R, q, o.diag);
+        breakdown(R, q, diag);
         never += (q->flags & TELLER_REQF_UNFINISHED) != 0;
         twice += (q->flags & TELLER_REQF_FINISH_TWICE) != 0;
         no_recv += (q->flags & TELLER_REQF_NO_RECEIVE) != 0;
@@ -800,32 +843,52 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
         goto oom;
     if (no_recv && note(R, "%u requests have no received/added line (arrival unknown: queueing unseen)", no_recv))
         goto oom;
-    if (!o.diag && S.n && note(R, "no diagnosis given: abnormal_ns is 0 for every request"))
+    if (!diag && S->n && note(R, "no diagnosis given: abnormal_ns is 0 for every request"))
         goto oom;
     /* hand over */
-    R->n = S.n;
-    R->req = malloc((S.n ? S.n : 1) * sizeof *R->req);
+    R->n = S->n;
+    R->req = malloc((S->n ? S->n : 1) * sizeof *R->req);
     if (!R->req)
         goto oom;
-    for (size_t i = 0; i < S.n; i++)
-        R->req[i] = S.v[i].r;
+    for (size_t i = 0; i < S->n; i++)
+        R->req[i] = S->v[i].r;
     teller_sort(R->req, R->n, sizeof *R->req, cmp_req);
-    R->owned_ids = S.strs; /* the id strings move into the result */
-    R->nowned_ids = S.nstrs;
-    S.strs = NULL;
-    free(S.strs);
-    free(S.v);
-    reqset_free(&S, 1);
-    free(ord);
+    R->owned_ids = S->strs; /* the id strings move into the result */
+    R->nowned_ids = S->nstrs;
+    free(S->v);
+    reqset_free(S, 1);
+    free(b);
     *out = R;
     return TELLER_OK;
 oom:
-    status = teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
-fail:
-    free(ord);
-    reqset_free(&S, 0);
-    teller_requests_free(R);
-    return status;
+    R->n = 0; /* the requests are still the set's */
+    teller_req_abort(b);
+    return teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
+}
+
+teller_status teller_requests_build(const teller_store *st, const teller_req_opts *opts, teller_requests **out,
+                                    teller_error *err)
+{
+    *out = NULL;
+    teller_req_builder *b;
+    teller_status status = teller_req_begin(st, opts, &b, err);
+    if (status != TELLER_OK)
+        return status;
+    teller_log_opts lo = teller_log_defaults();
+    lo.ref_ns = b->o.log_ref_ns ? b->o.log_ref_ns : b->span_lo;
+    for (size_t i = 0; i < b->o.nlogs; i++) {
+        teller_req_set_node(b, teller_log_node_from_path(b->o.logs[i]));
+        if ((status = teller_log_read_file(b->o.logs[i], &lo, teller_req_feed, b, NULL, err)) != TELLER_OK) {
+            teller_req_abort(b);
+            return status;
+        }
+    }
+    const teller_requests *view;
+    if ((status = teller_req_replay(b, &view, err)) != TELLER_OK) {
+        teller_req_abort(b);
+        return status;
+    }
+    return teller_req_finish(b, b->o.diag, out, err);
 }
 
 void teller_requests_free(teller_requests *r)
