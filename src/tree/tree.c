@@ -706,7 +706,7 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
     for (size_t a = 0; a < nitems && !unnumbered; a++)
         unnumbered = items[a].seq == TELLER_NONE;
     if (unnumbered)
-        teller_sort(items, nitems, sizeof *items, coll_time_cmp);
+        teller_sort_jobs(jobs, items, nitems, sizeof *items, coll_time_cmp);
     uint32_t count = 0;
     for (size_t a = 0; unnumbered && a < nitems; a++) {
         if (a == 0 || items[a].key != items[a - 1].key || items[a].rank != items[a - 1].rank)
@@ -715,7 +715,7 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
             items[a].seq = count;
         count++;
     }
-    teller_sort(items, nitems, sizeof *items, coll_item_cmp);
+    teller_sort_jobs(jobs, items, nitems, sizeof *items, coll_item_cmp);
     free(st->colls);
     free(st->members);
     st->colls = NULL;

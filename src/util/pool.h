@@ -16,6 +16,14 @@
 
 void teller_parallel_for(int jobs, size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
 
+/* teller_sort (vec.h) on up to `jobs` threads: the array is cut into as
+ * many parts, each sorted on its own thread, then the parts are merged
+ * with the earlier part's element first among equals, so the order is the
+ * one a stable sort of the whole gives (glibc's qsort sorts stably while it
+ * has the memory for it). Short arrays, one job, or no memory for the
+ * merge: teller_sort on the caller's thread. */
+void teller_sort_jobs(int jobs, void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* The number of cores this process may run on (sched_getaffinity), at
  * least 1. */
 int teller_num_cores(void);
