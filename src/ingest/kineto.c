@@ -68,11 +68,12 @@ typedef struct flow {
     uint8_t  start; /* 's' (on the API call) or 'f' (on the GPU op) */
 } flow;
 
-/* A torch op's input shapes, interned, until the file ends. */
+/* A torch op's input shapes, interned, until the file ends; which event
+ * it belongs to is a bit in reader.shaped_ev (the k-th op with shapes is
+ * the k-th set bit), which keeps the entry at 16 bytes. */
 typedef struct shaped_op {
-    uint32_t event, dims, types;
-    int      launched; /* the innermost torch op around a launch call */
     int64_t  ext_id;
+    uint32_t dims, types;
 } shaped_op;
 
 typedef struct reader {
@@ -104,6 +105,8 @@ typedef struct reader {
      * ends, if it is the innermost torch op around a launch call */
     shaped_op *shaped;
     size_t     nshaped, shaped_cap;
+    uint64_t  *shaped_ev; /* bit e: event e is a torch op with shapes */
+    size_t     shaped_ev_cap;
     uint32_t  *calls;
     size_t     ncalls, calls_cap;
     teller_error *err;
@@ -699,12 +702,15 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
      * (src/diagnose/roofline.c): kept until the file ends (shape_rows) */
     uint32_t at_ev = (uint32_t)teller_store_events(st)->n; /* this event's index once added */
     if (ck == CAT_CPU_OP && f->in_dims.s && f->in_types.s) {
-        if (TELLER_GROW(r->shaped, r->shaped_cap, r->nshaped + 1))
+        size_t word = at_ev / 64, old = r->shaped_ev_cap;
+        if (TELLER_GROW(r->shaped, r->shaped_cap, r->nshaped + 1) || TELLER_GROW(r->shaped_ev, r->shaped_ev_cap, word + 1))
             return -1;
+        memset(r->shaped_ev + old, 0, (r->shaped_ev_cap - old) * sizeof *r->shaped_ev);
         shaped_op *o = &r->shaped[r->nshaped];
-        *o = (shaped_op){.event = at_ev, .ext_id = f->ext_id};
+        *o = (shaped_op){.ext_id = f->ext_id};
         if ((o->dims = intern_str(r, &f->in_dims)) == TELLER_NONE || (o->types = intern_str(r, &f->in_types)) == TELLER_NONE)
             return -1;
+        r->shaped_ev[word] |= 1ull << at_ev % 64;
         r->nshaped++;
     }
     if (ck == CAT_CPU_OP || ck == CAT_RUNTIME || ck == CAT_DRIVER) {
@@ -1003,88 +1009,101 @@ static teller_status run(reader *r)
     }
 }
 
-/* A torch op or launch call of the file, for finding which op is the
- * innermost around each launch call. */
-typedef struct nest_ev {
-    int64_t  start, end;
-    uint64_t thread; /* pid, tid */
-    uint32_t event, launch;
-} nest_ev;
+static int64_t end_ns(const teller_events *ev, uint32_t e) { return ev->start_ns[e] + ev->dur_ns[e]; }
 
-static int nest_cmp(const void *a, const void *b)
+static int is_launch(const teller_events *ev, uint32_t e)
 {
-    const nest_ev *x = a, *y = b;
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->launch != y->launch) /* an op that starts with a call holds it */
-        return x->launch < y->launch ? -1 : 1;
-    return (x->end < y->end) - (x->end > y->end); /* the outer op first */
+    return ev->layer[e] == TELLER_LAYER_RUNTIME || ev->layer[e] == TELLER_LAYER_DRIVER;
 }
 
-static int shaped_cmp(const void *key, const void *elem)
+/* The order in which torch ops and launch calls (events of the store,
+ * ctx) nest: by thread, then start; at the same start an op holds a call
+ * that starts with it, and the outer op (the later end) comes first; then
+ * file order, so that no two events are equal. */
+static int nest_cmp(const void *a, const void *b, void *ctx)
 {
-    uint32_t e = *(const uint32_t *)key, o = ((const shaped_op *)elem)->event;
-    return (e > o) - (e < o);
+    const teller_events *ev = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t px = (uint32_t)ev->pid[x], py = (uint32_t)ev->pid[y], tx = (uint32_t)ev->tid[x], ty = (uint32_t)ev->tid[y];
+    if (px != py)
+        return px < py ? -1 : 1;
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    if (ev->start_ns[x] != ev->start_ns[y])
+        return ev->start_ns[x] < ev->start_ns[y] ? -1 : 1;
+    int lx = is_launch(ev, x), ly = is_launch(ev, y);
+    if (lx != ly)
+        return lx - ly;
+    int64_t ex = end_ns(ev, x), ey = end_ns(ev, y);
+    if (ex != ey)
+        return ex > ey ? -1 : 1;
+    return x < y ? -1 : 1;
 }
+
+static int bit_set(const uint64_t *bits, uint32_t e) { return (int)(bits[e / 64] >> e % 64 & 1); }
 
 /* Args rows for the shapes of the torch ops that launched work (the
  * innermost torch op around a launch call on its thread, the op the
  * diagnosis reads a kernel's work from): most torch ops with shapes
  * launch nothing themselves (a 196 MB vLLM trace: 18 k of 125 k), and a
- * row each would cost them 56 bytes. 0, or -1 out of memory. */
+ * row each would cost them 56 bytes. This runs with the whole file in
+ * the store, at the read's memory peak, so the calls are sorted in place
+ * and each buffer goes as soon as it is done with. 0, or -1 out of
+ * memory. */
 static int shape_rows(reader *r)
 {
     if (!r->nshaped)
         return 0;
     teller_events *ev = teller_store_events_mut(r->st);
-    nest_ev *n = malloc(r->ncalls * sizeof *n);
-    uint32_t *open = malloc(r->ncalls * sizeof *open); /* the ops around the current event, outermost first */
-    if (!n || !open) {
-        free(n);
-        free(open);
+    uint64_t *launched = calloc(r->shaped_ev_cap, sizeof *launched);
+    uint32_t *open = NULL; /* the ops around the current call, outermost first */
+    size_t depth = 0, open_cap = 0;
+    if (!launched)
         return -1;
-    }
+    teller_sort_r(r->calls, r->ncalls, sizeof *r->calls, nest_cmp, ev);
     for (size_t i = 0; i < r->ncalls; i++) {
-        uint32_t e = r->calls[i];
-        uint8_t L = ev->layer[e];
-        n[i] = (nest_ev){ev->start_ns[e], ev->start_ns[e] + ev->dur_ns[e],
-                         (uint64_t)(uint32_t)ev->pid[e] << 32 | (uint32_t)ev->tid[e], e,
-                         L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER};
-    }
-    teller_sort(n, r->ncalls, sizeof *n, nest_cmp);
-    size_t depth = 0;
-    for (size_t i = 0; i < r->ncalls; i++) {
-        if (i && n[i].thread != n[i - 1].thread)
+        uint32_t e = r->calls[i], prev = i ? r->calls[i - 1] : 0;
+        if (i && (ev->pid[e] != ev->pid[prev] || ev->tid[e] != ev->tid[prev]))
             depth = 0;
-        while (depth && n[open[depth - 1]].end < n[i].start)
+        while (depth && end_ns(ev, open[depth - 1]) < ev->start_ns[e])
             depth--; /* ended before it */
-        if (!n[i].launch) {
-            open[depth++] = (uint32_t)i;
+        if (!is_launch(ev, e)) {
+            if (TELLER_GROW(open, open_cap, depth + 1)) {
+                free(open);
+                free(launched);
+                return -1;
+            }
+            open[depth++] = e;
             continue;
         }
         size_t d = depth;
-        while (d && n[open[d - 1]].end < n[i].end)
+        while (d && end_ns(ev, open[d - 1]) < end_ns(ev, e))
             d--; /* ends inside it: not around it */
-        if (!d)
-            continue;
-        shaped_op *o = bsearch(&n[open[d - 1]].event, r->shaped, r->nshaped, sizeof *r->shaped, shaped_cmp);
-        if (o)
-            o->launched = 1;
+        uint32_t op = d ? open[d - 1] : 0;
+        if (d && op / 64 < r->shaped_ev_cap && bit_set(r->shaped_ev, op))
+            launched[op / 64] |= 1ull << op % 64;
     }
-    free(n);
     free(open);
-    for (size_t i = 0; i < r->nshaped; i++) {
-        const shaped_op *o = &r->shaped[i];
-        if (!o->launched)
-            continue;
-        teller_args a = {.bytes = -1, .comm = TELLER_NONE, .ext_id = o->ext_id, .in_dims = o->dims, .in_types = o->types};
-        uint32_t row = teller_store_add_args(r->st, &a);
-        if (row == TELLER_NONE)
-            return -1;
-        ev->args[o->event] = row;
+    free(r->calls);
+    r->calls = NULL;
+    r->ncalls = r->calls_cap = 0;
+    size_t k = 0; /* r->shaped[k]: the op of the next set bit */
+    for (size_t w = 0; w < r->shaped_ev_cap; w++) {
+        for (uint64_t bits = r->shaped_ev[w]; bits; bits &= bits - 1, k++) {
+            uint32_t e = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+            if (!bit_set(launched, e))
+                continue;
+            const shaped_op *o = &r->shaped[k];
+            teller_args a = {.bytes = -1, .comm = TELLER_NONE, .ext_id = o->ext_id, .in_dims = o->dims, .in_types = o->types};
+            uint32_t row = teller_store_add_args(r->st, &a);
+            if (row == TELLER_NONE) {
+                free(launched);
+                return -1;
+            }
+            ev->args[e] = row;
+        }
     }
+    free(launched);
     return 0;
 }
 
@@ -1149,6 +1168,7 @@ static void reader_free(reader *r)
     free(r->flows);
     free(r->name_comm);
     free(r->shaped);
+    free(r->shaped_ev);
     free(r->calls);
 }
 

@@ -2,6 +2,7 @@
  * vec.c - see vec.h.
  */
 #include <stdint.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -44,4 +45,44 @@ void teller_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 {
     if (n > 1)
         qsort(base, n, size, cmp);
+}
+
+static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
+{
+    unsigned char t[64];
+    while (size) {
+        size_t k = size < sizeof t ? size : sizeof t;
+        memcpy(t, a, k);
+        memcpy(a, b, k);
+        memcpy(b, t, k);
+        a += k;
+        b += k;
+        size -= k;
+    }
+}
+
+/* Moves element i of the max-heap [0, n) down until neither child is larger. */
+static void sift_down(unsigned char *v, size_t i, size_t n, size_t size,
+                      int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+    for (size_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && cmp(v + c * size, v + (c + 1) * size, ctx) < 0)
+            c++;
+        if (cmp(v + i * size, v + c * size, ctx) >= 0)
+            return;
+        swap_bytes(v + i * size, v + c * size, size);
+    }
+}
+
+void teller_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+    unsigned char *v = base;
+    if (n < 2)
+        return;
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(v, i, n, size, cmp, ctx);
+    for (size_t end = n - 1; end > 0; end--) {
+        swap_bytes(v, v + end * size, size);
+        sift_down(v, 0, end, size, cmp, ctx);
+    }
 }

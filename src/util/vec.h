@@ -24,6 +24,13 @@ void teller_prefault(void *p, size_t bytes);
 /* qsort that accepts an empty (possibly NULL) array. */
 void teller_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
+/* Sorts in place, with no memory of its own: for arrays as large as the
+ * store's columns, where teller_sort's qsort (glibc's merge sort) would
+ * allocate a copy of the array. cmp gets ctx as its third argument. Not
+ * stable: a cmp that never returns 0 for two elements makes the order
+ * the same as teller_sort's. Heapsort: O(n log n) in the worst case too. */
+void teller_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx);
+
 #define TELLER_GROW(ptr, cap, need) teller_grow((void **)&(ptr), &(cap), (need), sizeof *(ptr))
 
 #endif
