@@ -184,7 +184,7 @@ static void test_bad_events_are_skipped_with_warnings(void)
 
 /* A gzip file bigger than the reader's window: the same events as the
  * in-memory read, so units split across refills are parsed again whole. */
-static void test_streaming_gzip_matches_memory(void)
+static void test_streaming_matches_memory(void)
 {
     size_t cap = 24u << 20, o = 0;
     char *doc = malloc(cap);
@@ -206,7 +206,7 @@ static void test_streaming_gzip_matches_memory(void)
     gzwrite(gz, doc, (unsigned)o);
     gzclose(gz);
     /* the same text as two gzip members: too unusual for the whole-file
-     * inflate, so it streams through zlib's window (24 MB > the 4 MiB
+     * inflate, so it streams through zlib's window (24 MB > the 256 KiB
      * window: refilled many times) */
     char path2[] = "/tmp/teller_test_XXXXXX.json.gz";
     fd = mkstemps(path2, 8);
@@ -218,24 +218,44 @@ static void test_streaming_gzip_matches_memory(void)
     gz = gzopen(path2, "ab1");
     gzwrite(gz, doc + o / 2, (unsigned)(o - o / 2));
     gzclose(gz);
-    teller_store *a = teller_store_create(), *b = teller_store_create(), *a2 = teller_store_create();
+    /* and as plain JSON, which streams without zlib */
+    char path3[] = "/tmp/teller_test_XXXXXX.json";
+    fd = mkstemps(path3, 5);
+    CHECK(fd >= 0);
+    CHECK(write(fd, doc, o) == (ssize_t)o);
+    close(fd);
+    teller_store *a = teller_store_create(), *b = teller_store_create(), *a2 = teller_store_create(),
+                 *a3 = teller_store_create();
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_ingest_kineto(a, path, NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_ingest_kineto(a2, path2, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_ingest_kineto(a3, path3, NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_ingest_kineto_mem(b, "mem", doc, o, NULL, &err), TELLER_OK);
     unlink(path2);
-    const teller_events *ea = teller_store_events(a), *eb = teller_store_events(b), *e2 = teller_store_events(a2);
+    const teller_events *ea = teller_store_events(a), *eb = teller_store_events(b), *e2 = teller_store_events(a2),
+                        *e3 = teller_store_events(a3);
     CHECK_EQ_INT(ea->n, (size_t)n);
     CHECK_EQ_INT(eb->n, (size_t)n);
     CHECK_EQ_INT(e2->n, (size_t)n);
-    int same = ea->n == eb->n && e2->n == eb->n;
+    CHECK_EQ_INT(e3->n, (size_t)n);
+    int same = ea->n == eb->n && e2->n == eb->n && e3->n == eb->n;
     for (size_t i = 0; same && i < ea->n; i++)
         same = ea->start_ns[i] == eb->start_ns[i] && e2->start_ns[i] == eb->start_ns[i] &&
+               e3->start_ns[i] == eb->start_ns[i] &&
                !strcmp(teller_store_str(a, ea->name[i]), teller_store_str(b, eb->name[i])) &&
-               !strcmp(teller_store_str(a2, e2->name[i]), teller_store_str(b, eb->name[i]));
+               !strcmp(teller_store_str(a2, e2->name[i]), teller_store_str(b, eb->name[i])) &&
+               !strcmp(teller_store_str(a3, e3->name[i]), teller_store_str(b, eb->name[i]));
     CHECK(same);
     teller_store_free(a2);
+    teller_store_free(a3);
+    /* truncated plain JSON: the error says where the text ends */
+    CHECK(truncate(path3, (off_t)(o / 2)) == 0);
+    teller_store *c3 = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_kineto(c3, path3, NULL, &err), TELLER_ERR_TRUNCATED);
+    CHECK_EQ_INT(err.offset, o / 2);
+    teller_store_free(c3);
+    unlink(path3);
     /* truncated gzip: a clear error, not a crash */
     gz = gzopen(path, "wb1");
     gzwrite(gz, doc, (unsigned)o);
@@ -439,7 +459,7 @@ const test_case kineto_tests[] = {
     {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
     {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},
     {"kineto: bad events are skipped with warnings, hostile names kept verbatim", test_bad_events_are_skipped_with_warnings},
-    {"kineto: streamed gzip larger than the window reads like memory", test_streaming_gzip_matches_memory},
+    {"kineto: streamed gzip and plain JSON larger than the window read like memory", test_streaming_matches_memory},
     {"kineto: legacy ac2g flows link by their string ids' text", test_flow_string_ids},
     {NULL, NULL},
 };

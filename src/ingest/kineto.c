@@ -1,9 +1,9 @@
 /*
  * kineto.c - the PyTorch profiler (Kineto) Chrome-trace JSON reader.
  *
- * Streams the file through a window (plain or gzip, via zlib's gzread,
- * which passes plain files through; a gzip file of up to 64 MiB inflated is
- * inflated whole by libdeflate instead, which is faster) and pulls one top-level value or one
+ * Streams the file through a window (plain JSON with fread, gzip with
+ * zlib's gzread; a gzip file of up to 64 MiB inflated is inflated whole by
+ * libdeflate instead, which is faster) and pulls one top-level value or one
  * event at a time with the tokenizer in json.c. A unit that crosses the end
  * of the window is parsed again once more bytes are in; nothing is
  * committed to the store before a unit parsed whole, so memory is bounded
@@ -16,6 +16,8 @@
  * deviceProperties anywhere in the top-level object; ROCm spellings.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
@@ -28,7 +30,11 @@
 #include "../util/kmap.h"
 #include "../util/vec.h"
 
-#define WINDOW_INITIAL (4u << 20)
+/* The window grows (doubling) only for a value or event larger than it.
+ * Reading speed does not depend on its size from 256 KiB to 4 MiB
+ * (docs/SCALE.md, "The store: bytes per event"); its bytes are resident
+ * at the load's peak. */
+#define WINDOW_INITIAL (256u << 10)
 #define WINDOW_MAX     (1u << 30) /* one top-level value or event may not exceed this */
 
 enum cat_kind {
@@ -80,7 +86,8 @@ typedef struct reader {
     teller_store             *st;
     const char               *path;
     const teller_ingest_opts *opts;
-    gzFile                    gz;
+    gzFile                    gz;    /* a gzip file, or */
+    FILE                     *plain; /* plain JSON: zlib would pass it through, but its buffers cost 3 MB */
     char                     *buf; /* window */
     size_t                    len, cap;
     uint64_t                  base_off; /* file offset of buf[0] */
@@ -181,7 +188,7 @@ static teller_status fail_at(reader *r, teller_status code, const char *at, cons
 /* Drops buf[0..keep), reads more. Returns TELLER_OK, or an error. */
 static teller_status refill(reader *r, size_t keep)
 {
-    if (!r->gz) {
+    if (!r->gz && !r->plain) {
         r->eof = 1;
         return TELLER_OK;
     }
@@ -202,6 +209,18 @@ static teller_status refill(reader *r, size_t keep)
         size_t want = r->cap - r->len;
         if (want > (1u << 30))
             want = 1u << 30;
+        if (r->plain) {
+            size_t n = fread(r->buf + r->len, 1, want, r->plain);
+            if (n < want && ferror(r->plain))
+                return teller_error_set(r->err, TELLER_ERR_IO, r->path, r->base_off + r->len + n,
+                                        "cannot read the file: %s", strerror(errno));
+            r->len += n;
+            if (n < want) {
+                r->eof = 1;
+                break;
+            }
+            continue;
+        }
         int n = gzread(r->gz, r->buf + r->len, (unsigned)want);
         if (n < 0) {
             int zerr;
@@ -1174,9 +1193,10 @@ static void reader_free(reader *r)
 
 /* A gzip file that inflates to at most this many bytes is inflated whole
  * by libdeflate (2.3-2.6x zlib's inflate on Kineto traces, docs/SCALE.md)
- * and parsed from memory. Larger files, files of several gzip members,
- * damaged ones and plain JSON stream through zlib's gzread, which keeps
- * memory to the window and says where a damaged stream ends. */
+ * and parsed from memory. Larger files, files of several gzip members and
+ * damaged ones stream through zlib's gzread, which keeps memory to the
+ * window and says where a damaged stream ends; plain JSON streams through
+ * the window too. */
 #define WHOLE_GZIP_MAX (64u << 20)
 
 /* The inflated text of path (*len bytes, in the store's scratch buffer)
@@ -1227,10 +1247,20 @@ teller_status teller_ingest_kineto(teller_store *st, const char *path, const tel
     r.path = path;
     r.opts = opts ? opts : &def;
     r.err = err;
-    r.gz = gzopen(path, "rb");
-    if (!r.gz)
+    FILE *f = fopen(path, "rb");
+    if (!f)
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the file");
-    gzbuffer(r.gz, 1u << 20);
+    /* gzip's magic, as zlib tells a gzip stream from a plain file */
+    int c0 = getc(f), c1 = getc(f);
+    if (c0 == 0x1f && c1 == 0x8b) {
+        fclose(f);
+        if (!(r.gz = gzopen(path, "rb")))
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the file");
+        gzbuffer(r.gz, 1u << 20);
+    } else {
+        rewind(f);
+        r.plain = f;
+    }
     r.cap = WINDOW_INITIAL;
     r.buf = malloc(r.cap);
     r.owned = 1;
@@ -1239,7 +1269,10 @@ teller_status teller_ingest_kineto(teller_store *st, const char *path, const tel
         s = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
     else if ((s = refill(&r, 0)) == TELLER_OK)
         s = ingest(&r);
-    gzclose(r.gz);
+    if (r.gz)
+        gzclose(r.gz);
+    else
+        fclose(r.plain);
     reader_free(&r);
     return s;
 }
