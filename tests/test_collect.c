@@ -428,17 +428,17 @@ static void test_tlt_reader_maps_records_like_kineto(void)
         goto out;
     CHECK_EQ_INT(ev->layer[k], TELLER_LAYER_KERNEL);
     CHECK(ev->flags[k] & TELLER_F_GPU);
-    CHECK(ev->pid[k] == 1 && ev->tid[k] == 7 && ev->corr[k] == 77);
+    CHECK(teller_event_pid(ev, k) == 1 && teller_event_tid(ev, k) == 7 && ev->corr[k] == 77);
     CHECK(ev->start_ns[k] == 9000 && ev->dur_ns[k] == 11000);
     const teller_args *a = teller_store_event_args(st, k);
     CHECK(a && a->grid[0] == 4 && a->block[0] == 128 && a->ext_id == 999 && a->bytes == -1);
     CHECK_EQ_INT(ev->layer[l], TELLER_LAYER_RUNTIME);
-    CHECK(!(ev->flags[l] & TELLER_F_GPU) && ev->pid[l] == 4321 && ev->tid[l] == 4330 && ev->corr[l] == 77);
+    CHECK(!(ev->flags[l] & TELLER_F_GPU) && teller_event_pid(ev, l) == 4321 && teller_event_tid(ev, l) == 4330 && ev->corr[l] == 77);
     CHECK_EQ_INT(ev->layer[ar], TELLER_LAYER_BACKEND);
     CHECK(ev->flags[ar] & TELLER_F_COMM);
     CHECK_EQ_INT(ev->layer[s], TELLER_LAYER_ENGINE);
     CHECK_EQ_INT(ev->layer[sy], TELLER_LAYER_SYNC);
-    CHECK(ev->pid[sy] == 1 && ev->tid[sy] == 7 && (ev->flags[sy] & TELLER_F_GPU)); /* device from its context */
+    CHECK(teller_event_pid(ev, sy) == 1 && teller_event_tid(ev, sy) == 7 && (ev->flags[sy] & TELLER_F_GPU)); /* device from its context */
     CHECK_EQ_INT(ev->layer[cp], TELLER_LAYER_MEMCPY);
     a = teller_store_event_args(st, cp);
     CHECK(a && a->bytes == 65536);
@@ -638,7 +638,7 @@ static void test_nvtx_injection_end_to_end(void)
         CHECK(ev->flags[ar] & TELLER_F_COMM);
         CHECK_EQ_INT(ev->layer[step], TELLER_LAYER_ENGINE);
         CHECK(ev->flags[mk] & TELLER_F_INSTANT);
-        CHECK(ev->pid[step] == teller_store_source_c(st, 0)->pid && ev->tid[step] > 0);
+        CHECK(teller_event_pid(ev, step) == teller_store_source_c(st, 0)->pid && teller_event_tid(ev, step) > 0);
         /* wall-clock ns: within a minute of now */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -737,22 +737,22 @@ static void test_nvtx_threads_keep_their_own_nesting(void)
         if (!strcmp(name, "ncclAllReduce")) { /* under an inner range of its own thread */
             nccl++;
             if (par == TELLER_NONE || strncmp(teller_store_str(st, ev->name[par]), "inner ", 6) ||
-                ev->tid[par] != ev->tid[i])
+                teller_event_tid(ev, par) != teller_event_tid(ev, i))
                 bad_parent++;
             if (ev->depth[i] != 2)
                 bad_depth++;
         } else if (sscanf(name, "outer %d", &id) == 1 && id >= 0 && id < NVTX_THREADS) {
             counts[id][0]++;
             if (outer_tid[id] < 0)
-                outer_tid[id] = ev->tid[i];
-            if (outer_tid[id] != ev->tid[i])
+                outer_tid[id] = teller_event_tid(ev, i);
+            if (outer_tid[id] != teller_event_tid(ev, i))
                 bad_tid++;
             if (par != TELLER_NONE || ev->depth[i] != 0)
                 bad_depth++;
         } else if (sscanf(name, "inner %d", &id) == 1 && id >= 0 && id < NVTX_THREADS) {
             counts[id][1]++;
             snprintf(want, sizeof want, "outer %d", id);
-            if (par == TELLER_NONE || strcmp(teller_store_str(st, ev->name[par]), want) || ev->tid[par] != ev->tid[i])
+            if (par == TELLER_NONE || strcmp(teller_store_str(st, ev->name[par]), want) || teller_event_tid(ev, par) != teller_event_tid(ev, i))
                 bad_parent++;
             if (ev->depth[i] != 1)
                 bad_depth++;
@@ -863,7 +863,7 @@ static void test_fork_child_writes_its_own_file(void)
             parents++;
         if (ev->n == 1 && !strcmp(teller_store_str(st, ev->name[0]), "child"))
             children++;
-        CHECK_EQ_INT(ev->pid[0], teller_store_source_c(st, 0)->pid);
+        CHECK_EQ_INT(teller_event_pid(ev, 0), teller_store_source_c(st, 0)->pid);
         teller_store_free(st);
     }
     CHECK(parents == 1 && children == 1);

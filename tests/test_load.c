@@ -409,7 +409,7 @@ static void test_interleaved_sources_build_same_trees(void)
                 continue;
             size_t i = next[s]++;
             teller_event_row r = {ev->start_ns[i], ev->dur_ns[i], ev->name[i], ev->layer[i], ev->flags[i],
-                                  ev->source[i], ev->pid[i], ev->tid[i], ev->corr[i], ev->args[i]};
+                                  ev->source[i], teller_event_pid(ev, i), teller_event_tid(ev, i), ev->corr[i], ev->args[i]};
             teller_store_add_event(b, &r);
         }
     }

@@ -93,9 +93,13 @@ int same_store(const teller_store *a, const teller_store *b)
     size_t n = a->ev.n;
 #define COLS_EQ(f) mem_eq(a->ev.f, b->ev.f, n * sizeof *a->ev.f)
     same &= COLS_EQ(start_ns) && COLS_EQ(dur_ns) && COLS_EQ(name) && COLS_EQ(layer) && COLS_EQ(flags) &&
-            COLS_EQ(source) && COLS_EQ(pid) && COLS_EQ(tid) && COLS_EQ(corr) && COLS_EQ(args) && COLS_EQ(parent) &&
+            COLS_EQ(source) && COLS_EQ(corr) && COLS_EQ(args) && COLS_EQ(parent) &&
             COLS_EQ(first_child) && COLS_EQ(next_sibling) && COLS_EQ(depth) && COLS_EQ(step);
 #undef COLS_EQ
+    /* tracks by their pid and tid: their indices follow the order events were added in */
+    for (size_t i = 0; i < n && same; i++)
+        same = teller_event_pid(&a->ev, i) == teller_event_pid(&b->ev, i) &&
+               teller_event_tid(&a->ev, i) == teller_event_tid(&b->ev, i);
     /* field by field where a struct has padding */
     for (size_t i = 0; i < a->nsources; i++) {
         const teller_source *x = &a->sources[i], *y = &b->sources[i];

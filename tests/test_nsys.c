@@ -50,8 +50,8 @@ static long kernel_devices(const teller_store *st)
     const teller_events *ev = teller_store_events(st);
     uint64_t seen = 0;
     for (size_t i = 0; i < ev->n; i++)
-        if (ev->layer[i] == TELLER_LAYER_KERNEL && ev->pid[i] >= 0 && ev->pid[i] < 64)
-            seen |= 1ull << ev->pid[i];
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && teller_event_pid(ev, i) >= 0 && teller_event_pid(ev, i) < 64)
+            seen |= 1ull << teller_event_pid(ev, i);
     return __builtin_popcountll(seen);
 }
 
@@ -193,7 +193,7 @@ static void test_two_processes_two_ranks_collectives(void)
     /* every kernel sits in its process's source, on that process's device */
     const teller_events *ev = teller_store_events(st);
     for (size_t i = 0; i < ev->n; i++)
-        if (ev->layer[i] == TELLER_LAYER_KERNEL && ev->pid[i] != teller_store_event_rank(st, (uint32_t)i)) {
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && teller_event_pid(ev, i) != teller_store_event_rank(st, (uint32_t)i)) {
             CHECK(!"kernel of device d belongs to rank d");
             break;
         }
@@ -350,7 +350,7 @@ static void test_small_export_links_and_skips_bad_rows(void)
             uint32_t p = ev->parent[i];
             const teller_args *a = teller_store_event_args(st, i);
             kernel_ok = p != TELLER_NONE && !strcmp(teller_store_str(st, ev->name[p]), "cudaLaunchKernel") &&
-                        ev->flags[i] == TELLER_F_GPU && ev->pid[i] == 0 && ev->tid[i] == 7 && a && a->grid[0] == 4 &&
+                        ev->flags[i] == TELLER_F_GPU && teller_event_pid(ev, i) == 0 && teller_event_tid(ev, i) == 7 && a && a->grid[0] == 4 &&
                         a->grid[1] == 2 && a->block[0] == 128 && ev->dur_ns[i] == 500 &&
                         ev->parent[p] != TELLER_NONE && ev->layer[ev->parent[p]] == TELLER_LAYER_ENGINE;
         } else if (!strcmp(nm, "cudaGraphLaunch")) {

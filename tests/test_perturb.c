@@ -110,16 +110,16 @@ static int same_trace(const teller_store *a, const teller_store *b)
                                                  !strcmp(teller_store_str(a, x->name[pi]), teller_store_str(b, y->name[pj]))));
         int same = !strcmp(teller_store_str(a, x->name[i]), teller_store_str(b, y->name[j])) &&
                    x->start_ns[i] == y->start_ns[j] && x->dur_ns[i] == y->dur_ns[j] && x->layer[i] == y->layer[j] &&
-                   x->flags[i] == y->flags[j] && x->corr[i] == y->corr[j] && x->pid[i] == y->pid[j] &&
-                   x->tid[i] == y->tid[j] && same_parent && x->step[i] == y->step[j] &&
+                   x->flags[i] == y->flags[j] && x->corr[i] == y->corr[j] && teller_event_pid(x, i) == teller_event_pid(y, j) &&
+                   teller_event_tid(x, i) == teller_event_tid(y, j) && same_parent && x->step[i] == y->step[j] &&
                    !strcmp(shape_text(a, i, 0), shape_text(b, j, 0)) && !strcmp(shape_text(a, i, 1), shape_text(b, j, 1));
         if (!same && bad++ < 3)
             fprintf(stderr, "  event %u differs: %s / %s start %lld/%lld dur %lld/%lld layer %d/%d flags %d/%d "
                             "corr %u/%u pid %d/%d tid %d/%d step %u/%u\n",
                     i, teller_store_str(a, x->name[i]), teller_store_str(b, y->name[j]), (long long)x->start_ns[i],
                     (long long)y->start_ns[j], (long long)x->dur_ns[i], (long long)y->dur_ns[j], x->layer[i],
-                    y->layer[j], x->flags[i], y->flags[j], x->corr[i], y->corr[j], x->pid[i], y->pid[j], x->tid[i],
-                    y->tid[j], x->step[i], y->step[j]);
+                    y->layer[j], x->flags[i], y->flags[j], x->corr[i], y->corr[j], teller_event_pid(x, i), teller_event_pid(y, j), teller_event_tid(x, i),
+                    teller_event_tid(y, j), x->step[i], y->step[j]);
     }
     free(pa);
     free(pb);

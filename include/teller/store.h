@@ -105,6 +105,14 @@ typedef struct teller_args {
     uint32_t in_dims, in_types;
 } teller_args;
 
+/* A row of the timeline: an OS process and thread, or a device and a
+ * stream for GPU rows. Events name theirs by an index into the store's
+ * table of them, 4 bytes an event instead of 8. */
+typedef struct teller_track {
+    int32_t pid; /* OS pid, or the device index for GPU rows */
+    int32_t tid; /* OS tid, or the stream id for GPU rows */
+} teller_track;
+
 /* The event table. Column pointers are valid until the next append. */
 typedef struct teller_events {
     size_t    n;
@@ -114,8 +122,7 @@ typedef struct teller_events {
     uint8_t  *layer;        /* teller_layer */
     uint8_t  *flags;        /* TELLER_F_* */
     uint16_t *source;       /* index into the source table */
-    int32_t  *pid;          /* OS pid, or the device index for GPU rows */
-    int32_t  *tid;          /* OS tid, or the stream id for GPU rows */
+    uint32_t *track;        /* index into tracks: the event's pid and tid (teller_event_pid, _tid) */
     uint32_t *corr;         /* CUPTI/ROCm correlation id, 0 if none */
     uint32_t *args;         /* index into the args table, or TELLER_NONE */
     /* filled by teller_tree_build: */
@@ -124,7 +131,14 @@ typedef struct teller_events {
     uint32_t *next_sibling; /* TELLER_NONE for the last child */
     uint16_t *depth;        /* 0 for roots */
     uint32_t *step;         /* step number, TELLER_NONE outside every step */
+    /* the store's (pid, tid) pairs, in order of their first event */
+    const teller_track *tracks;
+    size_t              ntracks;
 } teller_events;
+
+/* Event i's pid and tid. */
+static inline int32_t teller_event_pid(const teller_events *ev, size_t i) { return ev->tracks[ev->track[i]].pid; }
+static inline int32_t teller_event_tid(const teller_events *ev, size_t i) { return ev->tracks[ev->track[i]].tid; }
 
 /* One step on one rank (table ordered by step, then rank). */
 typedef struct teller_step {

@@ -15,7 +15,7 @@ static void print_node(const teller_store *st, uint32_t e, int depth, int max_de
     cli_put_text(stdout, teller_store_str(st, ev->name[e]));
     printf("  %.3f us @%+.3f us", (double)ev->dur_ns[e] / 1e3, (double)(ev->start_ns[e] - t0) / 1e3);
     if (ev->flags[e] & TELLER_F_GPU)
-        printf(" (device %d stream %d)", ev->pid[e], ev->tid[e]);
+        printf(" (device %d stream %d)", teller_event_pid(ev, e), teller_event_tid(ev, e));
     if (ev->flags[e] & TELLER_F_COMM)
         printf(" COMM");
     printf("\n");

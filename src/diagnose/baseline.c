@@ -120,7 +120,8 @@ static int busy_counts(const teller_events *ev, uint32_t i, const int32_t *step_
         return 0;
     if (!step_tid)
         return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]);
-    if ((ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_host_op(ev->layer[i]) || ev->tid[i] == step_tid[ev->source[i]])
+    if ((ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_host_op(ev->layer[i]) ||
+        teller_event_tid(ev, i) == step_tid[ev->source[i]])
         return 0;
     uint32_t p = ev->parent[i];
     return p == TELLER_NONE || !teller_layer_is_host_op(ev->layer[p]);

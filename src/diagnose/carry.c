@@ -91,7 +91,8 @@ static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *n
         uint32_t i = ids[k], p = ev->parent[i];
         int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
         (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
-                        ev->step[i], ev->pid[i], ev->tid[i], (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1, SIZE_MAX};
+                        ev->step[i], teller_event_pid(ev, i), teller_event_tid(ev, i),
+                        (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1, SIZE_MAX};
     }
     *ng = n;
     free(ids);

@@ -71,7 +71,7 @@ static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i,
     if (sync || lo == n || ev->source[kr[lo]] != ev->source[i] || ev->step[kr[lo]] != ev->step[i])
         return (double)(end - slow_from);
     uint32_t k = kr[lo], kp = ev->parent[k];
-    if ((ev->pid[k] != ev->pid[i] || ev->tid[k] != ev->tid[i]) && ev->start_ns[k] > end + 5000)
+    if (ev->track[k] != ev->track[i] && ev->start_ns[k] > end + 5000)
         return 0;
     /* when it could have started: its launch call's end (its start without a launch) */
     int64_t ready = kp != TELLER_NONE && !(ev->flags[kp] & TELLER_F_GPU) ? ev->start_ns[kp] + ev->dur_ns[kp] : ev->start_ns[k];

@@ -67,7 +67,7 @@ int diag_host_busy_build(dctx *D)
     const teller_step *steps = teller_store_steps(D->st);
     for (size_t k = 0; k < teller_store_num_steps(D->st); k++)
         if (steps[k].marker != TELLER_NONE)
-            D->step_tid[D->ev->source[steps[k].marker]] = D->ev->tid[steps[k].marker];
+            D->step_tid[D->ev->source[steps[k].marker]] = teller_event_tid(D->ev, steps[k].marker);
     return diag_busy_build(&D->host, D, D->step_tid);
 }
 
@@ -151,7 +151,8 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
         for (size_t i = lo; i <= hi; i++) {
             int boundary = i == hi;
             if (!boundary) {
-                if (ev->tid[i] != tid || (ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_host_op(ev->layer[i]))
+                if (teller_event_tid(ev, i) != tid || (ev->flags[i] & TELLER_F_GPU) ||
+                    !teller_layer_is_host_op(ev->layer[i]))
                     continue;
                 uint32_t p = ev->parent[i];
                 if (p != TELLER_NONE && teller_layer_is_host_op(ev->layer[p]))

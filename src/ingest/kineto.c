@@ -922,7 +922,7 @@ static void link_flows(reader *r, uint32_t first)
         int api = L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER;
         if (!gpu && !api)
             continue;
-        flow key = {ev->start_ns[i], ev->pid[i], ev->tid[i], 0, (uint8_t)api};
+        flow key = {ev->start_ns[i], teller_event_pid(ev, i), teller_event_tid(ev, i), 0, (uint8_t)api};
         flow *hit = bsearch(&key, r->flows, r->nflows, sizeof *r->flows, flow_cmp);
         if (hit) {
             ev->corr[i] = hit->id;
@@ -1043,11 +1043,11 @@ static int nest_cmp(const void *a, const void *b, void *ctx)
 {
     const teller_events *ev = ctx;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t px = (uint32_t)ev->pid[x], py = (uint32_t)ev->pid[y], tx = (uint32_t)ev->tid[x], ty = (uint32_t)ev->tid[y];
-    if (px != py)
-        return px < py ? -1 : 1;
-    if (tx != ty)
-        return tx < ty ? -1 : 1;
+    const teller_track *tx = &ev->tracks[ev->track[x]], *ty = &ev->tracks[ev->track[y]];
+    if (tx->pid != ty->pid)
+        return (uint32_t)tx->pid < (uint32_t)ty->pid ? -1 : 1;
+    if (tx->tid != ty->tid)
+        return (uint32_t)tx->tid < (uint32_t)ty->tid ? -1 : 1;
     if (ev->start_ns[x] != ev->start_ns[y])
         return ev->start_ns[x] < ev->start_ns[y] ? -1 : 1;
     int lx = is_launch(ev, x), ly = is_launch(ev, y);
@@ -1082,7 +1082,7 @@ static int shape_rows(reader *r)
     teller_sort_r(r->calls, r->ncalls, sizeof *r->calls, nest_cmp, ev);
     for (size_t i = 0; i < r->ncalls; i++) {
         uint32_t e = r->calls[i], prev = i ? r->calls[i - 1] : 0;
-        if (i && (ev->pid[e] != ev->pid[prev] || ev->tid[e] != ev->tid[prev]))
+        if (i && ev->track[e] != ev->track[prev])
             depth = 0;
         while (depth && end_ns(ev, open[depth - 1]) < ev->start_ns[e])
             depth--; /* ended before it */
@@ -1164,8 +1164,8 @@ static teller_status ingest(reader *r)
     so->host = r->host;
     /* the CPU process: the most common non-negative pid of CPU events */
     for (size_t i = first; i < ev->n; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU) && ev->pid[i] > 0 && ev->layer[i] != TELLER_LAYER_OTHER) {
-            so->pid = ev->pid[i];
+        if (!(ev->flags[i] & TELLER_F_GPU) && teller_event_pid(ev, i) > 0 && ev->layer[i] != TELLER_LAYER_OTHER) {
+            so->pid = teller_event_pid(ev, i);
             break;
         }
     }

@@ -948,8 +948,7 @@ static int regroup(reader *r, uint32_t first, uint16_t src0)
             swap_at(ev->layer, sizeof *ev->layer, a, b);
             swap_at(ev->flags, sizeof *ev->flags, a, b);
             swap_at(ev->source, sizeof *ev->source, a, b);
-            swap_at(ev->pid, sizeof *ev->pid, a, b);
-            swap_at(ev->tid, sizeof *ev->tid, a, b);
+            swap_at(ev->track, sizeof *ev->track, a, b);
             swap_at(ev->corr, sizeof *ev->corr, a, b);
             swap_at(ev->args, sizeof *ev->args, a, b);
             uint32_t t = dest[dest[i]];

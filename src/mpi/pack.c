@@ -1,10 +1,10 @@
 /*
- * pack.c - see pack.h. Layout: eight 64-bit counts (a magic number,
+ * pack.c - see pack.h. Layout: nine 64-bit counts (a magic number,
  * strings, sources, events, args rows, comm rows, warnings, kept warning
- * messages), then each section starting at a multiple of 8 bytes: string
- * lengths and their bytes, the source table, the event columns start, dur,
- * name, layer, flags, source, pid, tid, corr, args, the args and comm
- * tables, then each kept warning message with its NUL.
+ * messages, tracks), then each section starting at a multiple of 8 bytes:
+ * string lengths and their bytes, the source table, the track table, the
+ * event columns start, dur, name, layer, flags, source, track, corr, args,
+ * the args and comm tables, then each kept warning message with its NUL.
  *
  * Unpacking builds a teller_store that points into the buffer (only the
  * string table is allocated) and hands it to teller_store_append, so the
@@ -18,11 +18,11 @@
 #include "pack.h"
 #include "../store/store_internal.h"
 
-#define PACK_MAGIC 0x316b6370726c6c74ull /* "tllrpck1" */
+#define PACK_MAGIC 0x326b6370726c6c74ull /* "tllrpck2" */
 
 /* The event columns the readers fill, in the order they are packed; the
  * tree build fills the others. */
-#define EVENT_COLUMNS(X) X(start_ns) X(dur_ns) X(name) X(layer) X(flags) X(source) X(pid) X(tid) X(corr) X(args)
+#define EVENT_COLUMNS(X) X(start_ns) X(dur_ns) X(name) X(layer) X(flags) X(source) X(track) X(corr) X(args)
 
 /* Copies n bytes to buf at *off, first rounded up to a multiple of 8;
  * with buf NULL only counts. */
@@ -38,7 +38,8 @@ static void put(char *buf, size_t *off, const void *p, size_t n)
 static size_t pack_into(char *buf, const teller_store *st)
 {
     const teller_events *ev = &st->ev;
-    uint64_t head[8] = {PACK_MAGIC, st->nstr, st->nsources, ev->n, st->nargs, st->ncomms, st->nwarn, st->nwarn_msgs};
+    uint64_t head[9] = {PACK_MAGIC, st->nstr,          st->nsources, ev->n,      st->nargs,
+                        st->ncomms, st->nwarn, st->nwarn_msgs, ev->ntracks};
     size_t off = 0;
     put(buf, &off, head, sizeof head);
     put(buf, &off, NULL, 0); /* the lengths, one after the other */
@@ -53,6 +54,7 @@ static size_t pack_into(char *buf, const teller_store *st)
         off += st->strs[i].len;
     }
     put(buf, &off, st->sources, st->nsources * sizeof *st->sources);
+    put(buf, &off, ev->tracks, ev->ntracks * sizeof *ev->tracks);
     if (ev->n) {
 #define PUT_COLUMN(c) put(buf, &off, ev->c, ev->n * sizeof *ev->c);
         EVENT_COLUMNS(PUT_COLUMN)
@@ -100,9 +102,10 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
 {
     const char *buf = data;
     size_t off = 0;
-    const uint64_t *head = take(buf, size, &off, 8 * sizeof *head);
+    const uint64_t *head = take(buf, size, &off, 9 * sizeof *head);
     if (!head || head[0] != PACK_MAGIC || head[1] == 0 || head[1] > UINT32_MAX || head[2] > UINT16_MAX ||
-        head[3] >= TELLER_NONE || head[4] >= TELLER_NONE || head[5] >= TELLER_NONE || head[7] > TELLER_MAX_WARNINGS)
+        head[3] >= TELLER_NONE || head[4] >= TELLER_NONE || head[5] >= TELLER_NONE || head[7] > TELLER_MAX_WARNINGS ||
+        head[8] > head[3])
         return teller_error_set(err, TELLER_ERR_FORMAT, "(packed store)", 0, "not a packed store");
     teller_store v;
     memset(&v, 0, sizeof v);
@@ -113,6 +116,7 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
     v.ncomms = head[5];
     v.nwarn = head[6];
     v.nwarn_msgs = head[7];
+    v.ev.ntracks = head[8];
     const uint32_t *lens = take(buf, size, &off, v.nstr * sizeof *lens);
     v.strs = lens ? malloc(v.nstr * sizeof *v.strs) : NULL;
     if (!v.strs) {
@@ -130,6 +134,7 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
     size_t n = v.ev.n;
 #define TAKE(field, count) (ok = ok && ((field) = (void *)(uintptr_t)take(buf, size, &off, (count) * sizeof *(field))) != NULL)
     TAKE(v.sources, v.nsources);
+    TAKE(v.ev.tracks, v.ev.ntracks);
     if (n) {
 #define TAKE_COLUMN(c) TAKE(v.ev.c, n);
         EVENT_COLUMNS(TAKE_COLUMN)
@@ -151,7 +156,8 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
      * them up unchecked */
     for (size_t i = 0; i < n && ok; i++)
         ok = v.ev.source[i] < v.nsources;
-    ok = ok && ids_below(v.ev.name, n, v.nstr, 0) && ids_below(v.ev.args, n, v.nargs, 1);
+    ok = ok && ids_below(v.ev.name, n, v.nstr, 0) && ids_below(v.ev.args, n, v.nargs, 1) &&
+         ids_below(v.ev.track, n, v.ev.ntracks, 0);
     for (size_t i = 0; i < v.nsources && ok; i++)
         ok = v.sources[i].path < v.nstr && v.sources[i].host < v.nstr && v.sources[i].device_name < v.nstr;
     for (size_t i = 0; i < v.nargs && ok; i++)

@@ -29,8 +29,8 @@ void teller_consistency_check(const teller_store *st, const int64_t *start, cons
         if (p != TELLER_NONE && is_op(ev, i) && !(ev->flags[p] & TELLER_F_GPU) && S[i] < S[p])
             out->launch++;
         /* rows are contiguous after the tree build: a new row resets prev */
-        if (i > 0 && (ev->source[i] != ev->source[i - 1] || ev->pid[i] != ev->pid[i - 1] ||
-                      ev->tid[i] != ev->tid[i - 1] || ((ev->flags[i] ^ ev->flags[i - 1]) & TELLER_F_GPU)))
+        if (i > 0 && (ev->source[i] != ev->source[i - 1] || ev->track[i] != ev->track[i - 1] ||
+                      ((ev->flags[i] ^ ev->flags[i - 1]) & TELLER_F_GPU)))
             prev = SIZE_MAX;
         if (is_op(ev, i)) {
             if (prev != SIZE_MAX && S[i] < S[prev] + D[prev])

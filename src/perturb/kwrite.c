@@ -179,9 +179,9 @@ static teller_status write_source(const teller_store *st, uint32_t s, const int6
         ob_s(&o, "\", \"name\": ");
         ob_jstr(&o, name);
         ob_s(&o, ", \"pid\": ");
-        ob_i64(&o, ev->pid[i]);
+        ob_i64(&o, teller_event_pid(ev, i));
         ob_s(&o, ", \"tid\": ");
-        ob_i64(&o, ev->tid[i]);
+        ob_i64(&o, teller_event_tid(ev, i));
         ob_s(&o, ", \"ts\": ");
         ob_us(&o, (start ? start[i] : ev->start_ns[i]) + shift);
         if (inst) {

@@ -358,7 +358,7 @@ static uint32_t woken_by(const rt *R, uint32_t i)
         int64_t e = end_of(ev, x);
         if (e < s - HANDOFF_BOUND_NS || e < rw->last_op_end)
             return TELLER_NONE;
-        if (R->row_of[x] != R->row_of[i] && ev->pid[x] == ev->pid[i])
+        if (R->row_of[x] != R->row_of[i] && teller_event_pid(ev, x) == teller_event_pid(ev, i))
             return x;
     }
     return TELLER_NONE;
@@ -424,7 +424,7 @@ static void rt_free(rt *R)
 static int same_row(const teller_events *ev, size_t a, size_t b)
 {
     return ev->source[a] == ev->source[b] && ((ev->flags[a] ^ ev->flags[b]) & TELLER_F_GPU) == 0 &&
-           ev->pid[a] == ev->pid[b] && ev->tid[a] == ev->tid[b];
+           ev->track[a] == ev->track[b];
 }
 
 teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedits, int64_t *start, int64_t *dur,

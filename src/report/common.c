@@ -210,7 +210,8 @@ int rep_rows(const teller_store *st, rep_row **rows, size_t *n)
     for (size_t i = 0; i < ev->n; i++) {
         uint8_t gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
         rep_row *cur = k ? &r[k - 1] : NULL;
-        if (cur && cur->source == ev->source[i] && cur->gpu == gpu && cur->pid == ev->pid[i] && cur->tid == ev->tid[i]) {
+        if (cur && cur->source == ev->source[i] && cur->gpu == gpu && cur->pid == teller_event_pid(ev, i) &&
+            cur->tid == teller_event_tid(ev, i)) {
             if (ev->start_ns[i] < ev->start_ns[i - 1])
                 cur->sorted = 0;
             cur->n++;
@@ -227,7 +228,7 @@ int rep_rows(const teller_store *st, rep_row **rows, size_t *n)
         }
         const teller_source *src = teller_store_source_c(st, ev->source[i]);
         r[k] = (rep_row){.first = (uint32_t)i, .n = 1, .source = ev->source[i], .gpu = gpu, .sorted = 1,
-                         .pid = ev->pid[i], .tid = ev->tid[i], .rank = src ? src->rank : -1,
+                         .pid = teller_event_pid(ev, i), .tid = teller_event_tid(ev, i), .rank = src ? src->rank : -1,
                          .node = src ? src->node : -1};
         k++;
     }

@@ -655,9 +655,9 @@ static void no_culprit(hw *w, const teller_diag_step *s, const rep_blame *b)
                 teller_store_event_rank(w->st, e), teller_store_event_node(w->st, e));
         rep_html_name(f, teller_store_str(w->st, ev->name[e]), 400);
         if (ev->flags[e] & TELLER_F_GPU)
-            fprintf(f, "</td><td>device %d stream %d", ev->pid[e], ev->tid[e]);
+            fprintf(f, "</td><td>device %d stream %d", teller_event_pid(ev, e), teller_event_tid(ev, e));
         else
-            fprintf(f, "</td><td>thread %d", ev->tid[e]);
+            fprintf(f, "</td><td>thread %d", teller_event_tid(ev, e));
         fprintf(f, "</td><td class=\"n\">%s</td></tr>\n", rep_dur(du, sizeof du, ev->dur_ns[e]));
     }
     fputs("</table></div>\n", f);
@@ -707,9 +707,9 @@ static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
         } else
             fprintf(f, "</span><span class=\"dur\">%s", rep_dur(du, sizeof du, i == 0 && s->culprit_ns > 0 ? s->culprit_ns : ev->dur_ns[e]));
         if (ev->flags[e] & TELLER_F_GPU)
-            fprintf(f, " \xc2\xb7 device %d stream %d", ev->pid[e], ev->tid[e]);
+            fprintf(f, " \xc2\xb7 device %d stream %d", teller_event_pid(ev, e), teller_event_tid(ev, e));
         else
-            fprintf(f, " \xc2\xb7 thread %d", ev->tid[e]);
+            fprintf(f, " \xc2\xb7 thread %d", teller_event_tid(ev, e));
         fprintf(f, " \xc2\xb7 rank %d", teller_store_event_rank(w->st, e));
         if (ev->flags[e] & TELLER_F_STEP)
             fputs(" \xc2\xb7 step marker", f);

@@ -95,7 +95,7 @@ static void add(slicer *s, uint32_t e, teller_slice_rel rel, float w)
 
 static int same_row(const teller_events *ev, uint32_t a, uint32_t b)
 {
-    return ev->source[a] == ev->source[b] && ev->pid[a] == ev->pid[b] && ev->tid[a] == ev->tid[b] &&
+    return ev->source[a] == ev->source[b] && ev->track[a] == ev->track[b] &&
            (ev->flags[a] & TELLER_F_GPU) == (ev->flags[b] & TELLER_F_GPU);
 }
 

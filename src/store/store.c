@@ -154,8 +154,9 @@ void teller_store_free(teller_store *st)
     free(e->layer);
     free(e->flags);
     free(e->source);
-    free(e->pid);
-    free(e->tid);
+    free(e->track);
+    free(st->tracks);
+    kmap_free(&st->track_map);
     free(e->corr);
     free(e->args);
     free(e->parent);
@@ -249,7 +250,7 @@ int teller_store_reserve_events(teller_store *st, size_t need)
             return -1;                                           \
     } while (0)
     COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(pid); COL(tid); COL(corr); COL(args);
+    COL(track); COL(corr); COL(args);
     if (!st->bare) {
         COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
     }
@@ -280,6 +281,8 @@ void teller_store_reset(teller_store *st)
     st->nstr = 1;
     st->nsources = 0;
     st->ev.n = 0;
+    st->ev.ntracks = 0;
+    kmap_free(&st->track_map);
     st->nargs = 0;
     st->ncomms = 0;
     for (size_t i = 0; i < st->nwarn_msgs; i++)
@@ -295,7 +298,7 @@ static void prefault_rows(teller_store *st, size_t lo, size_t hi)
     teller_events *e = &st->ev;
 #define COL(f) teller_prefault(e->f + lo, (hi - lo) * sizeof *e->f)
     COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(pid); COL(tid); COL(corr); COL(args);
+    COL(track); COL(corr); COL(args);
     if (!st->bare) {
         COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
     }
@@ -316,10 +319,28 @@ static size_t prefault_end(size_t i, size_t cap, size_t old_cap)
     return end < cap ? end : cap;
 }
 
+/* The index of (pid, tid) in the store's track table, added when new;
+ * TELLER_NONE when out of memory. */
+static uint32_t track_of(teller_store *st, int32_t pid, int32_t tid)
+{
+    teller_events *e = &st->ev;
+    uint32_t t = kmap_get(&st->track_map, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, 1);
+    if (t == UINT32_MAX)
+        return TELLER_NONE;
+    if (t == e->ntracks) {
+        if (TELLER_GROW(st->tracks, st->tracks_cap, e->ntracks + 1))
+            return TELLER_NONE;
+        st->tracks[e->ntracks++] = (teller_track){pid, tid};
+        e->tracks = st->tracks;
+    }
+    return t;
+}
+
 uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
 {
     size_t i = st->ev.n, cap = st->ev_cap;
-    if (teller_store_reserve_events(st, i + 1))
+    uint32_t track = track_of(st, r->pid, r->tid);
+    if (track == TELLER_NONE || teller_store_reserve_events(st, i + 1))
         return TELLER_NONE;
     teller_events *e = &st->ev;
     size_t ahead = prefault_end(i, st->ev_cap, cap);
@@ -331,8 +352,7 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
     e->layer[i] = r->layer;
     e->flags[i] = r->flags;
     e->source[i] = r->source;
-    e->pid[i] = r->pid;
-    e->tid[i] = r->tid;
+    e->track[i] = track;
     e->corr[i] = r->corr;
     e->args[i] = r->args;
     if (!st->bare) {
@@ -495,11 +515,15 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         return teller_error_set(err, TELLER_ERR_LIMIT, "(trace)", 0, "more than %u events in one run",
                                 TELLER_NONE - 1);
     uint32_t *map = malloc(src->nstr * sizeof *map);
-    if (!map)
+    uint32_t *tmap = malloc((src->ev.ntracks ? src->ev.ntracks : 1) * sizeof *tmap); /* src's tracks in dst */
+    if (!map || !tmap)
         goto oom;
     map[0] = 0;
     for (size_t id = 1; id < src->nstr; id++)
         if ((map[id] = teller_store_intern(dst, src->strs[id].ptr, src->strs[id].len)) == TELLER_NONE)
+            goto oom;
+    for (size_t t = 0; t < src->ev.ntracks; t++)
+        if ((tmap[t] = track_of(dst, src->ev.tracks[t].pid, src->ev.tracks[t].tid)) == TELLER_NONE)
             goto oom;
     size_t s0 = dst->nsources, e0 = dst->ev.n, a0 = dst->nargs, c0 = dst->ncomms;
     if (TELLER_GROW(dst->comms, dst->comms_cap, c0 + src->ncomms) ||
@@ -548,11 +572,10 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
     memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);
     memcpy(de->flags + e0, se->flags, n * sizeof *se->flags);
-    memcpy(de->pid + e0, se->pid, n * sizeof *se->pid);
-    memcpy(de->tid + e0, se->tid, n * sizeof *se->tid);
     memcpy(de->corr + e0, se->corr, n * sizeof *se->corr);
     for (size_t i = 0; i < n; i++) {
         de->name[e0 + i] = map[se->name[i]];
+        de->track[e0 + i] = tmap[se->track[i]];
         de->source[e0 + i] = (uint16_t)(se->source[i] + s0);
         de->args[e0 + i] = se->args[i] == TELLER_NONE ? TELLER_NONE : se->args[i] + (uint32_t)a0;
     }
@@ -573,8 +596,10 @@ warnings:
         dst->warn_msgs[dst->nwarn_msgs++] = m;
     }
     free(map);
+    free(tmap);
     return TELLER_OK;
 oom:
     free(map);
+    free(tmap);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while merging traces");
 }

@@ -6,6 +6,7 @@
 #define TELLER_STORE_INTERNAL_H
 
 #include "teller/store.h"
+#include "../util/kmap.h"
 
 /* String blocks: interned text lives in blocks that never move. */
 typedef struct str_block {
@@ -28,6 +29,10 @@ struct teller_store {
 
     teller_events ev;
     size_t        ev_cap;
+    /* ev.tracks, and (pid, tid) -> its index */
+    teller_track *tracks;
+    size_t        tracks_cap;
+    kmap          track_map;
 
     teller_args *args;
     size_t       nargs, args_cap;

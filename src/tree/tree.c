@@ -79,7 +79,8 @@ static long assign_rows(const teller_events *ev, size_t lo, size_t hi, uint32_t 
         return -1;
     memset(tab, 0xff, cap * sizeof *tab);
     for (size_t i = lo; i < hi; i++) {
-        row_key k = {ev->source[i], (uint8_t)((ev->flags[i] & TELLER_F_GPU) != 0), ev->pid[i], ev->tid[i]};
+        row_key k = {ev->source[i], (uint8_t)((ev->flags[i] & TELLER_F_GPU) != 0), teller_event_pid(ev, i),
+                     teller_event_tid(ev, i)};
         size_t j = row_hash(&k) & (cap - 1);
         for (;;) {
             uint32_t r = tab[j];
@@ -180,7 +181,7 @@ static void apply_perm(teller_events *ev, uint32_t *perm, size_t lo, size_t hi)
         uint32_t nm = ev->name[k], co = ev->corr[k], ar = ev->args[k];
         uint8_t ly = ev->layer[k], fl = ev->flags[k];
         uint16_t so = ev->source[k];
-        int32_t pi = ev->pid[k], ti = ev->tid[k];
+        uint32_t tr = ev->track[k];
         size_t j = k;
         for (;;) {
             uint32_t src = perm[j];
@@ -188,13 +189,13 @@ static void apply_perm(teller_events *ev, uint32_t *perm, size_t lo, size_t hi)
             if (src == k) {
                 ev->start_ns[j] = s; ev->dur_ns[j] = d; ev->name[j] = nm; ev->corr[j] = co;
                 ev->args[j] = ar; ev->layer[j] = ly; ev->flags[j] = fl; ev->source[j] = so;
-                ev->pid[j] = pi; ev->tid[j] = ti;
+                ev->track[j] = tr;
                 break;
             }
             ev->start_ns[j] = ev->start_ns[src]; ev->dur_ns[j] = ev->dur_ns[src];
             ev->name[j] = ev->name[src]; ev->corr[j] = ev->corr[src]; ev->args[j] = ev->args[src];
             ev->layer[j] = ev->layer[src]; ev->flags[j] = ev->flags[src]; ev->source[j] = ev->source[src];
-            ev->pid[j] = ev->pid[src]; ev->tid[j] = ev->tid[src];
+            ev->track[j] = ev->track[src];
             j = src;
         }
     }
@@ -603,7 +604,8 @@ static void find_collectives(void *ctx, size_t s)
             continue;
         const teller_comm *cm = teller_store_event_comm(f->st, (uint32_t)i);
         uint32_t pg = cm ? cm->pg_name : 0;
-        uint32_t *slot = pg ? kmap_slot(&streams, (uint32_t)ev->tid[i], (void **)&spg, &spcap, sizeof *spg) : NULL;
+        uint32_t stream = (uint32_t)teller_event_tid(ev, i);
+        uint32_t *slot = pg ? kmap_slot(&streams, stream, (void **)&spg, &spcap, sizeof *spg) : NULL;
         if ((pg && !slot) || TELLER_GROW(out, cap, n + 1)) {
             f->failed[s] = 1;
             break;
@@ -615,7 +617,7 @@ static void find_collectives(void *ctx, size_t s)
     for (size_t k = 0; k < n && !f->failed[s]; k++) {
         if (out[k].pg)
             continue;
-        uint32_t ix = kmap_get(&streams, (uint32_t)ev->tid[out[k].ev], 0);
+        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, out[k].ev), 0);
         out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
     }
     kmap_free(&streams);
