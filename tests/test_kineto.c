@@ -408,6 +408,34 @@ static void test_innermost_op_keeps_shapes_any_order(void)
     teller_store_free(st);
 }
 
+/* Events name their (pid, tid) by a track: one per distinct pair, (-1, -1)
+ * (the one pair whose map key is all ones) included, and every event
+ * reads its own pair back; appending maps the tracks. */
+static void test_tracks_one_per_pair(void)
+{
+    const int32_t pairs[][2] = {{-1, -1}, {0, 0}, {-1, -1}, {7, -1}, {0, 0}, {-1, 7}, {-1, -1}};
+    size_t n = sizeof pairs / sizeof *pairs;
+    teller_store *st = teller_store_create(), *all = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    for (size_t i = 0; i < n; i++) {
+        teller_event_row r = {.start_ns = (int64_t)i, .pid = pairs[i][0], .tid = pairs[i][1], .args = TELLER_NONE};
+        CHECK_EQ_INT(teller_store_add_event(st, &r), i);
+    }
+    CHECK_EQ_INT(teller_store_add_event(all, &(teller_event_row){.pid = 7, .tid = -1, .args = TELLER_NONE}), 0);
+    CHECK_EQ_INT(teller_store_append(all, st, &err), TELLER_OK);
+    const teller_events *ev = teller_store_events(st), *ea = teller_store_events(all);
+    CHECK_EQ_INT(ev->ntracks, 4);
+    CHECK_EQ_INT(ea->ntracks, 4);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(teller_event_pid(ev, i) == pairs[i][0] && teller_event_tid(ev, i) == pairs[i][1]);
+        CHECK(teller_event_pid(ea, i + 1) == pairs[i][0] && teller_event_tid(ea, i + 1) == pairs[i][1]);
+    }
+    CHECK(ev->track[0] == ev->track[2] && ev->track[0] == ev->track[6] && ev->track[1] == ev->track[4]);
+    teller_store_free(st);
+    teller_store_free(all);
+}
+
 typedef struct sort_item {
     uint32_t key, pos;
     uint8_t  pad[61]; /* larger than the 64 bytes the sort swaps at a time */
@@ -456,6 +484,7 @@ const test_case kineto_tests[] = {
     {"kineto: a torch op's input shapes are kept as the trace wrote them", test_op_shapes_kept_as_written},
     {"kineto: the innermost torch op around a launch keeps its shapes, in any file order", test_innermost_op_keeps_shapes_any_order},
     {"sort: the in-place sort orders as qsort does", test_sort_in_place_matches_qsort},
+    {"store: one track per (pid, tid) pair, appended by pair", test_tracks_one_per_pair},
     {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
     {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},
     {"kineto: bad events are skipped with warnings, hostile names kept verbatim", test_bad_events_are_skipped_with_warnings},

@@ -324,15 +324,15 @@ static size_t prefault_end(size_t i, size_t cap, size_t old_cap)
 static uint32_t track_of(teller_store *st, int32_t pid, int32_t tid)
 {
     teller_events *e = &st->ev;
+    /* room first, so that every index the map hands out has its row */
+    if (TELLER_GROW(st->tracks, st->tracks_cap, e->ntracks + 1))
+        return TELLER_NONE;
+    e->tracks = st->tracks;
     uint32_t t = kmap_get(&st->track_map, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, 1);
     if (t == UINT32_MAX)
         return TELLER_NONE;
-    if (t == e->ntracks) {
-        if (TELLER_GROW(st->tracks, st->tracks_cap, e->ntracks + 1))
-            return TELLER_NONE;
+    if (t == e->ntracks)
         st->tracks[e->ntracks++] = (teller_track){pid, tid};
-        e->tracks = st->tracks;
-    }
     return t;
 }
 

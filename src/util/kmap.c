@@ -11,6 +11,13 @@ static size_t slot_of(uint64_t key, size_t cap) { return (key * 0x9E3779B97F4A7C
 
 uint32_t kmap_get(kmap *m, uint64_t key, int create)
 {
+    if (key == UINT64_MAX) {
+        if (!m->has_max && create) {
+            m->has_max = 1;
+            m->v_max = (uint32_t)m->n++;
+        }
+        return m->has_max ? m->v_max : UINT32_MAX;
+    }
     key += 1;
     if (create && (m->n + 1) * 2 > m->cap) {
         size_t nc = m->cap ? m->cap * 2 : 256;
@@ -78,6 +85,8 @@ void kmap_keys(const kmap *m, uint64_t *keys_by_index)
     for (size_t i = 0; i < m->cap; i++)
         if (m->k[i])
             keys_by_index[m->v[i]] = m->k[i] - 1;
+    if (m->has_max)
+        keys_by_index[m->v_max] = UINT64_MAX;
 }
 
 void kmap_free(kmap *m)

@@ -13,6 +13,8 @@ typedef struct kmap {
     uint64_t *k; /* key + 1; 0 marks an empty slot */
     uint32_t *v;
     size_t    cap, n;
+    int       has_max; /* UINT64_MAX, whose key + 1 would be 0, is kept apart: */
+    uint32_t  v_max;   /* its index */
 } kmap;
 
 /* The index of key; with create, a new one when absent. UINT32_MAX when
