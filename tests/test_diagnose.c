@@ -825,6 +825,51 @@ static void test_diagnose_preemption_lines_in_log_order(void)
     rm_rf(dir);
 }
 
+/* Each log's whole-second preemption lines are placed once that log is
+ * read, before the next log's lines claim steps: the same run's log
+ * given twice, bare (whole-second times) and as `teller run` captured it
+ * (exact times), flags no more steps than the first alone gives wrong. A
+ * version that placed every log's whole-second lines only after reading
+ * all of them put each preemption on two steps (precision 0.50 here). */
+static void test_diagnose_preemption_lines_log_by_log(void)
+{
+    char dir[] = "/tmp/teller_diag_twolog_XXXXXX", cap[] = "/tmp/teller_diag_twocap_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.engine = "vllm";
+    o.nodes = 1;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 1;
+    o.steps = 60;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.seed = 1;
+    sim_case(dir, &o);
+    o.log_capture = 1;
+    sim_case(cap, &o);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    char l0[600], l1[600];
+    snprintf(l0, sizeof l0, "%s/logs/node0.log", dir);
+    snprintf(l1, sizeof l1, "%s/logs/node0.log", cap);
+    const char *logs[2] = {l0, l1};
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = logs;
+    dop.nlogs = 2;
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    if (d)
+        score_case(d, dir, &s);
+    fprintf(stderr, "  seed 1, two logs: %ld abnormal steps, recall %.3f, precision %.3f\n", s.abnormal_steps,
+            s.step_recall, s.step_precision);
+    CHECK(d && s.abnormal_steps >= 10 && s.step_recall == 1.0 && s.step_precision >= 0.8);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+    rm_rf(cap);
+}
+
 /* A preemption recomputes requests that were running: in the steps'
  * batch composition (vLLM's execute_context annotations) its prefill has
  * sequences that no waiting request accounts for, which the requests'
@@ -1431,6 +1476,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_sync_stall_beyond_others},
     {"diagnose: whole-second preemption lines go to steps in the log's order, between the OOM and swap lines around them",
      test_diagnose_preemption_lines_in_log_order},
+    {"diagnose: each log's whole-second preemption lines are placed before the next log is read",
+     test_diagnose_preemption_lines_log_by_log},
     {"diagnose: a whole-second preemption warning goes to the step that recomputed, not a larger prefill",
      test_diagnose_preemption_on_recomputing_step},
     {"diagnose: a whole-second retract line goes between the prefill lines around it, to a swap there first",

@@ -120,7 +120,8 @@ typedef struct teller_diagnosis {
     char            **notes; /* what the analysis could not see or trust, for the user */
     size_t            nnotes;
     struct teller_requests *requests; /* with logs: each request's lifecycle and breakdown against
-                                       * these steps (requests.h), read with the logs; else NULL */
+                                       * these steps (requests.h), read with the logs; else NULL;
+                                       * teller_diagnosis_free frees it */
 } teller_diagnosis;
 
 teller_diag_opts teller_diag_defaults(void);

@@ -140,6 +140,9 @@ void teller_requests_free(teller_requests *r);
 typedef struct teller_req_builder teller_req_builder;
 teller_status teller_req_begin(const teller_store *st, const teller_req_opts *opts, teller_req_builder **out,
                                teller_error *err);
+/* The options its logs are read with: the year and date of lines that
+ * lack them come from the trace's first step (or opts->log_ref_ns). */
+teller_log_opts teller_req_log_opts(const teller_req_builder *b);
 void teller_req_set_node(teller_req_builder *b, int32_t node);
 int teller_req_feed(void *builder, const teller_log_record *rec);
 teller_status teller_req_replay(teller_req_builder *b, const teller_requests **view, teller_error *err);

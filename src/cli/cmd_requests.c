@@ -277,7 +277,14 @@ int cmd_requests(int argc, char **argv)
     ro.nlogs = (size_t)nl;
     ro.diag = diag;
     teller_requests *R = NULL;
-    if (teller_requests_build(st, &ro, &R, &err) != TELLER_OK) {
+    teller_status rs = TELLER_OK;
+    if (diag && diag->requests) { /* the diagnosis read the logs and built them against its steps */
+        R = diag->requests;
+        diag->requests = NULL;
+    } else {
+        rs = teller_requests_build(st, &ro, &R, &err);
+    }
+    if (rs != TELLER_OK) {
         fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
     } else if (id) {
         const teller_request *q = teller_requests_find(R, id);

@@ -35,7 +35,7 @@ typedef struct deferred {
 
 typedef struct logctx {
     dctx       *D;
-    teller_req_builder *req; /* fed every record too */
+    teller_req_builder *req; /* fed every record too, unless it has them already */
     int32_t     node;
     const char *path;
     int         aligned, total;
@@ -316,7 +316,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
     dctx *D = L->D;
-    int fed = teller_req_feed(L->req, rec);
+    int fed = L->req ? teller_req_feed(L->req, rec) : 0;
     if (fed)
         return fed;
     L->total++;
@@ -448,10 +448,13 @@ static int prefill_anchors(logctx *L, const uint8_t *kinds)
 }
 
 /* Reads and aligns every log of o, feeding the requests' build the same
- * records (D->req, finished by the caller); the whole-second preemption
- * lines of each log are placed once every log is read and the requests
- * replayed. A log that cannot be read (missing, a directory, a trace)
- * fails the diagnosis, naming the file. */
+ * records (D->req, finished by the caller), one log after the other; a
+ * log's whole-second preemption lines are placed once it is read, which
+ * needs the requests' replay over every log: the logs after it are then
+ * read for the requests alone (a second reading only of those, and only
+ * when a log before the last has such lines), and not fed again when the
+ * diagnosis reads them. A log that cannot be read (missing, a directory, a
+ * trace) fails the diagnosis, naming the file. */
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
 {
     if (!o->nlogs)
@@ -462,54 +465,56 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
     teller_status st = teller_req_begin(D->st, &ro, &D->req, err);
     if (st != TELLER_OK)
         return st;
-    logctx *Ls = calloc(o->nlogs, sizeof *Ls);
-    uint8_t *kinds = NULL;
-    if (!Ls)
-        st = teller_error_set(err, TELLER_ERR_NOMEM, "(logs)", 0, "out of memory");
-    teller_log_opts lo = teller_log_defaults();
-    const teller_step *s = teller_store_steps(D->st);
-    lo.ref_ns = teller_store_num_steps(D->st) ? s[0].start_ns : 0;
+    teller_log_opts lo = teller_req_log_opts(D->req);
+    uint8_t *kinds = NULL; /* made at the first whole-second preemption line */
+    size_t fed = 0;        /* the logs [0, fed) went to the requests */
     for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
-        logctx *L = &Ls[i];
-        *L = (logctx){.D = D, .req = D->req, .node = teller_log_node_from_path(o->logs[i]), .path = o->logs[i]};
-        if (L->node < 0)
-            L->node = 0;
-        teller_req_set_node(D->req, L->node);
-        st = teller_log_read_file(L->path, &lo, on_log, L, NULL, err);
-    }
-    const teller_requests *R = NULL;
-    if (st == TELLER_OK)
-        st = teller_req_replay(D->req, &R, err);
-    if (st == TELLER_OK && batch_kinds(D, R, &kinds))
-        st = teller_error_set(err, TELLER_ERR_NOMEM, "(logs)", 0, "out of memory");
-    /* each log's whole-second preemption lines go to their steps in the
-     * file's order */
-    for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
-        logctx *L = &Ls[i];
-        if (L->ndef && (prefill_anchors(L, kinds) || place_deferred(L, kinds)))
-            st = teller_error_set(err, TELLER_ERR_NOMEM, L->path, 0, "out of memory");
-        for (size_t j = 0; st == TELLER_OK && j < L->ndef; j++)
-            if (L->def[j].step != TELLER_NONE) {
-                uint32_t k = L->def[j].step;
-                D->steps[k].claimed = 1;
-                teller_fault det = L->def[j].may_swap && step_has(D, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
-                                                                                               : TELLER_FAULT_PREEMPTION;
-                if (put_line(D, k, det, &L->def[j].ev))
-                    st = teller_error_set(err, TELLER_ERR_NOMEM, L->path, 0, "out of memory");
+        const char *path = o->logs[i];
+        logctx L = {.D = D, .req = i < fed ? NULL : D->req, .node = teller_log_node_from_path(path), .path = path};
+        if (L.node < 0)
+            L.node = 0;
+        teller_req_set_node(D->req, L.node);
+        st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
+        if (i >= fed)
+            fed = i + 1;
+        if (st == TELLER_OK && L.ndef && !kinds) {
+            for (; st == TELLER_OK && fed < o->nlogs; fed++) {
+                teller_req_set_node(D->req, teller_log_node_from_path(o->logs[fed]));
+                st = teller_log_read_file(o->logs[fed], &lo, teller_req_feed, D->req, NULL, err);
             }
-        if (st == TELLER_OK && L->total && !L->aligned) {
+            const teller_requests *R = NULL;
+            if (st == TELLER_OK)
+                st = teller_req_replay(D->req, &R, err);
+            if (st == TELLER_OK && batch_kinds(D, R, &kinds))
+                st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+        }
+        /* the whole-second preemption lines, placed once the file's other
+         * lines are, go to their steps in the file's order */
+        if (st == TELLER_OK && L.ndef && (prefill_anchors(&L, kinds) || place_deferred(&L, kinds)))
+            st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+        for (size_t j = 0; st == TELLER_OK && j < L.ndef; j++)
+            if (L.def[j].step != TELLER_NONE) {
+                uint32_t k = L.def[j].step;
+                D->steps[k].claimed = 1;
+                teller_fault det = L.def[j].may_swap && step_has(D, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
+                                                                                              : TELLER_FAULT_PREEMPTION;
+                if (put_line(D, k, det, &L.def[j].ev))
+                    st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+            }
+        free(L.anc);
+        free(L.def);
+        free(L.pre);
+        if (st == TELLER_OK && L.total && !L.aligned) {
             char note[600];
             snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
-                     "another run, or clocks far apart): nothing in it was used", L->path, L->total);
+                     "another run, or clocks far apart): nothing in it was used", path, L.total);
             diag_add_note(D, note);
         }
     }
-    for (size_t i = 0; Ls && i < o->nlogs; i++) {
-        free(Ls[i].anc);
-        free(Ls[i].def);
-        free(Ls[i].pre);
+    if (st == TELLER_OK && !kinds) { /* the requests' replay, when no placement needed it */
+        const teller_requests *R = NULL;
+        st = teller_req_replay(D->req, &R, err);
     }
-    free(Ls);
     free(kinds);
     return st;
 }

@@ -13,6 +13,7 @@
  *      replay and its limits). Then every request's breakdown.
  * Nothing here reads a simulator's truth.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -630,6 +631,7 @@ struct teller_req_builder {
     int                 markers, id_steps, sglang, full16;
     size_t              before; /* requests the annotations named, before the logs */
     int64_t             span_lo, span_hi;
+    int                 replayed; /* the phases' order (requests.h): feed before, finish after */
 };
 
 void teller_req_abort(teller_req_builder *b)
@@ -724,7 +726,9 @@ oom:
 
 int teller_req_feed(void *builder, const teller_log_record *rec)
 {
-    return on_record(&((teller_req_builder *)builder)->c, rec);
+    teller_req_builder *b = builder;
+    assert(!b->replayed);
+    return on_record(&b->c, rec);
 }
 
 void teller_req_set_node(teller_req_builder *b, int32_t node)
@@ -734,6 +738,8 @@ void teller_req_set_node(teller_req_builder *b, int32_t node)
 
 teller_status teller_req_replay(teller_req_builder *b, const teller_requests **view, teller_error *err)
 {
+    assert(!b->replayed);
+    b->replayed = 1;
     teller_requests *R = b->R;
     reqset *S = &b->S;
     log_ctx *c = &b->c;
@@ -815,6 +821,7 @@ teller_status teller_req_finish(teller_req_builder *b, const teller_diagnosis *d
                                 teller_error *err)
 {
     *out = NULL;
+    assert(b->replayed);
     teller_requests *R = b->R;
     reqset *S = &b->S;
     /* flags that need the whole picture, then breakdowns */
@@ -866,6 +873,13 @@ oom:
     return teller_error_set(err, TELLER_ERR_NOMEM, "requests", 0, "out of memory");
 }
 
+teller_log_opts teller_req_log_opts(const teller_req_builder *b)
+{
+    teller_log_opts lo = teller_log_defaults();
+    lo.ref_ns = b->o.log_ref_ns ? b->o.log_ref_ns : b->span_lo;
+    return lo;
+}
+
 teller_status teller_requests_build(const teller_store *st, const teller_req_opts *opts, teller_requests **out,
                                     teller_error *err)
 {
@@ -874,8 +888,7 @@ teller_status teller_requests_build(const teller_store *st, const teller_req_opt
     teller_status status = teller_req_begin(st, opts, &b, err);
     if (status != TELLER_OK)
         return status;
-    teller_log_opts lo = teller_log_defaults();
-    lo.ref_ns = b->o.log_ref_ns ? b->o.log_ref_ns : b->span_lo;
+    teller_log_opts lo = teller_req_log_opts(b);
     for (size_t i = 0; i < b->o.nlogs; i++) {
         teller_req_set_node(b, teller_log_node_from_path(b->o.logs[i]));
         if ((status = teller_log_read_file(b->o.logs[i], &lo, teller_req_feed, b, NULL, err)) != TELLER_OK) {
