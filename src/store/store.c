@@ -339,8 +339,8 @@ static uint32_t track_of(teller_store *st, int32_t pid, int32_t tid)
 uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
 {
     size_t i = st->ev.n, cap = st->ev_cap;
-    uint32_t track = track_of(st, r->pid, r->tid);
-    if (track == TELLER_NONE || teller_store_reserve_events(st, i + 1))
+    uint32_t track; /* after the row's room: a failure leaves no track without an event */
+    if (teller_store_reserve_events(st, i + 1) || (track = track_of(st, r->pid, r->tid)) == TELLER_NONE)
         return TELLER_NONE;
     teller_events *e = &st->ev;
     size_t ahead = prefault_end(i, st->ev_cap, cap);
