@@ -88,11 +88,10 @@ static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *n
     }
     teller_events_sort_by_start(ev, ids, tmp, n);
     for (size_t k = 0; k < n; k++) {
-        uint32_t i = ids[k], p = ev->parent[i];
-        int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
-        (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], ready < ev->start_ns[i] ? ready : ev->start_ns[i],
-                        ev->step[i], teller_event_pid(ev, i), teller_event_tid(ev, i),
-                        (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1, SIZE_MAX};
+        uint32_t i = ids[k];
+        (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], diag_ready_ns(ev, i), ev->step[i],
+                        teller_event_pid(ev, i), teller_event_tid(ev, i), (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1,
+                        SIZE_MAX};
     }
     *ng = n;
     free(ids);

@@ -70,14 +70,10 @@ static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i,
     int sync = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) && ev->start_ns[p] + ev->dur_ns[p] >= end - 1000;
     if (sync || lo == n || ev->source[kr[lo]] != ev->source[i] || ev->step[kr[lo]] != ev->step[i])
         return (double)(end - slow_from);
-    uint32_t k = kr[lo], kp = ev->parent[k];
+    uint32_t k = kr[lo];
     if (ev->track[k] != ev->track[i] && ev->start_ns[k] > end + 5000)
         return 0;
-    /* when it could have started: its launch call's end (its start without a launch) */
-    int64_t ready = kp != TELLER_NONE && !(ev->flags[kp] & TELLER_F_GPU) ? ev->start_ns[kp] + ev->dur_ns[kp] : ev->start_ns[k];
-    if (ready > ev->start_ns[k])
-        ready = ev->start_ns[k];
-    int64_t from = ready > slow_from ? ready : slow_from;
+    int64_t ready = diag_ready_ns(ev, k), from = ready > slow_from ? ready : slow_from;
     return end > from ? (double)(end - from) : 0;
 }
 

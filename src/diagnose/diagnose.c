@@ -447,10 +447,13 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         for (size_t s = 0; s < teller_store_num_sources(st); s++)
             if (teller_store_source_c(st, (uint32_t)s)->rank < low)
                 low = teller_store_source_c(st, (uint32_t)s)->rank;
-        for (size_t s = 0; s < D.nsrc; s++)
-            for (size_t i = D.range[s]; teller_store_source_c(st, (uint32_t)s)->rank == low && i < D.range[s + 1]; i++)
+        for (size_t s = 0; s < D.nsrc; s++) {
+            if (teller_store_source_c(st, (uint32_t)s)->rank != low)
+                continue;
+            for (size_t i = D.range[s]; i < D.range[s + 1]; i++)
                 if (D.ev->layer[i] == TELLER_LAYER_KERNEL && !(D.ev->flags[i] & TELLER_F_COMM) && D.ev->step[i] < D.nsteps)
                     D.steps[D.ev->step[i]].work += (double)D.ev->dur_ns[i];
+        }
     }
     if (diag_build_groups(&D))
         goto oom;
