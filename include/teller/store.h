@@ -232,6 +232,10 @@ const teller_comm *teller_store_comm(const teller_store *st, uint32_t i);
 const teller_args *teller_store_event_args(const teller_store *st, uint32_t e);
 /* The comm record of event e, or NULL. */
 const teller_comm *teller_store_event_comm(const teller_store *st, uint32_t e);
+/* The next rank of a process group's rank list as Kineto writes it
+ * (teller_comm.pg_ranks, "[1, 5, 9, 13]"), read from *cursor, which moves
+ * past it: 1 with *rank set, 0 at the list's end. */
+int teller_pg_ranks_next(const char **cursor, long *rank);
 
 /* Rank and node of event e (through its source). */
 int32_t teller_store_event_rank(const teller_store *st, uint32_t e);

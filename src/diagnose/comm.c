@@ -31,14 +31,8 @@ static int32_t pg_missing(const dctx *D, const teller_collective *cc)
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     const teller_comm *cm = teller_store_event_comm(D->st, mem[cc->first_member].kernel);
     const char *p = cm && cm->pg_ranks ? teller_store_str(D->st, cm->pg_ranks) : NULL;
-    while (p && *p) {
-        if (*p < '0' || *p > '9') {
-            p++;
-            continue;
-        }
-        char *end;
-        long r = strtol(p, &end, 10);
-        p = end;
+    long r;
+    while (p && teller_pg_ranks_next(&p, &r)) {
         int present = 0, loaded = 0;
         for (uint32_t q = 0; q < cc->num_members; q++)
             present |= mem[cc->first_member + q].rank == r;

@@ -445,6 +445,21 @@ const teller_comm *teller_store_event_comm(const teller_store *st, uint32_t e)
     return a ? teller_store_comm(st, a->comm) : NULL;
 }
 
+int teller_pg_ranks_next(const char **cursor, long *rank)
+{
+    const char *p = *cursor;
+    while (*p && (*p < '0' || *p > '9'))
+        p++;
+    if (!*p) {
+        *cursor = p;
+        return 0;
+    }
+    char *end;
+    *rank = strtol(p, &end, 10);
+    *cursor = end;
+    return 1;
+}
+
 int32_t teller_store_event_rank(const teller_store *st, uint32_t e)
 {
     return st->sources[st->ev.source[e]].rank;

@@ -553,14 +553,8 @@ static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
 {
     int32_t prev = -1;
     int take_next = 0;
-    for (const char *p = ranks; *p;) {
-        if (*p < '0' || *p > '9') {
-            p++;
-            continue;
-        }
-        char *end;
-        long v = strtol(p, &end, 10);
-        p = end;
+    long v;
+    for (const char *p = ranks; teller_pg_ranks_next(&p, &v);) {
         if (take_next)
             return (int32_t)v;
         if (v == rank) {
