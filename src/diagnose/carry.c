@@ -69,19 +69,29 @@ static int64_t passed(const lastop *p, uint32_t k)
     return p->step < k ? INT64_MAX : p->delay;
 }
 
+/* Whether event i is GPU work of a step (what the carried steps follow). */
+static int is_gop(const dctx *D, size_t i)
+{
+    const teller_events *ev = D->ev;
+    return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) && ev->step[i] < D->nsteps;
+}
+
 /* Source s's GPU work in start order into *g (grown, *ng of them). 0, or
  * -1 out of memory. */
 static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *ng)
 {
     const teller_events *ev = D->ev;
-    size_t n = 0, lo = D->range[s], span = D->range[s + 1] - lo;
-    uint32_t *ids = malloc((span ? span : 1) * sizeof *ids), *tmp = NULL;
-    if (!ids)
-        return -1;
-    for (size_t i = lo; i < lo + span; i++)
-        if ((ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) && ev->step[i] < D->nsteps)
-            ids[n++] = (uint32_t)i;
-    if (!(tmp = malloc((n ? n : 1) * sizeof *tmp)) || TELLER_GROW(*g, *gcap, n)) {
+    size_t n = 0, lo = D->range[s], hi = D->range[s + 1];
+    for (size_t i = lo; i < hi; i++) /* counted first: the ids are the GPU operations', not every event's */
+        n += is_gop(D, i);
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (ids) {
+        n = 0;
+        for (size_t i = lo; i < hi; i++)
+            if (is_gop(D, i))
+                ids[n++] = (uint32_t)i;
+    }
+    if (!ids || !tmp || TELLER_GROW(*g, *gcap, n)) {
         free(ids);
         free(tmp);
         return -1;
