@@ -1199,29 +1199,24 @@ static void reader_free(reader *r)
  * the window too. */
 #define WHOLE_GZIP_MAX (64u << 20)
 
-/* The inflated text of path (*len bytes, in the store's scratch buffer)
- * when it is one gzip member of at most WHOLE_GZIP_MAX bytes that inflates
- * cleanly; NULL otherwise (then the file is streamed, and any error is
- * found there). */
-static char *inflate_whole(teller_store *st, const char *path, size_t *len)
+/* The inflated text of the gzip file f (open, any position; *len bytes,
+ * in the store's scratch buffer) when it is one gzip member of at most
+ * WHOLE_GZIP_MAX bytes that inflates cleanly; NULL otherwise (then the file
+ * is streamed, and any error is found there). */
+static char *inflate_whole(teller_store *st, FILE *f, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    unsigned char head[2], tail[4];
+    unsigned char tail[4];
     char *out = NULL;
     long size = 0;
     uint32_t isize = 0;
-    int ok = fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b && fseek(f, 0, SEEK_END) == 0 &&
-             (size = ftell(f)) >= 18 && size <= (long)WHOLE_GZIP_MAX && fseek(f, size - 4, SEEK_SET) == 0 &&
-             fread(tail, 1, 4, f) == 4;
+    int ok = fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 18 && size <= (long)WHOLE_GZIP_MAX &&
+             fseek(f, size - 4, SEEK_SET) == 0 && fread(tail, 1, 4, f) == 4;
     if (ok) {
         /* one buffer: the inflated text, then the file */
         isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24;
         ok = isize > 0 && isize <= WHOLE_GZIP_MAX && (out = teller_store_scratch(st, (size_t)isize + (size_t)size)) &&
              fseek(f, 0, SEEK_SET) == 0 && fread(out + isize, 1, (size_t)size, f) == (size_t)size;
     }
-    fclose(f);
     struct libdeflate_decompressor *d = ok ? libdeflate_alloc_decompressor() : NULL;
     size_t used_in = 0, used_out = 0;
     ok = d && libdeflate_gzip_decompress_ex(d, out + isize, (size_t)size, out, isize, &used_in, &used_out) ==
@@ -1237,22 +1232,24 @@ static char *inflate_whole(teller_store *st, const char *path, size_t *len)
 teller_status teller_ingest_kineto(teller_store *st, const char *path, const teller_ingest_opts *opts,
                                    teller_error *err)
 {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the file");
+    /* gzip's magic, as zlib tells a gzip stream from a plain file */
+    int c0 = getc(f), c1 = getc(f), gz = c0 == 0x1f && c1 == 0x8b;
     size_t whole_len;
-    const char *whole = inflate_whole(st, path, &whole_len);
-    if (whole)
+    const char *whole = gz ? inflate_whole(st, f, &whole_len) : NULL;
+    if (whole) {
+        fclose(f);
         return teller_ingest_kineto_mem(st, path, whole, whole_len, opts, err);
+    }
     teller_ingest_opts def = teller_ingest_defaults();
     reader r = {0};
     r.st = st;
     r.path = path;
     r.opts = opts ? opts : &def;
     r.err = err;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the file");
-    /* gzip's magic, as zlib tells a gzip stream from a plain file */
-    int c0 = getc(f), c1 = getc(f);
-    if (c0 == 0x1f && c1 == 0x8b) {
+    if (gz) {
         fclose(f);
         if (!(r.gz = gzopen(path, "rb")))
             return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open the file");
