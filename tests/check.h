@@ -49,6 +49,7 @@ extern const test_case report_tests[];
 extern const test_case tpe_tests[];
 extern const test_case perturb_tests[];
 extern const test_case load_tests[];
+extern const test_case util_tests[];
 extern const test_case model_tests[];
 extern const test_case mpi_tests[];
 

@@ -12,7 +12,6 @@
 #include "check.h"
 #include "teller/ingest.h"
 #include "teller/tree.h"
-#include "util/vec.h"
 
 static teller_store *load_mem(const char *doc, teller_status *st_out, teller_error *err)
 {
@@ -436,54 +435,11 @@ static void test_tracks_one_per_pair(void)
     teller_store_free(all);
 }
 
-typedef struct sort_item {
-    uint32_t key, pos;
-    uint8_t  pad[61]; /* larger than the 64 bytes the sort swaps at a time */
-} sort_item;
-
-static int sort_item_cmp(const void *a, const void *b)
-{
-    const sort_item *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
-static int sort_item_cmp_r(const void *a, const void *b, void *ctx)
-{
-    ++*(size_t *)ctx;
-    return sort_item_cmp(a, b);
-}
-
-/* With a comparison that ties nothing, the in-place sort gives qsort's
- * order, on sizes around the heap's edges and with many equal keys. */
-static void test_sort_in_place_matches_qsort(void)
-{
-    size_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 4097};
-    uint32_t seed = 12345;
-    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
-        size_t n = sizes[t], calls = 0;
-        sort_item *a = calloc(n + 1, sizeof *a), *b = calloc(n + 1, sizeof *b);
-        for (size_t i = 0; i < n; i++) {
-            seed = seed * 1103515245u + 12345u;
-            a[i] = (sort_item){.key = (seed >> 16) % (n / 4 + 1), .pos = (uint32_t)i, .pad = {(uint8_t)i}};
-        }
-        memcpy(b, a, n * sizeof *a);
-        teller_sort(a, n, sizeof *a, sort_item_cmp);
-        teller_sort_r(b, n, sizeof *b, sort_item_cmp_r, &calls);
-        CHECK(!memcmp(a, b, n * sizeof *a));
-        CHECK(n < 2 || calls > 0);
-        free(a);
-        free(b);
-    }
-}
-
 const test_case kineto_tests[] = {
     {"kineto: a 19-digit baseTimeNanoseconds is exact; past int64 is an error", test_base_time_19_digits_exact},
     {"kineto: kernel links to its launch by correlation id, op and step by time", test_small_trace_links_and_step},
     {"kineto: a torch op's input shapes are kept as the trace wrote them", test_op_shapes_kept_as_written},
     {"kineto: the innermost torch op around a launch keeps its shapes, in any file order", test_innermost_op_keeps_shapes_any_order},
-    {"sort: the in-place sort orders as qsort does", test_sort_in_place_matches_qsort},
     {"store: one track per (pid, tid) pair, appended by pair", test_tracks_one_per_pair},
     {"tree: collectives match across two nodes and the clock offset comes back", test_two_nodes_collectives_and_offsets},
     {"kineto: truncated, garbage and malformed traces fail with a position", test_bad_input_errors_with_offsets},

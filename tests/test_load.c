@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "util/pool.h"
-#include "util/vec.h"
 #include "store/store_internal.h"
 #include "teller/diagnose.h"
 #include "teller/load.h"
@@ -426,45 +424,6 @@ static void test_interleaved_sources_build_same_trees(void)
     teller_store_free(b);
 }
 
-typedef struct tied {
-    uint32_t key, order;
-} tied;
-
-static int tied_cmp(const void *a, const void *b)
-{
-    const tied *x = a, *y = b;
-    return (x->key > y->key) - (x->key < y->key);
-}
-
-/* Sorting on threads gives the order one stable sort gives: among equal
- * keys, the input's order. */
-static void test_sort_jobs_keeps_a_stable_order(void)
-{
-    size_t n = 50000;
-    tied *in = malloc(n * sizeof *in), *one = malloc(n * sizeof *one), *par = malloc(n * sizeof *par);
-    CHECK(in && one && par);
-    if (!in || !one || !par)
-        goto done;
-    uint64_t x = 88172645463325252ull;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        in[i] = (tied){(uint32_t)(x % 97), (uint32_t)i}; /* many ties */
-    }
-    memcpy(one, in, n * sizeof *in);
-    teller_sort(one, n, sizeof *one, tied_cmp);
-    for (size_t i = 1; i < n; i++)
-        CHECK(one[i - 1].key < one[i].key || (one[i - 1].key == one[i].key && one[i - 1].order < one[i].order));
-    for (int jobs = 2; jobs <= 5; jobs++) {
-        memcpy(par, in, n * sizeof *in);
-        teller_sort_jobs(jobs, par, n, sizeof *par, tied_cmp);
-        CHECK(!memcmp(one, par, n * sizeof *par));
-    }
-done:
-    free(in);
-    free(one);
-    free(par);
-}
-
 const test_case load_tests[] = {
     {"load: run directory lists its traces/ subdirectory", test_run_directory_lists_traces_subdirectory},
     {"load: unrelated traces are refused", test_unrelated_traces_are_refused},
@@ -476,6 +435,5 @@ const test_case load_tests[] = {
     {"load: jobs give identical store, predictions and candidates", test_jobs_give_identical_store_and_predictions},
     {"load: jobs give identical diagnosis on real multi-rank traces", test_jobs_give_identical_diagnosis_on_real_traces},
     {"load: interleaved sources build the same trees", test_interleaved_sources_build_same_trees},
-    {"load: a sort on threads keeps the order of one stable sort", test_sort_jobs_keeps_a_stable_order},
     {NULL, NULL},
 };
