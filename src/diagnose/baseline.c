@@ -150,6 +150,7 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
         free(iv);
         return -1;
     }
+    teller_prefault(iv, n * 3 * sizeof *iv); /* written whole below */
     for (size_t s = 0; s < ns; s++)
         B->off[s + 2] += B->off[s + 1];
     for (size_t i = 0; i < ev->n; i++)
@@ -222,6 +223,12 @@ int diag_waits_build(dctx *D)
         free(kev);
         return -1;
     }
+    /* each written whole below */
+    teller_prefault(e, n * sizeof *e);
+    teller_prefault(kev, n * sizeof *kev);
+    teller_prefault(W->start, n * sizeof *W->start);
+    teller_prefault(W->wait, n * sizeof *W->wait);
+    teller_prefault(W->step, n * sizeof *W->step);
     /* the events are grouped by source: each source's kernels, not a member
      * of a collective (-1) until the collectives say how late they came */
     size_t w = 0;
@@ -327,8 +334,10 @@ double *diag_waits_left(const dctx *D)
 {
     size_t n = D->waits.off[D->nsrc];
     double *left = malloc((n ? n : 1) * sizeof *left);
-    if (left && n)
+    if (left && n) {
+        teller_prefault(left, n * sizeof *left);
         memcpy(left, D->waits.wait, n * sizeof *left);
+    }
     return left;
 }
 

@@ -9,6 +9,10 @@
 
 #include "vec.h"
 
+/* From this size on, a range is mapped with huge pages where it holds
+ * whole ones (2 MiB on x86-64): at least one whole 2 MiB page lies inside. */
+#define HUGE_RANGE ((size_t)4 << 20)
+
 void teller_prefault(void *p, size_t bytes)
 {
 #ifdef MADV_POPULATE_WRITE
@@ -17,6 +21,10 @@ void teller_prefault(void *p, size_t bytes)
         return; /* a few faults cost less than the call */
     /* the pages holding the range are the allocation's, so mapped */
     uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1), b = ((uintptr_t)p + bytes + page - 1) & ~(uintptr_t)(page - 1);
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_RANGE)
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#endif
     (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 #else
     (void)p;
