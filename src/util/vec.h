@@ -16,9 +16,12 @@ int teller_grow(void **p, size_t *cap, size_t need, size_t size);
 
 /* Maps the pages of [p, p + bytes) in one system call (Linux's
  * MADV_POPULATE_WRITE) before they are written: one fault per 4 KiB page
- * costs several times as much, most of all in a virtual machine. For
- * memory about to be written whole; a kernel without it (before 5.14)
- * faults them one by one as before. */
+ * costs several times as much, most of all in a virtual machine. A range
+ * of 4 MiB or more is first marked for huge pages (MADV_HUGEPAGE), which
+ * its whole 2 MiB pages then get where the kernel has them to give. For
+ * memory about to be written whole (so a huge page holds nothing that is
+ * not used); a kernel without populating (before 5.14) faults the pages
+ * one by one as before. */
 void teller_prefault(void *p, size_t bytes);
 
 /* qsort that accepts an empty (possibly NULL) array. */
