@@ -111,34 +111,35 @@ typedef struct drun {
     int   *rc;      /* per task */
 } drun;
 
-/* Task i of a round: 0 the GPU busy index and each collective member's
- * wait (round 1) or the other threads' busy index (round 2), 1 .. NDET
- * the table's families of the round, then one per source for the
- * kernels (rounds 1 and 2) or the host gaps (round 3), then (round 1) one
- * per source for what its steps queued behind earlier ones (carry.c). The
- * long tasks come first, so that no thread is left alone with one at the
- * end. */
+/* Task i of a round: 0 the GPU busy index (round 1) or the other
+ * threads' busy index (round 2), 1 each collective member's wait (round
+ * 1), 2 .. NDET + 1 the table's families of the round, then one per
+ * source for the kernels (rounds 1 and 2) or the host gaps (round 3), then
+ * (round 1) one per source for what its steps queued behind earlier ones
+ * (carry.c). The long tasks come first, so that no thread is left alone
+ * with one at the end. */
+enum { NINDEX = 2 }; /* the tasks before the families' */
+
 static void run_task(void *ctx, size_t i)
 {
     drun *R = ctx;
     const dctx *D = R->D;
-    size_t ns = D->nsrc;
+    size_t ns = D->nsrc, first = NINDEX + NDET; /* the first per-source task */
     int rc = 0;
     if (i == 0)
-        rc = R->round == 1   ? diag_busy_build(&R->D->gpu, D, NULL) || diag_waits_build(R->D) ||
-                                   !(R->D->wait_left = diag_waits_left(D))
-             : R->round == 2 ? diag_host_busy_build(R->D)
-                             : 0;
-    else if (i <= NDET)
-        rc = detectors[i - 1].round == R->round ? detectors[i - 1].run(D, &R->f[i - 1]) : 0;
-    else if (i > NDET + ns)
-        rc = R->round == 1 ? diag_carry_exposure(D, i - 1 - NDET - ns) : 0;
+        rc = R->round == 1 ? diag_busy_build(&R->D->gpu, D, NULL) : R->round == 2 ? diag_host_busy_build(R->D) : 0;
+    else if (i == 1)
+        rc = R->round == 1 ? diag_waits_build(R->D) || !(R->D->wait_left = diag_waits_left(D)) : 0;
+    else if (i < first)
+        rc = detectors[i - NINDEX].round == R->round ? detectors[i - NINDEX].run(D, &R->f[i - NINDEX]) : 0;
+    else if (i >= first + ns)
+        rc = R->round == 1 ? diag_carry_exposure(D, i - first - ns) : 0;
     else if (R->round == 1)
-        rc = diag_kernels_tally(D, i - 1 - NDET, &R->kt[i - 1 - NDET]);
+        rc = diag_kernels_tally(D, i - first, &R->kt[i - first]);
     else if (R->round == 2)
-        rc = diag_kernels_judge(D, i - 1 - NDET, R->kt, &R->kf[i - 1 - NDET]);
+        rc = diag_kernels_judge(D, i - first, R->kt, &R->kf[i - first]);
     else
-        rc = diag_detect_gaps(D, i - 1 - NDET, &R->gf[i - 1 - NDET]);
+        rc = diag_detect_gaps(D, i - first, &R->gf[i - first]);
     R->rc[i] = rc;
 }
 
@@ -148,7 +149,7 @@ static void run_task(void *ctx, size_t i)
  * out of memory. */
 static int run_detectors(dctx *D, int jobs)
 {
-    size_t ns = D->nsrc, ntasks = 1 + NDET + 2 * ns;
+    size_t ns = D->nsrc, ntasks = NINDEX + NDET + 2 * ns;
     drun R = {.D = D, .kt = calloc(ns + 1, sizeof *R.kt), .kf = calloc(ns + 1, sizeof *R.kf),
               .gf = calloc(ns + 1, sizeof *R.gf), .rc = calloc(ntasks, sizeof *R.rc)};
     int rc = -1;
