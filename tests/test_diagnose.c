@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "diagnose/diag_internal.h"
 #include "ingest/jdom.h"
 #include "teller/diagnose.h"
 #include "teller/eval.h"
@@ -1450,7 +1451,65 @@ static void test_diagnose_varied_shapes(void)
     }
 }
 
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The medians are selections, not sorts: they must give what sorting
+ * gives, on random values with many ties, sorted, reversed, organ-pipe and
+ * sawtooth orders (which defeat a median-of-three pivot), all equal, and
+ * with a step's missing samples counted as zeros. */
+static void test_medians_match_sorting(void)
+{
+    size_t sizes[] = {1, 2, 3, 4, 5, 16, 17, 18, 33, 100, 101, 1000, 4096, 4097};
+    uint32_t seed = 2024;
+    double *v = malloc(4097 * sizeof *v), *ref = malloc(2 * 4097 * sizeof *ref);
+    CHECK(v && ref);
+    if (!v || !ref)
+        goto done;
+    for (int order = 0; order < 6; order++)
+        for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+            size_t n = sizes[t];
+            for (size_t i = 0; i < n; i++) {
+                seed = seed * 1103515245u + 12345u;
+                double r = (double)((seed >> 16) % (n / 3 + 2)); /* many ties */
+                v[i] = order == 0 ? r
+                     : order == 1 ? (double)i
+                     : order == 2 ? (double)(n - i)
+                     : order == 3 ? (double)(i < n / 2 ? i : n - i)
+                     : order == 4 ? (double)(i % 7) * 1000.0 + (double)(i / 7)
+                                  : 42.0;
+            }
+            memcpy(ref, v, n * sizeof *v);
+            qsort(ref, n, sizeof *ref, cmp_double);
+            double want = n % 2 ? ref[n / 2] : 0.5 * (ref[n / 2 - 1] + ref[n / 2]);
+            samples sm = {.v = v, .n = n, .cap = n};
+            for (size_t extra = 0; extra <= 3; extra += 3) { /* with and without missing steps */
+                size_t all = n + extra;
+                memset(ref, 0, extra * sizeof *ref);
+                memcpy(ref + extra, v, n * sizeof *v);
+                qsort(ref, all, sizeof *ref, cmp_double);
+                double lo_want = ref[(all - 1) / 2], want_z = 0.5 * (ref[(all - 1) / 2] + ref[all / 2]), low = -1;
+                double got_z = diag_median_zeros(&sm, all, &low);
+                CHECK(got_z == want_z);
+                CHECK(low == lo_want);
+            }
+            memcpy(ref, v, n * sizeof *v);
+            qsort(ref, n, sizeof *ref, cmp_double);
+            want = n % 2 ? ref[n / 2] : 0.5 * (ref[n / 2 - 1] + ref[n / 2]);
+            CHECK(diag_median(v, n) == want);
+        }
+    CHECK(diag_median(v, 0) == 0);
+done:
+    free(v);
+    free(ref);
+}
+
 const test_case diagnose_tests[] = {
+    {"diagnose: the medians (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},
     {"diagnose: simulated case: faults found, explanations grounded; missing ranks and foreign logs said",
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},

@@ -199,7 +199,7 @@ int diag_finds_add(finds *f, uint32_t step, const cand *c);
 /* baseline.c: what the run says is usual */
 int diag_cmp_dbl(const void *a, const void *b);
 double diag_median(double *v, size_t n);
-/* The median of n values, s's samples (sorted here) and n - s->n zeros;
+/* The median of n values, s's samples (reordered here) and n - s->n zeros;
  * in *low, when given, the lower of the two middle values. */
 double diag_median_zeros(samples *s, size_t n, double *low);
 int diag_groups_add(groups *g, uint64_t key, double x);
