@@ -57,15 +57,16 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
     size_t lo = D->range[s], hi = D->range[s + 1];
     kmap cm = {0};
     cfg_acc *cfg = NULL;
-    size_t ccap = 0;
+    size_t ccap = 0, nk = 0, kcap = 0;
     double *cmed = NULL;
+    uint32_t *kix = NULL; /* per compute kernel, in event order: its (step, name) and its configuration */
     int rc = -1;
     for (size_t i = lo; i < hi; i++) {
         if (!is_compute_kernel(D, i))
             continue;
         uint64_t key = kt_key(ev->step[i], ev->name[i]);
         ktot *t = kmap_slot(&K->m, key, (void **)&K->tot, &K->cap, sizeof *K->tot);
-        uint32_t ix = kmap_get(&K->m, key, 0);
+        uint32_t ix = t ? (uint32_t)(t - K->tot) : 0;
         if (!t || (ix >= K->kcap && TELLER_GROW(K->keys, K->kcap, (size_t)ix + 1)))
             goto done;
         K->keys[ix] = key;
@@ -73,8 +74,11 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         if (!t->count++)
             t->event = (uint32_t)i;
         cfg_acc *ca = kmap_slot(&cm, config_key(D->st, ev, (uint32_t)i), (void **)&cfg, &ccap, sizeof *cfg);
-        if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1))
+        if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1) || TELLER_GROW(kix, kcap, 2 * nk + 2))
             goto done;
+        kix[2 * nk] = ix;
+        kix[2 * nk + 1] = (uint32_t)(ca - cfg);
+        nk++;
         ca->d.v[ca->d.n++] = (double)ev->dur_ns[i];
         if (!ca->steps || ca->last_step != ev->step[i]) {
             ca->steps++;
@@ -104,17 +108,19 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
     K->noref = calloc(K->m.n ? K->m.n : 1, 1);
     if (!K->ref || !K->tref || !K->noref)
         goto done;
-    for (size_t i = lo; i < hi; i++) {
+    for (size_t i = lo, j = 0; i < hi; i++) {
         if (!is_compute_kernel(D, i))
             continue;
-        uint32_t ix = kmap_get(&K->m, kt_key(ev->step[i], ev->name[i]), 0);
-        double u = cmed[kmap_get(&cm, config_key(D->st, ev, (uint32_t)i), 0)];
+        uint32_t ix = kix[2 * j];
+        double u = cmed[kix[2 * j + 1]];
+        j++;
         K->ref[ix] += u;
         K->tref[ix] += u > 0 ? (double)ev->dur_ns[i] : 0;
         K->noref[ix] |= u <= 0;
     }
     rc = 0;
 done:
+    free(kix);
     for (size_t ix = 0; ix < cm.n && cfg; ix++)
         free(cfg[ix].d.v);
     free(cfg);
