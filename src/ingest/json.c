@@ -17,20 +17,6 @@ static int fail(json_cur *c, const char *at, const char *msg)
     return JSON_ERR;
 }
 
-static inline int is_ws(unsigned char ch)
-{
-    return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
-}
-
-int json_ws(json_cur *c)
-{
-    const char *p = c->p, *end = c->end;
-    while (p < end && is_ws((unsigned char)*p))
-        p++;
-    c->p = p;
-    return p < end ? JSON_OK : JSON_MORE;
-}
-
 int json_expect(json_cur *c, char ch)
 {
     int r = json_ws(c);

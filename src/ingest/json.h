@@ -31,7 +31,14 @@ typedef struct json_str {
 } json_str;
 
 /* Skips white space; JSON_MORE when the window ends first. */
-int json_ws(json_cur *c);
+static inline int json_ws(json_cur *c)
+{
+    const char *p = c->p, *end = c->end;
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    c->p = p;
+    return p < end ? JSON_OK : JSON_MORE;
+}
 /* Expects byte ch after white space and consumes it. */
 int json_expect(json_cur *c, char ch);
 /* Reads a string; c->p must be at '"'. */
