@@ -1501,6 +1501,8 @@ static void test_medians_match_sorting(void)
             qsort(ref, n, sizeof *ref, cmp_double);
             want = n % 2 ? ref[n / 2] : 0.5 * (ref[n / 2 - 1] + ref[n / 2]);
             CHECK(diag_median(v, n) == want);
+            for (size_t k = 0; k < n; k += n / 7 + 1) /* any order statistic (the roofline's floor) */
+                CHECK(diag_select(v, n, k) == ref[k]);
         }
     CHECK(diag_median(v, 0) == 0);
 done:
@@ -1509,7 +1511,7 @@ done:
 }
 
 const test_case diagnose_tests[] = {
-    {"diagnose: the medians (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},
+    {"diagnose: the medians and order statistics (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},
     {"diagnose: simulated case: faults found, explanations grounded; missing ranks and foreign logs said",
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},

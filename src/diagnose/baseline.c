@@ -19,13 +19,11 @@ int diag_cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The k-th smallest of v[0..n) (k < n), left at v[k], with no larger value
- * before it and no smaller one after it: a selection, linear on average,
- * instead of a sort (the medians were a tenth of the diagnosis's CPU). The
- * values are the same a sort would put there. A range that does not shrink
- * fast enough (values made to defeat the median-of-three pivot) is sorted
- * instead, so no input makes it quadratic. */
-static double select_kth(double *v, size_t n, size_t k)
+/* (diag_internal.h) A selection, linear on average, instead of a sort (the
+ * medians were a tenth of the diagnosis's CPU). A range that does not
+ * shrink fast enough (values made to defeat the median-of-three pivot) is
+ * sorted instead, so no input makes it quadratic. */
+double diag_select(double *v, size_t n, size_t k)
 {
     size_t lo = 0, hi = n; /* k lies in [lo, hi) */
     unsigned rounds = 16;
@@ -69,7 +67,7 @@ static double select_kth(double *v, size_t n, size_t k)
     return v[k];
 }
 
-/* The largest of v[0..n), n > 0: after select_kth(v, n, k), the (k - 1)-th
+/* The largest of v[0..n), n > 0: after diag_select(v, n, k), the (k - 1)-th
  * smallest is the largest of v[0..k). */
 static double largest(const double *v, size_t n)
 {
@@ -85,7 +83,7 @@ double diag_median(double *v, size_t n)
 {
     if (!n)
         return 0;
-    double hi = select_kth(v, n, n / 2);
+    double hi = diag_select(v, n, n / 2);
     return n % 2 ? hi : 0.5 * (largest(v, n / 2) + hi);
 }
 
@@ -100,7 +98,7 @@ double diag_median_zeros(samples *s, size_t n, double *low)
     size_t zeros = n > s->n ? n - s->n : 0, p0 = (n - 1) / 2, p1 = n / 2;
     double v0 = 0, v1 = 0;
     if (p1 >= zeros) {
-        v1 = select_kth(s->v, s->n, p1 - zeros);
+        v1 = diag_select(s->v, s->n, p1 - zeros);
         if (p0 >= zeros)
             v0 = p0 == p1 ? v1 : largest(s->v, p1 - zeros);
     }

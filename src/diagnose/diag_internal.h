@@ -198,6 +198,10 @@ int diag_finds_add(finds *f, uint32_t step, const cand *c);
 
 /* baseline.c: what the run says is usual */
 int diag_cmp_dbl(const void *a, const void *b);
+/* The k-th smallest of v[0..n) (k < n), the value a sort would put at
+ * v[k]; v is reordered, with no larger value before v[k] and no smaller
+ * one after it. */
+double diag_select(double *v, size_t n, size_t k);
 double diag_median(double *v, size_t n);
 /* The median of n values, s's samples (reordered here) and n - s->n zeros;
  * in *low, when given, the lower of the two middle values. */

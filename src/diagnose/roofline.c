@@ -350,8 +350,7 @@ static int judge_source(const dctx *D, size_t s, finds *out)
         goto done;
     for (size_t c = 0; c < ncalls; c++)
         durs[c] = calls[c].t;
-    teller_sort(durs, ncalls, sizeof *durs, diag_cmp_dbl);
-    double t0 = durs[(size_t)(ROOF_FLOOR_Q * (double)(ncalls - 1))];
+    double t0 = diag_select(durs, ncalls, (size_t)(ROOF_FLOOR_Q * (double)(ncalls - 1)));
     /* per family, the roofline: the rates (flops, bytes per ns) the
      * fastest tenth of the family's time ran at */
     double rate[NFAM][2] = {{0}};
