@@ -1452,12 +1452,6 @@ static void test_diagnose_varied_shapes(void)
 }
 
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The medians are selections, not sorts: they must give what sorting
  * gives, on random values with many ties, sorted, reversed, organ-pipe and
  * sawtooth orders (which defeat a median-of-three pivot), all equal, and
@@ -1484,21 +1478,21 @@ static void test_medians_match_sorting(void)
                                   : 42.0;
             }
             memcpy(ref, v, n * sizeof *v);
-            qsort(ref, n, sizeof *ref, cmp_double);
+            qsort(ref, n, sizeof *ref, diag_cmp_dbl);
             double want = n % 2 ? ref[n / 2] : 0.5 * (ref[n / 2 - 1] + ref[n / 2]);
             samples sm = {.v = v, .n = n, .cap = n};
             for (size_t extra = 0; extra <= 3; extra += 3) { /* with and without missing steps */
                 size_t all = n + extra;
                 memset(ref, 0, extra * sizeof *ref);
                 memcpy(ref + extra, v, n * sizeof *v);
-                qsort(ref, all, sizeof *ref, cmp_double);
+                qsort(ref, all, sizeof *ref, diag_cmp_dbl);
                 double lo_want = ref[(all - 1) / 2], want_z = 0.5 * (ref[(all - 1) / 2] + ref[all / 2]), low = -1;
                 double got_z = diag_median_zeros(&sm, all, &low);
                 CHECK(got_z == want_z);
                 CHECK(low == lo_want);
             }
             memcpy(ref, v, n * sizeof *v);
-            qsort(ref, n, sizeof *ref, cmp_double);
+            qsort(ref, n, sizeof *ref, diag_cmp_dbl);
             want = n % 2 ? ref[n / 2] : 0.5 * (ref[n / 2 - 1] + ref[n / 2]);
             CHECK(diag_median(v, n) == want);
             for (size_t k = 0; k < n; k += n / 7 + 1) /* any order statistic (the roofline's floor) */
