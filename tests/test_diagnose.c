@@ -189,6 +189,19 @@ static void test_diagnose_simulated_case(void)
     CHECK(!flagged_by_log);
     teller_diagnosis_free(d);
     teller_store_free(st);
+    /* a log of lines without a time (NCCL's INFO lines at start-up) has
+     * nothing to place, and is not called another run's */
+    f = fopen(other, "w");
+    fputs("NCCL version 2.21.5+cuda12.4\n"
+          "(VllmWorker rank=0 pid=34815) gpu-node-00:34815:34832 [0] NCCL INFO comm 0x7f00001000 rank 0 nranks 4 "
+          "cudaDev 0 busId 24000 - Init COMPLETE\n",
+          f);
+    fclose(f);
+    st = load_case_ranks(dir, 0, 4);
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    CHECK(!has_note(d, "nothing in it was used"));
+    teller_diagnosis_free(d);
+    teller_store_free(st);
     rm_rf(dir);
 }
 

@@ -38,7 +38,7 @@ typedef struct logctx {
     teller_req_builder *req; /* fed every record too, unless it has them already */
     int32_t     node;
     const char *path;
-    int         aligned, total;
+    int         aligned, total; /* records placed in time or by sequence: within the traced time, and all */
     anchor     *anc;
     size_t      nanc, canc;
     deferred   *def;
@@ -319,7 +319,6 @@ static int on_log(void *ctx, const teller_log_record *rec)
     int fed = L->req ? teller_req_feed(L->req, rec) : 0;
     if (fed)
         return fed;
-    L->total++;
     const char *m = rec->msg.p;
     size_t n = rec->msg.n;
     /* SGLang lines carry no level: what matters is what they say */
@@ -328,10 +327,12 @@ static int on_log(void *ctx, const teller_log_record *rec)
     teller_log_align al;
     teller_log_align_record(D->st, L->node, rec, &al);
     if (al.step == TELLER_NONE && al.time_ns == INT64_MIN)
-        return 0;
+        return 0; /* neither a time nor a collective's sequence: NCCL's INFO lines */
     /* does the record fall within the traced time at all (give or take the
-     * second that whole-second times may be off by)? */
-    if (al.time_ns != INT64_MIN && (double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9)
+     * second that whole-second times may be off by)? One without a time
+     * was placed by its collective's sequence number */
+    L->total++;
+    if (al.time_ns == INT64_MIN || ((double)al.time_ns >= D->t_first - 2e9 && (double)al.time_ns <= D->t_last + 2e9))
         L->aligned++;
     if (has_sub(m, n, "Prefill batch.") && al.time_ns != INT64_MIN) {
         double lo, hi;
@@ -506,7 +507,7 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         free(L.pre);
         if (st == TELLER_OK && L.total && !L.aligned) {
             char note[600];
-            snprintf(note, sizeof note, "%s: none of its %d records falls within 2 s of the traced steps (a log from "
+            snprintf(note, sizeof note, "%s: none of its %d records with a time falls within 2 s of the traced steps (a log from "
                      "another run, or clocks far apart): nothing in it was used", path, L.total);
             diag_add_note(D, note);
         }
