@@ -44,14 +44,13 @@ void diag_notes(dctx *D)
         diag_add_note(D, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
     if (D->nsteps < 4)
         diag_add_note(D, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
-    for (size_t s = 0; s < teller_store_num_sources(st); s++) {
-        const teller_source *so = teller_store_source_c(st, (uint32_t)s);
-        if (so->world_size > 0 && (size_t)so->world_size > teller_store_num_sources(st) && s == 0) {
-            char note[200];
-            snprintf(note, sizeof note, "the trace names %d ranks but %zu were loaded: the others are not seen",
-                     so->world_size, teller_store_num_sources(st));
-            diag_add_note(D, note);
-        }
+    size_t loaded = teller_store_num_sources(st);
+    const teller_source *first = loaded ? teller_store_source_c(st, 0) : NULL;
+    if (first && first->world_size > 0 && (size_t)first->world_size > loaded) {
+        char note[200];
+        snprintf(note, sizeof note, "the trace names %d ranks but %zu %s loaded: the others are not seen",
+                 first->world_size, loaded, loaded == 1 ? "was" : "were");
+        diag_add_note(D, note);
     }
 }
 
