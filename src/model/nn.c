@@ -2,12 +2,41 @@
  * nn.c - the model's layers (see nn.h).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #ifdef TELLER_HAVE_CBLAS
 #include <cblas.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
 #endif
 
 #include "nn.h"
+
+#ifdef TELLER_HAVE_CBLAS
+/* OpenBLAS's cblas_sgemm, opened the first time the model multiplies, not
+ * when teller starts: loading it and libgfortran cost every command 3-4 ms
+ * (teller --version 7.2 ms against 3.8 ms), and most commands never run the
+ * model. NULL, and the loops below, when the library the build found
+ * (TELLER_OPENBLAS_PATH) cannot be opened any more. */
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint,
+                         float, const float *, blasint, const float *, blasint, float, float *, blasint);
+static sgemm_fn sgemm;
+static pthread_once_t sgemm_once = PTHREAD_ONCE_INIT;
+
+static void sgemm_open(void)
+{
+    void *lib = dlopen(TELLER_OPENBLAS_PATH, RTLD_NOW | RTLD_LOCAL), *sym = lib ? dlsym(lib, "cblas_sgemm") : NULL;
+    if (sym) /* ISO C has no cast from an object pointer to a function pointer */
+        memcpy(&sgemm, &sym, sizeof sgemm);
+}
+
+static sgemm_fn blas(void)
+{
+    pthread_once(&sgemm_once, sgemm_open);
+    return sgemm;
+}
+#endif
 
 void nn_linear_fwd(float *out, const float *in, const float *w, const float *b, int C, int OC)
 {
@@ -41,32 +70,38 @@ void nn_linear_bwd(float *din, float *dw, float *db, const float *dout, const fl
 void nn_matmul_fwd(float *out, const float *in, const float *w, const float *b, int T, int C, int OC)
 {
 #ifdef TELLER_HAVE_CBLAS
-    for (int t = 0; t < T; t++)
-        for (int o = 0; o < OC; o++)
-            out[t * OC + o] = b ? b[o] : 0.0f;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, OC, C, 1.0f, in, C, w, OC, 1.0f, out, OC);
-#else
+    sgemm_fn g = blas();
+    if (g) {
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++)
+                out[t * OC + o] = b ? b[o] : 0.0f;
+        g(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, OC, C, 1.0f, in, C, w, OC, 1.0f, out, OC);
+        return;
+    }
+#endif
     for (int t = 0; t < T; t++)
         nn_linear_fwd(out + (long)t * OC, in + (long)t * C, w, b, C, OC);
-#endif
 }
 
 void nn_matmul_bwd(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int T, int C,
                    int OC)
 {
 #ifdef TELLER_HAVE_CBLAS
-    if (din) /* din += dout . w^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, C, OC, 1.0f, dout, OC, w, OC, 1.0f, din, C);
-    /* dw += in^T . dout */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, T, 1.0f, in, C, dout, OC, 1.0f, dw, OC);
-    if (db)
-        for (int t = 0; t < T; t++)
-            for (int o = 0; o < OC; o++)
-                db[o] += dout[t * OC + o];
-#else
+    sgemm_fn g = blas();
+    if (g) {
+        if (din) /* din += dout . w^T */
+            g(CblasRowMajor, CblasNoTrans, CblasTrans, T, C, OC, 1.0f, dout, OC, w, OC, 1.0f, din, C);
+        /* dw += in^T . dout */
+        g(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, T, 1.0f, in, C, dout, OC, 1.0f, dw, OC);
+        if (db)
+            for (int t = 0; t < T; t++)
+                for (int o = 0; o < OC; o++)
+                    db[o] += dout[t * OC + o];
+        return;
+    }
+#endif
     for (int t = 0; t < T; t++)
         nn_linear_bwd(din ? din + (long)t * C : NULL, dw, db, dout + (long)t * OC, in + (long)t * C, w, C, OC);
-#endif
 }
 
 void nn_layernorm_fwd(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, int C)
