@@ -7,7 +7,14 @@
 #include "kmap.h"
 #include "vec.h"
 
-static size_t slot_of(uint64_t key, size_t cap) { return (key * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1); }
+/* Fibonacci hashing: the top log2(cap) bits of key times 2^64 / phi, which
+ * every bit of the key reaches. (The bits from 17 up, as this took before,
+ * miss a key's upper bits in a small table: keys (source << 32 | name) of
+ * one name on 1,024 ranks all fell on one slot.) cap is a power of two. */
+static size_t slot_of(uint64_t key, size_t cap)
+{
+    return cap > 1 ? (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll((unsigned long long)cap))) : 0;
+}
 
 uint32_t kmap_get(kmap *m, uint64_t key, int create)
 {
