@@ -305,22 +305,18 @@ static void prefault_rows(teller_store *st, size_t lo, size_t hi)
 #undef COL
 }
 
-/* Rows are mapped a block at a time as they are written, by a reader row
- * after row or by an append many at once: of rows [lo, hi), about to be
- * written, the blocks that start among them are mapped to the end of the
- * block holding row hi - 1 (or of the capacity), and every row from lo
- * when the array moved (its capacity changed from old_cap). The first row
- * to map, *from, and the end, *to (*to <= *from: none). An append of a
- * few rows thus faults no page by itself (a fault costs 11-13 us here,
- * more than the rest of a small file's append). */
+/* Rows are mapped a block at a time as readers add them: when row i
+ * starts a block, or the array moved (its capacity changed from old_cap),
+ * the rows from i to the end of the block (or of the capacity) are to be
+ * mapped; the end of those, or i when none are. */
 enum { PREFAULT_ROWS = 16384 };
 
-static void prefault_span(size_t lo, size_t hi, size_t cap, size_t old_cap, size_t *from, size_t *to)
+static size_t prefault_end(size_t i, size_t cap, size_t old_cap)
 {
-    size_t start = cap != old_cap ? lo : (lo + PREFAULT_ROWS - 1) / PREFAULT_ROWS * PREFAULT_ROWS;
-    size_t end = ((hi - 1) / PREFAULT_ROWS + 1) * PREFAULT_ROWS;
-    *from = start;
-    *to = start < hi ? (end < cap ? end : cap) : start;
+    if (i % PREFAULT_ROWS && cap == old_cap)
+        return i;
+    size_t end = (i / PREFAULT_ROWS + 1) * PREFAULT_ROWS;
+    return end < cap ? end : cap;
 }
 
 /* The index of (pid, tid) in the store's track table, added when new;
@@ -347,10 +343,9 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
     if (teller_store_reserve_events(st, i + 1) || (track = track_of(st, r->pid, r->tid)) == TELLER_NONE)
         return TELLER_NONE;
     teller_events *e = &st->ev;
-    size_t from, to;
-    prefault_span(i, i + 1, st->ev_cap, cap, &from, &to);
-    if (to > from)
-        prefault_rows(st, from, to);
+    size_t ahead = prefault_end(i, st->ev_cap, cap);
+    if (ahead > i)
+        prefault_rows(st, i, ahead);
     e->start_ns[i] = r->start_ns;
     e->dur_ns[i] = r->dur_ns;
     e->name[i] = r->name;
@@ -414,10 +409,9 @@ uint32_t teller_store_add_args(teller_store *st, const teller_args *a)
     size_t cap = st->args_cap;
     if (st->nargs >= TELLER_NONE - 1 || TELLER_GROW(st->args, st->args_cap, st->nargs + 1))
         return TELLER_NONE;
-    size_t from, to;
-    prefault_span(st->nargs, st->nargs + 1, st->args_cap, cap, &from, &to);
-    if (to > from)
-        teller_prefault(st->args + from, (to - from) * sizeof *st->args);
+    size_t ahead = prefault_end(st->nargs, st->args_cap, cap);
+    if (ahead > st->nargs)
+        teller_prefault(st->args + st->nargs, (ahead - st->nargs) * sizeof *st->args);
     st->args[st->nargs] = *a;
     return (uint32_t)st->nargs++;
 }
@@ -547,7 +541,6 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         if ((tmap[t] = track_of(dst, src->ev.tracks[t].pid, src->ev.tracks[t].tid)) == TELLER_NONE)
             goto oom;
     size_t s0 = dst->nsources, e0 = dst->ev.n, a0 = dst->nargs, c0 = dst->ncomms;
-    size_t ev_cap0 = dst->ev_cap, args_cap0 = dst->args_cap, from, to;
     if (TELLER_GROW(dst->comms, dst->comms_cap, c0 + src->ncomms) ||
         TELLER_GROW(dst->args, dst->args_cap, a0 + src->nargs) ||
         TELLER_GROW(dst->sources, dst->sources_cap, s0 + src->nsources) ||
@@ -563,11 +556,8 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
         dst->comms[c0 + i] = c;
     }
     dst->ncomms += src->ncomms;
-    if (src->nargs) { /* else dst->args may be NULL, and NULL + 0 is undefined */
-        prefault_span(a0, a0 + src->nargs, dst->args_cap, args_cap0, &from, &to);
-        if (to > from)
-            teller_prefault(dst->args + from, (to - from) * sizeof *dst->args);
-    }
+    if (src->nargs) /* else dst->args may be NULL, and NULL + 0 is undefined */
+        teller_prefault(dst->args + a0, src->nargs * sizeof *dst->args);
     for (size_t i = 0; i < src->nargs; i++) {
         teller_args a = src->args[i];
         if (a.comm != TELLER_NONE)
@@ -592,9 +582,7 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
     size_t n = se->n;
     if (n == 0)
         goto warnings; /* no columns to copy (they may not exist) */
-    prefault_span(e0, e0 + n, dst->ev_cap, ev_cap0, &from, &to);
-    if (to > from)
-        prefault_rows(dst, from, to);
+    prefault_rows(dst, e0, e0 + n);
     memcpy(de->start_ns + e0, se->start_ns, n * sizeof *se->start_ns);
     memcpy(de->dur_ns + e0, se->dur_ns, n * sizeof *se->dur_ns);
     memcpy(de->layer + e0, se->layer, n * sizeof *se->layer);
