@@ -181,13 +181,6 @@ oom:
 
 /* ---- files -> one store ---- */
 
-/* Small files may be read further ahead of the appends than 2 x jobs
- * files: up to this many bytes of files waiting. A thread that waits for
- * the window sleeps, and waking it costs more than reading a file of a few
- * kB (1,024 rank files of 10 kB: 300 waits, and two jobs no faster than
- * one); a few MB bound what the waiting per-file stores hold. */
-#define WINDOW_BYTES ((uint64_t)8 << 20)
-
 typedef struct load_run {
     const char *const      *files;
     size_t                  n;
@@ -195,15 +188,13 @@ typedef struct load_run {
     teller_store           *st;      /* the run's store; only the appending thread touches it */
     const size_t           *same_as; /* per file: index of an earlier name of the same file, or n */
     const uint64_t         *bytes;   /* per file: size */
-    const uint64_t         *before;  /* per file: the bytes of the files before it (n + 1 entries) */
     uint64_t                total, done;
     teller_store          **part;    /* per file: read, waiting to be appended */
     teller_status          *status;  /* per file */
     teller_error           *errs;    /* per file */
     uint8_t                *ready;   /* per file: read (or skipped), part/status set */
     size_t                  appended;/* files [0, appended) are in st */
-    size_t                  window;  /* a file i is read only once i < appended + window, */
-                                     /* or files appended .. i hold at most WINDOW_BYTES */
+    size_t                  window;  /* a file i is read only once i < appended + window */
     teller_store          **spare;   /* emptied per-file stores to reuse */
     size_t                  nspare;
     struct scratch { void *p; size_t cap; } *scratch; /* readers' scratch buffers, */
@@ -257,7 +248,7 @@ static void read_one(void *ctx, size_t i)
 {
     load_run *r = ctx;
     pthread_mutex_lock(&r->mu);
-    while (!r->failed && i >= r->appended + r->window && r->before[i + 1] - r->before[r->appended] > WINDOW_BYTES)
+    while (!r->failed && i >= r->appended + r->window)
         pthread_cond_wait(&r->cv, &r->mu);
     int stop = r->failed;
     /* every file before i is in the run's store, and nothing is appended
@@ -348,7 +339,7 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
     if (n == 0)
         return teller_error_set(err, TELLER_ERR_ARG, "(arguments)", 0, "no trace given");
     size_t *same_as = malloc(n * sizeof *same_as);
-    uint64_t *bytes = calloc(n, sizeof *bytes), *before = calloc(n + 1, sizeof *before);
+    uint64_t *bytes = calloc(n, sizeof *bytes);
     dev_t *dev = malloc(n * sizeof *dev);
     ino_t *ino = malloc(n * sizeof *ino);
     load_run r;
@@ -360,7 +351,7 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
     r.spare = calloc(n, sizeof *r.spare);
     r.scratch = calloc(n, sizeof *r.scratch);
     teller_status s = TELLER_OK;
-    if (!same_as || !bytes || !before || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready || !r.spare || !r.scratch) {
+    if (!same_as || !bytes || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready || !r.spare || !r.scratch) {
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
         goto done;
     }
@@ -377,7 +368,6 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
                 same_as[i] = j;
         if (same_as[i] == n)
             r.total += bytes[i];
-        before[i + 1] = before[i] + bytes[i];
     }
     r.files = files;
     r.n = n;
@@ -385,7 +375,6 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
     r.st = st;
     r.same_as = same_as;
     r.bytes = bytes;
-    r.before = before;
     r.window = 2 * (size_t)jobs;
     if (jobs <= 1 || n == 1) {
         /* one thread: straight into the run's store */
@@ -430,7 +419,6 @@ done:
     free(r.scratch);
     free(same_as);
     free(bytes);
-    free(before);
     free(dev);
     free(ino);
     free(r.part);
