@@ -542,6 +542,26 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         free(b.p);
     }
     teller_store_free(st);
+    /* a fleet: 40 ranks, 39 of them waiting; the timeline draws 32, the
+     * root rank among them, and says so */
+    st = hang_store(40);
+    {
+        teller_diag_step steps[2];
+        teller_diagnosis d;
+        hang_diagnosis(&d, steps, st, TELLER_NONE);
+        buf b = render_html(st, &d, "hang, 40 ranks");
+        check_html_safe(&b);
+        char *sec = between(b.p, "id=\"step-1\"", "</section>");
+        CHECK(sec && strstr(sec, "Timeline of 32 of the 40 ranks") && strstr(sec, "--perfetto"));
+        char *svg = between(sec, "aria-label=\"timeline", "</svg>");
+        CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") && strstr(svg, "<text class=\"miss\""));
+        CHECK(svg && strstr(svg, ">rank 31 \xc2\xb7 cpu") && !strstr(svg, ">rank 32 \xc2\xb7 cpu"));
+        CHECK(svg && count(svg, "<rect class=\"vic\"") == 31); /* the waiting ranks drawn */
+        free(svg);
+        free(sec);
+        free(b.p);
+    }
+    teller_store_free(st);
     /* without rank 2's trace the page cannot say it never launched */
     st = hang_store(2);
     teller_diag_step steps[2];

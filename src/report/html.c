@@ -27,6 +27,7 @@
 #define TL_GPU_H   12
 #define TL_GAP     3
 #define TL_AXIS_H  30
+#define TL_RANKS   32     /* ranks drawn at most (a fleet's thousand lanes would read as noise) */
 #define SMALL_PX   2.0    /* slices narrower than this may be merged */
 #define TITLE_PX   4.0    /* slices at least this wide get a tooltip */
 #define MERGE_GAP  1.0    /* ... with a neighbour less than this far */
@@ -449,16 +450,56 @@ static void outline(const hw *w, const tl *t, const tl_lane *ln, size_t nl, uint
     fputc('\n', f);
 }
 
+/* Marks rank (w->ranks' index) to be drawn, while fewer than TL_RANKS are. */
+static void pick_rank(const hw *w, int32_t rank, uint8_t *draw, size_t *n)
+{
+    size_t r = rank_index(w, rank);
+    if (r != SIZE_MAX && !draw[r] && *n < TL_RANKS) {
+        draw[r] = 1;
+        (*n)++;
+    }
+}
+
+/* The ranks a step's timeline draws: every one up to TL_RANKS; past that,
+ * the root rank, the rank of a culprit elsewhere, the ranks that waited,
+ * then the lowest others. Writes the heading (and what was left out);
+ * returns how many are drawn. */
+static size_t timeline_ranks(const hw *w, const teller_diag_step *s, const rep_blame *bl, uint8_t *draw)
+{
+    size_t n = 0;
+    memset(draw, w->nranks <= TL_RANKS, w->nranks);
+    if (w->nranks <= TL_RANKS) {
+        fputs("<h4>Timeline of every rank</h4>\n", w->f);
+        return w->nranks;
+    }
+    pick_rank(w, s->root_rank, draw, &n);
+    pick_rank(w, bl->other_rank, draw, &n);
+    for (size_t v = 0; v < bl->nvictims; v++)
+        pick_rank(w, teller_store_event_rank(w->st, bl->victims[v]), draw, &n);
+    for (size_t r = 0; r < w->nranks; r++)
+        pick_rank(w, w->ranks[r], draw, &n);
+    fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">The root rank, the ranks that waited "
+                  "for it and the lowest others; the Perfetto trace (<code>teller diagnose --perfetto</code>) has "
+                  "every rank.</p>\n",
+            n, w->nranks);
+    return n;
+}
+
 static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
 {
     FILE *f = w->f;
     uint32_t k = s->pred.step;
+    uint8_t *draw = malloc(w->nranks + 1);
+    if (!draw)
+        return -1;
+    timeline_ranks(w, s, bl, draw);
     int64_t k0 = 0, k1 = 0;
     if (s->dur_ns > 0) {
         k0 = s->start_ns;
         k1 = s->start_ns + s->dur_ns;
     } else if (!step_span(w, k, &k0, &k1)) {
         fputs("<p class=\"note\">No time window is known for this step; no timeline.</p>\n", f);
+        free(draw);
         return 0;
     }
     if (k1 <= k0)
@@ -478,10 +519,14 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
     /* Lanes: per rank, its main CPU thread then its GPU streams with work here. */
     size_t cap = w->nrows + 1, nl = 0;
     tl_lane *ln = malloc(cap * sizeof *ln);
-    if (!ln)
+    if (!ln) {
+        free(draw);
         return -1;
+    }
     int y = TL_TOP;
     for (size_t r = 0; r < w->nranks; r++) {
+        if (!draw[r])
+            continue;
         if (w->main_row[r] != SIZE_MAX) {
             ln[nl++] = (tl_lane){w->main_row[r], 1, r, y, TL_CPU_H};
             y += TL_CPU_H + TL_GAP;
@@ -586,6 +631,7 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
     }
     fputs("</svg>\n", f);
     free(ln);
+    free(draw);
     for (int cl = 0; cl < C_COUNT; cl++)
         free(t.path[cl]);
     return 0;
@@ -990,7 +1036,7 @@ static int step_section(hw *w, const teller_diag_step *s)
         rep_html(f, s->pred.explanation, 0);
     else
         fputs("<span class=\"note\">No explanation.</span>", f);
-    fputs("</div>\n<h4>Timeline of every rank</h4>\n", f);
+    fputs("</div>\n", f);
     rep_blame b;
     rep_blame_of(w->st, s, &b);
     if (timeline(w, s, &b) != 0)
