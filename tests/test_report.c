@@ -555,6 +555,7 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         CHECK(sec && strstr(sec, "Timeline of 32 of the 40 ranks") && strstr(sec, "--perfetto"));
         char *svg = between(sec, "aria-label=\"timeline", "</svg>");
         CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") && strstr(svg, "<text class=\"miss\""));
+        CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") < strstr(svg, ">rank 0 \xc2\xb7 cpu")); /* the root first */
         CHECK(svg && strstr(svg, ">rank 31 \xc2\xb7 cpu") && !strstr(svg, ">rank 32 \xc2\xb7 cpu"));
         CHECK(svg && count(svg, "<rect class=\"vic\"") == 31); /* the waiting ranks drawn */
         free(svg);

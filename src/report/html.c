@@ -462,8 +462,8 @@ static void pick_rank(const hw *w, int32_t rank, uint8_t *draw, size_t *n)
 
 /* The ranks a step's timeline draws: every one up to TL_RANKS; past that,
  * the root rank, the rank of a culprit elsewhere, the ranks that waited,
- * then the lowest others. Writes the heading (and what was left out);
- * returns how many are drawn. */
+ * then the ranks nearest the root's (its node's, its pipeline neighbours).
+ * Writes the heading (and what was left out); returns how many are drawn. */
 static size_t timeline_ranks(const hw *w, const teller_diag_step *s, const rep_blame *bl, uint8_t *draw)
 {
     size_t n = 0;
@@ -476,11 +476,16 @@ static size_t timeline_ranks(const hw *w, const teller_diag_step *s, const rep_b
     pick_rank(w, bl->other_rank, draw, &n);
     for (size_t v = 0; v < bl->nvictims; v++)
         pick_rank(w, teller_store_event_rank(w->st, bl->victims[v]), draw, &n);
-    for (size_t r = 0; r < w->nranks; r++)
-        pick_rank(w, w->ranks[r], draw, &n);
-    fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">The root rank, the ranks that waited "
-                  "for it and the lowest others; the Perfetto trace (<code>teller diagnose --perfetto</code>) has "
-                  "every rank.</p>\n",
+    size_t at = rank_index(w, s->root_rank), lo = at == SIZE_MAX ? 0 : at, hi = lo + 1;
+    while (n < TL_RANKS && (lo > 0 || hi < w->nranks)) { /* outwards from the root's index */
+        if (lo > 0)
+            pick_rank(w, w->ranks[--lo], draw, &n);
+        if (hi < w->nranks)
+            pick_rank(w, w->ranks[hi++], draw, &n);
+    }
+    fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">The root rank first, then the ranks "
+                  "that waited for it and those nearest it; the Perfetto trace (<code>teller diagnose "
+                  "--perfetto</code>) has every rank.</p>\n",
             n, w->nranks);
     return n;
 }
@@ -524,8 +529,11 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
         return -1;
     }
     int y = TL_TOP;
-    for (size_t r = 0; r < w->nranks; r++) {
-        if (!draw[r])
+    /* rank order; of a fleet's few, the root rank's lanes first */
+    size_t top = w->nranks > TL_RANKS ? rank_index(w, s->root_rank) : SIZE_MAX;
+    for (size_t q = 0; q < w->nranks + (top != SIZE_MAX); q++) {
+        size_t r = top == SIZE_MAX ? q : q == 0 ? top : q - 1;
+        if (!draw[r] || (q > 0 && r == top))
             continue;
         if (w->main_row[r] != SIZE_MAX) {
             ln[nl++] = (tl_lane){w->main_row[r], 1, r, y, TL_CPU_H};
