@@ -551,6 +551,7 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         hang_diagnosis(&d, steps, st, TELLER_NONE);
         buf b = render_html(st, &d, "hang, 40 ranks");
         check_html_safe(&b);
+        keep("hang40.html", &b);
         char *sec = between(b.p, "id=\"step-1\"", "</section>");
         CHECK(sec && strstr(sec, "Timeline of 32 of the 40 ranks") && strstr(sec, "--perfetto"));
         char *svg = between(sec, "aria-label=\"timeline", "</svg>");
@@ -558,6 +559,11 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") < strstr(svg, ">rank 0 \xc2\xb7 cpu")); /* the root first */
         CHECK(svg && strstr(svg, ">rank 31 \xc2\xb7 cpu") && !strstr(svg, ">rank 32 \xc2\xb7 cpu"));
         CHECK(svg && count(svg, "<rect class=\"vic\"") == 31); /* the waiting ranks drawn */
+        /* the table of ranks lists the same 32 */
+        char *tab = between(sec, "<th>rank</th><th>node</th><th>window</th>", "</table>");
+        CHECK(tab && count(tab, "<tr") == 32 && strstr(tab, "<tr class=\"root\"><td class=\"n\">2</td>"));
+        CHECK(tab && strstr(tab, "<tr><td class=\"n\">31</td>") && !strstr(tab, "<tr><td class=\"n\">32</td>"));
+        free(tab);
         free(svg);
         free(sec);
         free(b.p);

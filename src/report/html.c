@@ -484,27 +484,23 @@ static size_t timeline_ranks(const hw *w, const teller_diag_step *s, const rep_b
             pick_rank(w, w->ranks[hi++], draw, &n);
     }
     fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">The root rank first, then the ranks "
-                  "that waited for it and those nearest it; the Perfetto trace (<code>teller diagnose "
-                  "--perfetto</code>) has every rank.</p>\n",
+                  "that waited for it and those nearest it, here and in the table of ranks below; the Perfetto trace "
+                  "(<code>teller diagnose --perfetto</code>) has every rank.</p>\n",
             n, w->nranks);
     return n;
 }
 
-static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
+/* draw: per rank (w->ranks' index), whether its lanes are drawn */
+static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
 {
     FILE *f = w->f;
     uint32_t k = s->pred.step;
-    uint8_t *draw = malloc(w->nranks + 1);
-    if (!draw)
-        return -1;
-    timeline_ranks(w, s, bl, draw);
     int64_t k0 = 0, k1 = 0;
     if (s->dur_ns > 0) {
         k0 = s->start_ns;
         k1 = s->start_ns + s->dur_ns;
     } else if (!step_span(w, k, &k0, &k1)) {
         fputs("<p class=\"note\">No time window is known for this step; no timeline.</p>\n", f);
-        free(draw);
         return 0;
     }
     if (k1 <= k0)
@@ -524,10 +520,8 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
     /* Lanes: per rank, its main CPU thread then its GPU streams with work here. */
     size_t cap = w->nrows + 1, nl = 0;
     tl_lane *ln = malloc(cap * sizeof *ln);
-    if (!ln) {
-        free(draw);
+    if (!ln)
         return -1;
-    }
     int y = TL_TOP;
     /* rank order; of a fleet's few, the root rank's lanes first */
     size_t top = w->nranks > TL_RANKS ? rank_index(w, s->root_rank) : SIZE_MAX;
@@ -639,7 +633,6 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl)
     }
     fputs("</svg>\n", f);
     free(ln);
-    free(draw);
     for (int cl = 0; cl < C_COUNT; cl++)
         free(t.path[cl]);
     return 0;
@@ -774,7 +767,8 @@ static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
     fputs("</ol>\n", f);
 }
 
-static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl)
+/* draw: the ranks of the timeline, the only ones the per-rank table lists */
+static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
 {
     FILE *f = w->f;
     char a[32], b[32];
@@ -830,7 +824,8 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl)
     int any = 0;
     for (size_t i = 0; i < w->nsum; i++) {
         const teller_step_summary *m = &w->sum[i];
-        if (m->step != s->pred.step)
+        size_t r = rank_index(w, m->rank);
+        if (m->step != s->pred.step || (r != SIZE_MAX && !draw[r]))
             continue;
         if (!any)
             fputs("<div class=\"tw\"><table><tr><th>rank</th><th>node</th><th>window</th><th>kernels</th><th>comm</th><th>copies</th>"
@@ -1047,15 +1042,22 @@ static int step_section(hw *w, const teller_diag_step *s)
     fputs("</div>\n", f);
     rep_blame b;
     rep_blame_of(w->st, s, &b);
-    if (timeline(w, s, &b) != 0)
+    uint8_t *draw = malloc(w->nranks + 1);
+    if (!draw)
         return -1;
+    timeline_ranks(w, s, &b, draw);
+    if (timeline(w, s, &b, draw) != 0) {
+        free(draw);
+        return -1;
+    }
     put_legend(f);
     fputs(b.culprit != TELLER_NONE || s->root_rank < 0 ? "<h4>Call chain to the culprit</h4>\n"
                                                          : "<h4>The root rank and the ranks that waited</h4>\n",
           f);
     call_chain(w, s, &b);
     fputs("<h4>Numbers</h4>\n", f);
-    numbers(w, s, &b);
+    numbers(w, s, &b, draw);
+    free(draw);
     fputs("<h4>Evidence</h4>\n", f);
     evidence(w, s);
     if (w->reqs)
