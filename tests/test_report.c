@@ -542,33 +542,6 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
         free(b.p);
     }
     teller_store_free(st);
-    /* a fleet: 40 ranks, 39 of them waiting; the timeline draws 32, the
-     * root rank among them, and says so */
-    st = hang_store(40);
-    {
-        teller_diag_step steps[2];
-        teller_diagnosis d;
-        hang_diagnosis(&d, steps, st, TELLER_NONE);
-        buf b = render_html(st, &d, "hang, 40 ranks");
-        check_html_safe(&b);
-        keep("hang40.html", &b);
-        char *sec = between(b.p, "id=\"step-1\"", "</section>");
-        CHECK(sec && strstr(sec, "Timeline of 32 of the 40 ranks") && strstr(sec, "--perfetto"));
-        char *svg = between(sec, "aria-label=\"timeline", "</svg>");
-        CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") && strstr(svg, "<text class=\"miss\""));
-        CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") < strstr(svg, ">rank 0 \xc2\xb7 cpu")); /* the root first */
-        CHECK(svg && strstr(svg, ">rank 31 \xc2\xb7 cpu") && !strstr(svg, ">rank 32 \xc2\xb7 cpu"));
-        CHECK(svg && count(svg, "<rect class=\"vic\"") == 31); /* the waiting ranks drawn */
-        /* the table of ranks lists the same 32 */
-        char *tab = between(sec, "<th>rank</th><th>node</th><th>window</th>", "</table>");
-        CHECK(tab && count(tab, "<tr") == 32 && strstr(tab, "<tr class=\"root\"><td class=\"n\">2</td>"));
-        CHECK(tab && strstr(tab, "<tr><td class=\"n\">31</td>") && !strstr(tab, "<tr><td class=\"n\">32</td>"));
-        free(tab);
-        free(svg);
-        free(sec);
-        free(b.p);
-    }
-    teller_store_free(st);
     /* without rank 2's trace the page cannot say it never launched */
     st = hang_store(2);
     teller_diag_step steps[2];
@@ -584,6 +557,35 @@ static void test_html_hang_blames_the_rank_that_never_launched(void)
     CHECK(b.p && strstr(b.p, "\"root_never_launched\":false,\"root_trace_loaded\":false"));
     CHECK(b.p && strstr(b.p, "\"teller_root\"") == NULL);
     CHECK(b.p && count(b.p, "\"ph\":\"f\"") == 1); /* step 0's flow only: step 1's has nowhere to land */
+    free(b.p);
+    teller_store_free(st);
+}
+
+/* A fleet: 40 ranks, 39 of them waiting for rank 2. The timeline draws 32,
+ * the root rank's lanes first, and says so; the table of ranks lists the
+ * same ones. */
+static void test_html_fleet_timeline_draws_the_root_and_those_near_it(void)
+{
+    teller_store *st = hang_store(40);
+    teller_diag_step steps[2];
+    teller_diagnosis d;
+    hang_diagnosis(&d, steps, st, TELLER_NONE);
+    buf b = render_html(st, &d, "hang, 40 ranks");
+    check_html_safe(&b);
+    keep("hang40.html", &b);
+    char *sec = between(b.p, "id=\"step-1\"", "</section>");
+    CHECK(sec && strstr(sec, "Timeline of 32 of the 40 ranks") && strstr(sec, "--perfetto"));
+    char *svg = between(sec, "aria-label=\"timeline", "</svg>");
+    CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") && strstr(svg, "<text class=\"miss\""));
+    CHECK(svg && strstr(svg, ">rank 2 \xc2\xb7 cpu") < strstr(svg, ">rank 0 \xc2\xb7 cpu")); /* the root first */
+    CHECK(svg && strstr(svg, ">rank 31 \xc2\xb7 cpu") && !strstr(svg, ">rank 32 \xc2\xb7 cpu"));
+    CHECK(svg && count(svg, "<rect class=\"vic\"") == 31); /* the waiting ranks drawn */
+    char *tab = between(sec, "<th>rank</th><th>node</th><th>window</th>", "</table>");
+    CHECK(tab && count(tab, "<tr") == 32 && strstr(tab, "<tr class=\"root\"><td class=\"n\">2</td>"));
+    CHECK(tab && strstr(tab, "<tr><td class=\"n\">31</td>") && !strstr(tab, "<tr><td class=\"n\">32</td>"));
+    free(tab);
+    free(svg);
+    free(sec);
     free(b.p);
     teller_store_free(st);
 }
@@ -938,6 +940,8 @@ const test_case report_tests[] = {
      test_html_culprit_time_is_the_diagnosis_number_everywhere},
     {"report html hang blames the rank that never launched, victims as evidence, costliest first",
      test_html_hang_blames_the_rank_that_never_launched},
+    {"report html: a fleet's timeline draws 32 ranks, the root rank's first, and the table of ranks the same",
+     test_html_fleet_timeline_draws_the_root_and_those_near_it},
     {"report html layout wraps names at separators, boxes tables, log-scales the step chart",
      test_html_layout_wraps_names_and_scales_the_step_chart},
     {"report perfetto hang points at the root rank, not at a waiting rank",

@@ -462,15 +462,16 @@ static void pick_rank(const hw *w, int32_t rank, uint8_t *draw, size_t *n)
 
 /* The ranks a step's timeline draws: every one up to TL_RANKS; past that,
  * the root rank, the rank of a culprit elsewhere, the ranks that waited,
- * then the ranks nearest the root's (its node's, its pipeline neighbours).
- * Writes the heading (and what was left out); returns how many are drawn. */
-static size_t timeline_ranks(const hw *w, const teller_diag_step *s, const rep_blame *bl, uint8_t *draw)
+ * then the ranks nearest the root's (its node's, its pipeline neighbours;
+ * the lowest when no rank is the root). Writes the heading, and which
+ * ranks were drawn. */
+static void timeline_ranks(const hw *w, const teller_diag_step *s, const rep_blame *bl, uint8_t *draw)
 {
     size_t n = 0;
     memset(draw, w->nranks <= TL_RANKS, w->nranks);
     if (w->nranks <= TL_RANKS) {
         fputs("<h4>Timeline of every rank</h4>\n", w->f);
-        return w->nranks;
+        return;
     }
     pick_rank(w, s->root_rank, draw, &n);
     pick_rank(w, bl->other_rank, draw, &n);
@@ -483,11 +484,10 @@ static size_t timeline_ranks(const hw *w, const teller_diag_step *s, const rep_b
         if (hi < w->nranks)
             pick_rank(w, w->ranks[hi++], draw, &n);
     }
-    fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">The root rank first, then the ranks "
-                  "that waited for it and those nearest it, here and in the table of ranks below; the Perfetto trace "
-                  "(<code>teller diagnose --perfetto</code>) has every rank.</p>\n",
-            n, w->nranks);
-    return n;
+    fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">%s, here and in the table of ranks "
+                  "below; the Perfetto trace (<code>teller diagnose --perfetto</code>) has every rank.</p>\n",
+            n, w->nranks,
+            at == SIZE_MAX ? "The lowest ranks" : "The root rank first, then the ranks that waited for it and those nearest it");
 }
 
 /* draw: per rank (w->ranks' index), whether its lanes are drawn */
