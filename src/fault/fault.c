@@ -17,7 +17,7 @@ static const teller_fault_def k_faults[TELLER_FAULT_COUNT] = {
     {"pp_send_delay", "communication", "horizontal",
      "the pipeline send of rank %d stalled and the next stage idled waiting for it", 0, 0, 0, 0, 2e6, 12e6},
     {"gpu_throttle", "kernel", "horizontal",
-     "GPU of rank %d ran every kernel slower (throttled clocks) and its peers waited for it in collectives", 0, 0,
+     "GPU of rank %d ran every kernel slower (throttled clocks)", 0, 0,
      0.35, 1.0, 0, 0},
     {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d", 0, 0, 3.0, 9.0, 0, 0},
     {"launch_latency", "driver_library", "vertical",
