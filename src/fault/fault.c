@@ -28,7 +28,7 @@ static const teller_fault_def k_faults[TELLER_FAULT_COUNT] = {
      "the caching allocator on rank %d missed, causing many slow cudaMalloc calls", 0, 0, 0, 0, 150e3, 900e3},
     {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d slowed down (PCIe degradation)", 0, 0,
      8.0, 30.0, 0, 0},
-    {"kv_swap", "memory", "vertical", "KV cache pressure swapped blocks to host memory from rank %d and its peers", 0, 1,
+    {"kv_swap", "memory", "vertical", "KV cache pressure swapped blocks to host memory (rank %d leads)", 0, 1,
      0, 0, 0, 0},
     {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried the step", 0, 1,
      0, 0, 0, 0},
