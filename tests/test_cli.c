@@ -92,6 +92,11 @@ static void test_cli_candidates(void)
     snprintf(args, sizeof args, "eval --truth %s/case --candidates %s/case/truth.json", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
     CHECK(strstr(out, "truth.json") != NULL);
+    /* a corpus paired with a predictions file (or nothing there): eval says
+     * the corpus wants a directory, not that the corpus lacks a truth.json */
+    snprintf(args, sizeof args, "eval --truth %s --pred %s/p.json", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "is a corpus of 1 case:") != NULL && strstr(out, "p.json is not one") != NULL);
     rm_rf(dir);
 }
 

@@ -74,8 +74,19 @@ static int add_all(teller_eval *e, add_fn add, const char *truth, const char *ot
 {
     char tp[4096], pp[4096];
     snprintf(tp, sizeof tp, "%s/truth.json", truth);
-    if (is_dir(truth) && !is_dir(other))
+    struct stat sb;
+    if (is_dir(truth) && !is_dir(other)) {
+        int n;
+        char **cases = stat(tp, &sb) != 0 ? list_cases(truth, &n) : NULL;
+        if (cases) { /* a corpus, paired with what is not a directory of predictions */
+            free_list(cases, n);
+            fprintf(stderr, "teller: eval: %s is a corpus of %d case%s: its predictions must be a directory of "
+                            "<case>.json, and %s is not one\n",
+                    truth, n, n == 1 ? "" : "s", other);
+            return -2;
+        }
         return add(e, tp, other, err) == TELLER_OK ? 0 : -1;
+    }
     if (!is_dir(truth))
         return add(e, truth, other, err) == TELLER_OK ? 0 : -1;
     int n, rc = 0;
