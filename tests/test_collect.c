@@ -951,11 +951,14 @@ static void test_teller_run_captures_logs_manifest_and_exit_code(void)
         CHECK(ns > 1600000000000000000ll && !strncmp(end, " child ", 7));
         fclose(f);
     }
-    /* the terminal still got the line */
+    /* the terminal still got the line, and then what was written */
     f = fopen(log, "r");
     if (f) {
-        char line[256] = {0};
+        char line[256] = {0}, all[2048] = {0};
         CHECK(fgets(line, sizeof line, f) && !strncmp(line, "child ", 6));
+        rewind(f);
+        CHECK(fread(all, 1, sizeof all - 1, f) > 0);
+        CHECK(strstr(all, ": 2 trace files,") && strstr(all, "next: teller diagnose"));
         fclose(f);
     }
     /* the exit code is the command's */

@@ -14,6 +14,7 @@
  * records host, command, GPUs (from nvidia-smi, or "none"), versions and
  * the exit status.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -356,5 +357,24 @@ int cmd_run(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         fclose(s[k].log);
     write_manifest(dir, cmd, inject, start, now_ns(), code);
+    /* what was written, and what to run next; a command that made no CUDA
+     * or NVTX call the collector saw leaves no trace, which is said */
+    int ntl = 0;
+    snprintf(sub, sizeof sub, "%s/traces", dir);
+    DIR *td = opendir(sub);
+    for (struct dirent *de; td && (de = readdir(td)) != NULL;) {
+        size_t l = strlen(de->d_name);
+        ntl += l > 4 && !strcmp(de->d_name + l - 4, ".tlt");
+    }
+    if (td)
+        closedir(td);
+    if (ntl)
+        fprintf(stderr, "teller run: %s: %d trace file%s, the command's output in logs/, exit status %d; next: teller "
+                        "diagnose %s\n",
+                dir, ntl, ntl == 1 ? "" : "s", code, dir);
+    else
+        fprintf(stderr, "teller run: %s: no trace: %s made no CUDA or NVTX call the collector saw (its output is in "
+                        "logs/, exit status %d)\n",
+                dir, cmd[0], code);
     return code;
 }
