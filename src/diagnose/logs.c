@@ -507,8 +507,10 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         free(L.pre);
         if (st == TELLER_OK && L.total && !L.aligned) {
             char note[600];
-            snprintf(note, sizeof note, "%s: none of its %d records with a time falls within 2 s of the traced steps (a log from "
-                     "another run, or clocks far apart): nothing in it was used", path, L.total);
+            snprintf(note, sizeof note,
+                     "%s: none of its %d records with a time falls within 2 s of the traced steps (a log from "
+                     "another run, or clocks far apart): nothing in it was used",
+                     path, L.total);
             diag_add_note(D, note);
         }
     }

@@ -487,7 +487,8 @@ static void timeline_ranks(const hw *w, const teller_diag_step *s, const rep_bla
     fprintf(w->f, "<h4>Timeline of %zu of the %zu ranks</h4>\n<p class=\"note\">%s, here and in the table of ranks "
                   "below; the Perfetto trace (<code>teller diagnose --perfetto</code>) has every rank.</p>\n",
             n, w->nranks,
-            at == SIZE_MAX ? "The lowest ranks" : "The root rank first, then the ranks that waited for it and those nearest it");
+            at == SIZE_MAX ? "The lowest ranks"
+                           : "The root rank first, then the ranks that waited for it and those nearest it");
 }
 
 /* draw: per rank (w->ranks' index), whether its lanes are drawn */
