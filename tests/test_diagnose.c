@@ -1517,7 +1517,26 @@ done:
     free(ref);
 }
 
+/* A trace without events (a profiler stopped before its first step) is
+ * said to hold none, not described as one coarse step of one rank. */
+static void test_diagnose_empty_trace_says_so(void)
+{
+    teller_store *st = teller_store_create();
+    teller_source src = {0};
+    src.path = teller_store_intern(st, "rank0.json", 10);
+    teller_store_add_source(st, &src);
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK(d && d->n == 0 && has_note(d, "hold no events") && !has_note(d, "whole trace is one step"));
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+}
+
 const test_case diagnose_tests[] = {
+    {"diagnose: a trace without events is said to hold none", test_diagnose_empty_trace_says_so},
     {"diagnose: the medians and order statistics (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},
     {"diagnose: simulated case: faults found, explanations grounded; missing ranks and foreign logs said",
      test_diagnose_simulated_case},

@@ -29,6 +29,10 @@ void diag_notes(dctx *D)
 {
     teller_store *st = D->st;
     const teller_step *steps = teller_store_steps(st);
+    if (D->ev->n == 0) { /* e.g. a profiler that stopped before its first step */
+        diag_add_note(D, "the traces hold no events: there is nothing to diagnose");
+        return;
+    }
     /* what could not be seen */
     int has_markers = 0;
     for (size_t i = 0; i < teller_store_num_steps(st); i++)
