@@ -96,6 +96,8 @@ static void test_run_directory_lists_traces_subdirectory(void)
     CHECK_EQ_INT(teller_load_expand(names, 1, &files, &n, &err), TELLER_ERR_ARG);
     CHECK(!strcmp(err.file, dir));
     CHECK(strstr(err.msg, "no trace files") != NULL);
+    /* and names the .json it passed over as not a trace */
+    CHECK(strstr(err.msg, "1 .json file is not a trace") && strstr(err.msg, "predictions.json"));
     rm_rf(dir);
 }
 

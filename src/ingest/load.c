@@ -106,8 +106,11 @@ static int push_path(char ***list, size_t *n, size_t *cap, const char *dir, cons
 }
 
 /* Appends the trace files of directory d (sorted by name) to *list; a
- * directory that cannot be opened adds nothing. 0 or -1 (out of memory). */
-static int collect_dir(const char *d, char ***list, size_t *n, size_t *cap)
+ * directory that cannot be opened adds nothing. *rejected counts the .json
+ * files that do not look like traces, the last of them named in
+ * rejected_name (cap bytes). 0 or -1 (out of memory). */
+static int collect_dir(const char *d, char ***list, size_t *n, size_t *cap, int *rejected, char *rejected_name,
+                       size_t name_cap)
 {
     DIR *dir = opendir(d);
     if (!dir)
@@ -120,8 +123,12 @@ static int collect_dir(const char *d, char ***list, size_t *n, size_t *cap)
             continue;
         char full[4096];
         snprintf(full, sizeof full, "%s/%s", d, de->d_name);
-        if (looks_like_trace(full))
+        if (looks_like_trace(full)) {
             rc = push_path(list, n, cap, d, de->d_name);
+        } else {
+            (*rejected)++;
+            snprintf(rejected_name, name_cap, "%s", full);
+        }
     }
     closedir(dir);
     if (!rc && *n > first)
@@ -159,12 +166,20 @@ teller_status teller_load_expand(const char *const *names, size_t nnames, char *
         if (!sub)
             goto oom;
         snprintf(sub, l, "%s/traces", names[i]);
-        int bad = collect_dir(names[i], &files, &n, &cap) || collect_dir(sub, &files, &n, &cap);
+        int rejected = 0;
+        char rej[4096] = "";
+        int bad = collect_dir(names[i], &files, &n, &cap, &rejected, rej, sizeof rej) ||
+                  collect_dir(sub, &files, &n, &cap, &rejected, rej, sizeof rej);
         free(sub);
         if (bad)
             goto oom;
         if (n == before) {
             teller_load_files_free(files, n);
+            if (rejected)
+                return teller_error_set(err, TELLER_ERR_ARG, names[i], 0,
+                                        "no trace files in this directory: %d .json file%s not a trace (%s: neither "
+                                        "a JSON array nor an object with \"traceEvents\")",
+                                        rejected, rejected == 1 ? " is" : "s are", rej);
             return teller_error_set(err, TELLER_ERR_ARG, names[i], 0,
                                     "no trace files (*.json, *.json.gz, *.sqlite, *.tlt) in this directory");
         }
