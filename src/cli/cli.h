@@ -82,7 +82,7 @@ int cmd_train(int argc, char **argv);
     "  --step-pattern REGEX  step markers (POSIX extended regex on annotation names)\n" \
     "  --gpus-per-node N     node = rank / N (default: from the trace)\n"               \
     "  --skip-python         do not load python_function events\n"                      \
-    "  -j, --jobs N          threads for loading (default: every core)\n"              \
+    "  -j, --jobs N          threads for reading, trees and analysis (default: every core)\n" \
     "  --force               load inputs that cannot be one run anyway\n"              \
     "  -q, --quiet           no warning summary\n"
 
