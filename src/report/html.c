@@ -116,12 +116,18 @@ static int cmp_worst(const void *a, const void *b)
     return (x->step > y->step) - (x->step < y->step);
 }
 
+/* rank's index in w->ranks (distinct, ascending), SIZE_MAX when absent */
 static size_t rank_index(const hw *w, int32_t rank)
 {
-    for (size_t i = 0; i < w->nranks; i++)
-        if (w->ranks[i] == rank)
-            return i;
-    return SIZE_MAX;
+    size_t lo = 0, hi = w->nranks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->ranks[mid] < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < w->nranks && w->ranks[lo] == rank ? lo : SIZE_MAX;
 }
 
 /* [start, end) of step k over every rank; 0 when the store has no such step. */
@@ -825,8 +831,10 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     int any = 0;
     for (size_t i = 0; i < w->nsum; i++) {
         const teller_step_summary *m = &w->sum[i];
+        if (m->step != s->pred.step)
+            continue;
         size_t r = rank_index(w, m->rank);
-        if (m->step != s->pred.step || (r != SIZE_MAX && !draw[r]))
+        if (r != SIZE_MAX && !draw[r])
             continue;
         if (!any)
             fputs("<div class=\"tw\"><table><tr><th>rank</th><th>node</th><th>window</th><th>kernels</th><th>comm</th><th>copies</th>"
