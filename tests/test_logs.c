@@ -433,6 +433,41 @@ static void bad_input_is_kept_or_skipped_with_counts(void)
     teller_log_reader_free(r);
 }
 
+/* The reader copies plain ASCII eight bytes at a time and looks for
+ * request ids and sequence numbers by their rarest character: a control
+ * byte, DEL or a bad UTF-8 byte at any place of a word is still cleaned,
+ * and an id behind many letters like its own first is still found. */
+static void special_bytes_and_ids_are_found_anywhere_in_a_line(void)
+{
+    static const unsigned char SPECIAL[] = {0x01, 0x09, 0x1f, 0x7f, 0x80, 0xff};
+    for (size_t b = 0; b < sizeof SPECIAL; b++)
+        for (size_t at = 0; at < 24; at++) {
+            char line[40], want[40];
+            memset(line, 'a', 32);
+            line[at] = (char)SPECIAL[b];
+            memcpy(line + 32, " done\n", 7);
+            memcpy(want, line, 38);
+            want[at] = SPECIAL[b] >= 0x80 ? '?' : ' ';
+            want[37] = 0;
+            collect c;
+            teller_log_reader *r = read_all(line, strlen(line), 64, &c, 0);
+            CHECK_EQ_INT(c.n, 1);
+            if (strcmp(c.key[0], want))
+                fprintf(stderr, "    byte 0x%02x at %zu: got '%s'\n", SPECIAL[b], at, c.key[0]);
+            CHECK(!strcmp(c.key[0], want));
+            teller_log_reader_free(r);
+        }
+    teller_log_opts o = teller_log_defaults();
+    o.ref_ns = REF_NS;
+    teller_log_record r;
+    const char *l = "INFO 01-22 18:27:20 [a.py:1] SS SeqSeqNum SeqNum=41 ccc-rr-cmp cmpl rid rrid=x "
+                    "c-cmpl-q9 rid=z";
+    teller_log_parse_line(l, strlen(l), &o, &r);
+    CHECK_EQ_INT(r.num_requests, 2);
+    CHECK(r.num_requests == 2 && slice_eq(r.request[0], "cmpl-q9") && slice_eq(r.request[1], "z"));
+    CHECK_EQ_INT(r.seq, 41);
+}
+
 static void time_parts_inferred_are_flagged(void)
 {
     teller_log_opts o = teller_log_defaults();
@@ -1174,6 +1209,8 @@ const test_case logs_tests[] = {
     {"logs: a captured traceback is one record at its first line's time",
      captured_traceback_is_one_record_at_its_first_line},
     {"logs: bad input kept or skipped with counts", bad_input_is_kept_or_skipped_with_counts},
+    {"logs: special bytes and request ids are found anywhere in a line",
+     special_bytes_and_ids_are_found_anywhere_in_a_line},
     {"logs: masking that triples a token, and far-future dates, stay in bounds (fuzz finds)", masking_growth_in_bounds},
     {"logs: inferred time parts are flagged", time_parts_inferred_are_flagged},
     {"logs: templates mask variables, ids stable", templates_mask_variables_and_ids_are_stable},

@@ -79,22 +79,40 @@ struct teller_log_miner {
     size_t     scratch_cap;
     uint32_t   ids[MAX_TOKENS];
     uint32_t   off[MAX_TOKENS], len[MAX_TOKENS];
+    uint8_t    dig[MAX_TOKENS];
 };
 
+/* A hash of s[0..n), eight bytes at a time. */
 static uint32_t hash_bytes(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+    const uint64_t k = 0x9E3779B97F4A7C15u;
+    uint64_t h = n * k, w;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    if (n) {
+        w = 0;
+        memcpy(&w, s, n);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    return (uint32_t)(h >> 32);
 }
 
-static const unsigned char k_delim[256] = {
-    ['='] = 1, [':'] = 1, [','] = 1, [';'] = 1, ['('] = 1, [')'] = 1, ['['] = 1, [']'] = 1,
-    ['{'] = 1, ['}'] = 1, ['"'] = 1, ['\''] = 1, ['|'] = 1,
+/* What a byte is to the tokens: a space between them (space or tab), a
+ * delimiter between the segments of one, a digit (which makes its segment
+ * a variable), or none of these (0). */
+enum { DELIM = 1, DIGIT = 2, SPACE = 4 };
+static const unsigned char k_class[256] = {
+    [' '] = SPACE, ['\t'] = SPACE, ['='] = DELIM, [':'] = DELIM, [','] = DELIM, [';'] = DELIM, ['('] = DELIM, [')'] = DELIM,
+    ['['] = DELIM, [']'] = DELIM, ['{'] = DELIM, ['}'] = DELIM, ['"'] = DELIM, ['\''] = DELIM,
+    ['|'] = DELIM, ['0'] = DIGIT, ['1'] = DIGIT, ['2'] = DIGIT, ['3'] = DIGIT, ['4'] = DIGIT,
+    ['5'] = DIGIT, ['6'] = DIGIT, ['7'] = DIGIT, ['8'] = DIGIT, ['9'] = DIGIT,
 };
 
-static int is_delim(char c) { return k_delim[(unsigned char)c]; }
+static int is_delim(char c) { return k_class[(unsigned char)c] & DELIM; }
 
 /* Interns s[0..n); returns the id or UINT32_MAX when out of memory. */
 static uint32_t intern(teller_log_miner *m, const char *s, size_t n, int var)
@@ -255,10 +273,8 @@ static size_t mask_token(const char *t, size_t n, char *out, int *var, teller_lo
         }
         size_t s0 = j;
         int dig = 0;
-        while (j < n && !is_delim(t[j])) {
-            dig |= t[j] >= '0' && t[j] <= '9';
-            j++;
-        }
+        for (int k; j < n && !((k = k_class[(unsigned char)t[j]]) & DELIM); j++)
+            dig |= k;
         if (!dig) {
             memcpy(out + o, t + s0, j - s0);
             o += j - s0;
@@ -297,27 +313,32 @@ static int scratch_for(teller_log_miner *m, size_t n)
 }
 
 /* Splits msg into tokens at spaces and tabs into m->off/m->len (the last
- * of MAX_TOKENS takes the rest). Returns the count. */
+ * of MAX_TOKENS takes the rest), and m->dig (a token holds a digit).
+ * Returns the count. */
 static int split(teller_log_miner *m, const char *msg, size_t n)
 {
     int nt = 0;
     size_t i = 0;
     while (i < n) {
-        while (i < n && (msg[i] == ' ' || msg[i] == '\t'))
+        while (i < n && (k_class[(unsigned char)msg[i]] & SPACE))
             i++;
         if (i >= n)
             break;
         size_t b = i;
+        int c = 0;
         if (nt == MAX_TOKENS - 1) {
+            for (size_t j = b; j < n; j++)
+                c |= k_class[(unsigned char)msg[j]];
             i = n;
             while (i > b && (msg[i - 1] == ' ' || msg[i - 1] == '\t'))
                 i--;
         } else {
-            while (i < n && msg[i] != ' ' && msg[i] != '\t')
-                i++;
+            for (int k; i < n && !((k = k_class[(unsigned char)msg[i]]) & SPACE); i++)
+                c |= k;
         }
         m->off[nt] = (uint32_t)b;
         m->len[nt] = (uint32_t)(i - b);
+        m->dig[nt] = (c & DIGIT) != 0;
         nt++;
     }
     return nt;
@@ -331,9 +352,16 @@ static int tokenize(teller_log_miner *m, const char *msg, size_t n)
         return -1;
     int nt = split(m, msg, n);
     for (int k = 0; k < nt; k++) {
-        int var;
-        size_t o = mask_token(msg + m->off[k], m->len[k], m->scratch, &var, NULL, NULL, 0, 0);
-        uint32_t id = intern(m, m->scratch, o, var);
+        const char *t = msg + m->off[k];
+        size_t tn = m->len[k];
+        uint32_t id;
+        if (!m->dig[k]) { /* masking leaves it as it is */
+            id = intern(m, t, tn, 0);
+        } else {
+            int var;
+            size_t o = mask_token(t, tn, m->scratch, &var, NULL, NULL, 0, 0);
+            id = intern(m, m->scratch, o, var);
+        }
         if (id == UINT32_MAX)
             return -1;
         m->ids[k] = id;
@@ -392,6 +420,11 @@ teller_status teller_log_miner_add(teller_log_miner *m, const char *msg, size_t 
 
     uint32_t best = UINT32_MAX, best_eq = 0, best_wild = 0;
     for (uint32_t c = l->first; c != UINT32_MAX; c = m->next_in_leaf[c]) {
+        /* a template can match at most its constant positions: skip one that
+         * could not beat the best so far, even on a tie */
+        uint32_t most = (uint32_t)nt - m->cl[c].nwild;
+        if (best != UINT32_MAX && (most < best_eq || (most == best_eq && m->cl[c].nwild <= best_wild)))
+            continue;
         const uint32_t *t = m->tpl_toks + m->cl[c].first_tok;
         uint32_t eq = 0;
         for (int i = 0; i < nt; i++)

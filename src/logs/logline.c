@@ -59,16 +59,21 @@ static int starts(const char *s, size_t n, size_t i, const char *lit)
     return i + l <= n && !memcmp(s + i, lit, l);
 }
 
+/* The first lit in s[0..n). memchr looks for the literal's first
+ * character that is not a lower-case letter or a space (rarer in log text,
+ * so fewer false starts), and each start is checked whole. */
 static const char *find(const char *s, size_t n, const char *lit)
 {
-    size_t l = strlen(lit);
+    size_t l = strlen(lit), a = 0;
     if (l == 0 || n < l)
         return NULL;
-    for (const char *p = s; (p = memchr(p, lit[0], (size_t)(s + n - p))) != NULL; p++) {
-        if ((size_t)(s + n - p) < l)
+    while (a + 1 < l && ((lit[a] >= 'a' && lit[a] <= 'z') || lit[a] == ' '))
+        a++;
+    for (const char *p = s + a; (p = memchr(p, lit[a], (size_t)(s + n - p))) != NULL; p++) {
+        if ((size_t)(s + n - p) < l - a)
             return NULL;
-        if (!memcmp(p, lit, l))
-            return p;
+        if (!memcmp(p - a, lit, l))
+            return p - a;
     }
     return NULL;
 }
@@ -153,14 +158,16 @@ static int level_word(const char *s, size_t n, size_t i, size_t *len)
 {
     static const struct {
         const char *w;
-        int l;
-    } W[] = {{"DEBUG", TELLER_LOGL_DEBUG},     {"INFO", TELLER_LOGL_INFO},
-             {"WARNING", TELLER_LOGL_WARNING}, {"ERROR", TELLER_LOGL_ERROR},
-             {"CRITICAL", TELLER_LOGL_CRITICAL}, {"WARN", TELLER_LOGL_WARNING},
-             {"TRACE", TELLER_LOGL_TRACE}};
+        uint8_t n, l;
+    } W[] = {{"DEBUG", 5, TELLER_LOGL_DEBUG},     {"INFO", 4, TELLER_LOGL_INFO},
+             {"WARNING", 7, TELLER_LOGL_WARNING}, {"ERROR", 5, TELLER_LOGL_ERROR},
+             {"CRITICAL", 8, TELLER_LOGL_CRITICAL}, {"WARN", 4, TELLER_LOGL_WARNING},
+             {"TRACE", 5, TELLER_LOGL_TRACE}};
+    if (i >= n || !s[i] || !strchr("DIWECT", s[i]))
+        return 0;
     for (size_t k = 0; k < sizeof W / sizeof *W; k++)
-        if (starts(s, n, i, W[k].w)) {
-            *len = strlen(W[k].w);
+        if (W[k].w[0] == s[i] && i + W[k].n <= n && !memcmp(s + i, W[k].w, W[k].n)) {
+            *len = W[k].n;
             return W[k].l;
         }
     return 0;

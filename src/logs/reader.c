@@ -203,6 +203,23 @@ static int is_chain_note(const teller_log_record *rec)
            (rec->msg.n >= 10 && !memcmp(rec->msg.p, "The above ", 10));
 }
 
+/* How many bytes s[0..n) starts with that are printable ASCII (0x20 to
+ * 0x7e): eight at a time, where a word's byte below 0x20 shows as a borrow
+ * into its top bit and one above 0x7e as a carry into it or its own. */
+static size_t plain_run(const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101u, tops = 0x8080808080808080u;
+    size_t i = 0;
+    for (uint64_t w; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        if ((((w - 0x20 * ones) & ~w) | (w + ones) | w) & tops)
+            break;
+    }
+    while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f)
+        i++;
+    return i;
+}
+
 /* Cleans raw[0..n) into r->clean; returns the new length, or SIZE_MAX for a
  * binary line. */
 static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32_t *flags)
@@ -226,6 +243,13 @@ static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32
     char *out = r->clean;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)raw[i];
+        if (c >= 0x20 && c < 0x7f) { /* plain ASCII, copied a run at a time */
+            size_t k = plain_run(raw + i, n - i);
+            memcpy(out + o, raw + i, k);
+            o += k;
+            i += k;
+            continue;
+        }
         if (c == 0)
             return SIZE_MAX;
         if (c == 0x1b) { /* ESC: CSI "ESC [ ... final", OSC "ESC ] ... BEL|ESC \", else 2 bytes */
