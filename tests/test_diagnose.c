@@ -944,6 +944,15 @@ static void test_diagnose_retract_lines_between_prefills(void)
     CHECK(s.abnormal_steps >= 8);
     /* 0.900 each: a retract line on the second's largest prefill */
     CHECK(s.step_recall == 1.0 && s.step_precision == 1.0 && s.fault_type_accuracy == 1.0);
+    /* a swap's copies, which a usual step does not make, are not set
+     * against "a usual 0.0 us" */
+    int none = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        const char *e = d->steps[k].pred.explanation;
+        CHECK(!strstr(e, "usual 0.0 us"));
+        none += strstr(e, "(kv_swap)") && strstr(e, " (usually next to none).");
+    }
+    CHECK(none > 0);
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);

@@ -76,7 +76,15 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
     diag_fmt_ms(dur, sizeof dur, (double)s->dur_ns);
     diag_fmt_ms(ex, sizeof ex, (double)s->excess_ns);
     diag_fmt_ms(act, sizeof act, c->actual);
+    /* an operator a usual step (next to) never runs, a swap's copies or a
+     * cudaMalloc, has no usual time worth setting its own against: under
+     * 50 ns it would read "against a usual 0.0 us" */
+    char against[64];
     diag_fmt_ms(usual, sizeof usual, c->usual);
+    if (c->usual >= 50)
+        snprintf(against, sizeof against, " against a usual %s", usual);
+    else
+        snprintf(against, sizeof against, " (usually next to none)");
     int n;
     if (c->det == TELLER_FAULT_NCCL_HANG) {
         /* the root never ran the operator: say who waited, not what it "took" */
@@ -99,15 +107,15 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
         n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
                      "Step %u took %s, %s longer than expected: %s (%s), carried from step %u: its GPU work queued "
                      "behind step %u's, which ended %s late. The root operator is %s on rank %d (node %d), which took "
-                     "%s against a usual %s in step %u.",
+                     "%s in step %u%s.",
                      s->pred.step, dur, ex, what, teller_fault_name(c->det), c->from, s->pred.step - 1, came,
-                     teller_store_str(D->st, c->name), c->rank, node, act, usual, c->from);
+                     teller_store_str(D->st, c->name), c->rank, node, act, c->from, against);
     } else {
         n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
                      "Step %u took %s, %s longer than expected: %s (%s). The root operator is %s on rank %d (node %d), "
-                     "which took %s against a usual %s.",
+                     "which took %s%s.",
                      s->pred.step, dur, ex, what, teller_fault_name(c->det), teller_store_str(D->st, c->name), c->rank, node,
-                     act, usual);
+                     act, against);
     }
     if (s->pred.nev > 0 && n > 0 && (size_t)n < sizeof s->pred.explanation - 40)
         snprintf(s->pred.explanation + n, sizeof s->pred.explanation - (size_t)n, " Log: \"%.300s\"", s->pred.ev[0].text);
