@@ -603,6 +603,54 @@ static void test_diagnose_hang_names_rank_from_group(void)
     rm_rf(dir);
 }
 
+/* A hang as PyTorch's default error handling leaves it: the watchdog takes
+ * the process down without aborting the collective, so neither the
+ * collective that never ended nor the annotation of the step it hung in
+ * is in the trace; only the watchdog's lines, 10 minutes later, say it.
+ * The step the ranks began is found (they launched work after their last
+ * marker), the lines are placed where their collective began, and the
+ * member of the group that logged no timeout is the root; the step lasted
+ * until the watchdog fired. Tensor parallel alone (the step has no other
+ * rank) and with a pipeline; and with the collective aborted, its waiting
+ * kernels written (TORCH_NCCL_ASYNC_ERROR_HANDLING=2), as before. */
+static void test_diagnose_hang_seen_only_in_the_logs(void)
+{
+    static const struct {
+        int gpus, tp, pp, abort;
+        uint64_t seed;
+    } C[] = {{4, 4, 1, 0, 5}, {2, 2, 2, 0, 5}, {4, 4, 1, 1, 5}};
+    for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+        char dir[] = "/tmp/teller_diag_teardown_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = C[i].tp * C[i].pp / C[i].gpus;
+        o.gpus_per_node = C[i].gpus;
+        o.tp = C[i].tp;
+        o.pp = C[i].pp;
+        o.steps = 20;
+        o.fault_rate = 0.2;
+        o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+        o.seed = C[i].seed;
+        o.hang_abort_comm = C[i].abort;
+        teller_store *st;
+        teller_diagnosis *d;
+        teller_eval_summary s;
+        diagnose_scored(dir, &o, C[i].tp * C[i].pp, (size_t)o.nodes, &st, &d, &s);
+        fprintf(stderr, "  tp %d pp %d%s: %ld hung step(s), recall %.3f, rank %.3f, operator %.3f\n", C[i].tp, C[i].pp,
+                C[i].abort ? " (aborted)" : "", s.abnormal_steps, s.step_recall, s.rank_ac1, s.op_ac1);
+        CHECK(s.abnormal_steps == 1);
+        CHECK(s.step_recall == 1.0 && s.step_precision == 1.0 && s.rank_ac1 == 1.0 && s.op_ac1 == 1.0);
+        const teller_diag_step *last = d && d->n ? &d->steps[d->n - 1] : NULL;
+        CHECK(last && !strcmp(last->fault, "nccl_hang") && last->dur_ns >= 600000000000LL);
+        int cut = 0; /* the note on the step that never ended (for the rank stuck before the collective too) */
+        for (size_t k = 0; d && k < d->nnotes; k++)
+            cut |= strstr(d->notes[k], "which never ended") != NULL;
+        CHECK(cut);
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 /* Steps of a real run (one trace, or two ranks' traces) flagged abnormal
  * by the numeric stage. */
 static int real_flagged(const char *rel, const char *rel2)
@@ -1576,6 +1624,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_preemption_lines_log_by_log},
     {"diagnose: a whole-second preemption warning goes to the step that recomputed, not a larger prefill",
      test_diagnose_preemption_on_recomputing_step},
+    {"diagnose: a hang the watchdog took the process down in is found from its lines, root and step",
+     test_diagnose_hang_seen_only_in_the_logs},
     {"diagnose: a whole-second retract line goes between the prefill lines around it, to a swap there first",
      test_diagnose_retract_lines_between_prefills},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},

@@ -158,15 +158,25 @@ static void check_real_lines(const char *prefix, long long prefix_ns)
                                        TELLER_LOGF_YEAR_INFERRED | TELLER_LOGF_DATE_INFERRED));
                 else
                     bad |= (r.flags & TELLER_LOGF_CAPTURE_TIME) != 0;
+                /* the watchdog timeouts' "ran for N milliseconds"; -1 on every other line */
+                static const struct {
+                    int id;
+                    long long ms;
+                } RAN[] = {{43, 600059}, {44, 1800542}, {47, 600060}, {49, 1800065}};
+                long long ran = -1;
+                for (size_t k = 0; k < sizeof RAN / sizeof *RAN; k++)
+                    if (RAN[k].id == id)
+                        ran = RAN[k].ms * 1000000;
+                bad |= r.ran_ns != ran;
                 uint32_t nreq = (x->req[0] != NULL) + (x->req[1] != NULL);
                 bad |= r.num_requests != nreq;
                 for (uint32_t k = 0; k < nreq && k < r.num_requests; k++)
                     bad |= !slice_eq(r.request[k], x->req[k]);
                 if (bad) {
                     fprintf(stderr, "  line id %d%s: family %d/%d level %d/%d rank %d/%d time %lld/%lld req %u/%u "
-                            "flags 0x%x\n", id, prefix ? " (captured)" : "", r.family, x->family, r.level,
+                            "ran %lld/%lld flags 0x%x\n", id, prefix ? " (captured)" : "", r.family, x->family, r.level,
                             x->level, r.rank, x->rank, (long long)r.time_ns, want_ns, r.num_requests, nreq,
-                            r.flags);
+                            (long long)r.ran_ns, ran, r.flags);
                     check_failures++;
                 }
                 seen++;

@@ -97,6 +97,8 @@ typedef struct teller_log_record {
     int32_t        rank;       /* global rank when the line says it ([rankN], rank=N, TPn), else -1 */
     int32_t        device;     /* NCCL's cudaDev in `[dev]`, else -1 */
     int64_t        seq;        /* NCCL watchdog SeqNum / work number, else -1 */
+    int64_t        ran_ns;     /* a watchdog timeout's "ran for N milliseconds": how long the
+                                * collective had run when the line was written, else -1 */
     teller_log_str process;    /* e.g. "EngineCore_DP0", "RayWorkerWrapper", NCCL host */
     teller_log_str source;     /* "file.py:123" when the header has it */
     teller_log_str msg;        /* the message (for tracebacks: every line, '\n'-joined) */
@@ -239,7 +241,8 @@ typedef struct teller_log_align {
     uint32_t step;   /* step number, or TELLER_NONE when the store has no steps */
     uint32_t coll;   /* collective instance for a watchdog SeqNum, else TELLER_NONE */
     uint32_t flags;  /* TELLER_LOGF_OUTSIDE_STEP, TELLER_LOGF_SEQ_ASSUMED */
-    int64_t  time_ns;/* the record's time on node 0's clock, INT64_MIN when none */
+    int64_t  time_ns;/* the record's time on node 0's clock (a watchdog timeout's: when its
+                      * collective began, rec->ran_ns before it), INT64_MIN when none */
 } teller_log_align;
 
 /* Maps rec (a line of a log written on node `node`) to rank and step.

@@ -32,6 +32,11 @@ typedef struct teller_sim_opts {
     uint64_t    seed;
     int         log_capture;    /* 1: each log line as `teller run` captures it, "<epoch ns> " in
                                  * front (the node's clock when it was written); 0 (default): bare */
+    int         hang_abort_comm; /* nccl_hang as TORCH_NCCL_ASYNC_ERROR_HANDLING=2 leaves it: the watchdog
+                                  * aborts the communicator, the waiting kernels end and the process
+                                  * records them; 0 (default, PyTorch's 3): the process is taken down,
+                                  * and what was still running then (the waiting ranks' collective, their
+                                  * synchronize, the step's annotation) is never written */
 } teller_sim_opts;
 
 teller_sim_opts teller_sim_defaults(void);

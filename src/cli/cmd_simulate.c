@@ -22,6 +22,9 @@ static void usage(FILE *f)
                "  --corpus N                write N cases DIR/case_0000... with a seeded workload mix\n"
                "  --log-capture             log lines as `teller run` captures them: epoch ns, a space,\n"
                "                            the line (default: the engines' lines alone)\n"
+               "  --hang-abort-comm         nccl_hang as TORCH_NCCL_ASYNC_ERROR_HANDLING=2 leaves it: the\n"
+               "                            waiting collectives are aborted, end and are recorded (default:\n"
+               "                            PyTorch's 3, the process is taken down and what still ran is lost)\n"
                "fault kinds: slow_link nccl_hang pp_send_delay gpu_throttle kernel_regression\n"
                "  launch_latency sync_stall malloc_storm pcie_degradation kv_swap oom\n"
                "  cpu_contention preemption\n");
@@ -40,6 +43,10 @@ int cmd_simulate(int argc, char **argv)
         }
         if (!strcmp(a, "--log-capture")) {
             o.log_capture = 1;
+            continue;
+        }
+        if (!strcmp(a, "--hang-abort-comm")) {
+            o.hang_abort_comm = 1;
             continue;
         }
         if (i + 1 >= argc) {

@@ -33,8 +33,24 @@ typedef struct deferred {
     teller_evidence ev;      /* the line, as its step's evidence */
 } deferred;
 
+/* A NCCL watchdog timeout placed on a step: the rank whose line it is,
+ * how long its collective had run ("ran for", -1 when the line does not
+ * say), when the collective began (node 0's clock) and its kind's name in
+ * NCCL's kernels ("AllReduce" for OpType=ALLREDUCE, "" unknown). */
+typedef struct waited {
+    uint32_t step;
+    int32_t  rank;
+    double   ran, at;
+    char     op[16];
+} waited;
+typedef struct waits_seen {
+    waited *v;
+    size_t  n, cap;
+} waits_seen;
+
 typedef struct logctx {
     dctx       *D;
+    waits_seen *W; /* every log's watchdog timeouts, for the hangs only they show */
     teller_req_builder *req; /* fed every record too, unless it has them already */
     int32_t     node;
     const char *path;
@@ -68,6 +84,33 @@ static int has_sub(const char *m, size_t n, const char *pat)
         if (!memcmp(m + j, pat, l))
             return 1;
     return 0;
+}
+
+/* The kernel-name word of a watchdog line's "OpType=" (ALLREDUCE,
+ * _REDUCE_SCATTER_BASE, ...) into out, "" when it names none of these. */
+static void op_kind(const char *m, size_t n, char *out, size_t cap)
+{
+    static const char *const K[][2] = {{"ALLREDUCE", "AllReduce"},         {"ALLGATHER", "AllGather"},
+                                       {"REDUCE_SCATTER", "ReduceScatter"}, {"ALLTOALL", "AllToAll"},
+                                       {"BROADCAST", "Broadcast"},         {"SEND", "SendRecv"},
+                                       {"RECV", "SendRecv"},               {"REDUCE", "Reduce"}};
+    out[0] = 0;
+    size_t j = 0;
+    while (j + 7 <= n && memcmp(m + j, "OpType=", 7))
+        j++;
+    if (j + 7 > n)
+        return;
+    size_t a = j + 7, b = a;
+    while (b < n && ((m[b] >= 'A' && m[b] <= 'Z') || m[b] == '_'))
+        b++;
+    for (size_t k = 0; k < sizeof K / sizeof *K; k++) {
+        size_t l = strlen(K[k][0]);
+        for (size_t i = a; i + l <= b; i++)
+            if (!memcmp(m + i, K[k][0], l)) {
+                snprintf(out, cap, "%s", K[k][1]);
+                return;
+            }
+    }
 }
 
 /* The record as evidence: the first line of its message, where it was. */
@@ -394,6 +437,14 @@ static int on_log(void *ctx, const teller_log_record *rec)
         det = TELLER_FAULT_OOM;
     } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
         det = TELLER_FAULT_NCCL_HANG;
+        if (step != TELLER_NONE && step < D->nsteps && al.rank >= 0) {
+            if (TELLER_GROW(L->W->v, L->W->cap, L->W->n + 1))
+                return -TELLER_ERR_NOMEM;
+            waited *w = &L->W->v[L->W->n++];
+            *w = (waited){.step = step, .rank = al.rank, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
+                          .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)D->out->steps[step].start_ns};
+            op_kind(m, n, w->op, sizeof w->op);
+        }
     } else if (rec->level < TELLER_LOGL_ERROR) {
         return 0;
     }
@@ -402,6 +453,85 @@ static int on_log(void *ctx, const teller_log_record *rec)
     teller_evidence e;
     log_evidence(&e, L, rec, al.rank, al.time_ns);
     return put_line(D, step, det, &e);
+}
+
+/* A hang only the watchdog shows. PyTorch's default error handling takes
+ * the process down at a collective's timeout without aborting it, so the
+ * collective that never ended is not in the trace, nor the annotation of
+ * the step it hung: the tree gives that step a row where the rank launched
+ * work after its last marker (tree.c), and the watchdog line is placed
+ * where its collective began (align.c). On a step where the collectives
+ * showed no hang (comm.c finds those whose waiting kernels did end), the
+ * first timeout that says how long it ran makes one: the root is the
+ * member of the waiting rank's peer group (else its pipeline) that logged
+ * no timeout on the step, the one whose trace stops first, on the
+ * waiting rank's last kernel of the line's kind; the step lasted until the
+ * watchdog fired. 0, or -1 out of memory. */
+static int log_hangs(dctx *D, const waits_seen *W)
+{
+    const teller_events *ev = D->ev;
+    for (size_t i = 0; i < W->n; i++) {
+        const waited *w = &W->v[i];
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = W->v[j].step == w->step && W->v[j].ran > 0;
+        step_acc *sa = &D->steps[w->step];
+        for (size_t a = 0; a < sa->n && !seen; a++)
+            seen = sa->c[a].det == TELLER_FAULT_NCCL_HANG;
+        int32_t q = teller_store_source_of_rank(D->st, w->rank);
+        if (seen || w->ran <= 0 || q < 0)
+            continue;
+        const uint32_t *g = D->peers + D->gfirst[q];
+        uint32_t ng = D->gcount[q];
+        if (ng < 2) {
+            g = D->linked + D->pfirst[q];
+            ng = D->pcount[q];
+        }
+        int32_t root = -1;
+        int64_t stop = INT64_MAX;
+        uint32_t nwait = 0;
+        for (uint32_t m = 0; m < ng; m++) {
+            int32_t r = teller_store_source_c(D->st, g[m])->rank;
+            int waits = 0;
+            for (size_t j = 0; j < W->n && !waits; j++)
+                waits = W->v[j].step == w->step && W->v[j].rank == r;
+            nwait += (uint32_t)waits;
+            if (waits)
+                continue;
+            int64_t end = INT64_MIN;
+            for (size_t e = D->range[g[m]]; e < D->range[g[m] + 1]; e++)
+                if (ev->start_ns[e] + ev->dur_ns[e] > end)
+                    end = ev->start_ns[e] + ev->dur_ns[e];
+            if (end < stop) {
+                stop = end;
+                root = r;
+            }
+        }
+        if (root < 0)
+            continue; /* every member waited: for a rank whose trace is not loaded */
+        uint32_t name = TELLER_NONE;
+        int64_t latest = INT64_MIN;
+        for (size_t e = D->range[q]; e < D->range[q + 1]; e++)
+            if ((ev->flags[e] & TELLER_F_COMM) && (ev->flags[e] & TELLER_F_GPU) && ev->start_ns[e] >= latest &&
+                (double)ev->start_ns[e] <= w->at && (!w->op[0] || strstr(teller_store_str(D->st, ev->name[e]), w->op))) {
+                latest = ev->start_ns[e];
+                name = ev->name[e];
+            }
+        if (name == TELLER_NONE)
+            name = teller_store_intern(D->st, w->op[0] ? w->op : "collective", strlen(w->op[0] ? w->op : "collective"));
+        if (name == TELLER_NONE)
+            return -1;
+        cand c = {.det = TELLER_FAULT_NCCL_HANG, .rank = root, .name = name, .layer = TELLER_LAYER_KERNEL,
+                  .excess = w->ran, .sig = 10, .actual = w->ran, .usual = 0, .event = TELLER_NONE, .fed = nwait,
+                  .peer = w->rank};
+        if (diag_add_cand(D, w->step, &c))
+            return -1;
+        teller_diag_step *ds = &D->out->steps[w->step];
+        double until = w->at + w->ran - (double)ds->start_ns;
+        if (until > (double)ds->dur_ns)
+            ds->dur_ns = (int64_t)until;
+    }
+    return 0;
 }
 
 /* What the requests' replay (requests.h) says of each step's batch, as
@@ -468,10 +598,11 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         return st;
     teller_log_opts lo = teller_req_log_opts(D->req);
     uint8_t *kinds = NULL; /* made at the first whole-second preemption line */
+    waits_seen W = {0};
     size_t fed = 0;        /* the logs [0, fed) went to the requests */
     for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
         const char *path = o->logs[i];
-        logctx L = {.D = D, .req = i < fed ? NULL : D->req, .node = teller_log_node_from_path(path), .path = path};
+        logctx L = {.D = D, .W = &W, .req = i < fed ? NULL : D->req, .node = teller_log_node_from_path(path), .path = path};
         if (L.node < 0)
             L.node = 0;
         teller_req_set_node(D->req, L.node);
@@ -514,6 +645,9 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
             diag_add_note(D, note);
         }
     }
+    if (st == TELLER_OK && log_hangs(D, &W))
+        st = teller_error_set(err, TELLER_ERR_NOMEM, "(logs)", 0, "out of memory");
+    free(W.v);
     if (st == TELLER_OK && !kinds) { /* the requests' replay, when no placement needed it */
         const teller_requests *R = NULL;
         st = teller_req_replay(D->req, &R, err);

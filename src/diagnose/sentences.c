@@ -48,6 +48,23 @@ void diag_notes(dctx *D)
         diag_add_note(D, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
     if (D->nsteps < 4)
         diag_add_note(D, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
+    /* ranks whose trace ends in a step that never ended (tree.c) */
+    size_t cut = 0;
+    uint32_t cut_step = 0;
+    for (size_t i = 0; i < teller_store_num_steps(st); i++)
+        if (steps[i].marker == TELLER_NONE && steps[i].step > 0) {
+            cut++;
+            cut_step = steps[i].step;
+        }
+    if (cut) {
+        char note[240];
+        snprintf(note, sizeof note,
+                 "%zu rank%s launched work after %s last step annotation ended: %s trace%s end%s in step %u, which "
+                 "never ended (a process taken down in it: a watchdog, a crash)",
+                 cut, cut == 1 ? "" : "s", cut == 1 ? "its" : "their", cut == 1 ? "its" : "their", cut == 1 ? "" : "s",
+                 cut == 1 ? "s" : "", cut_step);
+        diag_add_note(D, note);
+    }
     size_t loaded = teller_store_num_sources(st);
     const teller_source *first = loaded ? teller_store_source_c(st, 0) : NULL;
     if (first && first->world_size > 0 && (size_t)first->world_size > loaded) {
@@ -94,12 +111,16 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
                          "its collective, so the %u loaded member(s) (rank %d among them) blocked in %s until the "
                          "NCCL watchdog fired (nccl_hang).",
                          s->pred.step, dur, ex, c->fed, c->peer, teller_store_str(D->st, c->name));
-        else
+        else {
+            char others[48] = "";
+            if (c->fed > 1)
+                snprintf(others, sizeof others, " and %u other member%s", c->fed - 1, c->fed > 2 ? "s" : "");
             n = snprintf(s->pred.explanation, sizeof s->pred.explanation,
                          "Step %u took %s, %s longer than expected: %s (nccl_hang). The root operator is %s on rank %d "
-                         "(node %d), which it never launched; rank %d and the other %u member(s) waited %s for it.",
-                         s->pred.step, dur, ex, what, teller_store_str(D->st, c->name), c->rank, node, c->peer,
-                         c->fed ? c->fed - 1 : 0, ex);
+                         "(node %d), which it never launched; rank %d%s waited %s for it.",
+                         s->pred.step, dur, ex, what, teller_store_str(D->st, c->name), c->rank, node, c->peer, others,
+                         ex);
+        }
     } else if (c->carried) {
         /* nothing of its own: the numbers are the carried finding's */
         char came[32];

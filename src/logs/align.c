@@ -18,7 +18,14 @@
  *      "[PG n]" is not yet used to pick one (the first key that matches wins).
  *   3. Otherwise by time: the record's time moved onto node 0's clock
  *      (minus the node's offset) falls inside a step of its rank (any rank
- *      when unknown); outside every step the nearest step is kept and the
+ *      when unknown); a watchdog timeout that says how long its collective
+ *      ran ("ran for N milliseconds") is placed where the collective began,
+ *      N ms before the line (the line comes at the watchdog's timeout,
+ *      minutes after the traced time of a process taken down with it), on
+ *      the rank's last step that began by then give or take 1 ms and 100
+ *      ppm of N (the clock's rate and the ms the line rounds to: minutes
+ *      make milliseconds, and a collective that never ended is in the last
+ *      step its rank began); outside every step the nearest step is kept and the
  *      record flagged TELLER_LOGF_OUTSIDE_STEP. Whole-second log times are
  *      taken at the middle of their second; sub-second ones, and `teller
  *      run`'s capture times (TELLER_LOGF_CAPTURE_TIME, never NO_SUBSEC),
@@ -115,6 +122,8 @@ void teller_log_align_record(const teller_store *st, int32_t node, const teller_
         out->time_ns = rec->time_ns - node_offset(st, node);
         if (rec->flags & TELLER_LOGF_NO_SUBSEC)
             out->time_ns += 500000000;
+        if (rec->ran_ns > 0)
+            out->time_ns -= rec->ran_ns;
     }
 
     if (rec->seq >= 0) {
@@ -137,6 +146,15 @@ void teller_log_align_record(const teller_store *st, int32_t node, const teller_
         return;
     const teller_step *steps = teller_store_steps(st);
     size_t n = teller_store_num_steps(st);
+    if (rec->ran_ns > 0 && out->rank >= 0) {
+        int64_t t = out->time_ns + 1000000 + rec->ran_ns / 10000;
+        for (size_t i = 0; i < n; i++)
+            if (steps[i].rank == out->rank && steps[i].start_ns <= t &&
+                (out->step == TELLER_NONE || steps[i].step > out->step))
+                out->step = steps[i].step;
+        if (out->step != TELLER_NONE)
+            return;
+    }
     int64_t best_d = INT64_MAX;
     for (size_t i = 0; i < n; i++) {
         if (out->rank >= 0 && steps[i].rank != out->rank)

@@ -748,6 +748,18 @@ static int64_t find_seq(const char *s, size_t n)
     return -1;
 }
 
+/* "... ran for N milliseconds before timing out": the watchdog's elapsed
+ * time of the collective, in ns, else -1. */
+static int64_t find_ran(const char *s, size_t n)
+{
+    const char *p = find(s, n, " ran for ");
+    if (!p)
+        return -1;
+    size_t i = (size_t)(p - s) + 9;
+    int64_t v = number(s, n, &i);
+    return v >= 0 && v <= INT64_MAX / 1000000 && starts(s, n, i, " milliseconds") ? v * 1000000 : -1;
+}
+
 /* "[Rank N]" or "[PG ... Rank N]" tags of ProcessGroupNCCL messages. */
 static int32_t find_pg_rank(const char *s, size_t n)
 {
@@ -833,6 +845,7 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
     memset(r, 0, sizeof *r);
     r->pid = r->rank = r->device = -1;
     r->seq = -1;
+    r->ran_ns = -1;
     r->num_lines = 1;
     log_time wt = {0}, t = {0};
     int64_t cap_ns = 0;
@@ -931,8 +944,10 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
 
     if (r->rank < 0 && r->family == TELLER_LOG_TORCH)
         r->rank = find_pg_rank(m, mn);
-    if (r->family == TELLER_LOG_TORCH || find(m, mn, "SeqNum="))
+    if (r->family == TELLER_LOG_TORCH || find(m, mn, "SeqNum=")) {
         r->seq = find_seq(m, mn);
+        r->ran_ns = find_ran(m, mn);
+    }
     log_find_requests(m, mn, r);
     r->key = r->msg;
 }

@@ -985,8 +985,9 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                         continue;
                     S->ranks[r].pg_seq++;
                     int64_t end = missing ? cs[i].arrive + 600000000000LL : last + x + (int64_t)uni_in(&S->r, 0, 1500);
-                    ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
-                           cs[i].ext, -1, p->in_graph ? NULL : &md);
+                    if (!missing || S->o.hang_abort_comm) /* else it never ended: not written */
+                        ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
+                               cs[i].ext, -1, p->in_graph ? NULL : &md);
                     S->ranks[r].gpu = end;
                     if (e->comm_done)
                         e->comm_done(&c, r, -1, p->kernel, end - cs[i].arrive);
@@ -1051,6 +1052,8 @@ static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t
                 out->end = t0 + 600000000000LL;
                 continue;
             }
+            if (out->hung && !S->o.hang_abort_comm)
+                continue; /* taken down while waiting: the rest of the step was never written */
             uint32_t ext = ++R->ext, corr = ++R->corr;
             int64_t t = R->host;
             int64_t done = R->gpu > t ? R->gpu : t;

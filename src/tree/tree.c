@@ -1023,6 +1023,64 @@ static void stamp_steps(void *ctx, size_t s)
     }
 }
 
+/* A rank taken down in the middle of a step (PyTorch's watchdog ends the
+ * process at a collective's timeout, without aborting it) stops after its
+ * last marker began a step: the step's annotation never ended, so was never
+ * written, but the work it launched before the hang was. A rank that
+ * launched GPU work after its last marker gets a marker of its own (no
+ * event) for that unfinished step, from its first host event after the
+ * marker to the end of its last; its GPU work joins it through the
+ * launches. (No trace in ../shared/data launches anything after its last
+ * step.) mk[0..*nmk) (sorted by rank and start) grows; 0, or -1 out of
+ * memory. */
+static int unfinished_steps(const teller_store *st, const size_t *range, marker **mk, size_t *nmk, size_t *mcap)
+{
+    const teller_events *ev = &st->ev;
+    size_t n0 = *nmk;
+    for (size_t s = 0; s < st->nsources; s++) {
+        int32_t rank = st->sources[s].rank;
+        size_t lo = 0, hi = n0;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if ((*mk)[mid].rank < rank)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int64_t last = INT64_MIN;
+        for (size_t k = lo; k < n0 && (*mk)[k].rank == rank; k++)
+            if ((*mk)[k].end > last)
+                last = (*mk)[k].end;
+        if (last == INT64_MIN)
+            continue; /* no marker: the fallback step spans it all */
+        int64_t a = INT64_MAX, b = INT64_MIN;
+        int launched = 0;
+        for (size_t i = range[s]; i < range[s + 1]; i++) {
+            if (ev->start_ns[i] < last || (ev->flags[i] & TELLER_F_GPU) || ev->layer[i] == TELLER_LAYER_OTHER)
+                continue;
+            if (ev->start_ns[i] < a) a = ev->start_ns[i];
+            if (ev->start_ns[i] + ev->dur_ns[i] > b) b = ev->start_ns[i] + ev->dur_ns[i];
+            launched |= (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) &&
+                        strstr(teller_store_str(st, ev->name[i]), "Launch") != NULL;
+        }
+        if (!launched)
+            continue;
+        /* one marker per rank: a second source of the rank widens it */
+        size_t k = n0;
+        while (k < *nmk && (*mk)[k].rank != rank)
+            k++;
+        if (k == *nmk) {
+            if (TELLER_GROW(*mk, *mcap, *nmk + 1))
+                return -1;
+            (*mk)[(*nmk)++] = (marker){rank, a, b, TELLER_NONE};
+        } else {
+            if (a < (*mk)[k].start) (*mk)[k].start = a;
+            if (b > (*mk)[k].end) (*mk)[k].end = b;
+        }
+    }
+    return 0;
+}
+
 static teller_status cut_steps(teller_store *st, const size_t *range, const teller_tree_opts *o, teller_error *err)
 {
     size_t ns = st->nsources;
@@ -1068,6 +1126,9 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     }
     free(is_marker_name);
     is_marker_name = NULL;
+    teller_sort(mk, nmk, sizeof *mk, marker_cmp);
+    if (unfinished_steps(st, range, &mk, &nmk, &mcap))
+        goto oom;
     /* ranks without markers get one fallback step spanning their events */
     for (size_t s = 0; s < st->nsources; s++) {
         int32_t rank = st->sources[s].rank;
