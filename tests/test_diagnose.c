@@ -645,6 +645,16 @@ static void test_diagnose_hang_seen_only_in_the_logs(void)
         for (size_t k = 0; d && k < d->nnotes; k++)
             cut |= strstr(d->notes[k], "which never ended") != NULL;
         CHECK(cut);
+        /* the report draws the step as far as its trace goes, and says so */
+        char *html = NULL;
+        size_t hn = 0;
+        FILE *hf = open_memstream(&html, &hn);
+        teller_error err;
+        CHECK(hf && teller_report_html(st, d, NULL, "hang", hf, &err) == TELLER_OK);
+        if (hf)
+            fclose(hf);
+        CHECK(html && (strstr(html, "what came after was never recorded") != NULL) == !C[i].abort);
+        free(html);
         teller_diagnosis_free(d);
         teller_store_free(st);
         rm_rf(dir);

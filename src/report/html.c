@@ -510,9 +510,20 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
         fputs("<p class=\"note\">No time window is known for this step; no timeline.</p>\n", f);
         return 0;
     }
+    /* a step whose trace ends long before the step did (a hang the
+     * watchdog took the process down in: nothing after it was recorded)
+     * is drawn as far as the trace goes */
+    int64_t a = 0, b = 0;
+    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > k0 && (b - k0) * 100 < s->dur_ns) {
+        char held[32], all[32];
+        fprintf(f, "<p class=\"note\">The trace holds the first %s of this step's %s: what came after was never "
+                   "recorded.</p>\n",
+                rep_dur(held, sizeof held, b - k0), rep_dur(all, sizeof all, s->dur_ns));
+        k1 = b;
+    }
     if (k1 <= k0)
         k1 = k0 + 1000;
-    int64_t len = k1 - k0, w0 = k0 - len / 8, w1 = k1 + len / 8, a = 0, b = 0;
+    int64_t len = k1 - k0, w0 = k0 - len / 8, w1 = k1 + len / 8;
     if (k > 0 && step_span(w, k - 1, &a, &b) && a < w0)
         w0 = a;
     if (step_span(w, k + 1, &a, &b) && b > w1)
