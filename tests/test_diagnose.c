@@ -661,6 +661,68 @@ static void test_diagnose_hang_seen_only_in_the_logs(void)
     }
 }
 
+/* The desync ProcessGroupNCCL's lines show: the rank the others waited for
+ * timed out too, on other work (a lower SeqNum, or the same number of
+ * another OpType). It is still the root: the one that waited on other
+ * work than most did. */
+static void test_diagnose_hang_desync_in_the_logs(void)
+{
+    static const char *const ODD[][2] = {{"SeqNum=1085", "SeqNum=1084"}, {"OpType=ALLREDUCE", "OpType=_ALLGATHER_BASE"}};
+    for (size_t i = 0; i < 2; i++) {
+        char dir[] = "/tmp/teller_diag_desync_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 1;
+        o.gpus_per_node = 4;
+        o.tp = 4;
+        o.pp = 1;
+        o.steps = 20;
+        o.fault_rate = 0.2;
+        o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+        o.seed = 5; /* rank 1 never launches its step 16 all-reduce, SeqNum 1085 */
+        sim_case(dir, &o);
+        /* rank 0's timeout, as rank 1 would have written it */
+        char lp[600];
+        snprintf(lp, sizeof lp, "%s/logs/node0.log", dir);
+        size_t n = 0;
+        char *log = read_file(lp, &n);
+        char *a = log ? strstr(log, "[rank0]:") : NULL, *e = a ? strchr(a, '\n') : NULL;
+        CHECK(a && e && strstr(a, "Watchdog caught") < e && strstr(a, ODD[i][0]) < e);
+        if (a && e) {
+            char line[1024];
+            snprintf(line, sizeof line, "%.*s", (int)(e - a), a);
+            char *r = strstr(line, "[rank0]"), *pg = strstr(line, "Rank 0]"), *odd = strstr(line, ODD[i][0]);
+            r[5] = '1';
+            pg[5] = '1';
+            char tail[1024];
+            snprintf(tail, sizeof tail, "%s%s", ODD[i][1], odd + strlen(ODD[i][0]));
+            snprintf(odd, sizeof line - (size_t)(odd - line), "%s", tail);
+            FILE *f = fopen(lp, "a");
+            CHECK(f != NULL);
+            if (f) {
+                fprintf(f, "%s\n", line);
+                fclose(f);
+            }
+        }
+        free(log);
+        teller_store *st = load_case_ranks(dir, 0, 4);
+        node_logs nl;
+        teller_diag_opts dop = teller_diag_defaults();
+        dop.logs = node_logs_of(&nl, dir);
+        dop.nlogs = 1;
+        teller_diagnosis *d = NULL;
+        teller_error err;
+        CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+        const teller_diag_step *last = d && d->n ? &d->steps[d->n - 1] : NULL;
+        CHECK(last && last->pred.abnormal && !strcmp(last->fault, "nccl_hang"));
+        CHECK(last && last->root_rank == 1);
+        CHECK(last && strstr(last->pred.explanation, "rank 1 (node 0), which it never launched; rank ") != NULL &&
+              !strstr(last->pred.explanation, "which it never launched; rank 1 "));
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 /* Steps of a real run (one trace, or two ranks' traces) flagged abnormal
  * by the numeric stage. */
 static int real_flagged(const char *rel, const char *rel2)
@@ -1636,6 +1698,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_preemption_on_recomputing_step},
     {"diagnose: a hang the watchdog took the process down in is found from its lines, root and step",
      test_diagnose_hang_seen_only_in_the_logs},
+    {"diagnose: a hang whose root timed out on other work (a desync) names that rank",
+     test_diagnose_hang_desync_in_the_logs},
     {"diagnose: a whole-second retract line goes between the prefill lines around it, to a swap there first",
      test_diagnose_retract_lines_between_prefills},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},

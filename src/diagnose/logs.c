@@ -40,6 +40,7 @@ typedef struct deferred {
 typedef struct waited {
     uint32_t step;
     int32_t  rank;
+    int64_t  seq; /* the work's SeqNum, -1 when the line has none */
     double   ran, at;
     char     op[16];
 } waited;
@@ -441,7 +442,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
             if (TELLER_GROW(L->W->v, L->W->cap, L->W->n + 1))
                 return -TELLER_ERR_NOMEM;
             waited *w = &L->W->v[L->W->n++];
-            *w = (waited){.step = step, .rank = al.rank, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
+            *w = (waited){.step = step, .rank = al.rank, .seq = rec->seq, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
                           .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)D->out->steps[step].start_ns};
             op_kind(m, n, w->op, sizeof w->op);
         }
@@ -455,6 +456,21 @@ static int on_log(void *ctx, const teller_log_record *rec)
     return put_line(D, step, det, &e);
 }
 
+/* Whether two timeouts are on the same work: its number and its kind. */
+static int same_work(const waited *a, const waited *b)
+{
+    return a->seq == b->seq && !strcmp(a->op, b->op);
+}
+
+/* Whether rank r's source is one of g[0..n). */
+static int in_group(const dctx *D, const uint32_t *g, uint32_t n, int32_t r)
+{
+    for (uint32_t m = 0; m < n; m++)
+        if (teller_store_source_c(D->st, g[m])->rank == r)
+            return 1;
+    return 0;
+}
+
 /* A hang only the watchdog shows. PyTorch's default error handling takes
  * the process down at a collective's timeout without aborting it, so the
  * collective that never ended is not in the trace, nor the annotation of
@@ -464,9 +480,11 @@ static int on_log(void *ctx, const teller_log_record *rec)
  * showed no hang (comm.c finds those whose waiting kernels did end), the
  * first timeout that says how long it ran makes one: the root is the
  * member of the waiting rank's peer group (else its pipeline) that logged
- * no timeout on the step, the one whose trace stops first, on the
- * waiting rank's last kernel of the line's kind; the step lasted until the
- * watchdog fired. 0, or -1 out of memory. */
+ * no timeout on the step, the one whose trace stops first; when every
+ * member timed out, the one that waited on other work than most did (a
+ * lower SeqNum: it fell behind; the same number of another OpType: it
+ * called another collective; the desync ProcessGroupNCCL's lines show),
+ * the lowest; on the waiting rank's last kernel of the line's kind. The step lasted until the watchdog fired. 0, or -1 out of memory. */
 static int log_hangs(dctx *D, const waits_seen *W)
 {
     const teller_events *ev = D->ev;
@@ -487,17 +505,52 @@ static int log_hangs(dctx *D, const waits_seen *W)
             g = D->linked + D->pfirst[q];
             ng = D->pcount[q];
         }
-        int32_t root = -1;
-        int64_t stop = INT64_MAX;
+        /* the work most of the group's members timed out on: its number
+         * and kind */
+        const waited *common = NULL;
+        uint32_t most = 0;
+        for (size_t j = 0; j < W->n; j++) {
+            if (W->v[j].step != w->step || W->v[j].seq < 0 || !in_group(D, g, ng, W->v[j].rank))
+                continue;
+            uint32_t c = 0;
+            for (size_t j2 = 0; j2 < W->n; j2++)
+                c += W->v[j2].step == w->step && same_work(&W->v[j2], &W->v[j]) && in_group(D, g, ng, W->v[j2].rank);
+            if (c > most) {
+                most = c;
+                common = &W->v[j];
+            }
+        }
+        int32_t root = -1, behind = -1, peer = w->rank;
+        int64_t stop = INT64_MAX, low = INT64_MAX;
         uint32_t nwait = 0;
         for (uint32_t m = 0; m < ng; m++) {
             int32_t r = teller_store_source_c(D->st, g[m])->rank;
-            int waits = 0;
-            for (size_t j = 0; j < W->n && !waits; j++)
-                waits = W->v[j].step == w->step && W->v[j].rank == r;
-            nwait += (uint32_t)waits;
-            if (waits)
+            int waits = 0, other = 0; /* timed out: on the common work, on another */
+            int64_t seq = INT64_MAX;
+            for (size_t j = 0; j < W->n; j++) {
+                const waited *x = &W->v[j];
+                if (x->step != w->step || x->rank != r)
+                    continue;
+                if (x->seq < 0 || !common || same_work(x, common))
+                    waits = 1;
+                else if (x->seq < seq) {
+                    other = 1;
+                    seq = x->seq;
+                }
+            }
+            if (waits) {
+                nwait++;
+                if (seq == INT64_MAX && common && !same_work(w, common))
+                    peer = r; /* w is the odd one's own line: a rank that waited on the common work */
                 continue;
+            }
+            if (other) {
+                if (seq < low) {
+                    low = seq;
+                    behind = r;
+                }
+                continue;
+            }
             int64_t end = INT64_MIN;
             for (size_t e = D->range[g[m]]; e < D->range[g[m] + 1]; e++)
                 if (ev->start_ns[e] + ev->dur_ns[e] > end)
@@ -508,7 +561,9 @@ static int log_hangs(dctx *D, const waits_seen *W)
             }
         }
         if (root < 0)
-            continue; /* every member waited: for a rank whose trace is not loaded */
+            root = behind;
+        if (root < 0)
+            continue; /* every member waited on the same work: for a rank whose trace is not loaded */
         uint32_t name = TELLER_NONE;
         int64_t latest = INT64_MIN;
         for (size_t e = D->range[q]; e < D->range[q + 1]; e++)
@@ -523,7 +578,7 @@ static int log_hangs(dctx *D, const waits_seen *W)
             return -1;
         cand c = {.det = TELLER_FAULT_NCCL_HANG, .rank = root, .name = name, .layer = TELLER_LAYER_KERNEL,
                   .excess = w->ran, .sig = 10, .actual = w->ran, .usual = 0, .event = TELLER_NONE, .fed = nwait,
-                  .peer = w->rank};
+                  .peer = peer};
         if (diag_add_cand(D, w->step, &c))
             return -1;
         teller_diag_step *ds = &D->out->steps[w->step];
