@@ -57,12 +57,13 @@ void diag_notes(dctx *D)
             cut_step = steps[i].step;
         }
     if (cut) {
-        char note[240];
+        char note[320];
         snprintf(note, sizeof note,
                  "%zu rank%s launched work after %s last step annotation ended: %s trace%s end%s in step %u, which "
-                 "never ended (a process taken down in it: a watchdog, a crash)",
+                 "never ended (a process taken down in it: a watchdog, a crash)%s",
                  cut, cut == 1 ? "" : "s", cut == 1 ? "its" : "their", cut == 1 ? "its" : "their", cut == 1 ? "" : "s",
-                 cut == 1 ? "s" : "", cut_step);
+                 cut == 1 ? "s" : "", cut_step,
+                 D->req ? "" : "; the service logs (--log) would say whether a collective's watchdog fired, and who it waited for");
         diag_add_note(D, note);
     }
     size_t loaded = teller_store_num_sources(st);
