@@ -39,7 +39,7 @@ typedef struct deferred {
  * NCCL's kernels ("AllReduce" for OpType=ALLREDUCE, "" unknown). */
 typedef struct waited {
     uint32_t step;
-    int32_t  rank;
+    int32_t  rank, src; /* src: the rank's source, -1 when its trace is not loaded */
     int64_t  seq; /* the work's SeqNum, -1 when the line has none */
     double   ran, at;
     char     op[16];
@@ -442,7 +442,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
             if (TELLER_GROW(L->W->v, L->W->cap, L->W->n + 1))
                 return -TELLER_ERR_NOMEM;
             waited *w = &L->W->v[L->W->n++];
-            *w = (waited){.step = step, .rank = al.rank, .seq = rec->seq, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
+            *w = (waited){.step = step, .rank = al.rank, .src = teller_store_source_of_rank(D->st, al.rank), .seq = rec->seq, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
                           .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)D->out->steps[step].start_ns};
             op_kind(m, n, w->op, sizeof w->op);
         }
@@ -460,15 +460,6 @@ static int on_log(void *ctx, const teller_log_record *rec)
 static int same_work(const waited *a, const waited *b)
 {
     return a->seq == b->seq && !strcmp(a->op, b->op);
-}
-
-/* Whether rank r's source is one of g[0..n). */
-static int in_group(const dctx *D, const uint32_t *g, uint32_t n, int32_t r)
-{
-    for (uint32_t m = 0; m < n; m++)
-        if (teller_store_source_c(D->st, g[m])->rank == r)
-            return 1;
-    return 0;
 }
 
 /* A hang only the watchdog shows. PyTorch's default error handling takes
@@ -496,7 +487,7 @@ static int log_hangs(dctx *D, const waits_seen *W)
         step_acc *sa = &D->steps[w->step];
         for (size_t a = 0; a < sa->n && !seen; a++)
             seen = sa->c[a].det == TELLER_FAULT_NCCL_HANG;
-        int32_t q = teller_store_source_of_rank(D->st, w->rank);
+        int32_t q = w->src;
         if (seen || w->ran <= 0 || q < 0)
             continue;
         const uint32_t *g = D->peers + D->gfirst[q];
@@ -507,19 +498,26 @@ static int log_hangs(dctx *D, const waits_seen *W)
         }
         /* the work most of the group's members timed out on: its number
          * and kind */
+        uint8_t *in = calloc(D->nsrc + 1, 1); /* per source: one of the group */
+        if (!in)
+            return -1;
+        for (uint32_t m = 0; m < ng; m++)
+            in[g[m]] = 1;
         const waited *common = NULL;
         uint32_t most = 0;
         for (size_t j = 0; j < W->n; j++) {
-            if (W->v[j].step != w->step || W->v[j].seq < 0 || !in_group(D, g, ng, W->v[j].rank))
+            const waited *x = &W->v[j];
+            if (x->step != w->step || x->seq < 0 || x->src < 0 || !in[x->src])
                 continue;
             uint32_t c = 0;
             for (size_t j2 = 0; j2 < W->n; j2++)
-                c += W->v[j2].step == w->step && same_work(&W->v[j2], &W->v[j]) && in_group(D, g, ng, W->v[j2].rank);
+                c += W->v[j2].step == w->step && W->v[j2].src >= 0 && in[W->v[j2].src] && same_work(&W->v[j2], x);
             if (c > most) {
                 most = c;
-                common = &W->v[j];
+                common = x;
             }
         }
+        free(in);
         int32_t root = -1, behind = -1, peer = w->rank;
         int64_t stop = INT64_MAX, low = INT64_MAX;
         uint32_t nwait = 0;
@@ -529,7 +527,7 @@ static int log_hangs(dctx *D, const waits_seen *W)
             int64_t seq = INT64_MAX;
             for (size_t j = 0; j < W->n; j++) {
                 const waited *x = &W->v[j];
-                if (x->step != w->step || x->rank != r)
+                if (x->step != w->step || x->src != (int32_t)g[m])
                     continue;
                 if (x->seq < 0 || !common || same_work(x, common))
                     waits = 1;
