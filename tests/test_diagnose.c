@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -732,6 +733,53 @@ static void test_diagnose_hang_desync_in_the_logs(void)
         teller_store_free(st);
         rm_rf(dir);
     }
+}
+
+/* A watchdog timeout a day after a healthy trace (a log of a later run, or
+ * a profiler window long closed) is not placed on the trace's last step:
+ * no hang is made of it. */
+static void test_diagnose_late_watchdog_line_is_no_hang(void)
+{
+    char dir[] = "/tmp/teller_diag_latewd_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 1;
+    o.gpus_per_node = 4;
+    o.tp = 4;
+    o.pp = 1;
+    o.steps = 12;
+    o.fault_rate = 0;
+    o.seed = 7;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    const teller_step *s0 = teller_store_steps(st);
+    time_t sec = (time_t)(s0[0].start_ns / 1000000000 + 86400 + 600);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    char lp[600];
+    snprintf(lp, sizeof lp, "%s/logs/late.log", dir);
+    FILE *f = fopen(lp, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "[rank0]:[E%02d%02d %02d:%02d:%02d.134766284 ProcessGroupNCCL.cpp:632] [PG ID 1 PG GUID 1 Rank 0] "
+                   "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=90817, OpType=ALLREDUCE, "
+                   "NumelIn=53248, NumelOut=53248, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.\n",
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        fclose(f);
+    }
+    const char *logs[1] = {lp};
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = logs;
+    dop.nlogs = 1;
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    int abn = 0;
+    for (size_t k = 0; d && k < d->n; k++)
+        abn += d->steps[k].pred.abnormal;
+    CHECK_EQ_INT(abn, 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
 }
 
 /* Steps of a real run (one trace, or two ranks' traces) flagged abnormal
@@ -1711,6 +1759,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_hang_seen_only_in_the_logs},
     {"diagnose: a hang whose root timed out on other work (a desync) names that rank",
      test_diagnose_hang_desync_in_the_logs},
+    {"diagnose: a watchdog line a day after a healthy trace makes no hang", test_diagnose_late_watchdog_line_is_no_hang},
     {"diagnose: a whole-second retract line goes between the prefill lines around it, to a swap there first",
      test_diagnose_retract_lines_between_prefills},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},

@@ -549,6 +549,22 @@ static void templates_mask_variables_and_ids_are_stable(void)
     CHECK_EQ_INT(ids[0][0], 0);
     CHECK_EQ_INT(ids[0][2], 1);
     CHECK_EQ_INT(ids[0][4], 2);
+
+    /* the last of 255 tokens takes the rest of the line, spaces and all:
+     * only its segments with a digit are masked */
+    char longmsg[2048];
+    size_t o = 0;
+    for (int i = 0; i < 254; i++)
+        o += (size_t)snprintf(longmsg + o, sizeof longmsg - o, "w%d ", i);
+    snprintf(longmsg + o, sizeof longmsg - o, "hello world:42 tail");
+    teller_log_miner *m = teller_log_miner_create(NULL);
+    teller_log_match mt;
+    teller_log_param p[300];
+    CHECK(m && teller_log_miner_add(m, longmsg, strlen(longmsg), &mt, p, 300) == TELLER_OK);
+    const char *tpl = m ? teller_log_miner_template(m, mt.template_id) : NULL;
+    const char *want = " hello world:<*>"; /* "42 tail" is one segment, with a digit */
+    CHECK(tpl && strlen(tpl) > strlen(want) && !strcmp(tpl + strlen(tpl) - strlen(want), want));
+    teller_log_miner_free(m);
 }
 
 static void loghub_normalisation_follows_the_benchmark(void)

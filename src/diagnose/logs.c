@@ -43,6 +43,7 @@ typedef struct waited {
     int64_t  seq; /* the work's SeqNum, -1 when the line has none */
     double   ran, at;
     char     op[16];
+    char     optype[32]; /* the line's OpType as written ("" none): the name when no kernel of its kind is traced */
 } waited;
 typedef struct waits_seen {
     waited *v;
@@ -87,14 +88,19 @@ static int has_sub(const char *m, size_t n, const char *pat)
     return 0;
 }
 
-/* The kernel-name word of a watchdog line's "OpType=" (ALLREDUCE,
- * _REDUCE_SCATTER_BASE, ...) into out, "" when it names none of these. */
-static void op_kind(const char *m, size_t n, char *out, size_t cap)
+/* A watchdog line's "OpType=" (ALLREDUCE, _REDUCE_SCATTER_BASE, ...) into
+ * w->optype, and the word NCCL's kernels of that kind hold into w->op (""
+ * when it names none of these). */
+static void op_kind(const char *m, size_t n, waited *w)
 {
+    char *out = w->op;
+    size_t cap = sizeof w->op;
+    /* NCCL's kernels: ncclDevKernel_AllReduce_..., _Reduce_..., _SendRecv
+     * (which all-to-all runs on too) */
     static const char *const K[][2] = {{"ALLREDUCE", "AllReduce"},         {"ALLGATHER", "AllGather"},
-                                       {"REDUCE_SCATTER", "ReduceScatter"}, {"ALLTOALL", "AllToAll"},
+                                       {"REDUCE_SCATTER", "ReduceScatter"}, {"ALLTOALL", "SendRecv"},
                                        {"BROADCAST", "Broadcast"},         {"SEND", "SendRecv"},
-                                       {"RECV", "SendRecv"},               {"REDUCE", "Reduce"}};
+                                       {"RECV", "SendRecv"},               {"REDUCE", "_Reduce_"}};
     out[0] = 0;
     size_t j = 0;
     while (j + 7 <= n && memcmp(m + j, "OpType=", 7))
@@ -104,6 +110,7 @@ static void op_kind(const char *m, size_t n, char *out, size_t cap)
     size_t a = j + 7, b = a;
     while (b < n && ((m[b] >= 'A' && m[b] <= 'Z') || m[b] == '_'))
         b++;
+    snprintf(w->optype, sizeof w->optype, "%.*s", (int)(b - a), m + a);
     for (size_t k = 0; k < sizeof K / sizeof *K; k++) {
         size_t l = strlen(K[k][0]);
         for (size_t i = a; i + l <= b; i++)
@@ -438,13 +445,13 @@ static int on_log(void *ctx, const teller_log_record *rec)
         det = TELLER_FAULT_OOM;
     } else if (has_sub(m, n, "Watchdog caught") || has_sub(m, n, "Timeout at NCCL work")) {
         det = TELLER_FAULT_NCCL_HANG;
-        if (step != TELLER_NONE && step < D->nsteps && al.rank >= 0) {
+        if (step != TELLER_NONE && step < D->nsteps && al.rank >= 0 && !(al.flags & TELLER_LOGF_OUTSIDE_STEP)) {
             if (TELLER_GROW(L->W->v, L->W->cap, L->W->n + 1))
                 return -TELLER_ERR_NOMEM;
             waited *w = &L->W->v[L->W->n++];
             *w = (waited){.step = step, .rank = al.rank, .src = teller_store_source_of_rank(D->st, al.rank), .seq = rec->seq, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
                           .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)D->out->steps[step].start_ns};
-            op_kind(m, n, w->op, sizeof w->op);
+            op_kind(m, n, w);
         }
     } else if (rec->level < TELLER_LOGL_ERROR) {
         return 0;
@@ -498,11 +505,13 @@ static int log_hangs(dctx *D, const waits_seen *W)
         }
         /* the work most of the group's members timed out on: its number
          * and kind */
-        uint8_t *in = calloc(D->nsrc + 1, 1); /* per source: one of the group */
+        /* per source: a rank of the group's (marked at each rank's first
+         * source, which is every line's src) */
+        uint8_t *in = calloc(D->nsrc + 1, 1);
         if (!in)
             return -1;
         for (uint32_t m = 0; m < ng; m++)
-            in[g[m]] = 1;
+            in[teller_store_source_of_rank(D->st, teller_store_source_c(D->st, g[m])->rank)] = 1;
         const waited *common = NULL;
         uint32_t most = 0;
         for (size_t j = 0; j < W->n; j++) {
@@ -523,11 +532,16 @@ static int log_hangs(dctx *D, const waits_seen *W)
         uint32_t nwait = 0;
         for (uint32_t m = 0; m < ng; m++) {
             int32_t r = teller_store_source_c(D->st, g[m])->rank;
+            int dup = 0; /* a rank with several sources (processes) counts once */
+            for (uint32_t m2 = 0; m2 < m && !dup; m2++)
+                dup = teller_store_source_c(D->st, g[m2])->rank == r;
+            if (dup)
+                continue;
             int waits = 0, other = 0; /* timed out: on the common work, on another */
             int64_t seq = INT64_MAX;
             for (size_t j = 0; j < W->n; j++) {
                 const waited *x = &W->v[j];
-                if (x->step != w->step || x->src != (int32_t)g[m])
+                if (x->step != w->step || x->rank != r)
                     continue;
                 if (x->seq < 0 || !common || same_work(x, common))
                     waits = 1;
@@ -549,10 +563,11 @@ static int log_hangs(dctx *D, const waits_seen *W)
                 }
                 continue;
             }
-            int64_t end = INT64_MIN;
-            for (size_t e = D->range[g[m]]; e < D->range[g[m] + 1]; e++)
-                if (ev->start_ns[e] + ev->dur_ns[e] > end)
-                    end = ev->start_ns[e] + ev->dur_ns[e];
+            int64_t end = INT64_MIN; /* where the rank's trace stops, over its sources */
+            for (uint32_t m2 = m; m2 < ng; m2++)
+                for (size_t e = D->range[g[m2]]; teller_store_source_c(D->st, g[m2])->rank == r && e < D->range[g[m2] + 1]; e++)
+                    if (ev->start_ns[e] + ev->dur_ns[e] > end)
+                        end = ev->start_ns[e] + ev->dur_ns[e];
             if (end < stop) {
                 stop = end;
                 root = r;
@@ -570,8 +585,9 @@ static int log_hangs(dctx *D, const waits_seen *W)
                 latest = ev->start_ns[e];
                 name = ev->name[e];
             }
+        const char *fallback = w->optype[0] ? w->optype : "collective";
         if (name == TELLER_NONE)
-            name = teller_store_intern(D->st, w->op[0] ? w->op : "collective", strlen(w->op[0] ? w->op : "collective"));
+            name = teller_store_intern(D->st, fallback, strlen(fallback));
         if (name == TELLER_NONE)
             return -1;
         cand c = {.det = TELLER_FAULT_NCCL_HANG, .rank = root, .name = name, .layer = TELLER_LAYER_KERNEL,

@@ -25,7 +25,8 @@
  *      the rank's last step that began by then give or take 1 ms and 100
  *      ppm of N (the clock's rate and the ms the line rounds to: minutes
  *      make milliseconds, and a collective that never ended is in the last
- *      step its rank began); outside every step the nearest step is kept and the
+ *      step its rank began), when that is within a second of the step's
+ *      end, else by time as below; outside every step the nearest step is kept and the
  *      record flagged TELLER_LOGF_OUTSIDE_STEP. Whole-second log times are
  *      taken at the middle of their second; sub-second ones, and `teller
  *      run`'s capture times (TELLER_LOGF_CAPTURE_TIME, never NO_SUBSEC),
@@ -147,13 +148,19 @@ void teller_log_align_record(const teller_store *st, int32_t node, const teller_
     const teller_step *steps = teller_store_steps(st);
     size_t n = teller_store_num_steps(st);
     if (rec->ran_ns > 0 && out->rank >= 0) {
-        int64_t t = out->time_ns + 1000000 + rec->ran_ns / 10000;
+        int64_t tol = 1000000 + rec->ran_ns / 10000, t = out->time_ns;
+        size_t pick = SIZE_MAX;
         for (size_t i = 0; i < n; i++)
-            if (steps[i].rank == out->rank && steps[i].start_ns <= t &&
-                (out->step == TELLER_NONE || steps[i].step > out->step))
-                out->step = steps[i].step;
-        if (out->step != TELLER_NONE)
+            if (steps[i].rank == out->rank && steps[i].start_ns <= t + tol &&
+                (pick == SIZE_MAX || steps[i].step > steps[pick].step))
+                pick = i;
+        /* the collective began in that step, or within a second of its
+         * traced end (the GPU queue behind a torn-down rank's last host
+         * event); later, the line is of another run or time: by time */
+        if (pick != SIZE_MAX && t <= steps[pick].end_ns + 1000000000 + tol) {
+            out->step = steps[pick].step;
             return;
+        }
     }
     int64_t best_d = INT64_MAX;
     for (size_t i = 0; i < n; i++) {

@@ -274,7 +274,7 @@ static size_t mask_token(const char *t, size_t n, char *out, int *var, teller_lo
         size_t s0 = j;
         int dig = 0;
         for (int k; j < n && !((k = k_class[(unsigned char)t[j]]) & DELIM); j++)
-            dig |= k;
+            dig |= k & DIGIT; /* not SPACE: the last token takes the rest of the line, spaces and all */
         if (!dig) {
             memcpy(out + o, t + s0, j - s0);
             o += j - s0;
