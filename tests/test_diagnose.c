@@ -735,6 +735,61 @@ static void test_diagnose_hang_desync_in_the_logs(void)
     }
 }
 
+/* teller perturb --hang-teardown writes a hang the way PyTorch's default
+ * leaves a trace (nothing a waiting member ran ends after its collective
+ * began, nothing runs 10 minutes); with the watchdog's lines it is found
+ * at its root. */
+static void test_perturbed_teardown_hang_found_from_logs(void)
+{
+    char dir[] = "/tmp/teller_diag_ptear_XXXXXX";
+    teller_sim_opts so = teller_sim_defaults();
+    so.nodes = 1;
+    so.gpus_per_node = 4;
+    so.tp = 4;
+    so.pp = 1;
+    so.steps = 12;
+    so.fault_rate = 0;
+    so.seed = 9;
+    sim_case(dir, &so);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    node_logs nl;
+    teller_perturb_opts po = teller_perturb_defaults();
+    po.faults = 1u << TELLER_FAULT_NCCL_HANG;
+    po.rate = 0.2;
+    po.seed = 1;
+    po.logs = node_logs_of(&nl, dir);
+    po.nlogs = 1;
+    po.hang_teardown = 1;
+    char out[700];
+    snprintf(out, sizeof out, "%s/torn", dir);
+    teller_perturb_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &po, out, &res, &err), TELLER_OK);
+    teller_store_free(st);
+    st = load_case_ranks(out, 0, 4);
+    const teller_events *ev = teller_store_events(st);
+    int64_t longest = 0;
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->dur_ns[i] > longest)
+            longest = ev->dur_ns[i];
+    CHECK(longest < 1000000000LL); /* no event waited for the watchdog */
+    node_logs ol;
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.logs = node_logs_of(&ol, out);
+    dop.nlogs = 1;
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    teller_eval_summary s;
+    score_case(d, out, &s);
+    fprintf(stderr, "  %ld hung step, recall %.3f, rank %.3f, operator %.3f\n", s.abnormal_steps, s.step_recall, s.rank_ac1,
+            s.op_ac1);
+    CHECK(s.abnormal_steps == 1 && s.step_recall == 1.0 && s.rank_ac1 == 1.0 && s.op_ac1 == 1.0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A watchdog timeout a day after a healthy trace (a log of a later run, or
  * a profiler window long closed) is not placed on the trace's last step:
  * no hang is made of it. */
@@ -1760,6 +1815,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a hang whose root timed out on other work (a desync) names that rank",
      test_diagnose_hang_desync_in_the_logs},
     {"diagnose: a watchdog line a day after a healthy trace makes no hang", test_diagnose_late_watchdog_line_is_no_hang},
+    {"diagnose: a hang perturb writes torn down is found from the watchdog's lines", test_perturbed_teardown_hang_found_from_logs},
     {"diagnose: a whole-second retract line goes between the prefill lines around it, to a swap there first",
      test_diagnose_retract_lines_between_prefills},
     {"diagnose: a slow launch call costs all it took over its usual", test_diagnose_launch_latency_cost},

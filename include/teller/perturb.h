@@ -35,6 +35,12 @@ typedef struct teller_perturb_opts {
                                   * "node<N>" in the name, else their order) with the lines faults
                                   * write added in time order; may be NULL */
     size_t             nlogs;
+    int                hang_teardown; /* nccl_hang as PyTorch's default error handling leaves a collector's
+                                       * trace (TORCH_NCCL_ASYNC_ERROR_HANDLING=3): what was still running
+                                       * when the watchdog took the process down (the waiting collective,
+                                       * its synchronize, the step's annotation) is not written, so only
+                                       * the watchdog's lines show the hang; 0 (default): as =2 leaves it,
+                                       * the waiting kernels aborted, ended and written */
 } teller_perturb_opts;
 
 teller_perturb_opts teller_perturb_defaults(void);

@@ -19,7 +19,11 @@ static void usage(FILE *f)
                "  --seed N                  same input and seed, same bytes (default 1)\n"
                "  --log LOG                 a service log of the run, copied to logs/node<N>.log\n"
                "                            (N from node<N> in its name, else the order given); repeatable;\n"
-               "                            a case directory brings its logs/node*.log\n" CLI_COMMON_HELP
+               "                            a case directory brings its logs/node*.log\n"
+               "  --hang-teardown           nccl_hang as PyTorch's default (TORCH_NCCL_ASYNC_ERROR_HANDLING=3)\n"
+               "                            leaves a collector's trace: what still ran at the teardown is not\n"
+               "                            written, only the watchdog's lines show it (default: as =2, the\n"
+               "                            waiting collectives aborted and written)\n" CLI_COMMON_HELP
                "Writes rank<R>.trace.json.gz per rank, logs/, truth.json (../shared/BENCHMARK.md).\n"
                "Kinds a run cannot carry are skipped with a note; docs/PERTURB.md has the physics.\n"
                "fault kinds: slow_link nccl_hang pp_send_delay gpu_throttle kernel_regression\n"
@@ -73,6 +77,10 @@ int cmd_perturb(int argc, char **argv)
                 cli_case_logs(a, &logs, &nlogs);
                 qsort(logs + had, nlogs - had, sizeof *logs, str_cmp); /* not the directory's order */
             }
+            continue;
+        }
+        if (!strcmp(a, "--hang-teardown")) {
+            o.hang_teardown = 1;
             continue;
         }
         if (i + 1 >= argc) {

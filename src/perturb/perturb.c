@@ -891,22 +891,44 @@ static int logline_cmp(const void *a, const void *b)
 
 /* What a hang leaves in the traces: the hung rank's events that had ended
  * before the launch it never made, and every rank's events up to the end
- * of the hung step (old end_k); what never ended is left out. */
-static void hang_keep(const pctx *P, int64_t end_k, uint8_t *keep)
+ * of the hung step (old end_k); what never ended is left out. Torn down
+ * (hang_teardown), a member that waited never ended anything from the
+ * start of its kernel of the hung collective on: only what ended before it
+ * is kept (the watchdog, not the collective, ended the wait). 0, or -1 out
+ * of memory. */
+static int hang_keep(const pctx *P, int64_t end_k, uint8_t *keep)
 {
     const teller_events *ev = P->ev;
     uint32_t h = P->hang_kernel, L = ev->parent[h];
     int32_t hr = rank_of(P, h);
     int64_t H = L != TELLER_NONE && !(ev->flags[L] & TELLER_F_GPU) ? ev->start_ns[L] : ev->start_ns[h];
+    size_t ns = teller_store_num_sources(P->st);
+    int64_t *cut = malloc((ns ? ns : 1) * sizeof *cut); /* per source: where a torn-down member stopped */
+    if (!cut)
+        return -1;
+    for (size_t q = 0; q < ns; q++)
+        cut[q] = INT64_MAX;
+    if (P->o->hang_teardown) {
+        const teller_collective *co = &teller_store_collectives(P->st)[P->coll[h]];
+        const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+        for (uint32_t j = 0; j < co->num_members; j++)
+            for (size_t q = 0; q < ns; q++)
+                if (mem[j].kernel != h && teller_store_source_c(P->st, (uint32_t)q)->rank == mem[j].rank &&
+                    ev->start_ns[mem[j].kernel] < cut[q])
+                    cut[q] = ev->start_ns[mem[j].kernel];
+    }
     for (size_t i = 0; i < ev->n; i++) {
         int64_t s = ev->start_ns[i], e = s + ev->dur_ns[i];
         int gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
         uint32_t k = ev->step[i];
-        int drop = (k != TELLER_NONE && k > P->hang_step) || s > end_k || (!gpu && e > end_k && k != P->hang_step);
+        int drop = (k != TELLER_NONE && k > P->hang_step) || s > end_k || (!gpu && e > end_k && k != P->hang_step) ||
+                   e > cut[ev->source[i]];
         if (rank_of(P, (uint32_t)i) == hr)
             drop |= s >= H || (!gpu && e > H);
         keep[i] = (uint8_t)!drop;
     }
+    free(cut);
+    return 0;
 }
 
 /* PyTorch's ProcessGroupNCCL watchdog lines (glog style) for the member m
@@ -1108,9 +1130,8 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         goto done;
     windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps);
     if (P.hang_step != TELLER_NONE) {
-        if (!(keep = malloc(n ? n : 1)))
+        if (!(keep = malloc(n ? n : 1)) || hang_keep(&P, win[P.nsteps + P.hang_step], keep))
             goto oom;
-        hang_keep(&P, win[P.nsteps + P.hang_step], keep);
     }
     windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
     /* the steps in the case: all, or those up to a hang */
