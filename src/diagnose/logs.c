@@ -463,6 +463,15 @@ static int on_log(void *ctx, const teller_log_record *rec)
     return put_line(D, step, det, &e);
 }
 
+/* The step of a hang lasted until the watchdog fired. */
+static void hang_lasted(dctx *D, const waited *w)
+{
+    teller_diag_step *ds = &D->out->steps[w->step];
+    double until = w->at + w->ran - (double)ds->start_ns;
+    if (until > (double)ds->dur_ns)
+        ds->dur_ns = (int64_t)until;
+}
+
 /* Whether two timeouts are on the same work: its number and its kind. */
 static int same_work(const waited *a, const waited *b)
 {
@@ -482,7 +491,9 @@ static int same_work(const waited *a, const waited *b)
  * member timed out, the one that waited on other work than most did (a
  * lower SeqNum: it fell behind; the same number of another OpType: it
  * called another collective; the desync ProcessGroupNCCL's lines show),
- * the lowest; on the waiting rank's last kernel of the line's kind. The step lasted until the watchdog fired. 0, or -1 out of memory. */
+ * the lowest; on the waiting rank's last kernel of the line's kind. The
+ * step lasted until the watchdog fired, and a hang the collectives did
+ * show (comm.c) waited as long as the line says. 0, or -1 out of memory. */
 static int log_hangs(dctx *D, const waits_seen *W)
 {
     const teller_events *ev = D->ev;
@@ -491,12 +502,23 @@ static int log_hangs(dctx *D, const waits_seen *W)
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++)
             seen = W->v[j].step == w->step && W->v[j].ran > 0;
-        step_acc *sa = &D->steps[w->step];
-        for (size_t a = 0; a < sa->n && !seen; a++)
-            seen = sa->c[a].det == TELLER_FAULT_NCCL_HANG;
-        int32_t q = w->src;
-        if (seen || w->ran <= 0 || q < 0)
+        if (seen || w->ran <= 0)
             continue;
+        /* a hang the collectives show (comm.c) waited as long as the line
+         * says, whatever its traced part took */
+        step_acc *sa = &D->steps[w->step];
+        for (size_t a = 0; a < sa->n; a++)
+            if (sa->c[a].det == TELLER_FAULT_NCCL_HANG) {
+                seen = 1;
+                if (sa->c[a].excess < w->ran)
+                    sa->c[a].excess = sa->c[a].actual = w->ran;
+            }
+        int32_t q = w->src;
+        if (seen || q < 0) {
+            if (seen)
+                hang_lasted(D, w);
+            continue;
+        }
         const uint32_t *g = D->peers + D->gfirst[q];
         uint32_t ng = D->gcount[q];
         if (ng < 2) {
@@ -595,10 +617,7 @@ static int log_hangs(dctx *D, const waits_seen *W)
                   .peer = peer};
         if (diag_add_cand(D, w->step, &c))
             return -1;
-        teller_diag_step *ds = &D->out->steps[w->step];
-        double until = w->at + w->ran - (double)ds->start_ns;
-        if (until > (double)ds->dur_ns)
-            ds->dur_ns = (int64_t)until;
+        hang_lasted(D, w);
     }
     return 0;
 }
