@@ -1023,17 +1023,22 @@ static void stamp_steps(void *ctx, size_t s)
     }
 }
 
-/* A rank taken down in the middle of a step (PyTorch's watchdog ends the
- * process at a collective's timeout, without aborting it) stops after its
- * last marker began a step: the step's annotation never ended, so was never
- * written, but the work it launched before the hang was. A rank that
- * launched GPU work after its last marker gets a marker of its own (no
- * event) for that unfinished step, from its first host event after the
- * marker to the end of its last; its GPU work joins it through the
- * launches. (No trace in ../shared/data launches anything after its last
- * step.) mk[0..*nmk) (sorted by rank and start) grows; 0, or -1 out of
- * memory. */
-static int unfinished_steps(const teller_store *st, const size_t *range, marker **mk, size_t *nmk, size_t *mcap)
+/* The steps without a marker event, at most one per rank, added to
+ * mk[0..*nmk) (sorted by rank and start):
+ *   - a rank with no marker gets one fallback step spanning its events
+ *     ("whole trace");
+ *   - a rank taken down in the middle of a step (PyTorch's watchdog ends
+ *     the process at a collective's timeout, without aborting it) stops
+ *     after its last marker began a step: the step's annotation never
+ *     ended, so was never written, but the work it launched before the
+ *     hang was. A rank that launched GPU work after its last marker gets a
+ *     step for that unfinished one, from its first host event after the
+ *     marker to the end of its last; its GPU work joins it through the
+ *     launches. (No trace in ../shared/data launches anything after its
+ *     last step.)
+ * A rank's sources widen its one step (for the unfinished one, those that
+ * launched). 0, or -1 out of memory. */
+static int eventless_steps(const teller_store *st, const size_t *range, marker **mk, size_t *nmk, size_t *mcap)
 {
     const teller_events *ev = &st->ev;
     size_t n0 = *nmk;
@@ -1047,25 +1052,24 @@ static int unfinished_steps(const teller_store *st, const size_t *range, marker 
             else
                 hi = mid;
         }
+        int marked = lo < n0 && (*mk)[lo].rank == rank;
         int64_t last = INT64_MIN;
         for (size_t k = lo; k < n0 && (*mk)[k].rank == rank; k++)
             if ((*mk)[k].end > last)
                 last = (*mk)[k].end;
-        if (last == INT64_MIN)
-            continue; /* no marker: the fallback step spans it all */
         int64_t a = INT64_MAX, b = INT64_MIN;
         int launched = 0;
         for (size_t i = range[s]; i < range[s + 1]; i++) {
-            if (ev->start_ns[i] < last || (ev->flags[i] & TELLER_F_GPU) || ev->layer[i] == TELLER_LAYER_OTHER)
+            if (ev->layer[i] == TELLER_LAYER_OTHER ||
+                (marked && (ev->start_ns[i] < last || (ev->flags[i] & TELLER_F_GPU))))
                 continue;
             if (ev->start_ns[i] < a) a = ev->start_ns[i];
             if (ev->start_ns[i] + ev->dur_ns[i] > b) b = ev->start_ns[i] + ev->dur_ns[i];
-            launched |= (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) &&
+            launched |= marked && (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) &&
                         strstr(teller_store_str(st, ev->name[i]), "Launch") != NULL;
         }
-        if (!launched)
+        if (a > b || (marked && !launched))
             continue;
-        /* one marker per rank: a second source of the rank widens it */
         size_t k = n0;
         while (k < *nmk && (*mk)[k].rank != rank)
             k++;
@@ -1127,30 +1131,8 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     free(is_marker_name);
     is_marker_name = NULL;
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
-    if (unfinished_steps(st, range, &mk, &nmk, &mcap))
+    if (eventless_steps(st, range, &mk, &nmk, &mcap))
         goto oom;
-    /* ranks without markers get one fallback step spanning their events */
-    for (size_t s = 0; s < st->nsources; s++) {
-        int32_t rank = st->sources[s].rank;
-        int has = 0;
-        for (size_t k = 0; k < nmk && !has; k++)
-            has = mk[k].rank == rank;
-        if (has)
-            continue;
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (size_t s2 = 0; s2 < st->nsources; s2++)
-            for (size_t i = range[s2]; st->sources[s2].rank == rank && i < range[s2 + 1]; i++) {
-                if (ev->layer[i] == TELLER_LAYER_OTHER)
-                    continue;
-                if (ev->start_ns[i] < lo) lo = ev->start_ns[i];
-                if (ev->start_ns[i] + ev->dur_ns[i] > hi) hi = ev->start_ns[i] + ev->dur_ns[i];
-            }
-        if (lo > hi)
-            continue;
-        if (TELLER_GROW(mk, mcap, nmk + 1))
-            goto oom;
-        mk[nmk++] = (marker){rank, lo, hi, TELLER_NONE};
-    }
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
     free(st->steps);
     st->steps = malloc((nmk ? nmk : 1) * sizeof *st->steps);
