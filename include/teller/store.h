@@ -144,10 +144,15 @@ static inline int32_t teller_event_tid(const teller_events *ev, size_t i) { retu
 typedef struct teller_step {
     uint32_t step;    /* 0, 1, 2, ... in the order the steps ran */
     int32_t  rank;
-    uint32_t marker;  /* the annotation event, or TELLER_NONE for the fallback */
+    uint32_t marker;  /* the annotation event, or TELLER_NONE: the fallback or the unfinished step */
     int64_t  start_ns;
     int64_t  end_ns;  /* end of the marker, extended to the last GPU work it launched */
 } teller_step;
+
+/* A row without a marker event past step 0: the unfinished step a rank's
+ * trace ends in (it launched work after its last marker; step 0 without a
+ * marker is the fallback of a rank that had none). */
+static inline int teller_step_unfinished(const teller_step *s) { return s->marker == TELLER_NONE && s->step > 0; }
 
 /* One participant of a matched collective. */
 typedef struct teller_coll_member {

@@ -57,13 +57,10 @@ int cmd_steps(int argc, char **argv)
                "kernel_us", "comm_us", "copy_us", "gpu_idle_us", "kernels", "marker");
     for (size_t k = 0; k < n; k++) {
         const teller_step_summary *s = &sum[k];
-        /* a row without a marker event is a rank's fallback step, or the
-         * unfinished step after its last marker (tree.c) */
-        int fallback = steps[k].marker == TELLER_NONE && steps[k].step == 0;
         const char *marker = steps[k].marker != TELLER_NONE
                                  ? teller_store_str(st, teller_store_events(st)->name[steps[k].marker])
-                             : fallback ? "(whole trace: no step annotation)"
-                                        : "(unfinished: the trace ends in it)";
+                             : teller_step_unfinished(&steps[k]) ? "(unfinished: the trace ends in it)"
+                                                                 : "(whole trace: no step annotation)";
         if (json) {
             printf("%s\n  {\"step\": %u, \"rank\": %d, \"node\": %d, \"start_ns\": %lld, \"dur_ns\": %lld, "
                    "\"kernel_ns\": %lld, \"comm_ns\": %lld, \"memcpy_ns\": %lld, \"gpu_busy_ns\": %lld, "

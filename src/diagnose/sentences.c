@@ -52,7 +52,7 @@ void diag_notes(dctx *D)
     size_t cut = 0;
     uint32_t cut_step = 0;
     for (size_t i = 0; i < teller_store_num_steps(st); i++)
-        if (steps[i].marker == TELLER_NONE && steps[i].step > 0) {
+        if (teller_step_unfinished(&steps[i])) {
             cut++;
             cut_step = steps[i].step;
         }
