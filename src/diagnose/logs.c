@@ -65,25 +65,23 @@ typedef struct logctx {
     size_t      npre, cpre;
 } logctx;
 
-static int has_sub(const char *m, size_t n, const char *pat);
-
-static int is_preempt_line(const char *m, size_t n)
-{
-    static const char *const pats[] = {"is preempted by PreemptionMode", "Retract requests", "retracted"};
-    for (size_t i = 0; i < 3; i++) {
-        size_t l = strlen(pats[i]);
-        for (size_t j = 0; j + l <= n; j++)
-            if (!memcmp(m + j, pats[i], l))
-                return 1;
-    }
-    return 0;
-}
-
-static int has_sub(const char *m, size_t n, const char *pat)
+/* The first pat in m[0..n), NULL when none. */
+static const char *sub_at(const char *m, size_t n, const char *pat)
 {
     size_t l = strlen(pat);
     for (size_t j = 0; j + l <= n; j++)
         if (!memcmp(m + j, pat, l))
+            return m + j;
+    return NULL;
+}
+
+static int has_sub(const char *m, size_t n, const char *pat) { return sub_at(m, n, pat) != NULL; }
+
+static int is_preempt_line(const char *m, size_t n)
+{
+    static const char *const pats[] = {"is preempted by PreemptionMode", "Retract requests", "retracted"};
+    for (size_t i = 0; i < 3; i++)
+        if (has_sub(m, n, pats[i]))
             return 1;
     return 0;
 }
@@ -102,12 +100,10 @@ static void op_kind(const char *m, size_t n, waited *w)
                                        {"BROADCAST", "Broadcast"},         {"SEND", "SendRecv"},
                                        {"RECV", "SendRecv"},               {"REDUCE", "_Reduce_"}};
     out[0] = 0;
-    size_t j = 0;
-    while (j + 7 <= n && memcmp(m + j, "OpType=", 7))
-        j++;
-    if (j + 7 > n)
+    const char *p = sub_at(m, n, "OpType=");
+    if (!p)
         return;
-    size_t a = j + 7, b = a;
+    size_t a = (size_t)(p - m) + 7, b = a;
     while (b < n && ((m[b] >= 'A' && m[b] <= 'Z') || m[b] == '_'))
         b++;
     snprintf(w->optype, sizeof w->optype, "%.*s", (int)(b - a), m + a);
@@ -449,7 +445,11 @@ static int on_log(void *ctx, const teller_log_record *rec)
             if (TELLER_GROW(L->W->v, L->W->cap, L->W->n + 1))
                 return -TELLER_ERR_NOMEM;
             waited *w = &L->W->v[L->W->n++];
-            *w = (waited){.step = step, .rank = al.rank, .src = teller_store_source_of_rank(D->st, al.rank), .seq = rec->seq, .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
+            *w = (waited){.step = step,
+                          .rank = al.rank,
+                          .src = teller_store_source_of_rank(D->st, al.rank),
+                          .seq = rec->seq,
+                          .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
                           .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)D->out->steps[step].start_ns};
             op_kind(m, n, w);
         }
@@ -499,36 +499,35 @@ static int log_hangs(dctx *D, const waits_seen *W)
     const teller_events *ev = D->ev;
     for (size_t i = 0; i < W->n; i++) {
         const waited *w = &W->v[i];
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = W->v[j].step == w->step && W->v[j].ran > 0;
-        if (seen || w->ran <= 0)
+        int first = w->ran > 0; /* the step's first line that says how long it ran */
+        for (size_t j = 0; j < i && first; j++)
+            first = !(W->v[j].step == w->step && W->v[j].ran > 0);
+        if (!first)
             continue;
         /* a hang the collectives show (comm.c) waited as long as the line
          * says, whatever its traced part took */
         step_acc *sa = &D->steps[w->step];
+        int shown = 0;
         for (size_t a = 0; a < sa->n; a++)
             if (sa->c[a].det == TELLER_FAULT_NCCL_HANG) {
-                seen = 1;
+                shown = 1;
                 if (sa->c[a].excess < w->ran)
                     sa->c[a].excess = sa->c[a].actual = w->ran;
             }
+        if (shown)
+            hang_lasted(D, w);
         int32_t q = w->src;
-        if (seen || q < 0) {
-            if (seen)
-                hang_lasted(D, w);
+        if (shown || q < 0)
             continue;
-        }
         const uint32_t *g = D->peers + D->gfirst[q];
         uint32_t ng = D->gcount[q];
         if (ng < 2) {
             g = D->linked + D->pfirst[q];
             ng = D->pcount[q];
         }
-        /* the work most of the group's members timed out on: its number
-         * and kind */
-        /* per source: a rank of the group's (marked at each rank's first
-         * source, which is every line's src) */
+        /* the work most of the group's members timed out on, its number
+         * and kind; in: per source, a rank of the group's (marked at each
+         * rank's first source, which is every line's src) */
         uint8_t *in = calloc(D->nsrc + 1, 1);
         if (!in)
             return -1;
@@ -586,10 +585,13 @@ static int log_hangs(dctx *D, const waits_seen *W)
                 continue;
             }
             int64_t end = INT64_MIN; /* where the rank's trace stops, over its sources */
-            for (uint32_t m2 = m; m2 < ng; m2++)
-                for (size_t e = D->range[g[m2]]; teller_store_source_c(D->st, g[m2])->rank == r && e < D->range[g[m2] + 1]; e++)
+            for (uint32_t m2 = m; m2 < ng; m2++) {
+                if (teller_store_source_c(D->st, g[m2])->rank != r)
+                    continue;
+                for (size_t e = D->range[g[m2]]; e < D->range[g[m2] + 1]; e++)
                     if (ev->start_ns[e] + ev->dur_ns[e] > end)
                         end = ev->start_ns[e] + ev->dur_ns[e];
+            }
             if (end < stop) {
                 stop = end;
                 root = r;
@@ -690,7 +692,8 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
     size_t fed = 0;        /* the logs [0, fed) went to the requests */
     for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
         const char *path = o->logs[i];
-        logctx L = {.D = D, .W = &W, .req = i < fed ? NULL : D->req, .node = teller_log_node_from_path(path), .path = path};
+        logctx L = {
+            .D = D, .W = &W, .req = i < fed ? NULL : D->req, .node = teller_log_node_from_path(path), .path = path};
         if (L.node < 0)
             L.node = 0;
         teller_req_set_node(D->req, L.node);
