@@ -63,7 +63,9 @@ void diag_notes(dctx *D)
                  "never ended (a process taken down in it: a watchdog, a crash)%s",
                  cut, cut == 1 ? "" : "s", cut == 1 ? "its" : "their", cut == 1 ? "its" : "their", cut == 1 ? "" : "s",
                  cut == 1 ? "s" : "", cut_step,
-                 D->req ? "" : "; the service logs (--log) would say whether a collective's watchdog fired, and who it waited for");
+                 D->req ? ""
+                        : "; the service logs (--log) would say whether a collective's watchdog fired, and who it "
+                          "waited for");
         diag_add_note(D, note);
     }
     size_t loaded = teller_store_num_sources(st);

@@ -106,9 +106,9 @@ static uint32_t hash_bytes(const char *s, size_t n)
  * a variable), or none of these (0). */
 enum { DELIM = 1, DIGIT = 2, SPACE = 4 };
 static const unsigned char k_class[256] = {
-    [' '] = SPACE, ['\t'] = SPACE, ['='] = DELIM, [':'] = DELIM, [','] = DELIM, [';'] = DELIM, ['('] = DELIM, [')'] = DELIM,
-    ['['] = DELIM, [']'] = DELIM, ['{'] = DELIM, ['}'] = DELIM, ['"'] = DELIM, ['\''] = DELIM,
-    ['|'] = DELIM, ['0'] = DIGIT, ['1'] = DIGIT, ['2'] = DIGIT, ['3'] = DIGIT, ['4'] = DIGIT,
+    [' '] = SPACE, ['\t'] = SPACE, ['='] = DELIM, [':'] = DELIM, [','] = DELIM, [';'] = DELIM,
+    ['('] = DELIM, [')'] = DELIM, ['['] = DELIM, [']'] = DELIM, ['{'] = DELIM, ['}'] = DELIM,
+    ['"'] = DELIM, ['\''] = DELIM, ['|'] = DELIM, ['0'] = DIGIT, ['1'] = DIGIT, ['2'] = DIGIT, ['3'] = DIGIT, ['4'] = DIGIT,
     ['5'] = DIGIT, ['6'] = DIGIT, ['7'] = DIGIT, ['8'] = DIGIT, ['9'] = DIGIT,
 };
 
@@ -330,7 +330,7 @@ static int split(teller_log_miner *m, const char *msg, size_t n)
             for (size_t j = b; j < n; j++)
                 c |= k_class[(unsigned char)msg[j]];
             i = n;
-            while (i > b && (msg[i - 1] == ' ' || msg[i - 1] == '\t'))
+            while (i > b && (k_class[(unsigned char)msg[i - 1]] & SPACE))
                 i--;
         } else {
             for (int k; i < n && !((k = k_class[(unsigned char)msg[i]]) & SPACE); i++)
