@@ -26,11 +26,11 @@
  *      ppm of N (the clock's rate and the ms the line rounds to: minutes
  *      make milliseconds, and a collective that never ended is in the last
  *      step its rank began), when that is within a second of the step's
- *      end, else by time as below; outside every step the nearest step is kept and the
- *      record flagged TELLER_LOGF_OUTSIDE_STEP. Whole-second log times are
- *      taken at the middle of their second; sub-second ones, and `teller
- *      run`'s capture times (TELLER_LOGF_CAPTURE_TIME, never NO_SUBSEC),
- *      as they are.
+ *      end, else by time as below; outside every step the nearest step is
+ *      kept and the record flagged TELLER_LOGF_OUTSIDE_STEP. Whole-second
+ *      log times are taken at the middle of their second; sub-second ones,
+ *      and `teller run`'s capture times (TELLER_LOGF_CAPTURE_TIME, never
+ *      NO_SUBSEC), as they are.
  *   4. No time and no sequence: step TELLER_NONE.
  */
 #include <limits.h>
