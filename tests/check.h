@@ -84,6 +84,10 @@ const char **node_logs_of(node_logs *l, const char *dir);
 struct teller_diag_opts;
 char *diagnosis_json(struct teller_store *st, const struct teller_diag_opts *o);
 
+/* How many of d's steps are flagged abnormal (0 for NULL). */
+struct teller_diagnosis;
+int flagged(const struct teller_diagnosis *d);
+
 /* 1 when two stores hold the same strings, sources, events (every column),
  * args, comm rows, derived tables and warnings. */
 struct teller_store;

@@ -75,14 +75,6 @@ static teller_diagnosis *diagnose_file(const char *path, teller_store **stp)
     return d;
 }
 
-static int flagged(const teller_diagnosis *d)
-{
-    int n = 0;
-    for (size_t k = 0; d && k < d->n; k++)
-        n += d->steps[k].pred.abnormal;
-    return n;
-}
-
 /* Six training steps as an older profiler writes them (`Operator` steps,
  * `Runtime`/`Kernel`/`Memcpy` categories, no distributedInfo), one rank:
  * per step an elementwise kernel, four GEMMs, and a blocking D2H copy of

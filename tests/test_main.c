@@ -75,6 +75,14 @@ char *diagnosis_json(teller_store *st, const teller_diag_opts *o)
     return text;
 }
 
+int flagged(const teller_diagnosis *d)
+{
+    int n = 0;
+    for (size_t k = 0; d && k < d->n; k++)
+        n += d->steps[k].pred.abnormal;
+    return n;
+}
+
 /* memcmp that accepts empty (NULL) arrays */
 static int mem_eq(const void *a, const void *b, size_t n)
 {
