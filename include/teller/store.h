@@ -223,10 +223,6 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *row);
 /* The event columns. */
 const teller_events *teller_store_events(const teller_store *st);
 teller_events *teller_store_events_mut(teller_store *st);
-/* Sorts the event ids ids[0..n) by start time, stably (ids of equal start
- * keep their order), with n ids of scratch in tmp: a radix sort on the
- * start, 11 bits a pass, none when they are in order already. */
-void teller_events_sort_by_start(const teller_events *ev, uint32_t *ids, uint32_t *tmp, size_t n);
 
 /* Side tables. add returns the index or TELLER_NONE when out of memory. */
 uint32_t teller_store_add_args(teller_store *st, const teller_args *a);

@@ -168,12 +168,6 @@ void diag_groups_free(groups *g)
  * or a thread waiting while another thread keeps the GPU fed, delay
  * nothing. The index below answers "how long was the GPU idle in [a, b)". */
 
-static int cmp_iv(const void *x, const void *y)
-{
-    const int64_t *a = x, *b = y;
-    return a[0] < b[0] ? -1 : a[0] > b[0];
-}
-
 /* Whether event i counts as busy: without step_tid GPU work (kernels,
  * copies, memsets: not the annotations drawn on a stream, which span whole
  * steps whether the GPU worked or idled); with it, the outermost host ops
@@ -204,35 +198,33 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
             B->off[ev->source[i] + 2]++;
             n++;
         }
-    /* intervals grouped by source (counting sort), then sorted and merged in place */
-    int64_t *iv = malloc((n ? n : 1) * 3 * sizeof *iv);
+    /* the events grouped by source (counting sort), each source's put in
+     * start order, then merged */
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids), *tmp = malloc((n ? n : 1) * sizeof *tmp);
     B->a = malloc((n ? n : 1) * sizeof *B->a);
     B->b = malloc((n ? n : 1) * sizeof *B->b);
     B->cum = malloc((n ? n : 1) * sizeof *B->cum);
     B->ev = malloc((n ? n : 1) * sizeof *B->ev);
-    if (!iv || !B->a || !B->b || !B->cum || !B->ev) {
-        free(iv);
+    if (!ids || !tmp || !B->a || !B->b || !B->cum || !B->ev) {
+        free(ids);
+        free(tmp);
         return -1;
     }
-    teller_prefault(iv, n * 3 * sizeof *iv); /* written whole below */
+    teller_prefault(ids, n * sizeof *ids); /* written whole below */
     for (size_t s = 0; s < ns; s++)
         B->off[s + 2] += B->off[s + 1];
     for (size_t i = 0; i < ev->n; i++)
-        if (busy_counts(ev, (uint32_t)i, step_tid)) {
-            size_t at = B->off[ev->source[i] + 1]++;
-            iv[3 * at] = ev->start_ns[i];
-            iv[3 * at + 1] = ev->start_ns[i] + ev->dur_ns[i];
-            iv[3 * at + 2] = (int64_t)i;
-        }
+        if (busy_counts(ev, (uint32_t)i, step_tid))
+            ids[B->off[ev->source[i] + 1]++] = (uint32_t)i;
     /* off[s] .. off[s + 1] now bound source s; merge each run in place */
     size_t w = 0, lo = 0;
     for (size_t s = 0; s < ns; s++) {
         size_t hi = B->off[s + 1]; /* the source's original end, overwritten below */
-        teller_sort(iv + 3 * lo, hi - lo, 3 * sizeof *iv, cmp_iv);
+        teller_sort_by_key(ids + lo, tmp, hi - lo, ev->start_ns);
         B->off[s] = w;
         int64_t cum = 0;
         for (size_t j = lo; j < hi; j++) {
-            int64_t a = iv[3 * j], b = iv[3 * j + 1];
+            int64_t a = ev->start_ns[ids[j]], b = a + ev->dur_ns[ids[j]];
             if (w > B->off[s] && a <= B->b[w - 1]) {
                 if (b > B->b[w - 1]) {
                     cum += b - B->b[w - 1];
@@ -243,28 +235,16 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
             B->a[w] = a;
             B->b[w] = b;
             B->cum[w] = cum;
-            B->ev[w] = (uint32_t)iv[3 * j + 2];
+            B->ev[w] = ids[j];
             cum += b - a;
             w++;
         }
         B->off[s + 1] = w;
         lo = hi;
     }
-    free(iv);
+    free(ids);
+    free(tmp);
     return 0;
-}
-
-/* a kernel's place in the wait index while it is built */
-typedef struct kent {
-    int64_t  start;
-    double   wait;
-    uint32_t step;
-} kent;
-
-static int cmp_kent(const void *a, const void *b)
-{
-    const kent *x = a, *y = b;
-    return (x->start > y->start) - (x->start < y->start);
 }
 
 int diag_waits_build(dctx *D)
@@ -277,34 +257,38 @@ int diag_waits_build(dctx *D)
         if (ev->layer[i] == TELLER_LAYER_KERNEL)
             n++;
     W->off = calloc(ns + 1, sizeof *W->off);
-    kent *e = malloc((n ? n : 1) * sizeof *e);
-    uint32_t *kev = malloc((n ? n : 1) * sizeof *kev); /* each kernel's event, in event order */
+    uint32_t *kev = malloc((n ? n : 1) * sizeof *kev), *tmp = malloc((n ? n : 1) * sizeof *tmp);
     W->start = malloc((n ? n : 1) * sizeof *W->start);
     W->wait = malloc((n ? n : 1) * sizeof *W->wait);
     W->step = malloc((n ? n : 1) * sizeof *W->step);
-    if (!W->off || !e || !kev || !W->start || !W->wait || !W->step) {
-        free(e);
+    if (!W->off || !kev || !tmp || !W->start || !W->wait || !W->step) {
         free(kev);
+        free(tmp);
         return -1;
     }
     /* each written whole below */
-    teller_prefault(e, n * sizeof *e);
     teller_prefault(kev, n * sizeof *kev);
     teller_prefault(W->start, n * sizeof *W->start);
     teller_prefault(W->wait, n * sizeof *W->wait);
     teller_prefault(W->step, n * sizeof *W->step);
-    /* the events are grouped by source: each source's kernels, not a member
-     * of a collective (-1) until the collectives say how late they came */
+    /* the events are grouped by source: each source's kernels in start
+     * order, not a member of a collective (-1) until the collectives say
+     * how late they came */
     size_t w = 0;
     for (size_t s = 0; s < ns; s++) {
         W->off[s] = w;
         for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
-            if (ev->layer[i] == TELLER_LAYER_KERNEL) {
-                kev[w] = (uint32_t)i;
-                e[w++] = (kent){ev->start_ns[i], -1, ev->step[i]};
-            }
+            if (ev->layer[i] == TELLER_LAYER_KERNEL)
+                kev[w++] = (uint32_t)i;
+        teller_sort_by_key(kev + W->off[s], tmp, w - W->off[s], ev->start_ns);
     }
     W->off[ns] = w;
+    free(tmp);
+    for (size_t j = 0; j < w; j++) {
+        W->start[j] = ev->start_ns[kev[j]];
+        W->wait[j] = -1;
+        W->step[j] = ev->step[kev[j]];
+    }
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
@@ -323,29 +307,24 @@ int diag_waits_build(dctx *D)
         }
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             uint32_t k = mem[co[c].first_member + m].kernel;
-            size_t lo = W->off[ev->source[k]], hi = W->off[ev->source[k] + 1];
-            while (lo < hi) { /* the kernel's place: kev is in event order */
+            int64_t t = ev->start_ns[k];
+            size_t lo = W->off[ev->source[k]], hi = W->off[ev->source[k] + 1], end = hi;
+            while (lo < hi) { /* the kernel's place: the first of its start, then k itself */
                 size_t mid = (lo + hi) / 2;
-                if (kev[mid] < k)
+                if (W->start[mid] < t)
                     lo = mid + 1;
                 else
                     hi = mid;
             }
-            if (lo == W->off[ev->source[k] + 1] || kev[lo] != k)
+            while (lo < end && W->start[lo] == t && kev[lo] != k)
+                lo++;
+            if (lo == end || kev[lo] != k)
                 continue;
-            int64_t others = ev->start_ns[k] == last ? second : last;
-            e[lo].wait = ev->start_ns[k] > others ? (double)(ev->start_ns[k] - others) : 0;
+            int64_t others = t == last ? second : last;
+            W->wait[lo] = t > others ? (double)(t - others) : 0;
         }
     }
     free(kev);
-    for (size_t s = 0; s < ns; s++)
-        teller_sort(e + W->off[s], W->off[s + 1] - W->off[s], sizeof *e, cmp_kent);
-    for (size_t j = 0; j < w; j++) {
-        W->start[j] = e[j].start;
-        W->wait[j] = e[j].wait;
-        W->step[j] = e[j].step;
-    }
-    free(e);
     return 0;
 }
 

@@ -96,7 +96,7 @@ static int gather_gops(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *n
         free(tmp);
         return -1;
     }
-    teller_events_sort_by_start(ev, ids, tmp, n);
+    teller_sort_by_key(ids, tmp, n, ev->start_ns);
     for (size_t k = 0; k < n; k++) {
         uint32_t i = ids[k];
         (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], diag_ready_ns(ev, i), ev->step[i],

@@ -35,7 +35,7 @@ static int kernels_by_start(const dctx *D, uint32_t **out, size_t *n)
         for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
             if ((ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL)
                 ids[k++] = (uint32_t)i;
-        teller_events_sort_by_start(ev, ids + first, tmp, k - first);
+        teller_sort_by_key(ids + first, tmp, k - first, ev->start_ns);
     }
     free(tmp);
     *out = ids;

@@ -9,12 +9,6 @@
 
 #include "diag_internal.h"
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* What a stall of ex ns in a synchronize of source src that ended at end
  * cost step k. When the rank launched no kernel after it in the step, the
  * stall only held the rank's own end of the step, and the step lasts until
@@ -63,22 +57,34 @@ int diag_detect_sync(const dctx *D, finds *out)
     }
     for (size_t s = 0; s < ns; s++)
         cnt[s + 1] += cnt[s];
-    ends = malloc((cnt[ns] ? cnt[ns] : 1) * sizeof *ends);
-    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
-    if (!ends || !fill) {
+    size_t n = cnt[ns];
+    int64_t *end_of = malloc((n ? n : 1) * sizeof *end_of); /* in event order */
+    ends = malloc((n ? n : 1) * sizeof *ends);
+    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!end_of || !ends || !pos || !tmp) {
         free(cnt);
+        free(end_of);
         free(ends);
-        free(fill);
+        free(pos);
+        free(tmp);
         return -1;
     }
-    memcpy(fill, cnt, ns * sizeof *fill);
-    for (size_t i = 0; i < ev->n; i++) {
-        uint8_t L = ev->layer[i];
-        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET)
-            ends[fill[ev->source[i]]++] = ev->start_ns[i] + ev->dur_ns[i];
-    }
+    size_t w = 0;
     for (size_t s = 0; s < ns; s++)
-        teller_sort(ends + cnt[s], cnt[s + 1] - cnt[s], sizeof *ends, cmp_i64);
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
+            uint8_t L = ev->layer[i];
+            if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET) {
+                pos[w] = (uint32_t)w;
+                end_of[w++] = ev->start_ns[i] + ev->dur_ns[i];
+            }
+        }
+    for (size_t s = 0; s < ns; s++)
+        teller_sort_by_key(pos + cnt[s], tmp, cnt[s + 1] - cnt[s], end_of);
+    for (size_t j = 0; j < n; j++)
+        ends[j] = end_of[pos[j]];
+    free(end_of);
+    free(pos);
+    free(tmp);
     int rc = 0;
     for (int pass = 0; pass < 2 && !rc; pass++) {
         double usual = pass ? diag_median(over, nover) : 0;
@@ -124,7 +130,6 @@ int diag_detect_sync(const dctx *D, finds *out)
     }
     free(cnt);
     free(ends);
-    free(fill);
     free(over);
     return rc;
 }

@@ -369,41 +369,6 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
 const teller_events *teller_store_events(const teller_store *st) { return &st->ev; }
 teller_events *teller_store_events_mut(teller_store *st) { return &st->ev; }
 
-void teller_events_sort_by_start(const teller_events *ev, uint32_t *ids, uint32_t *tmp, size_t n)
-{
-    int64_t mn = INT64_MAX, mx = INT64_MIN;
-    int sorted = 1;
-    for (size_t i = 0; i < n; i++) {
-        int64_t s = ev->start_ns[ids[i]];
-        if (s < mn) mn = s;
-        if (s > mx) mx = s;
-        if (i && s < ev->start_ns[ids[i - 1]])
-            sorted = 0;
-    }
-    if (sorted)
-        return;
-    uint64_t span = (uint64_t)mx - (uint64_t)mn;
-    uint32_t *a = ids, *b = tmp;
-    for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 11) {
-        size_t cnt[2048] = {0};
-        for (size_t i = 0; i < n; i++)
-            cnt[(((uint64_t)ev->start_ns[a[i]] - (uint64_t)mn) >> shift) & 2047]++;
-        size_t sum = 0;
-        for (size_t d = 0; d < 2048; d++) {
-            size_t c = cnt[d];
-            cnt[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            b[cnt[(((uint64_t)ev->start_ns[a[i]] - (uint64_t)mn) >> shift) & 2047]++] = a[i];
-        uint32_t *t = a;
-        a = b;
-        b = t;
-    }
-    if (a != ids)
-        memcpy(ids, a, n * sizeof *a);
-}
-
 uint32_t teller_store_add_args(teller_store *st, const teller_args *a)
 {
     size_t cap = st->args_cap;

@@ -156,7 +156,7 @@ static int tie_less(const teller_events *ev, uint32_t a, uint32_t b)
 /* Sorts perm[lo..hi) by start, ties by tie_less. */
 static void sort_row(const teller_events *ev, uint32_t *perm, uint32_t *tmp, size_t lo, size_t hi)
 {
-    teller_events_sort_by_start(ev, perm + lo, tmp + lo, hi - lo);
+    teller_sort_by_key(perm + lo, tmp + lo, hi - lo, ev->start_ns);
     /* ties: insertion sort within runs of equal start */
     for (size_t i = lo + 1; i < hi; i++) {
         uint32_t x = perm[i];

@@ -55,6 +55,41 @@ void teller_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
         qsort(base, n, size, cmp);
 }
 
+void teller_sort_by_key(uint32_t *ids, uint32_t *tmp, size_t n, const int64_t *key)
+{
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    int sorted = 1;
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = key[ids[i]];
+        if (k < mn) mn = k;
+        if (k > mx) mx = k;
+        if (i && k < key[ids[i - 1]])
+            sorted = 0;
+    }
+    if (sorted)
+        return;
+    uint64_t span = (uint64_t)mx - (uint64_t)mn;
+    uint32_t *a = ids, *b = tmp;
+    for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 11) {
+        size_t cnt[2048] = {0};
+        for (size_t i = 0; i < n; i++)
+            cnt[(((uint64_t)key[a[i]] - (uint64_t)mn) >> shift) & 2047]++;
+        size_t sum = 0;
+        for (size_t d = 0; d < 2048; d++) {
+            size_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            b[cnt[(((uint64_t)key[a[i]] - (uint64_t)mn) >> shift) & 2047]++] = a[i];
+        uint32_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != ids)
+        memcpy(ids, a, n * sizeof *a);
+}
+
 static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
 {
     unsigned char t[64];

@@ -11,6 +11,7 @@
 #define TELLER_VEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 int teller_grow(void **p, size_t *cap, size_t need, size_t size);
 
@@ -33,6 +34,13 @@ void teller_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
  * stable: a cmp that never returns 0 for two elements makes the order
  * the same as teller_sort's. Heapsort: O(n log n) in the worst case too. */
 void teller_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx);
+
+/* Sorts the ids ids[0..n) by key[id], stably (ids of equal key keep
+ * their order), with n ids of scratch in tmp: a radix sort on the key, 11
+ * bits a pass over the keys' span, none when they are in order already.
+ * The ids are event ids with key a column (the start), or positions in an
+ * array of keys. */
+void teller_sort_by_key(uint32_t *ids, uint32_t *tmp, size_t n, const int64_t *key);
 
 #define TELLER_GROW(ptr, cap, need) teller_grow((void **)&(ptr), &(cap), (need), sizeof *(ptr))
 
