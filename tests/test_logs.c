@@ -325,6 +325,85 @@ static void traceback_with_vllm_headers_is_one_record(void)
     teller_log_reader_free(r2);
 }
 
+/* A traceback longer than a record keeps its exception line (the record's
+ * key) and counts every line; frames before it are cut to "...". */
+static void long_traceback_keeps_its_exception_line(void)
+{
+    size_t cap = 4096, len = 0, size = 64 * 1024;
+    char *t = malloc(size);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    len += (size_t)snprintf(t + len, size - len, "Traceback (most recent call last):\n");
+    for (int i = 0; i < 200; i++)
+        len += (size_t)snprintf(t + len, size - len, "  File \"/x/layer_%d.py\", line %d, in forward\n", i, i);
+    len += (size_t)snprintf(t + len, size - len, "torch.OutOfMemoryError: CUDA out of memory.\nafter\n");
+    collect c;
+    teller_log_reader *r = read_all(t, len, 1000, &c, (uint32_t)cap);
+    CHECK_EQ_INT(c.n, 2);
+    CHECK_EQ_INT(c.fam[0], TELLER_LOG_TRACEBACK);
+    CHECK_EQ_INT(c.lines[0], 202);
+    CHECK(c.flags[0] & TELLER_LOGF_TRUNCATED);
+    CHECK(!strcmp(c.key[0], "torch.OutOfMemoryError: CUDA out of memory."));
+    CHECK(!strncmp(c.msg0, "Traceback (most recent call last):\n", 35));
+    teller_log_reader_free(r);
+    free(t);
+}
+
+/* Dates without a year run on past New Year; a header that turns out not
+ * to be one leaves the record's rank alone; ProcessGroupNCCL's "Rank N" is
+ * global only in the default group. */
+static void what_a_line_says_is_taken_only_when_whole(void)
+{
+    const char *t = "INFO 12-31 23:59:59 [x.py:1] a\n"
+                    "INFO 01-01 00:00:01 [x.py:1] b\n"
+                    "INFO 06-15 00:00:01 [x.py:1] c\n";
+    teller_log_opts o = teller_log_defaults();
+    o.ref_ns = 1767139200000000000LL; /* 2025-12-31 00:00 UTC, as --year 2025 gives */
+    teller_log_reader *r = teller_log_reader_create(&o);
+    collect c;
+    memset(&c, 0, sizeof c);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(teller_log_reader_feed(r, t, strlen(t), on_rec, &c, NULL) == TELLER_OK);
+        CHECK(teller_log_reader_finish(r, on_rec, &c, NULL) == TELLER_OK);
+        teller_log_reader_free(r);
+    }
+    CHECK_EQ_INT(c.n, 3);
+    CHECK_EQ_INT(c.time[0], 1767225599000000000LL); /* 2025-12-31 23:59:59 */
+    CHECK_EQ_INT(c.time[1], 1767225601000000000LL); /* 2026-01-01 00:00:01 */
+    CHECK_EQ_INT(c.time[2], 1781481601000000000LL); /* 2026-06-15 00:00:01 */
+    teller_log_record rec;
+    const char *h = "[2026-11-18 20:06:40 TP3]x Decode batch.";
+    teller_log_parse_line(h, strlen(h), &o, &rec);
+    CHECK_EQ_INT(rec.rank, -1);
+    CHECK_EQ_INT(rec.family, TELLER_LOG_GENERIC);
+    const char *nc = "host:12:34 [3] NCCL BOGUS x";
+    teller_log_parse_line(nc, strlen(nc), &o, &rec);
+    CHECK_EQ_INT(rec.pid, -1);
+    CHECK_EQ_INT(rec.device, -1);
+    CHECK_EQ_INT(rec.process.n, 0);
+    static const struct {
+        const char *tag;
+        int32_t rank, pg_rank;
+        const char *pg;
+    } P[] = {{"[PG ID 0 PG GUID 0(default_pg) Rank 7]", 7, -1, ""},
+             {"[PG ID 2 PG GUID 5 Rank 1]", -1, 1, "5"},
+             {"[PG ID 1 PG GUID 3(tp) Rank 0]", -1, 0, "3"},
+             {"[PG 0 Rank 4]", 4, -1, ""},
+             {"[PG 2 Rank 0]", -1, 0, "2"},
+             {"[Rank 3]", 3, -1, ""}};
+    for (size_t k = 0; k < sizeof P / sizeof *P; k++) {
+        char line[256];
+        snprintf(line, sizeof line, "[E1118 20:16:40.258063782 ProcessGroupNCCL.cpp:632] %s Watchdog caught "
+                 "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE)", P[k].tag);
+        teller_log_parse_line(line, strlen(line), &o, &rec);
+        CHECK_EQ_INT(rec.rank, P[k].rank);
+        CHECK_EQ_INT(rec.pg_rank, P[k].pg_rank);
+        CHECK(rec.pg.n == strlen(P[k].pg) && !memcmp(rec.pg.p ? rec.pg.p : "", P[k].pg, rec.pg.n));
+    }
+}
+
 /* `teller run` output: every line behind "<ns> ", blank lines too. */
 static void captured_traceback_is_one_record_at_its_first_line(void)
 {
@@ -973,6 +1052,19 @@ static void gzip_log_reads_as_the_plain_one(void)
     CHECK(zipped.keys_hash == plain.keys_hash);
     CHECK_EQ_INT(sz.binary, 0);
     CHECK_EQ_INT(sz.bad_utf8, 0);
+    /* cut short: an error that says so, not a shorter log */
+    size_t zlen;
+    char *z = read_file(path, &zlen);
+    CHECK(z != NULL);
+    FILE *f = z ? fopen(path, "wb") : NULL;
+    if (f) {
+        fwrite(z, 1, zlen / 2, f);
+        fclose(f);
+        file_collect cut = {0, 0, 0, 1469598103934665603ull};
+        CHECK_EQ_INT(teller_log_read_file(path, NULL, on_file, &cut, NULL, &err), TELLER_ERR_FORMAT);
+        CHECK(strstr(err.msg, "ends early") != NULL);
+    }
+    free(z);
     unlink(path);
     free(buf);
 }
@@ -1144,7 +1236,8 @@ static void records_align_to_steps_ranks_and_collectives(void)
             teller_comm cm;
             memset(&cm, 0, sizeof cm);
             cm.collective = teller_store_intern(st, "allreduce", 9);
-            cm.pg_name = teller_store_intern(st, "0", 1);
+            cm.pg_name = teller_store_intern(st, "5", 1);
+            cm.pg_ranks = teller_store_intern(st, "[1, 0]", 6); /* group rank 0 is rank 1 */
             cm.in_nelems = cm.out_nelems = 1024;
             cm.seq = 40 + step; /* the watchdog's SeqNum for this instance */
             teller_args a;
@@ -1171,7 +1264,11 @@ static void records_align_to_steps_ranks_and_collectives(void)
         "[2025-12-31 01:00:07 TP0] far after the last step\n"
         "[rank1]:[E1231 01:10:00.000000000 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
         "operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000)\n"
-        "no time here\n";
+        "no time here\n"
+        "[E1231 01:10:00.000000000 ProcessGroupNCCL.cpp:607] [PG ID 1 PG GUID 5 Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE)\n"
+        "[E1231 01:10:00.000000000 ProcessGroupNCCL.cpp:607] [PG ID 1 PG GUID 9 Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE)\n";
     teller_log_opts o = teller_log_defaults();
     o.ref_ns = T;
     teller_log_reader *r = teller_log_reader_create(&o);
@@ -1183,7 +1280,7 @@ static void records_align_to_steps_ranks_and_collectives(void)
         CHECK(teller_log_reader_feed(r, log, strlen(log), on_align, &ac, NULL) == TELLER_OK);
         CHECK(teller_log_reader_finish(r, on_align, &ac, NULL) == TELLER_OK);
     }
-    CHECK_EQ_INT(ac.n, 6);
+    CHECK_EQ_INT(ac.n, 8);
     /* steps are [0, 0.05], [0.1, 0.15], [0.2, 0.25] s after 01:00:00 on both ranks; a
      * whole-second stamp is read at the middle of its second (0.5 s) */
     CHECK_EQ_INT(ac.al[0].rank, 1);
@@ -1199,6 +1296,8 @@ static void records_align_to_steps_ranks_and_collectives(void)
     CHECK(ac.al[4].coll != TELLER_NONE);
     CHECK(!(ac.al[4].flags & TELLER_LOGF_SEQ_ASSUMED));
     CHECK_EQ_INT(ac.al[5].step, TELLER_NONE);
+    CHECK_EQ_INT(ac.al[6].rank, 1);  /* rank 0 of the trace's group "5", [1, 0] */
+    CHECK_EQ_INT(ac.al[7].rank, -1); /* a group the trace does not have */
     teller_log_reader_free(r);
     teller_store_free(st);
 }
@@ -1249,7 +1348,9 @@ const test_case logs_tests[] = {
     {"logs: a learned header gives the record its time and level", learned_header_gives_time_and_level},
     {"logs: engine lines read the same in a file as alone", engine_lines_read_the_same_in_a_file_as_alone},
     {"logs: a level or header behind an unknown prefix is read", level_behind_an_unknown_prefix_is_read},
-    {"logs: a gzip-compressed log reads as the plain one", gzip_log_reads_as_the_plain_one},
+    {"logs: a gzip-compressed log reads as the plain one, a cut one fails saying so", gzip_log_reads_as_the_plain_one},
+    {"logs: a traceback longer than a record keeps its exception line", long_traceback_keeps_its_exception_line},
+    {"logs: New Year, false headers and process groups' ranks", what_a_line_says_is_taken_only_when_whole},
     {"logs: a directory, a trace or another compression given as a log is refused by name",
      what_is_not_a_log_is_refused_by_name},
     {"logs: a callback's failure (out of memory) comes back as the status", callback_failure_comes_back_as_the_status},

@@ -95,6 +95,9 @@ typedef struct teller_log_record {
     uint8_t        level;      /* teller_log_level */
     int32_t        pid;        /* -1 when unknown */
     int32_t        rank;       /* global rank when the line says it ([rankN], rank=N, TPn), else -1 */
+    int32_t        pg_rank;    /* rank within pg when a ProcessGroupNCCL tag names a group other
+                                * than the default, else -1 */
+    teller_log_str pg;         /* that group's name (PG GUID), else empty */
     int32_t        device;     /* NCCL's cudaDev in `[dev]`, else -1 */
     int64_t        seq;        /* NCCL watchdog SeqNum / work number, else -1 */
     int64_t        ran_ns;     /* a watchdog timeout's "ran for N milliseconds": how long the

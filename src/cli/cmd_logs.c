@@ -27,8 +27,9 @@ static void help(FILE *f)
             "                     each record its step (rules: docs/ARCHITECTURE.md, Logs)\n"
             "  --node N           the node the logs were written on (default: 'node<N>' in\n"
             "                     the file name, else 0)\n"
-            "  --year Y           year for timestamps without one (default: the file's mtime,\n"
-            "                     or the trace's first event with --align)\n"
+            "  --year Y           year of the first timestamp without one (default: the file's\n"
+            "                     mtime, or the trace's first event with --align); later\n"
+            "                     ones run on past New Year\n"
             "  --tz-offset S      the logger's zone in seconds east of UTC (default 0)\n"
             "  --loghub DIR       GA and PA of the miner on every Loghub-2k dataset in DIR\n"
             "                     (feeds the Content column)\n"
@@ -144,6 +145,11 @@ static int write_record(run *r, const teller_log_record *rec, const teller_log_m
         fprintf(f, ",\"device\":%d", (int)rec->device);
     if (rec->seq >= 0)
         fprintf(f, ",\"seq\":%lld", (long long)rec->seq);
+    if (rec->pg.n) {
+        fputs(",\"pg\":", f);
+        put_json_slice(f, rec->pg.p, rec->pg.n);
+        fprintf(f, ",\"pg_rank\":%d", (int)rec->pg_rank);
+    }
     if (rec->process.n) {
         fputs(",\"process\":", f);
         put_json_slice(f, rec->process.p, rec->process.n);
@@ -193,9 +199,11 @@ static int year_ref(int year, int64_t *ref)
 {
     if (year < 1970 || year > 9999)
         return -1;
-    /* Dec 31st 00:00 of that year: every MM-DD stamp then falls in that year
-     * (the reader moves a date more than a month after the reference to the
-     * year before); it is also the date of time-only lines until a dated line */
+    /* Dec 31st 00:00 of that year: the first MM-DD stamp then falls in that
+     * year (the reader moves a date more than a month after the reference to
+     * the year before), and each later one in the year that puts it nearest
+     * the line before (a log that runs past New Year goes on into the next);
+     * it is also the date of time-only lines until a dated line */
     int64_t y = year, days = y * 365 + y / 4 - y / 100 + y / 400 - 719162 - 1;
     *ref = days * 86400LL * 1000000000LL;
     return 0;

@@ -410,6 +410,10 @@ static int on_log(void *ctx, const teller_log_record *rec)
             if (!whole) {
                 step = step_at(D, al.time_ns);
             } else { /* placed with the file's others once it is read (place_deferred) */
+                double wlo, whi;
+                line_window(al.time_ns, 1, &wlo, &whi);
+                if (whi <= D->t_first || wlo > D->t_last)
+                    return 0; /* no step starts in its second: it cannot be placed */
                 if (TELLER_GROW(L->def, L->cdef, L->ndef + 1))
                     return -TELLER_ERR_NOMEM;
                 deferred *dl = &L->def[L->ndef++];

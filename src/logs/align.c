@@ -2,8 +2,11 @@
  * align.c - a log record to the rank and step of a tree-built store.
  *
  * Rules, first that applies:
- *   1. Rank: the record's own ([rankN]:, rank=N, TPn, "[Rank N]"), else the
- *      only rank the store has on the log's node, else unknown (-1).
+ *   1. Rank: the record's own ([rankN]:, rank=N, TPn, "[Rank N]"), or the
+ *      global rank of its rank within a named process group (ProcessGroupNCCL's
+ *      "[PG ... Rank N]" of a group other than the default: that group's
+ *      "Process Group Ranks" in the trace), else the only rank the store has
+ *      on the log's node, else unknown (-1).
  *   2. A NCCL watchdog record with a sequence number (SeqNum=N, "work: N")
  *      goes to the collective instance of that number: first one whose
  *      member kernel carries the trace's own Seq (Kineto's
@@ -82,6 +85,25 @@ static int32_t only_rank(const teller_store *st, int32_t node)
     return r;
 }
 
+/* The global rank of rank r of the trace's process group named pg (the
+ * "Process Group Ranks" of a collective of that "Process Group Name"), or
+ * -1 when the trace has no such group or it has fewer ranks. */
+static int32_t pg_global_rank(const teller_store *st, const teller_log_str *pg, int32_t r)
+{
+    const teller_comm *cm;
+    for (uint32_t i = 0; (cm = teller_store_comm(st, i)) != NULL; i++) {
+        const char *name = teller_store_str(st, cm->pg_name);
+        if (strlen(name) != pg->n || memcmp(name, pg->p, pg->n))
+            continue;
+        long v;
+        int32_t k = 0;
+        for (const char *c = teller_store_str(st, cm->pg_ranks); teller_pg_ranks_next(&c, &v); k++)
+            if (k == r)
+                return v >= 0 && v <= INT32_MAX ? (int32_t)v : -1;
+    }
+    return -1;
+}
+
 static uint32_t coll_by_seq(const teller_store *st, int64_t seq, int32_t rank, int assumed,
                             uint32_t *kernel)
 {
@@ -117,7 +139,9 @@ void teller_log_align_record(const teller_store *st, int32_t node, const teller_
     memset(out, 0, sizeof *out);
     out->step = TELLER_NONE;
     out->coll = TELLER_NONE;
-    out->rank = rec->rank >= 0 ? rec->rank : only_rank(st, node);
+    out->rank = rec->rank >= 0 ? rec->rank : rec->pg_rank >= 0 ? pg_global_rank(st, &rec->pg, rec->pg_rank) : -1;
+    if (out->rank < 0)
+        out->rank = only_rank(st, node);
     out->time_ns = INT64_MIN;
     if (rec->time_ns != INT64_MIN) {
         out->time_ns = rec->time_ns - node_offset(st, node);

@@ -109,8 +109,15 @@ teller_status teller_log_read_file(const char *path, const teller_log_opts *opts
                                   zerr == Z_ERRNO ? "I/O error" : m);
             break;
         }
-        if (got == 0)
+        if (got == 0) {
+            int zerr;
+            gzerror(gz, &zerr);
+            if (zerr == Z_BUF_ERROR) /* the gzip stream stops before its end */
+                st = teller_error_set(err, TELLER_ERR_FORMAT, path, off,
+                                      "the gzip stream ends early, after %llu bytes of text: the file is cut short",
+                                      (unsigned long long)off);
             break;
+        }
         if (off == 0) {
             const char *kind = not_a_log(buf, (size_t)got);
             if (kind) {

@@ -433,6 +433,7 @@ static size_t hdr_bracket_time(const char *s, size_t n, size_t i, teller_log_rec
         return 0;
     log_time x = {0};
     size_t j = i + 1;
+    int64_t tp = -1; /* a TPn tag's n, taken once the header is whole */
     if (ymd(s, n, j, &x)) {
         if (j + 10 >= n || s[j + 10] != ' ')
             return 0;
@@ -453,11 +454,13 @@ static size_t hdr_bracket_time(const char *s, size_t n, size_t i, teller_log_rec
         if (a1 == a0 || v < 0)
             return 0;
         if (a1 - a0 == 2 && !memcmp(s + a0, "TP", 2) && v <= INT32_MAX)
-            r->rank = (int32_t)v;
+            tp = v;
         (*tags)++;
     }
     if (j + 1 >= n || s[j] != ']' || s[j + 1] != ' ')
         return 0;
+    if (tp >= 0)
+        r->rank = (int32_t)tp;
     *t = x;
     return j + 2 - i;
 }
@@ -523,6 +526,7 @@ static size_t hdr_glog(const char *s, size_t n, size_t i, teller_log_record *r, 
 static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
 {
     size_t j = i;
+    teller_log_record h = *r; /* what the host part says, taken once the level word is found */
     if (starts(s, n, i, "NCCL version ")) {
         r->family = TELLER_LOG_NCCL;
         r->level = TELLER_LOGL_INFO;
@@ -561,15 +565,15 @@ static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
             q++;
         if (q > src0 && q < src1 && s[q] == ' ')
             src0 = q + 1;
-        r->process.p = s + h0;
-        r->process.n = c1 - 1 - h0;
+        h.process.p = s + h0;
+        h.process.n = c1 - 1 - h0;
         if (pid >= 0 && pid <= INT32_MAX)
-            r->pid = (int32_t)pid;
+            h.pid = (int32_t)pid;
         if (dev <= INT32_MAX)
-            r->device = (int32_t)dev;
+            h.device = (int32_t)dev;
         if (src1 > src0) {
-            r->source.p = s + src0;
-            r->source.n = src1 - src0;
+            h.source.p = s + src0;
+            h.source.n = src1 - src0;
         }
         j = src1 + 1;
     }
@@ -583,6 +587,7 @@ static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
              {"ABORT ", TELLER_LOGL_CRITICAL}};
     for (size_t k = 0; k < sizeof L / sizeof *L; k++)
         if (starts(s, n, j, L[k].w)) {
+            *r = h;
             r->family = TELLER_LOG_NCCL;
             r->level = (uint8_t)L[k].l;
             return j + strlen(L[k].w) - i;
@@ -760,20 +765,44 @@ static int64_t find_ran(const char *s, size_t n)
     return v >= 0 && v <= INT64_MAX / 1000000 && starts(s, n, i, " milliseconds") ? v * 1000000 : -1;
 }
 
-/* "[Rank N]" or "[PG ... Rank N]" tags of ProcessGroupNCCL messages. */
-static int32_t find_pg_rank(const char *s, size_t n)
+/* The "[Rank N]", "[PG G Rank N]" or "[PG ID I PG GUID G(desc) Rank N]"
+ * tag ProcessGroupNCCL starts its messages with. N is the rank within the
+ * group: a global rank for the default group (G "0", or "default_pg"), and
+ * taken as one for the bare "[Rank N]" of older releases; for any other
+ * group r->pg is G and r->pg_rank N, and align.c finds the global rank
+ * from the trace's group of that name. */
+static void find_pg_tag(const char *s, size_t n, teller_log_record *r)
 {
     if (n < 7 || s[0] != '[')
-        return -1;
+        return;
     const char *e = memchr(s, ']', n < 128 ? n : 128);
     if (!e)
-        return -1;
-    const char *p = find(s, (size_t)(e - s), "Rank ");
+        return;
+    size_t m = (size_t)(e - s);
+    const char *p = find(s, m, "Rank ");
     if (!p)
-        return -1;
+        return;
     size_t i = (size_t)(p - s) + 5;
     int64_t v = number(s, n, &i);
-    return v >= 0 && v <= INT32_MAX && s + i == e ? (int32_t)v : -1;
+    if (v < 0 || v > INT32_MAX || s + i != e)
+        return;
+    const char *g = find(s, m, "PG GUID ");
+    g = g ? g + 8 : starts(s, m, 1, "PG ") ? s + 4 : NULL;
+    if (!g) { /* the bare tag */
+        r->rank = (int32_t)v;
+        return;
+    }
+    size_t gn = 0;
+    while (g + gn < p && g[gn] != ' ' && g[gn] != '(')
+        gn++;
+    int deflt = (gn == 1 && g[0] == '0') || (g[gn] == '(' && starts(g, (size_t)(p - g), gn, "(default_pg)"));
+    if (deflt) {
+        r->rank = (int32_t)v;
+    } else if (gn) {
+        r->pg.p = g;
+        r->pg.n = gn;
+        r->pg_rank = (int32_t)v;
+    }
 }
 
 /* ---- time -------------------------------------------------------------- */
@@ -804,7 +833,14 @@ static void resolve_time(parse_ctx *c, const log_time *t, teller_log_record *r)
     int64_t day;
     if (t->has_date) {
         int y = t->y;
-        if (!t->has_year) {
+        if (!t->has_year && c->last_day != INT64_MIN) {
+            /* after a timed line, the year that puts the date nearest its
+             * date: a log that runs past New Year goes on into the next */
+            y = year_of_day(c->last_day);
+            int64_t d = log_days_from_civil(y, t->mo, t->d);
+            y += d < c->last_day - 183 ? 1 : d > c->last_day + 183 ? -1 : 0;
+            r->flags |= TELLER_LOGF_YEAR_INFERRED;
+        } else if (!t->has_year) {
             y = c->ref_year;
             /* a December line read against a January reference is last year's */
             if (c->ref_day != INT64_MIN &&
@@ -843,7 +879,7 @@ void log_ctx_init(parse_ctx *c, const teller_log_opts *o)
 void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record *r)
 {
     memset(r, 0, sizeof *r);
-    r->pid = r->rank = r->device = -1;
+    r->pid = r->rank = r->device = r->pg_rank = -1;
     r->seq = -1;
     r->ran_ns = -1;
     r->num_lines = 1;
@@ -943,7 +979,7 @@ void log_parse_line_ctx(parse_ctx *c, const char *s, size_t n, teller_log_record
     }
 
     if (r->rank < 0 && r->family == TELLER_LOG_TORCH)
-        r->rank = find_pg_rank(m, mn);
+        find_pg_tag(m, mn, r);
     if (r->family == TELLER_LOG_TORCH || find(m, mn, "SeqNum=")) {
         r->seq = find_seq(m, mn);
         r->ran_ns = find_ran(m, mn);

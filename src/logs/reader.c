@@ -138,6 +138,7 @@ static int tb_flush(teller_log_reader *r, teller_log_fn fn, void *ctx)
 static void tb_append(teller_log_reader *r, const teller_log_record *rec)
 {
     size_t need = rec->msg.n + (r->tb_len ? 1 : 0);
+    r->tb_rec.num_lines++;
     if (r->tb_len + need > r->cap) {
         r->tb_rec.flags |= TELLER_LOGF_TRUNCATED;
         return;
@@ -146,8 +147,30 @@ static void tb_append(teller_log_reader *r, const teller_log_record *rec)
         r->tb_buf[r->tb_len++] = '\n';
     memcpy(r->tb_buf + r->tb_len, rec->msg.p, rec->msg.n);
     r->tb_len += rec->msg.n;
-    r->tb_rec.num_lines++;
     r->tb_rec.flags |= rec->flags & (TELLER_LOGF_ANSI | TELLER_LOGF_BAD_UTF8 | TELLER_LOGF_TRUNCATED);
+}
+
+/* Makes room for a last line of n bytes (at most cap: lines are cut
+ * there) after what the traceback holds, by cutting the frames at its end
+ * to a line "...": the exception line, the record's key, always stays. */
+static void tb_make_room(teller_log_reader *r, size_t n)
+{
+    static const char cut[] = "...";
+    if (r->tb_len + 1 + n <= r->cap)
+        return;
+    size_t keep = r->cap >= n + sizeof cut + 1 ? r->cap - n - sizeof cut - 1 : 0, p = 0;
+    for (size_t i = keep < r->tb_len ? keep : r->tb_len; i > 0; i--)
+        if (r->tb_buf[i - 1] == '\n') {
+            p = i - 1;
+            break;
+        }
+    if (p > 0)
+        r->tb_buf[p++] = '\n';
+    memcpy(r->tb_buf + p, cut, sizeof cut - 1);
+    r->tb_len = p + sizeof cut - 1;
+    if (r->tb_len + 1 + n > r->cap) /* no room for even the cut line */
+        r->tb_len = 0;
+    r->tb_rec.flags |= TELLER_LOGF_TRUNCATED;
 }
 
 static void copy_slice(teller_log_str *dst, char *buf, size_t cap)
@@ -167,6 +190,8 @@ static void tb_open(teller_log_reader *r, const teller_log_record *rec)
     if (r->tb_rec.level < TELLER_LOGL_ERROR)
         r->tb_rec.level = TELLER_LOGL_ERROR;
     r->tb_rec.num_lines = 0;
+    r->tb_rec.pg = (teller_log_str){0}; /* a traceback names no group */
+    r->tb_rec.pg_rank = -1;
     copy_slice(&r->tb_rec.process, r->tb_proc, sizeof r->tb_proc);
     copy_slice(&r->tb_rec.source, r->tb_src, sizeof r->tb_src);
     r->tb_len = 0;
@@ -343,6 +368,7 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
             return 0;
         }
         if (r->tb == TB_OPEN && log_is_exception_line(rec.msg.p, rec.msg.n)) {
+            tb_make_room(r, rec.msg.n);
             size_t at = r->tb_len + (r->tb_len ? 1 : 0);
             tb_append(r, &rec);
             if (at + rec.msg.n <= r->tb_len) {
