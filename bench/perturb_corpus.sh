@@ -44,6 +44,7 @@ for entry in "${SETS[@]}"; do
   for ((i = 0; i < N; i++)); do
     dir=$(printf "%s/%s/case_%04d" "$C" "$name" "$i")
     [ -f "$dir/truth.json" ] && continue
+    rm -rf "$dir" # what an interrupted run left
     # shellcheck disable=SC2086
     "$T" perturb -q -o "$dir" --rate "$RATE" --seed $((BASE + 1000 * s + i)) $inputs 2> /dev/null
   done
@@ -58,6 +59,7 @@ fi
 for ((i = 0; i < N; i++)); do
   dir=$(printf "%s/sim_healthy/case_%04d" "$C" "$i")
   [ -f "$dir/truth.json" ] && continue
+  rm -rf "$dir"
   "$T" perturb -q -o "$dir" --rate "$RATE" --seed $((BASE + 1000 * s + i)) "$(printf "%s/case_%04d" "$H" "$i")" 2> /dev/null
 done
 echo "corpus: $C ($N cases per set, rate $RATE, seeds from $BASE)"

@@ -179,6 +179,11 @@ static void test_mpi_predictions_are_teller_diagnose(void)
     char inputs[1024];
     snprintf(inputs, sizeof inputs, "'%s'", dir);
     same_as_teller(inputs, tmp, 1);
+    /* a file named twice (alone, then in its directory), the repeat in a
+     * reader's share with files after it: read once, and no process waits
+     * for it (a reader used to send it and wait for process 0 to take it) */
+    snprintf(inputs, sizeof inputs, "'%s/rank12.trace.json.gz' '%s'", dir, dir);
+    same_as_teller(inputs, tmp, 0);
     /* real multi-rank traces: two Kineto ranks, an NCCL trace, a 2-GPU nsys export */
     snprintf(inputs, sizeof inputs, "'%s'", shared_path("hta/trace_filter"));
     same_as_teller(inputs, tmp, 0);
@@ -227,7 +232,7 @@ static void test_mpi_unreadable_file_fails_every_process(void)
 const test_case mpi_tests[] = {
     {"mpi: a packed store appends as the store itself; cut short, it is refused", test_packed_store_appends_as_the_store},
 #ifdef TELLER_MPI
-    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, real traces)",
+    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, a file named twice, real traces)",
      test_mpi_predictions_are_teller_diagnose},
     {"mpi: a file one process cannot read fails the run on every process, no hang", test_mpi_unreadable_file_fails_every_process},
 #endif

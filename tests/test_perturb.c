@@ -186,8 +186,10 @@ static void test_rate_zero_writes_the_run_unchanged(void)
     const char *logs[] = {log};
     o.logs = logs;
     o.nlogs = 1;
-    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
-    snprintf(copy, sizeof copy, "%s/logs/node0.log", dir);
+    char again[64]; /* a new directory: dir holds a case already */
+    snprintf(again, sizeof again, "%s/again", dir);
+    CHECK_EQ_INT(teller_perturb(st, &o, again, &res, &err), TELLER_OK);
+    snprintf(copy, sizeof copy, "%s/logs/node0.log", again);
     size_t n1 = 0, n2 = 0;
     CHECK((b1 = read_file(log, &n1)) != NULL && (b2 = read_file(copy, &n2)) != NULL);
     CHECK(n1 == n2 && n1 > 0 && b1 && b2 && !memcmp(b1, b2, n1));
@@ -439,8 +441,12 @@ static void test_same_seed_same_bytes(void)
         free(b1);
         free(b2);
     }
-    /* another seed, another case */
+    /* another seed, another case; d2 holds one, so it goes first: the
+     * output directory must be new or empty */
     o.seed = 100;
+    CHECK_EQ_INT(teller_perturb(st, &o, d2, NULL, &err), TELLER_ERR_ARG);
+    CHECK(strstr(err.msg, "already holds files") != NULL);
+    rm_rf(d2);
     CHECK_EQ_INT(teller_perturb(st, &o, d2, NULL, &err), TELLER_OK);
     char p1[600], p2[600], *b1 = NULL, *b2 = NULL;
     size_t n1 = 0, n2 = 0;
@@ -825,11 +831,13 @@ static void test_preemption_writes_the_engine_warning(void)
     o.logs = logs;
     o.nlogs = 1;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_perturb(st, &o, dir, &res, &err), TELLER_OK);
+    char out[64]; /* dir holds the log */
+    snprintf(out, sizeof out, "%s/case", dir);
+    CHECK_EQ_INT(teller_perturb(st, &o, out, &res, &err), TELLER_OK);
     CHECK_EQ_INT(res.by_fault[TELLER_FAULT_PREEMPTION], 1);
     char path[600], *text = NULL;
     size_t n = 0;
-    snprintf(path, sizeof path, "%s/logs/node0.log", dir);
+    snprintf(path, sizeof path, "%s/logs/node0.log", out);
     CHECK((text = read_file(path, &n)) != NULL);
     if (text) {
         time_t sec = (time_t)(t0 / 1000000000);
@@ -844,7 +852,7 @@ static void test_preemption_writes_the_engine_warning(void)
     }
     free(text);
     /* the truth: the step annotation on rank 0, a scheduling fault */
-    snprintf(path, sizeof path, "%s/truth.json", dir);
+    snprintf(path, sizeof path, "%s/truth.json", out);
     jv *t = jdom_load(path, &err);
     const jv *s0 = t ? &jdom_get(t, "steps")->items[0] : NULL;
     CHECK(s0 && jdom_bool(s0, "abnormal", 0) && !strcmp(jdom_str(s0, "fault_type", ""), "scheduling"));
@@ -921,6 +929,58 @@ static void test_preemption_recomputes_a_prefill(void)
     rm_rf(dir);
 }
 
+/* Found by review on hta/trace_filter's two ranks: a torn-down hang's
+ * truth said its step took -7.5e18 ns (no rank kept the step's annotation);
+ * a collective member that ended before the last member arrived (one of the
+ * trace's own mismatched instances) lost 10 ms of its 39.6 ms. */
+static void test_hangs_and_mismatched_members_keep_sane_times(void)
+{
+    teller_store *st = load_run(8);
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char out[64];
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = 1;
+    o.seed = 2;
+    o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+    o.hang_teardown = 1;
+    teller_error err;
+    teller_error_clear(&err);
+    snprintf(out, sizeof out, "%s/hang", dir);
+    CHECK_EQ_INT(teller_perturb(st, &o, out, NULL, &err), TELLER_OK);
+    char path[128];
+    snprintf(path, sizeof path, "%s/truth.json", out);
+    jv *t = jdom_load(path, &err);
+    const jv *steps = t ? jdom_get(t, "steps") : NULL;
+    int hung = 0;
+    for (size_t k = 0; steps && k < steps->n; k++)
+        if (jdom_bool(&steps->items[k], "abnormal", 0)) {
+            hung++;
+            CHECK(jdom_num(&steps->items[k], "duration_ns", 0) > 600e9); /* until the watchdog fired */
+            CHECK(jdom_num(&steps->items[k], "excess_ns", 0) > 590e9);
+        }
+    CHECK_EQ_INT(hung, 1);
+    jdom_free(t);
+    o.faults = 1u << TELLER_FAULT_GPU_THROTTLE;
+    o.hang_teardown = 0;
+    snprintf(out, sizeof out, "%s/throttle", dir);
+    CHECK_EQ_INT(teller_perturb(st, &o, out, NULL, &err), TELLER_OK);
+    teller_store *back = load_written(out, st);
+    const teller_events *a = teller_store_events(st), *b = teller_store_events(back);
+    int64_t was = -1, now = -1;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->corr[i] == 7035472 && (a->flags[i] & TELLER_F_COMM) && a->layer[i] == TELLER_LAYER_KERNEL)
+            was = a->dur_ns[i];
+    for (size_t i = 0; i < b->n; i++)
+        if (b->corr[i] == 7035472 && (b->flags[i] & TELLER_F_COMM) && b->layer[i] == TELLER_LAYER_KERNEL)
+            now = b->dur_ns[i];
+    CHECK(was > 39000000);
+    CHECK_EQ_INT(now, was);
+    teller_store_free(back);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 const test_case perturb_tests[] = {
     {"perturb: the Kineto writer reads back equal (Kineto, nsys, ROCm)", test_writer_reads_back_equal},
     {"perturb: rate 0 writes the run unchanged; its logs are copied", test_rate_zero_writes_the_run_unchanged},
@@ -929,6 +989,8 @@ const test_case perturb_tests[] = {
     {"perturb: preemption writes vLLM's warning into the scheduler node's log at the step's time", test_preemption_writes_the_engine_warning},
     {"perturb: a preempted step recomputes a prefill the size of the run's largest", test_preemption_recomputes_a_prefill},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
+    {"perturb: a torn-down hang's truth lasts until the watchdog; a member that did not wait keeps its time",
+     test_hangs_and_mismatched_members_keep_sane_times},
     {"perturb: teller perturb CASE_DIR brings the case's logs along", test_cli_case_brings_its_logs},
     {"perturb: bad input says why", test_bad_input_says_why},
     {"perturb: peers wait at the collective for a slow rank; syncs and parents follow", test_peers_wait_for_a_slow_rank},

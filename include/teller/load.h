@@ -66,6 +66,12 @@ void teller_load_files_free(char **files, size_t n);
 teller_status teller_load(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
                           teller_error *err);
 
+/* Which of files[0..n) name a file named before (the same device and
+ * inode, by any path): same_as[i] is the index of its first name, or n;
+ * bytes (may be NULL) gets each file's size. teller_load reads a file once
+ * and skips its repeats. 0, or -1 out of memory. */
+int teller_load_same_files(const char *const *files, size_t n, size_t *same_as, uint64_t *bytes);
+
 /* Checks that the sources of a tree-built store can be one run. Refused,
  * with TELLER_ERR_ARG and a message naming two files:
  *   - two files that hold the same rank;

@@ -15,7 +15,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: teller perturb -o CASE_DIR [options] TRACE_OR_CASE...\n"
                "  --fault KIND[,KIND...]    fault kinds to inject (all: every kind, the default)\n"
                "  --rate P                  share of steps that get a fault (default 0.3)\n"
-               "  --severity S              scales fault magnitudes (default 1)\n"
+               "  --severity S              scales fault magnitudes (default 1, at most 100)\n"
                "  --seed N                  same input and seed, same bytes (default 1)\n"
                "  --log LOG                 a service log of the run, copied to logs/node<N>.log\n"
                "                            (N from node<N> in its name, else the order given); repeatable;\n"
@@ -75,7 +75,8 @@ int cmd_perturb(int argc, char **argv)
             if (stat(a, &sb) == 0 && S_ISDIR(sb.st_mode)) {
                 size_t had = nlogs;
                 cli_case_logs(a, &logs, &nlogs);
-                qsort(logs + had, nlogs - had, sizeof *logs, str_cmp); /* not the directory's order */
+                if (nlogs > had) /* not the directory's order */
+                    qsort(logs + had, nlogs - had, sizeof *logs, str_cmp);
             }
             continue;
         }

@@ -13,7 +13,8 @@
  * no smoothing, over words (runs of letters, digits, '_', '.', ':', '%')
  * and single punctuation marks, lower-cased. Fact recall checks four facts
  * per abnormal step in the explanation: "rank N" for the true rank, the
- * normalised true operator, the fault name (or its words, or its type), and
+ * normalised true operator, the fault name (or its words, "gpu throttle")
+ * as a word of its own (not "oom" in "room"), and
  * a duration within 20 % of the true excess time (numbers with ns, us, µs,
  * ms or s units).
  */
@@ -212,6 +213,20 @@ static int ci_has(const char *text, const char *needle)
     return 0;
 }
 
+/* needle, case aside, as a word of its own: neither a letter, a digit nor
+ * '_' right before or after it */
+static int has_word(const char *text, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (!n)
+        return 0;
+    for (const char *p = text; *p; p++)
+        if (!strncasecmp(p, needle, n) && (p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+            !(isalnum((unsigned char)p[n]) || p[n] == '_'))
+            return 1;
+    return 0;
+}
+
 static int has_duration(const char *text, double want_ns)
 {
     if (want_ns <= 0)
@@ -307,7 +322,7 @@ static void add_step(teller_eval *e, const jv *t, const jv *p, acc *bucket[], in
         if (*q == '_')
             *q = ' ';
     int facts = has_rank(expl, trank) + ci_has(expl, tn) +
-                (ci_has(expl, fault) || ci_has(expl, words) || ci_has(expl, tft)) +
+                (has_word(expl, fault) || has_word(expl, words)) +
                 has_duration(expl, jdom_num(t, "excess_ns", 0));
     for (int i = 0; i < nb; i++) {
         acc *a = bucket[i];

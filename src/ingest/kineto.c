@@ -651,6 +651,10 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
             return 0;
         }
     }
+    if (f->ts < -TELLER_TIME_MAX || f->ts > TELLER_TIME_MAX || dur > TELLER_TIME_MAX / 2) {
+        teller_store_warn(st, r->path, pos_of(r, at), "time past the year 2116; event skipped");
+        return 0;
+    }
     uint32_t name = intern_str(r, &f->name);
     if (name == TELLER_NONE) {
         teller_store_warn(st, r->path, pos_of(r, at), "bad escape in event name; event skipped");
@@ -1145,6 +1149,14 @@ static teller_status ingest(reader *r)
         teller_store_warn(st, r->path, 0, "%llu GPU operations carry no correlation id and cannot be linked",
                           (unsigned long long)r->gpu_without_corr);
     teller_events *ev = teller_store_events_mut(st);
+    for (size_t i = first; r->has_base && i < ev->n; i++) {
+        int64_t t;
+        if (__builtin_add_overflow(ev->start_ns[i], r->base_ns, &t) || t < -TELLER_TIME_MAX || t > TELLER_TIME_MAX) {
+            teller_store_warn(st, r->path, 0, "baseTimeNanoseconds %lld puts events past the year 2116; ignored",
+                              (long long)r->base_ns);
+            r->has_base = 0;
+        }
+    }
     if (r->has_base) {
         for (size_t i = first; i < ev->n; i++)
             ev->start_ns[i] += r->base_ns;

@@ -57,6 +57,9 @@ static int looks_like_trace(const char *path)
     size_t l = strlen(path);
     if (l < 5 || strcmp(path + l - 5, ".json"))
         return 1;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 1; /* let the reader say why (a pipe is not opened: it would wait for a writer) */
     FILE *f = fopen(path, "rb");
     if (!f)
         return 1; /* let the reader say why */
@@ -253,7 +256,8 @@ static teller_status put_file(load_run *r, size_t k, teller_store *part, teller_
         }
         s = teller_store_append(r->st, part, e);
     }
-    r->done += r->bytes[k];
+    if (r->same_as[k] == r->n) /* a repeat was never counted in the total */
+        r->done += r->bytes[k];
     if (s == TELLER_OK && r->o->progress)
         r->o->progress(r->o->progress_ctx, r->files[k], r->done, r->total);
     return s;
@@ -345,6 +349,32 @@ static void read_one(void *ctx, size_t i)
     pthread_mutex_unlock(&r->mu);
 }
 
+int teller_load_same_files(const char *const *files, size_t n, size_t *same_as, uint64_t *bytes)
+{
+    dev_t *dev = malloc((n ? n : 1) * sizeof *dev);
+    ino_t *ino = malloc((n ? n : 1) * sizeof *ino);
+    if (!dev || !ino) {
+        free(dev);
+        free(ino);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct stat sb;
+        int known = stat(files[i], &sb) == 0;
+        same_as[i] = n;
+        dev[i] = known ? sb.st_dev : 0;
+        ino[i] = known ? sb.st_ino : 0;
+        if (bytes)
+            bytes[i] = known ? (uint64_t)sb.st_size : 0;
+        for (size_t j = 0; known && j < i && same_as[i] == n; j++)
+            if (same_as[j] == n && ino[j] && dev[j] == dev[i] && ino[j] == ino[i])
+                same_as[i] = j;
+    }
+    free(dev);
+    free(ino);
+    return 0;
+}
+
 teller_status teller_load(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
                           teller_error *err)
 {
@@ -355,8 +385,6 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
         return teller_error_set(err, TELLER_ERR_ARG, "(arguments)", 0, "no trace given");
     size_t *same_as = malloc(n * sizeof *same_as);
     uint64_t *bytes = calloc(n, sizeof *bytes);
-    dev_t *dev = malloc(n * sizeof *dev);
-    ino_t *ino = malloc(n * sizeof *ino);
     load_run r;
     memset(&r, 0, sizeof r);
     r.part = calloc(n, sizeof *r.part);
@@ -366,24 +394,15 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
     r.spare = calloc(n, sizeof *r.spare);
     r.scratch = calloc(n, sizeof *r.scratch);
     teller_status s = TELLER_OK;
-    if (!same_as || !bytes || !dev || !ino || !r.part || !r.status || !r.errs || !r.ready || !r.spare || !r.scratch) {
+    /* the same file named twice (by any path) is read once */
+    if (!same_as || !bytes || !r.part || !r.status || !r.errs || !r.ready || !r.spare || !r.scratch ||
+        teller_load_same_files(files, n, same_as, bytes)) {
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
         goto done;
     }
-    /* the same file named twice (by any path) is read once */
-    for (size_t i = 0; i < n; i++) {
-        struct stat sb;
-        int known = stat(files[i], &sb) == 0;
-        same_as[i] = n;
-        dev[i] = known ? sb.st_dev : 0;
-        ino[i] = known ? sb.st_ino : 0;
-        bytes[i] = known ? (uint64_t)sb.st_size : 0;
-        for (size_t j = 0; known && j < i && same_as[i] == n; j++)
-            if (same_as[j] == n && ino[j] && dev[j] == dev[i] && ino[j] == ino[i])
-                same_as[i] = j;
+    for (size_t i = 0; i < n; i++)
         if (same_as[i] == n)
             r.total += bytes[i];
-    }
     r.files = files;
     r.n = n;
     r.o = o;
@@ -434,8 +453,6 @@ done:
     free(r.scratch);
     free(same_as);
     free(bytes);
-    free(dev);
-    free(ino);
     free(r.part);
     free(r.status);
     free(r.errs);

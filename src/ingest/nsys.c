@@ -37,9 +37,9 @@
 #include "teller/tree.h"
 #include "../util/vec.h"
 
-/* Timestamps outside [0, TIME_MAX] are nonsense in any export; refusing
- * them keeps every later sum (start + dur + epoch base) inside int64. */
-#define TIME_MAX ((int64_t)1 << 62)
+/* Timestamps outside [0, TELLER_TIME_MAX] (store.h) are nonsense in any
+ * export; refusing them keeps every later sum (start + dur + epoch base)
+ * inside int64. */
 
 /* Global ids: (vm << 48) | (pid << 24) | tid. */
 static int32_t gid_pid(int64_t g) { return (int32_t)(((uint64_t)g >> 24) & 0xFFFFFF); }
@@ -459,7 +459,7 @@ static int row_time(reader *r, sqlite3_stmt *q, int c, int t, int64_t rowid, int
         return 0;
     }
     int64_t s = sqlite3_column_int64(q, c), e = sqlite3_column_int64(q, c + 1);
-    if (s < 0 || s > TIME_MAX || e < 0 || e > TIME_MAX) {
+    if (s < 0 || s > TELLER_TIME_MAX || e < 0 || e > TELLER_TIME_MAX) {
         teller_store_warn(r->st, r->path, (uint64_t)rowid, "%s row %lld has a timestamp out of range; skipped",
                           k_tables[t], (long long)rowid);
         return 0;
@@ -853,10 +853,10 @@ static void read_facts(reader *r, facts *f)
                  col_or_null(r, T_SESSION, "systemClockNs"));
         if ((q = one_row(r, sql))) {
             int64_t u = int_or(q, 0, -1), c = int_or(q, 1, -1);
-            if (u >= 0 && u <= TIME_MAX) {
+            if (u >= 0 && u <= TELLER_TIME_MAX) {
                 f->has_session = 1;
                 f->utc_ns = u;
-                f->clock_ns = c >= 0 && c <= TIME_MAX ? c : -1;
+                f->clock_ns = c >= 0 && c <= TELLER_TIME_MAX ? c : -1;
             } else {
                 teller_store_warn(r->st, r->path, 0, "session start time out of range; times stay on the capture clock");
             }

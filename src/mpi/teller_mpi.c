@@ -51,7 +51,8 @@ static pthread_mutex_t mpi_mu = PTHREAD_MUTEX_INITIALIZER;
 /* What every process must know before reading: sent by process 0. */
 typedef struct plan {
     uint64_t           n;         /* files; 0: nothing to read, stop */
-    uint64_t           names_len; /* their paths, each with its NUL */
+    uint64_t           names_len; /* their paths, each with its NUL, then a byte per file: 1 for a
+                                   * repeat (teller_load_same_files), which nobody reads or sends */
     teller_ingest_opts ingest;
     int32_t            jobs;
 } plan;
@@ -168,10 +169,12 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     p.jobs = opts->jobs;
     for (size_t i = 0; i < n; i++)
         p.names_len += strlen(files[i]) + 1;
+    p.names_len += n;
     char *names = malloc(p.names_len ? p.names_len : 1);
+    size_t *same_as = malloc((n ? n : 1) * sizeof *same_as);
     remote R = {n, calloc(n ? n : 1, 1), &opts->ingest, 0};
     teller_status bad = TELLER_OK;
-    if (!names || !R.received)
+    if (!names || !same_as || !R.received || teller_load_same_files(files, n, same_as, NULL))
         bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
     else if (n > tag_bound() || p.names_len > INT32_MAX)
         bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
@@ -179,6 +182,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         plan none = {0};
         announce(&none, NULL);
         free(names);
+        free(same_as);
         free(R.received);
         return bad;
     }
@@ -188,6 +192,8 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         memcpy(names + at, files[i], len);
         at += len;
     }
+    for (size_t i = 0; i < n; i++) /* teller_load reads a repeat's first name only */
+        names[at + i] = same_as[i] < n;
     announce(&p, names);
     free(names);
     teller_load_opts lo = *opts;
@@ -196,10 +202,10 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     if (!threaded)
         lo.jobs = 1;
     teller_status s = teller_load(st, files, n, &lo, err);
-    /* a file teller_load did not ask for (it stopped at an error, or the
-     * file was named twice) is still sent: take it, so its sender ends */
+    /* a file teller_load did not ask for (it stopped at an error) is still
+     * sent, but for a repeat: take it, so its sender ends */
     for (size_t i = 0; i < n; i++) {
-        if (owner(i, n) == 0 || R.received[i])
+        if (owner(i, n) == 0 || R.received[i] || same_as[i] < n)
             continue;
         file_head h;
         char *buf;
@@ -207,6 +213,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         free(buf);
     }
     free(R.received);
+    free(same_as);
     /* bench/scale.sh reads what crossed the wire from here */
     if (getenv("TELLER_MPI_STATS"))
         fprintf(stderr, "teller-mpi: %d processes, %zu files; process 0 received %llu bytes\n", nproc, n,
@@ -219,6 +226,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
 typedef struct share {
     const plan   *p;
     char        **files;
+    const char   *repeat; /* per file: 1 for a repeat, not read */
     size_t        lo;    /* this process reads files lo, lo + 1, ... */
     size_t        first; /* the batch being read starts at file lo + first */
     file_head    *head;  /* per file of the share */
@@ -233,6 +241,8 @@ static void read_pack(void *ctx, size_t b)
     const char *path = S->files[S->lo + k];
     memset(h, 0, sizeof *h);
     teller_error_clear(&h->err);
+    if (S->repeat[S->lo + k])
+        return;
     teller_store *st = teller_store_create();
     if (!st) {
         teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory");
@@ -255,7 +265,7 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
 {
     size_t n = 0;
     for (size_t k = a; k < b; k++)
-        n += 1 + (S->head[k].err.code == TELLER_OK ? (S->head[k].size + CHUNK - 1) / CHUNK : 0);
+        n += !S->repeat[S->lo + k] + (S->head[k].err.code == TELLER_OK ? (S->head[k].size + CHUNK - 1) / CHUNK : 0);
     MPI_Request *req = malloc((n ? n : 1) * sizeof *req);
     if (!req) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
@@ -265,6 +275,8 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
     for (size_t k = a; k < b; k++) {
         file_head *h = &S->head[k];
         int tag = (int)(S->lo + k);
+        if (S->repeat[S->lo + k])
+            continue;
         MPI_Isend(h, (int)sizeof *h, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
         if (h->err.code != TELLER_OK) {
             fprintf(stderr, "teller-mpi: process %d cannot read its file %s: %s:%llu: %s\n", me, S->files[S->lo + k],
@@ -309,8 +321,11 @@ static int serve(void)
         if (owner(i, n) == me)
             hi = i + 1;
     }
-    size_t mine = lo < hi ? hi - lo : 0;
-    share S = {&p, files, lo, 0, calloc(mine ? mine : 1, sizeof *S.head), calloc(mine ? mine : 1, sizeof *S.buf)};
+    size_t mine = lo < hi ? hi - lo : 0, at = 0;
+    for (size_t i = 0; i < n; i++)
+        at += strlen(files[i]) + 1;
+    share S = {&p, files, names + at, lo, 0, calloc(mine ? mine : 1, sizeof *S.head),
+               calloc(mine ? mine : 1, sizeof *S.buf)};
     if (!S.head || !S.buf) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -120,10 +120,10 @@ static int q_malloc(const pctx *P, uint32_t i)
 static int q_host_op(const pctx *P, uint32_t i)
 {
     const teller_events *ev = P->ev;
-    if ((ev->flags[i] & TELLER_F_GPU) || ev->layer[i] != TELLER_LAYER_BACKEND)
+    if ((ev->flags[i] & (TELLER_F_GPU | TELLER_F_STEP)) || ev->layer[i] != TELLER_LAYER_BACKEND)
         return 0;
     uint32_t p = ev->parent[i];
-    return p == TELLER_NONE || ev->layer[p] != TELLER_LAYER_BACKEND; /* outermost torch ops */
+    return p == TELLER_NONE || ev->layer[p] != TELLER_LAYER_BACKEND; /* outermost torch ops, not a step marker */
 }
 
 static int q_copy(const pctx *P, uint32_t i)
@@ -603,7 +603,8 @@ static void note(teller_perturb_result *res, const char *fmt, ...)
 }
 
 /* Per step: the window over every rank, from the step table's rules
- * (marker start to the end of the marker or of the step's GPU work). */
+ * (marker start to the end of the marker or of the step's GPU work), in
+ * the times start and dur, of the events keep keeps (all: NULL). */
 static void windows(const teller_store *st, const int64_t *start, const int64_t *dur, const uint8_t *keep,
                     int64_t *lo, int64_t *hi, uint32_t nsteps)
 {
@@ -615,10 +616,23 @@ static void windows(const teller_store *st, const int64_t *start, const int64_t 
     }
     for (size_t j = 0; j < teller_store_num_steps(st); j++) {
         uint32_t m = steps[j].marker, k = steps[j].step;
-        if (keep && m != TELLER_NONE && !keep[m])
-            continue;
-        int64_t s = m == TELLER_NONE ? steps[j].start_ns : start[m];
-        int64_t e = m == TELLER_NONE ? steps[j].end_ns : start[m] + dur[m];
+        int64_t s = INT64_MAX, e = INT64_MIN;
+        if (m != TELLER_NONE && (!keep || keep[m])) {
+            s = start[m];
+            e = start[m] + dur[m];
+        }
+        for (uint32_t q = 0; m == TELLER_NONE && q < teller_store_num_sources(st); q++) {
+            /* a step without a marker (a rank's only step, or the one it
+             * was taken down in) spans its rank's host events of the step,
+             * as the reader cuts it */
+            const teller_source *so = teller_store_source_c(st, q);
+            for (size_t i = so->first_event; so->rank == steps[j].rank && i < so->first_event + so->num_events; i++)
+                if (!(ev->flags[i] & TELLER_F_GPU) && ev->layer[i] != TELLER_LAYER_OTHER && ev->step[i] == k &&
+                    (!keep || keep[i])) {
+                    if (start[i] < s) s = start[i];
+                    if (start[i] + dur[i] > e) e = start[i] + dur[i];
+                }
+        }
         if (s < lo[k]) lo[k] = s;
         if (e > hi[k]) hi[k] = e;
     }
@@ -637,6 +651,16 @@ static int64_t node_offset_of(const teller_store *st, int32_t node)
     return 0;
 }
 
+/* Whether the run's Python frames are SGLang's (sglang/srt/...). */
+static int sglang_frames(const teller_store *st)
+{
+    const teller_events *ev = teller_store_events(st);
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->layer[i] == TELLER_LAYER_FRONTEND && strstr(teller_store_str(st, ev->name[i]), "sglang/srt/"))
+            return 1;
+    return 0;
+}
+
 static const char *engine_of(const teller_store *st)
 {
     const teller_step *steps = teller_store_steps(st);
@@ -644,8 +668,8 @@ static const char *engine_of(const teller_store *st)
         if (steps[j].marker == TELLER_NONE)
             continue;
         const char *n = teller_store_str(st, teller_store_events(st)->name[steps[j].marker]);
-        if (!strncmp(n, "execute_", 8))
-            return "vllm";
+        if (!strncmp(n, "execute_", 8)) /* a model runner's step: vLLM's, or SGLang's traced the same way */
+            return sglang_frames(st) ? "sglang" : "vllm";
         if (!strncmp(n, "step[", 5))
             return "sglang";
         if (!strncmp(n, "ProfilerStep", 12))
@@ -892,11 +916,11 @@ static int logline_cmp(const void *a, const void *b)
 /* What a hang leaves in the traces: the hung rank's events that had ended
  * before the launch it never made, and every rank's events up to the end
  * of the hung step (old end_k); what never ended is left out. Torn down
- * (hang_teardown), a member that waited never ended anything from the
- * start of its kernel of the hung collective on: only what ended before it
- * is kept (the watchdog, not the collective, ended the wait). 0, or -1 out
- * of memory. */
-static int hang_keep(const pctx *P, int64_t end_k, uint8_t *keep)
+ * (teardown), a member that waited never ended anything from the start
+ * of its kernel of the hung collective on: only what ended before it is
+ * kept (the watchdog, not the collective, ended the wait). 0, or -1 out of
+ * memory. */
+static int hang_keep(const pctx *P, int64_t end_k, int teardown, uint8_t *keep)
 {
     const teller_events *ev = P->ev;
     uint32_t h = P->hang_kernel, L = ev->parent[h];
@@ -908,7 +932,7 @@ static int hang_keep(const pctx *P, int64_t end_k, uint8_t *keep)
         return -1;
     for (size_t q = 0; q < ns; q++)
         cut[q] = INT64_MAX;
-    if (P->o->hang_teardown) {
+    if (teardown) {
         const teller_collective *co = &teller_store_collectives(P->st)[P->coll[h]];
         const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
         for (uint32_t j = 0; j < co->num_members; j++)
@@ -995,8 +1019,10 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     teller_perturb_result res_local;
     teller_perturb_result *res = res_out ? res_out : &res_local;
     memset(res, 0, sizeof *res);
-    if (!(o->rate >= 0 && o->rate <= 1) || !(o->severity > 0))
-        return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0, "rate must be within 0..1 and severity above 0");
+    if (!(o->rate >= 0 && o->rate <= 1) || !(o->severity > 0 && o->severity <= 100))
+        return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0,
+                                "rate must be within 0..1 and severity above 0 and at most 100");
+
     const teller_events *ev = teller_store_events(st);
     const teller_step *steps = teller_store_steps(st);
     const char *where =
@@ -1130,7 +1156,9 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         goto done;
     windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps);
     if (P.hang_step != TELLER_NONE) {
-        if (!(keep = malloc(n ? n : 1)) || hang_keep(&P, win[P.nsteps + P.hang_step], keep))
+        /* the steps' windows are the run's as it happened: the hung step
+         * lasts until the watchdog fires, torn down or not */
+        if (!(keep = malloc(n ? n : 1)) || hang_keep(&P, win[P.nsteps + P.hang_step], 0, keep))
             goto oom;
     }
     windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
@@ -1169,10 +1197,20 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
             last = k;
         }
     }
+    int full = teller_dir_has_files(dir);
+    if (full) {
+        rc = teller_error_set(err, full < 0 ? TELLER_ERR_IO : TELLER_ERR_ARG, dir, 0,
+                              full < 0 ? "not a directory that can be read"
+                                       : "already holds files: give a new or empty directory (a case's files would "
+                                         "mix with them)");
+        goto done;
+    }
     if (teller_mkdir_p(dir, 0755)) {
         rc = teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the directory");
         goto done;
     }
+    if (o->hang_teardown && P.hang_step != TELLER_NONE && hang_keep(&P, win[P.nsteps + P.hang_step], 1, keep))
+        goto oom; /* what the torn-down ranks' collectors wrote */
     if ((rc = teller_kineto_write(st, start, dur, keep, dir, err)) != TELLER_OK)
         goto done;
     for (uint32_t k = 0; k < P.nsteps; k++) {

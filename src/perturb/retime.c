@@ -162,9 +162,12 @@ static void coll_finish(rt *R, uint32_t c)
         if (R->done[k] != 1) /* 0: not reached yet, 2: end settled */
             continue;
         int64_t e = end_of(ev, k), after = e - L;
-        int64_t tail = after < 0 ? 0 : after < ev->dur_ns[k] ? after : ev->dur_ns[k];
+        int64_t tail = after < ev->dur_ns[k] ? after : ev->dur_ns[k];
         int64_t a = R->ns[k] + tail + R->coll_extra[c], b = e + (Ln - L) + R->coll_extra[c];
-        R->ne[k] = a > b ? a : b;
+        /* a member that ended before the last one arrived (an instance the
+         * trace's own times do not make one: a mismatched Seq) waited for
+         * nobody: it keeps its duration */
+        R->ne[k] = after < 0 ? R->ns[k] + ev->dur_ns[k] + R->coll_extra[c] : a > b ? a : b;
         R->done[k] = 2;
     }
 }

@@ -13,4 +13,8 @@
  * by the mkdir that failed. */
 int teller_mkdir_p(const char *path, mode_t mode);
 
+/* Whether `path` is a directory holding anything (1), or does not exist or
+ * is empty (0); -1 when it is something else, or cannot be read. */
+int teller_dir_has_files(const char *path);
+
 #endif
