@@ -162,6 +162,13 @@ static void test_diagnose_simulated_case(void)
     free(html);
     teller_requests_free(reqs);
     teller_diagnosis_free(d);
+    /* the same UTC logs read as local time a day east of UTC fall a day
+     * before the trace: not used, and said (the zone reaches the reader) */
+    dop.log_tz_offset_s = 86400;
+    CHECK_EQ_INT(teller_diagnose(st, &dop, &d, &err), TELLER_OK);
+    CHECK(has_note(d, "nothing in it was used"));
+    teller_diagnosis_free(d);
+    dop.log_tz_offset_s = 0;
     teller_store_free(st);
     /* only three of the four ranks: the diagnosis says one is missing */
     st = load_case_ranks(dir, 0, 3);

@@ -97,6 +97,7 @@ struct teller_model;
 typedef struct teller_diag_opts {
     const char *const *logs;
     size_t             nlogs;
+    int32_t            log_tz_offset_s; /* the logs' local zone, seconds east of UTC (0: UTC) */
     double             threshold; /* abnormality score above which a step is flagged; 0: default */
     /* the root-cause model (model.h) that judges each step and picks its
      * root among the candidates; NULL: the numeric stage alone */

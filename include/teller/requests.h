@@ -117,6 +117,7 @@ typedef struct teller_req_opts {
     size_t                  nlogs;
     const teller_diagnosis *diag;  /* optional: abnormal steps and their faults */
     int64_t                 log_ref_ns; /* year reference for logs without one; 0: the trace's first step */
+    int32_t                 log_tz_offset_s; /* the logs' local zone, seconds east of UTC (0: UTC) */
 } teller_req_opts;
 
 teller_req_opts teller_req_defaults(void);

@@ -115,6 +115,7 @@ int cmd_diagnose(int argc, char **argv)
     size_t nlogs = 0;
     int np = 0, rc = 0;
     double threshold = 0;
+    int32_t tz_offset = 0;
     if (!paths)
         return 1;
     for (int i = 1; i < argc; i++) {
@@ -133,6 +134,7 @@ int cmd_diagnose(int argc, char **argv)
                    "                       [options] TRACE_OR_CASE...\n"
                    "  a case directory brings its logs/node*.log; --log adds service logs\n"
                    "  (a log's node comes from node<N> in its name)\n"
+                   "  --tz-offset S: the logs' local zone in seconds east of UTC (default 0: UTC)\n"
                    "  --candidates FILE: every step's candidates and their features as JSON\n"
                    "  --model FILE: the root-cause model to use (default: the built-in one, if any);\n"
                    "  --no-model: the numeric stage alone\n"
@@ -141,7 +143,8 @@ int cmd_diagnose(int argc, char **argv)
             goto done;
         }
         if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
-             !strcmp(a, "--threshold") || !strcmp(a, "--candidates") || !strcmp(a, "--model")) &&
+             !strcmp(a, "--threshold") || !strcmp(a, "--candidates") || !strcmp(a, "--model") ||
+             !strcmp(a, "--tz-offset")) &&
             i + 1 >= argc) {
             fprintf(stderr, "teller: diagnose: %s needs a value\n", a);
             rc = 2;
@@ -163,7 +166,14 @@ int cmd_diagnose(int argc, char **argv)
             no_model = 1;
         else if (!strcmp(a, "--model-alone"))
             model_alone = 1;
-        else if (!strcmp(a, "--threshold")) {
+        else if (!strcmp(a, "--tz-offset")) {
+            double tz;
+            if (cli_number("diagnose", a, argv[++i], -86400, 86400, 1, &tz)) {
+                rc = 2;
+                goto done;
+            }
+            tz_offset = (int32_t)tz;
+        } else if (!strcmp(a, "--threshold")) {
             /* scores are in [0, 1]: a threshold above 1 would flag nothing */
             if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
                 rc = 2;
@@ -205,6 +215,7 @@ int cmd_diagnose(int argc, char **argv)
     dop.model_alone = model_alone;
     dop.logs = (const char *const *)logs;
     dop.nlogs = nlogs;
+    dop.log_tz_offset_s = tz_offset;
     dop.jobs = o.load.jobs;
     if (threshold > 0)
         dop.threshold = threshold;

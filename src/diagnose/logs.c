@@ -687,6 +687,7 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
     teller_req_opts ro = teller_req_defaults();
     ro.logs = o->logs;
     ro.nlogs = o->nlogs;
+    ro.log_tz_offset_s = o->log_tz_offset_s;
     teller_status st = teller_req_begin(D->st, &ro, &D->req, err);
     if (st != TELLER_OK)
         return st;

@@ -877,6 +877,7 @@ teller_log_opts teller_req_log_opts(const teller_req_builder *b)
 {
     teller_log_opts lo = teller_log_defaults();
     lo.ref_ns = b->o.log_ref_ns ? b->o.log_ref_ns : b->span_lo;
+    lo.tz_offset_s = b->o.log_tz_offset_s;
     return lo;
 }
 
