@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "check.h"
 #include "diagnose/diag_internal.h"
@@ -1777,7 +1778,82 @@ static void test_diagnose_empty_trace_says_so(void)
     teller_store_free(st);
 }
 
+/* Writes DIR/rank<R>.trace.json.gz: one rank of a healthy tensor-parallel
+ * pair, iterations first .. last (ProfilerStep#N), each a gemm of
+ * gemm_us[N] us and an all-reduce carrying Kineto's Seq N. */
+static void write_tp_rank(const char *dir, int rank, int first, int last, const int *gemm_us)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/rank%d.trace.json.gz", dir, rank);
+    gzFile f = gzopen(path, "wb1");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    gzprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2, \"backend\": \"nccl\"},\n"
+                "\"traceEvents\": [\n", rank);
+    const char *sep = "";
+    for (int k = first; k <= last; k++) {
+        long t = 1000000 + 1000L * k, corr = 10L * k + 1;
+        gzprintf(f, "%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": 100, "
+                    "\"tid\": 100, \"ts\": %ld, \"dur\": 900}", sep, k, t);
+        sep = ",\n";
+        for (int j = 0; j < 2; j++, corr++, t += 400) {
+            const char *name = j ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL" : "gemm_a";
+            gzprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, "
+                        "\"tid\": 100, \"ts\": %ld, \"dur\": 5, \"args\": {\"correlation\": %ld}}", t + 1, corr);
+            gzprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": 7, "
+                        "\"ts\": %ld, \"dur\": %d, \"args\": {\"correlation\": %ld, \"device\": %d, \"stream\": 7",
+                     name, t + 10, j ? 30 : gemm_us[k], corr, rank);
+            if (j)
+                gzprintf(f, ", \"Collective name\": \"allreduce\", \"In msg nelems\": 1024, \"Out msg nelems\": 1024, "
+                            "\"dtype\": \"Float\", \"Process Group Name\": \"0\", \"Process Group Ranks\": \"[0, 1]\", "
+                            "\"Group size\": 2, \"Seq\": %d", k);
+            gzprintf(f, "}}");
+        }
+    }
+    gzprintf(f, "\n]}\n");
+    gzclose(f);
+}
+
+/* Found by review: ranks whose profiles began at different iterations were
+ * compared step by step in the order of their own traces (rank 1's first
+ * step against rank 0's first), which flagged a healthy gemm, and the
+ * collective of the iteration rank 1 never traced was called a hang; a
+ * peer's zero-length record was taken as the yardstick ("usually next to
+ * none"). */
+static void test_steps_line_up_by_iteration(void)
+{
+    char dir[] = "/tmp/teller_iter_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    int grow[6] = {100, 200, 300, 400, 500, 600}; /* the same work on both ranks, iteration by iteration */
+    write_tp_rank(dir, 0, 0, 5, grow);
+    write_tp_rank(dir, 1, 1, 5, grow);
+    teller_store *st = load_case_ranks(dir, 0, 2);
+    CHECK_EQ_INT(teller_store_step_count(st), 6);
+    for (size_t i = 0; i < teller_store_num_steps(st); i++) {
+        const teller_step *sp = &teller_store_steps(st)[i];
+        if (sp->rank == 1)
+            CHECK(sp->step >= 1); /* its ProfilerStep#1 is the run's step 1 */
+    }
+    teller_error err;
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    int flat[6] = {100, 100, 100, 100, 100, 100}, glitch[6] = {100, 100, 0, 100, 100, 100};
+    write_tp_rank(dir, 0, 0, 5, flat);
+    write_tp_rank(dir, 1, 0, 5, glitch);
+    st = load_case_ranks(dir, 0, 2);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 const test_case diagnose_tests[] = {
+    {"diagnose: ranks line up by iteration; a peer's zero-length record is no yardstick", test_steps_line_up_by_iteration},
     {"diagnose: a trace without events is said to hold none", test_diagnose_empty_trace_says_so},
     {"diagnose: the medians and order statistics (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},
     {"diagnose: simulated case: faults found, explanations grounded; missing ranks and foreign logs said",

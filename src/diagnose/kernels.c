@@ -211,8 +211,8 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
                 best = me->ref[ix];
             }
         }
-        if (t <= best * 1.15 || t - best < 10000)
-            continue;
+        if (!(best > 0) || t <= best * 1.15 || t - best < 10000)
+            continue; /* a yardstick of nothing (a peer's zero-length record) says nothing */
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = teller_store_source_c(D->st, (uint32_t)s)->rank,
                   .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t - best,
                   .sig = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};

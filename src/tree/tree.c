@@ -1085,6 +1085,74 @@ static int eventless_steps(const teller_store *st, const size_t *range, marker *
     return 0;
 }
 
+/* N of a "ProfilerStep#N" annotation, or -1. */
+static int64_t iteration_of(const char *name)
+{
+    if (strncmp(name, "ProfilerStep#", 13) || !name[13])
+        return -1;
+    int64_t v = 0;
+    for (const char *p = name + 13; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
+}
+
+/* Numbers the steps mk[0..n) (sorted by rank and start) into num: by
+ * iteration when every annotation is a ProfilerStep#N and each rank's N
+ * rise with time (the place of N among every rank's N: a rank whose profile
+ * began an iteration later lines up with the others by iteration, not by
+ * its first step), else each rank's steps in order; a step without an
+ * annotation follows its rank's step before it. 0, or -1 out of memory. */
+static int number_steps(const teller_store *st, const marker *mk, size_t n, uint32_t *num)
+{
+    int64_t *it = malloc((n ? n : 1) * sizeof *it), *all = malloc((n ? n : 1) * sizeof *all);
+    if (!it || !all) {
+        free(it);
+        free(all);
+        return -1;
+    }
+    size_t na = 0;
+    int by_iter = 1;
+    for (size_t k = 0; k < n; k++) {
+        it[k] = mk[k].ev != TELLER_NONE ? iteration_of(teller_store_str(st, st->ev.name[mk[k].ev])) : -1;
+        if (mk[k].ev != TELLER_NONE && it[k] < 0)
+            by_iter = 0;
+        for (size_t j = k; by_iter && it[k] >= 0 && j-- > 0 && mk[j].rank == mk[k].rank;)
+            if (it[j] >= 0) {
+                by_iter = it[j] < it[k];
+                break;
+            }
+        if (it[k] >= 0)
+            all[na++] = it[k];
+    }
+    teller_sort(all, na, sizeof *all, cmp_i64);
+    size_t nu = 0;
+    for (size_t a = 0; a < na; a++)
+        if (nu == 0 || all[a] != all[nu - 1])
+            all[nu++] = all[a];
+    for (size_t k = 0; k < n; k++) {
+        int same = k > 0 && mk[k - 1].rank == mk[k].rank;
+        if (by_iter && it[k] >= 0) {
+            size_t lo = 0, hi = nu;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (all[mid] < it[k])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            num[k] = (uint32_t)lo;
+        } else {
+            num[k] = same ? num[k - 1] + 1 : 0;
+        }
+    }
+    free(it);
+    free(all);
+    return 0;
+}
+
 static teller_status cut_steps(teller_store *st, const size_t *range, const teller_tree_opts *o, teller_error *err)
 {
     size_t ns = st->nsources;
@@ -1136,16 +1204,19 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
     free(st->steps);
     st->steps = malloc((nmk ? nmk : 1) * sizeof *st->steps);
-    if (!st->steps)
+    uint32_t *num = malloc((nmk ? nmk : 1) * sizeof *num);
+    if (!st->steps || !num || number_steps(st, mk, nmk, num)) {
+        free(num);
         goto oom;
+    }
     st->nsteps = nmk;
     st->step_count = 0;
     for (size_t k = 0; k < nmk; k++) {
-        uint32_t num = (k > 0 && mk[k - 1].rank == mk[k].rank) ? st->steps[k - 1].step + 1 : 0;
-        st->steps[k] = (teller_step){num, mk[k].rank, mk[k].ev, mk[k].start, mk[k].end};
-        if (num + 1 > st->step_count)
-            st->step_count = num + 1;
+        st->steps[k] = (teller_step){num[k], mk[k].rank, mk[k].ev, mk[k].start, mk[k].end};
+        if (num[k] + 1 > st->step_count)
+            st->step_count = num[k] + 1;
     }
+    free(num);
     /* stamp every source's events on the pool, then take the latest end of
      * each step's GPU work (a maximum: the order does not matter) */
     step_stamp sp = {st, range, mk, nmk, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
