@@ -181,6 +181,41 @@ static void test_bad_events_are_skipped_with_warnings(void)
     teller_store_free(st);
 }
 
+/* Found by review: "7" as a tid was a hash, not thread 7; a tid past 32
+ * bits was cut to its low bits (thread 4294967297 became thread 1); a number
+ * of more than 63 characters lost its exponent (1.000...1e6 read as 1); a
+ * time past 2116 overflowed start + dur; a base time that is no number was
+ * dropped without a word. */
+static void test_ids_numbers_and_times_read_as_written(void)
+{
+    const char *doc =
+        "{\"baseTimeNanoseconds\": \"abc\", \"traceEvents\": ["
+        "{\"ph\": \"X\", \"name\": \"a\", \"pid\": \"1\", \"tid\": \"7\", \"ts\": 10, \"dur\": 1},"
+        "{\"ph\": \"X\", \"name\": \"b\", \"pid\": 1, \"tid\": 7, \"ts\": 20, \"dur\": 1},"
+        "{\"ph\": \"X\", \"name\": \"c\", \"pid\": 1, \"tid\": 4294967297, \"ts\": 30, \"dur\": 1},"
+        "{\"ph\": \"X\", \"name\": \"d\", \"pid\": 1, \"tid\": 1, \"ts\": 40, \"dur\": 1},"
+        "{\"ph\": \"X\", \"name\": \"long\", \"pid\": 1, \"tid\": 1, \"ts\": "
+        "1.00000000000000000000000000000000000000000000000000000000000000000000001e6, \"dur\": 1},"
+        "{\"ph\": \"X\", \"name\": \"far\", \"pid\": 1, \"tid\": 1, \"ts\": 9e15, \"dur\": 9e15}"
+        "]}";
+    teller_status s;
+    teller_error err;
+    teller_store *st = load_mem(doc, &s, &err);
+    CHECK_EQ_INT(s, TELLER_OK);
+    const teller_events *ev = teller_store_events(st);
+    uint32_t a = find(st, "a"), b = find(st, "b"), c = find(st, "c"), d = find(st, "d"), l = find(st, "long");
+    CHECK(a != TELLER_NONE && b != TELLER_NONE && c != TELLER_NONE && d != TELLER_NONE && l != TELLER_NONE);
+    if (a != TELLER_NONE && b != TELLER_NONE && c != TELLER_NONE && d != TELLER_NONE && l != TELLER_NONE) {
+        CHECK_EQ_INT(teller_event_tid(ev, a), 7);
+        CHECK_EQ_INT(ev->track[a], ev->track[b]); /* one thread */
+        CHECK(teller_event_tid(ev, c) != teller_event_tid(ev, d));
+        CHECK_EQ_INT(ev->start_ns[l], 1000000000);
+    }
+    CHECK(find(st, "far") == TELLER_NONE);
+    CHECK(teller_store_num_warnings(st) >= 2); /* the base time, the far event */
+    teller_store_free(st);
+}
+
 /* A gzip file bigger than the reader's window: the same events as the
  * in-memory read, so units split across refills are parsed again whole. */
 static void test_streaming_matches_memory(void)
@@ -436,6 +471,7 @@ static void test_tracks_one_per_pair(void)
 }
 
 const test_case kineto_tests[] = {
+    {"kineto: ids, long numbers and far times read as written", test_ids_numbers_and_times_read_as_written},
     {"kineto: a 19-digit baseTimeNanoseconds is exact; past int64 is an error", test_base_time_19_digits_exact},
     {"kineto: kernel links to its launch by correlation id, op and step by time", test_small_trace_links_and_step},
     {"kineto: a torch op's input shapes are kept as the trace wrote them", test_op_shapes_kept_as_written},

@@ -296,7 +296,8 @@ static void test_small_export_links_and_skips_bad_rows(void)
     /* one process (pid 7, tid 9), one kernel launched by cudaLaunchKernel
      * (corr 5), one graph launch, one NVTX step around them; and bad rows:
      * a kernel that ends before it starts, one without a name, one without
-     * a process, a runtime call with an unknown name id */
+     * a process, one whose start is text, a runtime call with an unknown
+     * name id */
     const char *sql =
         "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
         "INSERT INTO StringIds VALUES (1,'cudaLaunchKernel_v7000'),(2,'void gemm<float>(int)'),(3,'gemm'),"
@@ -309,6 +310,7 @@ static void test_small_export_links_and_skips_bad_rows(void)
         "  (3000, 2900, 0, 7, 6, 117440512, 2, 3, 1, 1, 1, 1, 1, 1),"
         "  (3000, 3100, 0, 7, 6, 117440512, 99, 98, 1, 1, 1, 1, 1, 1),"
         "  (3000, 3100, 0, 7, 6, NULL, 2, 3, 1, 1, 1, 1, 1, 1),"
+        "  ('garbage', '3100', 0, 7, 6, 117440512, 2, 3, 1, 1, 1, 1, 1, 1),"
         "  (3200, 3300, 0, 7, 8, 117440512, 5, 5, 1, 1, 1, 1, 1, 1);"
         "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL,"
         "  eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,"
@@ -338,7 +340,7 @@ static void test_small_export_links_and_skips_bad_rows(void)
     /* kernel + NCCL kernel + 2 runtime calls + 1 NVTX range */
     const teller_events *ev = teller_store_events(st);
     CHECK_EQ_INT(ev->n, 5);
-    CHECK_EQ_INT(teller_store_num_warnings(st), 5);
+    CHECK_EQ_INT(teller_store_num_warnings(st), 6);
     CHECK_EQ_INT(teller_store_num_sources(st), 1);
     CHECK_EQ_INT(teller_store_source_c(st, 0)->pid, 7);
     CHECK_EQ_INT(teller_store_source_c(st, 0)->rank, 0);

@@ -931,7 +931,43 @@ static void test_reports_on_the_real_vllm_trace(void)
     teller_store_free(st);
 }
 
+/* Found by review: slices of one thread that all cross each other took a
+ * lane each, every slice scanning every lane (120,000 of them: 23 s), and
+ * past 1024 lanes shared the last, crossing on one thread. At most 64 lanes
+ * now; the rest are left out, and an instant says how many. */
+static void test_perfetto_crossing_slices_stay_nested_and_are_counted(void)
+{
+    teller_store *st = teller_store_create();
+    teller_source src = {0};
+    src.path = teller_store_intern(st, "rank0.json", 10);
+    src.pid = 100;
+    teller_store_add_source(st, &src);
+    for (int i = 0; i < 300; i++)
+        add_ev(st, 0, "crossing", TELLER_LAYER_BACKEND, 0, i, 301, 100, 100, 0);
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    buf b = render_perfetto(st, NULL);
+    jv *doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
+    CHECK(doc != NULL);
+    const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
+    CHECK(events && events->type == J_ARR);
+    if (events && events->type == J_ARR) {
+        CHECK_EQ_INT(check_nesting(events), 0);
+        size_t slices = 0;
+        for (size_t i = 0; i < events->n; i++)
+            slices += !strcmp(jdom_str(&events->items[i], "name", ""), "crossing");
+        CHECK_EQ_INT(slices, 64);
+        CHECK(strstr(b.p, "236 slices of") != NULL);
+    }
+    jdom_free(doc);
+    free(b.p);
+    teller_store_free(st);
+}
+
 const test_case report_tests[] = {
+    {"report perfetto: slices that all cross stay nested, at most 64 lanes, the rest counted",
+     test_perfetto_crossing_slices_stay_nested_and_are_counted},
     {"report html escapes everything from traces and logs", test_html_escapes_everything_from_traces_and_logs},
     {"report perfetto is JSON with findings, culprit flow and nesting threads",
      test_perfetto_is_json_with_findings_and_nesting},

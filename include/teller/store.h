@@ -24,9 +24,10 @@ extern "C" {
 #endif
 
 #define TELLER_NONE UINT32_MAX /* "no event", "no entry" in index columns */
-/* Every reader refuses a time outside [-TELLER_TIME_MAX, TELLER_TIME_MAX]
- * ns (2^62: the year 2116) and a duration above half of it, so that a
- * start plus a duration, and sums of a few of them, stay inside int64. */
+/* Every reader refuses a start outside [-TELLER_TIME_MAX / 4,
+ * TELLER_TIME_MAX] ns (2^62: the year 2116; before 1934) and a duration
+ * above TELLER_TIME_MAX / 4 (36 years), so that an event's end, and the
+ * time between any two starts or ends, stay inside int64. */
 #define TELLER_TIME_MAX ((int64_t)1 << 62)
 
 /* The vertical view: which layer of the serving stack an event belongs to. */

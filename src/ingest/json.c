@@ -226,15 +226,21 @@ static int parse_num(json_cur *c, num_parts *n)
     return JSON_OK;
 }
 
-static double parts_double(const num_parts *n)
+/* The number's value by strtod, whatever its length (a number of more
+ * digits than a double holds still has its exponent at the end); 0, or -1
+ * out of memory. */
+static int parts_double(const num_parts *n, double *out)
 {
-    char buf[64];
+    char buf[64], *b = buf;
     size_t len = (size_t)(n->e - n->s);
-    if (len >= sizeof buf)
-        len = sizeof buf - 1;
-    memcpy(buf, n->s, len);
-    buf[len] = 0;
-    return strtod(buf, NULL);
+    if (len >= sizeof buf && !(b = malloc(len + 1)))
+        return -1;
+    memcpy(b, n->s, len);
+    b[len] = 0;
+    *out = strtod(b, NULL);
+    if (b != buf)
+        free(b);
+    return 0;
 }
 
 int json_int(json_cur *c, int64_t *out)
@@ -244,7 +250,9 @@ int json_int(json_cur *c, int64_t *out)
     if (r)
         return r;
     if (n.has_exp || n.big) {
-        double d = parts_double(&n);
+        double d;
+        if (parts_double(&n, &d))
+            return fail(c, n.s, "out of memory reading a number");
         if (!(d > -9.2e18 && d < 9.2e18))
             return fail(c, n.s, "number out of range");
         *out = (int64_t)d;
@@ -263,7 +271,10 @@ int json_milli(json_cur *c, int64_t *out)
     if (r)
         return r;
     if (n.has_exp || n.big || n.ip > 9000000000000000ull) {
-        double d = parts_double(&n) * 1000.0;
+        double d;
+        if (parts_double(&n, &d))
+            return fail(c, n.s, "out of memory reading a number");
+        d *= 1000.0;
         if (!(d > -9.2e18 && d < 9.2e18))
             return fail(c, n.s, "number out of range");
         *out = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
@@ -280,7 +291,8 @@ int json_double(json_cur *c, double *out)
     int r = parse_num(c, &n);
     if (r)
         return r;
-    *out = parts_double(&n);
+    if (parts_double(&n, out))
+        return fail(c, n.s, "out of memory reading a number");
     return JSON_OK;
 }
 

@@ -585,17 +585,29 @@ static int parse_event(json_cur *c, ev_fields *f)
     }
 }
 
-/* String pids/tids ("Spans", "Traces", "GPU 0 Counters") become negative
- * ids derived from a hash of the text (30 bits: distinct texts of one trace
+/* String pids/tids ("Spans", "Traces", "GPU 0 Counters"), and numbers past
+ * 32 bits, become negative ids derived from a hash of the text (30 bits: distinct texts of one trace
  * stay apart but with odds of 2^-30 a pair), not from the text's id in the
  * store: a file read into a store of its own and appended (teller_load on
  * several threads) must give the rows it gives read into the run's store. */
 static int32_t row_id(reader *r, int is_num, int64_t num, const json_str *s)
 {
-    if (is_num)
+    char digits[24];
+    const char *text = digits;
+    if (is_num && num >= INT32_MIN && num <= INT32_MAX)
         return (int32_t)num;
-    uint32_t id = intern_str(r, s);
-    const char *text = id == TELLER_NONE ? "" : teller_store_str(r->st, id);
+    if (is_num) { /* a number past 32 bits (a pthread id): as its text, so that no two such meet */
+        snprintf(digits, sizeof digits, "%lld", (long long)num);
+    } else {
+        uint32_t id = intern_str(r, s);
+        text = id == TELLER_NONE ? "" : teller_store_str(r->st, id);
+        char *end;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if ((isdigit((unsigned char)text[0]) || (text[0] == '-' && isdigit((unsigned char)text[1]))) && !*end &&
+            !errno && v >= INT32_MIN && v <= INT32_MAX)
+            return (int32_t)v; /* "7" is thread 7, as 7 is */
+    }
     return -2 - (int32_t)(kmap_hash_bytes(text, strlen(text)) & 0x3fffffff);
 }
 
@@ -651,7 +663,7 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
             return 0;
         }
     }
-    if (f->ts < -TELLER_TIME_MAX || f->ts > TELLER_TIME_MAX || dur > TELLER_TIME_MAX / 2) {
+    if (f->ts < -TELLER_TIME_MAX / 4 || f->ts > TELLER_TIME_MAX || dur > TELLER_TIME_MAX / 4) {
         teller_store_warn(st, r->path, pos_of(r, at), "time past the year 2116; event skipped");
         return 0;
     }
@@ -869,6 +881,8 @@ static int parse_top_value(json_cur *c, reader *r, const json_str *k)
         if (!bad) {
             r->has_base = 1;
             r->base_ns = v;
+        } else {
+            teller_store_warn(r->st, r->path, pos_of(r, c->p), "baseTimeNanoseconds is not a number; ignored");
         }
         return JSON_OK;
     }
@@ -1151,7 +1165,8 @@ static teller_status ingest(reader *r)
     teller_events *ev = teller_store_events_mut(st);
     for (size_t i = first; r->has_base && i < ev->n; i++) {
         int64_t t;
-        if (__builtin_add_overflow(ev->start_ns[i], r->base_ns, &t) || t < -TELLER_TIME_MAX || t > TELLER_TIME_MAX) {
+        if (__builtin_add_overflow(ev->start_ns[i], r->base_ns, &t) || t < -TELLER_TIME_MAX / 4 ||
+            t > TELLER_TIME_MAX) {
             teller_store_warn(st, r->path, 0, "baseTimeNanoseconds %lld puts events past the year 2116; ignored",
                               (long long)r->base_ns);
             r->has_base = 0;

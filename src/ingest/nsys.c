@@ -458,8 +458,13 @@ static int row_time(reader *r, sqlite3_stmt *q, int c, int t, int64_t rowid, int
                           (long long)rowid);
         return 0;
     }
+    if (sqlite3_column_type(q, c) != SQLITE_INTEGER || sqlite3_column_type(q, c + 1) != SQLITE_INTEGER) {
+        teller_store_warn(r->st, r->path, (uint64_t)rowid, "%s row %lld has a start or end that is not an integer; "
+                          "skipped", k_tables[t], (long long)rowid);
+        return 0;
+    }
     int64_t s = sqlite3_column_int64(q, c), e = sqlite3_column_int64(q, c + 1);
-    if (s < 0 || s > TELLER_TIME_MAX || e < 0 || e > TELLER_TIME_MAX) {
+    if (s < 0 || s > TELLER_TIME_MAX || e < 0 || e > TELLER_TIME_MAX || e - s > TELLER_TIME_MAX / 4) {
         teller_store_warn(r->st, r->path, (uint64_t)rowid, "%s row %lld has a timestamp out of range; skipped",
                           k_tables[t], (long long)rowid);
         return 0;
@@ -978,6 +983,12 @@ static teller_status finish(reader *r, uint32_t first)
     read_facts(r, &f);
     int64_t base = session_base(r, &f);
     teller_events *ev = teller_store_events_mut(st);
+    for (size_t i = first; base && i < ev->n; i++) /* a start and its end both stay within TELLER_TIME_MAX */
+        if (ev->start_ns[i] + ev->dur_ns[i] > TELLER_TIME_MAX - base) {
+            teller_store_warn(st, r->path, 0, "the session start puts events past the year 2116; times stay on the "
+                                              "capture clock");
+            base = 0;
+        }
     for (size_t i = first; i < ev->n; i++)
         ev->start_ns[i] += base;
     uint16_t src0 = UINT16_MAX;

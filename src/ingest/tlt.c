@@ -356,7 +356,7 @@ static int emit_events(treader *r, uint16_t src)
         }
         if (gpu_op)
             row.flags |= TELLER_F_GPU;
-        if (row.dur_ns < 0 || x->start <= 0 || x->start > TELLER_TIME_MAX || row.dur_ns > TELLER_TIME_MAX / 2) {
+        if (row.dur_ns < 0 || x->start <= 0 || x->start > TELLER_TIME_MAX || row.dur_ns > TELLER_TIME_MAX / 4) {
             bad_time++;
             continue;
         }

@@ -514,7 +514,7 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
      * watchdog took the process down in: nothing after it was recorded)
      * is drawn as far as the trace goes */
     int64_t a = 0, b = 0;
-    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > k0 && (b - k0) * 100 < s->dur_ns) {
+    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > k0 && (double)(b - k0) * 100 < (double)s->dur_ns) {
         char held[32], all[32];
         fprintf(f, "<p class=\"note\">The trace holds the first %s of this step's %s: what came after was never "
                    "recorded.</p>\n",

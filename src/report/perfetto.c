@@ -74,8 +74,14 @@ static void put_us(FILE *f, int64_t ns)
     fprintf(f, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000));
 }
 
+/* Lanes a thread's slices may take: the lanes are scanned for every slice,
+ * and a trace whose slices cross by the thousand (a garbled one) would make
+ * that quadratic. */
+enum { MAX_LANES = 64 };
+
 /* Places a slice [s, e) on the first lane where it nests, opening a new
- * lane when none does. Returns the lane index, or -1 when out of memory. */
+ * lane when none does. Returns the lane index; -2 when it nests on none of
+ * MAX_LANES lanes (the slice is left out); -1 out of memory. */
 static long lane_place(lanes *L, int64_t s, int64_t e)
 {
     for (size_t i = 0; i < L->n; i++) {
@@ -95,6 +101,8 @@ static long lane_place(lanes *L, int64_t s, int64_t e)
             return (long)i;
         }
     }
+    if (L->n == MAX_LANES)
+        return -2;
     if (L->n == L->cap) {
         size_t nc = L->cap ? 2 * L->cap : 4;
         lane *g = realloc(L->l, nc * sizeof *g);
@@ -337,8 +345,10 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             order = tmp;
         }
         lanes_reset(&L);
-        int32_t lane_tid[1024];
+        int32_t lane_tid[MAX_LANES];
         size_t nlane_tid = 0;
+        uint64_t left_out = 0; /* slices that crossed MAX_LANES others */
+        int64_t left_at = 0;
         for (uint32_t k = 0; k < row->n; k++) {
             uint32_t e = order ? order[k].e : row->first + k;
             if (ev->flags[e] & TELLER_F_COUNTER)
@@ -346,26 +356,25 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             int64_t s0 = ev->start_ns[e];
             int64_t e0 = s0 + ((ev->flags[e] & TELLER_F_INSTANT) ? 0 : ev->dur_ns[e]);
             long li = lane_place(&L, s0, e0);
+            if (li == -2) {
+                if (!left_out++)
+                    left_at = s0;
+                continue;
+            }
             if (li < 0) {
                 status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
                 goto done;
             }
-            if ((size_t)li >= nlane_tid) {
-                /* A new lane: name its thread. Beyond 1024 overlapping
-                 * lanes the last one is reused (never seen in practice). */
-                if (nlane_tid < sizeof lane_tid / sizeof *lane_tid) {
-                    char name[128];
-                    int32_t tid = ++ntid[row->source];
-                    if (li == 0)
-                        snprintf(name, sizeof name, "%s", base);
-                    else
-                        snprintf(name, sizeof name, "%s (overlap %ld)", base, li);
-                    meta_name(&w, "thread_name", pid, tid, name);
-                    meta_sort(&w, "thread_sort_index", pid, tid, (row->gpu ? 1000000 : 0) + tid);
-                    lane_tid[nlane_tid++] = tid;
-                }
-                if ((size_t)li >= nlane_tid)
-                    li = (long)nlane_tid - 1;
+            if ((size_t)li >= nlane_tid) { /* a new lane: name its thread */
+                char name[128];
+                int32_t tid = ++ntid[row->source];
+                if (li == 0)
+                    snprintf(name, sizeof name, "%s", base);
+                else
+                    snprintf(name, sizeof name, "%s (overlap %ld)", base, li);
+                meta_name(&w, "thread_name", pid, tid, name);
+                meta_sort(&w, "thread_sort_index", pid, tid, (row->gpu ? 1000000 : 0) + tid);
+                lane_tid[nlane_tid++] = tid;
             }
             /* Is it a culprit, or a call that waited for a root rank? */
             uint32_t cstep = UINT32_MAX, vstep = UINT32_MAX;
@@ -392,6 +401,17 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
                 }
             }
             put_event(&w, e, pid, lane_tid[li], cstep, vstep);
+        }
+        if (left_out && nlane_tid) { /* said where the row's first lane is, at the first left out */
+            char name[192];
+            snprintf(name, sizeof name, "teller: %" PRIu64 " slices of %s left out: each crossed %d others",
+                     left_out, base, (int)MAX_LANES);
+            sep(&w);
+            fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":", out);
+            teller_json_put(out, name);
+            fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", pid, lane_tid[0]);
+            put_us(out, left_at - origin);
+            fputs("}", out);
         }
     }
 
@@ -479,6 +499,8 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
         for (size_t k = 0; k < nab; k++) {
             const teller_diag_step *s = &d->steps[win[k].e];
             long li = lane_place(&L, win[k].start, win[k].start + win[k].dur);
+            if (li == -2)
+                continue; /* crossing MAX_LANES other windows: its instant above still marks it */
             if (li < 0) {
                 free(win);
                 status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
