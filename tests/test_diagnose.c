@@ -1852,7 +1852,34 @@ static void test_steps_line_up_by_iteration(void)
     rm_rf(dir);
 }
 
+/* A healthy single-GPU run (tuning seed 1006): its decode attention
+ * kernel runs on one grid while its context grows, step after step; taken
+ * against the run's median it was a kernel regression in 12 steps of 40. */
+static void test_drifting_kernel_is_no_regression(void)
+{
+    char dir[] = "/tmp/teller_drift_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 1;
+    o.gpus_per_node = 1;
+    o.tp = 1;
+    o.pp = 1;
+    o.steps = 40;
+    o.fault_rate = 0;
+    o.seed = 1006;
+    sim_case(dir, &o);
+    teller_store *st = load_case_ranks(dir, 0, 1);
+    teller_error err;
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 const test_case diagnose_tests[] = {
+    {"diagnose: a kernel drifting with its context on one grid is no regression (healthy 1-GPU run)",
+     test_drifting_kernel_is_no_regression},
     {"diagnose: ranks line up by iteration; a peer's zero-length record is no yardstick", test_steps_line_up_by_iteration},
     {"diagnose: a trace without events is said to hold none", test_diagnose_empty_trace_says_so},
     {"diagnose: the medians and order statistics (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},

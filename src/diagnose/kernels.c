@@ -25,11 +25,51 @@ static uint64_t config_key(const teller_store *st, const teller_events *ev, uint
     return kmap_hash_bytes(k, sizeof k);
 }
 
-/* Per launch configuration: call durations, and in how many steps it ran. */
+/* Per launch configuration: call durations and their steps, in how many
+ * steps it ran, and (a drifting one) its usual call time per step. */
 typedef struct cfg_acc {
-    samples  d;
-    uint32_t steps, last_step;
+    samples   d;
+    uint32_t *step; /* per call */
+    size_t    scap;
+    uint32_t  steps, last_step;
+    double   *local; /* per step: the usual call time around it, 0 none; NULL: the median holds */
 } cfg_acc;
+
+/* Steps on either side of a step whose calls make a drifting
+ * configuration's usual time there. */
+enum { LOCAL_STEPS = 4 };
+
+/* The usual call time of configuration c in each step, for one whose time
+ * drifts: the median of the mean call time of the steps within LOCAL_STEPS
+ * on either side (not the step itself), with three of them or more; 0
+ * otherwise. 0, or -1 out of memory. */
+static int local_usual(cfg_acc *c, uint32_t nsteps)
+{
+    double *sum = calloc((size_t)nsteps + 1, sizeof *sum), *near = malloc((2 * LOCAL_STEPS + 1) * sizeof *near);
+    uint32_t *cnt = calloc((size_t)nsteps + 1, sizeof *cnt);
+    c->local = calloc((size_t)nsteps + 1, sizeof *c->local);
+    if (!sum || !near || !cnt || !c->local) {
+        free(sum);
+        free(near);
+        free(cnt);
+        return -1;
+    }
+    for (size_t q = 0; q < c->d.n; q++) {
+        sum[c->step[q]] += c->d.v[q];
+        cnt[c->step[q]]++;
+    }
+    for (uint32_t k = 0; k < nsteps; k++) {
+        size_t m = 0;
+        for (uint32_t j = k > LOCAL_STEPS ? k - LOCAL_STEPS : 0; j <= k + LOCAL_STEPS && j < nsteps; j++)
+            if (j != k && cnt[j])
+                near[m++] = sum[j] / cnt[j];
+        c->local[k] = m >= 3 ? diag_median(near, m) : 0;
+    }
+    free(sum);
+    free(near);
+    free(cnt);
+    return 0;
+}
 
 static uint64_t kt_key(uint32_t step, uint32_t name) { return ((uint64_t)step << 28) | (name & 0xFFFFFFF); }
 
@@ -74,11 +114,13 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         if (!t->count++)
             t->event = (uint32_t)i;
         cfg_acc *ca = kmap_slot(&cm, config_key(D->st, ev, (uint32_t)i), (void **)&cfg, &ccap, sizeof *cfg);
-        if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1) || TELLER_GROW(kix, kcap, 2 * nk + 2))
+        if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1) || TELLER_GROW(ca->step, ca->scap, ca->d.n + 1) ||
+            TELLER_GROW(kix, kcap, 2 * nk + 2))
             goto done;
         kix[2 * nk] = ix;
         kix[2 * nk + 1] = (uint32_t)(ca - cfg);
         nk++;
+        ca->step[ca->d.n] = ev->step[i];
         ca->d.v[ca->d.n++] = (double)ev->dur_ns[i];
         if (!ca->steps || ca->last_step != ev->step[i]) {
             ca->steps++;
@@ -88,18 +130,44 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
     /* the usual time of a call of each configuration: its median, when it
      * ran in three steps or more and its calls agree (median absolute
      * deviation within a quarter of the median); else 0, no reference: a
-     * configuration whose time varies with the batch says nothing */
+     * configuration whose time varies with the batch says nothing. When
+     * the median of its calls in the run's first half and in its second
+     * differ by more than a fifth (it ran in eight steps or more: with
+     * fewer, one slow step is half the run), its time drifts with something its
+     * launch does not show (a decode attention kernel on a fixed grid grows
+     * with its context, step after step): its usual time is that of the
+     * steps around each one (local_usual) */
     if (!(cmed = calloc(cm.n ? cm.n : 1, sizeof *cmed)))
         goto done;
     for (size_t ix = 0; ix < cm.n; ix++) {
-        samples *d = &cfg[ix].d;
-        if (cfg[ix].steps < 3)
+        cfg_acc *c = &cfg[ix];
+        samples *d = &c->d;
+        if (c->steps < 3)
             continue;
+        uint32_t half = D->nsteps / 2;
+        size_t n1 = 0, n2 = 0;
+        double *h = malloc(d->n * sizeof *h);
+        if (!h)
+            goto done;
+        for (size_t q = 0; q < d->n; q++) /* first half's calls from the front, second's from the back */
+            if (c->step[q] < half)
+                h[n1++] = d->v[q];
+            else
+                h[d->n - ++n2] = d->v[q];
+        double first = n1 ? diag_median(h, n1) : 0, second = n2 ? diag_median(h + n1, n2) : 0;
+        free(h);
+        int drifts = c->steps >= 8 && n1 && n2 && fabs(first - second) > 0.2 * (first < second ? first : second);
+        if (drifts && local_usual(c, D->nsteps))
+            goto done;
         double med = diag_median(d->v, d->n);
         for (size_t q = 0; q < d->n; q++)
             d->v[q] = fabs(d->v[q] - med);
         if (diag_median(d->v, d->n) <= 0.25 * med)
             cmed[ix] = med;
+        else if (c->local) { /* calls that disagree anyway: no reference at all */
+            free(c->local);
+            c->local = NULL;
+        }
     }
     /* what each (step, name) usually takes: the sum of its calls' usual
      * times, beside what the calls that have one took */
@@ -112,7 +180,8 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         if (!is_compute_kernel(D, i))
             continue;
         uint32_t ix = kix[2 * j];
-        double u = cmed[kix[2 * j + 1]];
+        const cfg_acc *c = &cfg[kix[2 * j + 1]];
+        double u = c->local ? c->local[ev->step[i]] : cmed[kix[2 * j + 1]];
         j++;
         K->ref[ix] += u;
         K->tref[ix] += u > 0 ? (double)ev->dur_ns[i] : 0;
@@ -121,8 +190,11 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
     rc = 0;
 done:
     free(kix);
-    for (size_t ix = 0; ix < cm.n && cfg; ix++)
+    for (size_t ix = 0; ix < cm.n && cfg; ix++) {
         free(cfg[ix].d.v);
+        free(cfg[ix].step);
+        free(cfg[ix].local);
+    }
     free(cfg);
     free(cmed);
     kmap_free(&cm);
