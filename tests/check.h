@@ -69,6 +69,9 @@ void sim_case(char *dir, const struct teller_sim_opts *o);
  * node, pipeline across nodes) in which 30 % of the steps carry a fault of
  * any kind (nccl_hang only when hangs is 1). */
 void sim_faulty(char *dir, int nodes, int gpus, int steps, uint64_t seed, int hangs);
+/* Makes dir (a mkdtemp template) and simulates a healthy run into it:
+ * nodes x gpus GPUs, tp x pp parallel, steps steps, the seed. */
+void sim_healthy(char *dir, int nodes, int gpus, int tp, int pp, int steps, uint64_t seed);
 
 /* The logs of the two nodes of a simulated case, DIR/logs/node0.log and
  * node1.log: node_logs_of fills l and returns its list, which lives as long

@@ -222,15 +222,7 @@ static void test_diagnose_simulated_case(void)
 static void test_diagnose_pipeline_sends_pair(void)
 {
     char dir[] = "/tmp/teller_diag_pp_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 4;
-    o.gpus_per_node = 1;
-    o.tp = 1;
-    o.pp = 4;
-    o.steps = 40;
-    o.fault_rate = 0;
-    o.seed = 12;
-    sim_case(dir, &o);
+    sim_healthy(dir, 4, 1, 1, 4, 40, 12);
     teller_store *st = load_case_ranks(dir, 0, 4);
     const teller_collective *co = teller_store_collectives(st);
     size_t pairs = 0;
@@ -802,15 +794,7 @@ static void test_perturbed_teardown_hang_found_from_logs(void)
 static void test_diagnose_late_watchdog_line_is_no_hang(void)
 {
     char dir[] = "/tmp/teller_diag_latewd_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 1;
-    o.gpus_per_node = 4;
-    o.tp = 4;
-    o.pp = 1;
-    o.steps = 12;
-    o.fault_rate = 0;
-    o.seed = 7;
-    sim_case(dir, &o);
+    sim_healthy(dir, 1, 4, 4, 1, 12, 7);
     teller_store *st = load_case_ranks(dir, 0, 4);
     const teller_step *s0 = teller_store_steps(st);
     time_t sec = (time_t)(s0[0].start_ns / 1000000000 + 86400 + 600);
@@ -1781,7 +1765,7 @@ static void test_diagnose_empty_trace_says_so(void)
 /* Writes DIR/rank<R>.trace.json.gz: one rank of a healthy tensor-parallel
  * pair, iterations first .. last (ProfilerStep#N), each a gemm of
  * gemm_us[N] us and an all-reduce carrying Kineto's Seq N. */
-static void write_tp_rank(const char *dir, int rank, int first, int last, const int *gemm_us)
+static void write_tp_rank(const char *dir, int rank, int first, int last, const int *gemm_us, int marked)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/rank%d.trace.json.gz", dir, rank);
@@ -1794,8 +1778,8 @@ static void write_tp_rank(const char *dir, int rank, int first, int last, const 
     const char *sep = "";
     for (int k = first; k <= last; k++) {
         long t = 1000000 + 1000L * k, corr = 10L * k + 1;
-        gzprintf(f, "%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": 100, "
-                    "\"tid\": 100, \"ts\": %ld, \"dur\": 900}", sep, k, t);
+        gzprintf(f, "%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s%d\", \"pid\": 100, "
+                    "\"tid\": 100, \"ts\": %ld, \"dur\": 900}", sep, marked ? "ProfilerStep#" : "forward#", k, t);
         sep = ",\n";
         for (int j = 0; j < 2; j++, corr++, t += 400) {
             const char *name = j ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL" : "gemm_a";
@@ -1826,8 +1810,8 @@ static void test_steps_line_up_by_iteration(void)
     char dir[] = "/tmp/teller_iter_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     int grow[6] = {100, 200, 300, 400, 500, 600}; /* the same work on both ranks, iteration by iteration */
-    write_tp_rank(dir, 0, 0, 5, grow);
-    write_tp_rank(dir, 1, 1, 5, grow);
+    write_tp_rank(dir, 0, 0, 5, grow, 1);
+    write_tp_rank(dir, 1, 1, 5, grow, 1);
     teller_store *st = load_case_ranks(dir, 0, 2);
     CHECK_EQ_INT(teller_store_step_count(st), 6);
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
@@ -1842,11 +1826,18 @@ static void test_steps_line_up_by_iteration(void)
     teller_diagnosis_free(d);
     teller_store_free(st);
     int flat[6] = {100, 100, 100, 100, 100, 100}, glitch[6] = {100, 100, 0, 100, 100, 100};
-    write_tp_rank(dir, 0, 0, 5, flat);
-    write_tp_rank(dir, 1, 0, 5, glitch);
+    write_tp_rank(dir, 0, 0, 5, flat, 1);
+    write_tp_rank(dir, 1, 0, 5, glitch, 1);
     st = load_case_ranks(dir, 0, 2);
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     CHECK_EQ_INT(flagged(d), 0);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    /* a rank without step annotations among ranks with: said */
+    write_tp_rank(dir, 1, 0, 5, flat, 0);
+    st = load_case_ranks(dir, 0, 2);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK(has_note(d, "rank 1 has no step annotation while other ranks have"));
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
@@ -1858,15 +1849,7 @@ static void test_steps_line_up_by_iteration(void)
 static void test_drifting_kernel_is_no_regression(void)
 {
     char dir[] = "/tmp/teller_drift_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 1;
-    o.gpus_per_node = 1;
-    o.tp = 1;
-    o.pp = 1;
-    o.steps = 40;
-    o.fault_rate = 0;
-    o.seed = 1006;
-    sim_case(dir, &o);
+    sim_healthy(dir, 1, 1, 1, 1, 40, 1006);
     teller_store *st = load_case_ranks(dir, 0, 1);
     teller_error err;
     teller_diagnosis *d = NULL;

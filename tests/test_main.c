@@ -32,17 +32,31 @@ void sim_case(char *dir, const teller_sim_opts *o)
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
 }
 
-void sim_faulty(char *dir, int nodes, int gpus, int steps, uint64_t seed, int hangs)
+/* A simulated run's shape: nodes x gpus GPUs, tp x pp parallel, steps, seed. */
+static teller_sim_opts sim_shape(int nodes, int gpus, int tp, int pp, int steps, uint64_t seed)
 {
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = nodes;
     o.gpus_per_node = gpus;
-    o.tp = gpus;
-    o.pp = nodes;
+    o.tp = tp;
+    o.pp = pp;
     o.steps = steps;
+    o.seed = seed;
+    return o;
+}
+
+void sim_faulty(char *dir, int nodes, int gpus, int steps, uint64_t seed, int hangs)
+{
+    teller_sim_opts o = sim_shape(nodes, gpus, gpus, nodes, steps, seed);
     o.fault_rate = 0.3;
     o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~(1u | (hangs ? 0 : 1u << TELLER_FAULT_NCCL_HANG));
-    o.seed = seed;
+    sim_case(dir, &o);
+}
+
+void sim_healthy(char *dir, int nodes, int gpus, int tp, int pp, int steps, uint64_t seed)
+{
+    teller_sim_opts o = sim_shape(nodes, gpus, tp, pp, steps, seed);
+    o.fault_rate = 0;
     sim_case(dir, &o);
 }
 

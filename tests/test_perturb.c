@@ -372,15 +372,7 @@ static void test_perturbed_real_runs_stay_consistent(void)
  * two GPUs, tensor and pipeline parallel. */
 static void healthy_2x2(char *dir, int steps, uint64_t seed)
 {
-    teller_sim_opts so = teller_sim_defaults();
-    so.nodes = 2;
-    so.gpus_per_node = 2;
-    so.tp = 2;
-    so.pp = 2;
-    so.steps = steps;
-    so.fault_rate = 0;
-    so.seed = seed;
-    sim_case(dir, &so);
+    sim_healthy(dir, 2, 2, 2, 2, steps, seed);
 }
 
 static void test_perturbed_multi_node_run_stays_consistent(void)

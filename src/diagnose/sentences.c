@@ -39,6 +39,15 @@ void diag_notes(dctx *D)
         has_markers |= steps[i].marker != TELLER_NONE;
     if (!has_markers)
         diag_add_note(D, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
+    for (size_t i = 0; has_markers && i < teller_store_num_steps(st); i++)
+        if (steps[i].marker == TELLER_NONE && steps[i].step == 0) { /* a rank without annotations among ranks with */
+            char note[256];
+            snprintf(note, sizeof note,
+                     "rank %d has no step annotation while other ranks have: its whole trace is taken as step 0, so "
+                     "findings on it (and step 0's duration) are not per step",
+                     (int)steps[i].rank);
+            diag_add_note(D, note);
+        }
     int lone = 1;
     for (size_t s = 0; s < teller_store_num_sources(st); s++)
         lone &= D->group[s] == (int32_t)s;
