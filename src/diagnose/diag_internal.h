@@ -147,6 +147,7 @@ typedef struct groups {
 typedef struct ktot {
     double   t;
     uint32_t count, event;
+    uint64_t cfgs; /* the sum of its calls' launch configurations' keys: the same calls, the same sum */
 } ktot;
 
 /* One source's kernel time per (step, name), and what that time usually

@@ -113,7 +113,9 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         t->t += (double)ev->dur_ns[i];
         if (!t->count++)
             t->event = (uint32_t)i;
-        cfg_acc *ca = kmap_slot(&cm, config_key(D->st, ev, (uint32_t)i), (void **)&cfg, &ccap, sizeof *cfg);
+        uint64_t ck = config_key(D->st, ev, (uint32_t)i);
+        t->cfgs += ck;
+        cfg_acc *ca = kmap_slot(&cm, ck, (void **)&cfg, &ccap, sizeof *cfg);
         if (!ca || TELLER_GROW(ca->d.v, ca->d.cap, ca->d.n + 1) || TELLER_GROW(ca->step, ca->scap, ca->d.n + 1) ||
             TELLER_GROW(kix, kcap, 2 * nk + 2))
             goto done;
@@ -201,6 +203,31 @@ done:
     return rc;
 }
 
+/* What source s's name usually takes in step k when none of its calls
+ * has a usual time of its own (its configurations' calls vary: several
+ * shapes on one grid): the median of its time in the steps within
+ * LOCAL_STEPS on either side that made the same calls of it (as many, of
+ * the same launch configurations: a prefill's grids are not a decode
+ * step's), when there are three or more and they agree (median absolute
+ * deviation within a quarter of the median); 0 otherwise. */
+static double name_usual(ktab *me, uint32_t k, uint32_t name, uint32_t nsteps)
+{
+    uint32_t i0 = kmap_get(&me->m, kt_key(k, name), 0);
+    double v[2 * LOCAL_STEPS];
+    size_t m = 0;
+    for (uint32_t j = k > LOCAL_STEPS ? k - LOCAL_STEPS : 0; j <= k + LOCAL_STEPS && j < nsteps; j++) {
+        uint32_t i = j == k ? TELLER_NONE : kmap_get(&me->m, kt_key(j, name), 0);
+        if (i != TELLER_NONE && me->tot[i].count == me->tot[i0].count && me->tot[i].cfgs == me->tot[i0].cfgs)
+            v[m++] = me->tot[i].t;
+    }
+    if (m < 3)
+        return 0;
+    double med = diag_median(v, m);
+    for (size_t q = 0; q < m; q++)
+        v[q] = fabs(v[q] - med);
+    return diag_median(v, m) <= 0.25 * med ? med : 0;
+}
+
 /* The fastest time of key (a step and kernel name) on source s's peers,
  * and in *peers how many ran it; INFINITY when none did. */
 static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *peers)
@@ -232,7 +259,7 @@ static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *
  * or without peers over its usual time. 0, or -1 out of memory. */
 int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
 {
-    const ktab *me = &K[s];
+    ktab *me = &K[s];
     groups rg = {0}; /* per name: the rank's time over its fastest peer, per step */
     double *over = NULL, *spread = NULL; /* per name: the ratio's median and spread */
     int peers, rc = -1;
@@ -273,11 +300,13 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
                     if (pi != TELLER_NONE && K[p].tot[pi].count == me->tot[ix].count && K[p].tot[pi].t < best)
                         best = K[p].tot[pi].t;
                 }
-                if (best == INFINITY) {
-                    if (me->ref[ix] <= 0)
-                        continue;
+                if (best == INFINITY && me->ref[ix] > 0) {
                     best = me->ref[ix];
                     t = me->tref[ix];
+                } else if (best == INFINITY) { /* no call has a usual time: the name's own, step by step */
+                    best = name_usual(me, (uint32_t)(key >> 28), (uint32_t)(key & 0xFFFFFFF), D->nsteps);
+                    if (best <= 0)
+                        continue;
                 }
             } else {
                 best = me->ref[ix];
