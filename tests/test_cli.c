@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -40,6 +41,42 @@ static void test_cli_option_values(void)
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
     CHECK_EQ_INT(run_cli("simulate --nodes two -o /tmp/teller_cli_never", out, sizeof out), 2);
     CHECK(strstr(out, "--nodes wants an integer") != NULL);
+}
+
+/* Found by review: a step nested 100,000 deep crashed `teller tree` (one
+ * stack frame a level); --step past 32 bits wrapped to step 0 in `teller
+ * slice`, and --max 0 was taken and ignored; `requests --json` took --id
+ * and --slowest and ignored them. */
+static void test_cli_deep_trees_and_out_of_range_values(void)
+{
+    char dir[] = "/tmp/teller_cli_deep_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[600], out[8192], args[1400];
+    snprintf(path, sizeof path, "%s/rank0.trace.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    enum { DEEP = 100000 };
+    fputs("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#0\", "
+          "\"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 1000000}", f);
+    for (int i = 1; i <= DEEP; i++)
+        fprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, \"tid\": 1, \"ts\": %d, "
+                   "\"dur\": %d}", i, 1000000 - 2 * i);
+    fputs("]}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "tree -q '%s' | tail -1", path);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "(depth 100000) [backend] op") != NULL);
+    snprintf(args, sizeof args, "slice --step 4294967296 --rank 0 '%s'", path);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    CHECK(strstr(out, "--step wants a number") != NULL);
+    snprintf(args, sizeof args, "slice --step 0 --rank 0 --max 0 '%s'", path);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    snprintf(args, sizeof args, "requests --json --slowest 1 '%s'", path);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    unlink(path);
+    rmdir(dir);
 }
 
 static void test_cli_missing_rank(void)
@@ -162,6 +199,7 @@ static void test_cli_train_and_model(void)
 }
 
 const test_case cli_tests[] = {
+    {"cli: a tree 100,000 deep prints; values past their range are refused", test_cli_deep_trees_and_out_of_range_values},
     {"cli: train writes a model; diagnose --model uses it, --no-model does not, a foreign file is an error",
      test_cli_train_and_model},
     {"cli: diagnose --candidates and eval --candidates: candidate recall@K", test_cli_candidates},

@@ -760,7 +760,29 @@ static void test_model_default_matches_source(void)
     teller_model_free(m);
 }
 
+/* Found by review: a model file with finite but huge weights loads, and
+ * its sums overflow to NaN, which reached the predictions JSON as "nan".
+ * Such an answer is no opinion (the diagnosis keeps the numeric verdict). */
+static void test_model_answer_out_of_range_is_none(void)
+{
+    teller_model_out o;
+    memset(&o, 0, sizeof o);
+    o.p_abnormal = 0.7f;
+    o.p_kind[0] = 1.0f;
+    o.p_root[0] = 0.6f;
+    o.p_root[1] = 0.4f;
+    CHECK(teller_model_out_valid(&o, 2));
+    o.p_root[1] = NAN;
+    CHECK(!teller_model_out_valid(&o, 2));
+    CHECK(teller_model_out_valid(&o, 1)); /* only the sample's candidates count */
+    o.p_abnormal = NAN;
+    CHECK(!teller_model_out_valid(&o, 1));
+    o.p_abnormal = 1.5f;
+    CHECK(!teller_model_out_valid(&o, 1));
+}
+
 const test_case model_tests[] = {
+    {"model: an answer out of [0, 1] (a damaged model's NaN) is no opinion", test_model_answer_out_of_range_is_none},
     {"model: the built-in default model is src/model/default.tmod when there is one, none otherwise",
      test_model_default_matches_source},
     {"model: teller_diagnose with a model: its verdicts, its order, sentences grounded in the chosen candidate",

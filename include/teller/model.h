@@ -144,6 +144,11 @@ typedef struct teller_model_out {
     float p_root[TELLER_DIAG_MAX_CANDS]; /* over the sample's candidates */
 } teller_model_out;
 
+/* Whether every probability of o (ncands of p_root) is a number in [0, 1]:
+ * a model file whose weights are finite but huge loads, and its sums then
+ * overflow to NaN; such an answer is no opinion. */
+int teller_model_out_valid(const teller_model_out *o, uint32_t ncands);
+
 /* A fresh model, weights drawn from seed (same seed, same weights), the
  * built-in TPE vocabulary and TPE tokens. NULL when out of memory. */
 teller_model *teller_model_create(uint64_t seed);

@@ -256,6 +256,11 @@ int cmd_requests(int argc, char **argv)
                 goto out;
         }
     }
+    if (json && (id || slowest)) { /* the JSON is every request, whole */
+        fprintf(stderr, "teller: requests: --json writes every request; it takes neither --id nor --slowest\n");
+        rc = 2;
+        goto out;
+    }
     teller_store *st = cli_load(&o, paths, np);
     if (!st)
         goto out;

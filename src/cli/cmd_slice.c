@@ -6,6 +6,7 @@
  * --tokens, also the slice as TPE tokens (include/teller/tpe.h) under the
  * built-in vocabulary or --vocab-file FILE: what a model is fed.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,8 +96,9 @@ int cmd_slice(int argc, char **argv)
                 goto usage_err;
             }
             long x = strtol(argv[++i], &end, 10);
-            if (*end || !*argv[i] || x < 0) {
-                fprintf(stderr, "teller: slice: %s wants a number >= 0\n", a);
+            long lo = a[2] == 'm' ? 1 : 0; /* --max 0 would be no slice */
+            if (*end || !*argv[i] || x < lo || x > INT32_MAX) {
+                fprintf(stderr, "teller: slice: %s wants a number from %ld to %d\n", a, lo, INT32_MAX);
                 goto usage_err;
             }
             *(a[2] == 's' ? &step : a[2] == 'r' ? &rank : &max) = x;

@@ -13,6 +13,7 @@
  * encode and stats use the built-in default vocabulary
  * (teller_tpe_vocab_default) when no --vocab-file is given.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +34,8 @@ static int want_num(const char *cmd, const char *opt, const char *v, long *out)
 {
     char *end;
     *out = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || !*v || *out < 0) {
-        fprintf(stderr, "teller: tpe %s: %s wants a number >= 0\n", cmd, opt);
+    if (!v || *end || !*v || *out < 0 || *out > INT32_MAX) {
+        fprintf(stderr, "teller: tpe %s: %s wants a number from 0 to %d\n", cmd, opt, INT32_MAX);
         return -1;
     }
     return 0;

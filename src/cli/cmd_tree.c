@@ -8,10 +8,18 @@
 
 #include "cli.h"
 
-static void print_node(const teller_store *st, uint32_t e, int depth, int max_depth, int64_t t0)
+/* Levels drawn by indentation; deeper ones say their depth instead (a
+ * trace nested thousands deep would print a square of spaces). */
+enum { INDENT_LEVELS = 64 };
+
+static void print_one(const teller_store *st, uint32_t e, int depth, int64_t t0)
 {
     const teller_events *ev = teller_store_events(st);
-    printf("%*s[%s] ", depth * 2, "", teller_layer_name((teller_layer)ev->layer[e]));
+    int shown = depth < INDENT_LEVELS ? depth : INDENT_LEVELS;
+    printf("%*s", shown * 2, "");
+    if (depth > INDENT_LEVELS)
+        printf("(depth %d) ", depth);
+    printf("[%s] ", teller_layer_name((teller_layer)ev->layer[e]));
     cli_put_text(stdout, teller_store_str(st, ev->name[e]));
     printf("  %.3f us @%+.3f us", (double)ev->dur_ns[e] / 1e3, (double)(ev->start_ns[e] - t0) / 1e3);
     if (ev->flags[e] & TELLER_F_GPU)
@@ -19,10 +27,31 @@ static void print_node(const teller_store *st, uint32_t e, int depth, int max_de
     if (ev->flags[e] & TELLER_F_COMM)
         printf(" COMM");
     printf("\n");
-    if (max_depth >= 0 && depth >= max_depth)
-        return;
-    for (uint32_t c = ev->first_child[e]; c != TELLER_NONE; c = ev->next_sibling[c])
-        print_node(st, c, depth + 1, max_depth, t0);
+}
+
+/* The tree under root, depth first, down to max_depth (-1: all), walked
+ * by its links rather than by recursion: a hostile trace nests deeper than
+ * any stack. */
+static void print_tree(const teller_store *st, uint32_t root, int max_depth, int64_t t0)
+{
+    const teller_events *ev = teller_store_events(st);
+    uint32_t e = root;
+    int depth = 0;
+    for (;;) {
+        print_one(st, e, depth, t0);
+        if (ev->first_child[e] != TELLER_NONE && (max_depth < 0 || depth < max_depth)) {
+            e = ev->first_child[e];
+            depth++;
+            continue;
+        }
+        while (e != root && ev->next_sibling[e] == TELLER_NONE) {
+            e = ev->parent[e];
+            depth--;
+        }
+        if (e == root)
+            return;
+        e = ev->next_sibling[e];
+    }
 }
 
 int cmd_tree(int argc, char **argv)
@@ -96,7 +125,7 @@ int cmd_tree(int argc, char **argv)
         if (ev->parent[e] != TELLER_NONE || ev->step[e] != (uint32_t)step ||
             teller_store_event_rank(st, (uint32_t)e) != r || ev->layer[e] == TELLER_LAYER_OTHER)
             continue;
-        print_node(st, (uint32_t)e, 0, (int)max_depth, steps[row].start_ns);
+        print_tree(st, (uint32_t)e, (int)max_depth, steps[row].start_ns);
     }
     teller_store_free(st);
     return 0;

@@ -603,8 +603,13 @@ static void finish(void)
 
 /* ---- fork ---- */
 
+/* Every lock, so that none is held in the child by a thread it does not
+ * have: the flush thread's too (it never holds it with the others), or a
+ * fork while it held it would leave the child's flush thread and its exit
+ * waiting for it forever. */
 static void before_fork(void)
 {
+    pthread_mutex_lock(&G.fmu);
     pthread_mutex_lock(&G.io);
     pthread_mutex_lock(&G.mu);
 }
@@ -613,6 +618,7 @@ static void after_fork_parent(void)
 {
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
+    pthread_mutex_unlock(&G.fmu);
 }
 
 /* The child keeps the string table (names on its thread's stack and in
@@ -623,6 +629,7 @@ static void after_fork_child(void)
 {
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
+    pthread_mutex_unlock(&G.fmu);
     pthread_cond_init(&G.fcv, NULL);
     G.flusher_on = 0;
     G.pid = (uint32_t)getpid();

@@ -507,6 +507,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
      * NONE otherwise) */
     cand prev = {0};
     double late = 0, late_host = 0;
+    size_t model_blank = 0; /* steps the model gave no number for */
     if (o->model && teller_model_tracer_create(o->model, NULL, st, &tracer, err) != TELLER_OK)
         goto oom; /* the model's own vocabulary: only memory can fail */
     for (uint32_t k = 0; k < D.nsteps; k++) {
@@ -586,14 +587,20 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             teller_model_out mo;
             if (teller_model_step(tracer, d, k, &smp, &mo, err) != TELLER_OK)
                 goto oom;
-            double share = sc[0].feat[TELLER_CF_EXCESS_SHARE]; /* the numeric stage's first, before the move */
-            uint32_t r = teller_model_root(&smp, &mo, o->model_alone ? 0 : TELLER_MODEL_ROOT_CONFIDENCE, share);
-            teller_diag_cand tc = sc[r];
-            size_t ti = idx[r];
-            for (; r > 0; r--)
-                sc[r] = sc[r - 1], idx[r] = idx[r - 1];
-            sc[0] = tc, idx[0] = ti;
-            s->pred.score = o->model_alone ? mo.p_abnormal : teller_model_step_score(&mo, s->pred.score, share, s->peer_colls > 0, threshold);
+            if (!teller_model_out_valid(&mo, s->ncands)) {
+                model_blank++; /* a model whose sums overflow (a damaged file): no opinion */
+            } else {
+                double share = sc[0].feat[TELLER_CF_EXCESS_SHARE]; /* the numeric stage's first, before the move */
+                uint32_t r = teller_model_root(&smp, &mo, o->model_alone ? 0 : TELLER_MODEL_ROOT_CONFIDENCE, share);
+                teller_diag_cand tc = sc[r];
+                size_t ti = idx[r];
+                for (; r > 0; r--)
+                    sc[r] = sc[r - 1], idx[r] = idx[r - 1];
+                sc[0] = tc, idx[0] = ti;
+                s->pred.score = o->model_alone ? mo.p_abnormal
+                                               : teller_model_step_score(&mo, s->pred.score, share,
+                                                                         s->peer_colls > 0, threshold);
+            }
         }
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
@@ -641,6 +648,12 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     }
     teller_model_tracer_free(tracer);
     tracer = NULL;
+    if (model_blank) {
+        char note[200];
+        snprintf(note, sizeof note, "the model gave no number for %zu step%s (its sums overflow: a damaged model file?): "
+                 "the numeric stage judged %s", model_blank, model_blank == 1 ? "" : "s", model_blank == 1 ? "it" : "them");
+        diag_add_note(&D, note);
+    }
     diag_late_arrivals(&D, d);
     if (D.nomem)
         goto oom;

@@ -551,6 +551,16 @@ int teller_model_predict(const teller_model *m, const teller_model_sample *s, te
     return 0;
 }
 
+int teller_model_out_valid(const teller_model_out *o, uint32_t ncands)
+{
+    int ok = o->p_abnormal >= 0 && o->p_abnormal <= 1;
+    for (int k = 0; k < TELLER_FAULT_COUNT; k++)
+        ok &= o->p_kind[k] >= 0 && o->p_kind[k] <= 1;
+    for (uint32_t c = 0; c < ncands && c < TELLER_DIAG_MAX_CANDS; c++)
+        ok &= o->p_root[c] >= 0 && o->p_root[c] <= 1;
+    return ok;
+}
+
 uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out *o, double confidence, double share)
 {
     uint32_t nc = s->ncands < MC ? s->ncands : MC, best = 0;

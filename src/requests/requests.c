@@ -145,6 +145,11 @@ static int note(teller_requests *R, const char *fmt, ...)
 /* ---- step annotations ---- */
 
 /* The integer after `key` in s, or -1. */
+/* Counts a step annotation gives (sequences, tokens) are taken up to
+ * 2^24: no engine schedules more in a step, and sums of a few of them then
+ * stay inside int32; larger is no count (-1). */
+#define MAX_STEP_COUNT (1L << 24)
+
 static int32_t int_after(const char *s, const char *key)
 {
     const char *p = strstr(s, key);
@@ -154,7 +159,7 @@ static int32_t int_after(const char *s, const char *key)
     if (!isdigit((unsigned char)*p))
         return -1;
     long v = strtol(p, NULL, 10);
-    return v > INT32_MAX ? INT32_MAX : (int32_t)v;
+    return v > MAX_STEP_COUNT ? -1 : (int32_t)v;
 }
 
 /* Token count in the parenthesis after "context_N": "(1951)" (vLLM's
@@ -169,7 +174,8 @@ static int32_t ctx_tokens(const char *s)
         p += 2;
     if (!isdigit((unsigned char)*p))
         return -1;
-    return (int32_t)strtol(p, NULL, 10);
+    long v = strtol(p, NULL, 10);
+    return v > MAX_STEP_COUNT ? -1 : (int32_t)v;
 }
 
 static void parse_marker(const char *m, teller_req_stepinfo *si)
@@ -257,7 +263,9 @@ static int on_record(void *vctx, const teller_log_record *rec)
         if (kind == 1) {
             for (size_t i = 0; i + 11 < rec->msg.n; i++)
                 if (!memcmp(rec->msg.p + i, "max_tokens=", 11) && isdigit((unsigned char)rec->msg.p[i + 11])) {
-                    q->r.max_tokens = (int32_t)strtol(rec->msg.p + i + 11, NULL, 10);
+                    long long v = strtoll(rec->msg.p + i + 11, NULL, 10);
+                    if (v <= INT32_MAX) /* past that: no bound the replay can use */
+                        q->r.max_tokens = (int32_t)v;
                     break;
                 }
         }
@@ -596,9 +604,8 @@ static int trace_ids(reqset *S, const char *m, uint32_t step)
             if (!q)
                 return -1;
             if (!q->r.nsteps || q->r.steps[q->r.nsteps - 1].step != step) {
-                if (add_step(q, step, 0, -1))
+                if (add_step(q, step, 0, -1)) /* phase unknown from the annotation */
                     return -1;
-                q->r.prefill_steps--; /* phase unknown from the annotation */
             }
             q->r.flags |= TELLER_REQF_STEPS_TRACE;
             n++;
