@@ -116,6 +116,11 @@ static void score_case(const teller_sim_opts *o, figures *f)
         f->lat_1pct += e <= 0.01;
         f->in_bounds += arr >= q->arrival_lo_ns - 100000 && arr <= q->arrival_hi_ns + 100000;
     }
+    /* bounds never cross (a captured arrival before the trace began put
+     * the lower bound at the trace's start, after it) */
+    for (size_t i = 0; i < R->n; i++)
+        if (R->req[i].arrival_lo_ns != INT64_MIN && R->req[i].arrival_hi_ns != INT64_MIN)
+            CHECK(R->req[i].arrival_lo_ns <= R->req[i].arrival_hi_ns);
     teller_requests_free(R);
     free_diag(diag);
     jdom_free(truth);

@@ -424,6 +424,8 @@ static int replay(teller_requests *R, rq **ord, size_t nord)
                 q->r.arrival_lo_ns = lo;
             if (q->r.arrival_hi_ns == INT64_MIN || si->start_ns < q->r.arrival_hi_ns)
                 q->r.arrival_hi_ns = si->start_ns;
+            if (q->r.arrival_lo_ns > q->r.arrival_hi_ns) /* its log line came before the trace began: that time stands */
+                q->r.arrival_lo_ns = q->r.arrival_hi_ns;
             q->r.flags |= TELLER_REQF_ARRIVAL_INFERRED;
             next++;
             got++;
