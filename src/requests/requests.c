@@ -346,9 +346,10 @@ static int replay(teller_requests *R, rq **ord, size_t nord)
             R->mismatched_steps++;
             continue;
         }
+        int off = 0; /* the replay disagreed with this step's annotation (counted once) */
         /* decoders: more than the annotation says means some stopped before max_tokens (EOS) */
         if ((size_t)si->decode_seqs < nd) {
-            R->mismatched_steps++;
+            off = 1;
             /* drop those with the fewest tokens left: most likely to have stopped */
             while ((size_t)si->decode_seqs < nd) {
                 size_t w = 0;
@@ -432,8 +433,8 @@ static int replay(teller_requests *R, rq **ord, size_t nord)
         }
         si->unknown_seqs += admit - got;
         si->known_seqs = (int32_t)nd + have + got;
-        if (admit - got || si->unknown_seqs)
-            R->mismatched_steps++;
+        off |= admit - got || si->unknown_seqs;
+        R->mismatched_steps += (uint32_t)off;
         /* state for the next step */
         size_t nd2 = 0;
         for (size_t j = 0; j < nd; j++)
