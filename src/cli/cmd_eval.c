@@ -90,6 +90,11 @@ static int add_all(teller_eval *e, add_fn add, const char *truth, const char *ot
     if (!is_dir(truth))
         return add(e, truth, other, err) == TELLER_OK ? 0 : -1;
     int n, rc = 0;
+    if (stat(tp, &sb) == 0) { /* one case, paired with a directory */
+        fprintf(stderr, "teller: eval: %s is one case: its predictions must be a file, and %s is a directory\n",
+                truth, other);
+        return -2;
+    }
     char **cases = list_cases(truth, &n);
     if (!n) {
         fprintf(stderr, "teller: eval: %s holds no case directories with a truth.json\n", truth);
