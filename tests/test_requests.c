@@ -118,9 +118,14 @@ static void score_case(const teller_sim_opts *o, figures *f)
     }
     /* bounds never cross (a captured arrival before the trace began put
      * the lower bound at the trace's start, after it) */
-    for (size_t i = 0; i < R->n; i++)
-        if (R->req[i].arrival_lo_ns != INT64_MIN && R->req[i].arrival_hi_ns != INT64_MIN)
-            CHECK(R->req[i].arrival_lo_ns <= R->req[i].arrival_hi_ns);
+    for (size_t i = 0; i < R->n; i++) {
+        const teller_request *q = &R->req[i];
+        if (q->arrival_lo_ns != INT64_MIN && q->arrival_hi_ns != INT64_MIN)
+            CHECK(q->arrival_lo_ns <= q->arrival_hi_ns);
+        /* the parts add up to the latency (each moment counted once) */
+        if (q->latency_ns >= 0)
+            CHECK_EQ_INT(q->queue_ns + q->prefill_ns + q->decode_ns + q->stall_ns, q->latency_ns);
+    }
     teller_requests_free(R);
     free_diag(diag);
     jdom_free(truth);

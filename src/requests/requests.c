@@ -483,11 +483,19 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
 {
     if (!q->nsteps)
         return;
-    int64_t worst_ex = -1, worst_len = -1;
+    int64_t worst_ex = -1, worst_len = -1, counted_to = INT64_MIN;
     for (uint32_t i = 0; i < q->nsteps; i++) {
         teller_req_step *s = &q->steps[i];
         const teller_req_stepinfo *si = &R->steps[s->step];
         s->shared_ns = si->end_ns - si->start_ns;
+        /* the phases count each moment once: a step's window overlaps the
+         * one before when its host began while the GPU still ran the last
+         * (or the ranks are offset), and the parts must add up to the
+         * latency */
+        int64_t from = si->start_ns > counted_to ? si->start_ns : counted_to;
+        int64_t own = si->end_ns > from ? si->end_ns - from : 0;
+        if (si->end_ns > counted_to)
+            counted_to = si->end_ns;
         int64_t tot = si->prefill_tokens >= 0 && si->decode_seqs >= 0 ? (int64_t)si->prefill_tokens + si->decode_seqs : -1;
         int32_t seqs = si->prefill_seqs >= 0 && si->decode_seqs >= 0 ? si->prefill_seqs + si->decode_seqs : -1;
         if (s->tokens >= 0 && tot > 0)
@@ -497,9 +505,9 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
         s->attributed_ns = (int64_t)(s->share * (double)s->shared_ns);
         q->attributed_ns += s->attributed_ns;
         if (s->prefill)
-            q->prefill_ns += s->shared_ns;
+            q->prefill_ns += own;
         else
-            q->decode_ns += s->shared_ns;
+            q->decode_ns += own;
         if (si->recompute_seqs > 0)
             q->flags |= TELLER_REQF_RECOMPUTE;
         const teller_diag_step *d = diag_step(diag, s->step);
