@@ -512,7 +512,7 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
             q->flags |= TELLER_REQF_RECOMPUTE;
         const teller_diag_step *d = diag_step(diag, s->step);
         if (d && d->pred.abnormal) {
-            q->abnormal_ns += s->shared_ns;
+            q->abnormal_ns += own;
             q->excess_ns += d->excess_ns;
             q->flags |= TELLER_REQF_DELAYED;
             if (d->excess_ns > worst_ex) {
