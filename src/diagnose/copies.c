@@ -54,7 +54,7 @@ static int kernels_by_start(const dctx *D, uint32_t **out, size_t *n)
  * two-rank DDP run prefetches its embeddings on a side stream 18-25 ms
  * before the compute stream's next kernel, and a 9 ms slowdown there cost
  * the step nothing. */
-static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i, double u)
+static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i, double u, int64_t *from_out)
 {
     const teller_events *ev = D->ev;
     int64_t end = ev->start_ns[i] + ev->dur_ns[i], slow_from = ev->start_ns[i] + (int64_t)u;
@@ -68,13 +68,47 @@ static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i,
     }
     uint32_t p = ev->parent[i];
     int sync = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) && ev->start_ns[p] + ev->dur_ns[p] >= end - 1000;
+    *from_out = slow_from;
     if (sync || lo == n || ev->source[kr[lo]] != ev->source[i] || ev->step[kr[lo]] != ev->step[i])
         return (double)(end - slow_from);
     uint32_t k = kr[lo];
     if (ev->track[k] != ev->track[i] && ev->start_ns[k] > end + 5000)
         return 0;
     int64_t ready = diag_ready_ns(ev, k), from = ready > slow_from ? ready : slow_from;
+    *from_out = from;
     return end > from ? (double)(end - from) : 0;
+}
+
+/* The first collective kernel of source src in step k that starts at or
+ * after t: its index in D->waits (its wait there, how late the rank
+ * arrived, is what a delay before it can have cost the step: a rank that
+ * still came early would have waited for its peers anyway), else SIZE_MAX. */
+static size_t next_collective(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+{
+    const waitidx *W = &D->waits;
+    size_t j = diag_kernel_after(D, src, k, t);
+    for (; j != SIZE_MAX && j < W->off[src + 1] && W->step[j] == k; j++)
+        if (W->wait[j] >= 0)
+            return j;
+    return SIZE_MAX;
+}
+
+/* A slow copy's wait: [from, end) on its source in its step, before the
+ * collective j (SIZE_MAX: none). */
+typedef struct waitiv {
+    uint32_t step;
+    uint16_t src;
+    size_t   j;
+    int64_t  from, end;
+} waitiv;
+
+static int waitiv_cmp(const void *a, const void *b)
+{
+    const waitiv *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    if (x->j != y->j) return x->j < y->j ? -1 : 1;
+    return (x->from > y->from) - (x->from < y->from);
 }
 
 int diag_detect_copies(const dctx *D, finds *out)
@@ -93,6 +127,8 @@ int diag_detect_copies(const dctx *D, finds *out)
     } cp;
     cp *c = NULL;
     size_t ccap = 0;
+    waitiv *iv = NULL; /* every slow copy's wait */
+    size_t niv = 0, ivcap = 0;
     /* usual duration of a copy of this name and size */
     for (size_t i = 0; i < ev->n; i++) {
         const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
@@ -124,8 +160,49 @@ int diag_detect_copies(const dctx *D, finds *out)
         if ((double)ev->dur_ns[i] > 3 * u + 2000) {
             if (!kr && kernels_by_start(D, &kr, &nkr)) /* the first slow copy's */
                 goto oom2;
-            x->slow += copy_cost(D, kr, nkr, (uint32_t)i, u);
+            int64_t from, end = ev->start_ns[i] + ev->dur_ns[i];
+            double cost = copy_cost(D, kr, nkr, (uint32_t)i, u, &from);
+            x->slow += cost;
+            if (cost > 0) {
+                if (TELLER_GROW(iv, ivcap, niv + 1))
+                    goto oom2;
+                iv[niv++] = (waitiv){ev->step[i], ev->source[i], next_collective(D, ev->source[i], ev->step[i], end),
+                                     from, end};
+            }
         }
+    }
+    /* what each source's slow copies of each step cost together: the time
+     * the work after them waited through, each moment once, and before a
+     * collective at most how late the rank arrived at it */
+    kmap lk = {0};
+    double *link = NULL;
+    size_t lcap = 0;
+    teller_sort(iv, niv, sizeof *iv, waitiv_cmp);
+    for (size_t a = 0; a < niv;) {
+        double *l = kmap_slot(&lk, (uint64_t)iv[a].src << 32 | iv[a].step, (void **)&link, &lcap, sizeof *link);
+        if (!l) {
+            kmap_free(&lk);
+            free(link);
+            goto oom2;
+        }
+        size_t b = a;
+        while (b < niv && iv[b].src == iv[a].src && iv[b].step == iv[a].step) {
+            int64_t to = INT64_MIN;
+            double before = 0; /* the waits before one collective (or none) */
+            size_t e = b;
+            for (; e < niv && iv[e].src == iv[b].src && iv[e].step == iv[b].step && iv[e].j == iv[b].j; e++) {
+                int64_t from = iv[e].from > to ? iv[e].from : to;
+                if (iv[e].end > from)
+                    before += (double)(iv[e].end - from);
+                if (iv[e].end > to)
+                    to = iv[e].end;
+            }
+            if (iv[b].j != SIZE_MAX && before > D->waits.wait[iv[b].j])
+                before = D->waits.wait[iv[b].j];
+            *l += before;
+            b = e;
+        }
+        a = b;
     }
     /* usual volume per (name, source) over all steps, absent steps counting
      * zero: one median per (name, source), not one per (name, source, step) */
@@ -151,9 +228,10 @@ int diag_detect_copies(const dctx *D, finds *out)
         double per_byte = x->bytes > 0 ? x->usual / x->bytes : 0;
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
+            uint32_t li = kmap_get(&lk, (uint64_t)x->src << 32 | x->step, 0);
             cand cd = {.det = TELLER_FAULT_PCIE_DEGRADATION, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
                        .layer = TELLER_LAYER_MEMCPY, .excess = x->slow, .sig = x->t / (x->usual + 1), .actual = x->t,
-                       .usual = x->usual, .event = x->event, .peer = -1};
+                       .usual = x->usual, .event = x->event, .peer = -1, .link = li != TELLER_NONE ? link[li] : 0};
             if (diag_finds_add(out, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
@@ -168,9 +246,12 @@ int diag_detect_copies(const dctx *D, finds *out)
 oom3:
     free(vols);
     free(vmeds);
+    kmap_free(&lk);
+    free(link);
 oom2:
     free(usual);
 oom:
+    free(iv);
     free(c);
     diag_groups_free(&bm);
     diag_groups_free(&vg);
@@ -183,9 +264,12 @@ oom:
  * device and back) are one degraded link, which slows every copy alike:
  * the copy name with the most time on the rank lost the most and names
  * the finding, as the heaviest kernel names a throttled GPU. Its cost is
- * the most any one of them cost: each counts the time the work after it
- * waited, the same wait when one copy queues behind the other (summed,
- * they came to up to twice what the step lost). */
+ * what they cost together (link: each moment of waiting once, before a
+ * collective no more than the rank's lateness there), or the most any
+ * one name cost when that is more. Summed per name, a wait when one copy
+ * queues behind the other came to up to twice what the step lost; the
+ * most any one name cost alone left out the others' waits, half of a
+ * degraded link's cost on single-GPU runs. */
 size_t diag_merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     (void)D;
@@ -199,6 +283,8 @@ size_t diag_merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n)
         if (c[idx[q]].excess > cost)
             cost = c[idx[q]].excess;
     }
+    if (c[heavy].link > cost)
+        cost = c[heavy].link;
     c[heavy].excess = cost;
     return heavy;
 }

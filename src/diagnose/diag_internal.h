@@ -44,6 +44,9 @@ typedef struct cand {
      * for work on the GPU). A host that runs ahead starts its next step
      * that much later (carry.c) */
     double   host;
+    /* copies: the time the work after the rank's slow copies of the step,
+     * of every name, waited through, each moment once (diag_merge_pcie) */
+    double   link;
 } cand;
 
 typedef struct step_acc {

@@ -95,7 +95,7 @@ static const struct detector {
 } detectors[] = {
     {2, diag_detect_apis},   /* apis.c */
     {2, diag_detect_sync},   /* syncs.c: with round 1's collective waits */
-    {1, diag_detect_copies}, /* copies.c */
+    {2, diag_detect_copies}, /* copies.c: with round 1's collective waits */
     {1, diag_detect_roofline}, /* roofline.c: needs only the store and the peer groups */
 };
 enum { NDET = sizeof detectors / sizeof *detectors };
