@@ -46,7 +46,8 @@ static void test_cli_option_values(void)
 /* Found by review: a step nested 100,000 deep crashed `teller tree` (one
  * stack frame a level); --step past 32 bits wrapped to step 0 in `teller
  * slice`, and --max 0 was taken and ignored; `requests --json` took --id
- * and --slowest and ignored them. */
+ * and --slowest and ignored them; bidirectional overrides in a name were
+ * printed raw. */
 static void test_cli_deep_trees_and_out_of_range_values(void)
 {
     char dir[] = "/tmp/teller_cli_deep_XXXXXX";
@@ -75,6 +76,20 @@ static void test_cli_deep_trees_and_out_of_range_values(void)
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
     snprintf(args, sizeof args, "requests --json --slowest 1 '%s'", path);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    /* a name with a right-to-left override, a C1 control and a line
+     * separator prints them escaped: they would reorder or drive the terminal */
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#0\", "
+              "\"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 100}, {\"ph\": \"X\", \"cat\": \"cpu_op\", "
+              "\"name\": \"evil\\u202egnp.exe\\u009b31m\\u2028x\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 5}]}\n", f);
+        fclose(f);
+        snprintf(args, sizeof args, "tree -q '%s'", path);
+        CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+        CHECK(strstr(out, "evil\\u202egnp.exe\\u009b31m\\u2028x") != NULL);
+        CHECK(strstr(out, "\xe2\x80\xae") == NULL);
+    }
     unlink(path);
     rmdir(dir);
 }

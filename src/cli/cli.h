@@ -40,8 +40,10 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
 extern teller_status (*cli_loader)(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
                                    teller_error *err);
 
-/* Prints a trace-provided string with control characters escaped, so that
- * a hostile kernel name cannot drive the terminal. */
+/* Prints a trace-provided string with control characters escaped (C0 and
+ * DEL as \xNN; C1 controls, line separators and bidirectional overrides as
+ * \uNNNN), so that a hostile kernel name cannot drive the terminal or
+ * reorder what it shows. */
 void cli_put_text(FILE *f, const char *s);
 
 /* Parses the value v of option opt of command cmd as a number in [lo, hi]

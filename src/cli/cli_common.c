@@ -128,12 +128,40 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
     return st;
 }
 
+/* The code point of the UTF-8 sequence at p that a terminal would act on
+ * rather than show: C1 controls (U+0080-U+009F: CSI is U+009B), line and
+ * paragraph separators (U+2028, U+2029), and the bidirectional overrides
+ * and isolates (U+202A-U+202E, U+2066-U+2069), which reorder what follows
+ * on the line; 0 for anything else. *len gets the sequence's length. */
+static unsigned acting_code_point(const unsigned char *p, int *len)
+{
+    if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+        *len = 2;
+        return p[1];
+    }
+    if (p[0] == 0xe2 && p[1] && p[2]) {
+        unsigned cp = 0x2000u | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
+        if ((p[1] == 0x80 && (cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e))) ||
+            (p[1] == 0x81 && cp >= 0x2066 && cp <= 0x2069)) {
+            *len = 3;
+            return cp;
+        }
+    }
+    return 0;
+}
+
 void cli_put_text(FILE *f, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f)
+        int len;
+        unsigned cp = acting_code_point(p, &len);
+        if (*p < 0x20 || *p == 0x7f) {
             fprintf(f, "\\x%02x", *p);
-        else
+        } else if (cp) {
+            fprintf(f, "\\u%04x", cp);
+            p += len - 1;
+        } else {
             fputc(*p, f);
+        }
     }
 }
