@@ -77,7 +77,8 @@ static int add_found(dctx *D, finds *f)
  * findings join the steps after the kernels' (the order decides only
  * ties, and must not change with the threads). Round 1 needs only the
  * store; round 2 also round 1's GPU busy index (API calls cost only the
- * GPU's idle time) and collective waits (a sync stall at a stage's end).
+ * GPU's idle time) and collective waits (a sync stall at a stage's end, a
+ * degraded link's copies before a collective).
  * The kernels (kernels.c) go source by source: each source's tally in
  * round 1, each source against its peers' tallies in round 2, their
  * findings first, source after source. The host gaps (gaps.c) go source
