@@ -443,7 +443,9 @@ static blk *refill(tbuf *t)
             for (int i = 0; slab != MAP_FAILED && i < SLAB_BLKS; i++)
                 put_free(&slab[i]);
         }
-        k = G.free_blks;
+        /* again: other threads may have taken blocks, and CUPTI's batch
+         * grown, while the lock was let go for the mapping */
+        k = (G.nblk + 1) * BLK_RECS + G.batch.n <= G.max_recs ? G.free_blks : NULL;
         if (k)
             G.free_blks = k->next;
     }
