@@ -34,6 +34,7 @@ typedef struct rq {
     teller_request   r;
     size_t           cap;
     int64_t          fin_log_first;
+    int64_t          fin_by;     /* the latest its Finished line says it can have finished, INT64_MIN unknown */
     uint32_t         nfinish;
     uint32_t         order;      /* first log line order, for FCFS */
     int              seen_recv;
@@ -94,7 +95,7 @@ static rq *reqset_get(reqset *S, const char *id, size_t n, int create)
     memset(q, 0, sizeof *q);
     q->r.id = s;
     q->r.arrival_ns = q->r.arrival_lo_ns = q->r.arrival_hi_ns = INT64_MIN;
-    q->r.log_received_ns = q->r.log_finished_ns = q->r.finish_ns = INT64_MIN;
+    q->r.log_received_ns = q->r.log_finished_ns = q->r.finish_ns = q->fin_by = INT64_MIN;
     q->r.max_tokens = -1;
     q->r.latency_ns = -1;
     q->r.worst_step = TELLER_NONE;
@@ -272,9 +273,12 @@ static int on_record(void *vctx, const teller_log_record *rec)
     } else {
         if (kind == 4)
             q->r.flags |= TELLER_REQF_ABORTED;
-        if (q->nfinish++ == 0)
+        if (q->nfinish++ == 0) {
             q->r.log_finished_ns = al.time_ns;
-        else
+            /* a whole-second stamp reads as its second's middle: it may have finished until the second's end */
+            q->fin_by = al.time_ns == INT64_MIN ? INT64_MIN
+                                                : al.time_ns + (rec->flags & TELLER_LOGF_NO_SUBSEC ? SEC_NS / 2 : 0);
+        } else
             q->r.flags |= TELLER_REQF_FINISH_TWICE;
     }
     return 0;
@@ -350,13 +354,22 @@ static int replay(teller_requests *R, rq **ord, size_t nord)
         /* decoders: more than the annotation says means some stopped before max_tokens (EOS) */
         if ((size_t)si->decode_seqs < nd) {
             off = 1;
-            /* drop those with the fewest tokens left: most likely to have stopped */
+            /* drop those whose Finished line says they had finished before
+             * the step began, else those with the fewest tokens left: most
+             * likely to have stopped */
             while ((size_t)si->decode_seqs < nd) {
                 size_t w = 0;
-                for (size_t j = 1; j < nd; j++)
-                    if (left[dec[j]] >= 0 && (left[dec[w]] < 0 || left[dec[j]] < left[dec[w]]))
+                int done_w = 0;
+                for (size_t j = 0; j < nd; j++) {
+                    int done = ord[dec[j]]->fin_by != INT64_MIN && ord[dec[j]]->fin_by <= si->start_ns;
+                    int fewer = left[dec[j]] >= 0 && (left[dec[w]] < 0 || left[dec[j]] < left[dec[w]]);
+                    if (j == 0 || done > done_w || (done == done_w && fewer)) {
                         w = j;
-                memmove(dec + w, dec + w + 1, (nd - w - 1) * sizeof *dec);
+                        done_w = done;
+                    }
+                }
+                for (size_t j = w; j + 1 < nd; j++)
+                    dec[j] = dec[j + 1];
                 nd--;
             }
         } else if ((size_t)si->decode_seqs > nd && !(nd == 0 && si->prefill_seqs == 0 && si->decode_seqs == 1)) {
