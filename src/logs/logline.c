@@ -526,7 +526,10 @@ static size_t hdr_glog(const char *s, size_t n, size_t i, teller_log_record *r, 
 static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
 {
     size_t j = i;
-    teller_log_record h = *r; /* what the host part says, taken once the level word is found */
+    /* what the host part says, taken once the level word is found */
+    const char *host = NULL;
+    size_t host_n = 0, src0 = 0, src1 = 0;
+    int64_t pid = -1, dev = -1;
     if (starts(s, n, i, "NCCL version ")) {
         r->family = TELLER_LOG_NCCL;
         r->level = TELLER_LOGL_INFO;
@@ -548,33 +551,26 @@ static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
         if (c1 == c2 - 1 || c1 == h0 || s[c1 - 1] != ':')
             return 0;
         size_t pp = c1;
-        int64_t pid = number(s, n, &pp);
+        pid = number(s, n, &pp);
         if (j + 2 >= n || s[j + 1] != '[')
             return 0;
         size_t k = j + 2;
-        int64_t dev = number(s, n, &k);
+        dev = number(s, n, &k);
         if (dev < 0 || k + 1 >= n || s[k] != ']' || s[k + 1] != ' ')
             return 0;
         const char *nc = find(s + k, n - k, " NCCL ");
         if (!nc)
             return 0;
-        size_t src0 = k + 2, src1 = (size_t)(nc - s);
+        src0 = k + 2;
+        src1 = (size_t)(nc - s);
         /* TRACE lines carry milliseconds first */
         size_t q = src0;
         while (q < src1 && (is_digit(s[q]) || s[q] == '.'))
             q++;
         if (q > src0 && q < src1 && s[q] == ' ')
             src0 = q + 1;
-        h.process.p = s + h0;
-        h.process.n = c1 - 1 - h0;
-        if (pid >= 0 && pid <= INT32_MAX)
-            h.pid = (int32_t)pid;
-        if (dev <= INT32_MAX)
-            h.device = (int32_t)dev;
-        if (src1 > src0) {
-            h.source.p = s + src0;
-            h.source.n = src1 - src0;
-        }
+        host = s + h0;
+        host_n = c1 - 1 - h0;
         j = src1 + 1;
     }
     /* at "NCCL LEVEL " */
@@ -587,7 +583,18 @@ static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
              {"ABORT ", TELLER_LOGL_CRITICAL}};
     for (size_t k = 0; k < sizeof L / sizeof *L; k++)
         if (starts(s, n, j, L[k].w)) {
-            *r = h;
+            if (host) {
+                r->process.p = host;
+                r->process.n = host_n;
+                if (pid >= 0 && pid <= INT32_MAX)
+                    r->pid = (int32_t)pid;
+                if (dev <= INT32_MAX)
+                    r->device = (int32_t)dev;
+                if (src1 > src0) {
+                    r->source.p = s + src0;
+                    r->source.n = src1 - src0;
+                }
+            }
             r->family = TELLER_LOG_NCCL;
             r->level = (uint8_t)L[k].l;
             return j + strlen(L[k].w) - i;

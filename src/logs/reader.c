@@ -165,7 +165,7 @@ static void tb_make_room(teller_log_reader *r, size_t n)
             break;
         }
     if (p > 0)
-        r->tb_buf[p++] = '\n';
+        p++; /* after the newline that ends the frames kept */
     memcpy(r->tb_buf + p, cut, sizeof cut - 1);
     r->tb_len = p + sizeof cut - 1;
     if (r->tb_len + 1 + n > r->cap) /* no room for even the cut line */
