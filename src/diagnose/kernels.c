@@ -39,18 +39,28 @@ typedef struct cfg_acc {
  * configuration's usual time there. */
 enum { LOCAL_STEPS = 4 };
 
+/* The median of v[0..n) into *med, and whether its values agree (median
+ * absolute deviation within a quarter of the median): a yardstick that
+ * varies more says nothing. Reorders and overwrites v. */
+static int agreeing_median(double *v, size_t n, double *med)
+{
+    *med = diag_median(v, n);
+    for (size_t q = 0; q < n; q++)
+        v[q] = fabs(v[q] - *med);
+    return diag_median(v, n) <= 0.25 * *med;
+}
+
 /* The usual call time of configuration c in each step, for one whose time
  * drifts: the median of the mean call time of the steps within LOCAL_STEPS
  * on either side (not the step itself), with three of them or more; 0
  * otherwise. 0, or -1 out of memory. */
 static int local_usual(cfg_acc *c, uint32_t nsteps)
 {
-    double *sum = calloc((size_t)nsteps + 1, sizeof *sum), *near = malloc((2 * LOCAL_STEPS + 1) * sizeof *near);
+    double *sum = calloc((size_t)nsteps + 1, sizeof *sum), near[2 * LOCAL_STEPS];
     uint32_t *cnt = calloc((size_t)nsteps + 1, sizeof *cnt);
     c->local = calloc((size_t)nsteps + 1, sizeof *c->local);
-    if (!sum || !near || !cnt || !c->local) {
+    if (!sum || !cnt || !c->local) {
         free(sum);
-        free(near);
         free(cnt);
         return -1;
     }
@@ -66,7 +76,6 @@ static int local_usual(cfg_acc *c, uint32_t nsteps)
         c->local[k] = m >= 3 ? diag_median(near, m) : 0;
     }
     free(sum);
-    free(near);
     free(cnt);
     return 0;
 }
@@ -98,7 +107,8 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
     kmap cm = {0};
     cfg_acc *cfg = NULL;
     size_t ccap = 0, nk = 0, kcap = 0;
-    double *cmed = NULL;
+    double *cmed = NULL, *halves = NULL; /* halves: a configuration's calls, the run's first half and second */
+    size_t hcap = 0;
     uint32_t *kix = NULL; /* per compute kernel, in event order: its (step, name) and its configuration */
     int rc = -1;
     for (size_t i = lo; i < hi; i++) {
@@ -146,25 +156,23 @@ int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
         samples *d = &c->d;
         if (c->steps < 3)
             continue;
-        uint32_t half = D->nsteps / 2;
-        size_t n1 = 0, n2 = 0;
-        double *h = malloc(d->n * sizeof *h);
-        if (!h)
-            goto done;
-        for (size_t q = 0; q < d->n; q++) /* first half's calls from the front, second's from the back */
-            if (c->step[q] < half)
-                h[n1++] = d->v[q];
-            else
-                h[d->n - ++n2] = d->v[q];
-        double first = n1 ? diag_median(h, n1) : 0, second = n2 ? diag_median(h + n1, n2) : 0;
-        free(h);
-        int drifts = c->steps >= 8 && n1 && n2 && fabs(first - second) > 0.2 * (first < second ? first : second);
-        if (drifts && local_usual(c, D->nsteps))
-            goto done;
-        double med = diag_median(d->v, d->n);
-        for (size_t q = 0; q < d->n; q++)
-            d->v[q] = fabs(d->v[q] - med);
-        if (diag_median(d->v, d->n) <= 0.25 * med)
+        if (c->steps >= 8) {
+            uint32_t half = D->nsteps / 2;
+            size_t n1 = 0, n2 = 0;
+            if (TELLER_GROW(halves, hcap, d->n))
+                goto done;
+            for (size_t q = 0; q < d->n; q++) /* first half's calls from the front, second's from the back */
+                if (c->step[q] < half)
+                    halves[n1++] = d->v[q];
+                else
+                    halves[d->n - ++n2] = d->v[q];
+            double first = n1 ? diag_median(halves, n1) : 0, second = n2 ? diag_median(halves + n1, n2) : 0;
+            int drifts = n1 && n2 && fabs(first - second) > 0.2 * (first < second ? first : second);
+            if (drifts && local_usual(c, D->nsteps))
+                goto done;
+        }
+        double med;
+        if (agreeing_median(d->v, d->n, &med))
             cmed[ix] = med;
         else if (c->local) { /* calls that disagree anyway: no reference at all */
             free(c->local);
@@ -199,6 +207,7 @@ done:
     }
     free(cfg);
     free(cmed);
+    free(halves);
     kmap_free(&cm);
     return rc;
 }
@@ -220,12 +229,8 @@ static double name_usual(ktab *me, uint32_t k, uint32_t name, uint32_t nsteps)
         if (i != TELLER_NONE && me->tot[i].count == me->tot[i0].count && me->tot[i].cfgs == me->tot[i0].cfgs)
             v[m++] = me->tot[i].t;
     }
-    if (m < 3)
-        return 0;
-    double med = diag_median(v, m);
-    for (size_t q = 0; q < m; q++)
-        v[q] = fabs(v[q] - med);
-    return diag_median(v, m) <= 0.25 * med ? med : 0;
+    double med;
+    return m >= 3 && agreeing_median(v, m, &med) ? med : 0;
 }
 
 /* The fastest time of key (a step and kernel name) on source s's peers,
