@@ -44,8 +44,21 @@ static int32_t pg_missing(const dctx *D, const teller_collective *cc)
     return -1;
 }
 
+/* Each source's first start; NULL out of memory. */
+static int64_t *first_starts(const dctx *D)
+{
+    int64_t *first = malloc((D->nsrc + 1) * sizeof *first);
+    for (size_t s = 0; first && s < D->nsrc; s++) {
+        first[s] = INT64_MAX;
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+            if (D->ev->start_ns[i] < first[s])
+                first[s] = D->ev->start_ns[i];
+    }
+    return first;
+}
+
 /* Whether rank's trace had begun by t: one of its sources has an event
- * that starts by then (first: per source, its first start). */
+ * that starts by then (first: first_starts). */
 static int traced_by(const dctx *D, const int64_t *first, int32_t rank, int64_t t)
 {
     for (size_t s = 0; s < D->nsrc; s++)
@@ -62,18 +75,9 @@ int diag_detect_comm(dctx *D)
     const teller_coll_member *mem = teller_store_coll_members(st);
     size_t nc = teller_store_num_collectives(st);
     inst *in = malloc((nc ? nc : 1) * sizeof *in);
-    int64_t *first = malloc((D->nsrc + 1) * sizeof *first); /* per source: its first event's start */
-    if (!in || !first) {
-        free(in);
-        free(first);
+    int64_t *first = NULL; /* each source's first start, made when a collective is short of a member */
+    if (!in)
         return -1;
-    }
-    for (size_t s = 0; s < D->nsrc; s++) {
-        first[s] = INT64_MAX;
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
-            if (ev->start_ns[i] < first[s])
-                first[s] = ev->start_ns[i];
-    }
     /* expected members per key: the most seen */
     kmap km = {0};
     groups bm = {0}; /* per op: transfer per element */
@@ -83,14 +87,12 @@ int diag_detect_comm(dctx *D)
         uint32_t ix = kmap_get(&km, co[c].key, 1);
         if (ix == TELLER_NONE) {
             free(in);
-            free(first);
             return -1;
         }
         if (ix >= mcap) {
             size_t old = mcap;
             if (TELLER_GROW(maxm, mcap, (size_t)ix + 1)) {
                 free(in);
-                free(first);
                 kmap_free(&km);
                 return -1;
             }
@@ -170,8 +172,12 @@ int diag_detect_comm(dctx *D)
             for (uint32_t m = 0; m < cc->num_members; m++)
                 if (ev->start_ns[mem[cc->first_member + m].kernel] < t0)
                     t0 = ev->start_ns[mem[cc->first_member + m].kernel];
-            if (missing >= 0 && x->transfer <= 5e9 && !traced_by(D, first, missing, t0))
-                continue; /* the missing rank's trace began after it: not traced yet, not a hang */
+            if (missing >= 0 && x->transfer <= 5e9) {
+                if (!first && !(first = first_starts(D)))
+                    goto oom2;
+                if (!traced_by(D, first, missing, t0))
+                    continue; /* the missing rank's trace began after it: not traced yet, not a hang */
+            }
             if (missing >= 0 || x->transfer > 5e9) {
                 /* the root is the rank that never launched the collective: it has
                  * no event for it (-1 when that rank's trace is not loaded); the
