@@ -111,6 +111,32 @@ static int waitiv_cmp(const void *a, const void *b)
     return (x->from > y->from) - (x->from < y->from);
 }
 
+/* What the waits iv[0..) of one source in one step (sorted by waitiv_cmp)
+ * cost together, added to *cost: each moment once, and before a
+ * collective at most how late the rank arrived at it. Returns how many of
+ * iv were theirs (iv[0]'s source and step). */
+static size_t waits_once(const dctx *D, const waitiv *iv, size_t n, double *cost)
+{
+    size_t b = 0;
+    while (b < n && iv[b].src == iv[0].src && iv[b].step == iv[0].step) {
+        int64_t to = INT64_MIN;
+        double before = 0; /* the waits before one collective (or none) */
+        size_t e = b;
+        for (; e < n && iv[e].src == iv[b].src && iv[e].step == iv[b].step && iv[e].j == iv[b].j; e++) {
+            int64_t from = iv[e].from > to ? iv[e].from : to;
+            if (iv[e].end > from)
+                before += (double)(iv[e].end - from);
+            if (iv[e].end > to)
+                to = iv[e].end;
+        }
+        if (iv[b].j != SIZE_MAX && before > D->waits.wait[iv[b].j])
+            before = D->waits.wait[iv[b].j];
+        *cost += before;
+        b = e;
+    }
+    return b;
+}
+
 int diag_detect_copies(const dctx *D, finds *out)
 {
     const teller_events *ev = D->ev;
@@ -171,9 +197,7 @@ int diag_detect_copies(const dctx *D, finds *out)
             }
         }
     }
-    /* what each source's slow copies of each step cost together: the time
-     * the work after them waited through, each moment once, and before a
-     * collective at most how late the rank arrived at it */
+    /* what each source's slow copies of each step cost together */
     kmap lk = {0};
     double *link = NULL;
     size_t lcap = 0;
@@ -185,24 +209,7 @@ int diag_detect_copies(const dctx *D, finds *out)
             free(link);
             goto oom2;
         }
-        size_t b = a;
-        while (b < niv && iv[b].src == iv[a].src && iv[b].step == iv[a].step) {
-            int64_t to = INT64_MIN;
-            double before = 0; /* the waits before one collective (or none) */
-            size_t e = b;
-            for (; e < niv && iv[e].src == iv[b].src && iv[e].step == iv[b].step && iv[e].j == iv[b].j; e++) {
-                int64_t from = iv[e].from > to ? iv[e].from : to;
-                if (iv[e].end > from)
-                    before += (double)(iv[e].end - from);
-                if (iv[e].end > to)
-                    to = iv[e].end;
-            }
-            if (iv[b].j != SIZE_MAX && before > D->waits.wait[iv[b].j])
-                before = D->waits.wait[iv[b].j];
-            *l += before;
-            b = e;
-        }
-        a = b;
+        a += waits_once(D, iv + a, niv - a, l);
     }
     /* usual volume per (name, source) over all steps, absent steps counting
      * zero: one median per (name, source), not one per (name, source, step) */
