@@ -119,6 +119,19 @@ static buf render_perfetto(const teller_store *st, const teller_diagnosis *d)
     return b;
 }
 
+/* Parses the Perfetto trace b: its traceEvents array, checked to be one
+ * (NULL when it is not), the document in *doc for jdom_free. */
+static const jv *perfetto_events(const buf *b, jv **doc)
+{
+    teller_error err;
+    teller_error_clear(&err);
+    *doc = b->p ? jdom_parse("perfetto", b->p, b->n, &err) : NULL;
+    CHECK(*doc != NULL);
+    const jv *events = *doc ? jdom_get(*doc, "traceEvents") : NULL;
+    CHECK(events && events->type == J_ARR);
+    return events && events->type == J_ARR ? events : NULL;
+}
+
 static size_t count(const char *hay, const char *needle)
 {
     size_t n = 0, len = strlen(needle);
@@ -643,13 +656,9 @@ static void test_perfetto_hang_points_at_the_root_rank_not_a_victim(void)
         teller_diagnosis d;
         hang_diagnosis(&d, steps, st, culprits[v]);
         buf b = render_perfetto(st, &d);
-        teller_error err;
-        teller_error_clear(&err);
-        jv *doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
-        CHECK(doc != NULL);
-        const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
-        CHECK(events && events->type == J_ARR);
-        if (events && events->type == J_ARR) {
+        jv *doc;
+        const jv *events = perfetto_events(&b, &doc);
+        if (events) {
             CHECK_EQ_INT(check_nesting(events), 0);
             double root_pid = -1;
             int waited = 0, culprit1 = 0;
@@ -704,13 +713,9 @@ static void test_perfetto_is_json_with_findings_and_nesting(void)
     mark_abnormal(&steps[0], st, k, 0.93, "kernel_regression", "kernel", HOSTILE_EXPL);
 
     buf b = render_perfetto(st, &d);
-    teller_error err;
-    teller_error_clear(&err);
-    jv *doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
-    CHECK(doc != NULL);
-    const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
-    CHECK(events && events->type == J_ARR);
-    if (events && events->type == J_ARR) {
+    jv *doc;
+    const jv *events = perfetto_events(&b, &doc);
+    if (events) {
         CHECK_EQ_INT(check_nesting(events), 0);
         /* the annotation */
         const jv *fi = find_event(events, "i", "step 0: kernel_regression");
@@ -766,8 +771,7 @@ static void test_perfetto_is_json_with_findings_and_nesting(void)
     free(b.p);
     /* no diagnosis: the trace alone */
     b = render_perfetto(st, NULL);
-    doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
-    CHECK(doc != NULL);
+    perfetto_events(&b, &doc);
     CHECK(b.p && strstr(b.p, "teller findings") == NULL);
     jdom_free(doc);
     free(b.p);
@@ -948,11 +952,9 @@ static void test_perfetto_crossing_slices_stay_nested_and_are_counted(void)
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
     buf b = render_perfetto(st, NULL);
-    jv *doc = b.p ? jdom_parse("perfetto", b.p, b.n, &err) : NULL;
-    CHECK(doc != NULL);
-    const jv *events = doc ? jdom_get(doc, "traceEvents") : NULL;
-    CHECK(events && events->type == J_ARR);
-    if (events && events->type == J_ARR) {
+    jv *doc;
+    const jv *events = perfetto_events(&b, &doc);
+    if (events) {
         CHECK_EQ_INT(check_nesting(events), 0);
         size_t slices = 0;
         for (size_t i = 0; i < events->n; i++)
