@@ -86,8 +86,8 @@ static void fill_windows(teller_diagnosis *d, const teller_store *st)
             ds->dur_ns = s[i].end_ns - ds->start_ns;
     }
     for (size_t i = 0; i < d->n; i++) {
-        d->steps[i].expected_ns = d->steps[i].dur_ns * 2 / 3;
-        d->steps[i].excess_ns = d->steps[i].dur_ns - d->steps[i].expected_ns;
+        d->steps[i].usual_ns = d->steps[i].dur_ns * 2 / 3;
+        d->steps[i].excess_ns = d->steps[i].dur_ns - d->steps[i].usual_ns;
     }
 }
 
@@ -481,7 +481,7 @@ static void hang_diagnosis(teller_diagnosis *d, teller_diag_step *steps, const t
     fill_windows(d, st);
     mark_abnormal(&steps[0], st, find_on(st, "ampere_sgemm_128x64_tn", 0, 0), 1.0, "kernel_regression", "kernel",
                   "a slow GEMM on rank 0");
-    steps[0].expected_ns = 2000000;
+    steps[0].usual_ns = 2000000;
     steps[0].excess_ns = 100000;
     teller_diag_step *s = &steps[1];
     s->pred.abnormal = 1;
@@ -499,7 +499,7 @@ static void hang_diagnosis(teller_diagnosis *d, teller_diag_step *steps, const t
     s->culprit_event = culprit;
     s->culprit_ns = 600000000000LL;
     s->culprit_base_ns = 50000;
-    s->expected_ns = 1000000;
+    s->usual_ns = 1000000;
     s->excess_ns = 600000000000LL;
 }
 

@@ -17,6 +17,7 @@
 #include "teller/fault.h"
 #include "teller/predict.h"
 #include "teller/store.h"
+#include "teller/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,75 @@ typedef struct teller_diag_cand {
     float        feat[TELLER_CAND_FEATURES];
 } teller_diag_cand;
 
+/* A number a diagnosis states, with what it is made of in the trace, so
+ * that anyone can find it there and `teller diagnose --check`
+ * (include/teller/check.h) can make it again from the trace. Every number
+ * of an explanation, of the HTML report and of the predictions' step
+ * fields is one of its step's facts, printed by teller_fmt_dur. */
+typedef enum teller_fact_kind {
+    TELLER_FACT_STEP = 1,  /* step's window on rank: its marker's start to the end of its marker or of the
+                            * last GPU work launched in it, whichever is later (the longest rank's
+                            * window is the step's duration) */
+    TELLER_FACT_USUAL,     /* step's usual duration (teller_diag_step.usual_ns, its group's yardstick) */
+    TELLER_FACT_EVENT,     /* event a's own duration */
+    TELLER_FACT_OP,        /* the events named name on rank in step: their time together and count;
+                            * name TELLER_NONE: every compute kernel (not communication) */
+    TELLER_FACT_OP_USUAL,  /* the median of that OP fact over the steps of step's group that its
+                            * yardstick is made of (teller_step_group.ref_steps), step left out, a step
+                            * without such events counting zero; count: those steps */
+    TELLER_FACT_HOLE,      /* [t0, t1) on rank, a stretch in which no host op of its process ran (no
+                            * framework op, runtime or driver call on any thread), ended by event b */
+    TELLER_FACT_GPU_IDLE,  /* the time in [t0, t1) in which rank's GPU ran no kernel, copy or memset */
+    TELLER_FACT_OVERHANG,  /* how long event a, a call that blocks on the GPU, went on after the last GPU
+                            * work of rank that had ended by its end (its whole duration if none had
+                            * ended since it began) */
+    TELLER_FACT_LATE,      /* rank started last at count of step's count2 collectives with two or more
+                            * members; value: how long the other members had waited for it, summed */
+    TELLER_FACT_DIFF,      /* fact a minus fact b, both of the same step's facts (indices) */
+    TELLER_FACT_QUIET      /* [t0, t1) inside step's window on rank in which neither its GPU nor any host
+                            * op of its process ran: the longest such stretch of the window */
+} teller_fact_kind;
+
+typedef struct teller_fact {
+    teller_fact_kind kind;
+    uint32_t step;
+    int32_t  rank;
+    uint32_t name;         /* OP, OP_USUAL: interned name, TELLER_NONE for every compute kernel */
+    uint32_t a, b;         /* events (EVENT, OVERHANG: a; HOLE: b) or, for DIFF, fact indices; else TELLER_NONE */
+    int64_t  t0, t1;       /* HOLE, GPU_IDLE, QUIET */
+    double   value;        /* ns */
+    uint32_t count, count2;
+    char     text[24];     /* value as printed (teller_fmt_dur) */
+} teller_fact;
+
+/* How every diagnosis printer writes a duration in ns: "1.234 s", "12.345
+ * ms", "123.4 us", "56 ns". Returns buf. */
+char *teller_fmt_dur(char *buf, size_t cap, double ns);
+
+/* The steps of one kind in the run (the same annotation family and kind,
+ * tree.h teller_step_class) and what such a step usually takes: the
+ * yardstick a step is judged slow against (src/diagnose/yardstick.c). */
+typedef struct teller_step_group {
+    teller_step_kind kind;
+    char     family[48];
+    uint32_t first, n;    /* its steps: teller_diagnosis.group_steps[first .. first + n), in step order */
+    uint32_t ref_first, nref; /* the steps its fit is made of: teller_diagnosis.ref_steps[ref_first ..
+                           * + nref), in step order: those no finding of their own flags, when there are
+                           * TELLER_DIAG_GROUP_STEPS of them, else all its steps */
+    int      by_work;     /* 1: a step's usual duration follows the work its annotation states (a
+                           * line fitted through the group's steps, Theil-Sen); 0: the group's median */
+    int      fitted;      /* 1: the group has TELLER_DIAG_GROUP_STEPS steps or more and base_ns,
+                           * per_work_ns and spread are its reference steps'; 0: each step is judged
+                           * against the steps of its kind nearest in work (teller_diag_step.near_first) */
+    double   base_ns, per_work_ns; /* fitted: usual duration of a step of work W: base_ns + per_work_ns * W */
+    double   spread;      /* how far its steps stray from their usual anyway, relative: 1.4826 x the
+                           * median absolute relative deviation when fitted; else a prior */
+} teller_step_group;
+
+/* Steps a group needs for a yardstick of its own (a median or a line, and
+ * a spread); a smaller group's steps are judged against their nearest. */
+#define TELLER_DIAG_GROUP_STEPS 5
+
 /* One step's diagnosis. pred carries the benchmark fields, evidence included.
  * With a model, its root comes first (model.h teller_model_root), the rest
  * in the numeric stage's order, and pred.score is
@@ -77,8 +147,17 @@ typedef struct teller_diag_step {
     char             fault[32];     /* finer kind (BENCHMARK.md names), "" when normal */
     int64_t          start_ns;      /* earliest rank's start, node 0's clock */
     int64_t          dur_ns;        /* longest rank's window */
-    int64_t          expected_ns;   /* what the run's baseline expects for this step */
-    int64_t          excess_ns;     /* dur - expected (>= 0) */
+    int32_t          dur_rank;      /* the rank whose window that is */
+    uint32_t         group;         /* its kind: teller_diagnosis.groups[group] */
+    int64_t          work;          /* the work its annotation states, -1 unknown */
+    int64_t          usual_ns;      /* what a step of its kind and work usually takes; -1 when it has no
+                                     * yardstick (the only step of its kind, or none near its work) */
+    uint32_t         near_first, near_n; /* in a group too small to fit: usual_ns is the median duration of
+                                     * the steps teller_diagnosis.near_steps[near_first .. + near_n) */
+    int64_t          excess_ns;     /* dur - usual (>= 0); 0 without a yardstick */
+    int64_t          explained_ns;  /* what its top finding accounts for: its cost, at most excess_ns
+                                     * when the step has a yardstick */
+    int              slow;          /* slower than its usual beyond its kind's spread (the step alarm) */
     int32_t          root_rank;     /* rank of the top candidate, -1 if none */
     int32_t          root_node;
     uint32_t         culprit_event; /* an event of the top candidate, TELLER_NONE if none */
@@ -88,6 +167,7 @@ typedef struct teller_diag_step {
     uint32_t         ncands;        /* one per (rank, operator), at most TELLER_DIAG_MAX_CANDS */
     uint32_t         peer_colls;    /* its collectives with two or more members: 0 when its ranks had no
                                      * peers to keep waiting (a single rank), so late and wait shares are 0 */
+    uint32_t         first_fact, nfacts; /* the numbers it states: teller_diagnosis.facts[first_fact ..] */
 } teller_diag_step;
 
 /* A set of service logs to use as evidence: file paths; each file's node
@@ -109,14 +189,28 @@ typedef struct teller_diag_opts {
     /* threads for the per-rank work of the detectors; <= 0: the cores this
      * process may use. The diagnosis does not depend on it, byte for byte. */
     int jobs;
+    /* the step alarm: a step whose findings are not facts (a hang, a log
+     * line) is abnormal only when it took longer than its usual by more
+     * than this many of its kind's spreads (and 1 % and 20 us); negative:
+     * the default, TELLER_DIAG_SPREADS (teller_diag_defaults) */
+    double spreads;
 } teller_diag_opts;
+
+#define TELLER_DIAG_SPREADS 3.0
 
 typedef struct teller_diagnosis {
     teller_diag_step *steps; /* one per step number, in order */
     size_t            n;
     teller_diag_cand *cands; /* every step's candidates, step after step */
     size_t            ncands;
+    teller_fact      *facts; /* every step's facts, step after step */
+    size_t            nfacts;
     int64_t           usual_step_ns; /* the run's median step duration */
+    teller_step_group *groups;       /* the kinds of step of the run */
+    size_t            ngroups;
+    uint32_t         *group_steps;   /* every group's steps, group after group */
+    uint32_t         *ref_steps;     /* every group's reference steps, group after group */
+    uint32_t         *near_steps;    /* the steps small groups' steps are judged against */
     int               model;   /* 1 when a model judged the steps (scores are its probabilities) */
     char            **notes; /* what the analysis could not see or trust, for the user */
     size_t            nnotes;

@@ -5,6 +5,7 @@
 #ifndef TELLER_PREDICT_H
 #define TELLER_PREDICT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -45,5 +46,12 @@ typedef struct teller_step_pred {
 
 /* Writes {"version": 1, "steps": [...]} with every step given, evidence included. */
 void teller_pred_write(FILE *f, const teller_step_pred *steps, size_t n);
+
+/* Writes more of a prediction: called with i = SIZE_MAX before "steps" (top-level members, each
+ * written as `"key": value,\n`), and after each step's fields with i its index (members written as
+ * `, "key": value`). */
+typedef void (*teller_pred_extra)(FILE *f, void *ctx, size_t i);
+/* teller_pred_write with extra members from extra (NULL: none). */
+void teller_pred_write_ex(FILE *f, const teller_step_pred *steps, size_t n, teller_pred_extra extra, void *ctx);
 
 #endif

@@ -72,6 +72,34 @@ typedef struct teller_step_summary {
 teller_status teller_step_summaries(const teller_store *st, teller_step_summary **out, size_t *n,
                                     teller_error *err);
 
+/* The kind of work a step annotation says its step did. */
+typedef enum teller_step_kind {
+    TELLER_STEP_OTHER = 0, /* an annotation of another family, or none */
+    TELLER_STEP_PREFILL,   /* only new sequences' prompts */
+    TELLER_STEP_DECODE,    /* only running sequences' next tokens */
+    TELLER_STEP_MIXED,     /* both in one batch */
+    TELLER_STEP_ITERATION  /* PyTorch's ProfilerStep#N: a training or inference loop's iteration */
+} teller_step_kind;
+
+/* What a step annotation says of its step (stepclass.c): vLLM's
+ * `execute_[N_]context_P(T...)_generation_D(...)`, SGLang's
+ * `step[DECODE|EXTEND|MIXED bs=N]`, PyTorch's `ProfilerStep#N`. */
+typedef struct teller_step_class {
+    teller_step_kind kind;
+    char    family[48];      /* the annotation with digit runs as '#' and what parentheses hold dropped,
+                              * so that the steps of one engine loop share it: "ProfilerStep#",
+                              * "execute_context_#()_generation_#()", "step[DECODE]" */
+    int32_t prefill_seqs;    /* new sequences, -1 unknown */
+    int32_t prefill_tokens;  /* their tokens, -1 unknown */
+    int32_t decode_seqs;     /* running sequences, -1 unknown */
+    int64_t work;            /* tokens processed (prompt tokens + decoders), or SGLang's batch size; -1 unknown */
+} teller_step_class;
+
+/* Classifies an annotation's name (NULL or "" for a step without one). */
+void teller_step_classify(const char *annotation, teller_step_class *out);
+/* "prefill", "decode", "mixed", "iteration", "other"; static storage. */
+const char *teller_step_kind_name(teller_step_kind k);
+
 /* Normalises an operator name for comparison and grouping: drops the
  * parameter list and template arguments, return types and qualifiers
  * before the name ("void ", "std::enable_if<...>::type "), and CUDA API

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "teller/check.h"
 #include "teller/diagnose.h"
 #include "teller/model.h"
 #include "teller/report.h"
@@ -56,6 +57,46 @@ void cli_case_logs(const char *dir, char ***v, size_t *n)
         cli_add_str(v, n, f);
     }
     closedir(d);
+}
+
+/* --check: every number of the diagnosis made again from the trace
+ * (check.h), and of its HTML report, rendered as --html writes it, when
+ * one is asked for. 0 when all agree. */
+static int check_all(const teller_store *st, const teller_diagnosis *d, int html, const teller_requests *reqs,
+                     const char *title)
+{
+    teller_check_report r = {0};
+    teller_error err;
+    teller_error_clear(&err);
+    teller_status cs = teller_check_diagnosis(st, d, &r, &err);
+    if (cs == TELLER_OK && html) {
+        char *h = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&h, &n);
+        if (!f)
+            cs = teller_error_set(&err, TELLER_ERR_NOMEM, "(check)", 0, "out of memory");
+        else {
+            cs = teller_report_html(st, d, reqs, title, f, &err);
+            if (fclose(f) != 0 && cs == TELLER_OK)
+                cs = teller_error_set(&err, TELLER_ERR_NOMEM, "(check)", 0, "out of memory");
+        }
+        if (cs == TELLER_OK)
+            cs = teller_check_html(st, d, h, n, &r, &err);
+        free(h);
+    }
+    if (cs != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        return -1;
+    }
+    printf("\ncheck: %llu facts made again from the trace, %llu numbers read, %llu mismatch%s\n",
+           (unsigned long long)r.facts, (unsigned long long)r.numbers, (unsigned long long)r.mismatches,
+           r.mismatches == 1 ? "" : "es");
+    if (r.mismatches) {
+        printf("check: first: ");
+        cli_put_text(stdout, r.first);
+        printf("\n");
+    }
+    return r.mismatches ? -1 : 0;
 }
 
 static int step_cmp(const void *a, const void *b)
@@ -109,12 +150,12 @@ int cmd_diagnose(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
     const char *json = NULL, *html = NULL, *perfetto = NULL, *cands = NULL, *model_path = NULL;
-    int no_model = 0, model_alone = 0;
+    int no_model = 0, model_alone = 0, check = 0;
     teller_model *model = NULL;
     char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t nlogs = 0;
     int np = 0, rc = 0;
-    double threshold = 0;
+    double threshold = 0, spreads = -1;
     int32_t tz_offset = 0;
     if (!paths)
         return 1;
@@ -136,6 +177,10 @@ int cmd_diagnose(int argc, char **argv)
                    "  (a log's node comes from node<N> in its name)\n"
                    "  --tz-offset S: the logs' local zone in seconds east of UTC (default 0: UTC)\n"
                    "  --candidates FILE: every step's candidates and their features as JSON\n"
+                   "  --check: make every number of the diagnosis (and of the --html report) again from\n"
+                   "  the trace; exit 1 when one does not match\n"
+                   "  --spreads K: a step whose findings are not facts (a hang, a log line) is abnormal only\n"
+                   "  when it took longer than its kind usually does by K of its kind's spreads (default 3)\n"
                    "  --model FILE: the root-cause model to use (default: the built-in one, if any);\n"
                    "  --no-model: the numeric stage alone\n"
                    "  --model-alone: the model decides alone (P(abnormal) >= 0.5, its own root; no\n"
@@ -144,7 +189,7 @@ int cmd_diagnose(int argc, char **argv)
         }
         if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
              !strcmp(a, "--threshold") || !strcmp(a, "--candidates") || !strcmp(a, "--model") ||
-             !strcmp(a, "--tz-offset")) &&
+             !strcmp(a, "--tz-offset") || !strcmp(a, "--spreads")) &&
             i + 1 >= argc) {
             fprintf(stderr, "teller: diagnose: %s needs a value\n", a);
             rc = 2;
@@ -164,6 +209,8 @@ int cmd_diagnose(int argc, char **argv)
             model_path = argv[++i];
         else if (!strcmp(a, "--no-model"))
             no_model = 1;
+        else if (!strcmp(a, "--check"))
+            check = 1;
         else if (!strcmp(a, "--model-alone"))
             model_alone = 1;
         else if (!strcmp(a, "--tz-offset")) {
@@ -173,6 +220,11 @@ int cmd_diagnose(int argc, char **argv)
                 goto done;
             }
             tz_offset = (int32_t)tz;
+        } else if (!strcmp(a, "--spreads")) {
+            if (cli_number("diagnose", a, argv[++i], 0, 100, 0, &spreads)) {
+                rc = 2;
+                goto done;
+            }
         } else if (!strcmp(a, "--threshold")) {
             /* scores are in [0, 1]: a threshold above 1 would flag nothing */
             if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
@@ -219,6 +271,8 @@ int cmd_diagnose(int argc, char **argv)
     dop.jobs = o.load.jobs;
     if (threshold > 0)
         dop.threshold = threshold;
+    if (spreads >= 0)
+        dop.spreads = spreads;
     teller_diagnosis *d = NULL;
     teller_error err;
     teller_error_clear(&err);
@@ -251,6 +305,22 @@ int cmd_diagnose(int argc, char **argv)
     }
     if (nab > 10)
         printf("\n... %zu more abnormal steps (see --json / --html)\n", nab - 10);
+    /* steps slower than their usual that no finding flags: said, never a green row */
+    size_t nslow = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        const teller_diag_step *s = &d->steps[k];
+        if (!s->slow || s->pred.abnormal)
+            continue;
+        if (nslow++ == 0)
+            printf("\nslower than usual, no finding flags them:\n");
+        if (nslow > 10)
+            continue;
+        printf("  ");
+        cli_put_text(stdout, s->pred.explanation);
+        printf("\n");
+    }
+    if (nslow > 10)
+        printf("  ... %zu more (see --json / --html)\n", nslow - 10);
     for (size_t i = 0; i < d->nnotes; i++) {
         printf("note: ");
         cli_put_text(stdout, d->notes[i]);
@@ -288,6 +358,8 @@ int cmd_diagnose(int argc, char **argv)
     if (html && write_report(html, 0, st, d, d->requests, paths[0]))
         rc = 1;
     if (perfetto && write_report(perfetto, 1, st, d, NULL, paths[0]))
+        rc = 1;
+    if (check && check_all(st, d, html != NULL, d->requests, paths[0]) && !rc)
         rc = 1;
     if (html || perfetto || json || cands)
         printf("\nwritten:%s%s%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",

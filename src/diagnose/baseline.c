@@ -168,24 +168,25 @@ void diag_groups_free(groups *g)
  * or a thread waiting while another thread keeps the GPU fed, delay
  * nothing. The index below answers "how long was the GPU idle in [a, b)". */
 
-/* Whether event i counts as busy: without step_tid GPU work (kernels,
- * copies, memsets: not the annotations drawn on a stream, which span whole
- * steps whether the GPU worked or idled); with it, the outermost host ops
- * of the source's threads other than its stepping thread. */
-static int busy_counts(const teller_events *ev, uint32_t i, const int32_t *step_tid)
+/* Whether event i counts as busy: GPU work (kernels, copies, memsets: not
+ * the annotations drawn on a stream, which span whole steps whether the GPU
+ * worked or idled), the outermost host ops of the source's threads other
+ * than its stepping thread, or either of any thread. */
+static int busy_counts(const teller_events *ev, uint32_t i, diag_busy_what what, const int32_t *step_tid)
 {
     if (ev->dur_ns[i] <= 0)
         return 0;
-    if (!step_tid)
-        return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]);
-    if ((ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_host_op(ev->layer[i]) ||
-        teller_event_tid(ev, i) == step_tid[ev->source[i]])
+    int gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
+    if (gpu)
+        return what != DIAG_BUSY_OTHER_THREADS && teller_layer_is_gpu_work(ev->layer[i]);
+    if (what == DIAG_BUSY_GPU || !teller_layer_is_host_op(ev->layer[i]) ||
+        (what == DIAG_BUSY_OTHER_THREADS && teller_event_tid(ev, i) == step_tid[ev->source[i]]))
         return 0;
     uint32_t p = ev->parent[i];
     return p == TELLER_NONE || !teller_layer_is_host_op(ev->layer[p]);
 }
 
-int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
+int diag_busy_build(busyidx *B, const dctx *D, diag_busy_what what, const int32_t *step_tid)
 {
     const teller_events *ev = D->ev;
     size_t ns = D->nsrc, n = 0;
@@ -194,7 +195,7 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
     if (!B->off)
         return -1;
     for (size_t i = 0; i < ev->n; i++)
-        if (busy_counts(ev, (uint32_t)i, step_tid)) {
+        if (busy_counts(ev, (uint32_t)i, what, step_tid)) {
             B->off[ev->source[i] + 2]++;
             n++;
         }
@@ -214,7 +215,7 @@ int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid)
     for (size_t s = 0; s < ns; s++)
         B->off[s + 2] += B->off[s + 1];
     for (size_t i = 0; i < ev->n; i++)
-        if (busy_counts(ev, (uint32_t)i, step_tid))
+        if (busy_counts(ev, (uint32_t)i, what, step_tid))
             ids[B->off[ev->source[i] + 1]++] = (uint32_t)i;
     /* off[s] .. off[s + 1] now bound source s; merge each run in place */
     size_t w = 0, lo = 0;

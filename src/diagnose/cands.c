@@ -4,6 +4,7 @@
  * the feature vector's entries and the candidates' JSON, which a learned
  * ranker and `teller eval --candidates` (candidate recall@K) read.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,6 +28,32 @@ const char *teller_cand_feature_name(int f)
     return f >= 0 && f < TELLER_CAND_FEATURES ? feature_names[f] : NULL;
 }
 
+/* What a diagnosis adds to the benchmark's predictions: the run's kinds of
+ * step and their yardsticks, and per step its duration, kind and usual. */
+static void diag_extra(FILE *f, void *ctx, size_t i)
+{
+    const teller_diagnosis *d = ctx;
+    if (i == SIZE_MAX) {
+        fprintf(f, " \"step_kinds\": [");
+        for (size_t g = 0; g < d->ngroups; g++) {
+            const teller_step_group *sg = &d->groups[g];
+            fprintf(f, "%s\n  {\"kind\": \"%s\", \"family\": ", g ? "," : "", teller_step_kind_name(sg->kind));
+            teller_json_put(f, sg->family);
+            fprintf(f, ", \"steps\": %u, \"fitted\": %s, \"by_work\": %s, \"base_ns\": %.0f, \"per_work_ns\": %.6g, "
+                    "\"spread\": %.6g}",
+                    sg->n, sg->fitted ? "true" : "false", sg->by_work ? "true" : "false", sg->base_ns, sg->per_work_ns,
+                    sg->spread);
+        }
+        fprintf(f, "],\n");
+        return;
+    }
+    const teller_diag_step *s = &d->steps[i];
+    fprintf(f, ", \"duration_ns\": %lld, \"duration_rank\": %d, \"step_kind\": %u, \"work\": %lld, \"usual_ns\": %lld, "
+            "\"excess_ns\": %lld, \"explained_ns\": %lld, \"slow\": %s",
+            (long long)s->dur_ns, s->dur_rank, s->group, (long long)s->work, (long long)s->usual_ns,
+            (long long)s->excess_ns, (long long)s->explained_ns, s->slow ? "true" : "false");
+}
+
 teller_status teller_diag_write_preds(FILE *f, const teller_diagnosis *d)
 {
     teller_step_pred *p = malloc((d->n ? d->n : 1) * sizeof *p);
@@ -34,7 +61,7 @@ teller_status teller_diag_write_preds(FILE *f, const teller_diagnosis *d)
         return TELLER_ERR_NOMEM;
     for (size_t k = 0; k < d->n; k++)
         p[k] = d->steps[k].pred;
-    teller_pred_write(f, p, d->n);
+    teller_pred_write_ex(f, p, d->n, diag_extra, (void *)d);
     free(p);
     return TELLER_OK;
 }

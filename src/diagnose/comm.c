@@ -414,36 +414,3 @@ int diag_late_tables(dctx *D)
     }
     return 0;
 }
-
-/* When the step's root rank was the last to arrive at most of the step's
- * collectives (diag_late_tables), that is trace evidence for the finding. */
-void diag_late_arrivals(dctx *D, teller_diagnosis *d)
-{
-    const teller_events *ev = D->ev;
-    for (uint32_t k = 0; k < D->nsteps; k++) {
-        teller_diag_step *s = &d->steps[k];
-        if (!s->pred.abnormal || s->culprit_event == TELLER_NONE || D->late_insts[k] < 2 ||
-            s->pred.nev >= TELLER_MAX_EVIDENCE)
-            continue;
-        uint16_t src = ev->source[s->culprit_event];
-        size_t cell = (size_t)k * D->nsrc + src;
-        if (D->late_last[cell] * 2 <= D->late_insts[k])
-            continue;
-        char w[32];
-        diag_fmt_ms(w, sizeof w, D->late_wait[cell]);
-        teller_evidence *e = &s->pred.ev[s->pred.nev++];
-        memset(e, 0, sizeof *e);
-        snprintf(e->kind, sizeof e->kind, "trace");
-        e->node = teller_store_source_c(D->st, src)->node;
-        e->rank = teller_store_source_c(D->st, src)->rank;
-        e->line = s->culprit_event;
-        e->time_ns = s->start_ns;
-        snprintf(e->text, sizeof e->text,
-                 "rank %d arrived last at %u of the step's %u collectives; its peers waited %s for it in all", e->rank,
-                 D->late_last[cell], D->late_insts[k], w);
-        size_t n = strlen(s->pred.explanation);
-        if (n + 8 < sizeof s->pred.explanation)
-            snprintf(s->pred.explanation + n, sizeof s->pred.explanation - n, " Rank %d arrived last at %u of %u collectives, "
-                     "its peers waiting %s for it.", e->rank, D->late_last[cell], D->late_insts[k], w);
-    }
-}

@@ -47,6 +47,7 @@ typedef struct cand {
     /* copies: the time the work after the rank's slow copies of the step,
      * of every name, waited through, each moment once (diag_merge_pcie) */
     double   link;
+    int64_t  t0, t1;   /* host gaps: the hole the finding is named after, ended by event */
 } cand;
 
 typedef struct step_acc {
@@ -118,6 +119,10 @@ typedef struct dctx {
     /* per (step, source): how much of the rank's window its GPU work spent
      * queued behind earlier steps' work (carry.c) */
     double             *expo;
+    size_t              groups_cap; /* of out->groups */
+    size_t              facts_cap;  /* of out->facts */
+    busyidx             any;     /* when each source's GPU or any of its host threads worked, made for the
+                                  * first slow step no finding explains (facts.c) */
 } dctx;
 
 
@@ -214,7 +219,11 @@ int diag_groups_add(groups *g, uint64_t key, double x);
 double *diag_groups_medians(groups *g);
 double *diag_groups_spreads(const groups *g, const double *med);
 void diag_groups_free(groups *g);
-int diag_busy_build(busyidx *B, const dctx *D, const int32_t *step_tid);
+/* What a busy index holds: GPU work; the outermost host ops of each
+ * source's threads but its stepping one (step_tid); either, of every
+ * thread. */
+typedef enum diag_busy_what { DIAG_BUSY_GPU, DIAG_BUSY_OTHER_THREADS, DIAG_BUSY_ANY } diag_busy_what;
+int diag_busy_build(busyidx *B, const dctx *D, diag_busy_what what, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 /* The holes of [a, b) on source src that no busy interval covers, appended
  * to *H (*nh of them, grown), each with the event that ended it: the one
@@ -277,7 +286,6 @@ int diag_detect_comm(dctx *D);
 /* Merges a step's transfer findings into one slow link; -1 when out of memory. */
 int diag_merge_links(dctx *D);
 int diag_late_tables(dctx *D);
-void diag_late_arrivals(dctx *D, teller_diagnosis *d);
 teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err);
 /* carry.c: fills source s's cells of D->expo (allocated, zero, by the
  * caller); 0, or -1 out of memory */
@@ -306,10 +314,24 @@ double diag_host_idle(const dctx *D, const diag_gpuops *G, size_t s, int64_t a, 
 double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint32_t k, const int64_t *at,
                             const double *amt, size_t n, const double *late);
 
-/* sentences.c */
+/* yardstick.c: each step's kind and usual duration (out->groups,
+ * out->group_steps, out->ref_steps, each step's group, work, usual_ns,
+ * excess_ns), the steps' dur_ns first; flagged[k]: a finding of step k's
+ * own flags it (a group's reference is its steps not flagged, when there
+ * are enough). 0, or -1 out of memory. */
+int diag_yardsticks(dctx *D, const uint8_t *flagged);
+/* How far step k is past the step alarm (its usual plus `spreads` of its
+ * kind's spreads, at least 1 % and 20 us over): 0.5 at the edge, towards 1
+ * beyond, 0 when no slower than usual or without a yardstick. */
+double diag_slowness(const teller_diagnosis *d, uint32_t k, double spreads);
+
+/* sentences.c: the notes on what the run did not let the diagnosis see */
 void diag_add_note(dctx *D, const char *text);
 void diag_notes(dctx *D);
-void diag_fmt_ms(char *b, size_t n, double ns);
+/* facts.c: the explanation of abnormal step s, whose top finding is c, and
+ * of a step slower than its usual that no finding explains, with the facts
+ * their numbers are (s->first_fact, s->nfacts) */
 void diag_explain(dctx *D, teller_diag_step *s, const cand *c);
+void diag_explain_slow(dctx *D, teller_diag_step *s);
 
 #endif

@@ -128,7 +128,7 @@ static void run_task(void *ctx, size_t i)
     size_t ns = D->nsrc, first = NINDEX + NDET; /* the first per-source task */
     int rc = 0;
     if (i == 0)
-        rc = R->round == 1 ? diag_busy_build(&R->D->gpu, D, NULL) : R->round == 2 ? diag_host_busy_build(R->D) : 0;
+        rc = R->round == 1 ? diag_busy_build(&R->D->gpu, D, DIAG_BUSY_GPU, NULL) : R->round == 2 ? diag_host_busy_build(R->D) : 0;
     else if (i == 1)
         rc = R->round == 1 ? diag_waits_build(R->D) || !(R->D->wait_left = diag_waits_left(D)) : 0;
     else if (i < first)
@@ -281,6 +281,26 @@ static double cand_score(const cand *c, double step_dur, int has_log)
     return s;
 }
 
+/* Whether finding c states a fact that needs no yardstick: a collective
+ * that never ended, a preemption the logs state, an OOM or a swap with its
+ * log line, and in a step without a yardstick a blocking wait the trace
+ * shows (a synchronize that held the host long after the GPU's work). */
+static int fact_based(const cand *c, const teller_diag_step *s)
+{
+    switch (c->det) {
+    case TELLER_FAULT_NCCL_HANG:
+    case TELLER_FAULT_PREEMPTION:
+        return 1;
+    case TELLER_FAULT_OOM:
+    case TELLER_FAULT_KV_SWAP:
+        return s->pred.nev > 0;
+    case TELLER_FAULT_SYNC_STALL:
+        return s->usual_ns < 0;
+    default:
+        return 0;
+    }
+}
+
 static int cand_cmp(const void *a, const void *b)
 {
     const cand *x = a, *y = b;
@@ -289,6 +309,25 @@ static int cand_cmp(const void *a, const void *b)
     if (x->excess != y->excess)
         return x->excess > y->excess ? -1 : 1;
     return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Each step's yardstick (yardstick.c), made of the steps of its kind that
+ * no finding of their own flags: in a run with many faults the faulty
+ * steps would make the usual step slower, and its spread wider. */
+static int yardsticks(dctx *D, double threshold)
+{
+    uint8_t *flagged = calloc(D->nsteps + 1, 1);
+    if (!flagged)
+        return -1;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        const step_acc *sa = &D->steps[k];
+        for (size_t a = 0; a < sa->n && !flagged[k]; a++)
+            flagged[k] = sa->c[a].det != TELLER_FAULT_NONE &&
+                         cand_score(&sa->c[a], (double)D->out->steps[k].dur_ns, D->out->steps[k].pred.nev > 0) >= threshold;
+    }
+    int rc = diag_yardsticks(D, flagged);
+    free(flagged);
+    return rc;
 }
 
 /* x in [lo, hi]; 0 for a NaN (a figure a detector left undefined) */
@@ -346,6 +385,7 @@ static void diag_free_ctx(dctx *D)
     free(D->expo);
     diag_busy_free(&D->gpu);
     diag_busy_free(&D->host);
+    diag_busy_free(&D->any);
     free(D->step_tid);
     diag_waits_free(&D->waits);
     free(D->wait_left);
@@ -356,6 +396,7 @@ teller_diag_opts teller_diag_defaults(void)
 {
     teller_diag_opts o = {0};
     o.threshold = 0.5;
+    o.spreads = TELLER_DIAG_SPREADS;
     return o;
 }
 
@@ -368,6 +409,11 @@ void teller_diagnosis_free(teller_diagnosis *d)
     free(d->notes);
     free(d->steps);
     free(d->cands);
+    free(d->facts);
+    free(d->groups);
+    free(d->group_steps);
+    free(d->near_steps);
+    free(d->ref_steps);
     teller_requests_free(d->requests);
     free(d);
 }
@@ -377,6 +423,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     teller_diag_opts def = teller_diag_defaults();
     const teller_diag_opts *o = opts ? opts : &def;
     double threshold = o->threshold > 0 ? o->threshold : def.threshold;
+    double spreads = o->spreads >= 0 ? o->spreads : TELLER_DIAG_SPREADS;
     dctx D = {0};
     teller_model_tracer *tracer = NULL; /* the model's view of the run's traces (model.h) */
     D.st = st;
@@ -400,15 +447,22 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         d->steps[k].root_node = -1;
         d->steps[k].culprit_event = TELLER_NONE;
         d->steps[k].start_ns = INT64_MAX;
+        d->steps[k].dur_ns = -1;
+        d->steps[k].dur_rank = -1;
     }
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
         teller_diag_step *s = &d->steps[steps[i].step];
         int64_t w = steps[i].end_ns - steps[i].start_ns;
-        if (w > s->dur_ns)
+        if (w > s->dur_ns || (w == s->dur_ns && steps[i].rank < s->dur_rank)) {
             s->dur_ns = w;
+            s->dur_rank = steps[i].rank;
+        }
         if (steps[i].start_ns < s->start_ns)
             s->start_ns = steps[i].start_ns;
     }
+    for (uint32_t k = 0; k < D.nsteps; k++)
+        if (d->steps[k].dur_ns < 0)
+            d->steps[k].dur_ns = 0;
     D.t_first = INFINITY;
     D.t_last = -INFINITY;
     for (uint32_t k = 0; k < D.nsteps; k++) {
@@ -476,7 +530,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         teller_diagnosis_free(d);
         return lst;
     }
-    if (diag_subtract_run_normal(&D))
+    if (diag_subtract_run_normal(&D) || yardsticks(&D, threshold))
         goto oom;
     diag_notes(&D);
     /* rank the candidates of every step; the feature vectors need the
@@ -537,8 +591,12 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             carry_in = 0;
         }
         prev.det = TELLER_FAULT_NONE;
+        /* a finding's cost against what the step usually takes (a last
+         * step that also holds the profiler's stop is longer than a fault
+         * makes it), else against the step */
+        double base = s->usual_ns > 0 ? (double)s->usual_ns : (double)s->dur_ns;
         for (size_t a = 0; a < sa->n; a++)
-            sa->c[a].score = cand_score(&sa->c[a], (double)s->dur_ns, s->pred.nev > 0);
+            sa->c[a].score = cand_score(&sa->c[a], base, s->pred.nev > 0);
         teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
         /* a fault of the step's own that flags it is its root, before a
          * carried one however much that cost */
@@ -603,6 +661,14 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                                                                          s->peer_colls > 0, threshold);
             }
         }
+        /* the step is the unit of alarm: a finding flags it only when the
+         * step took longer than its kind usually does, beyond the kind's
+         * spread, unless what it found is a fact (a hang, a log line; a
+         * blocking wait the trace shows, in a step without a yardstick) */
+        double slowness = diag_slowness(d, k, spreads);
+        s->slow = slowness >= 0.5;
+        if (s->ncands && !fact_based(&sa->c[idx[0]], s) && s->pred.score > slowness)
+            s->pred.score = slowness;
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
             teller_candidate *tc = &s->pred.cand[s->pred.ncand++];
@@ -611,8 +677,11 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             snprintf(tc->layer, sizeof tc->layer, "%s", teller_layer_tag((teller_layer)sc[q].layer));
             tc->score = sc[q].score;
         }
-        if (!s->ncands)
+        if (!s->ncands) {
+            if (s->slow)
+                diag_explain_slow(&D, s);
             continue;
+        }
         const cand *top = &sa->c[idx[0]];
         if (s->pred.abnormal) {
             /* its GPU work ended late by its own fault and what it carried
@@ -638,13 +707,16 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         s->culprit_base_ns = (int64_t)top->usual;
         s->root_node = top->event != TELLER_NONE ? teller_store_event_node(st, top->event) : diag_node_of_rank(st, top->rank);
         double ex = top->excess < (double)s->dur_ns ? top->excess : (double)s->dur_ns;
-        s->excess_ns = (int64_t)ex;
-        s->expected_ns = s->dur_ns - s->excess_ns;
+        if (s->usual_ns >= 0 && ex > (double)s->excess_ns)
+            ex = (double)s->excess_ns;
+        s->explained_ns = ex > 0 ? (int64_t)ex : 0;
         if (s->pred.abnormal) {
             snprintf(s->fault, sizeof s->fault, "%s", teller_fault_name(top->det));
             snprintf(s->pred.fault_type, sizeof s->pred.fault_type, "%s", teller_fault_type(top->det));
             snprintf(s->pred.view, sizeof s->pred.view, "%s", teller_fault_view(top->det));
             diag_explain(&D, s, top);
+        } else if (s->slow) {
+            diag_explain_slow(&D, s);
         }
     }
     teller_model_tracer_free(tracer);
@@ -655,7 +727,6 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
                  "the numeric stage judged %s", model_blank, model_blank == 1 ? "" : "s", model_blank == 1 ? "it" : "them");
         diag_add_note(&D, note);
     }
-    diag_late_arrivals(&D, d);
     if (D.nomem)
         goto oom;
     /* the requests, read with the logs, against the steps as judged */

@@ -68,7 +68,7 @@ int diag_host_busy_build(dctx *D)
     for (size_t k = 0; k < teller_store_num_steps(D->st); k++)
         if (steps[k].marker != TELLER_NONE)
             D->step_tid[D->ev->source[steps[k].marker]] = teller_event_tid(D->ev, steps[k].marker);
-    return diag_busy_build(&D->host, D, D->step_tid);
+    return diag_busy_build(&D->host, D, DIAG_BUSY_OTHER_THREADS, D->step_tid);
 }
 
 int diag_detect_gaps(const dctx *D, size_t src, finds *out)
@@ -148,6 +148,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
         double best_gap = 0, best_over = -INFINITY, sum_ex = 0, held = 0; /* held: what the stalls took over the usual gap */
         size_t nd = 0; /* the step's stalls */
         uint32_t best_ev = TELLER_NONE;
+        int64_t best_a = 0, best_b = 0; /* the hole named */
         for (size_t i = lo; i <= hi; i++) {
             int boundary = i == hi;
             if (!boundary) {
@@ -171,7 +172,7 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                     cand c = {.det = TELLER_FAULT_CPU_CONTENTION, .rank = teller_store_source_c(D->st, (uint32_t)src)->rank,
                               .name = ev->name[best_ev], .layer = ev->layer[best_ev], .excess = sum_ex,
                               .sig = best_gap / (usual + 1000), .actual = best_gap, .usual = usual, .event = best_ev,
-                              .peer = -1, .host = held};
+                              .peer = -1, .host = held, .t0 = best_a, .t1 = best_b};
                     if (diag_finds_add(out, prev_step, &c))
                         goto done;
                 }
@@ -258,6 +259,8 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                     best_over = over;
                     best_gap = g;
                     best_ev = hev;
+                    best_a = H[h].a;
+                    best_b = H[h].b;
                 }
             }
         }

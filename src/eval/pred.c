@@ -1,6 +1,8 @@
 /*
  * pred.c - writing predictions (see predict.h).
  */
+#include <stdint.h>
+
 #include "teller/predict.h"
 #include "teller/store.h"
 #include "../util/textout.h"
@@ -8,7 +10,15 @@
 
 void teller_pred_write(FILE *f, const teller_step_pred *s, size_t n)
 {
-    fprintf(f, "{\"version\": 1,\n \"steps\": [");
+    teller_pred_write_ex(f, s, n, NULL, NULL);
+}
+
+void teller_pred_write_ex(FILE *f, const teller_step_pred *s, size_t n, teller_pred_extra extra, void *ctx)
+{
+    fprintf(f, "{\"version\": 1,\n");
+    if (extra)
+        extra(f, ctx, SIZE_MAX);
+    fprintf(f, " \"steps\": [");
     for (size_t i = 0; i < n; i++) {
         const teller_step_pred *p = &s[i];
         fprintf(f, "%s\n  {\"step\": %u, \"score\": %.4f, \"abnormal\": %s, \"fault_type\": ", i ? "," : "", p->step,
@@ -40,6 +50,8 @@ void teller_pred_write(FILE *f, const teller_step_pred *s, size_t n)
         }
         fprintf(f, "], \"explanation\": ");
         teller_json_put(f, p->explanation);
+        if (extra)
+            extra(f, ctx, i);
         fprintf(f, "}");
     }
     fprintf(f, "\n ]}\n");

@@ -792,18 +792,18 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     char a[32], b[32];
     fputs("<div class=\"tw\"><table><tr><th>quantity</th><th>value</th><th>usual</th></tr>\n", f);
     fprintf(f, "<tr><td>step time (longest rank)</td><td class=\"n\">%s</td><td class=\"n\">%s</td></tr>\n",
-            rep_dur(a, sizeof a, s->dur_ns), rep_dur(b, sizeof b, s->expected_ns));
-    fprintf(f, "<tr><td>excess</td><td class=\"n sev\">%s</td><td class=\"n\">", rep_dur(a, sizeof a, s->excess_ns));
-    if (s->expected_ns > 0) {
-        /* beyond 100 times the expected, a ratio; never a percentage in the millions */
-        double r = (double)(s->expected_ns + s->excess_ns) / (double)s->expected_ns;
-        double pct = 100.0 * (double)s->excess_ns / (double)s->expected_ns;
+            rep_dur(a, sizeof a, s->dur_ns), s->usual_ns >= 0 ? rep_dur(b, sizeof b, s->usual_ns) : "no yardstick");
+    if (s->usual_ns > 0) {
+        fprintf(f, "<tr><td>over usual</td><td class=\"n sev\">%s</td><td class=\"n\">", rep_dur(a, sizeof a, s->excess_ns));
+        /* beyond 100 times the usual, a ratio; never a percentage in the millions */
+        double r = (double)(s->usual_ns + s->excess_ns) / (double)s->usual_ns;
+        double pct = 100.0 * (double)s->excess_ns / (double)s->usual_ns;
         if (r < 100)
-            fprintf(f, "+%.*f%% over expected", pct < 10 ? 1 : 0, pct);
+            fprintf(f, "+%.*f%% over usual", pct < 10 ? 1 : 0, pct);
         else
-            fprintf(f, "%s the expected", rep_times(b, sizeof b, r));
+            fprintf(f, "%s the usual", rep_times(b, sizeof b, r));
+        fputs("</td></tr>\n", f);
     }
-    fputs("</td></tr>\n", f);
     if (bl->missing)
         fprintf(f, "<tr><td>culprit time in this step</td><td class=\"n sev\">not launched on rank %d</td>"
                    "<td class=\"n\">%s</td></tr>\n",

@@ -442,8 +442,8 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
             teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].op : "");
             fputs(",\"layer\":", out);
             teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].layer : "");
-            fprintf(out, ",\"dur_ms\":%.6f,\"expected_ms\":%.6f,\"excess_ms\":%.6f,\"explanation\":",
-                    (double)s->dur_ns / 1e6, (double)s->expected_ns / 1e6, (double)s->excess_ns / 1e6);
+            fprintf(out, ",\"dur_ms\":%.6f,\"usual_ms\":%.6f,\"excess_ms\":%.6f,\"explanation\":",
+                    (double)s->dur_ns / 1e6, (double)s->usual_ns / 1e6, (double)s->excess_ns / 1e6);
             teller_json_put(out, s->pred.explanation);
             if (blame_of[i] != TELLER_NONE) {
                 const rep_blame *b = &blame[blame_of[i]];

@@ -1,0 +1,508 @@
+/*
+ * facts.c - the numbers a diagnosis states about a step and the sentence
+ * they are printed in. Each number is a fact (diagnose.h teller_fact) made
+ * here from the trace itself, not from a detector's internal yardstick, so
+ * that a user can find it in the trace and `teller diagnose --check`
+ * (src/check/) can make it again: an operator's "took" is its events' own
+ * time, a host stall is a stretch in which no op ran, and "usual" is a
+ * median of named steps. A detector decides what the finding is; its facts
+ * say what the trace shows of it.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+
+char *teller_fmt_dur(char *buf, size_t cap, double ns)
+{
+    double a = fabs(ns);
+    if (a >= 1e9)
+        snprintf(buf, cap, "%.3f s", ns / 1e9);
+    else if (a >= 1e6)
+        snprintf(buf, cap, "%.3f ms", ns / 1e6);
+    else if (a >= 1e3)
+        snprintf(buf, cap, "%.1f us", ns / 1e3);
+    else
+        snprintf(buf, cap, "%.0f ns", ns);
+    return buf;
+}
+
+/* ---- making facts ---- */
+
+/* Appends fact f to the diagnosis (its text printed from its value); its
+ * index among step k's facts, or UINT32_MAX out of memory (D->nomem). */
+static uint32_t push(dctx *D, const teller_diag_step *s, teller_fact f)
+{
+    teller_diagnosis *d = D->out;
+    if (TELLER_GROW(d->facts, D->facts_cap, d->nfacts + 1)) {
+        D->nomem = 1;
+        return UINT32_MAX;
+    }
+    teller_fmt_dur(f.text, sizeof f.text, f.value);
+    d->facts[d->nfacts++] = f;
+    return (uint32_t)(d->nfacts - 1 - s->first_fact);
+}
+
+static teller_fact fact(teller_fact_kind kind, uint32_t step, int32_t rank)
+{
+    teller_fact f;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    f.step = step;
+    f.rank = rank;
+    f.name = f.a = f.b = TELLER_NONE;
+    return f;
+}
+
+static const teller_fact *at(const dctx *D, const teller_diag_step *s, uint32_t i)
+{
+    return &D->out->facts[s->first_fact + i];
+}
+
+/* Whether event i is one of an OP fact's: named name, or a compute kernel
+ * when name is TELLER_NONE. */
+static int op_event(const teller_events *ev, size_t i, uint32_t name)
+{
+    if (name != TELLER_NONE)
+        return ev->name[i] == name;
+    return ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_GPU) && !(ev->flags[i] & TELLER_F_COMM);
+}
+
+static uint32_t fact_op(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name)
+{
+    int32_t src = teller_store_source_of_rank(D->st, rank);
+    teller_fact f = fact(TELLER_FACT_OP, k, rank);
+    f.name = name;
+    for (size_t i = src >= 0 ? D->range[src] : 0; src >= 0 && i < D->range[src + 1]; i++)
+        if (D->ev->step[i] == k && op_event(D->ev, i, name)) {
+            f.value += (double)D->ev->dur_ns[i];
+            f.count++;
+        }
+    return push(D, s, f);
+}
+
+/* The median of the OP fact (rank, name) over the reference steps of step
+ * k's group but k; UINT32_MAX when there are none (or out of memory). */
+static uint32_t fact_op_usual(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name)
+{
+    const teller_diagnosis *d = D->out;
+    const teller_step_group *g = &d->groups[d->steps[k].group];
+    int32_t src = teller_store_source_of_rank(D->st, rank);
+    if (src < 0 || g->nref < 2)
+        return UINT32_MAX;
+    double *tot = calloc((size_t)D->nsteps + 1, sizeof *tot), *v = malloc(g->nref * sizeof *v);
+    if (!tot || !v) {
+        free(tot);
+        free(v);
+        D->nomem = 1;
+        return UINT32_MAX;
+    }
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
+        if (D->ev->step[i] < D->nsteps && op_event(D->ev, i, name))
+            tot[D->ev->step[i]] += (double)D->ev->dur_ns[i];
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < g->nref; r++) {
+        uint32_t j = d->ref_steps[g->ref_first + r];
+        if (j != k)
+            v[n++] = tot[j];
+    }
+    teller_fact f = fact(TELLER_FACT_OP_USUAL, k, rank);
+    f.name = name;
+    f.count = n;
+    f.value = n ? diag_median(v, n) : 0;
+    free(tot);
+    free(v);
+    return n ? push(D, s, f) : UINT32_MAX;
+}
+
+static uint32_t fact_event(dctx *D, const teller_diag_step *s, uint32_t k, uint32_t e)
+{
+    teller_fact f = fact(TELLER_FACT_EVENT, k, rank_of(D, e));
+    f.a = e;
+    f.name = D->ev->name[e];
+    f.value = (double)D->ev->dur_ns[e];
+    return push(D, s, f);
+}
+
+static uint32_t fact_diff(dctx *D, const teller_diag_step *s, uint32_t a, uint32_t b)
+{
+    teller_fact f = fact(TELLER_FACT_DIFF, at(D, s, a)->step, at(D, s, a)->rank);
+    f.a = a;
+    f.b = b;
+    f.value = at(D, s, a)->value - at(D, s, b)->value;
+    return push(D, s, f);
+}
+
+/* How long blocking call e went on after its rank's last GPU work that had
+ * ended by its end. */
+static uint32_t fact_overhang(dctx *D, const teller_diag_step *s, uint32_t k, uint32_t e)
+{
+    const teller_events *ev = D->ev;
+    uint16_t src = ev->source[e];
+    int64_t end = ev->start_ns[e] + ev->dur_ns[e], last = ev->start_ns[e];
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+        int64_t ie = ev->start_ns[i] + ev->dur_ns[i];
+        if ((ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) && ie <= end && ie > last)
+            last = ie;
+    }
+    teller_fact f = fact(TELLER_FACT_OVERHANG, k, rank_of(D, e));
+    f.a = e;
+    f.value = (double)(end - last);
+    return push(D, s, f);
+}
+
+static uint32_t fact_span(dctx *D, const teller_diag_step *s, teller_fact_kind kind, uint32_t k, int32_t rank,
+                          int64_t t0, int64_t t1, uint32_t b)
+{
+    teller_fact f = fact(kind, k, rank);
+    f.t0 = t0;
+    f.t1 = t1;
+    f.b = b;
+    if (kind == TELLER_FACT_GPU_IDLE) {
+        int32_t src = teller_store_source_of_rank(D->st, rank);
+        f.value = src >= 0 ? diag_idle_in(&D->gpu, (uint16_t)src, t0, t1) : 0;
+    } else {
+        f.value = (double)(t1 - t0);
+    }
+    return push(D, s, f);
+}
+
+/* rank's window of step k (its row of the step table) */
+static uint32_t fact_step(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank)
+{
+    const teller_step *rows = teller_store_steps(D->st);
+    size_t hi, lo = diag_step_rows(D, k, &hi);
+    teller_fact f = fact(TELLER_FACT_STEP, k, rank);
+    for (size_t i = lo; i < hi; i++)
+        if (rows[i].rank == rank)
+            f.value = (double)(rows[i].end_ns - rows[i].start_ns);
+    return push(D, s, f);
+}
+
+/* ---- the sentence ---- */
+
+typedef struct line {
+    char  *b;
+    size_t cap, n;
+} line;
+
+static void say(line *L, const char *fmt, ...)
+{
+    if (L->n + 1 >= L->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(L->b + L->n, L->cap - L->n, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        L->n = L->n + (size_t)w < L->cap ? L->n + (size_t)w : L->cap - 1;
+}
+
+static const char *txt(const dctx *D, const teller_diag_step *s, uint32_t i)
+{
+    return i == UINT32_MAX ? "?" : at(D, s, i)->text;
+}
+
+static const char *name_of(const dctx *D, uint32_t name) { return teller_store_str(D->st, name); }
+
+/* "decode", "iteration": what a step's kind is called ("such" for an
+ * annotation of another family) */
+static const char *kind_word(const teller_step_group *g)
+{
+    return g->kind == TELLER_STEP_OTHER ? "such" : teller_step_kind_name(g->kind);
+}
+
+/* The step's duration against its usual: "Step 16 took 4.089 ms on rank
+ * 2, 900.5 us more than usual (3.189 ms: the median of its 68 decode
+ * steps)". Returns the fact of the time over usual (UINT32_MAX none). */
+static uint32_t say_step(dctx *D, line *L, teller_diag_step *s, uint32_t k)
+{
+    const teller_diagnosis *d = D->out;
+    const teller_step_group *g = &d->groups[s->group];
+    uint32_t fd = fact_step(D, s, k, s->dur_rank);
+    say(L, "Step %u took %s on rank %d", k, txt(D, s, fd), s->dur_rank);
+    if (s->usual_ns < 0) {
+        say(L, ", the only %s step of its kind in the run (no yardstick)", kind_word(g));
+        return UINT32_MAX;
+    }
+    teller_fact u = fact(TELLER_FACT_USUAL, k, s->dur_rank);
+    u.value = (double)s->usual_ns;
+    uint32_t fu = push(D, s, u);
+    if (fd == UINT32_MAX || fu == UINT32_MAX)
+        return UINT32_MAX;
+    int slower = at(D, s, fd)->value >= at(D, s, fu)->value;
+    uint32_t fo = slower ? fact_diff(D, s, fd, fu) : fact_diff(D, s, fu, fd);
+    say(L, ", %s %s than usual (%s: ", txt(D, s, fo), slower ? "more" : "less", txt(D, s, fu));
+    const char *kw = kind_word(g);
+    char wk[48] = "";
+    if (s->work >= 0) /* the annotation's tokens or batch, else the kernels the step launched */
+        snprintf(wk, sizeof wk,
+                 !strncmp(g->family, "step[", 5) ? "batch of %lld" : strstr(g->family, "context_") ? "%lld tokens"
+                                                                                              : "%lld kernels",
+                 (long long)s->work);
+    if (g->fitted && g->by_work)
+        say(L, "the line through %s%u %s steps at its %s)", g->nref < g->n ? "the " : "its ", g->nref, kw, wk);
+    else if (g->fitted)
+        say(L, "the median of %s%u %s steps%s)", g->nref < g->n ? "the " : "its ", g->nref, kw,
+            g->nref < g->n ? " that no finding flags" : "");
+    else if (s->near_n == 1)
+        say(L, "step %u, the %s step nearest to it%s)", d->near_steps[s->near_first], kw, s->work >= 0 ? " in work" : "");
+    else {
+        say(L, "the median of steps");
+        for (uint32_t i = 0; i < s->near_n; i++)
+            say(L, "%s %u", i == 0 ? "" : i + 1 == s->near_n ? " and" : ",", d->near_steps[s->near_first + i]);
+        say(L, ", the %s steps nearest to it%s)", kw, s->work >= 0 ? " in work" : "");
+    }
+    return slower ? fo : UINT32_MAX;
+}
+
+/* "whose 3 calls took 1.234 ms in step 7; its other 40 decode steps have
+ * a median of 0.400 ms": the OP facts of (rank, name) in step k. Returns
+ * the fact of its time over the median (UINT32_MAX none). */
+static uint32_t say_op(dctx *D, line *L, teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name, int self)
+{
+    uint32_t fo = fact_op(D, s, k, rank, name), fu = fact_op_usual(D, s, k, rank, name);
+    if (fo == UINT32_MAX)
+        return UINT32_MAX;
+    const teller_fact *o = at(D, s, fo);
+    const teller_step_group *g = &D->out->groups[D->out->steps[k].group];
+    const char *in = self ? "this step" : "step";
+    if (o->count == 1)
+        say(L, "which took %s in %s", o->text, in);
+    else
+        say(L, "whose %u %s took %s in %s", o->count, name == TELLER_NONE ? "kernels" : "calls", o->text, in);
+    if (!self)
+        say(L, " %u", k);
+    if (fu == UINT32_MAX)
+        return UINT32_MAX;
+    const teller_fact *u = at(D, s, fu);
+    if (u->value > 0)
+        say(L, "; its other %u %s steps have a median of %s", u->count, kind_word(g), u->text);
+    else
+        say(L, "; most of its other %u %s steps have none", u->count, kind_word(g));
+    return at(D, s, fo)->value > at(D, s, fu)->value ? fact_diff(D, s, fo, fu) : UINT32_MAX;
+}
+
+/* The longest event named name in step k on any rank but `not`, of a
+ * rank that waited in a collective its root never joined. */
+static uint32_t longest_wait(const dctx *D, uint32_t k, uint32_t name, int32_t not)
+{
+    uint32_t best = TELLER_NONE;
+    for (size_t i = 0; i < D->ev->n; i++)
+        if (D->ev->step[i] == k && D->ev->name[i] == name && rank_of(D, (uint32_t)i) != not &&
+            (best == TELLER_NONE || D->ev->dur_ns[i] > D->ev->dur_ns[best]))
+            best = (uint32_t)i;
+    return best;
+}
+
+/* The peer of the rank's tensor-parallel group (not the rank) whose time
+ * in name in step k was least; -1 when it has none. */
+static int32_t fastest_peer(const dctx *D, int32_t rank, uint32_t k, uint32_t name)
+{
+    int32_t src = teller_store_source_of_rank(D->st, rank), best = -1;
+    double bt = INFINITY;
+    if (src < 0 || D->gcount[src] < 2)
+        return -1;
+    for (uint32_t q = D->gfirst[src]; q < D->gfirst[src] + D->gcount[src]; q++) {
+        uint32_t p = D->peers[q];
+        if ((int32_t)p == src)
+            continue;
+        double t = 0;
+        for (size_t i = D->range[p]; i < D->range[p + 1]; i++)
+            if (D->ev->step[i] == k && D->ev->name[i] == name)
+                t += (double)D->ev->dur_ns[i];
+        if (t > 0 && t < bt) {
+            bt = t;
+            best = teller_store_source_c(D->st, p)->rank;
+        }
+    }
+    return best;
+}
+
+/* The root operator's facts, by what the finding is; returns what of the
+ * step they explain (a fact, UINT32_MAX none). dur: the fact of the step's
+ * duration. */
+static uint32_t say_root(dctx *D, line *L, teller_diag_step *s, uint32_t k, const cand *c, uint32_t dur)
+{
+    int32_t node = diag_node_of_rank(D->st, c->rank);
+    const char *op = name_of(D, c->name);
+    if (c->det == TELLER_FAULT_NCCL_HANG) {
+        uint32_t w = longest_wait(D, k, c->name, c->rank);
+        if (c->rank < 0)
+            say(L, " A rank whose trace is not loaded never launched %s", op);
+        else
+            say(L, " The root operator is %s on rank %d (node %d), which it never launched", op, c->rank, node);
+        if (w == TELLER_NONE) {
+            say(L, "; the other members waited until the watchdog fired.");
+            return UINT32_MAX;
+        }
+        uint32_t fw = fact_event(D, s, k, w);
+        say(L, "; rank %d waited %s in it.", rank_of(D, w), txt(D, s, fw));
+        return fw;
+    }
+    uint32_t from = c->carried ? c->from : k;
+    say(L, " The root operator is %s on rank %d (node %d), ", op, c->rank, node);
+    uint32_t ex = UINT32_MAX;
+    switch (c->det) {
+    case TELLER_FAULT_GPU_THROTTLE: {
+        uint32_t fo = fact_op(D, s, from, c->rank, c->name);
+        say(L, "its heaviest kernel, which took %s in %s step; all its kernels ", txt(D, s, fo), c->carried ? "that" : "this");
+        uint32_t fa = fact_op(D, s, from, c->rank, TELLER_NONE), fu = fact_op_usual(D, s, from, c->rank, TELLER_NONE);
+        say(L, "took %s together", txt(D, s, fa));
+        if (fu != UINT32_MAX && fa != UINT32_MAX) {
+            say(L, " against %s in the median of its other %u %s steps", txt(D, s, fu), at(D, s, fu)->count,
+                kind_word(&D->out->groups[D->out->steps[from].group]));
+            if (at(D, s, fa)->value > at(D, s, fu)->value)
+                ex = fact_diff(D, s, fa, fu);
+        }
+        break;
+    }
+    case TELLER_FAULT_SYNC_STALL: {
+        uint32_t fe = c->event != TELLER_NONE ? fact_event(D, s, from, c->event) : UINT32_MAX;
+        uint32_t fh = c->event != TELLER_NONE ? fact_overhang(D, s, from, c->event) : UINT32_MAX;
+        say(L, "which took %s, %s of it after its GPU's last work had ended", txt(D, s, fe), txt(D, s, fh));
+        ex = fh;
+        break;
+    }
+    case TELLER_FAULT_CPU_CONTENTION: {
+        uint32_t fh = fact_span(D, s, TELLER_FACT_HOLE, from, c->rank, c->t0, c->t1, c->event);
+        uint32_t fi = fact_span(D, s, TELLER_FACT_GPU_IDLE, from, c->rank, c->t0, c->t1, TELLER_NONE);
+        say(L, "before which no thread of its process ran an op for %s; its GPU idled %s of that time", txt(D, s, fh),
+            txt(D, s, fi));
+        ex = fi;
+        break;
+    }
+    case TELLER_FAULT_PREEMPTION: {
+        /* the steps around it served the same requests without recomputing */
+        say(L, "which took %s", c->event != TELLER_NONE ? txt(D, s, fact_event(D, s, from, c->event)) : "?");
+        uint32_t j = UINT32_MAX;
+        for (uint32_t q = k >= 2 ? k - 2 : 0; q <= k + 2 && q < D->nsteps; q++)
+            if (q != k && (j == UINT32_MAX || D->out->steps[q].dur_ns < D->out->steps[j].dur_ns))
+                j = q;
+        if (j != UINT32_MAX && dur != UINT32_MAX) {
+            uint32_t fj = fact_step(D, s, j, D->out->steps[j].dur_rank);
+            if (fj != UINT32_MAX && at(D, s, dur)->value > at(D, s, fj)->value) {
+                ex = fact_diff(D, s, dur, fj);
+                say(L, "; step %u, the shortest of the steps on either side, took %s, %s less", j, txt(D, s, fj),
+                    txt(D, s, ex));
+            }
+        }
+        break;
+    }
+    default:
+        ex = say_op(D, L, s, from, c->rank, c->name, !c->carried);
+        if (c->det == TELLER_FAULT_KERNEL_REGRESSION) {
+            int32_t p = fastest_peer(D, c->rank, from, c->name);
+            if (p >= 0) {
+                uint32_t fp = fact_op(D, s, from, p, c->name);
+                say(L, "; on its tensor-parallel peer rank %d they took %s", p, txt(D, s, fp));
+            }
+        }
+        break;
+    }
+    say(L, ".");
+    return c->carried ? UINT32_MAX : ex;
+}
+
+/* The explanation of abnormal step k, whose top finding is c. */
+void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
+{
+    uint32_t k = s->pred.step;
+    line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
+    s->first_fact = (uint32_t)D->out->nfacts;
+    char what[256];
+    int32_t node = diag_node_of_rank(D->st, c->rank);
+    teller_fault_what(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, what, sizeof what);
+    uint32_t over = say_step(D, &L, s, k);
+    say(&L, ": %s (%s)", what, teller_fault_name(c->det));
+    if (c->carried)
+        say(&L, ", carried from step %u: this step's GPU work queued behind that step's, which ended late", c->from);
+    say(&L, ".");
+    uint32_t ex = say_root(D, &L, s, k, c, 0 /* say_step's first fact: the step's duration */);
+    if (over != UINT32_MAX && ex != UINT32_MAX && at(D, s, ex)->value > 0) {
+        if (at(D, s, ex)->value >= at(D, s, over)->value)
+            say(&L, " That covers all of the step's excess.");
+        else
+            say(&L, " That is %s of the step's %s; %s of it no finding explains.", txt(D, s, ex), txt(D, s, over),
+                txt(D, s, fact_diff(D, s, over, ex)));
+    }
+    /* the horizontal view: the root's rank arrived last at most of the
+     * step's collectives */
+    int32_t src = c->rank >= 0 ? teller_store_source_of_rank(D->st, c->rank) : -1;
+    if (src >= 0 && D->late_insts[k] >= 2) {
+        size_t cell = (size_t)k * D->nsrc + (size_t)src;
+        if (D->late_last[cell] * 2 > D->late_insts[k]) {
+            teller_fact f = fact(TELLER_FACT_LATE, k, c->rank);
+            f.count = D->late_last[cell];
+            f.count2 = D->late_insts[k];
+            f.value = D->late_wait[cell];
+            uint32_t fl = push(D, s, f);
+            say(&L, " Rank %d arrived last at %u of %u collectives, its peers waiting %s for it.", c->rank, f.count,
+                f.count2, txt(D, s, fl));
+            if (s->pred.nev < TELLER_MAX_EVIDENCE) {
+                teller_evidence *e = &s->pred.ev[s->pred.nev++];
+                memset(e, 0, sizeof *e);
+                snprintf(e->kind, sizeof e->kind, "trace");
+                e->node = node;
+                e->rank = c->rank;
+                e->line = c->event != TELLER_NONE ? c->event : 0;
+                e->time_ns = s->start_ns;
+                snprintf(e->text, sizeof e->text,
+                         "rank %d arrived last at %u of the step's %u collectives; its peers waited %s for it in all",
+                         c->rank, f.count, f.count2, txt(D, s, fl));
+            }
+        }
+    }
+    /* the first log line, quoted */
+    for (int i = 0; i < s->pred.nev; i++)
+        if (!strcmp(s->pred.ev[i].kind, "log")) {
+            say(&L, " Log: \"%.300s\"", s->pred.ev[i].text);
+            break;
+        }
+    s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
+}
+
+/* Step k is slower than its usual beyond the alarm, and no finding flags
+ * it: it is said, with where the trace shows neither GPU work nor a host
+ * op on its longest rank. */
+void diag_explain_slow(dctx *D, teller_diag_step *s)
+{
+    uint32_t k = s->pred.step;
+    line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
+    s->first_fact = (uint32_t)D->out->nfacts;
+    say_step(D, &L, s, k);
+    say(&L, "; no finding explains it");
+    const teller_step *rows = teller_store_steps(D->st);
+    size_t hi, lo = diag_step_rows(D, k, &hi);
+    int32_t src = teller_store_source_of_rank(D->st, s->dur_rank);
+    for (size_t i = lo; src >= 0 && i < hi; i++) {
+        if (rows[i].rank != s->dur_rank)
+            continue;
+        if (!D->any.off && diag_busy_build(&D->any, D, DIAG_BUSY_ANY, NULL)) {
+            D->nomem = 1;
+            break;
+        }
+        diag_hole *H = NULL;
+        size_t hcap = 0, nh = 0, best = SIZE_MAX;
+        if (diag_busy_holes(&D->any, (uint16_t)src, rows[i].start_ns, rows[i].end_ns, TELLER_NONE, &H, &hcap, &nh)) {
+            D->nomem = 1;
+            break;
+        }
+        for (size_t h = 0; h < nh; h++)
+            if (best == SIZE_MAX || H[h].b - H[h].a > H[best].b - H[best].a)
+                best = h;
+        if (best != SIZE_MAX && H[best].b - H[best].a >= TELLER_FAULT_MATERIAL_NS) {
+            uint32_t fq = fact_span(D, s, TELLER_FACT_QUIET, k, s->dur_rank, H[best].a, H[best].b, TELLER_NONE);
+            const char *where = H[best].b == rows[i].end_ns ? "at its end"
+                                : H[best].a == rows[i].start_ns ? "at its start" : "inside it";
+            say(&L, ": rank %d ran neither GPU work nor a host op for %s %s", s->dur_rank, txt(D, s, fq), where);
+        }
+        free(H);
+        break;
+    }
+    say(&L, ".");
+    s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
+}
