@@ -77,6 +77,8 @@ typedef struct teller_source {
     int64_t       base_ns;     /* epoch ns added to the file's timestamps */
     uint32_t      first_event; /* its events are [first_event, first_event+num_events): */
     uint32_t      num_events;  /* as read, and where the tree build (tree.h) grouped them */
+    uint64_t      dropped;     /* records its profiler says it dropped (teller's collector counts them):
+                                * what the trace shows of its GPU is incomplete */
 } teller_source;
 
 /* Collective / p2p metadata (Kineto `record_param_comms` args, copied by
@@ -193,6 +195,8 @@ void teller_store_free(teller_store *st);
 uint32_t teller_store_intern(teller_store *st, const char *s, size_t len);
 /* The NUL-terminated text of an id; lives as long as the store. */
 const char *teller_store_str(const teller_store *st, uint32_t id);
+/* How many strings are interned: ids are below it. */
+size_t teller_store_num_strings(const teller_store *st);
 /* Bytes held by interned strings (text plus table), for memory reports. */
 size_t teller_store_str_bytes(const teller_store *st);
 

@@ -65,6 +65,12 @@ typedef struct teller_step_summary {
     int64_t  gpu_busy_ns; /* union of all GPU work over all streams */
     int64_t  gpu_idle_ns; /* dur_ns - gpu_busy_ns */
     uint32_t kernels;     /* kernels launched in the step */
+    uint32_t launches;    /* API calls that launch GPU work (teller_name_is_launch) */
+    uint32_t unlaunched;  /* of those, the ones with no GPU work in the trace (a graph replay recorded
+                           * without its kernels, a capture window that cut the GPU's work) */
+    int      gpu_known;   /* 0 when the trace lacks GPU work of the step (unlaunched > 0, or its
+                           * profiler says it dropped records): gpu_busy_ns and gpu_idle_ns are then
+                           * what the trace holds, not what the GPU did */
 } teller_step_summary;
 
 /* Computes one summary per row of the step table (same order). *out is
@@ -107,6 +113,11 @@ const char *teller_step_kind_name(teller_step_kind k);
  * BFloat16, true>(long const*, ...)" -> "vllm::rotary_embedding_kernel".
  * Writes at most cap bytes (NUL-terminated); returns the length. */
 size_t teller_name_normalize(const char *name, char *out, size_t cap);
+
+/* True when an API call of that name launches GPU work: a kernel (any
+ * launch variant, CUDA or HIP, runtime or driver) or a graph; not a host
+ * function. */
+int teller_name_is_launch(const char *name);
 
 /* True when a name looks like communication work (NCCL/RCCL kernels and
  * ops, record_param_comms, nccl:* annotations, c10d ops). */

@@ -48,6 +48,28 @@ static void diag_extra(FILE *f, void *ctx, size_t i)
         return;
     }
     const teller_diag_step *s = &d->steps[i];
+    static const char *const kinds[] = {[TELLER_FACT_STEP] = "step",         [TELLER_FACT_USUAL] = "usual",
+                                        [TELLER_FACT_EVENT] = "event",       [TELLER_FACT_OP] = "op",
+                                        [TELLER_FACT_OP_USUAL] = "op_usual", [TELLER_FACT_HOLE] = "hole",
+                                        [TELLER_FACT_GPU_IDLE] = "gpu_idle", [TELLER_FACT_OVERHANG] = "overhang",
+                                        [TELLER_FACT_LATE] = "late",         [TELLER_FACT_DIFF] = "diff",
+                                        [TELLER_FACT_QUIET] = "quiet"};
+    fprintf(f, ", \"facts\": [");
+    for (uint32_t q = 0; q < s->nfacts; q++) {
+        const teller_fact *x = &d->facts[s->first_fact + q];
+        fprintf(f, "%s{\"kind\": \"%s\", \"step\": %u, \"rank\": %d, \"value_ns\": %.0f, \"text\": \"%s\"", q ? ", " : "",
+                kinds[x->kind], x->step, x->rank, x->value, x->text);
+        if (x->kind == TELLER_FACT_OP || x->kind == TELLER_FACT_OP_USUAL || x->kind == TELLER_FACT_LATE)
+            fprintf(f, ", \"count\": %u", x->count);
+        if (x->kind == TELLER_FACT_LATE)
+            fprintf(f, ", \"of\": %u", x->count2);
+        if (x->kind == TELLER_FACT_DIFF)
+            fprintf(f, ", \"of\": [%u, %u]", x->a, x->b);
+        if (x->kind == TELLER_FACT_HOLE || x->kind == TELLER_FACT_GPU_IDLE || x->kind == TELLER_FACT_QUIET)
+            fprintf(f, ", \"from_ns\": %lld, \"to_ns\": %lld", (long long)x->t0, (long long)x->t1);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]");
     fprintf(f, ", \"duration_ns\": %lld, \"duration_rank\": %d, \"step_kind\": %u, \"work\": %lld, \"usual_ns\": %lld, "
             "\"excess_ns\": %lld, \"explained_ns\": %lld, \"slow\": %s",
             (long long)s->dur_ns, s->dur_rank, s->group, (long long)s->work, (long long)s->usual_ns,

@@ -121,6 +121,7 @@ typedef struct dctx {
     double             *expo;
     size_t              groups_cap; /* of out->groups */
     size_t              facts_cap;  /* of out->facts */
+    uint8_t            *gpu_known; /* per (step, source): 0 when the trace lacks its GPU work (diagnose.c) */
     busyidx             any;     /* when each source's GPU or any of its host threads worked, made for the
                                   * first slow step no finding explains (facts.c) */
 } dctx;

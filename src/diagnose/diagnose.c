@@ -38,6 +38,7 @@
 #include "teller/model.h"
 #include "diag_internal.h"
 #include "teller/requests.h"
+#include "teller/tree.h"
 #include "../util/pool.h"
 
 int diag_add_cand(dctx *D, uint32_t step, const cand *c)
@@ -186,6 +187,100 @@ done:
     free(R.gf);
     free(R.rc);
     return rc;
+}
+
+/* Where the trace lacks GPU work (a launch without it, a profiler that
+ * dropped records), what the GPU did is unknown: a host stall's cost, the
+ * GPU's idle time while it lasted, and a synchronize's wait past the GPU's
+ * last work cannot be told from the trace, so such findings are left out
+ * there and a note says where (D->gpu_known, per step and source). */
+static int unknown_gpu(dctx *D)
+{
+    teller_step_summary *sum = NULL;
+    size_t n = 0;
+    teller_error err;
+    if (teller_step_summaries(D->st, &sum, &n, &err) != TELLER_OK)
+        return -1;
+    D->gpu_known = malloc((size_t)D->nsteps * D->nsrc + 1);
+    if (!D->gpu_known) {
+        free(sum);
+        return -1;
+    }
+    memset(D->gpu_known, 1, (size_t)D->nsteps * D->nsrc + 1);
+    size_t rows = 0, launches = 0, unlaunched = 0, dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t src = teller_store_source_of_rank(D->st, sum[i].rank);
+        if (sum[i].gpu_known || src < 0 || sum[i].step >= D->nsteps)
+            continue;
+        D->gpu_known[(size_t)sum[i].step * D->nsrc + (size_t)src] = 0;
+        rows++;
+        launches += sum[i].launches;
+        unlaunched += sum[i].unlaunched;
+    }
+    for (size_t q = 0; q < D->nsrc; q++)
+        dropped += teller_store_source_c(D->st, (uint32_t)q)->dropped;
+    free(sum);
+    size_t left = 0;
+    for (uint32_t k = 0; k < D->nsteps && rows; k++) {
+        step_acc *sa = &D->steps[k];
+        for (size_t a = 0; a < sa->n; a++) {
+            cand *c = &sa->c[a];
+            int32_t src = teller_store_source_of_rank(D->st, c->rank);
+            if (src >= 0 && !D->gpu_known[(size_t)k * D->nsrc + (size_t)src] &&
+                (c->det == TELLER_FAULT_LAUNCH_LATENCY || c->det == TELLER_FAULT_CPU_CONTENTION ||
+                 c->det == TELLER_FAULT_SYNC_STALL)) {
+                c->det = TELLER_FAULT_NONE;
+                left++;
+            }
+        }
+    }
+    if (rows) {
+        char note[400];
+        int w = snprintf(note, sizeof note, "the trace lacks GPU work of %zu step row%s (step and rank): ", rows,
+                         rows == 1 ? "" : "s");
+        if (unlaunched)
+            w += snprintf(note + w, sizeof note - (size_t)w,
+                          "%zu of their %zu launch calls have none in it (a graph replay recorded without its "
+                          "kernels, a capture window that cut the GPU's work)%s",
+                          unlaunched, launches, dropped ? "; " : "");
+        if (dropped && w > 0 && (size_t)w < sizeof note)
+            w += snprintf(note + w, sizeof note - (size_t)w, "the profiler says it dropped %zu records", dropped);
+        if (w > 0 && (size_t)w < sizeof note)
+            snprintf(note + w, sizeof note - (size_t)w,
+                     ": what their GPU did is unknown, so host stalls there (%zu finding%s) are not judged", left,
+                     left == 1 ? "" : "s");
+        diag_add_note(D, note);
+    }
+    return D->nomem ? -1 : 0;
+}
+
+/* A note on the steps without a yardstick: the only step of their kind,
+ * or none of their kind near their work. */
+static void yardless_note(dctx *D)
+{
+    const teller_diagnosis *d = D->out;
+    size_t n = 0, found = 0;
+    uint32_t first = 0;
+    for (uint32_t k = 0; k < d->n; k++) {
+        if (d->steps[k].usual_ns >= 0)
+            continue;
+        if (!n++)
+            first = k;
+        found += d->steps[k].ncands > 0 && !d->steps[k].pred.abnormal;
+    }
+    if (!n)
+        return;
+    char note[400];
+    if (n == 1)
+        snprintf(note, sizeof note, "step %u has no yardstick (no other step of its kind and work)", first);
+    else
+        snprintf(note, sizeof note, "%zu steps (the first, step %u) have no yardstick (no other step of their kind and work)",
+                 n, first);
+    size_t w = strlen(note);
+    snprintf(note + w, sizeof note - w,
+             ": only what needs none can flag %s (a hang, an OOM, log lines, a blocking wait the trace shows)%s",
+             n == 1 ? "it" : "them", found ? "; the other findings there are listed as candidates, not alarms" : "");
+    diag_add_note(D, note);
 }
 
 /* ---- merging candidates that are one finding ---- */
@@ -383,6 +478,7 @@ static void diag_free_ctx(dctx *D)
     free(D->late_insts);
     free(D->late_wait);
     free(D->expo);
+    free(D->gpu_known);
     diag_busy_free(&D->gpu);
     diag_busy_free(&D->host);
     diag_busy_free(&D->any);
@@ -513,7 +609,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     }
     if (diag_build_groups(&D))
         goto oom;
-    if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D))
+    if (run_detectors(&D, o->jobs > 0 ? o->jobs : teller_num_cores()) || diag_detect_comm(&D) || unknown_gpu(&D))
         goto oom;
     if (merge_groups(&D, TELLER_FAULT_KERNEL_REGRESSION, diag_merge_throttle) || merge_groups(&D, TELLER_FAULT_LAUNCH_LATENCY, diag_merge_launches) ||
         merge_groups(&D, TELLER_FAULT_MALLOC_STORM, diag_classify_malloc) ||
@@ -721,6 +817,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     }
     teller_model_tracer_free(tracer);
     tracer = NULL;
+    yardless_note(&D);
     if (model_blank) {
         char note[200];
         snprintf(note, sizeof note, "the model gave no number for %zu step%s (its sums overflow: a damaged model file?): "

@@ -478,6 +478,11 @@ void diag_explain_slow(dctx *D, teller_diag_step *s)
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D, k, &hi);
     int32_t src = teller_store_source_of_rank(D->st, s->dur_rank);
+    if (src >= 0 && !D->gpu_known[(size_t)k * D->nsrc + (size_t)src]) {
+        say(&L, "; the trace lacks its GPU work on rank %d, so what the GPU did is unknown.", s->dur_rank);
+        s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
+        return;
+    }
     for (size_t i = lo; src >= 0 && i < hi; i++) {
         if (rows[i].rank != s->dur_rank)
             continue;

@@ -54,8 +54,6 @@ void diag_notes(dctx *D)
         diag_add_note(D, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
     if (teller_store_num_sources(st) == 1)
         diag_add_note(D, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
-    if (D->nsteps < 4)
-        diag_add_note(D, "fewer than four steps: what is usual comes from within the same steps, so findings are tentative");
     /* ranks whose trace ends in a step that never ended (tree.c) */
     size_t cut = 0;
     uint32_t cut_step = 0;

@@ -436,6 +436,7 @@ teller_status teller_ingest_tlt_mem(teller_store *st, const char *name, const vo
             teller_store_warn(st, name, len,
                               "no end chunk: the process did not exit cleanly; what it traced after its last "
                               "flush is lost");
+        teller_store_source(st, si)->dropped = r.dropped_cupti + r.dropped_buffer;
         if (r.dropped_cupti || r.dropped_buffer || r.dropped_ranges)
             teller_store_warn(st, name, 0,
                               "the collector dropped records: %llu by CUPTI, %llu over its buffer limit, %llu "

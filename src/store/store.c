@@ -108,6 +108,8 @@ uint32_t teller_store_intern(teller_store *st, const char *s, size_t len)
     return id;
 }
 
+size_t teller_store_num_strings(const teller_store *st) { return st->nstr; }
+
 const char *teller_store_str(const teller_store *st, uint32_t id)
 {
     if (id >= st->nstr)

@@ -54,6 +54,38 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
         int32_t q = teller_store_source_of_rank(st, steps[k].rank);
         sum[k].node = q < 0 ? 0 : teller_store_source_c(st, (uint32_t)q)->node;
     }
+    /* launches with no GPU work in the trace; a source whose profiler
+     * dropped records lacks GPU work in every step */
+    uint8_t *launch = calloc(teller_store_num_strings(st) + 1, 1); /* per name: 1 launch, 2 not */
+    if (!launch) {
+        free(sum);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+    }
+    for (size_t k = 0; k < n; k++) {
+        int32_t q = teller_store_source_of_rank(st, steps[k].rank);
+        sum[k].gpu_known = q < 0 || !teller_store_source_c(st, (uint32_t)q)->dropped;
+    }
+    for (size_t i = 0; i < ev->n; i++) {
+        if ((ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER) || ev->step[i] == TELLER_NONE)
+            continue;
+        uint8_t *l = &launch[ev->name[i]];
+        if (!*l)
+            *l = teller_name_is_launch(teller_store_str(st, ev->name[i])) ? 1 : 2;
+        if (*l != 1)
+            continue;
+        size_t row = find_row(steps, n, ev->step[i], teller_store_event_rank(st, (uint32_t)i));
+        if (row == n)
+            continue;
+        int work = 0;
+        for (uint32_t c = ev->first_child[i]; c != TELLER_NONE && !work; c = ev->next_sibling[c])
+            work = (ev->flags[c] & TELLER_F_GPU) != 0;
+        sum[row].launches++;
+        if (!work) {
+            sum[row].unlaunched++;
+            sum[row].gpu_known = 0;
+        }
+    }
+    free(launch);
     for (size_t i = 0; i < ev->n; i++) {
         if (!(ev->flags[i] & TELLER_F_GPU) || ev->step[i] == TELLER_NONE || !teller_layer_is_gpu_work(ev->layer[i]))
             continue;

@@ -40,6 +40,11 @@ static int ci_contains(const char *s, const char *needle)
     return 0;
 }
 
+int teller_name_is_launch(const char *name)
+{
+    return strstr(name, "Launch") != NULL && !strstr(name, "HostFunc");
+}
+
 int teller_name_is_comm(const char *name)
 {
     if (strncmp(name, "c10d::", 6) == 0 || strcmp(name, "record_param_comms") == 0)
