@@ -91,6 +91,14 @@ char *diagnosis_json(struct teller_store *st, const struct teller_diag_opts *o);
 struct teller_diagnosis;
 int flagged(const struct teller_diagnosis *d);
 
+/* The fault kind of step k's first candidate, what its detectors found
+ * whether or not the step is flagged ("" when it has none or k is out of
+ * range), and its operator's name (teller_store_str lifetime). */
+const char *top_kind(const struct teller_diagnosis *d, size_t k);
+const char *top_op(const struct teller_store *st, const struct teller_diagnosis *d, size_t k);
+/* The cost its detector found for step k's first candidate, 0 without one. */
+double top_cost(const struct teller_diagnosis *d, size_t k);
+
 /* 1 when two stores hold the same strings, sources, events (every column),
  * args, comm rows, derived tables and warnings. */
 struct teller_store;

@@ -77,8 +77,40 @@ static void diagnose_scored(char *dir, const teller_sim_opts *o, int nranks, siz
     score_case(*d, dir, s);
 }
 
-/* How many of the case's abnormal steps the diagnosis flagged with an
- * excess within 20 % of the truth's. */
+/* How many of the case's abnormal steps (*n of them) have the truth's root
+ * (rank and operator, names normalised) as their first candidate, whether
+ * or not the step alarm flagged them: what the detectors found. */
+static int roots_found(const char *dir, const teller_store *st, const teller_diagnosis *d, int *n)
+{
+    char tp[600], a[512], b[512];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    teller_error err;
+    teller_error_clear(&err);
+    jv *t = jdom_load(tp, &err);
+    const jv *ts = t ? jdom_get(t, "steps") : NULL;
+    CHECK(ts != NULL && d != NULL);
+    int found = 0;
+    *n = 0;
+    for (size_t i = 0; ts && d && i < ts->n; i++) {
+        const jv *x = &ts->items[i];
+        size_t k = (size_t)jdom_num(x, "step", -1);
+        if (!jdom_bool(x, "abnormal", 0) || k >= d->n)
+            continue;
+        (*n)++;
+        const jv *root = jdom_get(x, "root");
+        if (!d->steps[k].ncands)
+            continue;
+        const teller_diag_cand *c = &d->cands[d->steps[k].first_cand];
+        teller_name_normalize(jdom_str(root, "op", ""), a, sizeof a);
+        teller_name_normalize(teller_store_str(st, c->name), b, sizeof b);
+        found += c->rank == (int32_t)jdom_num(root, "rank", -2) && !strcmp(a, b);
+    }
+    jdom_free(t);
+    return found;
+}
+
+/* How many of the case's abnormal steps the diagnosis flagged with its
+ * finding's cost within 20 % of the truth's excess. */
 static int costed_close(const char *dir, const teller_diagnosis *d)
 {
     char tp[600];
@@ -94,7 +126,7 @@ static int costed_close(const char *dir, const teller_diagnosis *d)
         size_t k = (size_t)jdom_num(x, "step", -1);
         double want = jdom_num(x, "excess_ns", 0);
         if (jdom_bool(x, "abnormal", 0) && k < d->n && d->steps[k].pred.abnormal)
-            close_ += fabs((double)d->steps[k].excess_ns - want) <= 0.2 * want;
+            close_ += fabs(top_cost(d, k) - want) <= 0.2 * want;
     }
     jdom_free(t);
     return close_;
@@ -433,8 +465,9 @@ static teller_store *tp_pair(char *dir, const double *g1)
         for (int k = 0; k < 6; k++) {
             double t = 1000.0 * k, g = r ? g1[k] : 200, last = t + 20 + (g1[k] > 200 ? g1[k] : 200), ge = t + 20 + g;
             int c = 10 * k;
+            /* the step ends when its synchronize returns, after the all-reduce */
             fprintf(f,
-                    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":900},\n"
+                    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f},\n"
                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
                     "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
@@ -443,7 +476,7 @@ static teller_store *tp_pair(char *dir, const double *g1)
                     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d,\"grid\":[8,1,1],\"block\":[128,1,1]}},\n"
                     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
                     "\"dur\":%.3f,\"args\":{\"correlation\":%d,\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"Group size\":2}}%s\n",
-                    k, t, t + 5, t + 10, c + 1, t + 30, t + 35, c + 2, t + 50, last + 60 - t - 50, c + 3, t + 20, g, c + 1,
+                    k, t, last + 70 - t, t + 5, t + 10, c + 1, t + 30, t + 35, c + 2, t + 50, last + 60 - t - 50, c + 3, t + 20, g, c + 1,
                     ge + 5, last + 55 - ge - 5, c + 2, k < 5 ? "," : "");
         }
         fprintf(f, "]}\n");
@@ -782,7 +815,7 @@ static void test_perturbed_teardown_hang_found_from_logs(void)
      * as long as the watchdog says, not the 10 us its traced part took */
     for (size_t k = 0; d && k < d->n; k++)
         if (d->steps[k].pred.abnormal)
-            CHECK(d->steps[k].dur_ns >= 600000000000LL && d->steps[k].excess_ns >= 600000000000LL);
+            CHECK(d->steps[k].dur_ns >= 600000000000LL && d->steps[k].explained_ns >= 599000000000LL);
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
@@ -905,7 +938,7 @@ static void test_diagnose_candidate_records(void)
         if (s->ncands) {
             const teller_diag_cand *top = &d->cands[s->first_cand];
             CHECK_EQ_INT(top->rank, s->root_rank);
-            CHECK(top->score == s->pred.score);
+            CHECK(s->fact ? top->score == s->pred.score : s->pred.score <= top->score); /* the step alarm caps it */
             CHECK(s->pred.ncand > 0 && !strcmp(teller_store_str(st, top->name), s->pred.cand[0].op));
         }
         for (uint32_t q = 0; q < s->ncands; q++) {
@@ -1165,13 +1198,13 @@ static void test_diagnose_retract_lines_between_prefills(void)
     CHECK(s.abnormal_steps >= 8);
     /* 0.900 each: a retract line on the second's largest prefill */
     CHECK(s.step_recall == 1.0 && s.step_precision == 1.0 && s.fault_type_accuracy == 1.0);
-    /* a swap's copies, which a usual step does not make, are not set
-     * against "a usual 0.0 us" */
+    /* a swap's copies are set against what the other steps of its kind
+     * copy (a median, or none), not against "a median of 0 ns" */
     int none = 0;
     for (size_t k = 0; k < d->n; k++) {
         const char *e = d->steps[k].pred.explanation;
-        CHECK(!strstr(e, "usual 0.0 us"));
-        none += strstr(e, "(kv_swap)") && strstr(e, " (usually next to none).");
+        CHECK(!strstr(e, "median of 0 ns"));
+        none += strstr(e, "(kv_swap)") && (strstr(e, "steps have a median of") || strstr(e, "steps have none"));
     }
     CHECK(none > 0);
     teller_diagnosis_free(d);
@@ -1302,8 +1335,11 @@ static void test_diagnose_launch_latency_cost(void)
      * that ends waiting for the GPU, costs nothing: 0.625 moving the step's
      * end by every delay before it */
     CHECK(s.step_precision == 1.0);
-    CHECK(s.fact_recall == 1.0); /* 0.85 costing only the part over the threshold, 0.95 only the GPU's
-                                  * idle time during the slow calls */
+    /* a sentence states the step against the usual mixed step and the slow
+     * calls against theirs: one mixed step of unstated tokens (SGLang's
+     * annotation gives the batch alone) runs 15 ms over the median mixed
+     * step while its fault cost 2.7 ms, and states no figure near that */
+    CHECK(s.fact_recall >= 0.9);
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
@@ -1405,8 +1441,15 @@ static void test_diagnose_launch_latency_name(void)
     fprintf(stderr, "  seed 75: %ld slow-launch steps, recall %.3f, operator AC@1 %.3f\n", s.abnormal_steps, s.step_recall,
             s.op_ac1);
     CHECK(s.abnormal_steps >= 4);
-    CHECK(s.step_recall >= 0.6);
-    CHECK(s.op_ac1 == s.step_recall); /* 0.2: two of three flagged steps named after cuLaunchKernelEx */
+    /* every slowed step's first candidate is the launch API with the most
+     * slow calls (0.2 counting only the calls that cost something) */
+    int n, found = roots_found(dir, st, d, &n);
+    CHECK_EQ_INT(found, n);
+    CHECK(s.op_ac1 == s.step_recall);
+    /* three of the four are mixed SGLang steps, whose annotation states no
+     * tokens: the usual mixed step is no yardstick for them (9.5 to 54 ms),
+     * and the step alarm keeps one */
+    CHECK(s.step_recall >= 0.25);
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
@@ -1437,9 +1480,11 @@ static void test_diagnose_pipeline_stage_kernels(void)
     fprintf(stderr, "  seed 82: %ld slow-kernel steps, recall %.3f, precision %.3f, operator AC@1 %.3f\n", s.abnormal_steps,
             s.step_recall, s.step_precision, s.op_ac1);
     CHECK(s.abnormal_steps >= 8);
-    CHECK(s.step_recall == 1.0); /* 0.5 against the rank's own configurations alone */
+    int n, found = roots_found(dir, st, d, &n);
+    CHECK_EQ_INT(found, n); /* 0.5 against the rank's own configurations alone */
     CHECK(s.step_precision == 1.0);
-    CHECK(s.op_ac1 == 1.0);
+    CHECK(s.op_ac1 == s.step_recall);
+    CHECK(s.step_recall >= 0.85); /* a step slowed within its kind's spread is no alarm */
     teller_diagnosis_free(d);
     teller_store_free(st);
     rm_rf(dir);
@@ -1583,11 +1628,12 @@ static void test_diagnose_kernel_slower_than_its_work(void)
     CHECK(d && d->n == 1);
     if (d && d->n == 1) {
         const teller_diag_step *s = &d->steps[0];
-        CHECK(s->pred.abnormal);
-        CHECK(!strcmp(s->fault, "kernel_regression"));
-        CHECK(s->pred.ncand > 0 && !strcmp(s->pred.cand[0].op, "gemm_e"));
+        /* the only step: a candidate, not an alarm (nothing says the step was slow) */
+        CHECK(!s->pred.abnormal && s->usual_ns < 0);
+        CHECK(!strcmp(top_kind(d, 0), "kernel_regression"));
+        CHECK(!strcmp(top_op(st, d, 0), "gemm_e"));
         /* 8 calls of 21.5 us each ran 129 us: about 860 us over */
-        CHECK(s->excess_ns > 800000 && s->excess_ns < 900000);
+        CHECK(top_cost(d, 0) > 800000 && top_cost(d, 0) < 900000);
         for (uint32_t q = 0; q < s->ncands; q++)
             CHECK(strcmp(teller_store_str(st, d->cands[s->first_cand + q].name), "gemm_bad") != 0);
     }

@@ -183,34 +183,32 @@ static void test_modes_host_gaps(void)
     CHECK(fd >= 0);
     close(fd);
     /* (c) one step: the 6 ms stall with an idle GPU is found, also when
-     * the step's annotation spans the stream */
+     * the step's annotation spans the stream; a step with no other of its
+     * kind has no yardstick, so the finding is a candidate, not an alarm */
     teller_store *st = NULL;
     teller_diagnosis *d = NULL;
     for (int gpu_span = 0; gpu_span <= 1; gpu_span++) {
         write_gap_trace(path, 0, gpu_span);
         d = diagnose_file(path, &st);
         CHECK_EQ_INT(d ? d->n : 0, 1);
-        CHECK_EQ_INT(flagged(d), 1);
-        if (d && d->n == 1)
-            CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+        CHECK_EQ_INT(flagged(d), 0);
+        CHECK(d && d->steps[0].usual_ns < 0);
+        CHECK(!strcmp(top_kind(d, 0), "cpu_contention"));
         teller_diagnosis_free(d);
         teller_store_free(st);
     }
     /* (e) the same stretch while another thread works: not a stall */
     write_gap_trace(path, 1, 0);
     d = diagnose_file(path, &st);
-    CHECK_EQ_INT(flagged(d), 0);
+    CHECK(strcmp(top_kind(d, 0), "cpu_contention") != 0);
     teller_diagnosis_free(d);
     teller_store_free(st);
     /* (f) the other thread stalls while the stepping thread waits for it:
      * the process is stalled, at the other thread's op after the stall */
     write_gap_trace(path, 2, 0);
     d = diagnose_file(path, &st);
-    CHECK_EQ_INT(flagged(d), 1);
-    if (d && d->n == 1) {
-        CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
-        CHECK(d->steps[0].pred.ncand > 0 && !strcmp(d->steps[0].pred.cand[0].op, "aten::mm"));
-    }
+    CHECK(!strcmp(top_kind(d, 0), "cpu_contention"));
+    CHECK(!strcmp(top_op(st, d, 0), "aten::mm"));
     teller_diagnosis_free(d);
     teller_store_free(st);
     unlink(path);
@@ -229,14 +227,15 @@ static void write_regular_gap_trace(const char *path, int stall)
         double t = 5000000 + 12000.0 * k;
         char nm[32];
         snprintf(nm, sizeof nm, "ProfilerStep#%d", k);
-        tw_ev(&w, "user_annotation", nm, 1, 1, t, 11000, NULL);
+        /* the step lasts until its last op: a stall makes it longer */
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, 10000 + (stall && k == 3 ? 2000 : 0), NULL);
         int after_gap = 0, after_stall = 0;
-        for (double h = t + 10; h < t + 10000; h += 30) {
+        for (double h = t + 10; h < t + 10000 + (stall && k == 3 ? 2000 : 0); h += 30) {
             if (h > t + 2000 && h < t + 6000) {
                 after_gap = 1;
                 continue;
             }
-            if (stall && k == 3 && h > t + 7000 && h < t + 9000) {
+            if (stall && k == 3 && h > t + 7000 && h < t + 9000) { /* 2 ms in which the host runs nothing */
                 after_stall = 1;
                 continue;
             }
@@ -293,7 +292,6 @@ static void write_two_stall_trace(const char *path)
         double t = 5000000 + 12000.0 * k, h = t + 10;
         char nm[32];
         snprintf(nm, sizeof nm, "ProfilerStep#%d", k);
-        tw_ev(&w, "user_annotation", nm, 1, 1, t, 11000, NULL);
         for (int j = 0; j < 200; j++) {
             int mm = j % 10 == 9;
             if (j)
@@ -306,6 +304,7 @@ static void write_two_stall_trace(const char *path)
             tw_launch(&w, 1, h + 5, "vectorized_elementwise_kernel", h + 15, 20, 64);
             h += 20;
         }
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, h + 20 - t, NULL); /* until its last op: the stalls make it longer */
     }
     fputs("]}\n", w.f);
     fclose(w.f);
@@ -375,18 +374,15 @@ static void test_modes_queued_stall(void)
     write_queued_stall_trace(path, 1);
     teller_diagnosis *d = diagnose_file(path, &st);
     CHECK_EQ_INT(d ? d->n : 0, 1);
-    CHECK_EQ_INT(flagged(d), 1);
-    if (d && d->n == 1 && d->steps[0].ncands) {
-        const teller_diag_cand *c = &d->cands[d->steps[0].first_cand];
-        CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
-        CHECK(!strcmp(teller_store_str(st, c->name), "aten::mm"));
-        CHECK(c->excess_ns > 4.5e6 && c->excess_ns < 5.1e6);
-    }
+    CHECK_EQ_INT(flagged(d), 0); /* the only step of its kind: a candidate, no alarm */
+    CHECK(!strcmp(top_kind(d, 0), "cpu_contention"));
+    CHECK(!strcmp(top_op(st, d, 0), "aten::mm"));
+    CHECK(top_cost(d, 0) > 4.5e6 && top_cost(d, 0) < 5.1e6);
     teller_diagnosis_free(d);
     teller_store_free(st);
     write_queued_stall_trace(path, 0);
     d = diagnose_file(path, &st);
-    CHECK_EQ_INT(flagged(d), 0);
+    CHECK(strcmp(top_kind(d, 0), "cpu_contention") != 0);
     teller_diagnosis_free(d);
     teller_store_free(st);
     unlink(path);
@@ -442,7 +438,8 @@ static void write_launch_trace(const char *path, double launch_us)
 
 /* (f) a one-step trace has no other step to say what its launches usually
  * cost: launches of 60 us (a slowed host) are found against what a launch
- * costs anywhere, launches of 6 us are not */
+ * costs anywhere, launches of 6 us are not (a candidate: with no other step
+ * of its kind, nothing says the step was slow) */
 static void test_modes_one_step_launches(void)
 {
     char path[] = "/tmp/teller_launch_XXXXXX.json";
@@ -454,11 +451,10 @@ static void test_modes_one_step_launches(void)
         teller_store *st = NULL;
         teller_diagnosis *d = diagnose_file(path, &st);
         CHECK_EQ_INT(d ? d->n : 0, 1);
-        CHECK_EQ_INT(flagged(d), slow);
-        if (slow && d && d->n == 1) {
-            CHECK(!strcmp(d->steps[0].fault, "launch_latency"));
-            CHECK(!strcmp(d->steps[0].pred.cand[0].op, "cudaLaunchKernel"));
-        }
+        CHECK_EQ_INT(flagged(d), 0); /* the only step of its kind: a candidate, no alarm */
+        CHECK_EQ_INT(!strcmp(top_kind(d, 0), "launch_latency"), slow);
+        if (slow)
+            CHECK(!strcmp(top_op(st, d, 0), "cudaLaunchKernel"));
         teller_diagnosis_free(d);
         teller_store_free(st);
     }
@@ -558,7 +554,8 @@ static void test_modes_pcie_both_directions(void)
     unlink(path);
 }
 
-/* (g) a slow copy costs the step only what work queued behind it waited */
+/* (g) a slow copy costs the step only what work queued behind it waited
+ * (290 us here: the kernel waited from its launch to the copy's end) */
 static void test_modes_copy_cost(void)
 {
     char path[] = "/tmp/teller_copy_XXXXXX.json";
@@ -570,9 +567,12 @@ static void test_modes_copy_cost(void)
         teller_store *st = NULL;
         teller_diagnosis *d = diagnose_file(path, &st);
         CHECK_EQ_INT(d ? d->n : 0, 6);
-        CHECK_EQ_INT(flagged(d), queued);
-        if (queued && d && d->n == 6)
-            CHECK(d->steps[3].pred.abnormal && !strcmp(d->steps[3].fault, "pcie_degradation"));
+        /* the step's annotation runs on to its CPU work's end either way:
+         * what the copy cost is a candidate, the step no longer */
+        CHECK_EQ_INT(flagged(d), 0);
+        CHECK_EQ_INT(!strcmp(top_kind(d, 3), "pcie_degradation"), queued);
+        if (queued)
+            CHECK(top_cost(d, 3) > 280000 && top_cost(d, 3) < 300000);
         teller_diagnosis_free(d);
         teller_store_free(st);
     }
@@ -610,7 +610,7 @@ static void write_ahead_trace(const char *path, int ahead, int regress_step)
     fclose(w.f);
 }
 
-/* (h) a slow step's late GPU work makes the next steps late */
+/* (h) a slow step's late GPU work makes the next steps end late, not slow */
 static void test_modes_carried_steps(void)
 {
     char path[] = "/tmp/teller_ahead_XXXXXX.json";
@@ -618,20 +618,21 @@ static void test_modes_carried_steps(void)
     CHECK(fd >= 0);
     close(fd);
     /* ahead and healthy (each step later than the last as the GPU falls
-     * behind), ahead with step 2 slow, waiting with step 2 slow */
-    const int runs[][3] = {{1, -1, 0}, {1, 2, 4}, {0, 2, 1}};
+     * behind), ahead with step 2 slow, waiting with step 2 slow: only step
+     * 2 took longer, by the 40 ms its four GEMMs ran over; the steps after
+     * it end 40 ms later but take no longer (their work queued behind step
+     * 2's: what a step adds to the run starts where the one before ended) */
+    const int runs[][2] = {{1, -1}, {1, 2}, {0, 2}};
     for (int r = 0; r < 3; r++) {
         write_ahead_trace(path, runs[r][0], runs[r][1]);
         teller_store *st = NULL;
         teller_diagnosis *d = diagnose_file(path, &st);
         CHECK_EQ_INT(d ? d->n : 0, 6);
-        CHECK_EQ_INT(flagged(d), runs[r][2]);
-        for (uint32_t k = 3; runs[r][2] == 4 && d && k < d->n; k++) {
-            const teller_diag_step *s = &d->steps[k];
+        CHECK_EQ_INT(flagged(d), runs[r][1] >= 0);
+        if (runs[r][1] >= 0 && d && d->n == 6) {
+            const teller_diag_step *s = &d->steps[2];
             CHECK(s->pred.abnormal && !strcmp(s->fault, "kernel_regression"));
             CHECK(s->pred.ncand > 0 && !strcmp(s->pred.cand[0].op, "sm80_xmma_gemm_f16f16_128x256"));
-            CHECK(strstr(s->pred.explanation, "carried from step 2") != NULL);
-            /* the four GEMMs ran 40 ms over in step 2: every later step ends 40 ms later */
             CHECK(s->excess_ns > 39000000 && s->excess_ns < 41000000);
         }
         teller_diagnosis_free(d);
@@ -693,9 +694,8 @@ static void test_modes_stall_held_device(void)
         teller_store *st = NULL;
         teller_diagnosis *d = diagnose_file(path, &st);
         CHECK_EQ_INT(d ? d->n : 0, 1);
-        CHECK_EQ_INT(flagged(d), !held);
-        if (!held && d && d->n == 1)
-            CHECK(!strcmp(d->steps[0].fault, "cpu_contention"));
+        CHECK_EQ_INT(flagged(d), 0); /* the only step of its kind: a candidate, no alarm */
+        CHECK_EQ_INT(!strcmp(top_kind(d, 0), "cpu_contention"), !held);
         teller_diagnosis_free(d);
         teller_store_free(st);
     }
@@ -755,7 +755,10 @@ static void test_modes_carried_host_delay(void)
     if (d[1] && d[1]->n == 6) {
         CHECK(d[1]->steps[0].pred.abnormal && !strcmp(d[1]->steps[0].fault, "launch_latency"));
         for (uint32_t k = 1; d[0] && d[0]->n == 6 && k < 6; k++) {
-            CHECK(d[1]->steps[k].dur_ns < d[0]->steps[k].dur_ns); /* the physics the test is about */
+            /* the physics the test is about: each later step's window (its
+             * annotation to its last kernel) is shorter than without the fault */
+            CHECK(teller_store_steps(st[1])[k].end_ns - teller_store_steps(st[1])[k].start_ns <
+                  teller_store_steps(st[0])[k].end_ns - teller_store_steps(st[0])[k].start_ns);
             CHECK(!d[1]->steps[k].pred.abnormal);
         }
     }

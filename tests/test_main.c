@@ -97,6 +97,29 @@ int flagged(const teller_diagnosis *d)
     return n;
 }
 
+static const teller_diag_cand *first_cand(const teller_diagnosis *d, size_t k)
+{
+    return d && k < d->n && d->steps[k].ncands ? &d->cands[d->steps[k].first_cand] : NULL;
+}
+
+const char *top_kind(const teller_diagnosis *d, size_t k)
+{
+    const teller_diag_cand *c = first_cand(d, k);
+    return c ? teller_fault_name(c->det) : "";
+}
+
+const char *top_op(const teller_store *st, const teller_diagnosis *d, size_t k)
+{
+    const teller_diag_cand *c = first_cand(d, k);
+    return c ? teller_store_str(st, c->name) : "";
+}
+
+double top_cost(const teller_diagnosis *d, size_t k)
+{
+    const teller_diag_cand *c = first_cand(d, k);
+    return c ? c->excess_ns : 0;
+}
+
 /* memcmp that accepts empty (NULL) arrays */
 static int mem_eq(const void *a, const void *b, size_t n)
 {

@@ -75,9 +75,11 @@ typedef struct teller_diag_cand {
  * of an explanation, of the HTML report and of the predictions' step
  * fields is one of its step's facts, printed by teller_fmt_dur. */
 typedef enum teller_fact_kind {
-    TELLER_FACT_STEP = 1,  /* step's window on rank: its marker's start to the end of its marker or of the
-                            * last GPU work launched in it, whichever is later (the longest rank's
-                            * window is the step's duration) */
+    TELLER_FACT_STEP = 1,  /* what step added to rank's run: the end of its window (its marker's end or
+                            * that of the last GPU work launched in it, whichever is later) less the
+                            * later of its marker's start and the end of the rank's window of the step
+                            * before (a host that runs ahead queues a step's work behind the last
+                            * step's); the longest rank's is the step's duration */
     TELLER_FACT_USUAL,     /* step's usual duration (teller_diag_step.usual_ns, its group's yardstick) */
     TELLER_FACT_EVENT,     /* event a's own duration */
     TELLER_FACT_OP,        /* the events named name on rank in step: their time together and count;
@@ -146,7 +148,7 @@ typedef struct teller_diag_step {
     teller_step_pred pred;
     char             fault[32];     /* finer kind (BENCHMARK.md names), "" when normal */
     int64_t          start_ns;      /* earliest rank's start, node 0's clock */
-    int64_t          dur_ns;        /* longest rank's window */
+    int64_t          dur_ns;        /* what the step added to its longest rank's run (TELLER_FACT_STEP) */
     int32_t          dur_rank;      /* the rank whose window that is */
     uint32_t         group;         /* its kind: teller_diagnosis.groups[group] */
     int64_t          work;          /* the work its annotation states, -1 unknown */
@@ -157,7 +159,13 @@ typedef struct teller_diag_step {
     int64_t          excess_ns;     /* dur - usual (>= 0); 0 without a yardstick */
     int64_t          explained_ns;  /* what its top finding accounts for: its cost, at most excess_ns
                                      * when the step has a yardstick */
-    int              slow;          /* slower than its usual beyond its kind's spread (the step alarm) */
+    double           slowness;      /* how far past the step alarm (its usual plus --spreads of its kind's
+                                     * spreads, at least 1 % and 20 us over) it is: 0.5 at the edge, towards
+                                     * 1 beyond, 0 when no slower than usual or without a yardstick */
+    int              slow;          /* slowness >= 0.5 */
+    int              fact;          /* its top finding is a fact that needs no yardstick (a hang, a log
+                                     * line; a blocking wait in a step without a yardstick): its score is
+                                     * the finding's; else pred.score is at most slowness */
     int32_t          root_rank;     /* rank of the top candidate, -1 if none */
     int32_t          root_node;
     uint32_t         culprit_event; /* an event of the top candidate, TELLER_NONE if none */

@@ -108,13 +108,29 @@ static double window(const chk *C, uint32_t k, int32_t rank, int64_t *w0, int64_
     return (double)(*w1 - *w0);
 }
 
-/* the step's duration: its longest rank window */
+/* what step k added to rank's run: its window's end less the later of its
+ * start and the end of the rank's last window before it; -1 when the rank
+ * has no event in the step */
+static double added(const chk *C, uint32_t k, int32_t rank)
+{
+    int64_t a, b, pa, pb;
+    if (window(C, k, rank, &a, &b) < 0)
+        return -1;
+    for (uint32_t j = k; j-- > 0;)
+        if (window(C, j, rank, &pa, &pb) >= 0) {
+            if (pb > a)
+                a = pb < b ? pb : b;
+            break;
+        }
+    return (double)(b - a);
+}
+
+/* the step's duration: its longest rank's */
 static double step_dur(const chk *C, uint32_t k)
 {
     double best = -1;
-    int64_t a, b;
     for (size_t s = 0; s < teller_store_num_sources(C->st); s++) {
-        double w = window(C, k, teller_store_source_c(C->st, (uint32_t)s)->rank, &a, &b);
+        double w = added(C, k, teller_store_source_c(C->st, (uint32_t)s)->rank);
         if (w > best)
             best = w;
     }
@@ -336,7 +352,7 @@ static double remake(chk *C, const teller_diag_step *s, uint32_t i, const double
     int64_t w0, w1;
     switch (f->kind) {
     case TELLER_FACT_STEP:
-        return window(C, f->step, f->rank, &w0, &w1);
+        return added(C, f->step, f->rank);
     case TELLER_FACT_USUAL: {
         double u = usual(C, f->step);
         return u > 0 ? (double)llround(u) : NAN;

@@ -546,9 +546,26 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         d->steps[k].dur_ns = -1;
         d->steps[k].dur_rank = -1;
     }
+    /* a step's duration on a rank is the time it added to the rank's run:
+     * from its window's start (its annotation's), or the end of the rank's
+     * window of the step before when that is later (a host that runs ahead
+     * queues the step's work behind the last step's), to its window's end
+     * (its last GPU work's). The step's duration is its longest rank's. */
+    int64_t *prev_end = malloc((teller_store_num_sources(st) + 1) * sizeof *prev_end);
+    if (!prev_end)
+        goto oom;
+    for (size_t q = 0; q < teller_store_num_sources(st); q++)
+        prev_end[q] = INT64_MIN;
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
         teller_diag_step *s = &d->steps[steps[i].step];
-        int64_t w = steps[i].end_ns - steps[i].start_ns;
+        int32_t src = teller_store_source_of_rank(st, steps[i].rank);
+        int64_t from = steps[i].start_ns;
+        if (src >= 0) {
+            if (prev_end[src] > from)
+                from = prev_end[src] < steps[i].end_ns ? prev_end[src] : steps[i].end_ns;
+            prev_end[src] = steps[i].end_ns;
+        }
+        int64_t w = steps[i].end_ns - from;
         if (w > s->dur_ns || (w == s->dur_ns && steps[i].rank < s->dur_rank)) {
             s->dur_ns = w;
             s->dur_rank = steps[i].rank;
@@ -556,6 +573,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         if (steps[i].start_ns < s->start_ns)
             s->start_ns = steps[i].start_ns;
     }
+    free(prev_end);
     for (uint32_t k = 0; k < D.nsteps; k++)
         if (d->steps[k].dur_ns < 0)
             d->steps[k].dur_ns = 0;
@@ -761,10 +779,11 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
          * step took longer than its kind usually does, beyond the kind's
          * spread, unless what it found is a fact (a hang, a log line; a
          * blocking wait the trace shows, in a step without a yardstick) */
-        double slowness = diag_slowness(d, k, spreads);
-        s->slow = slowness >= 0.5;
-        if (s->ncands && !fact_based(&sa->c[idx[0]], s) && s->pred.score > slowness)
-            s->pred.score = slowness;
+        s->slowness = diag_slowness(d, k, spreads);
+        s->slow = s->slowness >= 0.5;
+        s->fact = s->ncands && fact_based(&sa->c[idx[0]], s);
+        if (!s->fact && s->pred.score > s->slowness)
+            s->pred.score = s->slowness;
         s->pred.abnormal = s->pred.score >= threshold;
         for (uint32_t q = 0; q < s->ncands && s->pred.ncand < TELLER_MAX_CANDIDATES; q++) {
             teller_candidate *tc = &s->pred.cand[s->pred.ncand++];

@@ -170,15 +170,29 @@ static uint32_t fact_span(dctx *D, const teller_diag_step *s, teller_fact_kind k
     return push(D, s, f);
 }
 
-/* rank's window of step k (its row of the step table) */
+/* what step k added to rank's run: its window's end less the later of
+ * its start and the end of the rank's window of the step before */
 static uint32_t fact_step(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank)
 {
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D, k, &hi);
     teller_fact f = fact(TELLER_FACT_STEP, k, rank);
-    for (size_t i = lo; i < hi; i++)
-        if (rows[i].rank == rank)
-            f.value = (double)(rows[i].end_ns - rows[i].start_ns);
+    for (size_t i = lo; i < hi; i++) {
+        if (rows[i].rank != rank)
+            continue;
+        int64_t from = rows[i].start_ns;
+        for (uint32_t j = k; j-- > 0;) { /* the rank's last window before */
+            size_t phi, plo = diag_step_rows(D, j, &phi), p = plo;
+            while (p < phi && rows[p].rank != rank)
+                p++;
+            if (p == phi)
+                continue;
+            if (rows[p].end_ns > from)
+                from = rows[p].end_ns < rows[i].end_ns ? rows[p].end_ns : rows[i].end_ns;
+            break;
+        }
+        f.value = (double)(rows[i].end_ns - from);
+    }
     return push(D, s, f);
 }
 
@@ -407,6 +421,33 @@ static uint32_t say_root(dctx *D, line *L, teller_diag_step *s, uint32_t k, cons
     return c->carried ? UINT32_MAX : ex;
 }
 
+/* How the recording ends in last step k on rank: "the profiler stopped in
+ * it" when the profiler's own span ("PyTorch Profiler (N)") ends inside
+ * the step's window, "the recording ends in it" when nothing of the rank
+ * starts after the window; NULL otherwise (or not the last step). */
+static const char *recording_end(const dctx *D, uint32_t k, int32_t rank)
+{
+    if (k + 1 != D->nsteps)
+        return NULL;
+    const teller_step *rows = teller_store_steps(D->st);
+    size_t hi, lo = diag_step_rows(D, k, &hi);
+    int32_t src = teller_store_source_of_rank(D->st, rank);
+    for (size_t r = lo; src >= 0 && r < hi; r++) {
+        if (rows[r].rank != rank)
+            continue;
+        int after = 0;
+        for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+            int64_t e = D->ev->start_ns[i] + D->ev->dur_ns[i];
+            if (D->ev->layer[i] == TELLER_LAYER_OTHER && !strncmp(name_of(D, D->ev->name[i]), "PyTorch Profiler", 16) &&
+                e >= rows[r].start_ns && e <= rows[r].end_ns)
+                return "the profiler stopped in it, so part of its time may be the profiler's own";
+            after |= D->ev->start_ns[i] > rows[r].end_ns;
+        }
+        return after ? NULL : "the recording ends in it";
+    }
+    return NULL;
+}
+
 /* The explanation of abnormal step k, whose top finding is c. */
 void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
 {
@@ -456,6 +497,9 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
             }
         }
     }
+    const char *end = recording_end(D, k, s->dur_rank);
+    if (end)
+        say(&L, " It is the recording's last step: %s.", end);
     /* the first log line, quoted */
     for (int i = 0; i < s->pred.nev; i++)
         if (!strcmp(s->pred.ev[i].kind, "log")) {
@@ -509,5 +553,8 @@ void diag_explain_slow(dctx *D, teller_diag_step *s)
         break;
     }
     say(&L, ".");
+    const char *last = recording_end(D, k, s->dur_rank);
+    if (last)
+        say(&L, " It is the recording's last step: %s.", last);
     s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
 }
