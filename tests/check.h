@@ -2,8 +2,8 @@
  * check.h - the test harness: named tests, CHECK macros that report file
  * and line and keep going, and a closing "N passed, N failed" line.
  */
-#ifndef TELLER_CHECK_H
-#define TELLER_CHECK_H
+#ifndef TELLER_TEST_CHECK_H
+#define TELLER_TEST_CHECK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +41,7 @@ extern const test_case logs_tests[];
 extern const test_case sim_tests[];
 extern const test_case diagnose_tests[];
 extern const test_case diagnose_mode_tests[];
+extern const test_case check_tests[];
 extern const test_case cli_tests[];
 extern const test_case nsys_tests[];
 extern const test_case requests_tests[];

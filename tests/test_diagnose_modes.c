@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "teller/check.h"
 #include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/load.h"
@@ -825,7 +826,114 @@ static void test_modes_replicas_not_compared(void)
     unlink(p1);
 }
 
+
+/* Six training iterations of one rank: per step an elementwise kernel and
+ * four GEMMs launched at once, each step annotation ending with its last
+ * kernel. dur[k]: each GEMM's time in step k (us); launch[k]: each launch
+ * call's time in step k; tail: nothing runs for that long at the end of
+ * the last step (the profiler stopping, a host gone quiet). */
+static void write_iter_trace(const char *path, const double *gemm, const double *launch, double tail)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"schemaVersion\": 1, \"traceEvents\": [", w.f);
+    double t = 2000000;
+    for (int k = 0; k < 6; k++) {
+        w.launch_us = launch[k];
+        double h = t + 10, g = h + 20;
+        for (int q = 0; q < 5; q++, h += w.launch_us + 5) {
+            double k0 = g > h + w.launch_us ? g : h + w.launch_us, kd = q ? gemm[k] : 30;
+            tw_launch(&w, 1, h, q ? "sm90_xmma_gemm_bf16_128x128" : "elementwise_kernel", k0, kd, q ? 132 : 64);
+            g = k0 + kd;
+        }
+        double end = g + 20 + (k == 5 ? tail : 0);
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 50 + k);
+        tw_ev(&w, "user_annotation", nm, 1, 1, t, end - t, NULL);
+        t = end + 100;
+    }
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* (l) the step is the unit of alarm: slow launch calls in the fastest
+ * step of the run (it runs a smaller batch) are a candidate, not an alarm;
+ * nor in a step within how far the run's steps stray anyway; in a step
+ * slower than the others by far more than that, they flag it. */
+static void test_modes_step_alarm(void)
+{
+    char path[] = "/tmp/teller_alarm_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    const double fast[6] = {2000, 5000, 5050, 4950, 5020, 4980}, lfast[6] = {300, 5, 5, 5, 5, 5};
+    const double even[6] = {5000, 4800, 5200, 4900, 5100, 5000}, leven[6] = {5, 5, 5, 40, 5, 5};
+    const double slow[6] = {5000, 5050, 4950, 5020, 4980, 5000}, lslow[6] = {5, 5, 5, 2000, 5, 5};
+    const double *runs[3][2] = {{fast, lfast}, {even, leven}, {slow, lslow}};
+    for (int r = 0; r < 3; r++) {
+        write_iter_trace(path, runs[r][0], runs[r][1], 0);
+        teller_store *st = NULL;
+        teller_diagnosis *d = diagnose_file(path, &st);
+        CHECK_EQ_INT(d ? d->n : 0, 6);
+        uint32_t k = r == 0 ? 0 : 3;
+        CHECK(!strcmp(top_kind(d, k), "launch_latency")); /* found every time */
+        CHECK_EQ_INT(flagged(d), r == 2);
+        if (d && d->n == 6) {
+            CHECK_EQ_INT(d->steps[k].pred.abnormal, r == 2);
+            CHECK_EQ_INT(d->steps[k].slow, r == 2);
+            CHECK(d->steps[k].usual_ns > 0);
+            if (r == 0) /* the fastest step is no slower than usual */
+                CHECK(d->steps[k].excess_ns == 0 && d->steps[k].dur_ns < d->steps[k].usual_ns);
+        }
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+    }
+    unlink(path);
+}
+
+/* (m) no slow step left silent: the last of six steps ends 74 ms after its
+ * last kernel with nothing running (the profiler stopping); no finding
+ * explains it, and it is said, with the quiet stretch at its end as a fact
+ * and that it is the recording's last step. */
+static void test_modes_slow_step_said(void)
+{
+    char path[] = "/tmp/teller_quiet_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    const double gemm[6] = {5000, 5050, 4950, 5020, 4980, 5000}, launch[6] = {5, 5, 5, 5, 5, 5};
+    write_iter_trace(path, gemm, launch, 74000);
+    teller_store *st = NULL;
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    CHECK_EQ_INT(flagged(d), 0);
+    if (d && d->n == 6) {
+        const teller_diag_step *s = &d->steps[5];
+        CHECK(s->slow && !s->pred.abnormal);
+        CHECK(strstr(s->pred.explanation, "no finding explains it") != NULL);
+        CHECK(strstr(s->pred.explanation, "74.020 ms at its end") != NULL); /* from its last kernel */
+        CHECK(strstr(s->pred.explanation, "the recording's last step") != NULL);
+        int quiet = 0;
+        for (uint32_t i = 0; i < s->nfacts; i++)
+            quiet |= d->facts[s->first_fact + i].kind == TELLER_FACT_QUIET && d->facts[s->first_fact + i].value == 74.02e6;
+        CHECK(quiet);
+        for (uint32_t k = 0; k < 5; k++)
+            CHECK(!d->steps[k].slow && !d->steps[k].pred.explanation[0]);
+        teller_check_report r = {0};
+        teller_error err;
+        CHECK_EQ_INT(teller_check_diagnosis(st, d, &r, &err), TELLER_OK);
+        CHECK(r.facts > 0 && r.mismatches == 0);
+    }
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
+    {"diagnose modes: the fastest step and a step within its run's spread are not slow; a slow one is flagged",
+     test_modes_step_alarm},
+    {"diagnose modes: a slow step no finding explains is said, with where nothing ran and that it is the last",
+     test_modes_slow_step_said},
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},

@@ -91,7 +91,7 @@ void teller_step_classify(const char *a, teller_step_class *c)
             c->kind = c->decode_seqs > 0 ? TELLER_STEP_MIXED : TELLER_STEP_PREFILL;
         else if (c->prefill_seqs == 0 && c->decode_seqs > 0)
             c->kind = TELLER_STEP_DECODE;
-        if (c->decode_seqs >= 0 && (c->prefill_tokens >= 0 || c->prefill_seqs == 0))
+        if (c->prefill_seqs >= 0 && c->decode_seqs >= 0 && (c->prefill_tokens >= 0 || c->prefill_seqs == 0))
             c->work = (int64_t)c->decode_seqs + (c->prefill_tokens > 0 ? c->prefill_tokens : 0);
         family_of(a, c->family, sizeof c->family);
     } else if (!strncmp(a, "step[", 5)) {
