@@ -40,6 +40,7 @@ static void test_check_step_classes(void)
         {"step[MIXED bs=9]", TELLER_STEP_MIXED, "step[MIXED]", 9},
         {"ProfilerStep#1010", TELLER_STEP_ITERATION, "ProfilerStep#", -1},
         {"my_loop_17", TELLER_STEP_OTHER, "my_loop_#", -1},
+        {"execute_new_3_cached_5", TELLER_STEP_OTHER, "execute_new_#_cached_#", -1},
         {"execute_context_99999999(1)_generation_1(1)", TELLER_STEP_OTHER, "execute_context_#()_generation_#()", -1},
         {"", TELLER_STEP_OTHER, "", -1},
     };
@@ -53,6 +54,21 @@ static void test_check_step_classes(void)
     teller_step_class c;
     teller_step_classify(NULL, &c);
     CHECK(c.kind == TELLER_STEP_OTHER && c.work == -1);
+    /* some vLLM releases mark a worker step execute_new_N_cached_M: steps
+     * by default, of one family */
+    static const char doc[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"execute_new_2_cached_0\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 100},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 50},"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"execute_new_0_cached_2\", \"pid\": 1, \"tid\": 1, \"ts\": 200, \"dur\": 100},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 220, \"dur\": 50}]}";
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(st, "vllm_worker.json", doc, sizeof doc - 1, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_store_step_count(st), 2);
+    teller_store_free(st);
 }
 
 /* A simulated faulty case diagnosed: every fact made again from the trace

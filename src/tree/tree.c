@@ -937,7 +937,7 @@ oom:
 static int can_mark_step(uint8_t layer) { return layer == TELLER_LAYER_ENGINE || layer == TELLER_LAYER_BACKEND; }
 
 static const char *const k_step_patterns =
-    "^ProfilerStep#[0-9]+$|^execute_([0-9]+_)?context_|^step\\[";
+    "^ProfilerStep#[0-9]+$|^execute_([0-9]+_)?context_|^execute_new_[0-9]+_cached_|^step\\[";
 
 typedef struct marker {
     int32_t  rank;
