@@ -161,7 +161,8 @@ static int near_steps(const teller_step_group *g, const uint32_t *ks, uint32_t k
             pick[b] = pick[b - 1];
             pick[b - 1] = t;
         }
-    memcpy(*out + *n, pick, np * sizeof *pick);
+    if (np)
+        memcpy(*out + *n, pick, np * sizeof *pick);
     *n += np;
     return 0;
 }
