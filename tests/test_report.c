@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "check.h"
+/* tests/check.h and teller/check.h share an include guard */
+#undef TELLER_CHECK_H
+#include "teller/check.h"
 #include "ingest/jdom.h"
 #include "teller/diagnose.h"
 #include "teller/ingest.h"
@@ -920,6 +923,126 @@ static void test_reports_on_a_simulated_case(void)
     teller_store_free(st);
 }
 
+/* Runs tests/tools/check_html.py on the HTML in b (written to path);
+ * its exit status. */
+static int check_html_py(const char *path, const char *html, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return -1;
+    fwrite(html, 1, n, f);
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/tools/check_html.py' '%s' >/dev/null", TELLER_SOURCE_DIR, path);
+    return system(cmd);
+}
+
+/* The number of distinct kinds of step among d's steps. */
+static int kinds_of(const teller_diagnosis *d)
+{
+    int seen[8] = {0}, n = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        teller_step_kind k = d->steps[i].group < d->ngroups ? d->groups[d->steps[i].group].kind : TELLER_STEP_OTHER;
+        if ((unsigned)k < 8 && !seen[k]++)
+            n++;
+    }
+    return n;
+}
+
+/* Replaces the first `from` after `after` in h with `to` (same length);
+ * 0 when there is none. */
+static int tamper(char *h, const char *after, const char *from, const char *to)
+{
+    char *a = strstr(h, after), *p = a ? strstr(a, from) : NULL;
+    if (!p || strlen(from) != strlen(to))
+        return 0;
+    memcpy(p, to, strlen(to));
+    return 1;
+}
+
+/* A simulated faulty run (a hang among its faults), diagnosed and
+ * rendered: every number the page marks is its step's fact and every
+ * explanation reads as its sentence (teller_check_html finds no mismatch),
+ * and a fact or an explanation changed is caught; the step chart has one
+ * panel per kind of step present and a legend; each step slower than usual
+ * that no finding explains has a section; the page is legible at 800 px
+ * (check_html.py), and is not once its charts shrink or their fonts do. */
+static void test_html_of_a_diagnosis_prints_its_facts_and_reads_at_800px(void)
+{
+    char dir[] = "/tmp/teller_report_XXXXXX";
+    sim_faulty(dir, 2, 2, 60, 14, 1);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    if (!d) {
+        teller_store_free(st);
+        rm_rf(dir);
+        return;
+    }
+    CHECK(flagged(d) > 0);
+    buf h = render_html(st, d, "diagnosed");
+    check_html_safe(&h);
+    keep("diagnosed.html", &h);
+    teller_check_report r = {0};
+    CHECK_EQ_INT(teller_check_html(st, d, h.p, h.n, &r, &err), TELLER_OK);
+    CHECK_EQ_INT(r.mismatches, 0);
+    if (r.mismatches)
+        fprintf(stderr, "  first mismatch: %s\n", r.first);
+    CHECK(r.numbers > 50);
+    CHECK(count(h.p, "data-fact=\"") > 20);
+
+    /* one panel per kind, a legend under the chart */
+    char *chart = between(h.p, "aria-label=\"step times", "</p>");
+    CHECK(chart && (int)count(chart, "<g class=\"panel\" data-kind=\"") == kinds_of(d));
+    CHECK(chart && strstr(chart, "<div class=\"legend\">") && strstr(chart, "abnormal: a finding explains it") &&
+          strstr(chart, "slower than usual, no finding explains it") && strstr(chart, "its usual: "));
+    CHECK(kinds_of(d) >= 3); /* prefill, decode, mixed, and the hang's step without an annotation */
+    free(chart);
+    size_t nslow = 0;
+    for (size_t i = 0; i < d->n; i++)
+        nslow += d->steps[i].slow && !d->steps[i].pred.abnormal;
+    CHECK_EQ_INT(count(h.p, "<section class=\"step slow\""), nslow < TELLER_REPORT_MAX_SLOW ? nslow : TELLER_REPORT_MAX_SLOW);
+
+    /* a fact's text changed, or a number slipped into an explanation */
+    char *t = malloc(h.n + 1);
+    if (t) {
+        memcpy(t, h.p, h.n + 1);
+        char *m = strstr(t, "<span data-fact=\"");
+        char *v = m ? strchr(m, '>') : NULL;
+        CHECK(v && isdigit((unsigned char)v[1]));
+        if (v && isdigit((unsigned char)v[1]))
+            v[1] = v[1] == '9' ? '1' : (char)(v[1] + 1);
+        memset(&r, 0, sizeof r);
+        CHECK_EQ_INT(teller_check_html(st, d, t, h.n, &r, &err), TELLER_OK);
+        CHECK_EQ_INT(r.mismatches, 1);
+        memcpy(t, h.p, h.n + 1);
+        CHECK(tamper(t, "<p class=\"expl\" data-explains=\"", "took ", "9 ms "));
+        memset(&r, 0, sizeof r);
+        CHECK_EQ_INT(teller_check_html(st, d, t, h.n, &r, &err), TELLER_OK);
+        CHECK(r.mismatches >= 1);
+
+        /* legible at 800 px: so the page, not once its charts shrink to
+         * the window or their text is smaller */
+        char path[600];
+        snprintf(path, sizeof path, "%s/report.html", dir);
+        CHECK_EQ_INT(check_html_py(path, h.p, h.n), 0);
+        memcpy(t, h.p, h.n + 1);
+        CHECK(tamper(t, "<style>", "svg.fix{max-width:none}", "svg.fix{max-width:100%}"));
+        CHECK(check_html_py(path, t, h.n) != 0);
+        memcpy(t, h.p, h.n + 1);
+        CHECK(tamper(t, "<section class=\"step\"", "font-size=\"11\"", "font-size=\"8\" "));
+        CHECK(check_html_py(path, t, h.n) != 0);
+        free(t);
+    }
+    free(h.p);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 static void test_reports_on_the_real_vllm_trace(void)
 {
     teller_store *st = teller_store_create();
@@ -1010,5 +1133,8 @@ const test_case report_tests[] = {
      test_perfetto_hang_points_at_the_root_rank_not_a_victim},
     {"report both outputs on a simulated case", test_reports_on_a_simulated_case},
     {"report valid JSON and HTML on the real vLLM trace", test_reports_on_the_real_vllm_trace},
+    {"report html of a diagnosis: its numbers are its facts (checked, tampering caught), a panel per step kind, "
+     "legible at 800 px",
+     test_html_of_a_diagnosis_prints_its_facts_and_reads_at_800px},
     {NULL, NULL},
 };
