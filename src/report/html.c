@@ -72,7 +72,7 @@ static const char CSS[] =
     ".tag.MEMCPY,.tag.MEMSET{background:#3c9a3c}.tag.COMM{background:#e05a00}"
     "ol.chain{margin:4px 0 10px;padding-left:24px}ol.chain li{margin:1px 0}"
     "ol.chain li.cul{font-weight:600;color:#b3161b}.dur{color:#5a6478;margin-left:6px;white-space:nowrap}"
-    ".note{color:#5a6478}.sev{font-weight:600;color:#b3161b}"
+    ".note{color:#5a6478}"
     "svg{display:block;max-width:100%;height:auto}svg text{fill:#333}svg .ax{fill:#555}"
     ".sc{max-width:100%;overflow-x:auto;margin:4px 0}svg.fix{max-width:none}"
     ".bg{fill:#fafbfc}.band{fill:#eef1f5}.bandk{fill:#fff0c2}.grid{stroke:#d9dee6;stroke-width:.5}"
@@ -85,8 +85,7 @@ static const char CSS[] =
     ".ok{fill:#8fa6c8}.ab{fill:#d0342c}.sl{fill:#f0a500}.usual{stroke:#1d2330;stroke-width:2;fill:none}"
     ".nys{fill:#fff;stroke:#1d2330;stroke-width:1}.cut{stroke:#fff;stroke-width:2;fill:none}"
     ".pt{font-weight:600}"
-    ".legend span{display:inline-block;margin-right:14px;font-size:12px}"
-    ".legend i{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:-1px}";
+    ".legend span{display:inline-block;margin-right:14px;font-size:12px}";
 
 /* Writing state. */
 typedef struct hw {
@@ -295,8 +294,6 @@ static void svg_close(FILE *f)
 {
     fputs("</svg></div>\n", f);
 }
-
-
 
 /* Fill classes of the timeline (CSS above). */
 enum { C_MK, C_LE, C_LF, C_LB, C_LR, C_LS, C_LO, C_GK, C_GC, C_CC, C_GM, C_GS, C_COUNT };
