@@ -25,19 +25,31 @@ extern "C" {
 /* Abnormal steps given a full section (timeline, call chain, evidence) in
  * the HTML report; the rest are listed in the summary only. */
 #define TELLER_REPORT_MAX_STEPS 20
+/* Steps slower than usual that no finding explains given a short section
+ * (explanation, timeline of the longest rank, numbers). */
+#define TELLER_REPORT_MAX_SLOW 10
 
 /* Writes the HTML report: a summary of the abnormal steps (worst first:
- * the largest excess_ns, then the highest score), an overview of step
- * durations on a log scale, then for each of the worst
- * TELLER_REPORT_MAX_STEPS steps an SVG timeline of every rank around the
- * step (and its neighbours), the call chain from the step marker down to
- * the culprit, the evidence, the explanation and the numbers; then the
- * diagnosis notes. The culprit is the diagnosis's culprit_event, drawn
- * only when it lies on root_rank; otherwise the page says that root_rank
- * never launched the top candidate's operator (when its trace has no call
- * of it in the step) and lists the ranks that waited in it as evidence. With reqs (may be NULL), each abnormal step also lists
- * the requests it delayed. No network, no external resources; readable
- * without scripts. title may be NULL. TELLER_ERR_IO when the stream fails,
+ * the largest excess_ns, then the highest score) and of the steps slower
+ * than usual that no finding explains; a chart of every step's time
+ * against its usual (usual_ns), one panel per kind of step (tree.h
+ * teller_step_kind), abnormal steps red, slow ones amber, with a legend;
+ * then for each of the worst TELLER_REPORT_MAX_STEPS abnormal steps an SVG
+ * timeline of every rank around the step (and its neighbours), the call
+ * chain from the step marker down to the culprit, its numbers, the
+ * evidence; then for the worst TELLER_REPORT_MAX_SLOW slow ones a short
+ * section; then the diagnosis notes. Every number it states about a step
+ * is one of the step's facts (diagnose.h teller_fact), marked
+ * data-fact="STEP:I", and every explanation is a <p data-explains="STEP">,
+ * STEP being the step's index in d->steps, for teller_check_html (check.h).
+ * The culprit is the diagnosis's culprit_event, drawn only when it lies
+ * on root_rank; otherwise the page says that root_rank never launched the
+ * top candidate's operator (when its trace has no call of it in the step)
+ * and lists the ranks that waited in it as evidence. With reqs (may be
+ * NULL), each abnormal step also lists the requests it delayed. No
+ * network, no external resources; readable without scripts; its charts
+ * keep their pixel size (and their text 11 px) in a box that scrolls in a
+ * narrow window. title may be NULL. TELLER_ERR_IO when the stream fails,
  * TELLER_ERR_NOMEM when memory runs out. */
 teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
                                  const char *title, FILE *out, teller_error *err);

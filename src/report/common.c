@@ -1,5 +1,5 @@
 /*
- * common.c - escaping, durations and the row table shared by the report
+ * common.c - escaping, blame and the row table shared by the report
  * writers (report_internal.h). Names from traces are stored verbatim
  * (docs/ARCHITECTURE.md); this is where they are made safe for HTML and
  * JSON, in one place each.
@@ -86,46 +86,6 @@ void rep_html(FILE *f, const char *s, size_t max)
 void rep_html_name(FILE *f, const char *s, size_t max)
 {
     html_text(f, s, max, 1);
-}
-
-char *rep_dur(char *buf, size_t cap, int64_t ns)
-{
-    double a = ns < 0 ? -(double)ns : (double)ns;
-    if (a >= 1e9)
-        snprintf(buf, cap, "%.3f s", (double)ns / 1e9);
-    else if (a >= 1e6)
-        snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
-    else
-        snprintf(buf, cap, "%lld ns", (long long)ns);
-    return buf;
-}
-
-char *rep_times(char *buf, size_t cap, double r)
-{
-    if (!(r >= 0) || r >= 1e15) { /* NaN, negative or absurd: no digit grouping */
-        snprintf(buf, cap, "\xc3\x97%.3g", r);
-        return buf;
-    }
-    if (r < 100) {
-        snprintf(buf, cap, "\xc3\x97%.2f", r);
-        return buf;
-    }
-    char digits[24];
-    int n = snprintf(digits, sizeof digits, "%.0f", r);
-    size_t k = 0;
-    const char *times = "\xc3\x97";
-    for (const char *t = times; *t && k + 1 < cap; t++)
-        buf[k++] = *t;
-    for (int i = 0; i < n && k + 1 < cap; i++) {
-        if (i && (n - i) % 3 == 0 && k + 2 < cap)
-            buf[k++] = ',';
-        buf[k++] = digits[i];
-    }
-    if (cap)
-        buf[k < cap ? k : cap - 1] = 0;
-    return buf;
 }
 
 /* The top candidate's operator matched against an event name: the

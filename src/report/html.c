@@ -2,11 +2,21 @@
  * html.c - the self-contained HTML report (report.h).
  *
  * One page, no external resources and no script: inline CSS and inline
- * SVG. Every string from a trace or a log goes through rep_html. The
- * timelines stay small on big runs: each lane draws only its main rows
- * (the rank's step-marker thread at depth 0-1, every GPU stream) inside the
- * window, and slices narrower than SMALL_PX that touch each other within a
- * pixel are merged into one rectangle, so a lane holds at most about one
+ * SVG. Every string from a trace or a log goes through rep_html. Every
+ * number the page states about a step is one of the step's facts
+ * (diagnose.h teller_fact), printed as its text inside an element marked
+ * data-fact="STEP:I", and every explanation sits in a <p
+ * data-explains="STEP">, so that `teller diagnose --check --html` reads
+ * the page as it reads the sentences (check.h); durations that are no fact
+ * (an event's own time, tooltips, axes) are printed by teller_fmt_dur too.
+ *
+ * The SVGs have a fixed pixel size and their text an explicit font-size
+ * attribute; each sits in a box that scrolls sideways, so a narrow window
+ * scrolls them rather than shrinking their labels. The timelines stay
+ * small on big runs: each lane draws only its main rows (the rank's
+ * step-marker thread at depth 0-1, every GPU stream) inside the window,
+ * and slices narrower than SMALL_PX that touch each other within a pixel
+ * are merged into one rectangle, so a lane holds at most about one
  * rectangle per pixel of width whatever the number of events.
  */
 #include <inttypes.h>
@@ -18,10 +28,11 @@
 #include "teller/tree.h"
 #include "report_internal.h"
 
-/* Timeline geometry, in SVG user units (pixels at 100%). */
-#define TL_W       1200.0 /* whole width */
+/* Timeline geometry, in pixels: the width fits a step's section in the
+ * page's widest layout, so that it scrolls only in narrower windows. */
+#define TL_W       1140.0 /* whole width */
 #define TL_X0      150.0  /* left edge of the plot (labels before) */
-#define TL_X1      1190.0 /* right edge of the plot */
+#define TL_X1      1130.0 /* right edge of the plot */
 #define TL_TOP     30     /* band labels and the culprit marker */
 #define TL_CPU_H   22     /* CPU lane: depth 0 and depth 1, 10 px each */
 #define TL_GPU_H   12
@@ -32,6 +43,7 @@
 #define TITLE_PX   4.0    /* slices at least this wide get a tooltip */
 #define MERGE_GAP  1.0    /* ... with a neighbour less than this far */
 #define BACKWALK   64     /* events before the window looked at for overlap */
+#define SVG_FONT_PX 11    /* the charts' text, in pixels (drawn unscaled) */
 
 static const char CSS[] =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1240px;"
@@ -48,10 +60,11 @@ static const char CSS[] =
     "overflow-wrap:anywhere}"
     ".op{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;overflow-wrap:break-word}"
     ".tw{max-width:100%;overflow-x:auto}table.sum tr.ex td{border-top:none;padding:0 8px 8px 24px;color:#3a4256;"
-    "overflow-wrap:break-word}table.sum tr:not(.ex) td{border-bottom:none}"
+    "overflow-wrap:break-word}table.sum tr:not(.ex) td{border-bottom:none}table.sum p{margin:0}"
     ".blame{font-weight:600;color:#b3161b}"
     ".step{border:1px solid #dde2ea;border-radius:6px;padding:4px 16px 12px;margin:18px 0;background:#fcfdfe}"
     ".expl{background:#fff8e6;border-left:4px solid #f0a500;padding:6px 10px;margin:8px 0}"
+    ".step.slow .expl{border-left-color:#c98a00;background:#fffbef}"
     ".tag{display:inline-block;min-width:64px;font-size:11px;font-weight:600;color:#fff;background:#6b7a90;"
     "border-radius:3px;padding:0 5px;margin-right:6px;text-align:center}"
     ".tag.KERNEL{background:#3467c4}.tag.ENGINE{background:#7b4fb5}.tag.FRONTEND{background:#a68a1c}"
@@ -59,18 +72,20 @@ static const char CSS[] =
     ".tag.MEMCPY,.tag.MEMSET{background:#3c9a3c}.tag.COMM{background:#e05a00}"
     "ol.chain{margin:4px 0 10px;padding-left:24px}ol.chain li{margin:1px 0}"
     "ol.chain li.cul{font-weight:600;color:#b3161b}.dur{color:#5a6478;margin-left:6px;white-space:nowrap}"
-    ".note{color:#5a6478}.sev{font-weight:600;color:#b3161b}"
-    "svg{display:block;max-width:100%;height:auto}svg text{font:10px system-ui,sans-serif;fill:#333}"
-    "svg .lbl{font-size:10.5px}svg .ax{fill:#555}"
+    ".note{color:#5a6478}"
+    "svg{display:block;max-width:100%;height:auto}svg text{fill:#333}svg .ax{fill:#555}"
+    ".sc{max-width:100%;overflow-x:auto;margin:4px 0}svg.fix{max-width:none}"
     ".bg{fill:#fafbfc}.band{fill:#eef1f5}.bandk{fill:#fff0c2}.grid{stroke:#d9dee6;stroke-width:.5}"
     ".sep{stroke:#b9c1cc;stroke-width:.6}"
     ".mk{fill:#7b4fb5}.le{fill:#a88bd1}.lf{fill:#e1cf7a}.lb{fill:#6cc0b0}.lr{fill:#f0a868}.ls{fill:#9a9a9a}"
     ".lo{fill:#c4c9d2}.gk{fill:#3f7fe0}.gc{fill:#f26b1d}.cc{fill:#f7a26b}.gm{fill:#3fae4a}.gs{fill:#7fcf86}"
     ".cul{fill:none;stroke:#d0021b;stroke-width:2}.culm{fill:#d0021b}"
     ".vic{fill:none;stroke:#7a3b00;stroke-width:1.5;stroke-dasharray:3 2}svg text.miss{fill:#d0021b;font-weight:600}"
-    ".bar{fill:#8fa6c8}.bara{fill:#d0342c}"
-    ".legend span{display:inline-block;margin-right:14px;font-size:12px}"
-    ".legend i{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:-1px}";
+    ".gap{fill:#f0a500;fill-opacity:.18;stroke:#c98a00;stroke-width:1.5;stroke-dasharray:4 2}"
+    ".ok{fill:#8fa6c8}.ab{fill:#d0342c}.sl{fill:#f0a500}.usual{stroke:#1d2330;stroke-width:2;fill:none}"
+    ".nys{fill:#fff;stroke:#1d2330;stroke-width:1}.cut{stroke:#fff;stroke-width:2;fill:none}"
+    ".pt{font-weight:600}"
+    ".legend span{display:inline-block;margin-right:14px;font-size:12px}";
 
 /* Writing state. */
 typedef struct hw {
@@ -180,7 +195,105 @@ static void pick_main_rows(hw *w)
     (void)ev;
 }
 
+/* ---- facts ------------------------------------------------------------- */
+
+/* The number of step s's facts that the diagnosis holds (0 for a
+ * hand-made diagnosis without them). */
+static uint32_t nfacts(const hw *w, const teller_diag_step *s)
+{
+    const teller_diagnosis *d = w->d;
+    return d->facts && s->first_fact <= d->nfacts && s->nfacts <= d->nfacts - s->first_fact ? s->nfacts : 0;
+}
+
+static const teller_fact *fact_at(const hw *w, const teller_diag_step *s, uint32_t i)
+{
+    return &w->d->facts[s->first_fact + i];
+}
+
+/* Step s's first fact of kind on rank (any rank: INT32_MIN) about event a
+ * (any: TELLER_NONE), in step k (any: UINT32_MAX); UINT32_MAX when it has
+ * none. */
+static uint32_t find_fact(const hw *w, const teller_diag_step *s, teller_fact_kind kind, uint32_t k, int32_t rank,
+                          uint32_t a)
+{
+    for (uint32_t i = 0; i < nfacts(w, s); i++) {
+        const teller_fact *f = fact_at(w, s, i);
+        if (f->kind == kind && (k == UINT32_MAX || f->step == k) && (rank == INT32_MIN || f->rank == rank) &&
+            (a == TELLER_NONE || f->a == a))
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+/* The fact of how much longer than its usual step s took: its duration
+ * less its usual (UINT32_MAX when it has no yardstick or took less). */
+static uint32_t excess_fact(const hw *w, const teller_diag_step *s)
+{
+    uint32_t n = nfacts(w, s);
+    for (uint32_t i = 0; i < n; i++) {
+        const teller_fact *f = fact_at(w, s, i);
+        if (f->kind == TELLER_FACT_DIFF && f->a < n && f->b < n && fact_at(w, s, f->a)->kind == TELLER_FACT_STEP &&
+            fact_at(w, s, f->b)->kind == TELLER_FACT_USUAL)
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+/* Writes step s's fact i as the checker reads it: its text alone in an
+ * element marked with the step's index and the fact's. */
+static void put_fact(const hw *w, const teller_diag_step *s, uint32_t i)
+{
+    fprintf(w->f, "<span data-fact=\"%zu:%u\">", (size_t)(s - w->d->steps), i);
+    rep_html(w->f, fact_at(w, s, i)->text, 0);
+    fputs("</span>", w->f);
+}
+
+/* Event e's own duration: as step s's fact when it has one of it. */
+static void put_event_dur(const hw *w, const teller_diag_step *s, uint32_t e)
+{
+    uint32_t i = find_fact(w, s, TELLER_FACT_EVENT, UINT32_MAX, INT32_MIN, e);
+    char du[32];
+    if (i != UINT32_MAX)
+        put_fact(w, s, i);
+    else
+        fputs(teller_fmt_dur(du, sizeof du, (double)w->ev->dur_ns[e]), w->f);
+}
+
+/* Step s's duration: the fact of its longest rank's window when it has one. */
+static void put_step_dur(const hw *w, const teller_diag_step *s)
+{
+    uint32_t i = find_fact(w, s, TELLER_FACT_STEP, s->pred.step, s->dur_rank, TELLER_NONE);
+    char du[32];
+    if (i != UINT32_MAX)
+        put_fact(w, s, i);
+    else
+        fputs(teller_fmt_dur(du, sizeof du, (double)s->dur_ns), w->f);
+}
+
+/* The kind of step s ("other" when the diagnosis has no group for it). */
+static teller_step_kind kind_of(const hw *w, const teller_diag_step *s)
+{
+    return s->group < w->d->ngroups && w->d->groups ? w->d->groups[s->group].kind : TELLER_STEP_OTHER;
+}
+
 /* ---- timeline ---------------------------------------------------------- */
+
+/* Opens a chart of width x height pixels, drawn at that size in a box
+ * that scrolls sideways when the window is narrower (so that its labels
+ * keep their size), with its font size stated for every text in it; the
+ * caller writes its aria-label's text and closes the tag with "\">". */
+static void svg_open(FILE *f, double width, int height)
+{
+    fprintf(f, "<div class=\"sc\"><svg class=\"fix\" viewBox=\"0 0 %.0f %d\" width=\"%.0f\" height=\"%d\" "
+               "font-size=\"%d\" font-family=\"system-ui,sans-serif\" xmlns=\"http://www.w3.org/2000/svg\" "
+               "role=\"img\" aria-label=\"",
+            width, height, width, height, SVG_FONT_PX);
+}
+
+static void svg_close(FILE *f)
+{
+    fputs("</svg></div>\n", f);
+}
 
 /* Fill classes of the timeline (CSS above). */
 enum { C_MK, C_LE, C_LF, C_LB, C_LR, C_LS, C_LO, C_GK, C_GC, C_CC, C_GM, C_GS, C_COUNT };
@@ -268,7 +381,7 @@ static void pend_flush(const hw *w, tl *t, pend *p)
             char nm[256], du[32];
             teller_name_normalize(teller_store_str(w->st, w->ev->name[p->e]), nm, sizeof nm);
             rep_html(f, nm, 200);
-            fprintf(f, " (%s)", rep_dur(du, sizeof du, w->ev->dur_ns[p->e]));
+            fprintf(f, " (%s)", teller_fmt_dur(du, sizeof du, (double)w->ev->dur_ns[p->e]));
         } else
             fprintf(f, "%u events", p->count);
         fputs("</title></rect>", f);
@@ -382,10 +495,11 @@ static size_t draw_row(const hw *w, tl *t, size_t ri, int y, int cpu, pend *p, i
     return seen;
 }
 
-/* A tick step of 1, 2 or 5 times a power of ten giving at most ~10 ticks. */
-static double nice_step(double span)
+/* A tick step of 1, 2 or 5 times a power of ten giving at most about n
+ * ticks over span. */
+static double nice_step(double span, int n)
 {
-    double raw = span / 10.0, p = 1e-9;
+    double raw = span / n, p = 1e-9;
     while (p * 10 <= raw)
         p *= 10;
     if (p >= raw)
@@ -406,10 +520,9 @@ typedef struct tl_lane {
 
 /* Outlines event e with class cls ("cul": the culprit, with its marker
  * above the plot; "vic": a rank that waited) on its lane, or on its
- * rank's CPU lane when its thread or depth is not drawn. ns is the time
- * the tooltip gives. */
-static void outline(const hw *w, const tl *t, const tl_lane *ln, size_t nl, uint32_t e, const char *cls,
-                    int64_t ns)
+ * rank's CPU lane when its thread or depth is not drawn; the tooltip
+ * gives the event's own duration. */
+static void outline(const hw *w, const tl *t, const tl_lane *ln, size_t nl, uint32_t e, const char *cls)
 {
     FILE *f = t->f;
     size_t row = rep_row_of(w->rows, w->nrows, e);
@@ -450,10 +563,38 @@ static void outline(const hw *w, const tl *t, const tl_lane *ln, size_t nl, uint
     fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>%s: ", cls, x0, cy,
             x1 - x0, ch, cul ? "culprit" : "waited");
     rep_html(f, teller_store_str(w->st, w->ev->name[e]), 300);
-    fprintf(f, " (%s%s)</title></rect>", rep_dur(du, sizeof du, ns), cul ? " in this step" : "");
+    fprintf(f, " (%s)</title></rect>", teller_fmt_dur(du, sizeof du, (double)w->ev->dur_ns[e]));
     if (cul)
         fprintf(f, "<path class=\"culm\" d=\"M%.1f %d l-5 -8 h10 z\"/>", (x0 + x1) / 2, TL_TOP - 14);
     fputc('\n', f);
+}
+
+/* The stretches step s's facts name (a HOLE: no host op of the process
+ * ran; a QUIET one: neither that nor GPU work), drawn over every lane of
+ * their rank with the fact's text in the tooltip. */
+static void gaps(const hw *w, const teller_diag_step *s, const tl *t, const tl_lane *ln, size_t nl)
+{
+    for (uint32_t i = 0; i < nfacts(w, s); i++) {
+        const teller_fact *g = fact_at(w, s, i);
+        if ((g->kind != TELLER_FACT_HOLE && g->kind != TELLER_FACT_QUIET) || g->t1 < t->w0 || g->t0 > t->w1)
+            continue;
+        size_t r = rank_index(w, g->rank);
+        int y0 = -1, y1 = -1;
+        for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
+            if (ln[l].rank == r) {
+                if (y0 < 0)
+                    y0 = ln[l].y - 2;
+                y1 = ln[l].y + ln[l].h + 1;
+            }
+        if (y0 < 0)
+            continue;
+        double x0 = tl_x(t, g->t0), x1 = tl_x(t, g->t1);
+        fprintf(t->f, "<rect class=\"gap\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>rank %d: %s for ",
+                x0, y0, x1 - x0 > 1 ? x1 - x0 : 1, y1 - y0, g->rank,
+                g->kind == TELLER_FACT_HOLE ? "no host op" : "neither GPU work nor a host op");
+        rep_html(t->f, g->text, 0);
+        fputs("</title></rect>\n", t->f);
+    }
 }
 
 /* Marks rank (w->ranks' index) to be drawn, while fewer than TL_RANKS are. */
@@ -515,10 +656,11 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
      * is drawn as far as the trace goes */
     int64_t a = 0, b = 0;
     if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > k0 && (double)(b - k0) * 100 < (double)s->dur_ns) {
-        char held[32], all[32];
-        fprintf(f, "<p class=\"note\">The trace holds the first %s of this step's %s: what came after was never "
-                   "recorded.</p>\n",
-                rep_dur(held, sizeof held, b - k0), rep_dur(all, sizeof all, s->dur_ns));
+        char held[32];
+        fprintf(f, "<p class=\"note\">The trace holds the first %s of this step's ",
+                teller_fmt_dur(held, sizeof held, (double)(b - k0)));
+        put_step_dur(w, s);
+        fputs(": what came after was never recorded.</p>\n", f);
         k1 = b;
     }
     if (k1 <= k0)
@@ -563,9 +705,8 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     }
     int height = y + TL_AXIS_H;
 
-    fprintf(f, "<svg viewBox=\"0 0 %.0f %d\" width=\"%.0f\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\" "
-               "role=\"img\" aria-label=\"timeline of step %u\">\n",
-            TL_W, height, TL_W, height, k);
+    svg_open(f, TL_W, height);
+    fprintf(f, "timeline of step %u\">\n", k);
     fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
             TL_X1 - TL_X0, y - TL_TOP + 14);
     /* step bands */
@@ -590,7 +731,7 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     /* grid and axis, in ms from the start of step k (in s past 10 s, so
      * that a hung step's ticks read 100, not 100000) */
     int in_s = w1 - w0 > 10 * (int64_t)1000000000;
-    double span_ms = (double)(w1 - w0) / 1e6, st_ms = nice_step(span_ms);
+    double span_ms = (double)(w1 - w0) / 1e6, st_ms = nice_step(span_ms, 10);
     double first = (double)(w0 - k0) / 1e6;
     long i0 = (long)(first / st_ms);
     if ((double)i0 * st_ms < first)
@@ -617,10 +758,10 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
                     ln[l].y - 3);
         prev_rank = ln[l].rank;
         if (ln[l].cpu)
-            fprintf(f, "<text class=\"lbl\" x=\"4\" y=\"%d\">rank %d \xc2\xb7 cpu %d</text>\n", ln[l].y + 14, row->rank,
+            fprintf(f, "<text x=\"4\" y=\"%d\">rank %d \xc2\xb7 cpu %d</text>\n", ln[l].y + 14, row->rank,
                     row->tid);
         else
-            fprintf(f, "<text class=\"lbl\" x=\"4\" y=\"%d\">rank %d \xc2\xb7 stream %d</text>\n", ln[l].y + 9,
+            fprintf(f, "<text x=\"4\" y=\"%d\">rank %d \xc2\xb7 stream %d</text>\n", ln[l].y + 9,
                     row->rank, row->tid);
         pend p[2] = {{0}, {0}};
         draw_row(w, &t, ln[l].row, ln[l].y + (ln[l].cpu ? 0 : 1), ln[l].cpu, p, 0);
@@ -633,9 +774,10 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     /* the culprit (only ever on the root rank, rep_blame), or the root
      * rank's missing call and the ranks that waited for it */
     if (bl->culprit != TELLER_NONE)
-        outline(w, &t, ln, nl, bl->culprit, "cul", s->culprit_ns);
+        outline(w, &t, ln, nl, bl->culprit, "cul");
     for (size_t v = 0; v < bl->nvictims; v++)
-        outline(w, &t, ln, nl, bl->victims[v], "vic", w->ev->dur_ns[bl->victims[v]]);
+        outline(w, &t, ln, nl, bl->victims[v], "vic");
+    gaps(w, s, &t, ln, nl);
     if (bl->missing) {
         size_t r = rank_index(w, s->root_rank);
         for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
@@ -649,7 +791,7 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
                 break;
             }
     }
-    fputs("</svg>\n", f);
+    svg_close(f);
     free(ln);
     for (int cl = 0; cl < C_COUNT; cl++)
         free(t.path[cl]);
@@ -658,7 +800,17 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
 
 /* ---- sections ---------------------------------------------------------- */
 
-static void put_legend(FILE *f)
+/* A legend entry: a 12 x 10 swatch holding the SVG shapes given, then its words. */
+static void swatch(FILE *f, const char *shapes, const char *words)
+{
+    fprintf(f, "<span><svg width=\"12\" height=\"10\" style=\"display:inline-block;vertical-align:-1px;"
+               "margin-right:4px\">%s</svg>%s</span>",
+            shapes, words);
+}
+
+/* The timeline's legend; full: with the culprit and the ranks that
+ * waited; gap: with the stretch in which nothing ran. */
+static void put_legend(FILE *f, int full, int gap)
 {
     static const char *items[][2] = {
         {"mk", "step marker"},   {"le", "engine"},      {"lf", "python"},       {"lb", "torch op"},
@@ -667,15 +819,19 @@ static void put_legend(FILE *f)
         {"bandk", "the step"},   {"band", "neighbour steps"},
     };
     fputs("<div class=\"legend\">", f);
-    for (size_t i = 0; i < sizeof items / sizeof *items; i++)
-        fprintf(f, "<span><svg width=\"12\" height=\"10\" style=\"display:inline-block;vertical-align:-1px;"
-                   "margin-right:4px\"><rect class=\"%s\" width=\"12\" height=\"10\"/></svg>%s</span>",
-                items[i][0], items[i][1]);
-    fputs("<span><svg width=\"12\" height=\"10\" style=\"display:inline-block;vertical-align:-1px;margin-right:4px\">"
-          "<rect class=\"cul\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/></svg>culprit</span>"
-          "<span><svg width=\"12\" height=\"10\" style=\"display:inline-block;vertical-align:-1px;margin-right:4px\">"
-          "<rect class=\"vic\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/></svg>waited for the root rank</span></div>\n",
-          f);
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+        char r[64];
+        snprintf(r, sizeof r, "<rect class=\"%s\" width=\"12\" height=\"10\"/>", items[i][0]);
+        swatch(f, r, items[i][1]);
+    }
+    if (full) {
+        swatch(f, "<rect class=\"cul\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/>", "culprit");
+        swatch(f, "<rect class=\"vic\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/>", "waited for the root rank");
+    }
+    if (gap)
+        swatch(f, "<rect class=\"gap\" x=\"1\" y=\"1\" width=\"10\" height=\"8\"/>",
+               "nothing ran (the stretch the explanation names)");
+    fputs("</div>\n", f);
 }
 
 /* When the root rank holds no culprit event: what is known of it, and
@@ -684,7 +840,6 @@ static void no_culprit(hw *w, const teller_diag_step *s, const rep_blame *b)
 {
     FILE *f = w->f;
     const teller_events *ev = w->ev;
-    char du[32];
     if (s->root_rank < 0 || s->pred.ncand <= 0) {
         fputs("<p class=\"note\">The analysis named no culprit event.</p>\n", f);
         return;
@@ -699,10 +854,15 @@ static void no_culprit(hw *w, const teller_diag_step *s, const rep_blame *b)
     rep_html_name(f, s->pred.cand[0].op, 400);
     fprintf(f, "</span> in step %u", s->pred.step);
     if (b->nvictims) {
+        uint32_t longest = b->victims[0];
         fprintf(f, "; rank%s ", b->nvictims == 1 ? "" : "s");
-        for (size_t v = 0; v < b->nvictims; v++)
+        for (size_t v = 0; v < b->nvictims; v++) {
             fprintf(f, "%s%d", v ? ", " : "", teller_store_event_rank(w->st, b->victims[v]));
-        fprintf(f, " waited %s", rep_dur(du, sizeof du, b->waited_ns));
+            if (ev->dur_ns[b->victims[v]] > ev->dur_ns[longest])
+                longest = b->victims[v];
+        }
+        fputs(" waited up to ", f);
+        put_event_dur(w, s, longest);
     }
     fputs(".</p>\n", f);
     if (b->other_rank >= 0)
@@ -723,9 +883,23 @@ static void no_culprit(hw *w, const teller_diag_step *s, const rep_blame *b)
             fprintf(f, "</td><td>device %d stream %d", teller_event_pid(ev, e), teller_event_tid(ev, e));
         else
             fprintf(f, "</td><td>thread %d", teller_event_tid(ev, e));
-        fprintf(f, "</td><td class=\"n\">%s</td></tr>\n", rep_dur(du, sizeof du, ev->dur_ns[e]));
+        fputs("</td><td class=\"n\">", f);
+        put_event_dur(w, s, e);
+        fputs("</td></tr>\n", f);
     }
     fputs("</table></div>\n", f);
+}
+
+/* Step s's OP fact of the events named name on rank in its step or the
+ * step its finding came from (UINT32_MAX when it has none). */
+static uint32_t op_fact(const hw *w, const teller_diag_step *s, int32_t rank, uint32_t name)
+{
+    for (uint32_t i = 0; i < nfacts(w, s); i++) {
+        const teller_fact *g = fact_at(w, s, i);
+        if (g->kind == TELLER_FACT_OP && g->rank == rank && g->name == name)
+            return i;
+    }
+    return UINT32_MAX;
 }
 
 static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
@@ -758,24 +932,26 @@ static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
     fputs("<ol class=\"chain\">\n", f);
     for (int i = top; i >= 0; i--) {
         uint32_t e = chain[i];
-        char du[32];
+        int32_t rank = teller_store_event_rank(w->st, e);
         const char *tag = teller_layer_tag((teller_layer)ev->layer[e]);
         fprintf(f, "<li%s><span class=\"tag %s\">%s</span><span class=\"op\">", i == 0 ? " class=\"cul\"" : "", tag,
                 tag);
         rep_html_name(f, teller_store_str(w->st, ev->name[e]), 400);
-        /* the culprit's time is the diagnosis's (the numbers say the
-         * same); this one call's own time only beside it */
-        if (i == 0 && s->culprit_ns > 0 && s->culprit_ns != ev->dur_ns[e]) {
-            char d2[32];
-            fprintf(f, "</span><span class=\"dur\">%s in this step (this call %s)", rep_dur(du, sizeof du, s->culprit_ns),
-                    rep_dur(d2, sizeof d2, ev->dur_ns[e]));
-        } else
-            fprintf(f, "</span><span class=\"dur\">%s", rep_dur(du, sizeof du, i == 0 && s->culprit_ns > 0 ? s->culprit_ns : ev->dur_ns[e]));
+        /* each call's own time; the culprit's operator's time in the
+         * step only as the fact the explanation states */
+        fputs("</span><span class=\"dur\">", f);
+        put_event_dur(w, s, e);
+        uint32_t of = i == 0 ? op_fact(w, s, rank, ev->name[e]) : UINT32_MAX;
+        if (of != UINT32_MAX && fact_at(w, s, of)->count > 1) {
+            fprintf(f, " (its %u calls in step %u: ", fact_at(w, s, of)->count, fact_at(w, s, of)->step);
+            put_fact(w, s, of);
+            fputc(')', f);
+        }
         if (ev->flags[e] & TELLER_F_GPU)
             fprintf(f, " \xc2\xb7 device %d stream %d", teller_event_pid(ev, e), teller_event_tid(ev, e));
         else
             fprintf(f, " \xc2\xb7 thread %d", teller_event_tid(ev, e));
-        fprintf(f, " \xc2\xb7 rank %d", teller_store_event_rank(w->st, e));
+        fprintf(f, " \xc2\xb7 rank %d", rank);
         if (ev->flags[e] & TELLER_F_STEP)
             fputs(" \xc2\xb7 step marker", f);
         if (i == 0)
@@ -785,42 +961,92 @@ static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
     fputs("</ol>\n", f);
 }
 
-/* draw: the ranks of the timeline, the only ones the per-rank table lists */
+/* What step s's fact i is, in words, for the table of its numbers. */
+static void fact_label(const hw *w, const teller_diag_step *s, uint32_t i)
+{
+    FILE *f = w->f;
+    const teller_fact *g = fact_at(w, s, i);
+    const char *nm = g->name != TELLER_NONE ? teller_store_str(w->st, g->name) : NULL;
+    uint32_t n = nfacts(w, s);
+    switch (g->kind) {
+    case TELLER_FACT_STEP:
+        fprintf(f, "step %u's window on rank %d", g->step, g->rank);
+        break;
+    case TELLER_FACT_USUAL:
+        fputs("what a step of its kind and work usually takes", f);
+        break;
+    case TELLER_FACT_EVENT:
+    case TELLER_FACT_OVERHANG:
+        if (g->a < w->ev->n) {
+            fputs("<span class=\"op\">", f);
+            rep_html_name(f, teller_store_str(w->st, w->ev->name[g->a]), 200);
+            fputs("</span> ", f);
+        }
+        fprintf(f, "on rank %d: %s", g->rank,
+                g->kind == TELLER_FACT_EVENT ? "one call's own time" : "the part after its GPU's last work had ended");
+        break;
+    case TELLER_FACT_OP:
+    case TELLER_FACT_OP_USUAL:
+        if (nm) {
+            fputs("<span class=\"op\">", f);
+            rep_html_name(f, nm, 200);
+            fputs("</span>", f);
+        } else
+            fputs("every compute kernel", f);
+        if (g->kind == TELLER_FACT_OP)
+            fprintf(f, " on rank %d in step %u: %u %s together", g->rank, g->step, g->count,
+                    g->count == 1 ? "call" : "calls");
+        else
+            fprintf(f, " on rank %d: the median over %u other steps of its kind", g->rank, g->count);
+        break;
+    case TELLER_FACT_HOLE:
+        fprintf(f, "rank %d: no host op of its process ran", g->rank);
+        if (g->b < w->ev->n) {
+            fputs(", until <span class=\"op\">", f);
+            rep_html_name(f, teller_store_str(w->st, w->ev->name[g->b]), 200);
+            fputs("</span>", f);
+        }
+        break;
+    case TELLER_FACT_GPU_IDLE:
+        fprintf(f, "rank %d: its GPU ran nothing, in that stretch", g->rank);
+        break;
+    case TELLER_FACT_LATE:
+        fprintf(f, "rank %d started last at %u of %u collectives: its peers' wait for it", g->rank, g->count,
+                g->count2);
+        break;
+    case TELLER_FACT_QUIET:
+        fprintf(f, "rank %d: neither GPU work nor a host op ran (the longest such stretch of step %u)", g->rank,
+                g->step);
+        break;
+    case TELLER_FACT_DIFF:
+        if (g->a < n && g->b < n && fact_at(w, s, g->a)->kind == TELLER_FACT_STEP &&
+            fact_at(w, s, g->b)->kind == TELLER_FACT_USUAL)
+            fputs("over its usual: ", f);
+        fprintf(f, "row %u minus row %u", g->a + 1, g->b + 1);
+        break;
+    }
+}
+
+/* The step's facts, each with what it is; its candidates; the ranks the
+ * timeline draws (draw), their windows and kernel time as the step's facts
+ * where it has them. */
 static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
 {
     FILE *f = w->f;
-    char a[32], b[32];
-    fputs("<div class=\"tw\"><table><tr><th>quantity</th><th>value</th><th>usual</th></tr>\n", f);
-    fprintf(f, "<tr><td>step time (longest rank)</td><td class=\"n\">%s</td><td class=\"n\">%s</td></tr>\n",
-            rep_dur(a, sizeof a, s->dur_ns), s->usual_ns >= 0 ? rep_dur(b, sizeof b, s->usual_ns) : "no yardstick");
-    if (s->usual_ns > 0) {
-        fprintf(f, "<tr><td>over usual</td><td class=\"n sev\">%s</td><td class=\"n\">", rep_dur(a, sizeof a, s->excess_ns));
-        /* beyond 100 times the usual, a ratio; never a percentage in the millions */
-        double r = (double)(s->usual_ns + s->excess_ns) / (double)s->usual_ns;
-        double pct = 100.0 * (double)s->excess_ns / (double)s->usual_ns;
-        if (r < 100)
-            fprintf(f, "+%.*f%% over usual", pct < 10 ? 1 : 0, pct);
-        else
-            fprintf(f, "%s the usual", rep_times(b, sizeof b, r));
-        fputs("</td></tr>\n", f);
-    }
-    if (bl->missing)
-        fprintf(f, "<tr><td>culprit time in this step</td><td class=\"n sev\">not launched on rank %d</td>"
-                   "<td class=\"n\">%s</td></tr>\n",
-                s->root_rank, rep_dur(b, sizeof b, s->culprit_base_ns));
+    uint32_t n = nfacts(w, s);
+    if (!n)
+        fputs("<p class=\"note\">The diagnosis states no number for this step.</p>\n", f);
     else {
-        fprintf(f, "<tr><td>culprit time in this step</td><td class=\"n\">%s</td><td class=\"n\">%s",
-                rep_dur(a, sizeof a, s->culprit_ns), rep_dur(b, sizeof b, s->culprit_base_ns));
-        if (s->culprit_base_ns > 0)
-            fprintf(f, " (%s)", rep_times(a, sizeof a, (double)s->culprit_ns / (double)s->culprit_base_ns));
-        fputs("</td></tr>\n", f);
+        fputs("<div class=\"tw\"><table><tr><th>#</th><th>what, in the trace</th><th>value</th></tr>\n", f);
+        for (uint32_t i = 0; i < n; i++) {
+            fprintf(f, "<tr><td class=\"n\">%u</td><td>", i + 1);
+            fact_label(w, s, i);
+            fputs("</td><td class=\"n\">", f);
+            put_fact(w, s, i);
+            fputs("</td></tr>\n", f);
+        }
+        fputs("</table></div>\n", f);
     }
-    if (bl->nvictims)
-        fprintf(f, "<tr><td>longest wait of another rank</td><td class=\"n\">%s</td><td></td></tr>\n",
-                rep_dur(a, sizeof a, bl->waited_ns));
-    fprintf(f, "<tr><td>abnormality score</td><td class=\"n\">%.3f</td><td></td></tr>\n", s->pred.score);
-    fprintf(f, "<tr><td>root rank / node</td><td class=\"n\">%d / %d</td><td></td></tr>\n</table></div>\n",
-            s->root_rank, s->root_node);
 
     if (s->pred.ncand > 0) {
         fputs("<div class=\"tw\"><table><tr><th>#</th><th>rank</th><th>layer</th><th>operator</th><th>score</th></tr>\n",
@@ -852,12 +1078,29 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const
                   "<th>GPU idle</th><th>kernel count</th></tr>\n",
                   f);
         any = 1;
-        char c1[32], c2[32], c3[32], c4[32], c5[32];
-        fprintf(f, "<tr%s><td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
-                   "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%u</td></tr>\n",
-                m->rank == s->root_rank ? " class=\"root\"" : "", m->rank, m->node, rep_dur(c1, sizeof c1, m->dur_ns),
-                rep_dur(c2, sizeof c2, m->kernel_ns), rep_dur(c3, sizeof c3, m->comm_ns),
-                rep_dur(c4, sizeof c4, m->memcpy_ns), rep_dur(c5, sizeof c5, m->gpu_idle_ns), m->kernels);
+        char c[32];
+        fprintf(f, "<tr%s><td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">",
+                m->rank == s->root_rank ? " class=\"root\"" : "", m->rank, m->node);
+        uint32_t fw = find_fact(w, s, TELLER_FACT_STEP, m->step, m->rank, TELLER_NONE);
+        if (fw != UINT32_MAX)
+            put_fact(w, s, fw);
+        else
+            fputs(teller_fmt_dur(c, sizeof c, (double)m->dur_ns), f);
+        fputs("</td><td class=\"n\">", f);
+        uint32_t fk = UINT32_MAX;
+        for (uint32_t j = 0; j < n && fk == UINT32_MAX; j++) {
+            const teller_fact *g = fact_at(w, s, j);
+            if (g->kind == TELLER_FACT_OP && g->name == TELLER_NONE && g->rank == m->rank && g->step == m->step)
+                fk = j;
+        }
+        if (fk != UINT32_MAX)
+            put_fact(w, s, fk);
+        else
+            fputs(teller_fmt_dur(c, sizeof c, (double)m->kernel_ns), f);
+        fprintf(f, "</td><td class=\"n\">%s</td>", teller_fmt_dur(c, sizeof c, (double)m->comm_ns));
+        fprintf(f, "<td class=\"n\">%s</td>", teller_fmt_dur(c, sizeof c, (double)m->memcpy_ns));
+        fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%u</td></tr>\n",
+                teller_fmt_dur(c, sizeof c, (double)m->gpu_idle_ns), m->kernels);
     }
     if (any && bl->missing) {
         int seen = 0;
@@ -900,104 +1143,221 @@ static void evidence(hw *w, const teller_diag_step *s)
     }
 }
 
-/* "1 ms", "100 s": the label of a power of ten of nanoseconds. */
-static void decade_label(char *buf, size_t cap, int e)
+/* ---- the step chart ---------------------------------------------------- */
+
+/* Geometry of the step chart, in pixels: narrow enough for an 800 px
+ * window without scrolling. */
+#define CH_W     720.0
+#define CH_X0    70.0   /* left edge of the plot (time labels before) */
+#define CH_X1    712.0
+#define CH_HEAD  20     /* a panel's title line */
+#define CH_H     64     /* a panel's plot */
+#define CH_GAP   10
+#define CH_AXIS  24
+#define CH_CLIP  3.0    /* a panel's scale stops at this many times its 90th percentile */
+
+/* 2: abnormal; 1: slower than usual, no finding explains it; 0: neither */
+static int status_of(const teller_diag_step *s)
 {
-    static const char *const unit[] = {"ns", "us", "ms", "s"};
-    int u = e / 3 < 3 ? e / 3 : 3;
-    long m = 1;
-    for (int i = 3 * u; i < e; i++)
-        m *= 10;
-    snprintf(buf, cap, "%ld %s", m, unit[u]);
+    return s->pred.abnormal ? 2 : s->slow ? 1 : 0;
 }
 
-/* Bars of every step's time on a log scale (one hung step of minutes
- * would flatten a linear one), with a grid line per power of ten;
- * abnormal ones red, linking to their section. */
-static void overview(hw *w, const size_t *has_section)
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* "20 ms": an axis label of ns, in the unit of the scale's top. */
+static void axis_label(char *buf, size_t cap, double ns, double top)
+{
+    double u = top >= 1e9 ? 1e9 : top >= 1e6 ? 1e6 : top >= 1e3 ? 1e3 : 1;
+    snprintf(buf, cap, "%g %s", ns / u, u == 1e9 ? "s" : u == 1e6 ? "ms" : u == 1e3 ? "us" : "ns");
+}
+
+/* One panel of the chart: the steps of kind k at the run's columns. pick
+ * and v are scratch (cols and d->n entries); y is the panel's top. */
+static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, size_t *pick, int64_t *v,
+                        int y)
 {
     FILE *f = w->f;
     const teller_diagnosis *d = w->d;
-    if (d->n == 0)
-        return;
-    size_t cols = d->n < 1040 ? d->n : 1040;
-    int64_t *hmax = calloc(cols, sizeof *hmax);
-    size_t *pick = malloc(cols * sizeof *pick);
-    if (!hmax || !pick) {
-        free(hmax);
-        free(pick);
-        return;
-    }
-    int64_t top = 1, low = INT64_MAX;
+    size_t m = 0, nab = 0, nslow = 0, nnone = 0;
     for (size_t c = 0; c < cols; c++)
         pick[c] = SIZE_MAX;
     for (size_t i = 0; i < d->n; i++) {
-        size_t c = i * cols / d->n;
         const teller_diag_step *s = &d->steps[i];
-        /* a column shows its worst step: abnormal before normal, then longer */
-        int better = pick[c] == SIZE_MAX ||
-                     (s->pred.abnormal && !d->steps[pick[c]].pred.abnormal) ||
-                     (s->pred.abnormal == d->steps[pick[c]].pred.abnormal && s->dur_ns > hmax[c]);
-        if (better) {
+        if (kind_of(w, s) != k)
+            continue;
+        v[m++] = s->usual_ns > s->dur_ns ? s->usual_ns : s->dur_ns;
+        nab += status_of(s) == 2;
+        nslow += status_of(s) == 1;
+        nnone += s->usual_ns < 0;
+        /* a column shows its worst step: abnormal, then slow, then the largest excess, then the longest */
+        size_t c = i * cols / d->n, p = pick[c];
+        const teller_diag_step *o = p != SIZE_MAX ? &d->steps[p] : NULL;
+        if (!o || status_of(s) > status_of(o) ||
+            (status_of(s) == status_of(o) &&
+             (s->excess_ns > o->excess_ns || (s->excess_ns == o->excess_ns && s->dur_ns > o->dur_ns))))
             pick[c] = i;
-            hmax[c] = s->dur_ns;
-        }
-        if (s->dur_ns > top)
-            top = s->dur_ns;
-        if (s->dur_ns > 0 && s->dur_ns < low)
-            low = s->dur_ns;
     }
-    if (low > top)
-        low = top;
-    /* the scale: from a decade under the power of ten at or below the
-     * shortest step (so that every bar has at least a decade of height)
-     * to the power at or above the longest */
-    int e0 = 0, e1 = 0;
-    for (double p = 100; p <= (double)low && e0 < 18; p *= 10)
-        e0++;
-    for (double p = 1; p < (double)top && e1 < 18; p *= 10)
-        e1++;
-    if (e1 <= e0)
-        e1 = e0 + 1;
-    const int H = 100;
-    double bw = (TL_X1 - TL_X0) / (double)cols;
-    char du[32];
-    fprintf(f, "<svg viewBox=\"0 0 %.0f %d\" width=\"%.0f\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\" "
-               "role=\"img\" aria-label=\"step times, log scale\">\n",
-            TL_W, H + 26, TL_W, H + 26);
-    fprintf(f, "<text class=\"lbl\" x=\"4\" y=\"14\">step time</text><text class=\"ax\" x=\"4\" y=\"28\">log scale</text>"
-               "<text class=\"ax\" x=\"4\" y=\"42\">max %s</text>\n",
-            rep_dur(du, sizeof du, top));
-    for (int e = e0; e <= e1; e++) {
-        double y = H + 4 - (double)H * (e - e0) / (e1 - e0);
-        decade_label(du, sizeof du, e);
+    /* the scale: from 0 to the longest, unless a few steps (a hang) would
+     * flatten the rest: then cut at CH_CLIP times the 90th percentile */
+    qsort(v, m, sizeof *v, cmp_i64);
+    double top = (double)v[m - 1], p90 = (double)v[(m - 1) * 9 / 10];
+    int cut = p90 > 0 && top > CH_CLIP * p90;
+    if (cut)
+        top = CH_CLIP * p90;
+    if (top <= 0)
+        top = 1000;
+    double tick = nice_step(top, 3);
+    top = ceil(top / tick - 1e-9) * tick;
+    int yt = y + CH_HEAD, base = yt + CH_H;
+    char du[32], du2[32];
+
+    fprintf(f, "<g class=\"panel\" data-kind=\"%s\">\n<text x=\"%.0f\" y=\"%d\"><tspan class=\"pt\">%s steps</tspan>: %zu",
+            teller_step_kind_name(k), CH_X0, y + 13, teller_step_kind_name(k), m);
+    if (nab)
+        fprintf(f, " \xc2\xb7 %zu abnormal", nab);
+    if (nslow)
+        fprintf(f, " \xc2\xb7 %zu slow, unexplained", nslow);
+    if (nnone)
+        fprintf(f, " \xc2\xb7 %zu without a yardstick", nnone);
+    if (cut)
+        fprintf(f, " \xc2\xb7 bars cut at %s", teller_fmt_dur(du, sizeof du, top));
+    fputs("</text>\n", f);
+    for (int j = 0; (double)j * tick <= top * (1 + 1e-9); j++) {
+        double gy = base - (double)CH_H * j * tick / top;
+        axis_label(du, sizeof du, j * tick, top);
         fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/><text class=\"ax\" x=\"%.0f\" "
                    "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                TL_X0, y, TL_X1, y, TL_X0 - 4, y + 3.5, du);
+                CH_X0, gy, CH_X1, gy, CH_X0 - 4, gy + 4, du);
     }
+    /* bars, then the usual ticks, the steps without a yardstick and the
+     * cut bars' marks, each kind of mark one path */
+    double bw = (CH_X1 - CH_X0) / (double)cols, wd = bw > 1.5 ? bw - 0.5 : bw;
     for (size_t c = 0; c < cols; c++) {
         size_t i = pick[c];
         if (i == SIZE_MAX)
             continue;
         const teller_diag_step *s = &d->steps[i];
-        double h = s->dur_ns > 0 ? (double)H * (log10((double)s->dur_ns) - e0) / (e1 - e0) : 0;
+        static const char *const cls[] = {"ok", "sl", "ab"};
+        double h = s->dur_ns > 0 ? (double)CH_H * ((double)s->dur_ns < top ? (double)s->dur_ns : top) / top : 0;
         if (h < 1)
             h = 1;
-        int link = s->pred.abnormal && has_section[i];
-        if (link)
+        if (section[i])
             fprintf(f, "<a href=\"#step-%u\">", s->pred.step);
-        fprintf(f, "<rect class=\"%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"><title>step %u: %s%s</title>"
-                   "</rect>",
-                s->pred.abnormal ? "bara" : "bar", TL_X0 + (double)c * bw, H + 4 - h, bw > 1.5 ? bw - 0.5 : bw, h,
-                s->pred.step, rep_dur(du, sizeof du, s->dur_ns), s->pred.abnormal ? " (abnormal)" : "");
-        if (link)
+        fprintf(f, "<rect class=\"%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"><title>step %u (%s): %s, ",
+                cls[status_of(s)], CH_X0 + (double)c * bw, base - h, wd, h, s->pred.step, teller_step_kind_name(k),
+                teller_fmt_dur(du, sizeof du, (double)s->dur_ns));
+        if (s->usual_ns >= 0)
+            fprintf(f, "usual %s", teller_fmt_dur(du2, sizeof du2, (double)s->usual_ns));
+        else
+            fputs("no yardstick", f);
+        fputs(status_of(s) == 2 ? "; abnormal: " : status_of(s) == 1 ? "; slower than usual, no finding explains it" : "", f);
+        if (status_of(s) == 2)
+            rep_html(f, s->fault[0] ? s->fault : s->pred.fault_type, 0);
+        fputs("</title></rect>", f);
+        if (section[i])
             fputs("</a>", f);
     }
-    fprintf(f, "\n<text class=\"ax\" x=\"%.0f\" y=\"%d\">step %u</text><text class=\"ax\" x=\"%.0f\" y=\"%d\" "
-               "text-anchor=\"end\">step %u</text>\n</svg>\n",
-            TL_X0, H + 18, d->steps[0].pred.step, TL_X1, H + 18, d->steps[d->n - 1].pred.step);
-    free(hmax);
+    fputc('\n', f);
+    static const char *const marks[] = {"usual", "nys", "cut"};
+    for (int kind = 0; kind < 3; kind++) {
+        int open = 0;
+        for (size_t c = 0; c < cols; c++) {
+            size_t i = pick[c];
+            if (i == SIZE_MAX)
+                continue;
+            const teller_diag_step *s = &d->steps[i];
+            double x = CH_X0 + (double)c * bw, h = (double)CH_H * ((double)s->dur_ns < top ? (double)s->dur_ns : top) / top;
+            if (kind == 0 && (s->usual_ns < 0 || (double)s->usual_ns > top))
+                continue;
+            if ((kind == 1 && s->usual_ns >= 0) || (kind == 2 && (double)s->dur_ns <= top))
+                continue;
+            if (!open)
+                fprintf(f, "<path class=\"%s\" d=\"", marks[kind]);
+            open = 1;
+            if (kind == 0) /* the usual: a tick across the bar, a pixel wider on each side */
+                fprintf(f, "M%.1f %.1fh%.1f", x - 1, base - (double)CH_H * (double)s->usual_ns / top, wd + 2);
+            else if (kind == 1) /* no yardstick: a diamond above the bar */
+                fprintf(f, "M%.1f %.1fl3 3l-3 3l-3 -3z", x + wd / 2, base - h - 9);
+            else /* cut: a white slash through the bar's top */
+                fprintf(f, "M%.1f %dl%.1f -4", x, yt + 8, wd);
+        }
+        if (open)
+            fputs("\"/>\n", f);
+    }
+    fputs("</g>\n", f);
+}
+
+/* Every step's time against its usual, one panel per kind of step
+ * (prefill, decode, ...) on the run's step axis; section: per step,
+ * whether it has a section to link to. At most one column per pixel: a
+ * column of several steps shows its worst. */
+static void step_chart(hw *w, const uint8_t *section)
+{
+    FILE *f = w->f;
+    const teller_diagnosis *d = w->d;
+    if (d->n == 0)
+        return;
+    static const teller_step_kind order[] = {TELLER_STEP_PREFILL, TELLER_STEP_DECODE, TELLER_STEP_MIXED,
+                                             TELLER_STEP_ITERATION, TELLER_STEP_OTHER};
+    size_t count[5] = {0}, npanels = 0;
+    for (size_t i = 0; i < d->n; i++)
+        for (int p = 0; p < 5; p++)
+            count[p] += kind_of(w, &d->steps[i]) == order[p];
+    for (int p = 0; p < 5; p++)
+        npanels += count[p] > 0;
+    size_t cols = d->n < (size_t)(CH_X1 - CH_X0) ? d->n : (size_t)(CH_X1 - CH_X0);
+    size_t *pick = malloc(cols * sizeof *pick);
+    int64_t *v = malloc(d->n * sizeof *v);
+    if (!pick || !v) {
+        free(pick);
+        free(v);
+        return;
+    }
+    int height = 4 + (int)npanels * (CH_HEAD + CH_H + CH_GAP) + CH_AXIS;
+    svg_open(f, CH_W, height);
+    fputs("step times against their usual, by kind of step\">\n", f);
+    int y = 4;
+    for (int p = 0; p < 5; p++)
+        if (count[p]) {
+            chart_panel(w, order[p], cols, section, pick, v, y);
+            y += CH_HEAD + CH_H + CH_GAP;
+        }
+    /* the step axis, shared by the panels */
+    double bw = (CH_X1 - CH_X0) / (double)cols, st = round(nice_step((double)d->n, 8));
+    if (st < 1)
+        st = 1;
+    fprintf(f, "<text class=\"ax\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">step</text>", CH_X0 - 4, y + 6);
+    for (double t = 0; t < (double)d->n; t += st) {
+        size_t i = (size_t)t;
+        double x = CH_X0 + ((double)(i * cols / d->n) + 0.5) * bw;
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/><text class=\"ax\" x=\"%.1f\" "
+                   "y=\"%d\" text-anchor=\"middle\">%u</text>",
+                x, y - CH_GAP, x, y - CH_GAP + 4, x, y + 6, d->steps[i].pred.step);
+    }
+    fputc('\n', f);
+    svg_close(f);
+    fputs("<div class=\"legend\">", f);
+    swatch(f, "<rect class=\"ab\" width=\"12\" height=\"10\"/>", "abnormal: a finding explains it");
+    swatch(f, "<rect class=\"sl\" width=\"12\" height=\"10\"/>", "slower than usual, no finding explains it");
+    swatch(f, "<rect class=\"ok\" width=\"12\" height=\"10\"/>", "as usual");
+    swatch(f, "<path class=\"usual\" d=\"M0 5h12\"/>", "its usual: what a step of its kind and work takes");
+    swatch(f, "<path class=\"nys\" d=\"M6 1l4 4l-4 4l-4 -4z\"/>", "no yardstick (nothing of its kind to compare)");
+    swatch(f, "<rect class=\"ok\" width=\"12\" height=\"10\"/><path class=\"cut\" d=\"M0 6l12 -4\"/>",
+           "cut at the panel's top (its tooltip gives its time)");
+    fputs("</div>\n<p class=\"note\">One panel per kind of step, each on its own time scale from 0, on the run's "
+          "step axis.",
+          f);
+    if (cols < d->n)
+        fprintf(f, " A column covers up to %zu steps and shows the worst of them (abnormal, then slow, then the "
+                   "largest excess).",
+                (d->n + cols - 1) / cols);
+    fputs("</p>\n", f);
     free(pick);
+    free(v);
 }
 
 static const char *fault_of(const teller_diag_step *s)
@@ -1032,8 +1392,9 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
             char a[32], b[32];
             fputs("<tr><td><code>", f);
             rep_html(f, q->id, 120);
-            fprintf(f, "</code></td><td>%s</td><td>%s</td><td>", q->latency_ns >= 0 ? rep_dur(a, sizeof a, q->latency_ns) : "?",
-                    rep_dur(b, sizeof b, q->steps[j].attributed_ns));
+            fprintf(f, "</code></td><td>%s</td><td>%s</td><td>",
+                    q->latency_ns >= 0 ? teller_fmt_dur(a, sizeof a, (double)q->latency_ns) : "?",
+                    teller_fmt_dur(b, sizeof b, (double)q->steps[j].attributed_ns));
             rep_html(f, q->cause, 0);
             fputs("</td></tr>\n", f);
             shown++;
@@ -1045,45 +1406,167 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
         fprintf(f, "<p class=\"note\">%zu more not listed.</p>\n", n - shown);
 }
 
-static int step_section(hw *w, const teller_diag_step *s)
+/* Step s's explanation as the checker reads it (html.c's header), with
+ * <wbr> in names where wrap is set. */
+static void put_explanation(const hw *w, const teller_diag_step *s, const char *cls, int wrap)
 {
     FILE *f = w->f;
-    char du[32];
-    fprintf(f, "<section class=\"step\" id=\"step-%u\">\n<h3>Step %u \xe2\x80\x94 ", s->pred.step, s->pred.step);
-    rep_html(f, fault_of(s), 0);
-    fputs(" (", f);
-    rep_html(f, s->pred.fault_type, 0);
-    fprintf(f, "), score %.3f, +%s</h3>\n", s->pred.score, rep_dur(du, sizeof du, s->excess_ns));
-    fputs("<div class=\"expl\">", f);
-    if (s->pred.explanation[0])
-        rep_html(f, s->pred.explanation, 0);
-    else
+    fprintf(f, "<p%s%s%s data-explains=\"%zu\">", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "",
+            (size_t)(s - w->d->steps));
+    if (!s->pred.explanation[0])
         fputs("<span class=\"note\">No explanation.</span>", f);
-    fputs("</div>\n", f);
+    else if (wrap)
+        rep_html_name(f, s->pred.explanation, 0);
+    else
+        rep_html(f, s->pred.explanation, 0);
+    fputs("</p>\n", f);
+}
+
+/* A table cell with step s's fact i, or a dash when it has none. */
+static void fact_cell(const hw *w, const teller_diag_step *s, uint32_t i)
+{
+    fputs("<td class=\"n\">", w->f);
+    if (i != UINT32_MAX)
+        put_fact(w, s, i);
+    else
+        fputs("\xe2\x80\x93", w->f);
+    fputs("</td>", w->f);
+}
+
+/* "+12.345 ms over its usual" in a step's heading, when it has that fact. */
+static void put_excess(const hw *w, const teller_diag_step *s)
+{
+    uint32_t x = excess_fact(w, s);
+    if (x == UINT32_MAX)
+        return;
+    fputs(" \xc2\xb7 +", w->f);
+    put_fact(w, s, x);
+    fputs(" over its usual", w->f);
+}
+
+/* An abnormal step's section (full: the timeline of its ranks, the call
+ * chain to its culprit, its numbers, the evidence, the requests it
+ * delayed), or a slow one's that no finding explains (short: the
+ * explanation, the timeline of its longest rank with the stretch the
+ * explanation names, its numbers). */
+static int step_section(hw *w, const teller_diag_step *s, int full)
+{
+    FILE *f = w->f;
+    fprintf(f, "<section class=\"step%s\" id=\"step-%u\">\n<h3>Step %u \xe2\x80\x94 ", full ? "" : " slow",
+            s->pred.step, s->pred.step);
+    if (full) {
+        rep_html(f, fault_of(s), 0);
+        fputs(" (", f);
+        rep_html(f, s->pred.fault_type, 0);
+        fputs(")", f);
+    } else
+        fputs("slower than usual, no finding explains it", f);
+    fprintf(f, " \xc2\xb7 %s step", teller_step_kind_name(kind_of(w, s)));
+    put_excess(w, s);
+    if (full)
+        fprintf(f, " \xc2\xb7 score %.3f", s->pred.score);
+    fputs("</h3>\n", f);
+    put_explanation(w, s, "expl", 0);
     rep_blame b;
-    rep_blame_of(w->st, s, &b);
+    if (full)
+        rep_blame_of(w->st, s, &b);
+    else { /* nothing is blamed for it */
+        memset(&b, 0, sizeof b);
+        b.culprit = TELLER_NONE;
+        b.other_rank = -1;
+    }
     uint8_t *draw = malloc(w->nranks + 1);
     if (!draw)
         return -1;
-    timeline_ranks(w, s, &b, draw);
+    size_t longest = rank_index(w, s->dur_rank);
+    if (full || longest == SIZE_MAX)
+        timeline_ranks(w, s, &b, draw);
+    else {
+        memset(draw, 0, w->nranks);
+        draw[longest] = 1;
+        fprintf(f, "<h4>Timeline of rank %d, the longest</h4>\n", s->dur_rank);
+    }
     if (timeline(w, s, &b, draw) != 0) {
         free(draw);
         return -1;
     }
-    put_legend(f);
-    fputs(b.culprit != TELLER_NONE || s->root_rank < 0 ? "<h4>Call chain to the culprit</h4>\n"
-                                                         : "<h4>The root rank and the ranks that waited</h4>\n",
-          f);
-    call_chain(w, s, &b);
+    put_legend(f, full,
+               find_fact(w, s, TELLER_FACT_HOLE, UINT32_MAX, INT32_MIN, TELLER_NONE) != UINT32_MAX ||
+                   find_fact(w, s, TELLER_FACT_QUIET, UINT32_MAX, INT32_MIN, TELLER_NONE) != UINT32_MAX);
+    if (full) {
+        fputs(b.culprit != TELLER_NONE || s->root_rank < 0 ? "<h4>Call chain to the culprit</h4>\n"
+                                                             : "<h4>The root rank and the ranks that waited</h4>\n",
+              f);
+        call_chain(w, s, &b);
+    }
     fputs("<h4>Numbers</h4>\n", f);
     numbers(w, s, &b, draw);
     free(draw);
-    fputs("<h4>Evidence</h4>\n", f);
-    evidence(w, s);
-    if (w->reqs)
-        delayed_requests(w, s);
+    if (full) {
+        fputs("<h4>Evidence</h4>\n", f);
+        evidence(w, s);
+        if (w->reqs)
+            delayed_requests(w, s);
+    }
     fputs("</section>\n", f);
     return 0;
+}
+
+/* The summary of the abnormal steps, worst first (order[0..n)), each
+ * explanation on a row of its own: as a column it would not let the table
+ * fit a narrow window. */
+static void summary_abnormal(hw *w, const worst *order, size_t n, const uint8_t *section)
+{
+    FILE *f = w->f;
+    fputs("<div class=\"tw\"><table class=\"sum\"><tr><th>step</th><th>kind</th><th>score</th><th>fault (type)</th>"
+          "<th>rank (node)</th><th>operator</th><th>over its usual</th></tr>\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        const teller_diag_step *s = &w->d->steps[order[i].i];
+        if (section[order[i].i])
+            fprintf(f, "<tr><td class=\"n\"><a href=\"#step-%u\">%u</a></td>", s->pred.step, s->pred.step);
+        else
+            fprintf(f, "<tr><td class=\"n\">%u</td>", s->pred.step);
+        fprintf(f, "<td>%s</td><td class=\"n\">%.3f</td><td>", teller_step_kind_name(kind_of(w, s)), s->pred.score);
+        rep_html(f, fault_of(s), 0);
+        if (s->fault[0]) {
+            fputs(" <span class=\"note\">(", f);
+            rep_html(f, s->pred.fault_type, 0);
+            fputs(")</span>", f);
+        }
+        fprintf(f, "</td><td class=\"n\">%d (%d)</td><td class=\"op\">", s->root_rank, s->root_node);
+        rep_html_name(f, s->pred.ncand > 0 ? s->pred.cand[0].op : "", 160);
+        fputs("</td>", f);
+        fact_cell(w, s, excess_fact(w, s));
+        fputs("</tr>\n<tr class=\"ex\"><td colspan=\"7\">", f);
+        put_explanation(w, s, NULL, 1);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
+}
+
+/* The steps slower than usual that no finding explains, worst first. */
+static void summary_slow(hw *w, const worst *order, size_t n, const uint8_t *section)
+{
+    FILE *f = w->f;
+    fputs("<div class=\"tw\"><table class=\"sum\"><tr><th>step</th><th>kind</th><th>took</th><th>usual</th>"
+          "<th>over its usual</th></tr>\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        const teller_diag_step *s = &w->d->steps[order[i].i];
+        if (section[order[i].i])
+            fprintf(f, "<tr><td class=\"n\"><a href=\"#step-%u\">%u</a></td>", s->pred.step, s->pred.step);
+        else
+            fprintf(f, "<tr><td class=\"n\">%u</td>", s->pred.step);
+        fprintf(f, "<td>%s</td>", teller_step_kind_name(kind_of(w, s)));
+        fact_cell(w, s, find_fact(w, s, TELLER_FACT_STEP, s->pred.step, s->dur_rank, TELLER_NONE));
+        fact_cell(w, s, find_fact(w, s, TELLER_FACT_USUAL, s->pred.step, INT32_MIN, TELLER_NONE));
+        fact_cell(w, s, excess_fact(w, s));
+        fputs("</tr>\n<tr class=\"ex\"><td colspan=\"5\">", f);
+        put_explanation(w, s, NULL, 1);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
 }
 
 teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
@@ -1100,12 +1583,12 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
     w.steps = teller_store_steps(st);
     w.nsteps = teller_store_num_steps(st);
     size_t nsrc = teller_store_num_sources(st);
-    worst *order = malloc((d->n + 1) * sizeof *order);
-    size_t *has_section = calloc(d->n + 1, sizeof *has_section);
+    worst *order = malloc((d->n + 1) * sizeof *order); /* the abnormal steps, then the slow ones */
+    uint8_t *section = calloc(d->n + 1, 1);
     w.ranks = malloc((nsrc + 1) * sizeof *w.ranks);
     w.main_row = malloc((nsrc + 1) * sizeof *w.main_row);
     teller_status status = TELLER_OK;
-    if (!order || !has_section || !w.ranks || !w.main_row || rep_rows(st, &w.rows, &w.nrows) != 0) {
+    if (!order || !section || !w.ranks || !w.main_row || rep_rows(st, &w.rows, &w.nrows) != 0) {
         status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
         goto done;
     }
@@ -1128,14 +1611,22 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
         }
     }
 
-    size_t nab = 0;
+    size_t nab = 0, nslow = 0;
     for (size_t i = 0; i < d->n; i++)
         if (d->steps[i].pred.abnormal)
             order[nab++] = (worst){d->steps[i].excess_ns, d->steps[i].pred.score, d->steps[i].pred.step, i};
+    for (size_t i = 0; i < d->n; i++)
+        if (status_of(&d->steps[i]) == 1)
+            order[nab + nslow++] = (worst){d->steps[i].excess_ns, 0, d->steps[i].pred.step, i};
+    worst *slow = order + nab;
     qsort(order, nab, sizeof *order, cmp_worst);
+    qsort(slow, nslow, sizeof *slow, cmp_worst);
     size_t shown = nab < TELLER_REPORT_MAX_STEPS ? nab : TELLER_REPORT_MAX_STEPS;
+    size_t shown_slow = nslow < TELLER_REPORT_MAX_SLOW ? nslow : TELLER_REPORT_MAX_SLOW;
     for (size_t i = 0; i < shown; i++)
-        has_section[order[i].i] = 1;
+        section[order[i].i] = 1;
+    for (size_t i = 0; i < shown_slow; i++)
+        section[slow[i].i] = 1;
 
     FILE *f = out;
     if (!title || !*title)
@@ -1160,7 +1651,7 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
                 w.nranks, w.nranks == 1 ? "" : "s", teller_store_num_nodes(st),
                 teller_store_num_nodes(st) == 1 ? "" : "s", teller_store_step_count(st),
                 teller_store_step_count(st) == 1 ? "" : "s", w.ev->n,
-                rep_dur(du, sizeof du, w.ev->n ? t1 - t0 : 0));
+                teller_fmt_dur(du, sizeof du, w.ev->n ? (double)(t1 - t0) : 0));
         if (teller_store_num_warnings(st))
             fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(st));
         fputs("</p>\n", f);
@@ -1171,35 +1662,15 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
         fprintf(f, "<p>No abnormal step among %zu diagnosed.</p>\n", d->n);
     else {
         fprintf(f, "<p><b>%zu</b> of %zu steps abnormal, worst first.</p>\n", nab, d->n);
-        /* the explanation on a row of its own under its finding: as a
-         * column it would not let the table fit a narrow window */
-        fputs("<div class=\"tw\"><table class=\"sum\"><tr><th>step</th><th>score</th><th>fault (type)</th>"
-              "<th>rank (node)</th><th>operator</th><th>excess</th></tr>\n",
-              f);
-        for (size_t i = 0; i < nab; i++) {
-            const teller_diag_step *s = &d->steps[order[i].i];
-            char du[32];
-            if (has_section[order[i].i])
-                fprintf(f, "<tr><td class=\"n\"><a href=\"#step-%u\">%u</a></td>", s->pred.step, s->pred.step);
-            else
-                fprintf(f, "<tr><td class=\"n\">%u</td>", s->pred.step);
-            fprintf(f, "<td class=\"n\">%.3f</td><td>", s->pred.score);
-            rep_html(f, fault_of(s), 0);
-            if (s->fault[0]) {
-                fputs(" <span class=\"note\">(", f);
-                rep_html(f, s->pred.fault_type, 0);
-                fputs(")</span>", f);
-            }
-            fprintf(f, "</td><td class=\"n\">%d (%d)</td><td class=\"op\">", s->root_rank, s->root_node);
-            rep_html_name(f, s->pred.ncand > 0 ? s->pred.cand[0].op : "", 160);
-            fprintf(f, "</td><td class=\"n\">%s</td></tr>\n<tr class=\"ex\"><td colspan=\"6\">",
-                    rep_dur(du, sizeof du, s->excess_ns));
-            rep_html_name(f, s->pred.explanation, 0);
-            fputs("</td></tr>\n", f);
-        }
-        fputs("</table></div>\n", f);
+        summary_abnormal(&w, order, nab, section);
     }
-    overview(&w, has_section);
+    if (nslow) {
+        fprintf(f, "<p><b>%zu</b> step%s slower than usual that no finding explains, worst first.</p>\n", nslow,
+                nslow == 1 ? "" : "s");
+        summary_slow(&w, slow, nslow, section);
+    }
+    fputs("<h2>Step times</h2>\n", f);
+    step_chart(&w, section);
 
     if (nab) {
         fputs("<h2>Abnormal steps</h2>\n", f);
@@ -1207,7 +1678,18 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
             fprintf(f, "<p class=\"note\">The %zu worst steps are shown in detail; %zu more are in the summary only.</p>\n",
                     shown, nab - shown);
         for (size_t i = 0; i < shown; i++)
-            if (step_section(&w, &d->steps[order[i].i]) != 0) {
+            if (step_section(&w, &d->steps[order[i].i], 1) != 0) {
+                status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
+                goto done;
+            }
+    }
+    if (nslow) {
+        fputs("<h2>Slower than usual, unexplained</h2>\n", f);
+        if (nslow > shown_slow)
+            fprintf(f, "<p class=\"note\">The %zu slowest are shown in detail; %zu more are in the summary only.</p>\n",
+                    shown_slow, nslow - shown_slow);
+        for (size_t i = 0; i < shown_slow; i++)
+            if (step_section(&w, &d->steps[slow[i].i], 0) != 0) {
                 status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
                 goto done;
             }
@@ -1233,7 +1715,7 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
 
 done:
     free(order);
-    free(has_section);
+    free(section);
     free(w.ranks);
     free(w.main_row);
     free(w.rows);

@@ -1,6 +1,6 @@
 /*
  * report_internal.h - what the HTML and Perfetto writers share: the one
- * escaping function per output language, duration formatting, and the row
+ * escaping function per output language, what they blame, and the row
  * table (one row per thread or GPU stream of a source) over a tree-built
  * store, whose events are contiguous per row and sorted by start.
  */
@@ -25,16 +25,6 @@ void rep_html(FILE *f, const char *s, size_t max);
  * before '(' and '<'. For HTML element content only (not attributes, not
  * SVG titles). */
 void rep_html_name(FILE *f, const char *s, size_t max);
-
-/* A duration for people: "812 ns", "12.4 us", "3.412 ms", "1.250 s".
- * Returns buf. */
-char *rep_dur(char *buf, size_t cap, int64_t ns);
-
-/* A ratio for people, after U+00D7 (the multiplication sign): two
- * decimals below 100 ("x20.68" with that sign for the x), whole and
- * grouped by thousands from 100 on ("x70,414,271"), so that a ratio never
- * turns into a percentage in the millions. Returns buf. */
-char *rep_times(char *buf, size_t cap, double r);
 
 /* What the reports blame for a diagnosed step, from its top candidate.
  * The culprit event is outlined (HTML) and pointed at (Perfetto) only
