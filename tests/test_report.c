@@ -15,8 +15,6 @@
 #include <unistd.h>
 
 #include "check.h"
-/* tests/check.h and teller/check.h share an include guard */
-#undef TELLER_CHECK_H
 #include "teller/check.h"
 #include "ingest/jdom.h"
 #include "teller/diagnose.h"
