@@ -425,6 +425,14 @@ static int yardsticks(dctx *D, double threshold)
     return rc;
 }
 
+/* The node of candidate c's rank (a slow link's rank is the receiving
+ * node's lowest; its event may be the other end's), else of its event. */
+static int32_t rank_node(const teller_store *st, const cand *c)
+{
+    int32_t n = c->rank >= 0 ? diag_node_of_rank(st, c->rank) : -1;
+    return n >= 0 || c->event == TELLER_NONE ? n : teller_store_event_node(st, c->event);
+}
+
 /* x in [lo, hi]; 0 for a NaN (a figure a detector left undefined) */
 static float clampf(double x, double lo, double hi) { return (float)(x != x ? 0 : x < lo ? lo : x > hi ? hi : x); }
 static double nonneg(double x) { return x > 0 ? x : 0; }
@@ -739,7 +747,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
             int32_t src = teller_store_source_of_rank(st, c->rank);
             dc->det = c->det;
             dc->rank = c->rank;
-            dc->node = c->event != TELLER_NONE ? teller_store_event_node(st, c->event) : diag_node_of_rank(st, c->rank);
+            dc->node = rank_node(st, c);
             dc->name = c->name;
             dc->layer = c->layer;
             dc->event = c->event;
@@ -820,7 +828,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         s->culprit_event = top->event;
         s->culprit_ns = (int64_t)top->actual;
         s->culprit_base_ns = (int64_t)top->usual;
-        s->root_node = top->event != TELLER_NONE ? teller_store_event_node(st, top->event) : diag_node_of_rank(st, top->rank);
+        s->root_node = rank_node(st, top);
         double ex = top->excess < (double)s->dur_ns ? top->excess : (double)s->dur_ns;
         if (s->usual_ns >= 0 && ex > (double)s->excess_ns)
             ex = (double)s->excess_ns;
