@@ -294,24 +294,42 @@ static int cmp_order(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* The token budget per step, if the run shows one: the largest step token
- * total that at least two steps reach while the next step carries a
- * prefill (the chunk that was cut). 0 when none. */
+/* Whether step k shows a cut prefill chunk plainly: it holds a prefill,
+ * the next step holds one too (where the chunk continues), and exactly one
+ * of its prefill sequences is not a decoder in the next step (the cut
+ * chunk; a step that recomputed leaves more over, and a decoder finishing
+ * in the step would hide one more). */
 static int cut_candidate(const teller_requests *R, size_t k)
 {
     const teller_req_stepinfo *a = &R->steps[k];
-    return a->prefill_tokens >= 0 && a->decode_seqs >= 0 && a->prefill_seqs > 0 && k + 1 < R->nsteps &&
-           R->steps[k + 1].prefill_seqs > 0;
+    if (a->prefill_tokens < 0 || a->decode_seqs < 0 || a->prefill_seqs <= 0 || k + 1 >= R->nsteps)
+        return 0;
+    const teller_req_stepinfo *b = &R->steps[k + 1];
+    return b->prefill_seqs > 0 && b->decode_seqs >= 0 && a->prefill_seqs - (b->decode_seqs - a->decode_seqs) == 1;
 }
 
-static int64_t token_budget(const teller_requests *R)
+/* The token budget per step, if the run shows one: the largest step token
+ * total that at least two cut candidates reach, 0 when none. *least: the
+ * least the budget can be, the largest total of a step whose prefill
+ * sequences are all decoders in the next step (it cut nothing and
+ * recomputed nothing, so it was within the budget); a total below it is
+ * no budget, however many steps reach it by chance. */
+static int64_t token_budget(const teller_requests *R, int64_t *least)
 {
+    *least = 0;
+    for (size_t k = 0; k + 1 < R->nsteps; k++) {
+        const teller_req_stepinfo *a = &R->steps[k];
+        int64_t t = (int64_t)a->prefill_tokens + a->decode_seqs;
+        if (a->prefill_tokens >= 0 && a->prefill_seqs >= 0 && a->decode_seqs >= 0 && R->steps[k + 1].decode_seqs >= 0 &&
+            a->prefill_seqs <= R->steps[k + 1].decode_seqs - a->decode_seqs && t > *least)
+            *least = t;
+    }
     int64_t best = 0;
     for (size_t k = 0; k < R->nsteps; k++) {
         if (!cut_candidate(R, k))
             continue;
         int64_t t = (int64_t)R->steps[k].prefill_tokens + R->steps[k].decode_seqs;
-        if (t <= best)
+        if (t <= best || t < *least)
             continue;
         for (size_t j = k + 1; j < R->nsteps; j++)
             if (cut_candidate(R, j) && (int64_t)R->steps[j].prefill_tokens + R->steps[j].decode_seqs == t) {
@@ -341,7 +359,8 @@ static int replay(teller_requests *R, rq **ord, size_t nord)
     }
     size_t nd = 0, next = 0;
     long carry = -1;
-    int64_t budget = token_budget(R);
+    int64_t least;
+    int64_t budget = token_budget(R, &least);
     for (size_t i = 0; i < nord; i++)
         left[i] = ord[i]->r.max_tokens;
     for (size_t k = 0; k < nst; k++) {
@@ -397,14 +416,16 @@ static int replay(teller_requests *R, rq **ord, size_t nord)
         int32_t n = si->prefill_seqs, have = carry >= 0, trunc = 0, phantom = 0;
         int32_t diff = n - c;
         int64_t total = si->prefill_tokens >= 0 ? (int64_t)si->prefill_tokens + si->decode_seqs : -1;
-        /* a cut chunk continues in the next step, so that step must hold a prefill */
+        /* a cut chunk continues in the next step, so that step must hold a
+         * prefill; and the scheduler cut it where the budget ran out, so
+         * the step's total is the budget (while the budget is unknown, no
+         * less than its least). A total past the budget is recomputation
+         * on top of what was scheduled: no cut is taken there (the
+         * scheduled part would have to fill the budget to the token too) */
         int next_prefills = k + 1 < nst && R->steps[k + 1].prefill_seqs > 0;
-        if (diff <= 0) {
-            trunc = 0;
-        } else if (diff == 1 && next_prefills && (budget == 0 || total >= budget)) {
-            trunc = 1;
-        } else {
-            trunc = next_prefills && budget && total >= budget ? 1 : 0;
+        int filled = budget ? total == budget : total < 0 || total >= least;
+        if (diff > 0) {
+            trunc = next_prefills && filled && (diff == 1 || budget);
             phantom = diff - trunc;
         }
         int32_t admit = n - have - phantom;
