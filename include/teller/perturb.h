@@ -51,11 +51,12 @@ teller_perturb_opts teller_perturb_defaults(void);
 typedef struct teller_perturb_result {
     uint32_t steps;                          /* distinct steps of the run */
     uint32_t injected;                       /* steps that got a fault */
-    uint32_t abnormal;                       /* steps labelled abnormal in the truth: a fault that
-                                              * cost the step a material time (fault.h), or an
-                                              * inherited delay */
-    uint32_t carried;                        /* of those, steps without a fault of their own that
-                                              * inherited an earlier faulty step's delay */
+    uint32_t abnormal;                       /* steps labelled abnormal in the truth: steps that grew
+                                              * by a material time (fault.h), by their own fault or
+                                              * by an earlier one's */
+    uint32_t carried;                        /* of those, steps named for an earlier faulty step,
+                                              * whose delay grew them more than any fault of their
+                                              * own did */
     uint32_t by_fault[TELLER_FAULT_COUNT];   /* abnormal steps per injected kind */
     size_t   nnotes;                         /* notes kept (at most TELLER_PERTURB_MAX_NOTES) */
     char     notes[TELLER_PERTURB_MAX_NOTES][256];

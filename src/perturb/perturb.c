@@ -602,19 +602,22 @@ static void note(teller_perturb_result *res, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Per step: the window over every rank, from the step table's rules
- * (marker start to the end of the marker or of the step's GPU work), in
- * the times start and dur, of the events keep keeps (all: NULL). */
-static void windows(const teller_store *st, const int64_t *start, const int64_t *dur, const uint8_t *keep,
-                    int64_t *lo, int64_t *hi, uint32_t nsteps)
+/* Per step k, as teller's reader measures it in the times start and dur
+ * of the events keep keeps (all: NULL): its duration len[k], the longest
+ * window of a rank (the step marker's start to the end of the marker or of
+ * the step's GPU work on that rank; a step without a marker spans its
+ * rank's host events of the step), and end[k], the latest end of a rank's
+ * window. -1 when out of memory. */
+static int windows(const teller_store *st, const int64_t *start, const int64_t *dur, const uint8_t *keep,
+                   int64_t *len, int64_t *end, uint32_t nsteps)
 {
     const teller_events *ev = teller_store_events(st);
     const teller_step *steps = teller_store_steps(st);
-    for (uint32_t k = 0; k < nsteps; k++) {
-        lo[k] = INT64_MAX;
-        hi[k] = INT64_MIN;
-    }
-    for (size_t j = 0; j < teller_store_num_steps(st); j++) {
+    size_t nrows = teller_store_num_steps(st);
+    int64_t *w = malloc(2 * (nrows ? nrows : 1) * sizeof *w); /* per row of the step table: start, end */
+    if (!w)
+        return -1;
+    for (size_t j = 0; j < nrows; j++) {
         uint32_t m = steps[j].marker, k = steps[j].step;
         int64_t s = INT64_MAX, e = INT64_MIN;
         if (m != TELLER_NONE && (!keep || keep[m])) {
@@ -633,13 +636,39 @@ static void windows(const teller_store *st, const int64_t *start, const int64_t 
                     if (start[i] + dur[i] > e) e = start[i] + dur[i];
                 }
         }
-        if (s < lo[k]) lo[k] = s;
-        if (e > hi[k]) hi[k] = e;
+        w[2 * j] = s;
+        w[2 * j + 1] = e;
     }
-    for (size_t i = 0; i < ev->n; i++)
-        if ((ev->flags[i] & TELLER_F_GPU) && ev->step[i] != TELLER_NONE && (!keep || keep[i]) &&
-            start[i] + dur[i] > hi[ev->step[i]])
-            hi[ev->step[i]] = start[i] + dur[i];
+    for (size_t i = 0; i < ev->n; i++) {
+        uint32_t k = ev->step[i];
+        if (!(ev->flags[i] & TELLER_F_GPU) || k == TELLER_NONE || (keep && !keep[i]))
+            continue;
+        /* the row of (k, rank): the step table is sorted by step, then rank */
+        int32_t r = teller_store_event_rank(st, (uint32_t)i);
+        size_t lo = 0, hi = nrows;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (steps[mid].step < k || (steps[mid].step == k && steps[mid].rank < r))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < nrows && steps[lo].step == k && steps[lo].rank == r && start[i] + dur[i] > w[2 * lo + 1])
+            w[2 * lo + 1] = start[i] + dur[i];
+    }
+    for (uint32_t k = 0; k < nsteps; k++) {
+        len[k] = 0;
+        end[k] = INT64_MIN;
+    }
+    for (size_t j = 0; j < nrows; j++) {
+        uint32_t k = steps[j].step;
+        if (k >= nsteps || w[2 * j] > w[2 * j + 1])
+            continue; /* a rank that kept nothing of the step */
+        if (w[2 * j + 1] - w[2 * j] > len[k]) len[k] = w[2 * j + 1] - w[2 * j];
+        if (w[2 * j + 1] > end[k]) end[k] = w[2 * j + 1];
+    }
+    free(w);
+    return 0;
 }
 
 static int64_t node_offset_of(const teller_store *st, int32_t node)
@@ -687,9 +716,9 @@ static teller_status without_edits(const pctx *P, size_t a, size_t b, const uint
     size_t n = teller_store_events(st)->n, ne = P->ned - (b - a);
     rt_edit *ed = malloc((ne ? ne : 1) * sizeof *ed);
     int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
-    int64_t *lo = malloc(2 * ((size_t)P->nsteps + 1) * sizeof *lo);
+    int64_t *len = malloc(2 * ((size_t)P->nsteps + 1) * sizeof *len);
     teller_status rc = TELLER_OK;
-    if (!ed || !start || !dur || !lo) {
+    if (!ed || !start || !dur || !len) {
         rc = teller_error_set(err, TELLER_ERR_NOMEM, "(perturb)", 0, "out of memory");
         goto done;
     }
@@ -697,13 +726,16 @@ static teller_status without_edits(const pctx *P, size_t a, size_t b, const uint
     memcpy(ed + a, P->ed + b, (P->ned - b) * sizeof *ed);
     if ((rc = rt_apply(st, ed, ne, start, dur, err)) != TELLER_OK)
         goto done;
-    windows(st, start, dur, keep, lo, lo + P->nsteps, P->nsteps);
-    *dur_k = lo[P->nsteps + k] - lo[k];
+    if (windows(st, start, dur, keep, len, len + P->nsteps, P->nsteps)) {
+        rc = teller_error_set(err, TELLER_ERR_NOMEM, "(perturb)", 0, "out of memory");
+        goto done;
+    }
+    *dur_k = len[k];
 done:
     free(ed);
     free(start);
     free(dur);
-    free(lo);
+    free(len);
     return rc;
 }
 
@@ -712,15 +744,17 @@ typedef struct tstep {
     root         rt;
     size_t       ed0, ed1; /* its fault's edits: P.ed[ed0 .. ed1) */
     int64_t      own;      /* ns the step lost to its own fault */
-    int64_t      excess;   /* ns the step is labelled with: its own fault's, or, carried, the inherited delay's */
-    int64_t      carried;  /* >= 0: the faulty step whose delay this one inherited (its fault and root are
-                            * the label); -1 none */
+    int64_t      excess;   /* ns the step grew by in the written trace (its expected time: its duration in
+                            * the run given) */
+    int64_t      carried;  /* >= 0: the faulty step whose effect changed this one more than its own fault
+                            * did (when abnormal, that step's fault and root are the label); -1 none */
     int          abnormal;
 } tstep;
 
-static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, uint32_t nsteps, const int64_t *nlo,
-                                 const int64_t *nhi, const int64_t *dur,
-                                 teller_error *err)
+/* The truth of the first nsteps steps, whose durations in the written
+ * trace are len[]; dur[] the events' new durations. */
+static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts, uint32_t nsteps, const int64_t *len,
+                                 const int64_t *dur, teller_error *err)
 {
     const teller_store *st = P->st;
     char path[4096];
@@ -746,7 +780,7 @@ static teller_status write_truth(const pctx *P, const char *dir, const tstep *ts
     fprintf(f, "],\n \"steps\": [");
     for (uint32_t k = 0; k < nsteps; k++) {
         const tstep *t = &ts[k], *src = t->carried >= 0 ? &ts[t->carried] : t; /* the label's fault and root */
-        int64_t nd_ = nhi[k] - nlo[k];
+        int64_t nd_ = len[k];
         fprintf(f, "%s\n  {\"step\": %u, \"abnormal\": %s, \"duration_ns\": %lld, \"expected_ns\": %lld", k ? "," : "",
                 k, t->abnormal ? "true" : "false", (long long)nd_, (long long)(nd_ - t->excess));
         if (t->carried >= 0)
@@ -1154,46 +1188,54 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
 
     if ((rc = rt_apply(st, P.ed, P.ned, start, dur, err)) != TELLER_OK)
         goto done;
-    windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps);
+    /* win: per step the old duration and end, then the new ones */
+    if (windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps))
+        goto oom;
     if (P.hang_step != TELLER_NONE) {
         /* the steps' windows are the run's as it happened: the hung step
          * lasts until the watchdog fires, torn down or not */
         if (!(keep = malloc(n ? n : 1)) || hang_keep(&P, win[P.nsteps + P.hang_step], 0, keep))
             goto oom;
     }
-    windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps);
+    if (windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps))
+        goto oom;
     /* the steps in the case: all, or those up to a hang */
     uint32_t nout = P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps;
-    /* abnormal: a fault whose own cost is material (fault.h), or a step
-     * without one that inherited a material delay from the last faulty step
-     * before it (its GPU work queued behind the late work, or its host
-     * waited). A fault's own cost is what the step took against the same
-     * run without that one fault, as the simulator measures it: where steps
-     * overlap (a training step's GPU work runs behind its host), an earlier
-     * fault's delay is not this one's. */
+    /* A step's truth is what happened to it in the written trace: its
+     * excess is how much longer it became than in the run given, counted
+     * once, whatever made it so. Its own fault cost it what it took against
+     * the same run without that one fault (as the simulator measures a
+     * fault); the rest is what earlier faults did to it (where steps
+     * overlap, a step's late GPU work delays the next one, and a host that
+     * ran ahead starts the next one late). The larger names the step: its
+     * own kind, or carried from the last faulty step before it (not from a
+     * logged kind: a hang ends the run, and a preempted serving step does
+     * not overlap the next). It is abnormal when it grew by a material
+     * cost (fault.h; a logged kind always). A step that earlier faults
+     * changed materially is carried even when it did not grow: a host that
+     * starts a step late while its GPU work ends where it did shortens it. */
     for (uint32_t k = 0, last = TELLER_NONE; k < nout; k++) {
-        int64_t od = win[P.nsteps + k] - win[k], nd = win[3 * P.nsteps + k] - win[2 * P.nsteps + k];
-        int64_t clean = od; /* the step without its own fault */
+        teller_fault f = ts[k].f;
+        int64_t od = win[k], nd = win[2 * P.nsteps + k];
+        int from = last != TELLER_NONE && !teller_fault_def_of(ts[last].f)->logged;
+        int64_t clean = f == TELLER_FAULT_NONE ? nd : od; /* the step without its own fault */
+        if (f != TELLER_FAULT_NONE && from && !teller_fault_def_of(f)->logged &&
+            (rc = without_edits(&P, ts[k].ed0, ts[k].ed1, keep, k, &clean, err)) != TELLER_OK)
+            goto done;
+        int64_t inherited = clean - od;
+        ts[k].own = nd - clean;
         ts[k].excess = nd - od;
-        if (ts[k].f != TELLER_FAULT_NONE) {
-            if (last != TELLER_NONE && !teller_fault_def_of(ts[k].f)->logged) {
-                if ((rc = without_edits(&P, ts[k].ed0, ts[k].ed1, keep, k, &clean, err)) != TELLER_OK)
-                    goto done;
-            }
-            ts[k].excess = ts[k].own = nd - clean;
-            ts[k].abnormal = teller_fault_material(ts[k].f, ts[k].excess, clean);
+        if (f != TELLER_FAULT_NONE && (!from || teller_fault_def_of(f)->logged || ts[k].own >= inherited)) {
+            ts[k].abnormal = teller_fault_material(f, ts[k].excess, od);
             res->abnormal += (uint32_t)ts[k].abnormal;
-            res->by_fault[ts[k].f] += (uint32_t)ts[k].abnormal;
-        }
-        int64_t inherited = (ts[k].f != TELLER_FAULT_NONE ? clean : nd) - od;
-        if (!ts[k].abnormal && last != TELLER_NONE && teller_fault_material(ts[last].f, inherited, od) &&
-            !teller_fault_def_of(ts[last].f)->logged) {
-            ts[k].excess = nd - od;
+            res->by_fault[f] += (uint32_t)ts[k].abnormal;
+            last = k;
+        } else if (from && teller_fault_material(ts[last].f, inherited < 0 ? -inherited : inherited, od)) {
             ts[k].carried = last;
-            ts[k].abnormal = 1;
-            res->abnormal++;
-            res->carried++;
-        } else if (ts[k].f != TELLER_FAULT_NONE) {
+            ts[k].abnormal = teller_fault_material(ts[last].f, ts[k].excess, od);
+            res->abnormal += (uint32_t)ts[k].abnormal;
+            res->carried += (uint32_t)ts[k].abnormal;
+        } else if (f != TELLER_FAULT_NONE) {
             last = k;
         }
     }
@@ -1253,7 +1295,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
     teller_sort(lines, nlines, sizeof *lines, logline_cmp);
     if ((rc = copy_logs(o, dir, lines, nlines, err)) != TELLER_OK)
         goto done;
-    rc = write_truth(&P, dir, ts, nout, win + 2 * P.nsteps, win + 3 * P.nsteps, dur, err);
+    rc = write_truth(&P, dir, ts, nout, win + 2 * P.nsteps, dur, err);
     goto done;
 oom:
     rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");

@@ -1,15 +1,18 @@
 /*
  * retime.c - the time rewrite of src/perturb (see retime.h for the rules).
  *
- * One sweep over every event in order of its old start (GPU before CPU on
- * equal starts). What a CPU thread does to its events is kept as a list of
- * points per thread, each "at old time p, D ns more from here on": fault
- * edits are known before the sweep; the points of calls that wait for the
- * GPU are added while sweeping, when the GPU work they waited for has its
- * new end. Every dependency points from an earlier old time to a later one
- * (launch before kernel, op before the next op of its stream, GPU work
- * before the call that waited for it, the members of a collective before
- * its end), so one sweep settles everything.
+ * One sweep over every event in order of its old start (GPU, then step
+ * annotations, then other CPU events on equal starts). What a CPU thread
+ * does to its events is kept as a list of points per thread, each "at old
+ * time p, D ns more from here on": fault edits are known before the sweep;
+ * the points of calls that wait for the GPU, of threads that waited for
+ * another thread, and of steps held back for their other threads' events
+ * are added while sweeping, when what they waited for has its new time.
+ * Every dependency points from an earlier old time to a later one (launch
+ * before kernel, op before the next op of its stream, GPU work before the
+ * call that waited for it, the members of a collective before its end, a
+ * step's start and its events before its end), so one sweep settles
+ * everything.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,7 @@ typedef struct row {
     uint8_t  gpu;
     ptlist   fixed, derived;
     int64_t  last_op_end; /* old end of the last outermost host op the sweep passed */
+    int64_t  last_start;  /* old start of the last event the sweep passed */
     uint32_t *pending; /* waiting calls seen but not settled */
     size_t    npend, pcap;
 } row;
@@ -81,6 +85,13 @@ typedef struct rt {
     uint32_t *hops;
     size_t   *hop_first;
     size_t   nsrc;
+    /* step markers of each rank by start: those of rank group g (grp[source])
+     * at mk[mk_first[g] .. mk_first[g + 1]); mk_done[g], the first whose end
+     * is not settled yet; per marker, the latest new start of another
+     * thread's event of its step (mk_in) and of the gap before it (mk_gap) */
+    uint32_t *mk, *grp;
+    size_t   *mk_first, *mk_done, ngrp;
+    int64_t  *mk_in, *mk_gap;
     /* steps: old end over every rank, new end once known (INT64_MIN before);
      * the markers and GPU ops of step k: step_ev[step_first[k] .. step_first[k+1]) */
     uint32_t nsteps;
@@ -310,12 +321,12 @@ static int64_t step_new_end(rt *R, uint32_t k)
 }
 
 /* The latest new end, on i's thread, of the events before i that had
- * ended by i's old start (a bounded look back). */
-static int64_t thread_free_at(rt *R, uint32_t i)
+ * ended by old time s (a bounded look back). */
+static int64_t thread_free_at(rt *R, uint32_t i, int64_t s)
 {
     const teller_events *ev = R->ev;
     const row *rw = &R->rows[R->row_of[i]];
-    int64_t s = ev->start_ns[i], best = INT64_MIN;
+    int64_t best = INT64_MIN;
     for (uint32_t j = i, seen = 0; j > rw->first && seen < 64; j--, seen++) {
         uint32_t p = j - 1;
         int64_t e = end_of(ev, p);
@@ -334,42 +345,138 @@ static int is_host_op(const teller_events *ev, uint32_t i)
     return !(ev->flags[i] & TELLER_F_GPU) && teller_layer_is_host_op(ev->layer[i]);
 }
 
+/* An op that a thread runs on its own: a host op whose parent is none, not
+ * a host op, or the step marker (older profilers record ProfilerStep#N as
+ * an op, and a step would otherwise be one op that never hands off). */
 static int is_outer_host_op(const teller_events *ev, uint32_t i)
 {
-    return is_host_op(ev, i) && (ev->parent[i] == TELLER_NONE || !is_host_op(ev, ev->parent[i]));
+    if (!is_host_op(ev, i) || (ev->flags[i] & TELLER_F_STEP))
+        return 0;
+    uint32_t p = ev->parent[i];
+    return p == TELLER_NONE || !is_host_op(ev, p) || (ev->flags[p] & TELLER_F_STEP);
 }
 
 /* The host op of another thread of i's process whose end woke i's thread
- * (HANDOFF_BOUND above): the last one to end at or before i's old start,
- * within the bound, and not before the thread's own last op ended;
- * TELLER_NONE when none. */
+ * (HANDOFF_BOUND above), when i is the thread's first event since: the
+ * last such op to end at or before i's old start, after the thread's own
+ * last host op ended and after the thread's previous event started, with
+ * the thread's next host op (i or one after it) starting within the bound
+ * after it; TELLER_NONE when none. */
 static uint32_t woken_by(const rt *R, uint32_t i)
 {
     const teller_events *ev = R->ev;
     const row *rw = &R->rows[R->row_of[i]];
     int64_t s = ev->start_ns[i];
-    size_t lo = R->hop_first[ev->source[i]], hi = R->hop_first[ev->source[i] + 1], a = lo, b = hi;
+    size_t lo = R->hop_first[ev->source[i]], hi = R->hop_first[ev->source[i] + 1], p = lo, q = hi;
+    while (p < q) {
+        size_t mid = (p + q) / 2;
+        if (end_of(ev, R->hops[mid]) <= s)
+            p = mid + 1;
+        else
+            q = mid;
+    }
+    uint32_t x = TELLER_NONE;
+    for (size_t j = p; j > lo && x == TELLER_NONE; j--) {
+        uint32_t h = R->hops[j - 1];
+        int64_t e = end_of(ev, h);
+        if (e < s - HANDOFF_BOUND_NS || e < rw->last_op_end || e <= rw->last_start)
+            return TELLER_NONE;
+        if (R->row_of[h] != R->row_of[i] && teller_event_pid(ev, h) == teller_event_pid(ev, i))
+            x = h;
+    }
+    if (x == TELLER_NONE)
+        return TELLER_NONE;
+    for (uint32_t j = i; j < rw->first + rw->n && ev->start_ns[j] - end_of(ev, x) <= HANDOFF_BOUND_NS; j++)
+        if (is_outer_host_op(ev, j))
+            return x;
+    return TELLER_NONE;
+}
+
+/* Where CPU event i lies among the step markers of its rank, by the
+ * reader's rule (in the last marker that started at or before it, when it
+ * started before that marker ended): the index into R->mk, with *in 1 for
+ * inside that marker's step, 0 for the gap before that marker (the index
+ * one past the rank's last for after it). */
+static size_t mk_place(const rt *R, uint32_t i, int *in)
+{
+    const teller_events *ev = R->ev;
+    size_t g = R->grp[ev->source[i]], lo = R->mk_first[g], a = lo, b = R->mk_first[g + 1];
+    int64_t s = ev->start_ns[i];
     while (a < b) {
         size_t mid = (a + b) / 2;
-        if (end_of(ev, R->hops[mid]) <= s)
+        if (ev->start_ns[R->mk[mid]] <= s)
             a = mid + 1;
         else
             b = mid;
     }
-    for (size_t j = a; j > lo; j--) {
-        uint32_t x = R->hops[j - 1];
-        int64_t e = end_of(ev, x);
-        if (e < s - HANDOFF_BOUND_NS || e < rw->last_op_end)
-            return TELLER_NONE;
-        if (R->row_of[x] != R->row_of[i] && teller_event_pid(ev, x) == teller_event_pid(ev, i))
-            return x;
+    *in = a > lo && s < end_of(ev, R->mk[a - 1]);
+    return *in ? a - 1 : a;
+}
+
+/* The new end of marker j (its row settled up to its old end). */
+static int64_t mk_new_end(const rt *R, size_t j)
+{
+    uint32_t m = R->mk[j];
+    int64_t e = end_of(R->ev, m);
+    return e + shift(&R->rows[R->row_of[m]], e, 0) + R->end_extra[m];
+}
+
+/* Settles the ends of the markers of rank group g that ended by t, in
+ * order: a marker ends no earlier than its step's events on other threads
+ * now start (the thread that steps waits for the helpers it started, and
+ * an event of the step must not fall into the next one). */
+static int mk_close(rt *R, size_t g, int64_t t)
+{
+    for (; R->mk_done[g] < R->mk_first[g + 1]; R->mk_done[g]++) {
+        size_t j = R->mk_done[g];
+        uint32_t m = R->mk[j];
+        int64_t e = end_of(R->ev, m);
+        if (e > t)
+            return 0;
+        row *rw = &R->rows[R->row_of[m]];
+        if (settle_row(R, rw, e))
+            return -1;
+        if (R->mk_in[j] == INT64_MIN)
+            continue;
+        int64_t need = R->mk_in[j] + 1 - mk_new_end(R, j);
+        if (need > 0) {
+            if (pl_add(&rw->derived, e, need))
+                return -1;
+            grow_end(R, m, need);
+        }
     }
-    return TELLER_NONE;
+    return 0;
+}
+
+/* Where the reader put CPU event i (not a marker) among its rank's
+ * markers bounds where it may start, for a thread other than the
+ * marker's: inside a step no earlier than the step's marker now starts, in
+ * a gap no earlier than the marker before it now ends (*lb, INT64_MIN for
+ * no bound); its new start goes into the returned slot (mk_in or mk_gap of
+ * the marker it must start before; NULL for none), which holds that marker
+ * back. */
+static int64_t *mk_keep(rt *R, uint32_t i, int64_t *lb)
+{
+    const teller_events *ev = R->ev;
+    int in;
+    size_t j = mk_place(R, i, &in), g = R->grp[ev->source[i]];
+    uint32_t ri = R->row_of[i];
+    *lb = INT64_MIN;
+    if (in) {
+        uint32_t m = R->mk[j];
+        if (R->row_of[m] == ri)
+            return NULL;
+        *lb = R->ns[m];
+        return &R->mk_in[j];
+    }
+    if (j > R->mk_first[g] && R->row_of[R->mk[j - 1]] != ri)
+        *lb = mk_new_end(R, j - 1);
+    return j < R->mk_first[g + 1] && R->row_of[R->mk[j]] != ri ? &R->mk_gap[j] : NULL;
 }
 
 typedef struct okey {
     int64_t  s;
-    uint32_t cpu; /* 0 GPU, 1 CPU: GPU first on equal starts */
+    uint32_t cls; /* 0 GPU, 1 step marker, 2 other CPU: in that order on equal starts */
     uint32_t i;
 } okey;
 
@@ -377,7 +484,7 @@ static int okey_cmp(const void *a, const void *b)
 {
     const okey *x = a, *y = b;
     if (x->s != y->s) return x->s < y->s ? -1 : 1;
-    if (x->cpu != y->cpu) return x->cpu < y->cpu ? -1 : 1;
+    if (x->cls != y->cls) return x->cls < y->cls ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
@@ -418,6 +525,12 @@ static void rt_free(rt *R)
     free(R->src_filled);
     free(R->hops);
     free(R->hop_first);
+    free(R->mk);
+    free(R->grp);
+    free(R->mk_first);
+    free(R->mk_done);
+    free(R->mk_in);
+    free(R->mk_gap);
     free(R->step_old_end);
     free(R->step_new_end);
     free(R->step_first);
@@ -582,7 +695,51 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
             R.hops[nh++] = (uint32_t)i;
     teller_sort(R.hops, nh, sizeof *R.hops, byend_cmp);
     for (size_t r = 0; r < R.nrows; r++)
-        R.rows[r].last_op_end = INT64_MIN;
+        R.rows[r].last_op_end = R.rows[r].last_start = INT64_MIN;
+
+    /* the step markers of each rank (its sources are one group, named by
+     * the first), by start */
+    size_t nmk = 0;
+    R.ngrp = R.nsrc;
+    R.grp = malloc((R.nsrc ? R.nsrc : 1) * sizeof *R.grp);
+    R.mk_first = calloc(R.nsrc + 2, sizeof *R.mk_first);
+    R.mk_done = calloc(R.nsrc + 1, sizeof *R.mk_done);
+    if (!R.grp || !R.mk_first || !R.mk_done)
+        goto oom;
+    for (size_t a = 0; a < R.nsrc; a++) {
+        size_t g = 0;
+        while (g < a && teller_store_source_c(st, (uint32_t)g)->rank != teller_store_source_c(st, (uint32_t)a)->rank)
+            g++;
+        R.grp[a] = (uint32_t)g;
+    }
+    const teller_step *steps = teller_store_steps(st);
+    for (size_t j = 0; j < teller_store_num_steps(st); j++)
+        if (steps[j].marker != TELLER_NONE) {
+            R.mk_first[R.grp[ev->source[steps[j].marker]] + 2]++;
+            nmk++;
+        }
+    for (size_t g = 0; g < R.ngrp; g++)
+        R.mk_first[g + 2] += R.mk_first[g + 1];
+    R.mk = malloc((nmk ? nmk : 1) * sizeof *R.mk);
+    R.mk_in = malloc((nmk ? nmk : 1) * sizeof *R.mk_in);
+    R.mk_gap = malloc((nmk ? nmk : 1) * sizeof *R.mk_gap);
+    if (!R.mk || !R.mk_in || !R.mk_gap)
+        goto oom;
+    for (size_t j = 0; j < teller_store_num_steps(st); j++)
+        if (steps[j].marker != TELLER_NONE)
+            R.mk[R.mk_first[R.grp[ev->source[steps[j].marker]] + 1]++] = steps[j].marker;
+    for (size_t g = 0; g < R.ngrp; g++) {
+        R.mk_done[g] = R.mk_first[g];
+        /* by start: the step table's order (step number) is nearly that already */
+        for (size_t j = R.mk_first[g] + 1; j < R.mk_first[g + 1]; j++)
+            for (size_t q = j; q > R.mk_first[g] && ev->start_ns[R.mk[q - 1]] > ev->start_ns[R.mk[q]]; q--) {
+                uint32_t t = R.mk[q];
+                R.mk[q] = R.mk[q - 1];
+                R.mk[q - 1] = t;
+            }
+    }
+    for (size_t j = 0; j < nmk; j++)
+        R.mk_in[j] = R.mk_gap[j] = INT64_MIN;
 
     /* the edits */
     for (size_t k = 0; k < nedits; k++) {
@@ -614,14 +771,15 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
 
     /* the sweep */
     for (size_t i = 0; i < n; i++)
-        order[i] = (okey){ev->start_ns[i], (ev->flags[i] & TELLER_F_GPU) ? 0u : 1u, (uint32_t)i};
+        order[i] = (okey){ev->start_ns[i], (ev->flags[i] & TELLER_F_GPU) ? 0u : (ev->flags[i] & TELLER_F_STEP) ? 1u : 2u,
+                          (uint32_t)i};
     teller_sort(order, n, sizeof *order, okey_cmp);
     for (size_t q = 0; q < n; q++) {
         uint32_t i = order[q].i;
         int64_t s = ev->start_ns[i];
         row *rw = &R.rows[R.row_of[i]];
         if (!rw->gpu) {
-            if (settle_row(&R, rw, s))
+            if (settle_row(&R, rw, s) || mk_close(&R, R.grp[ev->source[i]], s))
                 goto oom;
             uint32_t k = ev->step[i];
             if ((ev->flags[i] & TELLER_F_STEP) && k != TELLER_NONE && k > 0 && s >= R.step_old_end[k - 1]) {
@@ -632,30 +790,47 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
                     if (!R.rows[r].gpu && settle_row(&R, &R.rows[r], s))
                         goto oom;
                 int64_t target = step_new_end(&R, k - 1) + (s - R.step_old_end[k - 1]);
-                int64_t free_at = thread_free_at(&R, i);
+                int64_t free_at = thread_free_at(&R, i, s);
                 if (free_at > target)
                     target = free_at;
                 int64_t d = target - (s + shift(rw, s, 1));
                 if (d != 0 && pl_add(&rw->derived, s, d))
                     goto oom;
             }
-            if (is_outer_host_op(ev, i)) {
-                uint32_t x = woken_by(&R, i);
-                if (x != TELLER_NONE) {
-                    /* it starts no earlier than the op that woke it now ends,
-                     * plus the same wake-up time */
-                    row *rx = &R.rows[R.row_of[x]];
-                    if (settle_row(&R, rx, end_of(ev, x)))
-                        goto oom;
-                    int64_t target = ev->start_ns[i] + shift(rx, end_of(ev, x), 0) + R.end_extra[x];
-                    int64_t d = target - (s + shift(rw, s, 1));
-                    if (d > 0 && pl_add(&rw->derived, s, d))
-                        goto oom;
-                }
-                if (end_of(ev, i) > rw->last_op_end)
-                    rw->last_op_end = end_of(ev, i);
+            if (ev->flags[i] & TELLER_F_STEP) {
+                /* a step starts after what other threads did in the gap before it */
+                int in;
+                size_t j = mk_place(&R, i, &in);
+                int64_t d = in && R.mk[j] == i && R.mk_gap[j] != INT64_MIN ? R.mk_gap[j] + 1 - (s + shift(rw, s, 1)) : 0;
+                if (d > 0 && pl_add(&rw->derived, s, d))
+                    goto oom;
             }
+            uint32_t x = (ev->flags[i] & TELLER_F_STEP) ? TELLER_NONE : woken_by(&R, i);
+            if (x != TELLER_NONE) {
+                /* its thread waited for that op: from i on it moves as far
+                 * as the op's end now does, or as keeps it after its own work
+                 * before the wait; the wait (from the op's old end w) takes
+                 * up the difference, either way */
+                row *rx = &R.rows[R.row_of[x]];
+                int64_t w = end_of(ev, x);
+                if (settle_row(&R, rx, w))
+                    goto oom;
+                int64_t moved = shift(rx, w, 0) + R.end_extra[x], free_at = thread_free_at(&R, i, w);
+                if (free_at != INT64_MIN && free_at - s > moved)
+                    moved = free_at - s;
+                int64_t d = moved - shift(rw, s, 0); /* a fault's host time right before i comes on top */
+                if (d != 0 && pl_add(&rw->derived, w, d))
+                    goto oom;
+            }
+            if (is_outer_host_op(ev, i) && end_of(ev, i) > rw->last_op_end)
+                rw->last_op_end = end_of(ev, i);
+            rw->last_start = s;
+            int64_t lb = INT64_MIN, *slot = (ev->flags[i] & TELLER_F_STEP) ? NULL : mk_keep(&R, i, &lb);
+            if (lb != INT64_MIN && lb > s + shift(rw, s, 1) && pl_add(&rw->derived, s, lb - (s + shift(rw, s, 1))))
+                goto oom;
             start[i] = s + shift(rw, s, 1);
+            if (slot && start[i] > *slot)
+                *slot = start[i];
             R.done[i] = 1;
             if (R.waiter[i]) {
                 if (TELLER_GROW(rw->pending, rw->pcap, rw->npend + 1))
@@ -700,6 +875,9 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
         if (c != TELLER_NONE && ++R.coll_cnt[c] == co[c].num_members)
             coll_finish(&R, c);
     }
+    for (size_t g = 0; g < R.ngrp; g++)
+        if (mk_close(&R, g, INT64_MAX))
+            goto oom;
     for (size_t r = 0; r < R.nrows; r++)
         if (!R.rows[r].gpu && settle_row(&R, &R.rows[r], INT64_MAX))
             goto oom;

@@ -10,7 +10,8 @@
  *    enclose their children;
  *  - a thread woken by a host op of another thread of its process (it
  *    started one within 2 ms after that op ended, idle since before)
- *    starts no earlier than that op's new end plus the same wake-up time;
+ *    resumes as long after that op's new end as it did, or when its own
+ *    work before the wait is done: the wait takes up a delay either way;
  *  - a GPU op starts at max(its launch's new start + launch latency, the
  *    previous op on its stream's new end + the gap it had), so a kernel
  *    never starts before its launch and stream order is kept; a kernel that
@@ -27,7 +28,14 @@
  *  - a step whose annotation started after the previous step had ended on
  *    every rank (an engine that schedules a step when the last one is done)
  *    starts as long after the previous step's new end as it did, or when
- *    its thread is free: a rank that lagged catches up in its idle time.
+ *    its thread is free: a rank that lagged catches up in its idle time;
+ *  - every host event stays in the step the reader put it in (the last
+ *    step annotation of its rank that started before it and had not
+ *    ended), or between the same two steps: an event of another thread
+ *    than the annotation's starts no earlier than its step now starts (or
+ *    the step before it now ends), and a step annotation ends after, and
+ *    starts after, the other threads' events of its step and of the gap
+ *    before it. GPU work belongs to its launch's step, so it keeps its step.
  * Nothing is added, removed or reordered: names, ids, links stay as they
  * were, and every new time is at or after the old one for starts.
  */
