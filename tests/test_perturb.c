@@ -201,9 +201,10 @@ static void test_rate_zero_writes_the_run_unchanged(void)
 }
 
 /* What the property test compares before and after a perturbation, per
- * step as teller reads it: the duration (`teller steps`: the step
- * annotation's start to the end of its last GPU work, the longest rank
- * window of a multi-rank run) and, per rank, how many events and kernels
+ * step as teller reads it: the duration (as the diagnosis measures it:
+ * what the step added to its longest rank's run, from the later of its
+ * annotation's start and the end of the rank's window of the step before
+ * to the end of its last GPU work) and, per rank, how many events and kernels
  * the reader puts in the step. Steps and ranks beyond the bounds are not
  * looked at (no run here has more). */
 #define PS_STEPS 64
@@ -216,10 +217,19 @@ typedef struct step_facts {
 static void step_facts_of(const teller_store *st, step_facts *f)
 {
     memset(f, 0, sizeof *f);
+    int64_t prev[PS_RANKS]; /* each rank's last window's end */
+    for (int r = 0; r < PS_RANKS; r++)
+        prev[r] = INT64_MIN;
     for (size_t j = 0; j < teller_store_num_steps(st); j++) {
         const teller_step *s = &teller_store_steps(st)[j];
-        if (s->step < PS_STEPS && s->end_ns - s->start_ns > f->dur[s->step])
-            f->dur[s->step] = s->end_ns - s->start_ns;
+        int64_t from = s->start_ns;
+        if (s->rank >= 0 && s->rank < PS_RANKS) {
+            if (prev[s->rank] > from)
+                from = prev[s->rank] < s->end_ns ? prev[s->rank] : s->end_ns;
+            prev[s->rank] = s->end_ns;
+        }
+        if (s->step < PS_STEPS && s->end_ns - from > f->dur[s->step])
+            f->dur[s->step] = s->end_ns - from;
     }
     const teller_events *ev = teller_store_events(st);
     for (size_t i = 0; i < ev->n; i++) {

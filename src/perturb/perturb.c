@@ -602,12 +602,14 @@ static void note(teller_perturb_result *res, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Per step k, as teller's reader measures it in the times start and dur
- * of the events keep keeps (all: NULL): its duration len[k], the longest
- * window of a rank (the step marker's start to the end of the marker or of
- * the step's GPU work on that rank; a step without a marker spans its
- * rank's host events of the step), and end[k], the latest end of a rank's
- * window. -1 when out of memory. */
+/* Per step k, as teller's reader and diagnosis measure it in the times
+ * start and dur of the events keep keeps (all: NULL): its duration len[k],
+ * the most it added to a rank's run (a rank's window runs from the step
+ * marker's start to the end of the marker or of the step's GPU work on
+ * that rank, a step without a marker spanning its rank's host events of
+ * the step; it adds from the later of its start and the end of the rank's
+ * window before), and end[k], the latest end of a rank's window. -1 when
+ * out of memory. */
 static int windows(const teller_store *st, const int64_t *start, const int64_t *dur, const uint8_t *keep,
                    int64_t *len, int64_t *end, uint32_t nsteps)
 {
@@ -660,13 +662,35 @@ static int windows(const teller_store *st, const int64_t *start, const int64_t *
         len[k] = 0;
         end[k] = INT64_MIN;
     }
+    /* what a step added to its rank's run: from the later of its window's
+     * start and the end of the rank's window of the step before (a host
+     * that runs ahead queues a step's GPU work behind the last step's), as
+     * the diagnosis measures it; per source, its last window's end */
+    size_t ns = teller_store_num_sources(st);
+    int64_t *prev = malloc((ns ? ns : 1) * sizeof *prev);
+    if (!prev) {
+        free(w);
+        return -1;
+    }
+    for (size_t q = 0; q < ns; q++)
+        prev[q] = INT64_MIN;
     for (size_t j = 0; j < nrows; j++) {
         uint32_t k = steps[j].step;
-        if (k >= nsteps || w[2 * j] > w[2 * j + 1])
+        if (w[2 * j] > w[2 * j + 1])
             continue; /* a rank that kept nothing of the step */
-        if (w[2 * j + 1] - w[2 * j] > len[k]) len[k] = w[2 * j + 1] - w[2 * j];
+        int32_t q = teller_store_source_of_rank(st, steps[j].rank);
+        int64_t from = w[2 * j];
+        if (q >= 0) {
+            if (prev[q] > from)
+                from = prev[q] < w[2 * j + 1] ? prev[q] : w[2 * j + 1];
+            prev[q] = w[2 * j + 1];
+        }
+        if (k >= nsteps)
+            continue;
+        if (w[2 * j + 1] - from > len[k]) len[k] = w[2 * j + 1] - from;
         if (w[2 * j + 1] > end[k]) end[k] = w[2 * j + 1];
     }
+    free(prev);
     free(w);
     return 0;
 }
