@@ -21,7 +21,7 @@
 
 /* The spread of a group too small to measure its own: a step judged
  * against the few steps of its kind nearest in work. */
-#define SPREAD_PRIOR 0.05
+#define SPREAD_PRIOR 0.02
 
 /* A group too small to fit judges a step against the steps of its kind
  * whose work is within this factor of its own (all of them when no
