@@ -71,7 +71,7 @@ static void test_cli_deep_trees_and_out_of_range_values(void)
     CHECK(strstr(out, "(depth 100000) [backend] op") != NULL);
     snprintf(args, sizeof args, "slice --step 4294967296 --rank 0 '%s'", path);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
-    CHECK(strstr(out, "--step wants a number") != NULL);
+    CHECK(strstr(out, "--step wants an integer from 0 to 2147483647") != NULL);
     snprintf(args, sizeof args, "slice --step 0 --rank 0 --max 0 '%s'", path);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
     snprintf(args, sizeof args, "requests --json --slowest 1 '%s'", path);
@@ -179,7 +179,7 @@ static void test_cli_train_and_model(void)
         {"train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", 0, "validation: step F1 "},
         {"train -o %s/mt.tmod --epochs 2 --without trace %s/c", 0, "validation: step F1 "},
         {"diagnose --model %s/mt.tmod --model-alone %s/c/case_0000", 0, "judged by the model"},
-        {"train -o %s/ma.tmod --without time %s/c", 2, "--without takes trace, logs or numbers, not time"},
+        {"train -o %s/ma.tmod --without time %s/c", 2, "--without takes trace, logs or numbers, not 'time'"},
         {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "raw tokens, vocabulary of"},
         {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "(0 merges)"},
         {"train -o %s/mv.tmod --epochs 2 --tpe-vocab 8 %s/c", 0, "(8 merges)"},
