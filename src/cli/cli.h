@@ -189,6 +189,8 @@ cli_load_opts cli_load_defaults(void);
 #define CLI_TRACE_ARGS                                                                          \
     "  TRACE_OR_CASE...  trace files (Kineto JSON .json or .json.gz, Nsight Systems SQLite\n" \
     "                    export, .tlt) or directories of them (also under traces/): one run"
+/* The cli_cmd fields of such a command: one trace or more. */
+#define CLI_TRACES .args = CLI_TRACE_ARGS, .min_args = 1, .missing = "no trace given", .max_args = -1
 
 /* Loads every path as one run (teller_load_expand, then teller_load: a
  * directory loads its *.json, *.json.gz, *.sqlite and *.tlt files, also

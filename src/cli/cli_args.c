@@ -9,6 +9,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -96,22 +97,25 @@ static int get_integer(const cli_cmd *c, const cli_opt *o, const char *opt, cons
 {
     char *end = NULL;
     int ok = (v[0] >= '0' && v[0] <= '9') || (o->kind == CLI_K_INT && v[0] == '-' && v[1] >= '0' && v[1] <= '9');
+    /* a u64's hi may be 2^64 - 1, which a double rounds up past every uint64_t */
+    unsigned long long hi = o->hi >= 18446744073709551615.0 ? ULLONG_MAX : (unsigned long long)o->hi;
     errno = 0;
-    if (ok && o->kind == CLI_K_INT) {
-        long long x = strtoll(v, &end, 10);
-        ok = !*end && !errno && (double)x >= o->lo && (double)x <= o->hi;
+    if (o->kind == CLI_K_INT) {
+        assert(o->lo >= INT_MIN && o->hi <= INT_MAX);
+        long long x = ok ? strtoll(v, &end, 10) : 0;
+        ok = ok && !*end && !errno && (double)x >= o->lo && (double)x <= o->hi;
         if (ok)
-            *(int *)o->dst = (int)x; /* lo and hi are within an int's range */
-    } else if (ok) {
-        unsigned long long x = strtoull(v, &end, 10);
-        /* hi may be 2^64, which no uint64_t holds: compared as a double then */
-        ok = !*end && !errno && (double)x >= o->lo &&
-             (o->hi >= 18446744073709551615.0 || x <= (unsigned long long)o->hi);
+            *(int *)o->dst = (int)x;
+    } else {
+        unsigned long long x = ok ? strtoull(v, &end, 10) : 0;
+        ok = ok && !*end && !errno && (double)x >= o->lo && x <= hi;
         if (ok)
             *(uint64_t *)o->dst = x;
     }
-    if (!ok)
+    if (!ok && o->kind == CLI_K_INT)
         cli_error(c->name, "%s wants an integer from %.0f to %.0f, not '%s'", opt, o->lo, o->hi, v);
+    else if (!ok)
+        cli_error(c->name, "%s wants an integer from %.0f to %llu, not '%s'", opt, o->lo, hi, v);
     return ok ? 0 : CLI_USAGE;
 }
 

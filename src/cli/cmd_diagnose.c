@@ -7,7 +7,7 @@
  * the steps when there is one; --model picks another, --no-model none;
  * --model-alone lets the model decide without the numeric stage's rules
  * (for measuring a model, docs/MODEL.md).
- * A case directory brings its logs/node*.log along.
+ * A case directory brings its .log files under logs/ along.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -112,11 +112,8 @@ int cmd_diagnose(int argc, char **argv)
         .usage = "[--log LOG]... [--json FILE] [--html FILE] [--perfetto FILE] [options] TRACE_OR_CASE...",
         .about = "Which steps were abnormal, where and why: the terminal summary (worst steps first),\n"
                  "the predictions JSON, the HTML and Perfetto reports.",
-        .args = CLI_TRACE_ARGS,
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
         .arg = cli_arg_case_logs,
         .ctx = &logs,
     };

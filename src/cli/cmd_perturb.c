@@ -1,7 +1,7 @@
 /*
  * cmd_perturb.c - `teller perturb -o CASE_DIR [options] TRACE_OR_CASE...`:
  * faults injected into a real, healthy run, written as a benchmark case.
- * A case directory brings its logs/node*.log along, as for diagnose.
+ * A case directory brings its .log files under logs/ along, as for diagnose.
  */
 
 #include "cli.h"
@@ -22,7 +22,7 @@ int cmd_perturb(int argc, char **argv)
         CLI_LIST(0, "log", &logs, "LOG", 0,
                  "a service log of the run, copied to logs/node<N>.log\n"
                  "(N from node<N> in its name, else the order given); repeatable;\n"
-                 "a case directory brings its logs/node*.log"),
+                 "a case directory brings its logs/*.log"),
         CLI_BOOL(0, "hang-teardown", &o.hang_teardown,
                  "nccl_hang as PyTorch's default (TORCH_NCCL_ASYNC_ERROR_HANDLING=3)\n"
                  "leaves a collector's trace: what still ran at the teardown is not\n"
@@ -37,12 +37,9 @@ int cmd_perturb(int argc, char **argv)
         .about = "Injects faults into a real, healthy run and writes it as a benchmark case: rank<R>.trace.json.gz\n"
                  "per rank, logs/, truth.json (../shared/BENCHMARK.md). Kinds a run cannot carry are skipped\n"
                  "with a note; docs/PERTURB.md has the physics.",
-        .args = CLI_TRACE_ARGS,
         .more = cli_fault_kinds(),
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
         .arg = cli_arg_case_logs,
         .ctx = &logs,
     };

@@ -3,7 +3,7 @@
  * TRACE_OR_CASE... [--log LOG...]`: every request's lifecycle and latency
  * breakdown (requests.h), as a table by latency, BENCHMARK.md JSON, or for
  * one id its call-chain tree with the path to where its time went. A case
- * directory brings its logs/node*.log along; the diagnosis (diagnose.h)
+ * directory brings its .log files under logs/ along; the diagnosis (diagnose.h)
  * marks abnormal steps unless --no-diagnose.
  */
 #include <stdint.h>
@@ -180,11 +180,8 @@ int cmd_requests(int argc, char **argv)
         .usage = "[--json | --id ID | --slowest N] [options] TRACE_OR_CASE... [--log LOG...]",
         .about = "Per request: lifecycle, steps, latency breakdown (queue, prefill, decode, stalls,\n"
                  "abnormal steps), as a table by latency, as JSON, or for one id its call-chain tree.",
-        .args = CLI_TRACE_ARGS,
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
         .arg = cli_arg_case_logs,
         .ctx = &logs,
     };

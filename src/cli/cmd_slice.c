@@ -97,11 +97,8 @@ int cmd_slice(int argc, char **argv)
         .usage = "--step K --rank R [--op NAME] [--tokens] [--json] [options] TRACE_OR_CASE...",
         .about = "The causal-context slice around one operator of a rank's step, or around the whole step,\n"
                  "in time order; with --tokens, also as the TPE tokens a model is fed.",
-        .args = CLI_TRACE_ARGS,
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
     };
     int np = cli_parse(&cmd, argc, argv);
     if (np < 0)

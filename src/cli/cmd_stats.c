@@ -31,11 +31,8 @@ int cmd_stats(int argc, char **argv)
         .name = "stats",
         .usage = "[options] TRACE_OR_CASE...",
         .about = "What a trace holds: events, links, steps, collectives, layers, clock offsets.",
-        .args = CLI_TRACE_ARGS,
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
     };
     int np = cli_parse(&cmd, argc, argv);
     if (np < 0)

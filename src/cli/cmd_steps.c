@@ -20,11 +20,8 @@ int cmd_steps(int argc, char **argv)
         .name = "steps",
         .usage = "[options] TRACE_OR_CASE...",
         .about = "Per step and rank: start, duration, kernel, communication and copy time, GPU idle time.",
-        .args = CLI_TRACE_ARGS,
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
     };
     int np = cli_parse(&cmd, argc, argv);
     if (np < 0)

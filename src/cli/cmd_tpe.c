@@ -322,11 +322,8 @@ int cmd_tpe(int argc, char **argv)
         {.name = "tpe encode",
          .usage = "[--vocab-file FILE] [--step K] [--rank R] [--json] [options] TRACE_OR_CASE...",
          .about = "The tokens of each step and rank of one run, readable or as JSON.",
-         .args = CLI_TRACE_ARGS,
          .opts = encode_opts,
-         .min_args = 1,
-         .missing = "no trace given",
-         .max_args = -1},
+         CLI_TRACES},
         {.name = "tpe stats",
          .usage = "[--vocab-file FILE] [options] RUN...",
          .about = "JSON: steps, nodes_per_step, tokens_before_per_step, tokens_after_per_step, reduction\n"

@@ -67,11 +67,8 @@ int cmd_tree(int argc, char **argv)
         .name = "tree",
         .usage = "[--rank R] [--step K] [--max-depth D] [options] TRACE_OR_CASE...",
         .about = "The call-chain trees of one step on one rank, depth first, GPU work under the call that launched it.",
-        .args = CLI_TRACE_ARGS,
         .opts = opts,
-        .min_args = 1,
-        .missing = "no trace given",
-        .max_args = -1,
+        CLI_TRACES,
     };
     int np = cli_parse(&cmd, argc, argv);
     if (np < 0)
