@@ -160,6 +160,12 @@ const char *cli_fault_kinds(void);
  * "teller: PATH: cannot write: why" printed. A command checks its outputs
  * before the work, not after it. */
 int cli_can_write(const char *path);
+/* fopen(path, "w"), saying why not ("teller: PATH: cannot write: why")
+ * when it fails. */
+FILE *cli_open_out(const char *path);
+/* Closes f, opened by cli_open_out: 0, or -1 when a write or the close
+ * failed, said as cli_open_out says it. */
+int cli_close_out(FILE *f, const char *path);
 
 /* ---- loading traces ---- */
 
@@ -199,6 +205,10 @@ cli_load_opts cli_load_defaults(void);
  * unless --force), trees built. Prints errors as "teller: FILE:OFFSET:
  * what" and the first warnings. Returns the store or NULL. */
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths);
+/* cli_parse by cmd, then cli_load of its bare arguments with o (which
+ * cmd's table fills): the store, or NULL with *status the command's exit
+ * status (0 after --help). */
+teller_store *cli_parse_load(const cli_cmd *cmd, const cli_load_opts *o, int argc, char **argv, int *status);
 /* The teller_load that cli_load calls: teller_load itself, unless a
  * program around the subcommands reads the files some other way (teller-mpi
  * sets its own, src/mpi/teller_mpi.c). */

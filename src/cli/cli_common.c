@@ -105,6 +105,24 @@ int cli_can_write(const char *path)
     return -1;
 }
 
+FILE *cli_open_out(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "teller: %s: cannot write: %s\n", path, strerror(errno));
+    return f;
+}
+
+int cli_close_out(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "teller: %s: cannot write: %s\n", path, bad ? "a write failed" : strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* "[=========           ] 45%  name" on one line of stderr. */
 static void progress(void *ctx, const char *what, uint64_t done, uint64_t total)
 {
@@ -220,6 +238,18 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
         if (nw > shown)
             fprintf(stderr, "teller: %llu warnings in all\n", (unsigned long long)nw);
     }
+    return st;
+}
+
+teller_store *cli_parse_load(const cli_cmd *cmd, const cli_load_opts *o, int argc, char **argv, int *status)
+{
+    int n = cli_parse(cmd, argc, argv);
+    if (n < 0) {
+        *status = cli_parse_exit(n);
+        return NULL;
+    }
+    teller_store *st = cli_load(o, argv + 1, n);
+    *status = st ? 0 : 1;
     return st;
 }
 

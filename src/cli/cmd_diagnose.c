@@ -34,6 +34,25 @@ static int step_cmp(const void *a, const void *b)
 /* The files diagnose writes. */
 typedef enum out_kind { OUT_PREDS, OUT_CANDS, OUT_HTML, OUT_PERFETTO } out_kind;
 
+/* Writes what the temporary file f holds to path, gzip-compressed: 0, or
+ * -1 with why said. */
+static int gzip_to(FILE *f, const char *path)
+{
+    gzFile z = gzopen(path, "wb6");
+    int rc = z && !ferror(f) ? 0 : -1;
+    char buf[1 << 16];
+    size_t got;
+    rewind(f);
+    while (rc == 0 && (got = fread(buf, 1, sizeof buf, f)) > 0)
+        if (gzwrite(z, buf, (unsigned)got) != (int)got)
+            rc = -1;
+    if (z && gzclose(z) != Z_OK)
+        rc = -1;
+    if (rc)
+        fprintf(stderr, "teller: %s: cannot write: %s\n", path, z ? "a write failed" : strerror(errno));
+    return rc;
+}
+
 /* Writes one output to path: 0, or -1 with why said. A report's path
  * ending in .gz is gzip-compressed (Perfetto opens those directly). */
 static int write_output(const char *path, out_kind kind, const teller_store *st, const teller_diagnosis *d,
@@ -41,9 +60,10 @@ static int write_output(const char *path, out_kind kind, const teller_store *st,
 {
     size_t n = strlen(path);
     int gz = (kind == OUT_HTML || kind == OUT_PERFETTO) && n > 3 && !strcmp(path + n - 3, ".gz");
-    FILE *f = gz ? tmpfile() : fopen(path, "w");
+    FILE *f = gz ? tmpfile() : cli_open_out(path);
     if (!f) {
-        fprintf(stderr, "teller: %s: cannot write: %s\n", path, strerror(errno));
+        if (gz)
+            fprintf(stderr, "teller: %s: cannot write: no temporary file: %s\n", path, strerror(errno));
         return -1;
     }
     teller_error err;
@@ -58,24 +78,15 @@ static int write_output(const char *path, out_kind kind, const teller_store *st,
         s = teller_report_html(st, d, d->requests, title, f, &err);
     else
         s = teller_report_perfetto(st, d, f, &err);
-    int rc = s == TELLER_OK && !ferror(f) ? 0 : -1;
-    if (s != TELLER_OK)
+    if (s != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", path, err.msg);
-    if (!rc && gz) {
-        gzFile z = gzopen(path, "wb6");
-        char buf[1 << 16];
-        size_t got;
-        rewind(f);
-        while (z && (got = fread(buf, 1, sizeof buf, f)) > 0)
-            if (gzwrite(z, buf, (unsigned)got) != (int)got)
-                rc = -1;
-        if (!z || gzclose(z) != Z_OK)
-            rc = -1;
+        fclose(f);
+        return -1;
     }
-    if (fclose(f) != 0 && !gz)
-        rc = -1;
-    if (rc && s == TELLER_OK)
-        fprintf(stderr, "teller: %s: cannot write: %s\n", path, strerror(errno));
+    if (!gz)
+        return cli_close_out(f, path);
+    int rc = gzip_to(f, path);
+    fclose(f);
     return rc;
 }
 

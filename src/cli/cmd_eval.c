@@ -163,17 +163,11 @@ int cmd_eval(int argc, char **argv)
     else
         teller_eval_write_table(e, stdout);
     if (out) {
-        FILE *f = fopen(out, "w");
-        int bad = !f;
-        if (f) {
+        FILE *f = cli_open_out(out);
+        if (f)
             teller_eval_write_json(e, f);
-            bad = ferror(f);
-            bad |= fclose(f) != 0;
-        }
-        if (bad) {
-            fprintf(stderr, "teller: %s: cannot write: %s\n", out, strerror(errno));
+        if (!f || cli_close_out(f, out))
             rc = 1;
-        }
     }
     teller_eval_free(e);
     return rc;
@@ -195,19 +189,11 @@ static int run_one(baseline_fn fn, const cli_load_opts *o, char *casedir, const 
         fprintf(stderr, "teller: %s: %s\n", casedir, err.msg);
         rc = 1;
     } else {
-        FILE *f = outpath ? fopen(outpath, "w") : stdout;
-        int bad = !f;
-        if (f) {
+        FILE *f = outpath ? cli_open_out(outpath) : stdout;
+        if (f)
             teller_pred_write(f, p, n);
-            if (f != stdout) {
-                bad = ferror(f);
-                bad |= fclose(f) != 0;
-            }
-        }
-        if (bad) {
-            fprintf(stderr, "teller: %s: cannot write: %s\n", outpath, strerror(errno));
+        if (!f || (f != stdout && cli_close_out(f, outpath)))
             rc = 1;
-        }
     }
     free(p);
     teller_store_free(st);

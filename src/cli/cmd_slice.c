@@ -100,13 +100,11 @@ int cmd_slice(int argc, char **argv)
         .opts = opts,
         CLI_TRACES,
     };
-    int np = cli_parse(&cmd, argc, argv);
-    if (np < 0)
-        return cli_parse_exit(np);
-    tokens |= vocab_file != NULL;
-    teller_store *st = cli_load(&o, argv + 1, np);
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
+    tokens |= vocab_file != NULL;
     uint32_t seed = teller_slice_find_seed(st, (uint32_t)step, (int32_t)rank, op);
     if (seed == TELLER_NONE) {
         cli_error(cmd.name, "no %s on rank %d in step %d", op ? "matching event" : "step", rank, step);

@@ -23,12 +23,10 @@ int cmd_steps(int argc, char **argv)
         .opts = opts,
         CLI_TRACES,
     };
-    int np = cli_parse(&cmd, argc, argv);
-    if (np < 0)
-        return cli_parse_exit(np);
-    teller_store *st = cli_load(&o, argv + 1, np);
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
     teller_step_summary *sum = NULL;
     size_t n = 0;
     teller_error err;

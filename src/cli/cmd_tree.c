@@ -70,12 +70,10 @@ int cmd_tree(int argc, char **argv)
         .opts = opts,
         CLI_TRACES,
     };
-    int np = cli_parse(&cmd, argc, argv);
-    if (np < 0)
-        return cli_parse_exit(np);
-    teller_store *st = cli_load(&o, argv + 1, np);
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
     const teller_step *steps = teller_store_steps(st);
     size_t ns = teller_store_num_steps(st);
     size_t row = ns;
