@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,7 +72,7 @@ static void test_cli_deep_trees_and_out_of_range_values(void)
     CHECK(strstr(out, "(depth 100000) [backend] op") != NULL);
     snprintf(args, sizeof args, "slice --step 4294967296 --rank 0 '%s'", path);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
-    CHECK(strstr(out, "--step wants a number") != NULL);
+    CHECK(strstr(out, "--step wants an integer from 0 to 2147483647") != NULL);
     snprintf(args, sizeof args, "slice --step 0 --rank 0 --max 0 '%s'", path);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
     snprintf(args, sizeof args, "requests --json --slowest 1 '%s'", path);
@@ -179,7 +180,7 @@ static void test_cli_train_and_model(void)
         {"train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", 0, "validation: step F1 "},
         {"train -o %s/mt.tmod --epochs 2 --without trace %s/c", 0, "validation: step F1 "},
         {"diagnose --model %s/mt.tmod --model-alone %s/c/case_0000", 0, "judged by the model"},
-        {"train -o %s/ma.tmod --without time %s/c", 2, "--without takes trace, logs or numbers, not time"},
+        {"train -o %s/ma.tmod --without time %s/c", 2, "--without takes trace, logs or numbers, not 'time'"},
         {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "raw tokens, vocabulary of"},
         {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "(0 merges)"},
         {"train -o %s/mv.tmod --epochs 2 --tpe-vocab 8 %s/c", 0, "(8 merges)"},
@@ -213,6 +214,176 @@ static void test_cli_train_and_model(void)
     rm_rf(dir);
 }
 
+/* Every command's options come from its table: --help is its "Usage:"
+ * line, what it does and one line per option (help2man's layout), exit 0;
+ * an unknown option, a missing value or a count past an int's range is a
+ * usage error in one format, "teller CMD: ...", exit 2. */
+static void test_cli_options_from_one_table(void)
+{
+    static const char *const cmds[] = {"stats", "tree", "steps", "logs", "simulate", "perturb", "diagnose", "eval",
+                                       "baseline", "run", "requests", "tpe", "tpe train", "tpe encode", "tpe stats",
+                                       "slice", "train"};
+    char out[16384], args[4800], want[128];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        snprintf(args, sizeof args, "%s --help", cmds[i]);
+        CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+        snprintf(want, sizeof want, "Usage: teller %s ", cmds[i]);
+        CHECK(!strncmp(out, want, strlen(want)));
+        CHECK(strstr(out, "\nOptions:\n") != NULL && strstr(out, "\n  -h, --help ") != NULL);
+        snprintf(args, sizeof args, "%s --no-such-option", cmds[i]);
+        CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+        snprintf(want, sizeof want, "teller %s: unknown option '--no-such-option'", cmds[i]);
+        if (!strstr(out, want)) {
+            fprintf(stderr, "  teller %s: '%s' does not say %s\n", cmds[i], out, want);
+            check_failures++;
+        }
+    }
+    CHECK_EQ_INT(run_cli("diagnose --help", out, sizeof out), 0);
+    CHECK(strstr(out, "\n      --candidates FILE ") && strstr(out, "\n      --step-pattern REGEX ") &&
+          strstr(out, "\n  -j, --jobs N "));
+    CHECK_EQ_INT(run_cli("tpe train --help", out, sizeof out), 0);
+    CHECK(strstr(out, "\n      --[no-]cross ") != NULL);
+    CHECK_EQ_INT(run_cli("stats --jobs", out, sizeof out), 2);
+    CHECK(strstr(out, "teller stats: --jobs needs a value (N)") != NULL);
+    /* 2^32 + 1 was cast to an int (undefined; INT_MIN on x86, which the simulator then refused) */
+    CHECK_EQ_INT(run_cli("simulate -o /tmp/teller_cli_never --nodes 4294967297", out, sizeof out), 2);
+    CHECK(strstr(out, "teller simulate: --nodes wants an integer from 1 to 2147483647, not '4294967297'") != NULL);
+    CHECK_EQ_INT(run_cli("simulate --nodes 2", out, sizeof out), 2);
+    CHECK(strstr(out, "teller simulate: -o DIR is required") != NULL);
+    CHECK_EQ_INT(run_cli("tpe", out, sizeof out), 2);
+    CHECK(strstr(out, "teller tpe: which one? train, encode or stats") != NULL);
+    CHECK_EQ_INT(run_cli("tpe merge x", out, sizeof out), 2);
+    CHECK_EQ_INT(run_cli("eval --truth", out, sizeof out), 2);
+    CHECK(strstr(out, "teller eval: --truth needs a value (TRUTH)") != NULL);
+    CHECK_EQ_INT(run_cli("baseline zscore", out, sizeof out), 2);
+    CHECK_EQ_INT(run_cli("baseline median x", out, sizeof out), 2);
+    CHECK(strstr(out, "not 'median'") != NULL);
+    CHECK_EQ_INT(run_cli("run", out, sizeof out), 2);
+    CHECK(strstr(out, "teller run: no command given") != NULL);
+    /* --name=value is --name value */
+    char b200[4096];
+    snprintf(b200, sizeof b200, "%s", shared_path("tracelens/b200/eager_trace.json.gz"));
+    snprintf(args, sizeof args, "diagnose -q --threshold=0.7 '%s'", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "stats --json=yes '%s'", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    CHECK(strstr(out, "teller stats: --json takes no value") != NULL);
+    /* requests' --log takes the arguments after it; logs' --align those up to '--' */
+    snprintf(args, sizeof args, "requests -q --no-diagnose '%s' --log /nonexistent/a.log /nonexistent/b.log", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "/nonexistent/a.log") && strstr(out, "cannot open log"));
+    snprintf(args, sizeof args, "logs --align '%s' /nonexistent/a.log", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    CHECK(strstr(out, "teller logs: --align wants TRACE... and then '--'") != NULL);
+}
+
+/* Bytes that are no log: xorshift64 noise, n bytes, written to path. */
+static void write_noise(const char *path, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    uint64_t x = 2463534242ull;
+    for (size_t i = 0; f && i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        fputc((int)(x >> 32) & 0xff, f);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* A one-step trace of one rank, the smallest the loader takes. */
+static void write_tiny_trace(const char *path, int rank)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [{\"ph\": \"X\", "
+               "\"cat\": \"user_annotation\", \"name\": \"ProfilerStep#0\", \"pid\": 1, \"tid\": 1, \"ts\": 0, "
+               "\"dur\": 100}]}\n", rank);
+    fclose(f);
+}
+
+/* The error paths of the review, each a clear message and the one exit
+ * rule: usage 2, input 1. Before: an unwritable --json said "cannot write"
+ * and then "written:" it (after the whole diagnosis); random bytes as
+ * --log or to `teller logs` exited 0 with their bytes as templates; a bad
+ * --step-pattern ended with "--force reads them as one run anyway"; no
+ * trace exited 1; traces in subdirectories were "no trace files". */
+static void test_cli_error_paths(void)
+{
+    char dir[] = "/tmp/teller_cli_err_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char out[16384], args[9000], b200[4096], p[4200], q[4400];
+    snprintf(b200, sizeof b200, "%s", shared_path("tracelens/b200/eager_trace.json.gz"));
+
+    snprintf(args, sizeof args, "diagnose -q --json /nonexistent/dir/p.json '%s'", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "teller: /nonexistent/dir/p.json: cannot write: /nonexistent/dir: No such file") != NULL);
+    CHECK(strstr(out, "written") == NULL && strstr(out, "abnormal") == NULL); /* refused before the work */
+
+    snprintf(p, sizeof p, "%s/garbage.log", dir);
+    write_noise(p, 20000);
+    snprintf(args, sizeof args, "diagnose -q --log '%s' '%s'", p, b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, p) && strstr(out, "not a text log"));
+    snprintf(args, sizeof args, "logs '%s'", p);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, p) && strstr(out, "not a text log") && !strstr(out, "templates"));
+    /* a text log with a stretch of noise: read, the noise's lines counted and the file named */
+    snprintf(q, sizeof q, "%s/partial.log", dir);
+    size_t nnoise = 0, n = 0;
+    char *noise = read_file(p, &nnoise), *hdfs = read_file(shared_path("../loghub/HDFS/HDFS_2k.log"), &n);
+    FILE *f = noise && hdfs ? fopen(q, "wb") : NULL;
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(hdfs, 1, n, f);
+        fwrite(noise, 1, 2000, f);
+        fputc('\n', f);
+        fclose(f);
+        snprintf(args, sizeof args, "logs '%s'", q);
+        CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+        snprintf(args, sizeof args, "teller: warning: %s: ", q);
+        CHECK(strstr(out, args) && strstr(out, "lines skipped as binary"));
+    }
+    free(noise);
+    free(hdfs);
+
+    snprintf(args, sizeof args, "stats -q --step-pattern '([' '%s'", b200);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
+    CHECK(strstr(out, "teller stats: --step-pattern wants a POSIX extended regular expression, not '(['") != NULL);
+    CHECK(strstr(out, "--force") == NULL);
+
+    static const char *const bare[] = {"stats", "steps", "tree", "diagnose -q", "requests", "slice", "perturb -o x"};
+    for (size_t i = 0; i < sizeof bare / sizeof *bare; i++) {
+        CHECK_EQ_INT(run_cli(bare[i], out, sizeof out), 2);
+        CHECK(strstr(out, ": no trace given\nUsage: teller ") != NULL);
+    }
+    snprintf(args, sizeof args, "stats '%s/nothing_here'", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "no such file or directory") != NULL);
+
+    /* traces one level down: the subdirectories that hold them are named, one without is not */
+    static const char *const subs[] = {"a", "b", "empty"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/run/%s", dir, subs[i]);
+        snprintf(q, sizeof q, "%s/run", dir);
+        mkdir(q, 0755);
+        CHECK_EQ_INT(mkdir(p, 0755), 0);
+        snprintf(q, sizeof q, "%s/rank%zu.trace.json", p, i);
+        if (i < 2)
+            write_tiny_trace(q, (int)i);
+    }
+    snprintf(args, sizeof args, "stats -q '%s/run'", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "/run: no trace files") && strstr(out, "its subdirectories a/ and b/ hold some: give them"));
+    snprintf(args, sizeof args, "stats -q '%s/run/a' '%s/run/b'", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    rm_rf(dir);
+}
+
 const test_case cli_tests[] = {
     {"cli: a tree 100,000 deep prints; values past their range are refused", test_cli_deep_trees_and_out_of_range_values},
     {"cli: train writes a model; diagnose --model uses it, --no-model does not, a foreign file is an error",
@@ -221,5 +392,7 @@ const test_case cli_tests[] = {
     {"cli: bad option values are errors naming what was wanted; --version", test_cli_option_values},
     {"cli: tree names a rank the trace does not have", test_cli_missing_rank},
     {"cli: traces of two runs are refused unless --force", test_cli_refuses_two_runs},
+    {"cli: every command's options, errors and --help come from its table", test_cli_options_from_one_table},
+    {"cli: error paths: unwritable outputs, garbage logs, bad patterns, no trace, nested traces", test_cli_error_paths},
     {NULL, NULL},
 };

@@ -1119,6 +1119,83 @@ static void what_is_not_a_log_is_refused_by_name(void)
     unlink(xz);
 }
 
+/* Random bytes given as a log are refused, naming the file: most of their
+ * lines hold no NUL and few control bytes, but half their bytes are not
+ * UTF-8, and they were read as records of templates. A text log with a
+ * binary stretch in it is read: its text lines are records, its binary
+ * lines counted; a line in another 8-bit encoding (Latin-1) is text. */
+static void mostly_binary_log_is_refused_a_text_log_keeps_its_text(void)
+{
+    enum { NOISE = 20000 };
+    unsigned char *noise = malloc(NOISE);
+    size_t hlen;
+    char *hdfs = read_file(shared_file("data/loghub/HDFS/HDFS_2k.log"), &hlen);
+    CHECK(noise && hdfs);
+    if (!noise || !hdfs) {
+        free(noise);
+        free(hdfs);
+        return;
+    }
+    uint64_t x = 88172645463325252ull; /* xorshift64: the same bytes every run */
+    for (size_t i = 0; i < NOISE; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise[i] = (unsigned char)(x >> 32);
+    }
+    int without_nul = 0; /* lines the old rule (NUL, a quarter control bytes) took for text */
+    for (size_t i = 0, start = 0, nul = 0, ctl = 0; i < NOISE; i++) {
+        nul |= noise[i] == 0;
+        ctl += noise[i] < 0x20 && noise[i] != '\t' && noise[i] != '\r' && noise[i] != '\n';
+        if (noise[i] == '\n') {
+            without_nul += !nul && i > start && ctl * 4 <= i - start;
+            start = i + 1;
+            nul = ctl = 0;
+        }
+    }
+    CHECK(without_nul >= 20);
+    char path[] = "/tmp/teller_test_XXXXXX.log";
+    int fd = mkstemps(path, 4);
+    CHECK(fd >= 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (f) {
+        fwrite(noise, 1, NOISE, f);
+        fclose(f);
+        file_collect c = {0, 0, 0, 0};
+        teller_error err;
+        teller_error_clear(&err);
+        CHECK_EQ_INT(teller_log_read_file(path, NULL, on_file, &c, NULL, &err), TELLER_ERR_FORMAT);
+        CHECK(!strcmp(err.file, path) && strstr(err.msg, "not a text log") != NULL);
+    }
+    /* 50 lines of HDFS, the noise's first 3000 bytes, a Latin-1 line, 50 more lines */
+    const char *cut = hdfs;
+    for (int k = 0; k < 50; k++)
+        cut = strchr(cut, '\n') + 1;
+    const char *end = cut;
+    for (int k = 0; k < 50; k++)
+        end = strchr(end, '\n') + 1;
+    f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(hdfs, 1, (size_t)(cut - hdfs), f);
+        fwrite(noise, 1, 3000, f);
+        fputs("\nDonn\xe9" "es re\xe7" "ues du serveur de caf\xe9, pr\xea" "tes\n", f);
+        fwrite(cut, 1, (size_t)(end - cut), f);
+        fclose(f);
+        file_collect c = {0, 0, 0, 0};
+        teller_log_stats st;
+        teller_error err;
+        CHECK_EQ_INT(teller_log_read_file(path, NULL, on_file, &c, &st, &err), TELLER_OK);
+        CHECK(st.binary > 0);
+        CHECK(c.records >= 101); /* HDFS's 100 lines and the Latin-1 one, and maybe a line of noise */
+        CHECK(st.bad_utf8 >= 1);
+        CHECK_EQ_INT(st.lines, st.binary + st.blank + st.records);
+    }
+    unlink(path);
+    free(noise);
+    free(hdfs);
+}
+
 /* A callback that cannot allocate returns -TELLER_ERR_NOMEM: reading stops
  * there and the status comes back with the record's line; a positive
  * return stops without an error. */
@@ -1353,6 +1430,8 @@ const test_case logs_tests[] = {
     {"logs: New Year, false headers and process groups' ranks", what_a_line_says_is_taken_only_when_whole},
     {"logs: a directory, a trace or another compression given as a log is refused by name",
      what_is_not_a_log_is_refused_by_name},
+    {"logs: a mostly binary file is refused naming it; a text log's binary lines are skipped and counted",
+     mostly_binary_log_is_refused_a_text_log_keeps_its_text},
     {"logs: a callback's failure (out of memory) comes back as the status", callback_failure_comes_back_as_the_status},
     {"logs: params are one per slot of the final template; URLs keep their //",
      params_are_one_per_slot_of_the_final_template},

@@ -123,7 +123,7 @@ typedef struct teller_log_stats {
     uint64_t lines;       /* input lines (newline-terminated, plus a final partial one) */
     uint64_t records;     /* records delivered */
     uint64_t blank;       /* empty lines, skipped */
-    uint64_t binary;      /* lines that looked binary (NUL or mostly control bytes), skipped */
+    uint64_t binary;      /* binary lines (a NUL, or over a quarter control bytes or not UTF-8), skipped */
     uint64_t bad_utf8;    /* lines with invalid UTF-8, kept */
     uint64_t ansi;        /* lines with ANSI escapes, kept stripped */
     uint64_t truncated;   /* records cut at max_record_bytes */
@@ -156,9 +156,11 @@ const teller_log_stats *teller_log_reader_stats(const teller_log_reader *r);
  * be NULL) receives the reader's counts. Errors, each naming the file:
  * TELLER_ERR_IO when it cannot be opened or read; TELLER_ERR_ARG for a
  * directory; TELLER_ERR_FORMAT for a trace (Nsight Systems SQLite, .tlt,
- * Kineto/Chrome JSON) or a file without one text line; TELLER_ERR_NOMEM;
- * or the status a callback stopped with. Records already handed out before
- * a read error stay handed out. */
+ * Kineto/Chrome JSON), another compression, or a file whose non-blank
+ * lines are more binary than not (found at its end, so its text lines'
+ * records were handed out); TELLER_ERR_NOMEM; or the status a callback
+ * stopped with. Records already handed out before an error stay handed
+ * out. The binary lines of a file that is read are in stats->binary. */
 teller_status teller_log_read_file(const char *path, const teller_log_opts *opts, teller_log_fn fn,
                                    void *ctx, teller_log_stats *stats, teller_error *err);
 

@@ -3,6 +3,8 @@
  * the library's load path, include/teller/load.h) and printing trace text
  * safely.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,40 +22,103 @@ cli_load_opts cli_load_defaults(void)
     return o;
 }
 
-int cli_common_opt(cli_load_opts *o, int argc, char **argv, int *i)
+int cli_strs_add(cli_strs *l, const char *s)
 {
-    const char *a = argv[*i];
-    if (!strcmp(a, "--step-pattern") || !strcmp(a, "--gpus-per-node") || !strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "teller: %s needs a value\n", a);
-            return -1;
-        }
-        const char *v = argv[++*i];
-        double x;
-        if (!strcmp(a, "--step-pattern"))
-            o->load.tree.step_pattern = v;
-        else if (!strcmp(a, "--gpus-per-node")) {
-            if (cli_number(argv[0], a, v, 1, 1 << 20, 1, &x))
-                return -1;
-            o->load.tree.gpus_per_node = (int)x;
-        } else {
-            if (cli_number(argv[0], a, v, 1, 1024, 1, &x))
-                return -1;
-            o->load.jobs = (int)x;
-        }
-        return 1;
+    char *copy = strdup(s);
+    char **nv = copy ? realloc(l->v, (l->n + 1) * sizeof *nv) : NULL;
+    if (!nv) {
+        free(copy);
+        return -1;
     }
-    if (!strcmp(a, "--force")) {
-        o->load.force = 1;
-        return 1;
+    l->v = nv;
+    l->v[l->n++] = copy;
+    return 0;
+}
+
+void cli_strs_free(cli_strs *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int cli_case_logs(const char *dir, cli_strs *l)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/logs", dir);
+    DIR *d = opendir(p);
+    if (!d)
+        return 0;
+    size_t had = l->n;
+    int rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len < 5 || strcmp(de->d_name + len - 4, ".log"))
+            continue;
+        char f[4400];
+        snprintf(f, sizeof f, "%s/%s", p, de->d_name);
+        rc = cli_strs_add(l, f);
     }
-    if (!strcmp(a, "--skip-python")) {
-        o->load.ingest.skip_python = 1;
-        return 1;
+    closedir(d);
+    /* the directory's order is the file system's; the name's is the same everywhere */
+    qsort(l->v + had, l->n - had, sizeof *l->v, str_cmp);
+    return rc;
+}
+
+int cli_arg_case_logs(void *logs, const char *a)
+{
+    struct stat sb;
+    if (stat(a, &sb) == 0 && S_ISDIR(sb.st_mode) && cli_case_logs(a, logs)) {
+        fprintf(stderr, "teller: out of memory\n");
+        return CLI_FAIL;
     }
-    if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-        o->quiet = 1;
-        return 1;
+    return 0;
+}
+
+int cli_can_write(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "teller: %s: cannot write: a directory\n", path);
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    const char *why = NULL;
+    if (stat(dir, &sb) != 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(sb.st_mode))
+        why = "not a directory";
+    else if (access(dir, W_OK | X_OK) != 0)
+        why = strerror(errno);
+    if (!why)
+        return 0;
+    fprintf(stderr, "teller: %s: cannot write: %s: %s\n", path, dir, why);
+    return -1;
+}
+
+FILE *cli_open_out(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "teller: %s: cannot write: %s\n", path, strerror(errno));
+    return f;
+}
+
+int cli_close_out(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "teller: %s: cannot write: %s\n", path, bad ? "a write failed" : strerror(errno));
+        return -1;
     }
     return 0;
 }
@@ -69,6 +134,48 @@ static void progress(void *ctx, const char *what, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
+/* After "teller: DIR: no trace files ...": the subdirectories of dir that
+ * hold traces as a directory named on the command line is read (at its
+ * top or under traces/), so that the user can give them. */
+static void name_trace_subdirs(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    cli_strs subs = {NULL, 0};
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        char p[4400];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] == '.' || stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            continue;
+        const char *one = p;
+        char **files = NULL;
+        size_t n = 0;
+        teller_error e;
+        if (teller_load_expand(&one, 1, &files, &n, &e) == TELLER_OK && n > 0 && cli_strs_add(&subs, de->d_name)) {
+            teller_load_files_free(files, n);
+            break;
+        }
+        teller_load_files_free(files, n);
+    }
+    closedir(d);
+    if (subs.n) {
+        qsort(subs.v, subs.n, sizeof *subs.v, str_cmp);
+        fputs("; its subdirectories ", stderr);
+        enum { SHOWN = 4 };
+        for (size_t i = 0; i < subs.n && i < SHOWN; i++) {
+            fputs(i == 0 ? "" : i + 1 == subs.n ? " and " : ", ", stderr);
+            cli_put_text(stderr, subs.v[i]);
+            fputc('/', stderr);
+        }
+        if (subs.n > SHOWN)
+            fprintf(stderr, " and %zu more", subs.n - SHOWN);
+        fputs(" hold some: give them", stderr);
+    }
+    cli_strs_free(&subs);
+}
+
 teller_status (*cli_loader)(teller_store *, const char *const *, size_t, const teller_load_opts *, teller_error *) = teller_load;
 
 teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
@@ -79,7 +186,11 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
     teller_error_clear(&err);
     if (teller_load_expand((const char *const *)paths, (size_t)(npaths > 0 ? npaths : 0), &files, &nfiles, &err) !=
         TELLER_OK) {
-        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        fprintf(stderr, "teller: %s: %s", err.file, err.msg);
+        struct stat sb;
+        if (err.code == TELLER_ERR_ARG && stat(err.file, &sb) == 0 && S_ISDIR(sb.st_mode))
+            name_trace_subdirs(err.file);
+        fputc('\n', stderr);
         return NULL;
     }
     teller_store *st = teller_store_create();
@@ -89,6 +200,7 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
         return NULL;
     }
     teller_load_opts lo = o->load;
+    lo.force = 1; /* the run check is made below, so that its refusal alone says how to force it */
     /* a progress bar on stderr for long inputs, when someone is watching */
     uint64_t total = 0;
     for (size_t i = 0; i < nfiles; i++) {
@@ -103,11 +215,12 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
     if (bar)
         fputc('\n', stderr);
     teller_load_files_free(files, nfiles);
-    if (s != TELLER_OK) {
+    int refused = s == TELLER_OK && !o->load.force && teller_load_check_run(st, &err) != TELLER_OK;
+    if (s != TELLER_OK || refused) {
         fprintf(stderr, "teller: %s:%llu: ", err.file, (unsigned long long)err.offset);
         cli_put_text(stderr, err.msg);
         fputc('\n', stderr);
-        if (s == TELLER_ERR_ARG)
+        if (refused)
             fprintf(stderr, "teller: --force reads them as one run anyway\n");
         teller_store_free(st);
         return NULL;
@@ -125,6 +238,18 @@ teller_store *cli_load(const cli_load_opts *o, char **paths, int npaths)
         if (nw > shown)
             fprintf(stderr, "teller: %llu warnings in all\n", (unsigned long long)nw);
     }
+    return st;
+}
+
+teller_store *cli_parse_load(const cli_cmd *cmd, const cli_load_opts *o, int argc, char **argv, int *status)
+{
+    int n = cli_parse(cmd, argc, argv);
+    if (n < 0) {
+        *status = cli_parse_exit(n);
+        return NULL;
+    }
+    teller_store *st = cli_load(o, argv + 1, n);
+    *status = st ? 0 : 1;
     return st;
 }
 

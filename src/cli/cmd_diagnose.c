@@ -7,12 +7,11 @@
  * the steps when there is one; --model picks another, --no-model none;
  * --model-alone lets the model decide without the numeric stage's rules
  * (for measuring a model, docs/MODEL.md).
- * A case directory brings its logs/node*.log along.
+ * A case directory brings its .log files under logs/ along.
  */
-#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "teller/check.h"
@@ -22,48 +21,10 @@
 #include "teller/requests.h"
 #include <zlib.h>
 
-int cli_add_str(char ***v, size_t *n, const char *s)
-{
-    char **nv = realloc(*v, (*n + 1) * sizeof **v);
-    if (!nv)
-        return -1;
-    *v = nv;
-    (*v)[(*n)++] = strdup(s);
-    return 0;
-}
-
-void cli_free_strs(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-/* logs/node*.log of a case directory */
-void cli_case_logs(const char *dir, char ***v, size_t *n)
-{
-    char p[4096];
-    snprintf(p, sizeof p, "%s/logs", dir);
-    DIR *d = opendir(p);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t l = strlen(de->d_name);
-        if (de->d_name[0] == '.' || l < 5 || strcmp(de->d_name + l - 4, ".log"))
-            continue;
-        char f[4400];
-        snprintf(f, sizeof f, "%s/%s", p, de->d_name);
-        cli_add_str(v, n, f);
-    }
-    closedir(d);
-}
-
 /* --check: every number of the diagnosis made again from the trace
  * (check.h), and of its HTML report, rendered as --html writes it, when
  * one is asked for. 0 when all agree. */
-static int check_all(const teller_store *st, const teller_diagnosis *d, int html, const teller_requests *reqs,
-                     const char *title)
+static int check_all(const teller_store *st, const teller_diagnosis *d, int html, const char *title)
 {
     teller_check_report r = {0};
     teller_error err;
@@ -76,7 +37,7 @@ static int check_all(const teller_store *st, const teller_diagnosis *d, int html
         if (!f)
             cs = teller_error_set(&err, TELLER_ERR_NOMEM, "(check)", 0, "out of memory");
         else {
-            cs = teller_report_html(st, d, reqs, title, f, &err);
+            cs = teller_report_html(st, d, d->requests, title, f, &err);
             if (fclose(f) != 0 && cs == TELLER_OK)
                 cs = teller_error_set(&err, TELLER_ERR_NOMEM, "(check)", 0, "out of memory");
         }
@@ -110,39 +71,62 @@ static int step_cmp(const void *a, const void *b)
     return x->pred.step < y->pred.step ? -1 : 1;
 }
 
-/* Writes the HTML (perfetto = 0) or Perfetto JSON report to path; a
- * path ending in .gz is gzip-compressed (Perfetto opens those directly). */
-static int write_report(const char *path, int perfetto, const teller_store *st, const teller_diagnosis *d,
-                        const teller_requests *reqs, const char *title)
+/* The files diagnose writes. */
+typedef enum out_kind { OUT_PREDS, OUT_CANDS, OUT_HTML, OUT_PERFETTO } out_kind;
+
+/* Writes what the temporary file f holds to path, gzip-compressed: 0, or
+ * -1 with why said. */
+static int gzip_to(FILE *f, const char *path)
+{
+    gzFile z = gzopen(path, "wb6");
+    int rc = z && !ferror(f) ? 0 : -1;
+    char buf[1 << 16];
+    size_t got;
+    rewind(f);
+    while (rc == 0 && (got = fread(buf, 1, sizeof buf, f)) > 0)
+        if (gzwrite(z, buf, (unsigned)got) != (int)got)
+            rc = -1;
+    if (z && gzclose(z) != Z_OK)
+        rc = -1;
+    if (rc)
+        fprintf(stderr, "teller: %s: cannot write: %s\n", path, z ? "a write failed" : strerror(errno));
+    return rc;
+}
+
+/* Writes one output to path: 0, or -1 with why said. A report's path
+ * ending in .gz is gzip-compressed (Perfetto opens those directly). */
+static int write_output(const char *path, out_kind kind, const teller_store *st, const teller_diagnosis *d,
+                        const char *title)
 {
     size_t n = strlen(path);
-    int gz = n > 3 && !strcmp(path + n - 3, ".gz");
-    FILE *f = gz ? tmpfile() : fopen(path, "w");
+    int gz = (kind == OUT_HTML || kind == OUT_PERFETTO) && n > 3 && !strcmp(path + n - 3, ".gz");
+    FILE *f = gz ? tmpfile() : cli_open_out(path);
     if (!f) {
-        fprintf(stderr, "teller: %s: cannot write\n", path);
+        if (gz)
+            fprintf(stderr, "teller: %s: cannot write: no temporary file: %s\n", path, strerror(errno));
         return -1;
     }
     teller_error err;
     teller_error_clear(&err);
-    teller_status s = perfetto ? teller_report_perfetto(st, d, f, &err) : teller_report_html(st, d, reqs, title, f, &err);
-    int rc = s == TELLER_OK ? 0 : -1;
-    if (rc)
+    teller_status s = TELLER_OK;
+    if (kind == OUT_PREDS)
+        s = teller_diag_write_preds(f, d) == TELLER_OK ? TELLER_OK
+                                                      : teller_error_set(&err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    else if (kind == OUT_CANDS)
+        teller_diag_write_candidates(f, st, d);
+    else if (kind == OUT_HTML)
+        s = teller_report_html(st, d, d->requests, title, f, &err);
+    else
+        s = teller_report_perfetto(st, d, f, &err);
+    if (s != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", path, err.msg);
-    if (!rc && gz) {
-        gzFile z = gzopen(path, "wb6");
-        char buf[1 << 16];
-        size_t got;
-        rewind(f);
-        while (z && (got = fread(buf, 1, sizeof buf, f)) > 0)
-            if (gzwrite(z, buf, (unsigned)got) != (int)got)
-                rc = -1;
-        if (!z || gzclose(z) != Z_OK)
-            rc = -1;
-        if (rc)
-            fprintf(stderr, "teller: %s: cannot write\n", path);
+        fclose(f);
+        return -1;
     }
-    if (fclose(f) != 0 && !gz)
-        rc = -1;
+    if (!gz)
+        return cli_close_out(f, path);
+    int rc = gzip_to(f, path);
+    fclose(f);
     return rc;
 }
 
@@ -150,100 +134,60 @@ int cmd_diagnose(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
     const char *json = NULL, *html = NULL, *perfetto = NULL, *cands = NULL, *model_path = NULL;
-    int no_model = 0, model_alone = 0, check = 0;
-    teller_model *model = NULL;
-    char **logs = NULL, **paths = calloc((size_t)argc + 1, sizeof *paths);
-    size_t nlogs = 0;
-    int np = 0, rc = 0;
+    int no_model = 0, model_alone = 0, check = 0, tz_offset = 0, rc = 1;
     double threshold = 0, spreads = -1;
-    int32_t tz_offset = 0;
-    if (!paths)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0) {
-            rc = 2;
-            goto done;
-        }
-        if (r)
-            continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller diagnose [--log LOG...] [--json FILE] [--html FILE] [--perfetto FILE]\n"
-                   "                       [--candidates FILE] [--model FILE | --no-model] [--model-alone]\n"
-                   "                       [--threshold T]\n"
-                   "                       [options] TRACE_OR_CASE...\n"
-                   "  a case directory brings its logs/node*.log; --log adds service logs\n"
-                   "  (a log's node comes from node<N> in its name)\n"
-                   "  --tz-offset S: the logs' local zone in seconds east of UTC (default 0: UTC)\n"
-                   "  --candidates FILE: every step's candidates and their features as JSON\n"
-                   "  --check: make every number of the diagnosis (and of the --html report) again from\n"
-                   "  the trace; exit 1 when one does not match\n"
-                   "  --spreads K: a step whose findings are not facts (a hang, a log line) is abnormal only\n"
-                   "  when it took longer than its kind usually does by K of its kind's spreads (default 3)\n"
-                   "  --model FILE: the root-cause model to use (default: the built-in one, if any);\n"
-                   "  --no-model: the numeric stage alone\n"
-                   "  --model-alone: the model decides alone (P(abnormal) >= 0.5, its own root; no\n"
-                   "  numeric alarm stands): for measuring a model or an ablation\n" CLI_COMMON_HELP);
-            goto done;
-        }
-        if ((!strcmp(a, "--log") || !strcmp(a, "--json") || !strcmp(a, "--html") || !strcmp(a, "--perfetto") ||
-             !strcmp(a, "--threshold") || !strcmp(a, "--candidates") || !strcmp(a, "--model") ||
-             !strcmp(a, "--tz-offset") || !strcmp(a, "--spreads")) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "teller: diagnose: %s needs a value\n", a);
-            rc = 2;
-            goto done;
-        }
-        if (!strcmp(a, "--log"))
-            cli_add_str(&logs, &nlogs, argv[++i]);
-        else if (!strcmp(a, "--json"))
-            json = argv[++i];
-        else if (!strcmp(a, "--html"))
-            html = argv[++i];
-        else if (!strcmp(a, "--perfetto"))
-            perfetto = argv[++i];
-        else if (!strcmp(a, "--candidates"))
-            cands = argv[++i];
-        else if (!strcmp(a, "--model"))
-            model_path = argv[++i];
-        else if (!strcmp(a, "--no-model"))
-            no_model = 1;
-        else if (!strcmp(a, "--check"))
-            check = 1;
-        else if (!strcmp(a, "--model-alone"))
-            model_alone = 1;
-        else if (!strcmp(a, "--tz-offset")) {
-            double tz;
-            if (cli_number("diagnose", a, argv[++i], -86400, 86400, 1, &tz)) {
-                rc = 2;
-                goto done;
-            }
-            tz_offset = (int32_t)tz;
-        } else if (!strcmp(a, "--spreads")) {
-            if (cli_number("diagnose", a, argv[++i], 0, 100, 0, &spreads)) {
-                rc = 2;
-                goto done;
-            }
-        } else if (!strcmp(a, "--threshold")) {
-            /* scores are in [0, 1]: a threshold above 1 would flag nothing */
-            if (cli_number("diagnose", a, argv[++i], 0.001, 1, 0, &threshold)) {
-                rc = 2;
-                goto done;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "teller: diagnose: unknown option %s\n", a);
-            rc = 2;
-            goto done;
-        } else {
-            paths[np++] = argv[i];
-            struct stat sb;
-            if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
-                cli_case_logs(argv[i], &logs, &nlogs);
-        }
+    teller_model *model = NULL;
+    cli_strs logs = {NULL, 0};
+    const cli_opt opts[] = {
+        CLI_LIST(0, "log", &logs, "LOG", 0,
+                 "a service log (repeatable; its node from node<N> in its name);\n"
+                 "a case directory brings its logs/*.log"),
+        CLI_INT(0, "tz-offset", &tz_offset, "S", -86400, 86400,
+                "the logs' local zone in seconds east of UTC (default 0: UTC)"),
+        CLI_STR(0, "json", &json, "FILE", 0, "the predictions (../shared/BENCHMARK.md)"),
+        CLI_STR(0, "html", &html, "FILE", 0, "the HTML report"),
+        CLI_STR(0, "perfetto", &perfetto, "FILE", 0, "the trace with the findings, for Perfetto (.gz: compressed)"),
+        CLI_STR(0, "candidates", &cands, "FILE", 0, "every step's candidates and their features as JSON"),
+        CLI_STR(0, "model", &model_path, "FILE", 0, "the root-cause model to use (default: the built-in one, if any)"),
+        CLI_BOOL(0, "no-model", &no_model, "the numeric stage alone"),
+        CLI_BOOL(0, "model-alone", &model_alone,
+                 "the model decides alone (P(abnormal) >= 0.5, its own root; no\n"
+                 "numeric alarm stands): for measuring a model or an ablation"),
+        /* scores are in [0, 1]: a threshold above 1 would flag nothing */
+        CLI_NUM(0, "threshold", &threshold, "T", 0.001, 1, 0, "the score from which a step is abnormal"),
+        CLI_NUM(0, "spreads", &spreads, "K", 0, 100, 0,
+                "the step alarm: a step whose findings are not facts (a hang, a log\n"
+                "line) is abnormal only when it took longer than its kind usually\n"
+                "does by K of its kind's spreads (default 3)"),
+        CLI_BOOL(0, "check", &check,
+                 "make every number of the diagnosis (and of --html's report) again\n"
+                 "from the trace; exit 1 when one does not match"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "diagnose",
+        .usage = "[--log LOG]... [--json FILE] [--html FILE] [--perfetto FILE] [options] TRACE_OR_CASE...",
+        .about = "Which steps were abnormal, where and why: the terminal summary (worst steps first),\n"
+                 "the predictions JSON, the HTML and Perfetto reports.",
+        .opts = opts,
+        CLI_TRACES,
+        .arg = cli_arg_case_logs,
+        .ctx = &logs,
+    };
+    int np = cli_parse(&cmd, argc, argv);
+    if (np < 0) {
+        rc = cli_parse_exit(np);
+        goto done;
     }
+    char **paths = argv + 1;
+    const struct {
+        const char *path;
+        out_kind    kind;
+    } outs[] = {{json, OUT_PREDS}, {html, OUT_HTML}, {perfetto, OUT_PERFETTO}, {cands, OUT_CANDS}};
+    enum { NOUTS = sizeof outs / sizeof *outs };
     if (no_model && (model_path || model_alone)) {
-        fprintf(stderr, "teller: diagnose: --no-model excludes --model and --model-alone\n");
+        cli_error(cmd.name, "--no-model excludes --model and --model-alone");
         rc = 2;
         goto done;
     }
@@ -253,20 +197,20 @@ int cmd_diagnose(int argc, char **argv)
         teller_status ms = model_path ? teller_model_load(model_path, &model, &merr) : teller_model_load_default(&model, &merr);
         if (ms != TELLER_OK) {
             fprintf(stderr, "teller: %s:%llu: %s\n", merr.file, (unsigned long long)merr.offset, merr.msg);
-            rc = 1;
             goto done;
         }
     }
+    for (size_t i = 0; i < NOUTS; i++)
+        if (outs[i].path && cli_can_write(outs[i].path))
+            goto done;
     teller_store *st = cli_load(&o, paths, np);
-    if (!st) {
-        rc = 1;
+    if (!st)
         goto done;
-    }
     teller_diag_opts dop = teller_diag_defaults();
     dop.model = model;
     dop.model_alone = model_alone;
-    dop.logs = (const char *const *)logs;
-    dop.nlogs = nlogs;
+    dop.logs = (const char *const *)logs.v;
+    dop.nlogs = logs.n;
     dop.log_tz_offset_s = tz_offset;
     dop.jobs = o.load.jobs;
     if (threshold > 0)
@@ -279,9 +223,9 @@ int cmd_diagnose(int argc, char **argv)
     if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         teller_store_free(st);
-        rc = 1;
         goto done;
     }
+    rc = 0;
     /* terminal summary: worst steps first */
     size_t nab = 0;
     const teller_diag_step **order = malloc((d->n ? d->n : 1) * sizeof *order);
@@ -293,7 +237,7 @@ int cmd_diagnose(int argc, char **argv)
         qsort(order, d->n, sizeof *order, step_cmp);
     size_t nranks = teller_store_num_sources(st);
     printf("%zu step%s, %zu abnormal, %zu rank%s%s%s\n", d->n, d->n == 1 ? "" : "s", nab, nranks,
-           nranks == 1 ? "" : "s", nlogs ? "" : " (no logs given)", d->model ? " (judged by the model)" : "");
+           nranks == 1 ? "" : "s", logs.n ? "" : " (no logs given)", d->model ? " (judged by the model)" : "");
     for (size_t k = 0; order && k < d->n && k < 10 && order[k]->pred.abnormal; k++) {
         const teller_diag_step *s = order[k];
         printf("\nstep %u  score %.2f  %s/%s  rank %d  ", s->pred.step, s->pred.score, s->pred.fault_type, s->fault,
@@ -327,48 +271,26 @@ int cmd_diagnose(int argc, char **argv)
         printf("\n");
     }
     free(order);
-    if (json) {
-        FILE *f = fopen(json, "w");
-        if (!f) {
-            fprintf(stderr, "teller: %s: cannot write\n", json);
-            rc = 1;
-        } else {
-            if (teller_diag_write_preds(f, d) != TELLER_OK) {
-                fprintf(stderr, "teller: %s: out of memory\n", json);
-                rc = 1;
-            }
-            fclose(f);
-        }
-    }
-    if (cands) {
-        FILE *f = fopen(cands, "w");
-        if (!f) {
-            fprintf(stderr, "teller: %s: cannot write\n", cands);
-            rc = 1;
-        } else {
-            teller_diag_write_candidates(f, st, d);
-            if (fclose(f) != 0) {
-                fprintf(stderr, "teller: %s: cannot write\n", cands);
-                rc = 1;
-            }
-        }
-    }
     /* the report lists the requests each abnormal step delayed, when the
      * logs let teller reconstruct them (the diagnosis did, reading them) */
-    if (html && write_report(html, 0, st, d, d->requests, paths[0]))
+    int nwritten = 0;
+    for (size_t i = 0; i < NOUTS; i++) {
+        if (!outs[i].path)
+            continue;
+        if (write_output(outs[i].path, outs[i].kind, st, d, paths[0])) {
+            rc = 1;
+            continue;
+        }
+        printf("%s %s", nwritten++ ? "" : "\nwritten:", outs[i].path);
+    }
+    if (nwritten)
+        printf("\n");
+    if (check && check_all(st, d, html != NULL, paths[0]))
         rc = 1;
-    if (perfetto && write_report(perfetto, 1, st, d, NULL, paths[0]))
-        rc = 1;
-    if (check && check_all(st, d, html != NULL, d->requests, paths[0]) && !rc)
-        rc = 1;
-    if (html || perfetto || json || cands)
-        printf("\nwritten:%s%s%s%s%s%s%s%s\n", json ? " " : "", json ? json : "", html ? " " : "", html ? html : "",
-               perfetto ? " " : "", perfetto ? perfetto : "", cands ? " " : "", cands ? cands : "");
     teller_diagnosis_free(d);
     teller_store_free(st);
 done:
     teller_model_free(model);
-    cli_free_strs(logs, nlogs);
-    free(paths);
+    cli_strs_free(&logs);
     return rc;
 }

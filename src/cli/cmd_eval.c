@@ -7,6 +7,7 @@
  * C (the candidates of `teller diagnose --candidates`) pairs the same way.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,7 +81,7 @@ static int add_all(teller_eval *e, add_fn add, const char *truth, const char *ot
         char **cases = stat(tp, &sb) != 0 ? list_cases(truth, &n) : NULL;
         if (cases) { /* a corpus, paired with what is not a directory of predictions */
             free_list(cases, n);
-            fprintf(stderr, "teller: eval: %s is a corpus of %d case%s: its predictions must be a directory of "
+            fprintf(stderr, "teller eval: %s is a corpus of %d case%s: its predictions must be a directory of "
                             "<case>.json, and %s is not one\n",
                     truth, n, n == 1 ? "" : "s", other);
             return -2;
@@ -91,13 +92,13 @@ static int add_all(teller_eval *e, add_fn add, const char *truth, const char *ot
         return add(e, truth, other, err) == TELLER_OK ? 0 : -1;
     int n, rc = 0;
     if (stat(tp, &sb) == 0) { /* one case, paired with a directory */
-        fprintf(stderr, "teller: eval: %s is one case: its predictions must be a file, and %s is a directory\n",
+        fprintf(stderr, "teller eval: %s is one case: its predictions must be a file, and %s is a directory\n",
                 truth, other);
         return -2;
     }
     char **cases = list_cases(truth, &n);
     if (!n) {
-        fprintf(stderr, "teller: eval: %s holds no case directories with a truth.json\n", truth);
+        fprintf(stderr, "teller eval: %s holds no case directories with a truth.json\n", truth);
         return -2;
     }
     for (int i = 0; i < n && !rc; i++) {
@@ -114,29 +115,32 @@ int cmd_eval(int argc, char **argv)
 {
     const char *truth = NULL, *pred = NULL, *cands = NULL, *out = NULL;
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json"))
-            json = 1;
-        else if ((!strcmp(a, "--truth") || !strcmp(a, "--pred") || !strcmp(a, "-o")) && i + 1 < argc)
-            *(a[1] == 'o' ? &out : a[2] == 't' ? &truth : &pred) = argv[++i];
-        else if (!strcmp(a, "--candidates") && i + 1 < argc)
-            cands = argv[++i];
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller eval --truth TRUTH [--pred PRED] [--candidates CANDS] [--json] [-o METRICS.json]\n"
-                   "  TRUTH, PRED: truth.json and predictions files; or a case directory and a file;\n"
-                   "  or a corpus directory of cases and a directory of <case>.json predictions\n"
-                   "  CANDS: `teller diagnose --candidates` output, paired like PRED: candidate recall@K\n");
-            return 0;
-        } else {
-            fprintf(stderr, "teller: eval: unknown option %s\n", a);
-            return 2;
-        }
-    }
-    if (!truth || (!pred && !cands)) {
-        fprintf(stderr, "teller: eval: --truth and --pred (or --candidates) are required\n");
+    const cli_opt opts[] = {
+        CLI_STR(0, "truth", &truth, "TRUTH", CLI_REQUIRED, "truth.json, a case directory, or a corpus of cases"),
+        CLI_STR(0, "pred", &pred, "PRED", 0,
+                "predictions: a file (for a truth file or a case), or a directory\n"
+                "of <case>.json (for a corpus)"),
+        CLI_STR(0, "candidates", &cands, "CANDS", 0, "`teller diagnose --candidates` output, paired like PRED: candidate recall@K"),
+        CLI_BOOL(0, "json", &json, "the metrics as JSON instead of the table"),
+        CLI_STR('o', NULL, &out, "METRICS.json", 0, "also write the metrics as JSON there"),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "eval",
+        .usage = "--truth TRUTH [--pred PRED] [--candidates CANDS] [--json] [-o METRICS.json]",
+        .about = "Scores predictions against the truth: the metrics of ../shared/BENCHMARK.md, per view and fault kind.",
+        .opts = opts,
+        .max_args = 0,
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r < 0)
+        return cli_parse_exit(r);
+    if (!pred && !cands) {
+        cli_error(cmd.name, "--pred or --candidates is required");
         return 2;
     }
+    if (out && cli_can_write(out))
+        return 1;
     teller_eval *e = teller_eval_create();
     if (!e)
         return 1;
@@ -159,14 +163,11 @@ int cmd_eval(int argc, char **argv)
     else
         teller_eval_write_table(e, stdout);
     if (out) {
-        FILE *f = fopen(out, "w");
-        if (!f) {
-            fprintf(stderr, "teller: %s: cannot write\n", out);
-            rc = 1;
-        } else {
+        FILE *f = cli_open_out(out);
+        if (f)
             teller_eval_write_json(e, f);
-            fclose(f);
-        }
+        if (!f || cli_close_out(f, out))
+            rc = 1;
     }
     teller_eval_free(e);
     return rc;
@@ -188,15 +189,11 @@ static int run_one(baseline_fn fn, const cli_load_opts *o, char *casedir, const 
         fprintf(stderr, "teller: %s: %s\n", casedir, err.msg);
         rc = 1;
     } else {
-        FILE *f = outpath ? fopen(outpath, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "teller: %s: cannot write\n", outpath);
-            rc = 1;
-        } else {
+        FILE *f = outpath ? cli_open_out(outpath) : stdout;
+        if (f)
             teller_pred_write(f, p, n);
-            if (f != stdout)
-                fclose(f);
-        }
+        if (!f || (f != stdout && cli_close_out(f, outpath)))
+            rc = 1;
     }
     free(p);
     teller_store_free(st);
@@ -207,49 +204,55 @@ int cmd_baseline(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
     o.quiet = 1;
-    const char *out = NULL, *which = NULL;
-    char *input = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: teller baseline zscore|gmm [-o OUT] CASE_OR_CORPUS\n"
-                   "  a case: predictions to OUT (default stdout); a corpus: OUT/<case>.json each\n" CLI_COMMON_HELP);
-            return 0;
-        } else if (!which)
-            which = argv[i];
-        else if (!input)
-            input = argv[i];
-        else {
-            fprintf(stderr, "teller: baseline: unexpected argument %s\n", argv[i]);
-            return 2;
-        }
-    }
-    baseline_fn fn = which && !strcmp(which, "zscore") ? teller_baseline_zscore
-                     : which && !strcmp(which, "gmm") ? teller_baseline_gmm
-                                                       : NULL;
-    if (!fn || !input) {
-        fprintf(stderr, "teller: baseline: usage: teller baseline zscore|gmm [-o OUT] CASE_OR_CORPUS\n");
+    const char *out = NULL;
+    const cli_opt opts[] = {
+        CLI_STR('o', NULL, &out, "OUT", 0, "a case: the predictions file (default stdout); a corpus: a directory"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "baseline",
+        .usage = "zscore|gmm [-o OUT] CASE_OR_CORPUS",
+        .about = "Reference predictions: zscore or gmm (the paper's candidate stage) for a case, or for\n"
+                 "every case of a corpus (OUT/<case>.json each).",
+        .args = "  zscore|gmm        the baseline\n"
+                "  CASE_OR_CORPUS    a case directory, or a corpus: a directory of them",
+        .opts = opts,
+        .min_args = 2,
+        .missing = "wants the baseline (zscore or gmm) and a case or corpus",
+        .max_args = 2,
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r < 0)
+        return cli_parse_exit(r);
+    const char *which = argv[1];
+    char *input = argv[2];
+    baseline_fn fn = !strcmp(which, "zscore") ? teller_baseline_zscore : !strcmp(which, "gmm") ? teller_baseline_gmm : NULL;
+    if (!fn) {
+        cli_error(cmd.name, "the baseline is zscore or gmm, not '%s'", which);
         return 2;
     }
     char tp[4096];
     snprintf(tp, sizeof tp, "%s/truth.json", input);
     struct stat sb;
     if (!is_dir(input) || stat(tp, &sb) == 0)
-        return run_one(fn, &o, input, out);
-    int n;
-    char **cases = list_cases(input, &n);
-    if (!n || !out) {
-        fprintf(stderr, "teller: baseline: %s\n", !n ? "no cases in the corpus" : "a corpus needs -o OUTDIR");
-        free_list(cases, n);
+        return out && cli_can_write(out) ? 1 : run_one(fn, &o, input, out);
+    if (!out) {
+        cli_error(cmd.name, "%s is a corpus: its predictions need -o OUTDIR", input);
         return 2;
     }
-    mkdir(out, 0755);
+    int n;
+    char **cases = list_cases(input, &n);
+    if (!n) {
+        fprintf(stderr, "teller: %s: no case directories with a truth.json\n", input);
+        free_list(cases, n);
+        return 1;
+    }
+    if (mkdir(out, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "teller: %s: cannot create: %s\n", out, strerror(errno));
+        free_list(cases, n);
+        return 1;
+    }
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         char cd[4096], op[4096];

@@ -12,32 +12,6 @@
 #include "teller/logs.h"
 #include "../util/textout.h"
 
-static void help(FILE *f)
-{
-    fprintf(f,
-            "usage: teller logs [options] LOG...\n"
-            "       teller logs --align TRACE_OR_CASE... -- [options] LOG...\n"
-            "       teller logs --loghub DIR [--raw]\n"
-            "Reads vLLM, SGLang, PyTorch, NCCL and other logs; one record per line\n"
-            "(one per Python traceback); mines templates (Drain family).\n"
-            "Without --json: a summary of templates by count and level.\n"
-            "  --json             one JSON object per record: line, time_ns, level, rank,\n"
-            "                     template_id, template, params, family, ... (+ step with --align)\n"
-            "  --align TRACE...   load traces (files or case directories) up to '--' and give\n"
-            "                     each record its step (rules: docs/ARCHITECTURE.md, Logs)\n"
-            "  --node N           the node the logs were written on (default: 'node<N>' in\n"
-            "                     the file name, else 0)\n"
-            "  --year Y           year of the first timestamp without one (default: the file's\n"
-            "                     mtime, or the trace's first event with --align); later\n"
-            "                     ones run on past New Year\n"
-            "  --tz-offset S      the logger's zone in seconds east of UTC (default 0)\n"
-            "  --loghub DIR       GA and PA of the miner on every Loghub-2k dataset in DIR\n"
-            "                     (feeds the Content column)\n"
-            "  --raw              with --loghub: read the raw NAME_2k.log files instead, headers\n"
-            "                     and all, and score by template id\n"
-            "  --similarity F     miner threshold (default 0.7)\n" CLI_COMMON_HELP);
-}
-
 /* ---- output helpers ------------------------------------------------------ */
 
 static char  *g_tmp;
@@ -195,18 +169,16 @@ static int write_record(run *r, const teller_log_record *rec, const teller_log_m
     return 0;
 }
 
-static int year_ref(int year, int64_t *ref)
+/* Dec 31st 00:00 of the year before year, in epoch ns: the first MM-DD
+ * stamp then falls in year (the reader moves a date more than a month
+ * after the reference to the year before), and each later one in the year
+ * that puts it nearest the line before (a log that runs past New Year goes
+ * on into the next); it is also the date of time-only lines until a dated
+ * line. */
+static int64_t year_ref(int year)
 {
-    if (year < 1970 || year > 9999)
-        return -1;
-    /* Dec 31st 00:00 of that year: the first MM-DD stamp then falls in that
-     * year (the reader moves a date more than a month after the reference to
-     * the year before), and each later one in the year that puts it nearest
-     * the line before (a log that runs past New Year goes on into the next);
-     * it is also the date of time-only lines until a dated line */
     int64_t y = year, days = y * 365 + y / 4 - y / 100 + y / 400 - 719162 - 1;
-    *ref = days * 86400LL * 1000000000LL;
-    return 0;
+    return days * 86400LL * 1000000000LL;
 }
 
 /* ---- Loghub ---------------------------------------------------------------- */
@@ -275,97 +247,65 @@ int cmd_logs(int argc, char **argv)
     teller_miner_opts mo = {0, 0};
     run r;
     memset(&r, 0, sizeof r);
-    char **traces = NULL, **logs = NULL;
-    int ntraces = 0, nlogs = 0, year = 0, node = -1, tz = 0, raw = 0;
+    cli_strs traces = {NULL, 0};
+    int year = 0, node = -1, tz = 0, raw = 0, rc = 0;
     const char *loghub_dir = NULL;
-    traces = calloc((size_t)argc + 1, sizeof *traces);
-    logs = calloc((size_t)argc + 1, sizeof *logs);
-    if (!traces || !logs) {
-        free(traces);
-        free(logs);
-        return 1;
-    }
-    int rc = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int c;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            goto out;
-        } else if (!strcmp(a, "--json")) {
-            r.json = 1;
-        } else if (!strcmp(a, "--raw")) {
-            raw = 1;
-        } else if (!strcmp(a, "--align")) {
-            int j = i + 1;
-            while (j < argc && strcmp(argv[j], "--"))
-                traces[ntraces++] = argv[j++];
-            if (j >= argc || ntraces == 0) {
-                fprintf(stderr, "teller: --align wants TRACE... followed by '--' and the logs\n");
-                rc = 2;
-                goto out;
-            }
-            i = j;
-        } else if ((!strcmp(a, "--year") || !strcmp(a, "--node") || !strcmp(a, "--tz-offset") ||
-                    !strcmp(a, "--loghub") || !strcmp(a, "--similarity")) && i + 1 < argc) {
-            const char *v = argv[++i];
-            char *end;
-            if (!strcmp(a, "--loghub")) {
-                loghub_dir = v;
-                continue;
-            }
-            if (!strcmp(a, "--similarity")) {
-                mo.similarity = strtod(v, &end);
-                if (*end || mo.similarity <= 0 || mo.similarity > 1) {
-                    fprintf(stderr, "teller: --similarity wants a number in (0, 1]\n");
-                    rc = 2;
-                    goto out;
-                }
-                continue;
-            }
-            long x = strtol(v, &end, 10);
-            if (*end || x < -86400 || x > 1000000) {
-                fprintf(stderr, "teller: %s: bad value '%s'\n", a, v);
-                rc = 2;
-                goto out;
-            }
-            if (a[2] == 'y')
-                year = (int)x;
-            else if (a[2] == 'n')
-                node = (int)x;
-            else
-                tz = (int)x;
-        } else if ((c = cli_common_opt(&lo, argc, argv, &i)) != 0) {
-            if (c < 0) {
-                rc = 2;
-                goto out;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "teller: logs: unknown option '%s'\n", a);
-            help(stderr);
-            rc = 2;
-            goto out;
-        } else {
-            logs[nlogs++] = argv[i];
-        }
+    const cli_opt opts[] = {
+        CLI_BOOL(0, "json", &r.json,
+                 "one JSON object per record: line, time_ns, level, rank,\n"
+                 "template_id, template, params, family, ... (+ step with --align)"),
+        CLI_UNTIL(0, "align", &traces, "TRACE...",
+                  "load traces (files or case directories) up to '--' and give\n"
+                  "each record its step (rules: docs/ARCHITECTURE.md, Logs)"),
+        CLI_INT(0, "node", &node, "N", 0, 1000000,
+                "the node the logs were written on (default: 'node<N>' in\n"
+                "the file name, else 0)"),
+        CLI_INT(0, "year", &year, "Y", 1970, 9999,
+                "year of the first timestamp without one (default: the file's\n"
+                "mtime, or the trace's first event with --align); later\n"
+                "ones run on past New Year"),
+        CLI_INT(0, "tz-offset", &tz, "S", -86400, 86400, "the logger's zone in seconds east of UTC (default 0)"),
+        CLI_STR(0, "loghub", &loghub_dir, "DIR", 0,
+                "GA and PA of the miner on every Loghub-2k dataset in DIR\n"
+                "(feeds the Content column)"),
+        CLI_BOOL(0, "raw", &raw,
+                 "with --loghub: read the raw NAME_2k.log files instead, headers\n"
+                 "and all, and score by template id"),
+        CLI_NUM(0, "similarity", &mo.similarity, "F", 0, 1, CLI_ABOVE, "miner threshold (default 0.7)"),
+        CLI_LOAD_OPTS(&lo),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "logs",
+        .usage = "[options] LOG...\n"
+                 "--align TRACE_OR_CASE... -- [options] LOG...\n"
+                 "--loghub DIR [--raw]",
+        .about = "Reads vLLM, SGLang, PyTorch, NCCL and other logs (plain or gzip); one record per line\n"
+                 "(one per Python traceback); mines templates (Drain family). Without --json: a summary\n"
+                 "of templates by count and level.",
+        .args = "  LOG...            log files; a file that is mostly binary is refused, and the binary\n"
+                "                    lines of a text log are skipped and counted",
+        .opts = opts,
+        .max_args = -1,
+    };
+    int nlogs = cli_parse(&cmd, argc, argv);
+    char **logs = argv + 1;
+    if (nlogs < 0) {
+        rc = cli_parse_exit(nlogs);
+        goto out;
     }
     if (loghub_dir) {
         rc = loghub(loghub_dir, &mo, raw);
         goto out;
     }
     if (nlogs == 0) {
-        help(stderr);
+        cli_error(cmd.name, "no log given");
         rc = 2;
         goto out;
     }
-    int64_t ref = 0;
-    if (year && year_ref(year, &ref)) {
-        fprintf(stderr, "teller: --year wants a year from 1970\n");
-        rc = 2;
-        goto out;
-    }
-    if (ntraces) {
-        r.store = cli_load(&lo, traces, ntraces);
+    int64_t ref = year ? year_ref(year) : 0;
+    if (traces.n) {
+        r.store = cli_load(&lo, traces.v, (int)traces.n);
         if (!r.store) {
             rc = 1;
             goto out;
@@ -382,7 +322,7 @@ int cmd_logs(int argc, char **argv)
     }
     r.miner = teller_log_miner_create(&mo);
     if (!r.miner) {
-        fprintf(stderr, "teller: out of memory\n");
+        cli_error(cmd.name, "out of memory");
         rc = 1;
         goto out;
     }
@@ -413,6 +353,9 @@ int cmd_logs(int argc, char **argv)
             }
             if (r.pass == 2)
                 continue;
+            if (rc == 0 && s.binary)
+                fprintf(stderr, "teller: warning: %s: %llu of its %llu lines skipped as binary\n", logs[k],
+                        (unsigned long long)s.binary, (unsigned long long)s.lines);
             records[k] = s.records;
             total.lines += s.lines;
             total.records += s.records;
@@ -427,7 +370,7 @@ int cmd_logs(int argc, char **argv)
         }
     }
     if (!records || (r.json && rc == 0 && !r.replay)) {
-        fprintf(stderr, "teller: out of memory\n");
+        cli_error(cmd.name, "out of memory");
         rc = 1;
     }
     free(records);
@@ -480,8 +423,7 @@ out:
     teller_log_miner_free(r.replay);
     teller_store_free(r.store);
     free(r.info);
-    free(traces);
-    free(logs);
+    cli_strs_free(&traces);
     free(g_tmp);
     g_tmp = NULL;
     g_tmp_cap = 0;

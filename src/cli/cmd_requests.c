@@ -3,57 +3,17 @@
  * TRACE_OR_CASE... [--log LOG...]`: every request's lifecycle and latency
  * breakdown (requests.h), as a table by latency, BENCHMARK.md JSON, or for
  * one id its call-chain tree with the path to where its time went. A case
- * directory brings its logs/node*.log along; the diagnosis (diagnose.h)
+ * directory brings its .log files under logs/ along; the diagnosis (diagnose.h)
  * marks abnormal steps unless --no-diagnose.
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "teller/diagnose.h"
 #include "teller/requests.h"
 #include "../util/textout.h"
-
-static int add_path(char ***v, int *n, int *cap, const char *s)
-{
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 8;
-        char **nv = realloc(*v, (size_t)*cap * sizeof *nv);
-        if (!nv)
-            return -1;
-        *v = nv;
-    }
-    size_t len = strlen(s) + 1;
-    if (!((*v)[*n] = malloc(len)))
-        return -1;
-    memcpy((*v)[(*n)++], s, len);
-    return 0;
-}
-
-/* A case directory's logs/node*.log. */
-static int case_logs(const char *dir, char ***v, int *n, int *cap)
-{
-    char d[4096];
-    snprintf(d, sizeof d, "%s/logs", dir);
-    DIR *dp = opendir(d);
-    if (!dp)
-        return 0;
-    struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(dp)) != NULL) {
-        size_t l = strlen(de->d_name);
-        if (strncmp(de->d_name, "node", 4) || l < 5 || strcmp(de->d_name + l - 4, ".log"))
-            continue;
-        char p[8192];
-        snprintf(p, sizeof p, "%s/%s", d, de->d_name);
-        rc = add_path(v, n, cap, p);
-    }
-    closedir(dp);
-    return rc;
-}
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
@@ -201,67 +161,41 @@ static void put_tree(const teller_store *st, const teller_request *q,
 int cmd_requests(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    int json = 0, np = 0, nl = 0, lcap = 0, slowest = 0, in_logs = 0, use_diag = 1, rc = 1;
+    int json = 0, slowest = 0, use_diag = 1, rc = 1;
     const char *id = NULL;
-    char **paths = calloc((size_t)argc + 1, sizeof *paths), **logs = NULL;
-    if (!paths)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0)
-            goto out;
-        if (r)
-            continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "--json"))
-            json = 1;
-        else if (!strcmp(a, "--no-diagnose"))
-            use_diag = 0;
-        else if ((!strcmp(a, "--id") || !strcmp(a, "--slowest") || !strcmp(a, "--log")) && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (!strcmp(a, "--id"))
-                id = v;
-            else if (!strcmp(a, "--slowest")) {
-                char *e;
-                long x = strtol(v, &e, 10);
-                if (*e || x < 1) {
-                    fprintf(stderr, "teller: --slowest wants a positive number, not '%s'\n", v);
-                    rc = 2;
-                    goto out;
-                }
-                slowest = (int)x;
-            } else {
-                if (add_path(&logs, &nl, &lcap, v))
-                    goto out;
-                in_logs = 1;
-            }
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller requests [--json] [--id ID] [--slowest N] [--no-diagnose] TRACE_OR_CASE... "
-                   "[--log LOG...]\n"
-                   "  a case directory brings its logs/node*.log; --log adds logs (node from 'node<N>' in the name)\n"
-                   CLI_COMMON_HELP);
-            rc = 0;
-            goto out;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "teller: requests: unknown option %s\n", a);
-            rc = 2;
-            goto out;
-        } else if (in_logs) {
-            if (add_path(&logs, &nl, &lcap, a))
-                goto out;
-        } else {
-            paths[np++] = argv[i];
-            struct stat sb;
-            if (!stat(a, &sb) && S_ISDIR(sb.st_mode) && case_logs(a, &logs, &nl, &lcap))
-                goto out;
-        }
+    cli_strs logs = {NULL, 0};
+    const cli_opt opts[] = {
+        CLI_BOOL(0, "json", &json, "every request as JSON (../shared/BENCHMARK.md)"),
+        CLI_STR(0, "id", &id, "ID", 0, "one request: its steps, and the path to where its time went"),
+        CLI_INT(0, "slowest", &slowest, "N", 1, 2147483647, "the table's N slowest requests"),
+        CLI_FLAG(0, "no-diagnose", &use_diag, 0, 0, "do not mark the abnormal steps (no diagnosis)"),
+        CLI_LIST(0, "log", &logs, "LOG...", CLI_TAIL,
+                 "logs (node from 'node<N>' in the name): this one and every\n"
+                 "argument after it; a case directory brings its logs/*.log"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "requests",
+        .usage = "[--json | --id ID | --slowest N] [options] TRACE_OR_CASE... [--log LOG...]",
+        .about = "Per request: lifecycle, steps, latency breakdown (queue, prefill, decode, stalls,\n"
+                 "abnormal steps), as a table by latency, as JSON, or for one id its call-chain tree.",
+        .opts = opts,
+        CLI_TRACES,
+        .arg = cli_arg_case_logs,
+        .ctx = &logs,
+    };
+    int np = cli_parse(&cmd, argc, argv);
+    if (np < 0) {
+        rc = cli_parse_exit(np);
+        goto out;
     }
     if (json && (id || slowest)) { /* the JSON is every request, whole */
-        fprintf(stderr, "teller: requests: --json writes every request; it takes neither --id nor --slowest\n");
+        cli_error(cmd.name, "--json writes every request; it takes neither --id nor --slowest");
         rc = 2;
         goto out;
     }
-    teller_store *st = cli_load(&o, paths, np);
+    teller_store *st = cli_load(&o, argv + 1, np);
     if (!st)
         goto out;
     teller_error err;
@@ -269,17 +203,17 @@ int cmd_requests(int argc, char **argv)
     teller_diagnosis *diag = NULL;
     if (use_diag) {
         teller_diag_opts d = teller_diag_defaults();
-        d.logs = (const char *const *)logs;
-        d.nlogs = (size_t)nl;
+        d.logs = (const char *const *)logs.v;
+        d.nlogs = logs.n;
         if (teller_diagnose(st, &d, &diag, &err) != TELLER_OK) {
-            fprintf(stderr, "teller: requests: diagnosis failed (%s); continuing without it\n", err.msg);
+            cli_error(cmd.name, "diagnosis failed (%s); continuing without it", err.msg);
             diag = NULL;
             teller_error_clear(&err);
         }
     }
     teller_req_opts ro = teller_req_defaults();
-    ro.logs = (const char *const *)logs;
-    ro.nlogs = (size_t)nl;
+    ro.logs = (const char *const *)logs.v;
+    ro.nlogs = logs.n;
     ro.diag = diag;
     teller_requests *R = NULL;
     teller_status rs = TELLER_OK;
@@ -294,7 +228,7 @@ int cmd_requests(int argc, char **argv)
     } else if (id) {
         const teller_request *q = teller_requests_find(R, id);
         if (!q) {
-            fprintf(stderr, "teller: requests: no request '%s' in the trace or logs\n", id);
+            cli_error(cmd.name, "no request '%s' in the trace or logs", id);
         } else {
             put_tree(st, q, diag);
             rc = 0;
@@ -308,7 +242,7 @@ int cmd_requests(int argc, char **argv)
     }
     if (R && !json)
         for (size_t i = 0; i < R->nnotes; i++) {
-            fprintf(stderr, "teller: requests: note: ");
+            fprintf(stderr, "teller requests: note: ");
             cli_put_text(stderr, R->notes[i]);
             fprintf(stderr, "\n");
         }
@@ -316,9 +250,6 @@ int cmd_requests(int argc, char **argv)
     teller_diagnosis_free(diag);
     teller_store_free(st);
 out:
-    for (int i = 0; i < nl; i++)
-        free(logs[i]);
-    free(logs);
-    free(paths);
+    cli_strs_free(&logs);
     return rc;
 }

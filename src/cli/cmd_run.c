@@ -209,55 +209,38 @@ static void write_manifest(const char *dir, char **cmd, const char *inject, int6
     fclose(f);
 }
 
-static void run_usage(FILE *f)
-{
-    fputs("usage: teller run [-o DIR] [--inject LIB] -- CMD ARGS...\n"
-          "Runs CMD with the collector injected (CUDA and NVTX); writes DIR/traces/*.tlt,\n"
-          "DIR/logs/{stdout,stderr}.log (epoch-ns time per line) and DIR/manifest.json.\n"
-          "Then: teller stats|tree|steps DIR.\n"
-          "  -o DIR        output directory (default teller-run-YYYYmmdd-HHMMSS)\n"
-          "  --inject LIB  libteller_inject.so (default $TELLER_INJECT_LIB, else beside teller)\n"
-          "Collector settings pass through the environment: TELLER_KINDS, TELLER_FLUSH_MS,\n"
-          "TELLER_BUFFER_MB (docs/COLLECTOR.md).\n",
-          f);
-}
-
 int cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *inject_opt = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            run_usage(stdout);
-            return 0;
-        }
-        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--inject")) && i + 1 < argc) {
-            if (argv[i][1] == 'o')
-                out = argv[++i];
-            else
-                inject_opt = argv[++i];
-            continue;
-        }
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "teller run: unknown option '%s'\n", argv[i]);
-            run_usage(stderr);
-            return 2;
-        }
-        break; /* the command, without "--" */
-    }
-    if (i >= argc) {
-        run_usage(stderr);
-        return 2;
-    }
-    char **cmd = argv + i;
+    const cli_opt opts[] = {
+        CLI_STR('o', NULL, &out, "DIR", 0, "output directory (default teller-run-YYYYmmdd-HHMMSS)"),
+        CLI_STR(0, "inject", &inject_opt, "LIB", 0, INJECT_NAME " (default $TELLER_INJECT_LIB, else beside teller)"),
+        CLI_END,
+    };
+    const cli_cmd ccmd = {
+        .name = "run",
+        .usage = "[-o DIR] [--inject LIB] [--] CMD ARGS...",
+        .about = "Runs CMD with the collector injected (CUDA and NVTX); writes DIR/traces/*.tlt,\n"
+                 "DIR/logs/{stdout,stderr}.log (epoch-ns time per line) and DIR/manifest.json.\n"
+                 "Then: teller stats|tree|steps|diagnose DIR. Exits with CMD's status.",
+        .args = "  CMD ARGS...       the program and its arguments (options after CMD are its own)",
+        .more = "Collector settings pass through the environment: TELLER_KINDS, TELLER_FLUSH_MS,\n"
+                "TELLER_BUFFER_MB (docs/COLLECTOR.md).",
+        .opts = opts,
+        .min_args = 1,
+        .missing = "no command given",
+        .max_args = -1,
+        .stop = 1,
+    };
+    int n = cli_parse(&ccmd, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
+    argv[1 + n] = NULL; /* execvp's list ends there; 1 + n <= argc, and argv[argc] is NULL */
+    char **cmd = argv + 1;
     char inject[PATH_MAX];
     if (find_inject(inject_opt, inject, sizeof inject)) {
         fprintf(stderr, "teller run: cannot find %s (give --inject or set TELLER_INJECT_LIB)\n", INJECT_NAME);
-        return 2;
+        return 1;
     }
     char defdir[64];
     if (!out) {
@@ -270,7 +253,7 @@ int cmd_run(int argc, char **argv)
     char dir[PATH_MAX], sub[PATH_MAX + 16];
     if (teller_mkdir_p(out, 0777) || !realpath(out, dir)) {
         fprintf(stderr, "teller run: cannot create %s: %s\n", out, strerror(errno));
-        return 2;
+        return 1;
     }
     snprintf(sub, sizeof sub, "%s/traces", dir);
     int bad = teller_mkdir_p(sub, 0777);
@@ -279,7 +262,7 @@ int cmd_run(int argc, char **argv)
     bad |= teller_mkdir_p(sub, 0777);
     if (bad) {
         fprintf(stderr, "teller run: cannot create directories under %s: %s\n", dir, strerror(errno));
-        return 2;
+        return 1;
     }
     stream s[2];
     memset(s, 0, sizeof s);
@@ -291,7 +274,7 @@ int cmd_run(int argc, char **argv)
         s[k].log = fopen(lp, "a");
         if (!s[k].log || pipe(pipes[k])) {
             fprintf(stderr, "teller run: cannot open %s: %s\n", lp, strerror(errno));
-            return 2;
+            return 1;
         }
         s[k].fd = pipes[k][0];
         s[k].echo = k + 1;
@@ -310,7 +293,7 @@ int cmd_run(int argc, char **argv)
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "teller run: fork: %s\n", strerror(errno));
-        return 2;
+        return 1;
     }
     if (pid == 0) {
         dup2(pipes[0][1], 1);

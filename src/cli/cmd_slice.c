@@ -76,72 +76,38 @@ done:
 int cmd_slice(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    long step = 0, rank = 0, max = -1;
+    int step = 0, rank = 0, max = 0, json = 0, tokens = 0;
     const char *op = NULL, *vocab_file = NULL;
-    int json = 0, tokens = 0, np = 0;
-    char **paths = calloc((size_t)argc + 1, sizeof *paths);
-    if (!paths)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0)
-            goto usage_err;
-        if (r)
-            continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "--step") || !strcmp(a, "--rank") || !strcmp(a, "--max")) {
-            char *end;
-            if (i + 1 >= argc) {
-                fprintf(stderr, "teller: slice: %s needs a value\n", a);
-                goto usage_err;
-            }
-            long x = strtol(argv[++i], &end, 10);
-            long lo = a[2] == 'm' ? 1 : 0; /* --max 0 would be no slice */
-            if (*end || !*argv[i] || x < lo || x > INT32_MAX) {
-                fprintf(stderr, "teller: slice: %s wants a number from %ld to %d\n", a, lo, INT32_MAX);
-                goto usage_err;
-            }
-            *(a[2] == 's' ? &step : a[2] == 'r' ? &rank : &max) = x;
-        } else if (!strcmp(a, "--op")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "teller: slice: --op needs a name\n");
-                goto usage_err;
-            }
-            op = argv[++i];
-        } else if (!strcmp(a, "--vocab-file")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "teller: slice: --vocab-file needs a file\n");
-                goto usage_err;
-            }
-            vocab_file = argv[++i];
-            tokens = 1;
-        } else if (!strcmp(a, "--json"))
-            json = 1;
-        else if (!strcmp(a, "--tokens"))
-            tokens = 1;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller slice --step K --rank R [--op NAME] [--max N] [--tokens] [--vocab-file F] [--json]\n"
-                   "                    [options] TRACE_OR_CASE...\n"
-                   "  --op NAME   seed: the longest event named NAME (normalised) or containing NAME;\n"
-                   "              without it, the step's marker (the whole rank's step)\n"
-                   "  --max N     at most N events (default 256)\n"
-                   "  --tokens    also the slice as TPE tokens, under the built-in vocabulary\n"
-                   "  --vocab-file F  ... or under vocabulary F (implies --tokens)\n" CLI_COMMON_HELP);
-            free(paths);
-            return 0;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "teller: slice: unknown option %s\n", a);
-            goto usage_err;
-        } else
-            paths[np++] = argv[i];
-    }
-    teller_store *st = cli_load(&o, paths, np);
-    free(paths);
+    const int most = 2147483647;
+    const cli_opt opts[] = {
+        CLI_INT(0, "step", &step, "K", 0, most, "the step (default 0)"),
+        CLI_INT(0, "rank", &rank, "R", 0, most, "the rank (default 0)"),
+        CLI_STR(0, "op", &op, "NAME", 0,
+                "seed: the longest event named NAME (normalised) or containing NAME;\n"
+                "without it, the step's marker (the whole rank's step)"),
+        CLI_INT(0, "max", &max, "N", 1, most, "at most N events (default 256)"),
+        CLI_BOOL(0, "tokens", &tokens, "also the slice as TPE tokens, under the built-in vocabulary"),
+        CLI_STR(0, "vocab-file", &vocab_file, "F", 0, "... or under vocabulary F (implies --tokens)"),
+        CLI_BOOL(0, "json", &json, "JSON instead of the table"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "slice",
+        .usage = "--step K --rank R [--op NAME] [--tokens] [--json] [options] TRACE_OR_CASE...",
+        .about = "The causal-context slice around one operator of a rank's step, or around the whole step,\n"
+                 "in time order; with --tokens, also as the TPE tokens a model is fed.",
+        .opts = opts,
+        CLI_TRACES,
+    };
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
+    tokens |= vocab_file != NULL;
     uint32_t seed = teller_slice_find_seed(st, (uint32_t)step, (int32_t)rank, op);
     if (seed == TELLER_NONE) {
-        fprintf(stderr, "teller: slice: no %s on rank %ld in step %ld\n", op ? "matching event" : "step", rank, step);
+        cli_error(cmd.name, "no %s on rank %d in step %d", op ? "matching event" : "step", rank, step);
         teller_store_free(st);
         return 1;
     }
@@ -153,7 +119,7 @@ int cmd_slice(int argc, char **argv)
     teller_error err;
     teller_error_clear(&err);
     if (teller_slice_build(st, &seed, 1, &so, &items, &n, &err)) {
-        fprintf(stderr, "teller: %s\n", err.msg);
+        cli_error(cmd.name, "%s", err.msg);
         teller_store_free(st);
         return 1;
     }
@@ -192,7 +158,4 @@ int cmd_slice(int argc, char **argv)
     free(items);
     teller_store_free(st);
     return rc;
-usage_err:
-    free(paths);
-    return 2;
 }

@@ -2,8 +2,6 @@
  * cmd_stats.c - `teller stats [--json] TRACE...`: what was loaded, how much
  * of it is linked, steps and collectives, by layer.
  */
-#include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 
@@ -23,35 +21,23 @@ static int count_ranks(const teller_store *st)
 int cmd_stats(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    int json = 0, np = 0;
-    char **paths = calloc((size_t)argc + 1, sizeof *paths);
-    if (!paths)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0) {
-            free(paths);
-            return 2;
-        }
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: teller stats [--json] [options] TRACE_OR_CASE...\n" CLI_COMMON_HELP);
-            free(paths);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "teller: stats: unknown option %s\n", argv[i]);
-            free(paths);
-            return 2;
-        } else
-            paths[np++] = argv[i];
-    }
-    teller_store *st = cli_load(&o, paths, np);
-    free(paths);
+    int json = 0;
+    const cli_opt opts[] = {
+        CLI_BOOL(0, "json", &json, "one JSON object instead of the table"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "stats",
+        .usage = "[options] TRACE_OR_CASE...",
+        .about = "What a trace holds: events, links, steps, collectives, layers, clock offsets.",
+        .opts = opts,
+        CLI_TRACES,
+    };
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
     teller_tree_stats s;
     teller_tree_stats_get(st, &s);
     size_t ncoll = teller_store_num_collectives(st), matched = 0;

@@ -3,7 +3,6 @@
  * start, duration, kernel time, communication time and GPU idle time.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 #include "../util/textout.h"
@@ -11,41 +10,29 @@
 int cmd_steps(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    int json = 0, np = 0;
-    char **paths = calloc((size_t)argc + 1, sizeof *paths);
-    if (!paths)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0) {
-            free(paths);
-            return 2;
-        }
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: teller steps [--json] [options] TRACE_OR_CASE...\n" CLI_COMMON_HELP);
-            free(paths);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "teller: steps: unknown option %s\n", argv[i]);
-            free(paths);
-            return 2;
-        } else
-            paths[np++] = argv[i];
-    }
-    teller_store *st = cli_load(&o, paths, np);
-    free(paths);
+    int json = 0;
+    const cli_opt opts[] = {
+        CLI_BOOL(0, "json", &json, "one JSON object of every step instead of the table"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "steps",
+        .usage = "[options] TRACE_OR_CASE...",
+        .about = "Per step and rank: start, duration, kernel, communication and copy time, GPU idle time.",
+        .opts = opts,
+        CLI_TRACES,
+    };
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
     teller_step_summary *sum = NULL;
     size_t n = 0;
     teller_error err;
     teller_error_clear(&err);
     if (teller_step_summaries(st, &sum, &n, &err) != TELLER_OK) {
-        fprintf(stderr, "teller: %s\n", err.msg);
+        cli_error("steps", "%s", err.msg);
         teller_store_free(st);
         return 1;
     }

@@ -23,103 +23,12 @@
 
 typedef struct tpe_args {
     cli_load_opts load;
-    long          vocab, min_count, step, rank;
+    int           vocab, min_count, step, rank;
     int           cross, buckets, frames, balance, json;
     const char   *out, *vocab_file;
     char        **paths;
     int           np;
 } tpe_args;
-
-static int want_num(const char *cmd, const char *opt, const char *v, long *out)
-{
-    char *end;
-    *out = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || !*v || *out < 0 || *out > INT32_MAX) {
-        fprintf(stderr, "teller: tpe %s: %s wants a number from 0 to %d\n", cmd, opt, INT32_MAX);
-        return -1;
-    }
-    return 0;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: teller tpe train --vocab V -o FILE [--min-count N] [--no-cross] [--no-buckets] [--frames]\n"
-               "                        RUN...\n"
-               "       teller tpe encode [--vocab-file FILE] [--step K] [--rank R] [--json] TRACE...\n"
-               "       teller tpe stats [--vocab-file FILE] RUN...\n"
-               "  train, stats: each argument is one run (a case directory or a trace file)\n"
-               "  encode: the arguments together are one run\n"
-               "  --vocab-file F   the vocabulary (default: the built-in one, learned by make vocab)\n"
-               "  --vocab V        merged tokens to learn (base symbols come on top)\n"
-               "  --min-count N    stop when the best pair occurs fewer than N times (default 2)\n"
-               "  --no-cross       merges stay inside one level (same parent and depth);\n"
-               "                   by default they may span a parent-child boundary, as in the paper\n"
-               "  --no-buckets     no duration bucket on TAG tokens\n"
-               "  --frames         Python frames are nodes (by default they are left out)\n"
-               "  --no-balance     every step counts once (by default every run weighs as much as\n"
-               "                   the largest, up to 1000x, so a one-step trace is not drowned)\n" CLI_COMMON_HELP);
-}
-
-static int parse(const char *cmd, int argc, char **argv, tpe_args *a)
-{
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&a->load, argc, argv, &i);
-        if (r < 0)
-            return -1;
-        if (r)
-            continue;
-        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "--vocab")) {
-            if (want_num(cmd, s, v, &a->vocab))
-                return -1;
-            i++;
-        } else if (!strcmp(s, "--min-count")) {
-            if (want_num(cmd, s, v, &a->min_count))
-                return -1;
-            i++;
-        } else if (!strcmp(s, "--step")) {
-            if (want_num(cmd, s, v, &a->step))
-                return -1;
-            i++;
-        } else if (!strcmp(s, "--rank")) {
-            if (want_num(cmd, s, v, &a->rank))
-                return -1;
-            i++;
-        } else if (!strcmp(s, "-o") || !strcmp(s, "--vocab-file")) {
-            if (!v) {
-                fprintf(stderr, "teller: tpe %s: %s needs a file\n", cmd, s);
-                return -1;
-            }
-            if (s[1] == 'o')
-                a->out = v;
-            else
-                a->vocab_file = v;
-            i++;
-        } else if (!strcmp(s, "--cross") || !strcmp(s, "--no-cross"))
-            a->cross = s[2] == 'c';
-        else if (!strcmp(s, "--no-buckets"))
-            a->buckets = 0;
-        else if (!strcmp(s, "--frames") || !strcmp(s, "--no-frames"))
-            a->frames = s[2] == 'f';
-        else if (!strcmp(s, "--balance") || !strcmp(s, "--no-balance"))
-            a->balance = s[2] == 'b';
-        else if (!strcmp(s, "--json"))
-            a->json = 1;
-        else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            usage(stdout);
-            return 1;
-        } else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "teller: tpe %s: unknown option %s\n", cmd, s);
-            return -1;
-        } else
-            a->paths[a->np++] = argv[i];
-    }
-    if (!a->np) {
-        fprintf(stderr, "teller: tpe %s: no traces given\n", cmd);
-        return -1;
-    }
-    return 0;
-}
 
 /* Loads one run and appends its step sequences to *seqs. */
 static int load_run(const tpe_args *a, char **paths, int np, teller_tpe_vocab *v, teller_tpe_seq **seqs, size_t *n,
@@ -134,7 +43,7 @@ static int load_run(const tpe_args *a, char **paths, int np, teller_tpe_vocab *v
     teller_tpe_seq *s = NULL;
     size_t k = 0;
     if (teller_tpe_ctx_create(st, v, &ctx, &err) || teller_tpe_serialize_steps(ctx, &s, &k, &err)) {
-        fprintf(stderr, "teller: %s\n", err.msg);
+        cli_error("tpe", "%s", err.msg);
         teller_tpe_ctx_free(ctx);
         teller_store_free(st);
         return -1;
@@ -168,10 +77,8 @@ static void free_seqs(teller_tpe_seq *s, size_t n)
 
 static int do_train(tpe_args *a)
 {
-    if (!a->out || a->vocab < 0) {
-        fprintf(stderr, "teller: tpe train: needs --vocab V and -o FILE\n");
-        return 2;
-    }
+    if (cli_can_write(a->out))
+        return 1;
     teller_tpe_vocab_opts vo = {a->buckets, a->cross, a->frames};
     teller_tpe_vocab *v = teller_tpe_vocab_create(&vo);
     teller_tpe_seq *seqs = NULL;
@@ -215,7 +122,7 @@ static int do_train(tpe_args *a)
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
     }
-    fprintf(stderr, "teller: tpe train: %zu steps, %zu base symbols, %zu merges -> %s\n", n, base,
+    fprintf(stderr, "teller tpe train: %zu steps, %zu base symbols, %zu merges -> %s\n", n, base,
             teller_tpe_vocab_merges(v), a->out);
     rc = 0;
 done:
@@ -268,7 +175,7 @@ static int do_encode(tpe_args *a)
         if ((a->step >= 0 && steps[k].step != (uint32_t)a->step) || (a->rank >= 0 && steps[k].rank != a->rank))
             continue;
         if (teller_tpe_encode(v, &seqs[k], &enc, &err)) {
-            fprintf(stderr, "teller: %s\n", err.msg);
+            cli_error("tpe encode", "%s", err.msg);
             rc = 1;
             break;
         }
@@ -362,32 +269,101 @@ static int do_stats(tpe_args *a)
 
 int cmd_tpe(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const char *sub = argv[1];
-    if (strcmp(sub, "train") && strcmp(sub, "encode") && strcmp(sub, "stats")) {
-        fprintf(stderr, "teller: tpe: unknown subcommand '%s'\n", sub);
-        usage(stderr);
-        return 2;
-    }
     tpe_args a;
     memset(&a, 0, sizeof a);
     a.load = cli_load_defaults();
-    a.vocab = -1;
     a.step = a.rank = -1;
     teller_tpe_vocab_opts dv = teller_tpe_vocab_defaults();
     a.buckets = dv.buckets;
     a.cross = dv.cross_levels;
     a.frames = dv.frames;
     a.balance = 1;
-    a.paths = calloc((size_t)argc + 1, sizeof *a.paths);
-    if (!a.paths)
-        return 1;
-    int r = parse(sub, argc - 1, argv + 1, &a);
-    int rc = r < 0 ? 2 : r > 0 ? 0 : !strcmp(sub, "train") ? do_train(&a) : !strcmp(sub, "encode") ? do_encode(&a)
-                                                                                                    : do_stats(&a);
-    free(a.paths);
-    return rc;
+    const int most = 2147483647;
+    const char *vocab_help = "the vocabulary (default: the built-in one, learned by make vocab)";
+    const cli_opt train_opts[] = {
+        {.kind = CLI_K_INT, .name = "vocab", .dst = &a.vocab, .arg = "V", .lo = 0, .hi = most, .flags = CLI_REQUIRED,
+         .help = "merged tokens to learn (base symbols come on top)"},
+        CLI_STR('o', NULL, &a.out, "FILE", CLI_REQUIRED, "the vocabulary to write"),
+        CLI_INT(0, "min-count", &a.min_count, "N", 0, most, "stop when the best pair occurs fewer than N times (default 2)"),
+        CLI_FLAG(0, "cross", &a.cross, 1, CLI_NEG,
+                 "merges may span a parent-child boundary, as in the paper (default);\n"
+                 "--no-cross: they stay inside one level (same parent and depth)"),
+        CLI_FLAG(0, "buckets", &a.buckets, 1, CLI_NEG, "a duration bucket on TAG tokens (default)"),
+        CLI_FLAG(0, "frames", &a.frames, 1, CLI_NEG, "Python frames are nodes (by default they are left out)"),
+        CLI_FLAG(0, "balance", &a.balance, 1, CLI_NEG,
+                 "every run weighs as much as the largest, up to 1000x, so a one-step\n"
+                 "trace is not drowned (default); --no-balance: every step counts once"),
+        CLI_LOAD_OPTS(&a.load),
+        CLI_END,
+    };
+    const cli_opt encode_opts[] = {
+        CLI_STR(0, "vocab-file", &a.vocab_file, "FILE", 0, vocab_help),
+        CLI_INT(0, "step", &a.step, "K", 0, most, "only step K"),
+        CLI_INT(0, "rank", &a.rank, "R", 0, most, "only rank R"),
+        CLI_BOOL(0, "json", &a.json, "JSON instead of the listing"),
+        CLI_LOAD_OPTS(&a.load),
+        CLI_END,
+    };
+    const cli_opt stats_opts[] = {
+        CLI_STR(0, "vocab-file", &a.vocab_file, "FILE", 0, vocab_help),
+        CLI_LOAD_OPTS(&a.load),
+        CLI_END,
+    };
+    const char *runs = "  RUN...            each one run: a case directory or a trace file";
+    const cli_cmd subs[] = {
+        {.name = "tpe train",
+         .usage = "--vocab V -o FILE [options] RUN...",
+         .about = "Learns V merges over every step of every run.",
+         .args = runs,
+         .opts = train_opts,
+         .min_args = 1,
+         .missing = "no run given",
+         .max_args = -1},
+        {.name = "tpe encode",
+         .usage = "[--vocab-file FILE] [--step K] [--rank R] [--json] [options] TRACE_OR_CASE...",
+         .about = "The tokens of each step and rank of one run, readable or as JSON.",
+         .opts = encode_opts,
+         CLI_TRACES},
+        {.name = "tpe stats",
+         .usage = "[--vocab-file FILE] [options] RUN...",
+         .about = "JSON: steps, nodes_per_step, tokens_before_per_step, tokens_after_per_step, reduction\n"
+                  "(1 - tokens after / nodes, the paper's figure) and reduction_tokens (1 - tokens after /\n"
+                  "tokens before).",
+         .args = runs,
+         .opts = stats_opts,
+         .min_args = 1,
+         .missing = "no run given",
+         .max_args = -1},
+    };
+    const cli_opt no_opts[] = {CLI_END};
+    const cli_cmd tpe = {
+        .name = "tpe",
+        .usage = "train --vocab V -o FILE [options] RUN...\n"
+                 "encode [--vocab-file FILE] [--step K] [--rank R] [--json] [options] TRACE_OR_CASE...\n"
+                 "stats [--vocab-file FILE] [options] RUN...",
+        .about = "Trace Pair Encoding of the steps of traces (include/teller/tpe.h); encode and stats use the\n"
+                 "built-in vocabulary unless --vocab-file. 'teller tpe SUBCOMMAND --help' lists its options.",
+        .opts = no_opts,
+        .min_args = 1,
+        .missing = "which one? train, encode or stats",
+        .max_args = -1,
+        .stop = 1,
+    };
+    int n = cli_parse(&tpe, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
+    size_t k = 0, nsubs = sizeof subs / sizeof *subs;
+    while (k < nsubs && strcmp(argv[1], subs[k].name + strlen("tpe ")))
+        k++;
+    if (k == nsubs) {
+        cli_error(tpe.name, "no subcommand '%s': train, encode or stats", argv[1]);
+        return 2;
+    }
+    /* argv[1..n] are the subcommand, then its options and arguments */
+    int np = cli_parse(&subs[k], n, argv + 1);
+    if (np < 0)
+        return cli_parse_exit(np);
+    a.paths = argv + 2;
+    a.np = np;
+    return k == 0 ? do_train(&a) : k == 1 ? do_encode(&a) : do_stats(&a);
 }

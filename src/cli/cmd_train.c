@@ -34,31 +34,31 @@ static int has_truth(const char *dir)
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* A case directory, or the case directories of a corpus (sorted). */
-static int add_cases(const char *path, char ***v, size_t *n)
+static int add_cases(const char *path, cli_strs *l)
 {
     if (has_truth(path))
-        return cli_add_str(v, n, path);
+        return cli_strs_add(l, path);
     DIR *d = opendir(path);
     if (!d) {
-        fprintf(stderr, "teller: train: %s: not a case directory (no truth.json) nor a corpus of them\n", path);
+        fprintf(stderr, "teller train: %s: not a case directory (no truth.json) nor a corpus of them\n", path);
         return -1;
     }
-    size_t first = *n;
+    size_t first = l->n;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-        if (de->d_name[0] != '.' && has_truth(p) && cli_add_str(v, n, p)) {
+        if (de->d_name[0] != '.' && has_truth(p) && cli_strs_add(l, p)) {
             closedir(d);
             return -1;
         }
     }
     closedir(d);
-    if (*n == first) {
-        fprintf(stderr, "teller: train: %s holds no case directories with a truth.json\n", path);
+    if (l->n == first) {
+        fprintf(stderr, "teller train: %s holds no case directories with a truth.json\n", path);
         return -1;
     }
-    qsort(*v + first, *n - first, sizeof **v, str_cmp);
+    qsort(l->v + first, l->n - first, sizeof *l->v, str_cmp);
     return 0;
 }
 
@@ -67,21 +67,23 @@ static int add_cases(const char *path, char ***v, size_t *n)
 static int case_samples(const cli_load_opts *lo, char *dir, teller_tpe_vocab *v, teller_model_sample **s, size_t *n,
                         size_t *cap)
 {
-    char **logs = NULL;
-    size_t nlogs = 0;
-    cli_case_logs(dir, &logs, &nlogs);
-    teller_store *st = cli_load(lo, &dir, 1);
+    cli_strs logs = {NULL, 0};
+    teller_store *st = NULL;
     teller_diagnosis *d = NULL;
     teller_model_tracer *tr = NULL;
     jv *truth = NULL;
     int rc = -1;
     teller_error err;
     teller_error_clear(&err);
-    if (!st)
+    if (cli_case_logs(dir, &logs)) {
+        cli_error("train", "out of memory");
+        goto done;
+    }
+    if (!(st = cli_load(lo, &dir, 1)))
         goto done;
     teller_diag_opts dop = teller_diag_defaults();
-    dop.logs = (const char *const *)logs;
-    dop.nlogs = nlogs;
+    dop.logs = (const char *const *)logs.v;
+    dop.nlogs = logs.n;
     if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK || teller_model_tracer_create(NULL, v, st, &tr, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
@@ -104,7 +106,7 @@ static int case_samples(const cli_load_opts *lo, char *dir, teller_tpe_vocab *v,
             size_t nc = *cap ? *cap * 2 : 1024;
             teller_model_sample *ns = realloc(*s, nc * sizeof *ns);
             if (!ns) {
-                fprintf(stderr, "teller: train: out of memory\n");
+                fprintf(stderr, "teller train: out of memory\n");
                 goto done;
             }
             *s = ns;
@@ -144,7 +146,7 @@ done:
     teller_model_tracer_free(tr);
     teller_diagnosis_free(d);
     teller_store_free(st);
-    cli_free_strs(logs, nlogs);
+    cli_strs_free(&logs);
     return rc;
 }
 
@@ -171,7 +173,7 @@ static int learn_vocab(teller_tpe_vocab *v, const teller_model_sample *s, size_t
         rc = 0;
 done:
     if (rc)
-        fprintf(stderr, "teller: train: learning the TPE vocabulary: %s\n", seqs ? err.msg : "out of memory");
+        fprintf(stderr, "teller train: learning the TPE vocabulary: %s\n", seqs ? err.msg : "out of memory");
     for (size_t i = 0; i < k; i++)
         teller_tpe_seq_free(&seqs[i]);
     free(seqs);
@@ -184,112 +186,77 @@ static void progress(void *ctx, int epoch, double train_loss, double val_loss, i
     fprintf(stderr, "epoch %3d  train loss %.4f  validation loss %.4f%s\n", epoch, train_loss, val_loss, best ? "  *" : "");
 }
 
+/* --without's words, in the order of the model's bits */
+static const char *const WITHOUT[] = {"trace", "logs", "numbers", NULL};
+_Static_assert(TELLER_MODEL_WITHOUT_TRACE == 1 << 0 && TELLER_MODEL_WITHOUT_LOGS == 1 << 1 &&
+                   TELLER_MODEL_WITHOUT_NUMBERS == 1 << 2,
+               "WITHOUT's order is the bits'");
+/* --trace-tokens's words, in the order of teller_model_tokens */
+static const char *const TOKENS[] = {"tpe", "raw", NULL};
+_Static_assert(TELLER_MODEL_TOKENS_TPE == 0 && TELLER_MODEL_TOKENS_RAW == 1, "TOKENS's order is the enum's");
+
 int cmd_train(int argc, char **argv)
 {
     cli_load_opts lo = cli_load_defaults();
     lo.quiet = 1;
     const char *out = NULL, *base = NULL;
-    double seed = 1, epochs = 0, patience = 0, val_every = 5, vocab_n = 0;
-    uint32_t without = 0;
-    teller_model_tokens tokens = TELLER_MODEL_TOKENS_TPE;
+    uint64_t seed = 1;
+    int epochs = 0, patience = 0, val_every = 5, vocab_n = 0, without = 0, tokens = TELLER_MODEL_TOKENS_TPE;
     teller_tpe_vocab *v = NULL;
-    char **cases = NULL;
-    size_t ncases = 0;
+    cli_strs cases = {NULL, 0};
     int rc = 2;
     teller_model_sample *tr = NULL, *va = NULL;
     teller_model *m = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&lo, argc, argv, &i);
-        if (r < 0)
-            goto done;
-        if (r)
-            continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller train -o MODEL [--base MODEL] [--seed N] [--epochs N] [--patience N]\n"
-                   "                    [--val-every N] [--without trace|logs|numbers]...\n"
-                   "                    [--trace-tokens tpe|raw] [--tpe-vocab N] CASE_OR_CORPUS...\n"
-                   "  cases with a truth.json (teller simulate, teller perturb), or corpora of them;\n"
-                   "  every N-th case (default 5) is kept for validation and early stopping;\n"
-                   "  --base MODEL fine-tunes that model (and keeps its vocabulary and tokens)\n"
-                   "  instead of starting from seeded weights;\n"
-                   "  --without trace|logs|numbers (repeatable): an ablation, the model never sees\n"
-                   "  that modality, in training nor where it is used (the model file says so);\n"
-                   "  --trace-tokens raw: the slices' per-node tokens instead of TPE tokens;\n"
-                   "  --tpe-vocab N: TPE tokens of a vocabulary of N merges learned on the training\n"
-                   "  steps' slices (default: the built-in vocabulary)\n" CLI_COMMON_HELP);
-            rc = 0;
-            goto done;
-        }
-        if ((!strcmp(a, "-o") || !strcmp(a, "--base") || !strcmp(a, "--seed") || !strcmp(a, "--epochs") ||
-             !strcmp(a, "--patience") || !strcmp(a, "--val-every") || !strcmp(a, "--without") ||
-             !strcmp(a, "--trace-tokens") || !strcmp(a, "--tpe-vocab")) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "teller: train: %s needs a value\n", a);
-            goto done;
-        }
-        if (!strcmp(a, "-o"))
-            out = argv[++i];
-        else if (!strcmp(a, "--base"))
-            base = argv[++i];
-        else if (!strcmp(a, "--seed")) {
-            if (cli_number("train", a, argv[++i], 0, 4294967295.0, 1, &seed))
-                goto done;
-        } else if (!strcmp(a, "--epochs")) {
-            if (cli_number("train", a, argv[++i], 1, 10000, 1, &epochs))
-                goto done;
-        } else if (!strcmp(a, "--patience")) {
-            if (cli_number("train", a, argv[++i], 1, 10000, 1, &patience))
-                goto done;
-        } else if (!strcmp(a, "--val-every")) {
-            if (cli_number("train", a, argv[++i], 2, 1000, 1, &val_every))
-                goto done;
-        } else if (!strcmp(a, "--without")) {
-            const char *w = argv[++i];
-            if (!strcmp(w, "trace"))
-                without |= TELLER_MODEL_WITHOUT_TRACE;
-            else if (!strcmp(w, "logs"))
-                without |= TELLER_MODEL_WITHOUT_LOGS;
-            else if (!strcmp(w, "numbers"))
-                without |= TELLER_MODEL_WITHOUT_NUMBERS;
-            else {
-                fprintf(stderr, "teller: train: --without takes trace, logs or numbers, not %s\n", w);
-                goto done;
-            }
-        } else if (!strcmp(a, "--trace-tokens")) {
-            const char *w = argv[++i];
-            if (!strcmp(w, "tpe"))
-                tokens = TELLER_MODEL_TOKENS_TPE;
-            else if (!strcmp(w, "raw"))
-                tokens = TELLER_MODEL_TOKENS_RAW;
-            else {
-                fprintf(stderr, "teller: train: --trace-tokens takes tpe or raw, not %s\n", w);
-                goto done;
-            }
-        } else if (!strcmp(a, "--tpe-vocab")) {
-            if (cli_number("train", a, argv[++i], 1, 65536, 1, &vocab_n))
-                goto done;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "teller: train: unknown option %s\n", a);
-            goto done;
-        } else if (add_cases(a, &cases, &ncases)) {
-            rc = 1;
-            goto done;
-        }
-    }
-    if (!out || !ncases) {
-        fprintf(stderr, "teller: train: usage: teller train -o MODEL [options] CASE_OR_CORPUS...\n");
+    const cli_opt opts[] = {
+        CLI_STR('o', NULL, &out, "MODEL", CLI_REQUIRED, "the model file to write"),
+        CLI_STR(0, "base", &base, "MODEL", 0,
+                "fine-tune that model (and keep its vocabulary and tokens)\n"
+                "instead of starting from seeded weights"),
+        CLI_U64(0, "seed", &seed, "N", 0, 4294967295.0, "the seed of the weights and of the sample order (default 1)"),
+        CLI_INT(0, "epochs", &epochs, "N", 1, 10000, "at most N epochs"),
+        CLI_INT(0, "patience", &patience, "N", 1, 10000, "stop after N epochs without a better validation loss"),
+        CLI_INT(0, "val-every", &val_every, "N", 2, 1000, "every N-th case is kept for validation (default 5)"),
+        CLI_CHOICE(0, "without", &without, WITHOUT, "trace|logs|numbers", CLI_OR,
+                   "an ablation (repeatable): the model never sees that modality,\n"
+                   "in training nor where it is used (the model file says so)"),
+        CLI_CHOICE(0, "trace-tokens", &tokens, TOKENS, "tpe|raw", 0,
+                   "raw: the slices' per-node tokens instead of TPE tokens"),
+        CLI_INT(0, "tpe-vocab", &vocab_n, "N", 1, 65536,
+                "TPE tokens of a vocabulary of N merges learned on the training\n"
+                "steps' slices (default: the built-in vocabulary)"),
+        CLI_LOAD_OPTS(&lo),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "train",
+        .usage = "-o MODEL [--base MODEL] [--epochs N] [options] CASE_OR_CORPUS...",
+        .about = "Trains the root-cause model on cases with a truth.json (teller simulate, teller perturb);\n"
+                 "every N-th case is kept for validation and early stopping.",
+        .args = "  CASE_OR_CORPUS... case directories, or corpora: directories of them",
+        .opts = opts,
+        .min_args = 1,
+        .missing = "no case given",
+        .max_args = -1,
+    };
+    int np = cli_parse(&cmd, argc, argv);
+    if (np < 0) {
+        rc = cli_parse_exit(np);
         goto done;
     }
     if ((vocab_n > 0 || tokens == TELLER_MODEL_TOKENS_RAW) && (base || (vocab_n > 0 && tokens == TELLER_MODEL_TOKENS_RAW))) {
-        fprintf(stderr, "teller: train: --tpe-vocab and --trace-tokens raw exclude each other and --base (a base "
-                        "model keeps its vocabulary and tokens)\n");
+        cli_error(cmd.name, "--tpe-vocab and --trace-tokens raw exclude each other and --base (a base model keeps its "
+                            "vocabulary and tokens)");
         goto done;
     }
     rc = 1;
+    if (cli_can_write(out))
+        goto done;
+    for (int i = 1; i <= np; i++)
+        if (add_cases(argv[i], &cases))
+            goto done;
     teller_error err;
     teller_error_clear(&err);
-    if (base ? teller_model_load(base, &m, &err) != TELLER_OK : !(m = teller_model_create((uint64_t)seed))) {
+    if (base ? teller_model_load(base, &m, &err) != TELLER_OK : !(m = teller_model_create(seed))) {
         fprintf(stderr, "teller: %s:%llu: %s\n", base ? err.file : "train", (unsigned long long)err.offset,
                 base ? err.msg : "out of memory");
         goto done;
@@ -299,7 +266,7 @@ int cmd_train(int argc, char **argv)
     if (vocab_n > 0 || tokens == TELLER_MODEL_TOKENS_RAW) {
         teller_tpe_vocab_opts vo = teller_tpe_vocab_defaults();
         if (!(v = teller_tpe_vocab_create(&vo))) {
-            fprintf(stderr, "teller: train: out of memory\n");
+            fprintf(stderr, "teller train: out of memory\n");
             goto done;
         }
     } else if (teller_model_vocab(m, &v, &err) != TELLER_OK) {
@@ -307,25 +274,25 @@ int cmd_train(int argc, char **argv)
         goto done;
     }
     size_t ntr = 0, nva = 0, ctr = 0, cva = 0;
-    for (size_t i = 0; i < ncases; i++) {
-        int val = ncases > 1 && i % (size_t)val_every == (size_t)val_every - 1;
-        if (case_samples(&lo, cases[i], v, val ? &va : &tr, val ? &nva : &ntr, val ? &cva : &ctr))
+    for (size_t i = 0; i < cases.n; i++) {
+        int val = cases.n > 1 && i % (size_t)val_every == (size_t)val_every - 1;
+        if (case_samples(&lo, cases.v[i], v, val ? &va : &tr, val ? &nva : &ntr, val ? &cva : &ctr))
             goto done;
     }
-    fprintf(stderr, "teller: train: %zu cases, %zu training steps, %zu validation steps\n", ncases, ntr, nva);
+    fprintf(stderr, "teller train: %zu cases, %zu training steps, %zu validation steps\n", cases.n, ntr, nva);
     if (vocab_n > 0 && learn_vocab(v, tr, ntr, (uint32_t)vocab_n))
         goto done;
-    if (teller_model_set_vocab(m, v, base ? teller_model_token_kind(m) : tokens, &err) != TELLER_OK) {
-        fprintf(stderr, "teller: train: %s\n", err.msg);
+    if (teller_model_set_vocab(m, v, base ? teller_model_token_kind(m) : (teller_model_tokens)tokens, &err) != TELLER_OK) {
+        fprintf(stderr, "teller train: %s\n", err.msg);
         goto done;
     }
-    teller_model_set_without(m, teller_model_without(m) | without);
+    teller_model_set_without(m, teller_model_without(m) | (uint32_t)without);
     /* the trace tokens, and what they cover */
     size_t nbase = 0, ntok = 0;
     for (size_t i = 0; i < ntr + nva; i++) {
         teller_model_sample *x = i < ntr ? &tr[i] : &va[i - ntr];
         if (teller_model_tokenize(m, v, x, &err) != TELLER_OK) {
-            fprintf(stderr, "teller: train: %s\n", err.msg);
+            fprintf(stderr, "teller train: %s\n", err.msg);
             goto done;
         }
         for (int j = 0; j < TELLER_MODEL_TRACE_CANDS; j++)
@@ -333,15 +300,15 @@ int cmd_train(int argc, char **argv)
         ntok += x->ntrace;
         teller_model_ablate(m, x);
     }
-    fprintf(stderr, "teller: train: %s tokens, vocabulary of %zu symbols (%zu merges); %.1f base tokens a step, %.1f "
+    fprintf(stderr, "teller train: %s tokens, vocabulary of %zu symbols (%zu merges); %.1f base tokens a step, %.1f "
                     "trace tokens read\n",
             teller_model_token_kind(m) == TELLER_MODEL_TOKENS_RAW ? "raw" : "TPE", teller_tpe_vocab_size(v),
             teller_tpe_vocab_merges(v), ntr + nva ? (double)nbase / (double)(ntr + nva) : 0,
             ntr + nva ? (double)ntok / (double)(ntr + nva) : 0);
     teller_train_opts to = {0};
-    to.seed = (uint64_t)seed;
-    to.max_epochs = (int)epochs;
-    to.patience = (int)patience;
+    to.seed = seed;
+    to.max_epochs = epochs;
+    to.patience = patience;
     to.fine_tune = base != NULL;
     to.progress = progress;
     teller_train_report rep;
@@ -361,6 +328,6 @@ done:
     teller_tpe_vocab_free(v);
     free(tr);
     free(va);
-    cli_free_strs(cases, ncases);
+    cli_strs_free(&cases);
     return rc;
 }

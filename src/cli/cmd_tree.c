@@ -3,8 +3,6 @@
  * prints the call-chain trees of one step on one rank, depth first, GPU
  * work under the call that launched it.
  */
-#include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 
@@ -57,44 +55,25 @@ static void print_tree(const teller_store *st, uint32_t root, int max_depth, int
 int cmd_tree(int argc, char **argv)
 {
     cli_load_opts o = cli_load_defaults();
-    long rank = -1, step = 0, max_depth = -1;
-    int np = 0;
-    char **paths = calloc((size_t)argc + 1, sizeof *paths);
-    if (!paths)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_opt(&o, argc, argv, &i);
-        if (r < 0)
-            goto usage_err;
-        if (r)
-            continue;
-        const char *a = argv[i];
-        if ((!strcmp(a, "--rank") || !strcmp(a, "--step") || !strcmp(a, "--max-depth"))) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "teller: tree: %s needs a value\n", a);
-                goto usage_err;
-            }
-            long *dst = a[2] == 'r' ? &rank : a[2] == 's' ? &step : &max_depth;
-            double x;
-            if (cli_number("tree", a, argv[++i], 0, 2147483647.0, 1, &x))
-                goto usage_err;
-            *dst = (long)x;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: teller tree [--rank R] [--step K] [--max-depth D] [options] TRACE_OR_CASE...\n"
-                   CLI_COMMON_HELP);
-            free(paths);
-            return 0;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "teller: tree: unknown option %s\n", a);
-            goto usage_err;
-        } else {
-            paths[np++] = argv[i];
-        }
-    }
-    teller_store *st = cli_load(&o, paths, np);
-    free(paths);
+    int rank = -1, step = 0, max_depth = -1;
+    const cli_opt opts[] = {
+        CLI_INT(0, "rank", &rank, "R", 0, 2147483647, "the rank (default: the first that has the step)"),
+        CLI_INT(0, "step", &step, "K", 0, 2147483647, "the step (default 0)"),
+        CLI_INT(0, "max-depth", &max_depth, "D", 0, 2147483647, "print D levels below each root (default: all)"),
+        CLI_LOAD_OPTS(&o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "tree",
+        .usage = "[--rank R] [--step K] [--max-depth D] [options] TRACE_OR_CASE...",
+        .about = "The call-chain trees of one step on one rank, depth first, GPU work under the call that launched it.",
+        .opts = opts,
+        CLI_TRACES,
+    };
+    int status;
+    teller_store *st = cli_parse_load(&cmd, &o, argc, argv, &status);
     if (!st)
-        return 1;
+        return status;
     const teller_step *steps = teller_store_steps(st);
     size_t ns = teller_store_num_steps(st);
     size_t row = ns;
@@ -105,7 +84,7 @@ int cmd_tree(int argc, char **argv)
     for (size_t q = 0; q < teller_store_num_sources(st) && !has_rank; q++)
         has_rank = teller_store_source_c(st, (uint32_t)q)->rank == rank;
     if (!has_rank) {
-        fprintf(stderr, "teller: tree: no rank %ld in the trace; its ranks:", rank);
+        fprintf(stderr, "teller tree: no rank %d in the trace; its ranks:", rank);
         for (size_t q = 0; q < teller_store_num_sources(st); q++)
             fprintf(stderr, " %d", teller_store_source_c(st, (uint32_t)q)->rank);
         fputc('\n', stderr);
@@ -113,23 +92,20 @@ int cmd_tree(int argc, char **argv)
         return 1;
     }
     if (row == ns) {
-        fprintf(stderr, "teller: tree: no step %ld%s in the trace (it has %u steps)\n", step,
+        cli_error("tree", "no step %d%s in the trace (it has %u steps)", step,
                 rank >= 0 ? " on that rank" : "", teller_store_step_count(st));
         teller_store_free(st);
         return 1;
     }
     int32_t r = steps[row].rank;
-    printf("step %ld, rank %d: %.3f us\n", step, r, (double)(steps[row].end_ns - steps[row].start_ns) / 1e3);
+    printf("step %d, rank %d: %.3f us\n", step, r, (double)(steps[row].end_ns - steps[row].start_ns) / 1e3);
     const teller_events *ev = teller_store_events(st);
     for (size_t e = 0; e < ev->n; e++) {
         if (ev->parent[e] != TELLER_NONE || ev->step[e] != (uint32_t)step ||
             teller_store_event_rank(st, (uint32_t)e) != r || ev->layer[e] == TELLER_LAYER_OTHER)
             continue;
-        print_tree(st, (uint32_t)e, (int)max_depth, steps[row].start_ns);
+        print_tree(st, (uint32_t)e, max_depth, steps[row].start_ns);
     }
     teller_store_free(st);
     return 0;
-usage_err:
-    free(paths);
-    return 2;
 }

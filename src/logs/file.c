@@ -6,10 +6,13 @@
  * the same. What is not a log is refused by name before any record goes
  * out: a directory, an Nsight Systems SQLite export, a teller .tlt capture,
  * a Kineto / Chrome-trace JSON (plain or gzip), an xz, zstd or bzip2
- * file (named, to be decompressed first); and a file with lines but
- * not one text line among them (another compression, an image) ends in an
- * error rather than in "0 records". A callback that stops with -status
- * (see teller_log_fn) makes this call return that status.
+ * file (named, to be decompressed first). A file whose lines are mostly
+ * binary (another compression, an image, random bytes: more binary lines
+ * than text ones, reader.c says which are) ends in an error rather than in
+ * records made of its few lines that pass for text; the binary lines of a
+ * text log are skipped and counted (teller_log_stats.binary) for the caller
+ * to say. A callback that stops with -status (see teller_log_fn) makes this
+ * call return that status.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,10 +138,11 @@ teller_status teller_log_read_file(const char *path, const teller_log_opts *opts
     if (st != TELLER_OK && err && !err->file[0])
         snprintf(err->file, sizeof err->file, "%s", path);
     const teller_log_stats *s = teller_log_reader_stats(r);
-    if (st == TELLER_OK && s->records == 0 && s->binary > 0)
+    if (st == TELLER_OK && s->binary > 0 && s->binary * 2 > s->lines - s->blank)
         st = teller_error_set(err, TELLER_ERR_FORMAT, path, 0,
-                              "no text line in %llu lines: binary, or compressed other than gzip",
-                              (unsigned long long)s->lines);
+                              "not a text log: %llu of its %llu lines are binary (NUL, control bytes or not "
+                              "UTF-8): binary, or compressed other than gzip",
+                              (unsigned long long)s->binary, (unsigned long long)(s->lines - s->blank));
     if (stats)
         *stats = *s;
     teller_log_reader_free(r);
