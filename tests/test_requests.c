@@ -458,6 +458,15 @@ static void test_diagnosis_carries(void)
               a->latency_ns == b->latency_ns && a->abnormal_ns == b->abnormal_ns && a->excess_ns == b->excess_ns &&
               !strcmp(a->cause, b->cause));
         delayed += (a->flags & TELLER_REQF_DELAYED) != 0;
+        /* a cause names its worst step's own time over its usual, never a
+         * sum over steps printed as one step's */
+        unsigned k;
+        double ms;
+        if (d && sscanf(a->cause, "abnormal step %u:", &k) == 1 && k < d->n) {
+            const char *plus = strstr(a->cause, "(+");
+            CHECK(plus && sscanf(plus, "(+%lf ms over its usual", &ms) == 1 &&
+                  fabs(ms - (double)d->steps[k].excess_ns / 1e6) < 0.006);
+        }
     }
     CHECK(delayed > 0); /* the breakdown read the diagnosis' abnormal steps */
     for (size_t k = 0; C && R && k < R->nnotes && k < C->nnotes; k++)

@@ -82,7 +82,8 @@ typedef struct teller_request {
     int64_t          decode_ns;     /* windows of its decode steps */
     int64_t          stall_ns;      /* between its steps */
     int64_t          abnormal_ns;   /* windows of its steps diagnosed abnormal (inside prefill/decode) */
-    int64_t          excess_ns;     /* the diagnosis' excess over those steps */
+    int64_t          excess_ns;     /* the diagnosis' excess over those steps, summed */
+    uint32_t         abnormal_steps; /* those steps: the abnormal ones it was scheduled in */
     int64_t          attributed_ns; /* sum of its attributed step time */
     uint32_t         worst_step;    /* abnormal step with most excess, else its longest step; TELLER_NONE */
     char             cause[256];    /* the dominant cause, one phrase */

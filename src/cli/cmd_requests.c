@@ -55,10 +55,10 @@ static void put_json(const teller_requests *R)
                (long long)q->abnormal_ns);
         teller_json_put(stdout, q->cause);
         printf(",\n   \"arrival_lo_ns\": %lld, \"arrival_hi_ns\": %lld, \"max_tokens\": %d, \"prefill_steps\": %u, "
-               "\"attributed_ns\": %lld, \"excess_ns\": %lld, \"abnormal\": %s, \"flags\": [",
+               "\"attributed_ns\": %lld, \"excess_ns\": %lld, \"abnormal_steps\": %u, \"abnormal\": %s, \"flags\": [",
                (long long)(q->arrival_lo_ns == INT64_MIN ? -1 : q->arrival_lo_ns),
                (long long)(q->arrival_hi_ns == INT64_MIN ? -1 : q->arrival_hi_ns), q->max_tokens, q->prefill_steps,
-               (long long)q->attributed_ns, (long long)q->excess_ns, q->abnormal_ns > 0 ? "true" : "false");
+               (long long)q->attributed_ns, (long long)q->excess_ns, q->abnormal_steps, q->abnormal_ns > 0 ? "true" : "false");
         put_flags(stdout, q->flags, 1);
         printf("]}");
     }

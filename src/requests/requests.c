@@ -548,6 +548,7 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
         if (d && d->pred.abnormal) {
             q->abnormal_ns += own;
             q->excess_ns += d->excess_ns;
+            q->abnormal_steps++;
             q->flags |= TELLER_REQF_DELAYED;
             if (d->excess_ns > worst_ex) {
                 worst_ex = d->excess_ns;
@@ -594,8 +595,14 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
         char op[96] = "";
         if (d && d->pred.ncand)
             snprintf(op, sizeof op, " at rank %d %.80s", d->pred.cand[0].rank, d->pred.cand[0].op);
-        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%.2f ms)", q->worst_step,
-                 d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op, (double)q->excess_ns / 1e6);
+        /* the step's own time over its usual; a sum over several steps is said as one */
+        char more[96] = "";
+        if (q->abnormal_steps > 1)
+            snprintf(more, sizeof more, "; %u abnormal steps, +%.2f ms in all", q->abnormal_steps,
+                     (double)q->excess_ns / 1e6);
+        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%.2f ms over its usual%s)", q->worst_step,
+                 d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op,
+                 d ? (double)d->excess_ns / 1e6 : 0.0, more);
         return;
     }
     if (!finished)
