@@ -596,13 +596,13 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
         if (d && d->pred.ncand)
             snprintf(op, sizeof op, " at rank %d %.80s", d->pred.cand[0].rank, d->pred.cand[0].op);
         /* the step's own time over its usual; a sum over several steps is said as one */
-        char more[96] = "";
+        char own[24], all[24], more[64] = "";
+        teller_fmt_dur(own, sizeof own, d ? (double)d->excess_ns : 0);
         if (q->abnormal_steps > 1)
-            snprintf(more, sizeof more, "; %u abnormal steps, +%.2f ms in all", q->abnormal_steps,
-                     (double)q->excess_ns / 1e6);
-        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%.2f ms over its usual%s)", q->worst_step,
-                 d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op,
-                 d ? (double)d->excess_ns / 1e6 : 0.0, more);
+            snprintf(more, sizeof more, "; %u abnormal steps, +%s in all", q->abnormal_steps,
+                     teller_fmt_dur(all, sizeof all, (double)q->excess_ns));
+        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%s over its usual%s)", q->worst_step,
+                 d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op, own, more);
         return;
     }
     if (!finished)
