@@ -18,4 +18,5 @@ for c in "$@"; do
   [ "$m" -gt 0 ] && echo "mismatch in $c: $(echo "$out" | tail -1)"
 done
 rm -rf "$tmp"
-echo "$n cases: $facts facts made again from the trace, $numbers numbers read, $mism mismatches${bad:+ ($bad without a check line)}"
+echo "$n cases: $facts facts made again from the trace, $numbers numbers read, $mism mismatches"
+[ "$bad" -eq 0 ] || echo "$bad cases gave no check line (diagnose failed)"
