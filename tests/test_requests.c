@@ -7,6 +7,7 @@
  * The diagnosis input here is built from the truth's abnormal steps (the
  * test checks the join of requests with abnormal steps, not the detector).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

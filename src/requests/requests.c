@@ -23,6 +23,7 @@
 
 #include "teller/logs.h"
 #include "teller/requests.h"
+#include "teller/tree.h"
 #include "../util/kmap.h"
 #include "../util/vec.h"
 
@@ -145,56 +146,16 @@ static int note(teller_requests *R, const char *fmt, ...)
 
 /* ---- step annotations ---- */
 
-/* The integer after `key` in s, or -1. */
-/* Counts a step annotation gives (sequences, tokens) are taken up to
- * 2^24: no engine schedules more in a step, and sums of a few of them then
- * stay inside int32; larger is no count (-1). */
-#define MAX_STEP_COUNT (1L << 24)
-
-static int32_t int_after(const char *s, const char *key)
-{
-    const char *p = strstr(s, key);
-    if (!p)
-        return -1;
-    p += strlen(key);
-    if (!isdigit((unsigned char)*p))
-        return -1;
-    long v = strtol(p, NULL, 10);
-    return v > MAX_STEP_COUNT ? -1 : (int32_t)v;
-}
-
-/* Token count in the parenthesis after "context_N": "(1951)" (vLLM's
- * profiler names) or "(sq<N>...)" (TraceLens: sum of query lengths). */
-static int32_t ctx_tokens(const char *s)
-{
-    const char *p = strstr(s, "context_");
-    if (!p || !(p = strchr(p, '(')))
-        return -1;
-    p++;
-    if (!strncmp(p, "sq", 2))
-        p += 2;
-    if (!isdigit((unsigned char)*p))
-        return -1;
-    long v = strtol(p, NULL, 10);
-    return v > MAX_STEP_COUNT ? -1 : (int32_t)v;
-}
-
+/* The batch composition a step annotation states (tree.h
+ * teller_step_classify): vLLM's sequences and tokens; SGLang's
+ * step[DECODE bs=N] all N decoding (EXTEND/MIXED give only the total). */
 static void parse_marker(const char *m, teller_req_stepinfo *si)
 {
-    si->prefill_seqs = si->prefill_tokens = si->decode_seqs = -1;
-    if (strstr(m, "context_") && strstr(m, "generation_")) {
-        si->prefill_seqs = int_after(m, "context_");
-        si->prefill_tokens = ctx_tokens(m);
-        si->decode_seqs = int_after(m, "generation_");
-    } else if (!strncmp(m, "step[", 5)) {
-        /* SGLang: step[DECODE bs=N] says all N decode; EXTEND/MIXED give only the total */
-        int32_t bs = int_after(m, "bs=");
-        if (!strncmp(m + 5, "DECODE", 6) && bs >= 0) {
-            si->prefill_seqs = 0;
-            si->prefill_tokens = 0;
-            si->decode_seqs = bs;
-        }
-    }
+    teller_step_class c;
+    teller_step_classify(m, &c);
+    si->prefill_seqs = c.prefill_seqs;
+    si->prefill_tokens = c.prefill_tokens;
+    si->decode_seqs = c.decode_seqs;
 }
 
 /* ---- logs ---- */
