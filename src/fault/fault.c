@@ -1,5 +1,8 @@
 /*
- * fault.c - the one table of fault kinds (see fault.h).
+ * fault.c - the one table of fault kinds (see fault.h): every fact of a
+ * kind that more than one module uses, in one row per kind. What a kind
+ * does to a timeline is in the simulator's and teller perturb's own rows
+ * (src/sim/sim.c k_effects, src/perturb/perturb.c k_kinds).
  */
 #include <stdio.h>
 #include <string.h>
@@ -7,35 +10,128 @@
 #include "teller/fault.h"
 
 static const teller_fault_def k_faults[TELLER_FAULT_COUNT] = {
-    {"no_error", "no_error", "", "rank %d", 0, 0, 0, 0, 0, 0},
-    {"slow_link", "communication", "horizontal",
-     "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in them", 1, 0,
-     3.0, 9.0, 0.3e6, 2e6},
-    {"nccl_hang", "communication", "horizontal",
-     "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired", 0, 1,
-     0, 0, 0, 0},
-    {"pp_send_delay", "communication", "horizontal",
-     "the pipeline send of rank %d stalled and the next stage idled waiting for it", 0, 0, 0, 0, 2e6, 12e6},
-    {"gpu_throttle", "kernel", "horizontal",
-     "GPU of rank %d ran every kernel slower (throttled clocks)", 0, 0,
-     0.35, 1.0, 0, 0},
-    {"kernel_regression", "kernel", "vertical", "one kernel regressed on rank %d", 0, 0, 3.0, 9.0, 0, 0},
-    {"launch_latency", "driver_library", "vertical",
-     "kernel launch calls on rank %d became slow and the GPU idled between kernels", 0, 0, 0, 0, 25e3, 90e3},
-    {"sync_stall", "driver_library", "vertical", "a stream synchronize on rank %d blocked far longer than usual", 0, 0,
-     0, 0, 4e6, 30e6},
-    {"malloc_storm", "driver_library", "vertical",
-     "the caching allocator on rank %d missed, causing many slow cudaMalloc calls", 0, 0, 0, 0, 150e3, 900e3},
-    {"pcie_degradation", "memory", "vertical", "host-device copies on rank %d slowed down (PCIe degradation)", 0, 0,
-     8.0, 30.0, 0, 0},
-    {"kv_swap", "memory", "vertical", "KV cache pressure swapped blocks to host memory (rank %d leads)", 0, 1,
-     0, 0, 0, 0},
-    {"oom", "memory", "vertical", "rank %d ran out of GPU memory, freed its cache and retried the step", 0, 1,
-     0, 0, 0, 0},
-    {"cpu_contention", "scheduling", "vertical",
-     "the host thread of rank %d was descheduled, delaying its kernel launches", 0, 0, 0, 0, 0.6e6, 3e6},
-    {"preemption", "scheduling", "vertical",
-     "the scheduler preempted requests and recomputed them in this step (rank %d leads)", 0, 1, 0, 0, 0, 0},
+    [TELLER_FAULT_NONE] = {.name = "no_error", .type = "no_error", .view = "", .what = "rank %d"},
+    [TELLER_FAULT_SLOW_LINK] =
+        {
+            .name = "slow_link",
+            .type = "communication",
+            .view = "horizontal",
+            .what = "the inter-node link of node %d degraded, so cross-node transfers slowed down for every rank in "
+                    "them",
+            .by_node = 1,
+            .slow = {3.0, 9.0},     /* a transfer that crosses nodes and touches the node */
+            .add_ns = {0.3e6, 2e6}, /* per such transfer: retransmit timeouts */
+            .sim = {.at = TELLER_FAULT_AT_NODE, .needs = TELLER_FAULT_NEEDS_CROSS},
+        },
+    [TELLER_FAULT_NCCL_HANG] =
+        {
+            .name = "nccl_hang",
+            .type = "communication",
+            .view = "horizontal",
+            .what = "rank %d never launched its collective, so the other ranks blocked until the NCCL watchdog fired",
+            .logged = 1,
+            .ends_run = 1, /* its size is the watchdog's, TELLER_FAULT_WATCHDOG_NS */
+            .sim = {.needs = TELLER_FAULT_NEEDS_TP},
+        },
+    [TELLER_FAULT_PP_SEND_DELAY] =
+        {
+            .name = "pp_send_delay",
+            .type = "communication",
+            .view = "horizontal",
+            .what = "the pipeline send of rank %d stalled and the next stage idled waiting for it",
+            .add_ns = {2e6, 12e6}, /* on one send */
+            .sim = {.at = TELLER_FAULT_AT_SENDER, .needs = TELLER_FAULT_NEEDS_PP},
+        },
+    [TELLER_FAULT_GPU_THROTTLE] =
+        {
+            .name = "gpu_throttle",
+            .type = "kernel",
+            .view = "horizontal",
+            .what = "GPU of rank %d ran every kernel slower (throttled clocks)",
+            .slow = {0.35, 1.0}, /* every kernel of the rank */
+        },
+    [TELLER_FAULT_KERNEL_REGRESSION] =
+        {
+            .name = "kernel_regression",
+            .type = "kernel",
+            .view = "vertical",
+            .what = "one kernel regressed on rank %d",
+            .slow = {3.0, 9.0}, /* every instance of one kernel name on the rank */
+        },
+    [TELLER_FAULT_LAUNCH_LATENCY] =
+        {
+            .name = "launch_latency",
+            .type = "driver_library",
+            .view = "vertical",
+            .what = "kernel launch calls on rank %d became slow and the GPU idled between kernels",
+            .add_ns = {25e3, 90e3}, /* per launch call */
+            .jitter = 0.3,
+        },
+    [TELLER_FAULT_SYNC_STALL] =
+        {
+            .name = "sync_stall",
+            .type = "driver_library",
+            .view = "vertical",
+            .what = "a stream synchronize on rank %d blocked far longer than usual",
+            .add_ns = {4e6, 30e6}, /* on a synchronize, after the GPU is done */
+            .jitter = 0.2,
+        },
+    [TELLER_FAULT_MALLOC_STORM] =
+        {
+            .name = "malloc_storm",
+            .type = "driver_library",
+            .view = "vertical",
+            .what = "the caching allocator on rank %d missed, causing many slow cudaMalloc calls",
+            .add_ns = {150e3, 900e3}, /* per allocation call */
+            .share = {0.2, 1.0},
+            .jitter = 0.4,
+        },
+    [TELLER_FAULT_PCIE_DEGRADATION] =
+        {
+            .name = "pcie_degradation",
+            .type = "memory",
+            .view = "vertical",
+            .what = "host-device copies on rank %d slowed down (PCIe degradation)",
+            .slow = {8.0, 30.0}, /* every host-device copy of the rank */
+        },
+    [TELLER_FAULT_KV_SWAP] =
+        {
+            .name = "kv_swap",
+            .type = "memory",
+            .view = "vertical",
+            .what = "KV cache pressure swapped blocks to host memory (rank %d leads)",
+            .logged = 1,
+            .sim = {.at = TELLER_FAULT_AT_LEAD, .copies = {1.0, 4.0}, .swap = {1.0, 3.0}},
+        },
+    [TELLER_FAULT_OOM] =
+        {
+            .name = "oom",
+            .type = "memory",
+            .view = "vertical",
+            .what = "rank %d ran out of GPU memory, freed its cache and retried the step",
+            .logged = 1,
+            .sim = {.retry_ns = {1e6, 4e6}},
+        },
+    [TELLER_FAULT_CPU_CONTENTION] =
+        {
+            .name = "cpu_contention",
+            .type = "scheduling",
+            .view = "vertical",
+            .what = "the host thread of rank %d was descheduled, delaying its kernel launches",
+            .add_ns = {0.6e6, 3e6}, /* the size each gap takes its share of */
+            .share = {0.3, 1.0},
+            .perturb = {.gaps = 5},
+        },
+    [TELLER_FAULT_PREEMPTION] =
+        {
+            .name = "preemption",
+            .type = "scheduling",
+            .view = "vertical",
+            .what = "the scheduler preempted requests and recomputed them in this step (rank %d leads)",
+            .logged = 1,
+            .sim = {.at = TELLER_FAULT_AT_LEAD, .tokens = {1500, 4000}},
+            .perturb = {.grow = {1500.0 / 4096, 1.0}},
+        },
 };
 
 const teller_fault_def *teller_fault_def_of(teller_fault f)
@@ -69,17 +165,24 @@ int teller_fault_material(teller_fault f, long long excess_ns, long long clean_n
     return excess_ns >= TELLER_FAULT_MATERIAL_NS && (double)excess_ns >= TELLER_FAULT_MATERIAL_SHARE * (double)clean_ns;
 }
 
+void teller_fault_sentence(teller_fault f, int where, int step, const char *took, const char *over,
+                           const char *root_op, int root_rank, int root_node, const char *root_took, char *out,
+                           unsigned long cap)
+{
+    char what[256];
+    teller_fault_what(f, where, what, sizeof what);
+    snprintf(out, cap, "Step %d took %s, %s: %s (%s). The root operator is %s on rank %d (node %d), which took %s.",
+             step, took, over, what, teller_fault_name(f), root_op ? root_op : "?", root_rank, root_node, root_took);
+}
+
 void teller_fault_explain(teller_fault f, int where, int step, int64_t dur_ns, int64_t expected_ns,
                           int64_t excess_ns, const char *root_op, int root_rank, int root_node, int64_t root_ns,
                           char *out, unsigned long cap)
 {
-    double ex = (double)excess_ns / 1e6, dur = (double)dur_ns / 1e6;
     double pct = expected_ns > 0 ? 100.0 * (double)excess_ns / (double)expected_ns : 0;
-    char head[256];
-    teller_fault_what(f, where, head, sizeof head);
-    snprintf(out, cap,
-             "Step %d took %.3f ms, %.3f ms (%.0f%%) longer than expected: %s (%s). The root operator is %s on rank %d "
-             "(node %d), which took %.3f ms.",
-             step, dur, ex, pct, head, teller_fault_name(f), root_op ? root_op : "?", root_rank, root_node,
-             (double)root_ns / 1e6);
+    char took[48], over[128], root_took[48];
+    snprintf(took, sizeof took, "%.3f ms", (double)dur_ns / 1e6);
+    snprintf(over, sizeof over, "%.3f ms (%.0f%%) longer than expected", (double)excess_ns / 1e6, pct);
+    snprintf(root_took, sizeof root_took, "%.3f ms", (double)root_ns / 1e6);
+    teller_fault_sentence(f, where, step, took, over, root_op, root_rank, root_node, root_took, out, cap);
 }

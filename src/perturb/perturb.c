@@ -60,13 +60,13 @@ static const char *name_of(const pctx *P, uint32_t i) { return teller_store_str(
 static double draw_factor(pctx *P, teller_fault f)
 {
     const teller_fault_def *d = teller_fault_def_of(f);
-    return 1.0 + uni_in(&P->r, d->slow_lo, d->slow_hi) * P->o->severity;
+    return 1.0 + uni_in(&P->r, d->slow.lo, d->slow.hi) * P->o->severity;
 }
 
 static double draw_ns(pctx *P, teller_fault f)
 {
     const teller_fault_def *d = teller_fault_def_of(f);
-    return uni_in(&P->r, d->add_lo_ns, d->add_hi_ns) * P->o->severity;
+    return uni_in(&P->r, d->add_ns.lo, d->add_ns.hi) * P->o->severity;
 }
 
 static int edit(pctx *P, uint32_t e, uint8_t kind, int64_t d)
@@ -485,10 +485,6 @@ static int q_coll(const pctx *P, uint32_t i)
     return c != TELLER_NONE && teller_store_collectives(P->st)[c].num_members > 1;
 }
 
-/* The NCCL watchdog's timeout (PyTorch's default, 10 min): how long peers
- * wait for a rank that never launched its collective. */
-#define HANG_NS 600000000000LL
-
 /* One rank never launches a collective: the others wait in it until the
  * watchdog fires and the run ends. The edit makes the instance 10 min
  * longer for its members; teller_perturb then leaves out what never
@@ -502,7 +498,7 @@ static int inj_nccl_hang(pctx *P, uint32_t k, int apply, root *rt)
     uint32_t c = coll_of(P, P->cand[uni_int(&P->r, (int)n)]);
     const teller_collective *co = &teller_store_collectives(P->st)[c];
     uint32_t h = teller_store_coll_members(P->st)[co->first_member + (uint32_t)uni_int(&P->r, (int)co->num_members)].kernel;
-    if (edit(P, h, RT_STRETCH, HANG_NS))
+    if (edit(P, h, RT_STRETCH, TELLER_FAULT_WATCHDOG_NS))
         return -1;
     P->hang_step = k;
     P->hang_kernel = h;
@@ -1311,7 +1307,7 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
                 logline *L = &lines[nlines++];
                 memset(L, 0, sizeof *L);
                 L->node = node;
-                L->t = start[m] + HANG_NS + 47000000 + w * 1000000 + node_offset_of(st, node);
+                L->t = start[m] + TELLER_FAULT_WATCHDOG_NS + 47000000 + w * 1000000 + node_offset_of(st, node);
                 watchdog_line(&P, m, w, L->t, L->text, sizeof L->text);
             }
         }

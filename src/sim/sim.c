@@ -116,12 +116,17 @@ typedef struct op {
 
 typedef struct fault_inst {
     teller_fault kind;
-    int          rank;   /* target rank (or first rank of the node) */
+    int          rank;     /* target rank (or first rank of the node) */
     int          node;
-    double       factor; /* slowdown factor */
-    int64_t      extra;  /* added ns */
-    const char  *kernel; /* kernel_regression target */
-    int          coll;   /* nccl_hang: index of the collective in the step */
+    /* its sizes, drawn by pick_fault from the kind's row of the fault table (fault.h) */
+    double       factor;   /* slow: the slowdown factor */
+    int64_t      extra;    /* add_ns: the added ns */
+    int          tokens;   /* sim.tokens: prefill tokens recomputed */
+    int64_t      retry_ns; /* sim.retry_ns */
+    double       copies;   /* sim.copies */
+    int64_t      swap;     /* sim.swap, in millionths of 64 MiB */
+    const char  *kernel;   /* kernel_regression target */
+    int          coll;     /* nccl_hang: index of the collective in the step */
 } fault_inst;
 
 /* ---- the case ---- */
@@ -154,6 +159,21 @@ typedef struct step_out {
     char    marker[128];      /* the step annotation's text */
 } step_out;
 
+/* What the truth says of one step. */
+typedef struct truth_step {
+    int         abnormal;
+    fault_inst  f;
+    int64_t     dur, clean, excess, root_ns;
+    const char *root_op, *root_layer;
+    int         root_rank;
+} truth_step;
+
+/* A rank's counters, kept across the clean counterfactual of a faulty step. */
+typedef struct saved_rank {
+    int64_t  host, gpu;
+    uint32_t corr, ext, pg_seq;
+} saved_rank;
+
 typedef struct sim {
     teller_sim_opts o;
     const model    *m;
@@ -173,8 +193,10 @@ typedef struct sim {
     int             cur_step;  /* the step being simulated, -1 before the first */
     int             cur_tokens; /* tokens of the step's batch: kernels' grids follow it */
     const char     *dir;
-    int             oom_fail;
     int             nomem;     /* an allocation failed: the case is incomplete, the run fails */
+    saved_rank     *saved;     /* per rank, while the counterfactual runs */
+    truth_step     *ts;        /* per step */
+    char          (*markers)[128]; /* per faulty step, its annotation's text (a root that is the step) */
 } sim;
 
 static int rank_node(const sim *S, int r) { return r / S->o.gpus_per_node; }
@@ -458,19 +480,22 @@ static const char *step_marker(const sim *S, const batch *b, char *buf, size_t c
  *
  * sim_step below computes the clean timeline. A fault changes it only at the
  * points listed in sim_effect, through its own row of k_effects (indexed by
- * the kinds of include/teller/fault.h, whose sizes pick_fault draws): a row
- * fills the points it acts at and leaves the others NULL, so adding a kind is
- * one row here and one line in fault.c. Each hook is called for the step's
- * fault only, with the rank in question; it decides whether that rank is
- * affected and, where the affected call is the step's root, records it in the
- * step_out. Hooks draw from the simulator's random state, so where sim_step
- * calls them is part of the output: same seed, same bytes. */
+ * the kinds of include/teller/fault.h, whose row says how big the fault is
+ * and where it can strike: pick_fault draws from it): a row fills the points
+ * it acts at and leaves the others NULL, so adding a kind is its row in
+ * fault.c, one row here and the hooks it names (docs/SIMULATOR.md, "Adding a
+ * fault kind"). Each hook is called for the step's fault only, with the rank
+ * in question; it decides whether that rank is affected and, where the
+ * affected call is the step's root, records it in the step_out. Hooks draw
+ * from the fault's own random state, so where sim_step calls them is part of
+ * the output: same seed, same bytes. */
 
 #define ROOT_NAMES 32
 typedef struct fx {
-    sim              *S;
-    const fault_inst *F;
-    step_out         *out;
+    sim                    *S;
+    const fault_inst       *F;
+    const teller_fault_def *d; /* F's row of the fault table */
+    step_out               *out;
     /* time per operator name of the ops a gpu_op fault slowed (root_time) */
     const char *name[ROOT_NAMES];
     int64_t     ns[ROOT_NAMES];
@@ -485,6 +510,9 @@ typedef struct xfer_site {
 } xfer_site;
 
 typedef struct sim_effect {
+    /* Draws what the kind strikes beyond its rank (a collective, a kernel
+     * name) into F, from S->r, when the fault is picked. */
+    void (*pick)(sim *S, fault_inst *F);
     /* Pipeline stage st's ranks stand at the start of the forward (oom). */
     void (*stage_begin)(fx *c, int st);
     /* Rank r launches its CUDA graph at its host time with a call of *dur ns
@@ -569,12 +597,12 @@ static void oom_stage_begin(fx *c, int st)
     int nfree = 20 + uni_int(&S->fr, 40);
     int64_t tf = t + 280000;
     for (int q = 0; q < nfree; q++) {
-        int64_t d = (int64_t)(uni_in(&S->fr, 40000, 400000) * F->factor);
+        int64_t d = (int64_t)(uni_in(&S->fr, 40000, 400000) * S->o.severity);
         corr = ++R->corr;
         ev_api(S, F->rank, "cuda_runtime", "cudaFree", tf, d, corr, 0, 22);
         tf += d + 3000;
     }
-    R->host = tf + (int64_t)F->extra;
+    R->host = tf + F->retry_ns;
     char proc[64], msg[512];
     worker_proc(S, F->rank, proc, sizeof proc);
     snprintf(msg, sizeof msg,
@@ -588,7 +616,8 @@ static void oom_stage_begin(fx *c, int st)
                F->rank % S->o.tp, "Freeing the KV cache blocks of preempted sequences and retrying the step after an out-of-memory error.");
 }
 
-/* launch_latency: every launch call of the rank is slower, the graph launch by F->extra */
+/* launch_latency: every launch call of the rank is slower, the graph launch by F->extra, the others by
+ * it times the row's jitter */
 static void slow_graph_launch(fx *c, int r, int64_t *dur)
 {
     if (!on_rank(c, r))
@@ -602,18 +631,18 @@ static void slow_launch(fx *c, int r, const op *p, int64_t *dur)
 {
     if (!on_rank(c, r) || p->kind == OP_H2D || p->kind == OP_D2H)
         return;
-    *dur += (int64_t)((double)c->F->extra * jit(&c->S->fr, 0.3));
+    *dur += (int64_t)((double)c->F->extra * jit(&c->S->fr, c->d->jitter));
     if (!strcmp(p->api, "cudaLaunchKernel") && *dur > c->out->root_ns)
         set_root(c, p->api, *dur);
 }
 
-/* cpu_contention: the host thread is descheduled for a gap before some of its calls;
- * the root is the op after the longest gap, its root_ns that gap */
+/* cpu_contention: the host thread is descheduled for a gap (the row's share of F->extra) before some of
+ * its calls; the root is the op after the longest gap, its root_ns that gap */
 static void descheduled(fx *c, int r, double p, const char *op, const char *layer)
 {
     if (!on_rank(c, r) || !(uni(&c->S->fr) < p))
         return;
-    int64_t gap = (int64_t)(uni_in(&c->S->fr, 0.3, 1.0) * (double)c->F->extra);
+    int64_t gap = (int64_t)(uni_in(&c->S->fr, c->d->share.lo, c->d->share.hi) * (double)c->F->extra);
     c->S->ranks[r].host += gap;
     if (gap > c->out->root_ns) {
         set_root(c, op, gap);
@@ -632,14 +661,15 @@ static void contended_host_op(fx *c, int r, const op *p)
     descheduled(c, r, 0.12, p->cpu ? p->cpu : p->api, p->cpu ? "BACKEND" : "RUNTIME");
 }
 
-/* malloc_storm: the caching allocator misses inside a quarter of the rank's ops */
+/* malloc_storm: the caching allocator misses inside a quarter of the rank's ops, each miss the row's
+ * share of F->extra */
 static int64_t storm_in_op(fx *c, int r, const op *p, int64_t t, uint32_t ext)
 {
     sim *S = c->S;
     (void)p;
     if (!on_rank(c, r) || !(uni(&S->fr) < 0.25))
         return 0;
-    int64_t malloc_t = (int64_t)(uni_in(&S->fr, 0.2, 1.0) * (double)c->F->extra);
+    int64_t malloc_t = (int64_t)(uni_in(&S->fr, c->d->share.lo, c->d->share.hi) * (double)c->F->extra);
     rank_st *R = &S->ranks[r];
     uint32_t corr = ++R->corr;
     ev_cpu(S, r, "cpu_op", "aten::empty", t + 2000, malloc_t + 6000, ext);
@@ -660,6 +690,13 @@ static int throttled(fx *c, int r, const op *p, double *d)
     return 1;
 }
 
+/* kernel_regression: one of the kernel names a layer runs on every model */
+static void pick_regressed(sim *S, fault_inst *F)
+{
+    static const char *const ks[] = {K_GEMM_QKV, K_GEMM_O, K_FMHA, K_ROTARY, K_ADDNORM, K_CACHE};
+    F->kernel = ks[uni_int(&S->r, (int)(sizeof ks / sizeof *ks))];
+}
+
 static int regressed(fx *c, int r, const op *p, double *d)
 {
     if (!on_rank(c, r) || p->kernel != c->F->kernel)
@@ -676,6 +713,13 @@ static int slow_copy(fx *c, int r, const op *p, double *d)
         return 0;
     *d *= c->F->factor;
     return 1;
+}
+
+/* nccl_hang: one of the two all-reduces per layer of the first stage */
+static void pick_hung(sim *S, fault_inst *F)
+{
+    int layers0 = S->m->layers / S->o.pp + (0 < S->m->layers % S->o.pp ? 1 : 0);
+    F->coll = uni_int(&S->r, 2 * layers0 > 0 ? 2 * layers0 : 1);
 }
 
 static int hangs(fx *c, int r, int coll) { return on_rank(c, r) && coll == c->F->coll; }
@@ -726,7 +770,7 @@ static void stalled_sync(fx *c, int r, int64_t t, int64_t *end)
 {
     if (!on_rank(c, r))
         return;
-    int64_t stall = (int64_t)((double)c->F->extra * jit(&c->S->fr, 0.2));
+    int64_t stall = (int64_t)((double)c->F->extra * jit(&c->S->fr, c->d->jitter));
     *end += stall;
     if (stall)
         set_root(c, "cudaStreamSynchronize", *end - t);
@@ -740,10 +784,10 @@ static void swap_out(fx *c, int st)
     int tp = S->o.tp;
     for (int r = st * tp; r < (st + 1) * tp; r++) {
         rank_st *R = &S->ranks[r];
-        int nswap = 2 + (int)F->factor;
+        int nswap = 2 + (int)F->copies;
         for (int q = 0; q < nswap; q++) {
             uint32_t ext = ++R->ext, corr = ++R->corr;
-            int64_t bytes = (int64_t)(64.0 * 1048576 * (double)F->extra / 1e6 / tp);
+            int64_t bytes = (int64_t)(64.0 * 1048576 * (double)F->swap / 1e6 / tp);
             ev_cpu(S, r, "cpu_op", "aten::copy_", R->host, 14000, ext);
             ev_api(S, r, "cuda_runtime", "cudaMemcpyAsync", R->host + 5000, 7000, corr, ext, 41);
             int64_t start = R->gpu > R->host + 8000 ? R->gpu : R->host + 8000;
@@ -758,8 +802,8 @@ static void swap_out(fx *c, int st)
 }
 
 /* The scheduler's line for preempted sequences: vLLM's (mode RECOMPUTE or
- * SWAP) or SGLang's retract line. */
-static void log_preempted(sim *S, const fault_inst *F, int k, int64_t t, const char *mode)
+ * SWAP) or SGLang's retract line, which counts retracted requests. */
+static void log_preempted(sim *S, int k, int64_t t, const char *mode, int retracted)
 {
     char msg[768];
     if (!strcmp(S->o.engine, "vllm")) {
@@ -771,20 +815,27 @@ static void log_preempted(sim *S, const fault_inst *F, int k, int64_t t, const c
         log_engine(S, 0, t, "WARNING", "scheduler.py:1089", NULL, -1, msg);
     } else {
         snprintf(msg, sizeof msg, "KV cache pool is full. Retract requests. #retracted_reqs: %d, #new_token_ratio: 0.7021 -> 1.0000",
-                 1 + (int)(F->extra / 2000));
+                 retracted);
         log_engine(S, 0, t, "WARNING", "", NULL, 0, msg);
     }
 }
 
-static void log_recompute(sim *S, const fault_inst *F, int k, int64_t t) { log_preempted(S, F, k, t, "RECOMPUTE"); }
-static void log_swap(sim *S, const fault_inst *F, int k, int64_t t) { log_preempted(S, F, k, t, "SWAP"); }
+static void log_recompute(sim *S, const fault_inst *F, int k, int64_t t)
+{
+    log_preempted(S, k, t, "RECOMPUTE", 1 + F->tokens / 2000);
+}
+
+static void log_swap(sim *S, const fault_inst *F, int k, int64_t t)
+{
+    log_preempted(S, k, t, "SWAP", 1 + (int)(F->swap / 2000));
+}
 
 static const sim_effect k_effects[TELLER_FAULT_COUNT] = {
     [TELLER_FAULT_SLOW_LINK] = {.transfer = slow_link_transfer, .comm_done = slow_link_done},
-    [TELLER_FAULT_NCCL_HANG] = {.skips_coll = hangs, .root_op = K_ALLREDUCE},
+    [TELLER_FAULT_NCCL_HANG] = {.pick = pick_hung, .skips_coll = hangs, .root_op = K_ALLREDUCE},
     [TELLER_FAULT_PP_SEND_DELAY] = {.transfer = delayed_send, .comm_done = delayed_send_done, .root_op = K_SENDRECV},
     [TELLER_FAULT_GPU_THROTTLE] = {.gpu_op = throttled},
-    [TELLER_FAULT_KERNEL_REGRESSION] = {.gpu_op = regressed},
+    [TELLER_FAULT_KERNEL_REGRESSION] = {.pick = pick_regressed, .gpu_op = regressed},
     [TELLER_FAULT_LAUNCH_LATENCY] = {.graph_launch = slow_graph_launch, .launch = slow_launch,
                                      .root_op = "cudaLaunchKernel", .root_layer = "RUNTIME"},
     [TELLER_FAULT_SYNC_STALL] = {.sync = stalled_sync, .root_op = "cudaStreamSynchronize", .root_layer = "RUNTIME"},
@@ -824,275 +875,355 @@ static int64_t p2p_ns(fx *c, const sim_effect *e, int from, int to, double bytes
     return (int64_t)t;
 }
 
-/* Simulates step k for every rank starting at true time t0, with fault F
- * (NULL: the clean step) acting through its k_effects row. Fills out. */
-static void sim_step(sim *S, int k, const batch *b, const fault_inst *F, int64_t t0, step_out *out)
+/* One pipeline stage's pass through a step: its ranks r0 .. r0 + tp - 1
+ * run the stage's ops in lockstep (sim_step). Arrays are per tensor-parallel
+ * index i (rank r0 + i). */
+typedef struct stage {
+    sim              *S;
+    const sim_effect *e;
+    fx               *c;
+    step_out         *out;
+    int               st, r0, tp;
+    int64_t           t0;          /* the step's start */
+    coll_state       *cs;          /* the comm kernel each rank has launched and waits in */
+    int64_t          *send_arrive; /* when its send kernel started */
+    int64_t          *send_done;   /* when its send ended: the next stage's receive ends with it */
+    int64_t          *mstart;      /* its step annotation's start */
+    int64_t          *fw_start;    /* its model runner's start */
+    int64_t          *graph_t;     /* when the kernels of its CUDA graph can start */
+    uint32_t         *graph_corr;  /* its graph launch's correlation id */
+    int               hung_rank;   /* the rank that never launched a collective (nccl_hang), -1 */
+    int               coll_index;  /* the stage's collectives so far, for nccl_hang */
+} stage;
+
+/* The stage's ranks come out of the python scheduler into the model runner. */
+static void stage_begin(stage *g)
+{
+    sim *S = g->S;
+    for (int i = 0; i < g->tp; i++) {
+        rank_st *R = &S->ranks[g->r0 + i];
+        R->host = g->t0 + (int64_t)uni_in(&S->r, 8000, 40000);
+        if (R->gpu < R->host)
+            R->gpu = R->host;
+        g->mstart[i] = R->host;
+        R->host += (int64_t)uni_in(&S->r, 20000, 60000); /* python up to the model runner */
+        g->fw_start[i] = R->host;
+    }
+    if (g->e->stage_begin)
+        g->e->stage_begin(g->c, g->st);
+}
+
+/* Every rank of the stage launches its CUDA graph (at its first graph op). */
+static void graph_launch(stage *g)
+{
+    sim *S = g->S;
+    for (int i = 0; i < g->tp; i++) {
+        int r = g->r0 + i;
+        rank_st *R = &S->ranks[r];
+        int64_t d = (int64_t)(uni_in(&S->r, 9000, 18000));
+        if (g->e->graph_launch)
+            g->e->graph_launch(g->c, r, &d);
+        uint32_t corr = ++R->corr;
+        ev_api(S, r, "cuda_runtime", "cudaGraphLaunch", R->host, d, corr, ++R->ext, 311);
+        g->graph_t[i] = R->host + 4000;
+        g->graph_corr[i] = corr;
+        R->host += d + 2000;
+    }
+}
+
+/* Rank r0 + i issues op p on its host: the cpu op around its launch and the
+ * launch call (an op of a CUDA graph was launched with the graph). Sets
+ * *corr and returns when its GPU work can start. */
+static int64_t op_issue(stage *g, int i, const op *p, uint32_t ext, uint32_t *corr)
+{
+    sim *S = g->S;
+    const sim_effect *e = g->e;
+    int r = g->r0 + i;
+    rank_st *R = &S->ranks[r];
+    if (p->in_graph) {
+        *corr = g->graph_corr[i];
+        return g->graph_t[i];
+    }
+    if (e->host_op)
+        e->host_op(g->c, r, p);
+    int64_t host = (int64_t)(p->host_ns * jit(&S->r, 0.15));
+    int64_t launch = (int64_t)uni_in(&S->r, 4500, 9000);
+    if (e->launch)
+        e->launch(g->c, r, p, &launch);
+    int64_t t = R->host;
+    int64_t inside = e->in_op ? e->in_op(g->c, r, p, t, ext) : 0;
+    int64_t t_launch = t + inside + host * 6 / 10;
+    int64_t total = inside + host + launch;
+    if (p->cpu && !strcmp(p->cpu, "record_param_comms")) {
+        ev_cpu(S, r, "cpu_op", "record_param_comms", t, total, ext);
+        ev_cpu(S, r, "user_annotation",
+               p->kind == OP_ALLGATHER ? "nccl:_all_gather_base"
+                                       : p->kind == OP_ALLREDUCE ? "nccl:all_reduce"
+                                                                 : p->kind == OP_SEND ? "nccl:send" : "nccl:recv",
+               t + host / 4, total - host / 4 - 500, ext);
+    } else if (p->nested) {
+        ev_cpu(S, r, "cpu_op", p->cpu, t, total, ext);
+        int64_t q = host / 10;
+        ev_cpu(S, r, "cpu_op", "aten::t", t + q, 2 * q, ext);
+        ev_cpu(S, r, "cpu_op", "aten::transpose", t + q + 300, 2 * q - 600, ext);
+        ev_cpu(S, r, "cpu_op", "aten::as_strided", t + q + 700, q / 2, ext);
+        ev_cpu(S, r, "cpu_op", "aten::addmm", t + 4 * q, total - 4 * q - 300, ext);
+    } else if (p->cpu) {
+        ev_cpu(S, r, "cpu_op", p->cpu, t, total, ext);
+    }
+    *corr = ++R->corr;
+    int driver = !strcmp(p->api, "cuLaunchKernelEx");
+    ev_api(S, r, driver ? "cuda_driver" : "cuda_runtime", p->api, t_launch, launch, *corr, ext,
+           driver ? 652 : (!strcmp(p->api, "cudaMemcpyAsync") ? 41 : 211));
+    R->host = t + total + (int64_t)uni_in(&S->r, 800, 3000);
+    return t_launch + 2500;
+}
+
+/* Op p (a kernel or a copy) runs on rank r's compute stream from start. */
+static void op_run(stage *g, int r, const op *p, int64_t start, uint32_t corr, uint32_t ext)
+{
+    sim *S = g->S;
+    double d;
+    const char *cat = "kernel";
+    int64_t bytes = -1;
+    if (p->kind == OP_H2D || p->kind == OP_D2H) {
+        bytes = (int64_t)p->gpu_ns;
+        d = (double)bytes / PCIE_BW * 1e9 + 1500;
+        cat = "gpu_memcpy";
+    } else {
+        d = p->gpu_ns;
+    }
+    int root = g->e->gpu_op ? g->e->gpu_op(g->c, r, p, &d) : 0;
+    int64_t dur = (int64_t)(d * jit(&S->r, 0.06));
+    if (root)
+        root_time(g->c, p->kernel, dur);
+    ev_gpu(S, r, cat, p->kernel, STREAM_COMPUTE, start, dur, corr, ext, bytes, NULL);
+    S->ranks[r].gpu = start + dur;
+}
+
+/* The stage's ranks have launched collective p: it ends for every member
+ * when the last one arrives plus the transfer time. A member that never
+ * came (nccl_hang) blocks the others until the watchdog fires on each, and
+ * the step hangs: returns 1. */
+static int coll_end(stage *g, const op *p)
+{
+    sim *S = g->S;
+    int tp = g->tp, r0 = g->r0, hung_rank = g->hung_rank;
+    int64_t last = 0;
+    int missing = hung_rank >= 0;
+    for (int i = 0; i < tp; i++)
+        if (r0 + i != hung_rank && g->cs[i].arrive > last)
+            last = g->cs[i].arrive;
+    int64_t x = xfer_ns(g->c, g->e, r0, tp, p->gpu_ns, p->kind == OP_ALLREDUCE);
+    comm_md md = {p->kind == OP_ALLREDUCE ? "allreduce" : "_allgather_base", (int64_t)(p->gpu_ns / 2),
+                  (int64_t)(p->gpu_ns / 2 * (p->kind == OP_ALLGATHER ? tp : 1)), tp, r0, 1, 1 + g->st};
+    for (int i = 0; i < tp; i++) {
+        int r = r0 + i;
+        const coll_state *cs = &g->cs[i];
+        if (r == hung_rank)
+            continue;
+        S->ranks[r].pg_seq++;
+        int64_t end = missing ? cs->arrive + TELLER_FAULT_WATCHDOG_NS : last + x + (int64_t)uni_in(&S->r, 0, 1500);
+        if (!missing || S->o.hang_abort_comm) /* else it never ended: not written */
+            ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs->arrive, end - cs->arrive, cs->corr, cs->ext, -1,
+                   p->in_graph ? NULL : &md);
+        S->ranks[r].gpu = end;
+        if (g->e->comm_done)
+            g->e->comm_done(g->c, r, -1, p->kernel, end - cs->arrive);
+    }
+    if (!missing) {
+        g->coll_index++;
+        return 0;
+    }
+    g->out->hung = 1;
+    g->out->root_op = p->kernel;
+    for (int i = 0; i < tp; i++) {
+        int r = r0 + i;
+        if (r == hung_rank)
+            continue;
+        char msg[512];
+        uint32_t seq = S->ranks[r].pg_seq;
+        int64_t fired = g->cs[i].arrive + TELLER_FAULT_WATCHDOG_NS;
+        snprintf(msg, sizeof msg,
+                 "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%u, OpType=%s, NumelIn=%lld, "
+                 "NumelOut=%lld, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.",
+                 seq, p->kind == OP_ALLREDUCE ? "ALLREDUCE" : "_ALLGATHER_BASE", (long long)md.in_n,
+                 (long long)md.out_n);
+        log_pg(S, r, fired + 47000000, msg);
+        snprintf(msg, sizeof msg,
+                 "Exception (either an error or timeout) detected by watchdog at work: %u, last enqueued NCCL "
+                 "work: %u, last completed NCCL work: %u.",
+                 seq, seq, seq - 1);
+        log_pg(S, r, fired + 48000000, msg);
+    }
+    return 1;
+}
+
+/* The stage's ranks have launched send p to the next stage, which posted
+ * its receive early: the transfer ends both. */
+static void send_end(stage *g, const op *p)
+{
+    sim *S = g->S;
+    int tp = g->tp, pp = S->o.pp;
+    for (int i = 0; i < tp; i++) {
+        int r = g->r0 + i;
+        int64_t arrive = g->send_arrive[i];
+        int64_t end = arrive + p2p_ns(g->c, g->e, r, r + tp, p->gpu_ns);
+        g->send_done[i] = end;
+        comm_md md = {"send", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
+        ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, arrive, end - arrive, g->cs[i].corr, g->cs[i].ext, -1, &md);
+        S->ranks[r].gpu = end;
+        if (g->e->comm_done)
+            g->e->comm_done(g->c, r, r + tp, p->kernel, end - arrive);
+    }
+}
+
+/* The stage's ranks have launched receive p: it ends with the previous
+ * stage's send. */
+static void recv_end(stage *g, const op *p)
+{
+    sim *S = g->S;
+    int tp = g->tp, pp = S->o.pp;
+    for (int i = 0; i < tp; i++) {
+        int r = g->r0 + i;
+        const coll_state *cs = &g->cs[i];
+        int64_t end = g->send_done[i] > cs->arrive ? g->send_done[i] : cs->arrive + 5000;
+        comm_md md = {"recv", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
+        ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, cs->arrive, end - cs->arrive, cs->corr, cs->ext, -1, &md);
+        S->ranks[r].gpu = end;
+    }
+}
+
+/* Runs op p on every rank of the stage: issued on each host, then on the
+ * GPU, a communication op once all have launched it. Returns 1 when the
+ * step hangs in it. */
+static int stage_op(stage *g, const op *p)
+{
+    sim *S = g->S;
+    int is_coll = p->kind == OP_ALLREDUCE || p->kind == OP_ALLGATHER;
+    for (int i = 0; i < g->tp; i++) {
+        int r = g->r0 + i;
+        rank_st *R = &S->ranks[r];
+        if (g->hung_rank == r)
+            continue;
+        uint32_t ext = p->in_graph ? 0 : ++R->ext, corr;
+        int64_t ready = op_issue(g, i, p, ext, &corr);
+        int64_t start = ready > R->gpu ? ready : R->gpu;
+        if (is_coll && g->e->skips_coll && g->e->skips_coll(g->c, r, g->coll_index)) {
+            g->hung_rank = r; /* never launches it, nor anything after */
+            continue;
+        }
+        if (is_coll || p->kind == OP_RECV || p->kind == OP_SEND) {
+            if (p->kind == OP_SEND)
+                g->send_arrive[i] = start;
+            g->cs[i] = (coll_state){start, corr, ext, ready};
+            continue;
+        }
+        op_run(g, r, p, start, corr, ext);
+    }
+    if (is_coll)
+        return coll_end(g, p);
+    if (p->kind == OP_SEND)
+        send_end(g, p);
+    else if (p->kind == OP_RECV)
+        recv_end(g, p);
+    return 0;
+}
+
+/* Sampling is done: each rank waits for its GPU, then the python epilogue
+ * and the step annotation close the step. */
+static void stage_end(stage *g, const char *marker)
+{
+    sim *S = g->S;
+    step_out *out = g->out;
+    for (int i = 0; i < g->tp; i++) {
+        int r = g->r0 + i;
+        rank_st *R = &S->ranks[r];
+        if (r == g->hung_rank) {
+            /* stuck on the host before the collective: the step never ends */
+            out->end = g->t0 + TELLER_FAULT_WATCHDOG_NS;
+            continue;
+        }
+        if (out->hung && !S->o.hang_abort_comm)
+            continue; /* taken down while waiting: the rest of the step was never written */
+        uint32_t ext = ++R->ext, corr = ++R->corr;
+        int64_t t = R->host;
+        int64_t done = R->gpu > t ? R->gpu : t;
+        int64_t end = done + 4000;
+        if (g->e->sync)
+            g->e->sync(g->c, r, t, &end);
+        ev_api(S, r, "cuda_runtime", "cudaStreamSynchronize", t, end - t, corr, ext, 131);
+        if (S->emit) {
+            ev_begin(S, r, "X", "cuda_sync", "Stream Sync", 1, STREAM_COMPUTE, t, end - t);
+            ob_fmt(&R->out,
+                   ", \"args\": {\"External id\": %u, \"cuda_sync_kind\": \"Stream Sync\", \"stream\": %d, "
+                   "\"correlation\": %u, \"device\": %d, \"context\": 1}",
+                   ext, STREAM_COMPUTE, corr, r % S->o.gpus_per_node);
+            ev_end(S, r);
+        }
+        R->host = end + (int64_t)uni_in(&S->r, 40000, 140000);
+        int64_t fw = g->fw_start[i];
+        if (S->emit) {
+            ev_cpu(S, r, "python_function", "vllm/v1/worker/gpu_model_runner.py(2174): execute_model", fw - 6000,
+                   R->host - fw - 4000, 0);
+            ev_cpu(S, r, "python_function", "torch/nn/modules/module.py(1773): _call_impl", fw + 60000,
+                   t - fw - 70000 > 0 ? t - fw - 70000 : 0, 0);
+            ev_cpu(S, r, "user_annotation", marker, g->mstart[i], R->host + 3000 - g->mstart[i], 0);
+        }
+        R->host += 3000;
+        if (R->host > out->end)
+            out->end = R->host;
+    }
+}
+
+/* Simulates a step for every rank starting at true time t0, with fault F
+ * (NULL: the clean step) acting through its k_effects row, stage after
+ * stage: the ranks come into the model runner, run the stage's ops (a graph
+ * launch at the first op of a CUDA graph) and synchronise. Fills out. */
+static void sim_step(sim *S, const batch *b, const fault_inst *F, int64_t t0, step_out *out)
 {
     S->cur_tokens = b->prefill_tokens + b->decode_seqs;
     int tp = S->o.tp, pp = S->o.pp;
-    const sim_effect *e = effect_of(F);
-    fx c = {.S = S, .F = F, .out = out};
+    fx c = {.S = S, .F = F, .d = teller_fault_def_of(F ? F->kind : TELLER_FAULT_NONE), .out = out};
+    stage g = {.S = S, .e = effect_of(F), .c = &c, .out = out, .tp = tp, .t0 = t0};
     op *ops = malloc(max_ops(S) * sizeof *ops);
-    coll_state *cs = malloc((size_t)tp * sizeof *cs);
-    int64_t *send_arrive = calloc((size_t)tp, sizeof *send_arrive);
-    int64_t *send_done = calloc((size_t)tp, sizeof *send_done);
+    g.cs = malloc((size_t)tp * sizeof *g.cs);
+    int64_t *per = calloc(5 * (size_t)tp, sizeof *per); /* the stage's arrays of int64 */
+    g.graph_corr = calloc((size_t)tp, sizeof *g.graph_corr);
     memset(out, 0, sizeof *out);
     out->start = t0;
     out->end = t0;
-    if (!ops || !cs || !send_arrive || !send_done)
+    if (!ops || !g.cs || !per || !g.graph_corr)
         S->nomem = 1;
-    char *marker = out->marker;
+    else {
+        g.send_arrive = per;
+        g.send_done = per + tp;
+        g.mstart = per + 2 * tp;
+        g.fw_start = per + 3 * tp;
+        g.graph_t = per + 4 * tp;
+    }
     step_marker(S, b, out->marker, sizeof out->marker);
-    for (int st = 0; st < pp && !S->nomem; st++) {
+    for (int st = 0; st < pp && !S->nomem && !out->hung; st++) {
         size_t nops = build_ops(S, b, st, ops);
-        int r0 = st * tp;
-        int coll_index = 0; /* the stage's collectives so far, for nccl_hang */
-        int64_t *mstart = calloc((size_t)tp, sizeof *mstart);
-        int64_t *fw_start = calloc((size_t)tp, sizeof *fw_start);
-        int64_t *graph_t = calloc((size_t)tp, sizeof *graph_t);
-        uint32_t *graph_corr = calloc((size_t)tp, sizeof *graph_corr);
-        int hung_rank = -1;
-        if (!mstart || !fw_start || !graph_t || !graph_corr) {
-            S->nomem = 1;
-            free(mstart);
-            free(fw_start);
-            free(graph_t);
-            free(graph_corr);
-            break;
-        }
-        for (int i = 0; i < tp; i++) {
-            rank_st *R = &S->ranks[r0 + i];
-            R->host = t0 + (int64_t)uni_in(&S->r, 8000, 40000);
-            if (R->gpu < R->host)
-                R->gpu = R->host;
-            mstart[i] = R->host;
-            R->host += (int64_t)uni_in(&S->r, 20000, 60000); /* python up to the model runner */
-            fw_start[i] = R->host;
-        }
-        if (e->stage_begin)
-            e->stage_begin(&c, st);
+        g.st = st;
+        g.r0 = st * tp;
+        g.coll_index = 0;
+        g.hung_rank = -1;
+        stage_begin(&g);
         for (size_t oi = 0; oi < nops; oi++) {
-            const op *p = &ops[oi];
-            int is_coll = p->kind == OP_ALLREDUCE || p->kind == OP_ALLGATHER;
-            /* graph launch: once, at the first graph op */
-            if (p->in_graph && (oi == 0 || !ops[oi - 1].in_graph)) {
-                for (int i = 0; i < tp; i++) {
-                    int r = r0 + i;
-                    rank_st *R = &S->ranks[r];
-                    int64_t d = (int64_t)(uni_in(&S->r, 9000, 18000));
-                    if (e->graph_launch)
-                        e->graph_launch(&c, r, &d);
-                    uint32_t corr = ++R->corr;
-                    ev_api(S, r, "cuda_runtime", "cudaGraphLaunch", R->host, d, corr, ++R->ext, 311);
-                    graph_t[i] = R->host + 4000;
-                    graph_corr[i] = corr;
-                    R->host += d + 2000;
-                }
-            }
-            for (int i = 0; i < tp; i++) {
-                int r = r0 + i;
-                rank_st *R = &S->ranks[r];
-                if (hung_rank == r)
-                    continue;
-                uint32_t ext = p->in_graph ? 0 : ++R->ext, corr;
-                int64_t ready;
-                if (p->in_graph) {
-                    corr = graph_corr[i];
-                    ready = graph_t[i];
-                } else {
-                    /* host: the cpu op, its launch */
-                    if (e->host_op)
-                        e->host_op(&c, r, p);
-                    int64_t host = (int64_t)(p->host_ns * jit(&S->r, 0.15));
-                    int64_t launch = (int64_t)uni_in(&S->r, 4500, 9000);
-                    if (e->launch)
-                        e->launch(&c, r, p, &launch);
-                    int64_t t = R->host;
-                    int64_t inside = e->in_op ? e->in_op(&c, r, p, t, ext) : 0;
-                    int64_t t_launch = t + inside + host * 6 / 10;
-                    int64_t total = inside + host + launch;
-                    if (p->cpu && !strcmp(p->cpu, "record_param_comms")) {
-                        ev_cpu(S, r, "cpu_op", "record_param_comms", t, total, ext);
-                        ev_cpu(S, r, "user_annotation",
-                               p->kind == OP_ALLGATHER ? "nccl:_all_gather_base"
-                                                       : p->kind == OP_ALLREDUCE ? "nccl:all_reduce"
-                                                                                 : p->kind == OP_SEND ? "nccl:send" : "nccl:recv",
-                               t + host / 4, total - host / 4 - 500, ext);
-                    } else if (p->nested) {
-                        ev_cpu(S, r, "cpu_op", p->cpu, t, total, ext);
-                        int64_t q = host / 10;
-                        ev_cpu(S, r, "cpu_op", "aten::t", t + q, 2 * q, ext);
-                        ev_cpu(S, r, "cpu_op", "aten::transpose", t + q + 300, 2 * q - 600, ext);
-                        ev_cpu(S, r, "cpu_op", "aten::as_strided", t + q + 700, q / 2, ext);
-                        ev_cpu(S, r, "cpu_op", "aten::addmm", t + 4 * q, total - 4 * q - 300, ext);
-                    } else if (p->cpu) {
-                        ev_cpu(S, r, "cpu_op", p->cpu, t, total, ext);
-                    }
-                    corr = ++R->corr;
-                    int driver = !strcmp(p->api, "cuLaunchKernelEx");
-                    ev_api(S, r, driver ? "cuda_driver" : "cuda_runtime", p->api, t_launch, launch, corr, ext,
-                           driver ? 652 : (!strcmp(p->api, "cudaMemcpyAsync") ? 41 : 211));
-                    ready = t_launch + 2500;
-                    R->host = t + total + (int64_t)uni_in(&S->r, 800, 3000);
-                }
-                int64_t start = ready > R->gpu ? ready : R->gpu;
-                if (is_coll) {
-                    if (e->skips_coll && e->skips_coll(&c, r, coll_index)) {
-                        hung_rank = r; /* never launches it, nor anything after */
-                        continue;
-                    }
-                    cs[i] = (coll_state){start, corr, ext, ready};
-                    continue;
-                }
-                if (p->kind == OP_RECV) {
-                    cs[i] = (coll_state){start, corr, ext, ready};
-                    continue;
-                }
-                if (p->kind == OP_SEND) {
-                    send_arrive[i] = start;
-                    cs[i] = (coll_state){start, corr, ext, ready};
-                    continue;
-                }
-                double d;
-                const char *cat = "kernel";
-                int64_t bytes = -1;
-                if (p->kind == OP_H2D || p->kind == OP_D2H) {
-                    bytes = (int64_t)p->gpu_ns;
-                    d = (double)bytes / PCIE_BW * 1e9 + 1500;
-                    cat = "gpu_memcpy";
-                } else {
-                    d = p->gpu_ns;
-                }
-                int root = e->gpu_op ? e->gpu_op(&c, r, p, &d) : 0;
-                int64_t dur = (int64_t)(d * jit(&S->r, 0.06));
-                if (root)
-                    root_time(&c, p->kernel, dur);
-                ev_gpu(S, r, cat, p->kernel, STREAM_COMPUTE, start, dur, corr, ext, bytes, NULL);
-                R->gpu = start + dur;
-            }
-            if (is_coll) {
-                int64_t last = 0;
-                int missing = hung_rank >= 0;
-                for (int i = 0; i < tp; i++)
-                    if (r0 + i != hung_rank && cs[i].arrive > last)
-                        last = cs[i].arrive;
-                int64_t x = xfer_ns(&c, e, r0, tp, p->gpu_ns, p->kind == OP_ALLREDUCE);
-                comm_md md = {p->kind == OP_ALLREDUCE ? "allreduce" : "_allgather_base", (int64_t)(p->gpu_ns / 2),
-                              (int64_t)(p->gpu_ns / 2 * (p->kind == OP_ALLGATHER ? tp : 1)), tp, r0, 1, 1 + st};
-                for (int i = 0; i < tp; i++) {
-                    int r = r0 + i;
-                    if (r == hung_rank)
-                        continue;
-                    S->ranks[r].pg_seq++;
-                    int64_t end = missing ? cs[i].arrive + 600000000000LL : last + x + (int64_t)uni_in(&S->r, 0, 1500);
-                    if (!missing || S->o.hang_abort_comm) /* else it never ended: not written */
-                        ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
-                               cs[i].ext, -1, p->in_graph ? NULL : &md);
-                    S->ranks[r].gpu = end;
-                    if (e->comm_done)
-                        e->comm_done(&c, r, -1, p->kernel, end - cs[i].arrive);
-                }
-                if (missing) {
-                    /* a member never came: the others block until the watchdog fires on each */
-                    out->hung = 1;
-                    out->root_op = p->kernel;
-                    for (int i = 0; i < tp; i++) {
-                        int r = r0 + i;
-                        if (r == hung_rank)
-                            continue;
-                        char msg[512];
-                        uint32_t seq = S->ranks[r].pg_seq;
-                        snprintf(msg, sizeof msg,
-                                 "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%u, OpType=%s, NumelIn=%lld, "
-                                 "NumelOut=%lld, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.",
-                                 seq, p->kind == OP_ALLREDUCE ? "ALLREDUCE" : "_ALLGATHER_BASE", (long long)md.in_n,
-                                 (long long)md.out_n);
-                        log_pg(S, r, cs[i].arrive + 600000000000LL + 47000000, msg);
-                        snprintf(msg, sizeof msg,
-                                 "Exception (either an error or timeout) detected by watchdog at work: %u, last enqueued NCCL "
-                                 "work: %u, last completed NCCL work: %u.",
-                                 seq, seq, seq - 1);
-                        log_pg(S, r, cs[i].arrive + 600000000000LL + 48000000, msg);
-                    }
-                    break;
-                }
-                coll_index++;
-            } else if (p->kind == OP_SEND) {
-                /* the next stage posted its receive early; the transfer ends both */
-                for (int i = 0; i < tp; i++) {
-                    int r = r0 + i;
-                    int64_t arrive = send_arrive[i];
-                    int64_t end = arrive + p2p_ns(&c, e, r, r + tp, p->gpu_ns);
-                    send_done[i] = end;
-                    comm_md md = {"send", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
-                    ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, arrive, end - arrive, cs[i].corr, cs[i].ext, -1, &md);
-                    S->ranks[r].gpu = end;
-                    if (e->comm_done)
-                        e->comm_done(&c, r, r + tp, p->kernel, end - arrive);
-                }
-            } else if (p->kind == OP_RECV) {
-                for (int i = 0; i < tp; i++) {
-                    int r = r0 + i;
-                    int64_t end = send_done[i] > cs[i].arrive ? send_done[i] : cs[i].arrive + 5000;
-                    comm_md md = {"recv", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
-                    ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, cs[i].arrive, end - cs[i].arrive, cs[i].corr,
-                           cs[i].ext, -1, &md);
-                    S->ranks[r].gpu = end;
-                }
-            }
+            if (ops[oi].in_graph && (oi == 0 || !ops[oi - 1].in_graph))
+                graph_launch(&g);
+            if (stage_op(&g, &ops[oi]))
+                break;
         }
-        if (e->stage_end)
-            e->stage_end(&c, st);
-        /* sampling is done; wait for the GPU, then the python epilogue */
-        for (int i = 0; i < tp; i++) {
-            int r = r0 + i;
-            rank_st *R = &S->ranks[r];
-            if (r == hung_rank) {
-                /* stuck on the host before the collective: the step never ends */
-                out->end = t0 + 600000000000LL;
-                continue;
-            }
-            if (out->hung && !S->o.hang_abort_comm)
-                continue; /* taken down while waiting: the rest of the step was never written */
-            uint32_t ext = ++R->ext, corr = ++R->corr;
-            int64_t t = R->host;
-            int64_t done = R->gpu > t ? R->gpu : t;
-            int64_t end = done + 4000;
-            if (e->sync)
-                e->sync(&c, r, t, &end);
-            ev_api(S, r, "cuda_runtime", "cudaStreamSynchronize", t, end - t, corr, ext, 131);
-            if (S->emit) {
-                ev_begin(S, r, "X", "cuda_sync", "Stream Sync", 1, STREAM_COMPUTE, t, end - t);
-                ob_fmt(&R->out,
-                       ", \"args\": {\"External id\": %u, \"cuda_sync_kind\": \"Stream Sync\", \"stream\": %d, "
-                       "\"correlation\": %u, \"device\": %d, \"context\": 1}",
-                       ext, STREAM_COMPUTE, corr, r % S->o.gpus_per_node);
-                ev_end(S, r);
-            }
-            R->host = end + (int64_t)uni_in(&S->r, 40000, 140000);
-            if (S->emit) {
-                ev_cpu(S, r, "python_function", "vllm/v1/worker/gpu_model_runner.py(2174): execute_model", fw_start[i] - 6000,
-                       R->host - fw_start[i] - 4000, 0);
-                ev_cpu(S, r, "python_function", "torch/nn/modules/module.py(1773): _call_impl", fw_start[i] + 60000,
-                       t - fw_start[i] - 70000 > 0 ? t - fw_start[i] - 70000 : 0, 0);
-                ev_cpu(S, r, "user_annotation", marker, mstart[i], R->host + 3000 - mstart[i], 0);
-            }
-            R->host += 3000;
-            if (R->host > out->end)
-                out->end = R->host;
-        }
-        free(mstart);
-        free(fw_start);
-        free(graph_t);
-        free(graph_corr);
-        if (out->hung)
-            break;
+        if (g.e->stage_end)
+            g.e->stage_end(&c, st);
+        stage_end(&g, out->marker);
     }
     free(ops);
-    free(cs);
-    free(send_arrive);
-    free(send_done);
-    (void)k;
+    free(g.cs);
+    free(per);
+    free(g.graph_corr);
 }
 
 /* ---- the scheduler: continuous batching with chunked prefill ---- */
@@ -1199,86 +1330,55 @@ static void finish_requests(sim *S, int64_t now)
 
 /* ---- fault choice ---- */
 
-static int fault_applicable(const sim *S, teller_fault f)
+/* Whether the run has what the kind's row needs (fault.h, sim.needs). */
+static int fault_applicable(const sim *S, const teller_fault_def *d)
 {
-    switch (f) {
-    case TELLER_FAULT_SLOW_LINK: {
-        /* needs a collective or a send that crosses nodes */
-        if (S->o.nodes < 2)
-            return 0;
-        int tp_cross = rank_node(S, 0) != rank_node(S, S->o.tp - 1);
-        return tp_cross || S->o.pp > 1;
-    }
-    case TELLER_FAULT_NCCL_HANG:
-        return S->o.tp > 1;
-    case TELLER_FAULT_PP_SEND_DELAY:
-        return S->o.pp > 1;
-    default:
-        return 1;
-    }
+    uint32_t needs = d->sim.needs;
+    /* a collective or a send crosses nodes: the TP group spans them, or the stages do */
+    int cross = S->o.nodes >= 2 && (rank_node(S, 0) != rank_node(S, S->o.tp - 1) || S->o.pp > 1);
+    return !((needs & TELLER_FAULT_NEEDS_CROSS) && !cross) && !((needs & TELLER_FAULT_NEEDS_TP) && S->o.tp < 2) &&
+           !((needs & TELLER_FAULT_NEEDS_PP) && S->o.pp < 2);
 }
 
-static void pick_fault(sim *S, teller_fault kind, fault_inst *F, int nops_colls)
+/* A fault of the kind for the step: its rank (drawn among all first, then
+ * narrowed by the row's target), what its k_effects row picks, then each
+ * size its row has, in the order of the row's fields; the fault's own
+ * random state is seeded last. The order of the draws is the output's. */
+static void pick_fault(sim *S, teller_fault kind, fault_inst *F)
 {
+    const teller_fault_def *d = teller_fault_def_of(kind);
     double sev = S->o.severity;
-    const teller_fault_def *d = teller_fault_def_of(kind); /* its size (fault.h) */
     memset(F, 0, sizeof *F);
     F->kind = kind;
     F->rank = uni_int(&S->r, S->world);
-    F->node = rank_node(S, F->rank);
-    switch (kind) {
-    case TELLER_FAULT_SLOW_LINK:
-        F->node = 1 + uni_int(&S->r, S->o.nodes - 1);
-        F->rank = F->node * S->o.gpus_per_node;
-        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
-        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev); /* retransmit timeouts per transfer */
+    switch (d->sim.at) {
+    case TELLER_FAULT_AT_RANK:
         break;
-    case TELLER_FAULT_NCCL_HANG:
-        F->coll = uni_int(&S->r, nops_colls > 0 ? nops_colls : 1);
+    case TELLER_FAULT_AT_NODE:
+        F->rank = (1 + uni_int(&S->r, S->o.nodes - 1)) * S->o.gpus_per_node;
         break;
-    case TELLER_FAULT_PP_SEND_DELAY:
+    case TELLER_FAULT_AT_SENDER:
         F->rank = uni_int(&S->r, S->world - S->o.tp);
-        F->node = rank_node(S, F->rank);
-        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev);
         break;
-    case TELLER_FAULT_GPU_THROTTLE:
-        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
-        break;
-    case TELLER_FAULT_KERNEL_REGRESSION: {
-        static const char *const ks[] = {K_GEMM_QKV, K_GEMM_O, K_FMHA, K_ROTARY, K_ADDNORM, K_CACHE};
-        F->kernel = ks[uni_int(&S->r, 6)];
-        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
+    case TELLER_FAULT_AT_LEAD:
+        F->rank = 0;
         break;
     }
-    case TELLER_FAULT_LAUNCH_LATENCY:
-    case TELLER_FAULT_SYNC_STALL:
-    case TELLER_FAULT_MALLOC_STORM:
-        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev);
-        break;
-    case TELLER_FAULT_PCIE_DEGRADATION:
-        F->factor = 1.0 + uni_in(&S->r, d->slow_lo, d->slow_hi) * sev;
-        break;
-    case TELLER_FAULT_KV_SWAP:
-        F->rank = 0;
-        F->node = 0;
-        F->factor = uni_in(&S->r, 1.0, 4.0);
-        F->extra = (int64_t)(uni_in(&S->r, 1.0, 3.0) * sev * 1e6);
-        break;
-    case TELLER_FAULT_OOM:
-        F->factor = sev;
-        F->extra = (int64_t)uni_in(&S->r, 1e6, 4e6);
-        break;
-    case TELLER_FAULT_CPU_CONTENTION:
-        F->extra = (int64_t)(uni_in(&S->r, d->add_lo_ns, d->add_hi_ns) * sev);
-        break;
-    case TELLER_FAULT_PREEMPTION:
-        F->rank = 0;
-        F->node = 0;
-        F->extra = (int64_t)(uni_in(&S->r, 1500, 4000) * sev);
-        break;
-    default:
-        break;
-    }
+    F->node = rank_node(S, F->rank);
+    if (k_effects[kind].pick)
+        k_effects[kind].pick(S, F);
+    if (d->slow.hi > 0)
+        F->factor = 1.0 + uni_in(&S->r, d->slow.lo, d->slow.hi) * sev;
+    if (d->add_ns.hi > 0)
+        F->extra = (int64_t)(uni_in(&S->r, d->add_ns.lo, d->add_ns.hi) * sev);
+    if (d->sim.tokens.hi > 0)
+        F->tokens = (int)(uni_in(&S->r, d->sim.tokens.lo, d->sim.tokens.hi) * sev);
+    if (d->sim.retry_ns.hi > 0)
+        F->retry_ns = (int64_t)uni_in(&S->r, d->sim.retry_ns.lo, d->sim.retry_ns.hi);
+    if (d->sim.copies.hi > 0)
+        F->copies = uni_in(&S->r, d->sim.copies.lo, d->sim.copies.hi);
+    if (d->sim.swap.hi > 0)
+        F->swap = (int64_t)(uni_in(&S->r, d->sim.swap.lo, d->sim.swap.hi) * sev * 1e6);
     rng_seed(&S->fr, rng_next(&S->r));
 }
 
@@ -1291,14 +1391,6 @@ static int log_cmp(const void *a, const void *b)
     if (x->t != y->t) return x->t < y->t ? -1 : 1;
     return 0;
 }
-
-typedef struct truth_step {
-    int         abnormal;
-    fault_inst  f;
-    int64_t     dur, clean, excess, root_ns, usual_ns;
-    const char *root_op, *root_layer;
-    int         root_rank;
-} truth_step;
 
 /* The root's layer: the row's, else by its name. */
 static const char *layer_of_root(teller_fault k, const char *op)
@@ -1326,8 +1418,9 @@ static void write_json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static teller_status write_truth(sim *S, const truth_step *ts, int nsteps, teller_error *err)
+static teller_status write_truth(sim *S, int nsteps, teller_error *err)
 {
+    const truth_step *ts = S->ts;
     char path[4096];
     snprintf(path, sizeof path, "%s/truth.json", S->dir);
     FILE *f = fopen(path, "w");
@@ -1506,8 +1599,11 @@ static void step_logs(sim *S, int k, const batch *b, int64_t t, const fault_inst
 static void sim_free(sim *S)
 {
     if (S->ranks)
-        for (int r = 0; r < S->world; r++)
+        for (int r = 0; r < S->world; r++) {
+            if (S->ranks[r].out.gz) /* a case given up on before its traces were closed */
+                gzclose(S->ranks[r].out.gz);
             ob_free(&S->ranks[r].out);
+        }
     free(S->ranks);
     free(S->node_off);
     free(S->node_drift);
@@ -1518,6 +1614,9 @@ static void sim_free(sim *S)
     for (size_t i = 0; i < S->nlogs; i++)
         free(S->logs[i].text);
     free(S->logs);
+    free(S->saved);
+    free(S->ts);
+    free(S->markers);
 }
 
 teller_sim_opts teller_sim_defaults(void)
@@ -1561,170 +1660,207 @@ teller_status teller_sim_check(const teller_sim_opts *o, teller_error *err)
 /* Kineto floors its base time to a 7,889,238 s boundary so doubles keep ns. */
 #define KINETO_BASE_PERIOD_NS 7889238000000000LL
 
-typedef struct saved_rank {
-    int64_t  host, gpu;
-    uint32_t corr, ext, pg_seq;
-} saved_rank;
+/* Sets up the case: its clocks, its ranks' trace files with their
+ * headers, the start-up log lines and the requests. On an error what was
+ * made is left for sim_free. */
+static teller_status sim_open(sim *S, const teller_sim_opts *o, const char *dir, teller_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/logs", dir);
+    if (teller_mkdir_p(path, 0755) != 0)
+        return teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the case directory");
+    S->o = *o;
+    S->m = find_model(o->model);
+    S->world = o->nodes * o->gpus_per_node;
+    S->dir = dir;
+    rng_seed(&S->r, o->seed * 0x9E3779B97F4A7C15ull + 12345);
+    S->t0 = 1795000000000000000LL + (int64_t)(o->seed % 1000) * 3600000000000LL;
+    S->base_ns = S->t0 / KINETO_BASE_PERIOD_NS * KINETO_BASE_PERIOD_NS;
+    S->ranks = calloc((size_t)S->world, sizeof *S->ranks);
+    S->node_off = calloc((size_t)o->nodes, sizeof *S->node_off);
+    S->node_drift = calloc((size_t)o->nodes, sizeof *S->node_drift);
+    S->saved = calloc((size_t)S->world, sizeof *S->saved);
+    S->ts = calloc((size_t)o->steps, sizeof *S->ts);
+    S->markers = calloc((size_t)o->steps, sizeof *S->markers);
+    if (!S->ranks || !S->node_off || !S->node_drift || !S->saved || !S->ts || !S->markers)
+        return teller_error_set(err, TELLER_ERR_NOMEM, dir, 0, "out of memory");
+    for (int n = 0; n < o->nodes; n++) {
+        /* NTP-synchronised hosts: offsets of up to a few ms, drift of a ppm or two */
+        S->node_off[n] = (int64_t)uni_in(&S->r, -3e6, 3e6);
+        S->node_drift[n] = uni_in(&S->r, -1.5e-6, 1.5e-6);
+    }
+    for (int r = 0; r < S->world; r++) {
+        S->ranks[r].pid = 2000 + (int)(rng_next(&S->r) % 60000);
+        snprintf(path, sizeof path, "%s/rank%d.trace.json.gz", dir, r);
+        gzFile gz = gzopen(path, "wb1");
+        if (!gz)
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
+        ob_init(&S->ranks[r].out, gz);
+    }
+    S->emit = 1;
+    S->cur_step = -1;
+    write_headers(S);
+    startup_logs(S);
+    make_requests(S, o->steps);
+    return TELLER_OK;
+}
+
+/* Whether step k of nsteps carries a fault, drawn into F: at the fault
+ * rate (never step 0), of a kind drawn among those asked for that the run
+ * can carry (one that ends the run only in its second half). */
+static int draw_fault(sim *S, int k, int nsteps, fault_inst *F)
+{
+    const teller_sim_opts *o = &S->o;
+    if (k == 0 || !o->faults || !(uni(&S->r) < o->fault_rate))
+        return 0;
+    teller_fault cand[TELLER_FAULT_COUNT];
+    int nc = 0;
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++) {
+        const teller_fault_def *d = teller_fault_def_of((teller_fault)f);
+        if ((o->faults >> f & 1) && fault_applicable(S, d) && (!d->ends_run || k >= nsteps / 2))
+            cand[nc++] = (teller_fault)f;
+    }
+    if (!nc)
+        return 0;
+    pick_fault(S, cand[uni_int(&S->r, nc)], F);
+    return 1;
+}
+
+/* The counterfactual of a faulty step that starts at t: the same step from
+ * the same state without fault F (batch b without what F added to it),
+ * written nowhere; the random state and the ranks' counters are put back
+ * after it. */
+static void sim_clean_step(sim *S, const batch *b, const fault_inst *F, int64_t t, step_out *clean)
+{
+    rng saved_rng = S->r;
+    for (int r = 0; r < S->world; r++)
+        S->saved[r] = (saved_rank){S->ranks[r].host, S->ranks[r].gpu, S->ranks[r].corr, S->ranks[r].ext,
+                                   S->ranks[r].pg_seq};
+    S->emit = 0;
+    batch bc = *b;
+    if (effect_of(F)->recomputes) {
+        recompute(&bc, F->tokens, -1);
+        bc.graph = bc.prefill_seqs == 0 && bc.decode_seqs > 0;
+    }
+    sim_step(S, &bc, NULL, t, clean);
+    S->r = saved_rng;
+    for (int r = 0; r < S->world; r++) {
+        S->ranks[r].host = S->saved[r].host;
+        S->ranks[r].gpu = S->saved[r].gpu;
+        S->ranks[r].corr = S->saved[r].corr;
+        S->ranks[r].ext = S->saved[r].ext;
+        S->ranks[r].pg_seq = S->saved[r].pg_seq;
+    }
+    S->emit = 1;
+}
+
+/* The truth of step k, simulated as out; for a faulty step, its fault F
+ * (else NULL) and clean, its counterfactual. */
+static void record_truth(sim *S, int k, const fault_inst *F, const step_out *out, const step_out *clean)
+{
+    truth_step *T = &S->ts[k];
+    T->dur = out->end - out->start;
+    T->clean = F ? clean->end - clean->start : T->dur;
+    if (!F)
+        return;
+    const sim_effect *e = effect_of(F);
+    T->f = *F;
+    T->excess = T->dur - T->clean;
+    T->abnormal = teller_fault_material(F->kind, T->excess, T->clean);
+    T->root_rank = F->rank;
+    T->root_ns = out->root_ns;
+    memcpy(S->markers[k], out->marker, sizeof S->markers[k]);
+    T->root_op = e->root_is_step ? S->markers[k] : out->root_op ? out->root_op : e->root_op ? e->root_op : "";
+    T->root_layer = out->root_layer ? out->root_layer : layer_of_root(F->kind, T->root_op);
+}
+
+/* Simulates the steps, each after the last with an idle gap; returns how
+ * many the case has (a hang ends it). */
+static int sim_steps(sim *S)
+{
+    int nsteps = S->o.steps;
+    int64_t t = S->t0, last_metrics = S->t0;
+    for (int k = 0; k < nsteps; k++) {
+        fault_inst F, *Fp = draw_fault(S, k, nsteps, &F) ? &F : NULL;
+        S->cur_step = k;
+        batch b;
+        schedule(S, (uint32_t)k, t, &b, Fp && effect_of(Fp)->recomputes ? Fp->tokens : 0);
+        step_out clean, out;
+        if (Fp)
+            sim_clean_step(S, &b, Fp, t, &clean);
+        step_logs(S, k, &b, t, Fp, &last_metrics);
+        sim_step(S, &b, Fp, t, &out);
+        if (S->nomem)
+            break;
+        record_truth(S, k, Fp, &out, &clean);
+        finish_requests(S, out.end);
+        if (out.hung)
+            return k + 1;
+        t = out.end + (int64_t)uni_in(&S->r, 150000, 450000);
+    }
+    return nsteps;
+}
+
+/* Ends and closes every rank's trace; st is the status so far, returned
+ * unless a trace fails to close. */
+static teller_status close_traces(sim *S, teller_status st, teller_error *err)
+{
+    for (int r = 0; r < S->world; r++) {
+        obuf *ob = &S->ranks[r].out;
+        ob_fmt(ob, "\n  ],\n  \"traceName\": \"rank%d.trace.json\"\n}\n", r);
+        ob_flush(ob);
+        int failed = ob->failed;
+        if (gzclose(ob->gz) != Z_OK || failed)
+            st = teller_error_set(err, TELLER_ERR_IO, S->dir, 0, "writing rank %d's trace failed", r);
+        ob->gz = NULL;
+    }
+    return st;
+}
+
+/* Writes logs/node<N>.log, each node's lines in time order, and numbers
+ * them for the truth's log_steps. */
+static teller_status write_logs(sim *S, teller_error *err)
+{
+    char path[4096];
+    teller_sort(S->logs, S->nlogs, sizeof *S->logs, log_cmp);
+    for (int n = 0; n < S->o.nodes; n++) {
+        snprintf(path, sizeof path, "%s/logs/node%d.log", S->dir, n);
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
+        uint32_t line = 0;
+        for (size_t i = 0; i < S->nlogs; i++)
+            if (S->logs[i].node == n) {
+                /* `teller run` puts the arrival time in front: the node's clock at emission */
+                if (S->o.log_capture)
+                    fprintf(f, "%lld ", (long long)local_ns(S, n, S->logs[i].t));
+                fprintf(f, "%s\n", S->logs[i].text);
+                S->logs[i].line = ++line;
+            }
+        if (fclose(f) != 0)
+            return teller_error_set(err, TELLER_ERR_IO, path, 0, "write failed");
+    }
+    return TELLER_OK;
+}
 
 teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_error *err)
 {
     teller_status st = teller_sim_check(o, err);
     if (st)
         return st;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/logs", dir);
-    if (teller_mkdir_p(path, 0755) != 0)
-        return teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the case directory");
     sim S;
     memset(&S, 0, sizeof S);
-    S.o = *o;
-    S.m = find_model(o->model);
-    S.world = o->nodes * o->gpus_per_node;
-    S.dir = dir;
-    rng_seed(&S.r, o->seed * 0x9E3779B97F4A7C15ull + 12345);
-    S.t0 = 1795000000000000000LL + (int64_t)(o->seed % 1000) * 3600000000000LL;
-    S.base_ns = S.t0 / KINETO_BASE_PERIOD_NS * KINETO_BASE_PERIOD_NS;
-    S.ranks = calloc((size_t)S.world, sizeof *S.ranks);
-    S.node_off = calloc((size_t)o->nodes, sizeof *S.node_off);
-    S.node_drift = calloc((size_t)o->nodes, sizeof *S.node_drift);
-    saved_rank *saved = calloc((size_t)S.world, sizeof *saved);
-    truth_step *ts = calloc((size_t)o->steps, sizeof *ts);
-    char (*markers)[128] = calloc((size_t)o->steps, sizeof *markers); /* step annotation texts */
-    if (!S.ranks || !S.node_off || !S.node_drift || !saved || !ts || !markers) {
-        free(markers);
-        free(saved);
-        free(ts);
+    if ((st = sim_open(&S, o, dir, err)) != TELLER_OK) {
         sim_free(&S);
-        return teller_error_set(err, TELLER_ERR_NOMEM, dir, 0, "out of memory");
+        return st;
     }
-    for (int n = 0; n < o->nodes; n++) {
-        /* NTP-synchronised hosts: offsets of up to a few ms, drift of a ppm or two */
-        S.node_off[n] = (int64_t)uni_in(&S.r, -3e6, 3e6);
-        S.node_drift[n] = uni_in(&S.r, -1.5e-6, 1.5e-6);
-    }
-    for (int r = 0; r < S.world; r++) {
-        S.ranks[r].pid = 2000 + (int)(rng_next(&S.r) % 60000);
-        snprintf(path, sizeof path, "%s/rank%d.trace.json.gz", dir, r);
-        gzFile gz = gzopen(path, "wb1");
-        if (!gz) {
-            free(markers);
-            free(saved);
-            free(ts);
-            sim_free(&S);
-            return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
-        }
-        ob_init(&S.ranks[r].out, gz);
-        S.ranks[r].out.failed = 0;
-    }
-    S.emit = 1;
-    S.cur_step = -1;
-    write_headers(&S);
-    startup_logs(&S);
-    make_requests(&S, o->steps);
-    int nsteps = o->steps;
-    int64_t t = S.t0, last_metrics = S.t0;
-    int layers0 = S.m->layers / o->pp + (0 < S.m->layers % o->pp ? 1 : 0);
-    for (int k = 0; k < nsteps; k++) {
-        /* does this step carry a fault? */
-        fault_inst F, *Fp = NULL;
-        if (k > 0 && o->faults && uni(&S.r) < o->fault_rate) {
-            teller_fault cand[TELLER_FAULT_COUNT];
-            int nc = 0;
-            for (int f = 1; f < TELLER_FAULT_COUNT; f++)
-                if ((o->faults >> f & 1) && fault_applicable(&S, (teller_fault)f) &&
-                    (f != TELLER_FAULT_NCCL_HANG || k >= nsteps / 2))
-                    cand[nc++] = (teller_fault)f;
-            if (nc) {
-                pick_fault(&S, cand[uni_int(&S.r, nc)], &F, 2 * layers0);
-                Fp = &F;
-            }
-        }
-        S.cur_step = k;
-        batch b;
-        const sim_effect *e = effect_of(Fp);
-        schedule(&S, (uint32_t)k, t, &b, e->recomputes ? (int)F.extra : 0);
-        step_out clean, out;
-        if (Fp) {
-            /* the counterfactual: the same step from the same state without the fault */
-            rng saved_rng = S.r;
-            for (int r = 0; r < S.world; r++)
-                saved[r] = (saved_rank){S.ranks[r].host, S.ranks[r].gpu, S.ranks[r].corr, S.ranks[r].ext, S.ranks[r].pg_seq};
-            S.emit = 0;
-            batch bc = b;
-            if (e->recomputes) {
-                recompute(&bc, (int)F.extra, -1);
-                bc.graph = bc.prefill_seqs == 0 && bc.decode_seqs > 0;
-            }
-            sim_step(&S, k, &bc, NULL, t, &clean);
-            S.r = saved_rng;
-            for (int r = 0; r < S.world; r++) {
-                S.ranks[r].host = saved[r].host;
-                S.ranks[r].gpu = saved[r].gpu;
-                S.ranks[r].corr = saved[r].corr;
-                S.ranks[r].ext = saved[r].ext;
-                S.ranks[r].pg_seq = saved[r].pg_seq;
-            }
-            S.emit = 1;
-        }
-        step_logs(&S, k, &b, t, Fp, &last_metrics);
-        sim_step(&S, k, &b, Fp, t, &out);
-        if (S.nomem)
-            break;
-        truth_step *T = &ts[k];
-        T->dur = out.end - out.start;
-        T->clean = Fp ? clean.end - clean.start : T->dur;
-        if (Fp) {
-            T->f = F;
-            T->excess = T->dur - T->clean;
-            T->abnormal = teller_fault_material(F.kind, T->excess, T->clean);
-            T->root_rank = F.rank;
-            T->root_ns = out.root_ns;
-            memcpy(markers[k], out.marker, sizeof markers[k]);
-            T->root_op = e->root_is_step ? markers[k] : out.root_op ? out.root_op : e->root_op ? e->root_op : "";
-            T->root_layer = out.root_layer ? out.root_layer : layer_of_root(F.kind, T->root_op);
-        }
-        finish_requests(&S, out.end);
-        if (out.hung) {
-            nsteps = k + 1;
-            break;
-        }
-        t = out.end + (int64_t)uni_in(&S.r, 150000, 450000);
-    }
+    int nsteps = sim_steps(&S);
     st = S.nomem ? teller_error_set(err, TELLER_ERR_NOMEM, dir, 0, "out of memory while simulating") : TELLER_OK;
-    for (int r = 0; r < S.world; r++) {
-        obuf *ob = &S.ranks[r].out;
-        ob_fmt(ob, "\n  ],\n  \"traceName\": \"rank%d.trace.json\"\n}\n", r);
-        ob_flush(ob);
-        int failed = ob->failed;
-        if (gzclose(ob->gz) != Z_OK || failed)
-            st = teller_error_set(err, TELLER_ERR_IO, dir, 0, "writing rank %d's trace failed", r);
-        ob->gz = NULL;
-    }
-    teller_sort(S.logs, S.nlogs, sizeof *S.logs, log_cmp);
-    for (int n = 0; n < o->nodes && st == TELLER_OK; n++) {
-        snprintf(path, sizeof path, "%s/logs/node%d.log", dir, n);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            st = teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot create");
-            break;
-        }
-        uint32_t line = 0;
-        for (size_t i = 0; i < S.nlogs; i++)
-            if (S.logs[i].node == n) {
-                /* `teller run` puts the arrival time in front: the node's clock at emission */
-                if (o->log_capture)
-                    fprintf(f, "%lld ", (long long)local_ns(&S, n, S.logs[i].t));
-                fprintf(f, "%s\n", S.logs[i].text);
-                S.logs[i].line = ++line;
-            }
-        if (fclose(f) != 0)
-            st = teller_error_set(err, TELLER_ERR_IO, path, 0, "write failed");
-    }
+    st = close_traces(&S, st, err);
     if (st == TELLER_OK)
-        st = write_truth(&S, ts, nsteps, err);
-    free(markers);
-    free(saved);
-    free(ts);
+        st = write_logs(&S, err);
+    if (st == TELLER_OK)
+        st = write_truth(&S, nsteps, err);
     sim_free(&S);
     return st;
 }
