@@ -48,7 +48,8 @@ typedef struct pctx {
     const char                *engine;   /* "vllm", "sglang", "pytorch", "unknown" */
     uint32_t                   hang_step;   /* the step of an nccl_hang (the run ends there), or TELLER_NONE */
     uint32_t                   hang_kernel; /* the collective kernel the hung rank never launched */
-    int                        sched_log; /* the log of the node of the lowest rank was given */
+    int32_t                    lead_node; /* the node of the lowest rank, where the scheduler runs */
+    const char                *sched_log; /* that node's log (--log), or NULL */
 } pctx;
 
 static int rank_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->rank; }
@@ -301,17 +302,18 @@ static int inj_gpu_throttle(pctx *P, uint32_t k, int apply, root *rt)
 }
 
 /* Every event of one rank in step k that passes q lasts a drawn time
- * longer (jittered per event). The root: the slowest call, or with by_name
- * the slowest call of the name that gained the most in all. */
+ * longer (jittered per event by the row's jitter). The root: the slowest
+ * call, or with by_name the slowest call of the name that gained the most
+ * in all. */
 static int inj_stretch_each(pctx *P, uint32_t k, int apply, root *rt, int (*q)(const pctx *, uint32_t),
-                            teller_fault kind, double jitter, int by_name)
+                            teller_fault kind, int by_name)
 {
     if (!apply)
         return gather(P, k, q, -1) > 0;
     size_t n = gather_rank(P, k, q);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    double base = draw_ns(P, kind);
+    double base = draw_ns(P, kind), jitter = teller_fault_def_of(kind)->jitter;
     int64_t *extra = malloc(n * sizeof *extra);
     if (!extra)
         return -1;
@@ -332,12 +334,12 @@ static int inj_launch_latency(pctx *P, uint32_t k, int apply, root *rt)
     /* the root names the launch API that cost the most (a vLLM step makes more
      * cudaLaunchKernel calls than cuLaunchKernelEx ones), not the one call
      * that the jitter happened to make slowest */
-    return inj_stretch_each(P, k, apply, rt, q_launch, TELLER_FAULT_LAUNCH_LATENCY, 0.3, 1);
+    return inj_stretch_each(P, k, apply, rt, q_launch, TELLER_FAULT_LAUNCH_LATENCY, 1);
 }
 
 static int inj_malloc_storm(pctx *P, uint32_t k, int apply, root *rt)
 {
-    return inj_stretch_each(P, k, apply, rt, q_malloc, TELLER_FAULT_MALLOC_STORM, 0.4, 0);
+    return inj_stretch_each(P, k, apply, rt, q_malloc, TELLER_FAULT_MALLOC_STORM, 0);
 }
 
 static int inj_sync_stall(pctx *P, uint32_t k, int apply, root *rt)
@@ -360,17 +362,18 @@ static int inj_cpu_contention(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather_rank(P, k, q_host_op);
     if (!n)
         return 0; /* out of memory (P->oom) */
-    int gaps = 1 + uni_int(&P->r, 5);
+    const teller_fault_def *d = teller_fault_def_of(TELLER_FAULT_CPU_CONTENTION);
+    int gaps = 1 + uni_int(&P->r, d->perturb.gaps);
     double size = draw_ns(P, TELLER_FAULT_CPU_CONTENTION);
     int64_t best_gap = -1;
     uint32_t best = P->cand[0];
     for (int g = 0; g < gaps; g++) {
         uint32_t e = P->cand[uni_int(&P->r, (int)n)];
-        int64_t d = (int64_t)(uni_in(&P->r, 0.3, 1.0) * size); /* each gap a share, as the simulator's */
-        if (edit(P, e, RT_GAP, d))
+        int64_t gap = (int64_t)(uni_in(&P->r, d->share.lo, d->share.hi) * size); /* a share, as the simulator's */
+        if (edit(P, e, RT_GAP, gap))
             return -1;
-        if (d > best_gap) {
-            best_gap = d;
+        if (gap > best_gap) {
+            best_gap = gap;
             best = e;
         }
     }
@@ -530,15 +533,14 @@ static int64_t kernel_ns(const pctx *P, uint32_t k, int r)
 /* The scheduler preempted sequences and recomputes them in this step: a
  * prefill of their prompts and of the tokens they had generated, on every
  * rank, and the engine's warning in the scheduler node's log (written
- * after the rewrite, write_log_lines). A recomputation fills much of the
+ * after the rewrite, preemption_lines). A recomputation fills much of the
  * step's token budget, as the run's largest prefill did: the simulator
  * recomputes 1.5-4 k tokens against its 4 k budget. Perturb cannot add
  * tokens, so the step's compute kernels on each rank grow together by that
- * share (0.375-1, times the severity) of the most compute time a step of
- * the run spent on the rank. (Stretching the step's own kernels 1.3-2x, as
- * before, left a decode step lighter than the prefills around it: a
- * recomputation no engine does, and one whose whole-second warning the
- * diagnosis rightly gives to the heavier step.) */
+ * share (the row's perturb.grow, times the severity) of the most compute
+ * time a step of the run spent on the rank. (Stretching the step's own
+ * kernels alone would leave a decode step lighter than the prefills around
+ * it: a recomputation no engine does.) */
 static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
 {
     int serving = !strcmp(P->engine, "vllm") || !strcmp(P->engine, "sglang");
@@ -547,7 +549,8 @@ static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
     size_t n = gather(P, k, q_kernel, -1);
     if (!apply || !n)
         return n > 0;
-    double share = uni_in(&P->r, 1500.0 / 4096, 1.0) * P->o->severity;
+    const teller_fault_range *grow = &teller_fault_def_of(TELLER_FAULT_PREEMPTION)->perturb.grow;
+    double share = uni_in(&P->r, grow->lo, grow->hi) * P->o->severity;
     for (size_t src = 0; src < teller_store_num_sources(P->st); src++) {
         int r = teller_store_source_c(P->st, (uint32_t)src)->rank;
         int64_t own = kernel_ns(P, k, r), most = 0;
@@ -561,29 +564,6 @@ static int inj_preemption(pctx *P, uint32_t k, int apply, root *rt)
     }
     return set_root(P, rt, lead_marker(P, k));
 }
-
-/* What each kind does, and why a run may not carry it. NULL: not imitated. */
-typedef struct kind {
-    injector    fn;
-    const char *needs;
-} kind;
-
-static const kind k_kinds[TELLER_FAULT_COUNT] = {
-    [TELLER_FAULT_SLOW_LINK] = {inj_slow_link, "no collective crosses nodes (one node, or one rank of the run)"},
-    [TELLER_FAULT_NCCL_HANG] = {inj_nccl_hang, "no collective matched across ranks (one rank of the run, or none)"},
-    [TELLER_FAULT_PP_SEND_DELAY] = {inj_pp_send_delay, "no pipeline send/recv kernel matched across ranks"},
-    [TELLER_FAULT_GPU_THROTTLE] = {inj_gpu_throttle, "no compute kernels"},
-    [TELLER_FAULT_KERNEL_REGRESSION] = {inj_kernel_regression, "no compute kernels"},
-    [TELLER_FAULT_LAUNCH_LATENCY] = {inj_launch_latency, "no kernel launch calls linked to kernels"},
-    [TELLER_FAULT_SYNC_STALL] = {inj_sync_stall, "no synchronize calls"},
-    [TELLER_FAULT_MALLOC_STORM] = {inj_malloc_storm, "no cudaMalloc/cudaFree calls to slow down (none are invented)"},
-    [TELLER_FAULT_PCIE_DEGRADATION] = {inj_pcie, "no host-device copies"},
-    [TELLER_FAULT_KV_SWAP] = {NULL, "its evidence is block-sized swap copies no healthy run has (simulator only; see docs/PERTURB.md)"},
-    [TELLER_FAULT_OOM] = {NULL, "its evidence is a failed allocation no healthy run has, and engines die on it (simulator only; see docs/PERTURB.md)"},
-    [TELLER_FAULT_CPU_CONTENTION] = {inj_cpu_contention, "no torch ops on a host thread"},
-    [TELLER_FAULT_PREEMPTION] = {inj_preemption, "needs a vLLM or SGLang run (step annotations) and the service "
-                                                 "log of the node of its lowest rank (--log)"},
-};
 
 /* ---- the case ---- */
 
@@ -1058,6 +1038,111 @@ static void watchdog_line(const pctx *P, uint32_t m, int w, int64_t t, char *out
                  seq, seq, seq - 1);
 }
 
+/* ---- the log lines faults write ---- */
+
+/* The lines added to the logs, grown as faults add them. */
+typedef struct linebuf {
+    logline *v;
+    size_t   n, cap;
+} linebuf;
+
+/* A new line of node's log at time t (that node's clock), its text empty;
+ * NULL when out of memory. */
+static logline *add_line(linebuf *b, int32_t node, int64_t t)
+{
+    if (TELLER_GROW(b->v, b->cap, b->n + 1))
+        return NULL;
+    logline *L = &b->v[b->n++];
+    memset(L, 0, sizeof *L);
+    L->node = node;
+    L->t = t;
+    return L;
+}
+
+/* preemption: the engine's warning at step k's annotation's new start, in
+ * the log of the lowest rank's node (the scheduler's). */
+static int preemption_lines(const pctx *P, uint32_t k, const tstep *t, const int64_t *start, linebuf *out,
+                            teller_perturb_result *res)
+{
+    (void)res;
+    logline *L = add_line(out, P->lead_node, start[t->rt.ev] + node_offset_of(P->st, P->lead_node));
+    if (!L)
+        return -1;
+    preemption_line(P, P->sched_log, k, L->t, L->text, sizeof L->text);
+    return 0;
+}
+
+/* nccl_hang: the watchdog's two lines for each member that waited, in its
+ * node's log when one was given (else a note says so), a timeout after it
+ * started waiting. */
+static int hang_lines(const pctx *P, uint32_t k, const tstep *t, const int64_t *start, linebuf *out,
+                      teller_perturb_result *res)
+{
+    (void)k;
+    (void)t;
+    const teller_perturb_opts *o = P->o;
+    const teller_collective *co = &teller_store_collectives(P->st)[P->coll[P->hang_kernel]];
+    const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+    for (uint32_t j = 0; j < co->num_members; j++) {
+        uint32_t m = mem[j].kernel;
+        if (m == P->hang_kernel)
+            continue;
+        int32_t node = node_of(P, m);
+        int has = 0;
+        for (size_t i = 0; i < o->nlogs; i++)
+            has |= log_node(o, i) == node;
+        if (!has) {
+            note(res, "nccl_hang: no log for node %d was given, so its watchdog lines are not written", node);
+            continue;
+        }
+        for (int w = 0; w < 2; w++) {
+            logline *L = add_line(out, node,
+                                  start[m] + TELLER_FAULT_WATCHDOG_NS + 47000000 + w * 1000000 +
+                                      node_offset_of(P->st, node));
+            if (!L)
+                return -1;
+            watchdog_line(P, m, w, L->t, L->text, sizeof L->text);
+        }
+    }
+    return 0;
+}
+
+/* ---- the kinds ---- */
+
+/* What each kind does to a run: its injector (NULL: not imitated), the
+ * log lines it writes once the times are rewritten (start: the events'
+ * new starts; -1 out of memory), and why a run may not carry it. */
+typedef struct kind {
+    injector    fn;
+    int       (*lines)(const pctx *P, uint32_t k, const tstep *t, const int64_t *start, linebuf *out,
+                       teller_perturb_result *res);
+    const char *needs;
+} kind;
+
+static const kind k_kinds[TELLER_FAULT_COUNT] = {
+    [TELLER_FAULT_SLOW_LINK] = {inj_slow_link, NULL, "no collective crosses nodes (one node, or one rank of the run)"},
+    [TELLER_FAULT_NCCL_HANG] = {inj_nccl_hang, hang_lines,
+                                "no collective matched across ranks (one rank of the run, or none)"},
+    [TELLER_FAULT_PP_SEND_DELAY] = {inj_pp_send_delay, NULL, "no pipeline send/recv kernel matched across ranks"},
+    [TELLER_FAULT_GPU_THROTTLE] = {inj_gpu_throttle, NULL, "no compute kernels"},
+    [TELLER_FAULT_KERNEL_REGRESSION] = {inj_kernel_regression, NULL, "no compute kernels"},
+    [TELLER_FAULT_LAUNCH_LATENCY] = {inj_launch_latency, NULL, "no kernel launch calls linked to kernels"},
+    [TELLER_FAULT_SYNC_STALL] = {inj_sync_stall, NULL, "no synchronize calls"},
+    [TELLER_FAULT_MALLOC_STORM] = {inj_malloc_storm, NULL,
+                                   "no cudaMalloc/cudaFree calls to slow down (none are invented)"},
+    [TELLER_FAULT_PCIE_DEGRADATION] = {inj_pcie, NULL, "no host-device copies"},
+    [TELLER_FAULT_KV_SWAP] = {NULL, NULL, "its evidence is block-sized swap copies no healthy run has (simulator "
+                                          "only; see docs/PERTURB.md)"},
+    [TELLER_FAULT_OOM] = {NULL, NULL, "its evidence is a failed allocation no healthy run has, and engines die on it "
+                                      "(simulator only; see docs/PERTURB.md)"},
+    [TELLER_FAULT_CPU_CONTENTION] = {inj_cpu_contention, NULL, "no torch ops on a host thread"},
+    [TELLER_FAULT_PREEMPTION] = {inj_preemption, preemption_lines,
+                                 "needs a vLLM or SGLang run (step annotations) and the service log of the node of "
+                                 "its lowest rank (--log)"},
+};
+
+/* ---- teller_perturb, stage by stage ---- */
+
 teller_perturb_opts teller_perturb_defaults(void)
 {
     teller_perturb_opts o = {0};
@@ -1067,20 +1152,20 @@ teller_perturb_opts teller_perturb_defaults(void)
     return o;
 }
 
-teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *o, const char *dir,
-                             teller_perturb_result *res_out, teller_error *err)
+/* The run's first input, what errors about the whole run name. */
+static const char *run_where(const teller_store *st)
 {
-    teller_perturb_result res_local;
-    teller_perturb_result *res = res_out ? res_out : &res_local;
-    memset(res, 0, sizeof *res);
-    if (!(o->rate >= 0 && o->rate <= 1) || !(o->severity > 0 && o->severity <= 100))
-        return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0,
-                                "rate must be within 0..1 and severity above 0 and at most 100");
+    return teller_store_num_sources(st) ? teller_store_str(st, teller_store_source_c(st, 0)->path) : "(trace)";
+}
 
-    const teller_events *ev = teller_store_events(st);
+/* Whether the run and the options allow any fault at all: step
+ * annotations, and a kind asked for that perturb imitates. Notes the kinds
+ * asked for that it does not, and a run given in part. */
+static teller_status check_run(const teller_store *st, uint32_t allowed, teller_perturb_result *res,
+                               teller_error *err)
+{
     const teller_step *steps = teller_store_steps(st);
-    const char *where =
-        teller_store_num_sources(st) ? teller_store_str(st, teller_store_source_c(st, 0)->path) : "(trace)";
+    const char *where = run_where(st);
     int marked = 0;
     for (size_t j = 0; j < teller_store_num_steps(st); j++)
         marked |= steps[j].marker != TELLER_NONE;
@@ -1088,7 +1173,6 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
         return teller_error_set(err, TELLER_ERR_ARG, where, 0,
                                 "the run has no step annotations (ProfilerStep#N, vLLM execute_..., SGLang step[...]); "
                                 "name them with --step-pattern");
-    uint32_t allowed = o->faults ? o->faults : ((1u << TELLER_FAULT_COUNT) - 2);
     int possible = 0;
     for (int f = 1; f < TELLER_FAULT_COUNT; f++) {
         if (!(allowed & (1u << f)))
@@ -1107,141 +1191,129 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
                  "collectives, so horizontal faults show on it alone", so->rank, so->world_size,
                  teller_store_num_sources(st));
     }
+    return TELLER_OK;
+}
 
-    pctx P;
-    memset(&P, 0, sizeof P);
-    P.st = st;
-    P.ev = ev;
-    P.o = o;
-    rng_seed(&P.r, o->seed);
-    P.nsteps = teller_store_step_count(st);
-    P.engine = engine_of(st);
-    P.hang_step = P.hang_kernel = TELLER_NONE;
-    int32_t lead_rank = INT32_MAX, lead_node = 0;
+/* Sets up P for store st: the run's engine, the scheduler's node and log,
+ * each event's collective instance and the events of each step. -1 when
+ * out of memory (what was allocated is P's to free). */
+static int pctx_open(pctx *P, const teller_store *st, const teller_perturb_opts *o)
+{
+    const teller_events *ev = teller_store_events(st);
+    size_t n = ev->n;
+    memset(P, 0, sizeof *P);
+    P->st = st;
+    P->ev = ev;
+    P->o = o;
+    rng_seed(&P->r, o->seed);
+    P->nsteps = teller_store_step_count(st);
+    P->engine = engine_of(st);
+    P->hang_step = P->hang_kernel = TELLER_NONE;
+    int32_t lead_rank = INT32_MAX;
     for (size_t s = 0; s < teller_store_num_sources(st); s++)
         if (teller_store_source_c(st, (uint32_t)s)->rank < lead_rank) {
             lead_rank = teller_store_source_c(st, (uint32_t)s)->rank;
-            lead_node = teller_store_source_c(st, (uint32_t)s)->node;
+            P->lead_node = teller_store_source_c(st, (uint32_t)s)->node;
         }
-    const char *sched_log = NULL;
     for (size_t i = 0; i < o->nlogs; i++)
-        if (log_node(o, i) == lead_node)
-            sched_log = o->logs[i];
-    P.sched_log = sched_log != NULL;
-    res->steps = P.nsteps;
-    teller_status rc = TELLER_OK;
-    size_t n = ev->n;
-    int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
-    logline *lines = NULL;
-    size_t nlines = 0, lcap = 0;
-    uint8_t *keep = NULL;
-    int64_t *win = malloc(4 * (P.nsteps ? P.nsteps : 1) * sizeof *win);
-    tstep *ts = calloc(P.nsteps ? P.nsteps : 1, sizeof *ts);
-    for (uint32_t k = 0; ts && k < P.nsteps; k++)
-        ts[k].carried = -1;
-    P.sfirst = calloc((size_t)P.nsteps + 2, sizeof *P.sfirst);
-    P.sev = malloc((n ? n : 1) * sizeof *P.sev);
-    P.coll = malloc((n ? n : 1) * sizeof *P.coll);
-    if (!start || !dur || !win || !ts || !P.sfirst || !P.sev || !P.coll)
-        goto oom;
-    for (size_t i = 0; i < n; i++)
-        P.coll[i] = TELLER_NONE;
-    {
-        const teller_collective *co = teller_store_collectives(st);
-        const teller_coll_member *mem = teller_store_coll_members(st);
-        for (size_t c = 0; c < teller_store_num_collectives(st); c++)
-            for (uint32_t j = 0; j < co[c].num_members; j++)
-                P.coll[mem[co[c].first_member + j].kernel] = (uint32_t)c;
+        if (log_node(o, i) == P->lead_node)
+            P->sched_log = o->logs[i];
+    P->sfirst = calloc((size_t)P->nsteps + 2, sizeof *P->sfirst);
+    P->sev = malloc((n ? n : 1) * sizeof *P->sev);
+    P->coll = malloc((n ? n : 1) * sizeof *P->coll);
+    uint32_t *pos = malloc(((size_t)P->nsteps + 1) * sizeof *pos);
+    if (!P->sfirst || !P->sev || !P->coll || !pos) {
+        free(pos);
+        return -1;
     }
+    for (size_t i = 0; i < n; i++)
+        P->coll[i] = TELLER_NONE;
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    for (size_t c = 0; c < teller_store_num_collectives(st); c++)
+        for (uint32_t j = 0; j < co[c].num_members; j++)
+            P->coll[mem[co[c].first_member + j].kernel] = (uint32_t)c;
     /* events by step */
     for (size_t i = 0; i < n; i++)
         if (ev->step[i] != TELLER_NONE)
-            P.sfirst[ev->step[i] + 1]++;
-    for (uint32_t k = 0; k < P.nsteps; k++)
-        P.sfirst[k + 1] += P.sfirst[k];
-    {
-        uint32_t *pos = malloc(((size_t)P.nsteps + 1) * sizeof *pos);
-        if (!pos)
-            goto oom;
-        memcpy(pos, P.sfirst, ((size_t)P.nsteps + 1) * sizeof *pos);
-        for (size_t i = 0; i < n; i++)
-            if (ev->step[i] != TELLER_NONE)
-                P.sev[pos[ev->step[i]]++] = (uint32_t)i;
-        free(pos);
-    }
+            P->sfirst[ev->step[i] + 1]++;
+    for (uint32_t k = 0; k < P->nsteps; k++)
+        P->sfirst[k + 1] += P->sfirst[k];
+    memcpy(pos, P->sfirst, ((size_t)P->nsteps + 1) * sizeof *pos);
+    for (size_t i = 0; i < n; i++)
+        if (ev->step[i] != TELLER_NONE)
+            P->sev[pos[ev->step[i]]++] = (uint32_t)i;
+    free(pos);
+    return 0;
+}
 
-    /* which kinds each step can carry, then the draws */
+static void pctx_free(pctx *P)
+{
+    free(P->sfirst);
+    free(P->sev);
+    free(P->ed);
+    free(P->cand);
+    free(P->coll);
+}
+
+/* Per step, which kinds allowed it can carry, then at the rate one of
+ * them, drawn and injected into ts[k] (none after a hang: the run has
+ * ended). Returns the kinds some step could carry, or -1 when out of
+ * memory. */
+static int64_t draw_faults(pctx *P, uint32_t allowed, tstep *ts, teller_perturb_result *res)
+{
     uint32_t ever = 0;
-    for (uint32_t k = 0; k < P.nsteps; k++) {
+    for (uint32_t k = 0; k < P->nsteps; k++) {
         uint32_t can = 0;
         for (int f = 1; f < TELLER_FAULT_COUNT; f++)
-            if ((allowed & (1u << f)) && k_kinds[f].fn && k_kinds[f].fn(&P, k, 0, NULL) > 0)
+            if ((allowed & (1u << f)) && k_kinds[f].fn && k_kinds[f].fn(P, k, 0, NULL) > 0)
                 can |= 1u << f;
         ever |= can;
-        if (P.hang_step != TELLER_NONE || !(uni(&P.r) < o->rate) || !can)
-            continue; /* after a hang the run has ended */
-        int cnt = __builtin_popcount(can), pick = uni_int(&P.r, cnt), f = 1;
+        if (P->hang_step != TELLER_NONE || !(uni(&P->r) < P->o->rate) || !can)
+            continue;
+        int cnt = __builtin_popcount(can), pick = uni_int(&P->r, cnt), f = 1;
         for (;; f++)
             if ((can & (1u << f)) && pick-- == 0)
                 break;
-        size_t ed0 = P.ned;
-        int got = k_kinds[f].fn(&P, k, 1, &ts[k].rt);
+        size_t ed0 = P->ned;
+        int got = k_kinds[f].fn(P, k, 1, &ts[k].rt);
         if (got < 0)
-            goto oom;
+            return -1;
         if (got) {
             ts[k].f = (teller_fault)f;
             ts[k].ed0 = ed0;
-            ts[k].ed1 = P.ned;
+            ts[k].ed1 = P->ned;
             res->injected++;
         }
     }
-    if (P.oom)
-        goto oom;
-    for (int f = 1; f < TELLER_FAULT_COUNT; f++)
-        if ((allowed & (1u << f)) && k_kinds[f].fn && !(ever & (1u << f)))
-            note(res, "%s skipped: %s", teller_fault_name((teller_fault)f), k_kinds[f].needs);
-    if (!ever && o->rate > 0) {
-        rc = teller_error_set(err, TELLER_ERR_ARG, where, 0,
-                              "no step of the run can carry any of the fault kinds asked for (the notes say why)");
-        goto done;
-    }
+    return P->oom ? -1 : (int64_t)ever;
+}
 
-    if ((rc = rt_apply(st, P.ed, P.ned, start, dur, err)) != TELLER_OK)
-        goto done;
-    /* win: per step the old duration and end, then the new ones */
-    if (windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps))
-        goto oom;
-    if (P.hang_step != TELLER_NONE) {
-        /* the steps' windows are the run's as it happened: the hung step
-         * lasts until the watchdog fires, torn down or not */
-        if (!(keep = malloc(n ? n : 1)) || hang_keep(&P, win[P.nsteps + P.hang_step], 0, keep))
-            goto oom;
-    }
-    if (windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps))
-        goto oom;
-    /* the steps in the case: all, or those up to a hang */
-    uint32_t nout = P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps;
-    /* A step's truth is what happened to it in the written trace: its
-     * excess is how much longer it became than in the run given, counted
-     * once, whatever made it so. Its own fault cost it what it took against
-     * the same run without that one fault (as the simulator measures a
-     * fault); the rest is what earlier faults did to it (where steps
-     * overlap, a step's late GPU work delays the next one, and a host that
-     * ran ahead starts the next one late). The larger names the step: its
-     * own kind, or carried from the last faulty step before it (not from a
-     * logged kind: a hang ends the run, and a preempted serving step does
-     * not overlap the next). It is abnormal when it grew by a material
-     * cost (fault.h; a logged kind always). A step that earlier faults
-     * changed materially is carried even when it did not grow: a host that
-     * starts a step late while its GPU work ends where it did shortens it. */
+/* A step's truth is what happened to it in the written trace: its excess
+ * is how much longer it became than in the run given (old durations
+ * od[], new nd[]), counted once, whatever made it so. Its own fault cost it
+ * what it took against the same run without that one fault (as the
+ * simulator measures a fault); the rest is what earlier faults did to it
+ * (where steps overlap, a step's late GPU work delays the next one, and a
+ * host that ran ahead starts the next one late). The larger names the
+ * step: its own kind, or carried from the last faulty step before it (not
+ * from a logged kind: a hang ends the run, and a preempted serving step
+ * does not overlap the next). It is abnormal when it grew by a material
+ * cost (fault.h; a logged kind always). A step that earlier faults changed
+ * materially is carried even when it did not grow: a host that starts a
+ * step late while its GPU work ends where it did shortens it. */
+static teller_status label_steps(const pctx *P, tstep *ts, uint32_t nout, const int64_t *od_, const int64_t *nd_,
+                                 const uint8_t *keep, teller_perturb_result *res, teller_error *err)
+{
+    teller_status rc;
     for (uint32_t k = 0, last = TELLER_NONE; k < nout; k++) {
         teller_fault f = ts[k].f;
-        int64_t od = win[k], nd = win[2 * P.nsteps + k];
+        int64_t od = od_[k], nd = nd_[k];
         int from = last != TELLER_NONE && !teller_fault_def_of(ts[last].f)->logged;
         int64_t clean = f == TELLER_FAULT_NONE ? nd : od; /* the step without its own fault */
         if (f != TELLER_FAULT_NONE && from && !teller_fault_def_of(f)->logged &&
-            (rc = without_edits(&P, ts[k].ed0, ts[k].ed1, keep, k, &clean, err)) != TELLER_OK)
-            goto done;
+            (rc = without_edits(P, ts[k].ed0, ts[k].ed1, keep, k, &clean, err)) != TELLER_OK)
+            return rc;
         int64_t inherited = clean - od;
         ts[k].own = nd - clean;
         ts[k].excess = nd - od;
@@ -1259,63 +1331,106 @@ teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *
             last = k;
         }
     }
+    return TELLER_OK;
+}
+
+/* Writes the case into dir, which must be new or empty: the traces with
+ * the new times (start, dur; keep: what a hang left, NULL all), the logs
+ * with the lines the faults add, the truth of the first nout steps (win:
+ * the steps' old and new windows, as teller_perturb lays them out). */
+static teller_status write_case(pctx *P, const char *dir, const tstep *ts, uint32_t nout, const int64_t *start,
+                                const int64_t *dur, uint8_t *keep, const int64_t *win, teller_perturb_result *res,
+                                teller_error *err)
+{
+    const teller_perturb_opts *o = P->o;
     int full = teller_dir_has_files(dir);
-    if (full) {
-        rc = teller_error_set(err, full < 0 ? TELLER_ERR_IO : TELLER_ERR_ARG, dir, 0,
-                              full < 0 ? "not a directory that can be read"
-                                       : "already holds files: give a new or empty directory (a case's files would "
-                                         "mix with them)");
+    if (full)
+        return teller_error_set(err, full < 0 ? TELLER_ERR_IO : TELLER_ERR_ARG, dir, 0,
+                                full < 0 ? "not a directory that can be read"
+                                         : "already holds files: give a new or empty directory (a case's files would "
+                                           "mix with them)");
+    if (teller_mkdir_p(dir, 0755))
+        return teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the directory");
+    if (o->hang_teardown && P->hang_step != TELLER_NONE && hang_keep(P, win[P->nsteps + P->hang_step], 1, keep))
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+    teller_status rc = teller_kineto_write(P->st, start, dur, keep, dir, err);
+    if (rc != TELLER_OK)
+        return rc;
+    linebuf lines = {0};
+    for (uint32_t k = 0; k < P->nsteps && rc == TELLER_OK; k++)
+        if (ts[k].f != TELLER_FAULT_NONE && k_kinds[ts[k].f].lines &&
+            k_kinds[ts[k].f].lines(P, k, &ts[k], start, &lines, res))
+            rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+    if (rc == TELLER_OK) {
+        teller_sort(lines.v, lines.n, sizeof *lines.v, logline_cmp);
+        rc = copy_logs(o, dir, lines.v, lines.n, err);
+    }
+    free(lines.v);
+    if (rc == TELLER_OK)
+        rc = write_truth(P, dir, ts, nout, win + 2 * P->nsteps, dur, err);
+    return rc;
+}
+
+teller_status teller_perturb(const teller_store *st, const teller_perturb_opts *o, const char *dir,
+                             teller_perturb_result *res_out, teller_error *err)
+{
+    teller_perturb_result res_local;
+    teller_perturb_result *res = res_out ? res_out : &res_local;
+    memset(res, 0, sizeof *res);
+    if (!(o->rate >= 0 && o->rate <= 1) || !(o->severity > 0 && o->severity <= 100))
+        return teller_error_set(err, TELLER_ERR_ARG, "(options)", 0,
+                                "rate must be within 0..1 and severity above 0 and at most 100");
+    uint32_t allowed = o->faults ? o->faults : ((1u << TELLER_FAULT_COUNT) - 2);
+    teller_status rc = check_run(st, allowed, res, err);
+    if (rc != TELLER_OK)
+        return rc;
+
+    const teller_events *ev = teller_store_events(st);
+    size_t n = ev->n;
+    pctx P;
+    int64_t *start = malloc((n ? n : 1) * sizeof *start), *dur = malloc((n ? n : 1) * sizeof *dur);
+    uint8_t *keep = NULL;
+    int64_t *win = NULL;
+    tstep *ts = NULL;
+    if (pctx_open(&P, st, o) || !start || !dur)
+        goto oom;
+    res->steps = P.nsteps;
+    win = malloc(4 * (P.nsteps ? P.nsteps : 1) * sizeof *win); /* per step: old length, old end, new length, new end */
+    ts = calloc(P.nsteps ? P.nsteps : 1, sizeof *ts);
+    if (!win || !ts)
+        goto oom;
+    for (uint32_t k = 0; k < P.nsteps; k++)
+        ts[k].carried = -1;
+
+    int64_t ever = draw_faults(&P, allowed, ts, res);
+    if (ever < 0)
+        goto oom;
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++)
+        if ((allowed & (1u << f)) && k_kinds[f].fn && !(ever & (1u << f)))
+            note(res, "%s skipped: %s", teller_fault_name((teller_fault)f), k_kinds[f].needs);
+    if (!ever && o->rate > 0) {
+        rc = teller_error_set(err, TELLER_ERR_ARG, run_where(st), 0,
+                              "no step of the run can carry any of the fault kinds asked for (the notes say why)");
         goto done;
     }
-    if (teller_mkdir_p(dir, 0755)) {
-        rc = teller_error_set(err, TELLER_ERR_IO, dir, 0, "cannot create the directory");
+
+    if ((rc = rt_apply(st, P.ed, P.ned, start, dur, err)) != TELLER_OK)
         goto done;
-    }
-    if (o->hang_teardown && P.hang_step != TELLER_NONE && hang_keep(&P, win[P.nsteps + P.hang_step], 1, keep))
-        goto oom; /* what the torn-down ranks' collectors wrote */
-    if ((rc = teller_kineto_write(st, start, dur, keep, dir, err)) != TELLER_OK)
-        goto done;
-    for (uint32_t k = 0; k < P.nsteps; k++) {
-        if (ts[k].f != TELLER_FAULT_PREEMPTION)
-            continue;
-        if (TELLER_GROW(lines, lcap, nlines + 1))
-            goto oom;
-        logline *L = &lines[nlines++];
-        memset(L, 0, sizeof *L);
-        L->node = lead_node;
-        L->t = start[ts[k].rt.ev] + node_offset_of(st, lead_node);
-        preemption_line(&P, sched_log, k, L->t, L->text, sizeof L->text);
-    }
+    if (windows(st, ev->start_ns, ev->dur_ns, NULL, win, win + P.nsteps, P.nsteps))
+        goto oom;
     if (P.hang_step != TELLER_NONE) {
-        const teller_collective *co = &teller_store_collectives(st)[P.coll[P.hang_kernel]];
-        const teller_coll_member *mem = teller_store_coll_members(st) + co->first_member;
-        for (uint32_t j = 0; j < co->num_members; j++) {
-            uint32_t m = mem[j].kernel;
-            if (m == P.hang_kernel)
-                continue;
-            int32_t node = node_of(&P, m);
-            int has = 0;
-            for (size_t i = 0; i < o->nlogs; i++)
-                has |= log_node(o, i) == node;
-            if (!has) {
-                note(res, "nccl_hang: no log for node %d was given, so its watchdog lines are not written", node);
-                continue;
-            }
-            for (int w = 0; w < 2; w++) {
-                if (TELLER_GROW(lines, lcap, nlines + 1))
-                    goto oom;
-                logline *L = &lines[nlines++];
-                memset(L, 0, sizeof *L);
-                L->node = node;
-                L->t = start[m] + TELLER_FAULT_WATCHDOG_NS + 47000000 + w * 1000000 + node_offset_of(st, node);
-                watchdog_line(&P, m, w, L->t, L->text, sizeof L->text);
-            }
-        }
+        /* the steps' windows are the run's as it happened: the hung step
+         * lasts until the watchdog fires, torn down or not */
+        if (!(keep = malloc(n ? n : 1)) || hang_keep(&P, win[P.nsteps + P.hang_step], 0, keep))
+            goto oom;
     }
-    teller_sort(lines, nlines, sizeof *lines, logline_cmp);
-    if ((rc = copy_logs(o, dir, lines, nlines, err)) != TELLER_OK)
+    if (windows(st, start, dur, keep, win + 2 * P.nsteps, win + 3 * P.nsteps, P.nsteps))
+        goto oom;
+    /* the steps in the case: all, or those up to a hang */
+    uint32_t nout = P.hang_step != TELLER_NONE ? P.hang_step + 1 : P.nsteps;
+    if ((rc = label_steps(&P, ts, nout, win, win + 2 * P.nsteps, keep, res, err)) != TELLER_OK)
         goto done;
-    rc = write_truth(&P, dir, ts, nout, win + 2 * P.nsteps, dur, err);
+    rc = write_case(&P, dir, ts, nout, start, dur, keep, win, res, err);
     goto done;
 oom:
     rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
@@ -1324,12 +1439,7 @@ done:
     free(dur);
     free(win);
     free(ts);
-    free(P.sfirst);
-    free(P.sev);
-    free(P.ed);
-    free(P.cand);
-    free(P.coll);
-    free(lines);
     free(keep);
+    pctx_free(&P);
     return rc;
 }
