@@ -543,6 +543,415 @@ static int same_row(const teller_events *ev, size_t a, size_t b)
            ev->track[a] == ev->track[b];
 }
 
+/* The markers and GPU ops of each step (step_first, step_ev) and each
+ * step's old end over every rank (step_old_end; step_new_end unknown yet). */
+static int index_steps(rt *R)
+{
+    const teller_events *ev = R->ev;
+    R->step_old_end = malloc((R->nsteps + 1) * sizeof *R->step_old_end);
+    R->step_new_end = malloc((R->nsteps + 1) * sizeof *R->step_new_end);
+    R->step_first = calloc((size_t)R->nsteps + 2, sizeof *R->step_first);
+    if (!R->step_old_end || !R->step_new_end || !R->step_first)
+        return -1;
+    for (uint32_t k = 0; k < R->nsteps; k++)
+        R->step_old_end[k] = R->step_new_end[k] = INT64_MIN;
+    for (size_t j = 0; j < teller_store_num_steps(R->st); j++) {
+        const teller_step *sp = &teller_store_steps(R->st)[j];
+        if (sp->end_ns > R->step_old_end[sp->step])
+            R->step_old_end[sp->step] = sp->end_ns;
+    }
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < R->n; i++) {
+            uint32_t k = ev->step[i];
+            if (k == TELLER_NONE || !(is_gpu_op(ev, (uint32_t)i) || (ev->flags[i] & TELLER_F_STEP)))
+                continue;
+            if (pass == 0)
+                R->step_first[k + 1]++;
+            else
+                R->step_ev[R->step_first[k]++] = (uint32_t)i;
+        }
+        if (pass == 0) {
+            for (uint32_t k = 0; k < R->nsteps; k++)
+                R->step_first[k + 1] += R->step_first[k];
+            size_t nstep_ev = R->step_first[R->nsteps];
+            if (!(R->step_ev = malloc((nstep_ev ? nstep_ev : 1) * sizeof *R->step_ev)))
+                return -1;
+        }
+    }
+    /* the fill advanced each start to the next one's: shift back */
+    for (uint32_t k = R->nsteps; k > 0; k--)
+        R->step_first[k] = R->step_first[k - 1];
+    R->step_first[0] = 0;
+    return 0;
+}
+
+/* The rows (the tree build left each (source, gpu, pid, tid) row
+ * contiguous), the GPU op before each event on its row, each kernel's
+ * collective instance, and the calls that wait for the GPU. */
+static int index_rows(rt *R)
+{
+    const teller_events *ev = R->ev;
+    size_t n = R->n, rcap = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || !same_row(ev, i - 1, i)) {
+            if (TELLER_GROW(R->rows, rcap, R->nrows + 1))
+                return -1;
+            memset(&R->rows[R->nrows], 0, sizeof *R->rows);
+            R->rows[R->nrows].first = (uint32_t)i;
+            R->rows[R->nrows].gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
+            R->nrows++;
+        }
+        R->row_of[i] = (uint32_t)(R->nrows - 1);
+        R->rows[R->nrows - 1].n++;
+    }
+    for (size_t r = 0; r < R->nrows; r++) {
+        uint32_t last = TELLER_NONE;
+        for (uint32_t i = R->rows[r].first; i < R->rows[r].first + R->rows[r].n; i++) {
+            R->prev_op[i] = last;
+            if (is_gpu_op(ev, i))
+                last = i;
+        }
+        R->rows[r].last_op_end = R->rows[r].last_start = INT64_MIN;
+    }
+    for (size_t i = 0; i < n; i++)
+        R->coll_of[i] = TELLER_NONE;
+    const teller_collective *co = teller_store_collectives(R->st);
+    const teller_coll_member *mem = teller_store_coll_members(R->st);
+    for (size_t c = 0; c < teller_store_num_collectives(R->st); c++)
+        for (uint32_t j = 0; j < co[c].num_members; j++)
+            R->coll_of[mem[co[c].first_member + j].kernel] = (uint32_t)c;
+    for (size_t i = 0; i < n; i++) {
+        if (ev->flags[i] & TELLER_F_GPU)
+            continue;
+        if (ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER)
+            continue;
+        if (strstr(teller_store_str(R->st, ev->name[i]), "ynchronize")) {
+            R->waiter[i] = W_SYNC;
+            continue;
+        }
+        for (uint32_t c = ev->first_child[i]; c != TELLER_NONE; c = ev->next_sibling[c])
+            if (is_gpu_op(ev, c) && ev->layer[c] != TELLER_LAYER_KERNEL && end_of(ev, c) <= end_of(ev, i))
+                R->waiter[i] = W_COPY;
+    }
+    return 0;
+}
+
+/* Per source, its GPU ops by old end (byend, with the prefix max of new
+ * ends filled as the sweep needs it) and its outermost host ops by old
+ * end (hops). */
+static int index_by_end(rt *R)
+{
+    const teller_events *ev = R->ev;
+    size_t n = R->n, nops = 0, nh = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_gpu_op(ev, (uint32_t)i)) {
+            nops++;
+            R->src_first[ev->source[i] + 1]++;
+        }
+    for (size_t s = 0; s < R->nsrc; s++)
+        R->src_first[s + 1] += R->src_first[s];
+    R->byend = malloc((nops ? nops : 1) * sizeof *R->byend);
+    R->pmax = malloc((nops ? nops : 1) * sizeof *R->pmax);
+    R->hop_first = calloc(R->nsrc + 1, sizeof *R->hop_first);
+    if (!R->byend || !R->pmax || !R->hop_first)
+        return -1;
+    nops = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_gpu_op(ev, (uint32_t)i))
+            R->byend[nops++] = (uint32_t)i;
+    g_ev = ev;
+    teller_sort(R->byend, nops, sizeof *R->byend, byend_cmp);
+    for (size_t s = 0; s < R->nsrc; s++)
+        R->src_filled[s] = R->src_first[s];
+    for (size_t i = 0; i < n; i++)
+        if (is_outer_host_op(ev, (uint32_t)i)) {
+            nh++;
+            R->hop_first[ev->source[i] + 1]++;
+        }
+    for (size_t s = 0; s < R->nsrc; s++)
+        R->hop_first[s + 1] += R->hop_first[s];
+    if (!(R->hops = malloc((nh ? nh : 1) * sizeof *R->hops)))
+        return -1;
+    nh = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_outer_host_op(ev, (uint32_t)i))
+            R->hops[nh++] = (uint32_t)i;
+    teller_sort(R->hops, nh, sizeof *R->hops, byend_cmp);
+    return 0;
+}
+
+/* The step markers of each rank (its sources are one group, named by the
+ * first), by start. */
+static int index_markers(rt *R)
+{
+    const teller_events *ev = R->ev;
+    const teller_step *steps = teller_store_steps(R->st);
+    size_t nmk = 0;
+    R->ngrp = R->nsrc;
+    R->grp = malloc((R->nsrc ? R->nsrc : 1) * sizeof *R->grp);
+    R->mk_first = calloc(R->nsrc + 2, sizeof *R->mk_first);
+    R->mk_done = calloc(R->nsrc + 1, sizeof *R->mk_done);
+    if (!R->grp || !R->mk_first || !R->mk_done)
+        return -1;
+    for (size_t a = 0; a < R->nsrc; a++) {
+        size_t g = 0;
+        while (g < a &&
+               teller_store_source_c(R->st, (uint32_t)g)->rank != teller_store_source_c(R->st, (uint32_t)a)->rank)
+            g++;
+        R->grp[a] = (uint32_t)g;
+    }
+    for (size_t j = 0; j < teller_store_num_steps(R->st); j++)
+        if (steps[j].marker != TELLER_NONE) {
+            R->mk_first[R->grp[ev->source[steps[j].marker]] + 2]++;
+            nmk++;
+        }
+    for (size_t g = 0; g < R->ngrp; g++)
+        R->mk_first[g + 2] += R->mk_first[g + 1];
+    R->mk = malloc((nmk ? nmk : 1) * sizeof *R->mk);
+    R->mk_in = malloc((nmk ? nmk : 1) * sizeof *R->mk_in);
+    R->mk_gap = malloc((nmk ? nmk : 1) * sizeof *R->mk_gap);
+    if (!R->mk || !R->mk_in || !R->mk_gap)
+        return -1;
+    for (size_t j = 0; j < teller_store_num_steps(R->st); j++)
+        if (steps[j].marker != TELLER_NONE)
+            R->mk[R->mk_first[R->grp[ev->source[steps[j].marker]] + 1]++] = steps[j].marker;
+    for (size_t g = 0; g < R->ngrp; g++) {
+        R->mk_done[g] = R->mk_first[g];
+        /* by start: the step table's order (step number) is nearly that already */
+        for (size_t j = R->mk_first[g] + 1; j < R->mk_first[g + 1]; j++)
+            for (size_t q = j; q > R->mk_first[g] && ev->start_ns[R->mk[q - 1]] > ev->start_ns[R->mk[q]]; q--) {
+                uint32_t t = R->mk[q];
+                R->mk[q] = R->mk[q - 1];
+                R->mk[q - 1] = t;
+            }
+    }
+    for (size_t j = 0; j < nmk; j++)
+        R->mk_in[j] = R->mk_gap[j] = INT64_MIN;
+    return 0;
+}
+
+/* The faults' edits, before the sweep: a GPU op's or a collective's extra
+ * time, a thread's points of host time, a waiting call's own extra. */
+static int add_edits(rt *R, const rt_edit *edits, size_t nedits)
+{
+    const teller_events *ev = R->ev;
+    for (size_t k = 0; k < nedits; k++) {
+        const rt_edit *E = &edits[k];
+        if (E->ev >= R->n || E->d <= 0)
+            continue;
+        uint32_t x = E->ev;
+        row *rw = &R->rows[R->row_of[x]];
+        if (ev->flags[x] & TELLER_F_GPU) {
+            if (E->kind != RT_STRETCH)
+                continue;
+            if (R->coll_of[x] != TELLER_NONE) {
+                if (E->d > R->coll_extra[R->coll_of[x]])
+                    R->coll_extra[R->coll_of[x]] = E->d;
+            } else {
+                R->extra[x] += E->d;
+            }
+        } else if (E->kind == RT_GAP) {
+            if (pl_add(&rw->fixed, ev->start_ns[x], E->d))
+                return -1;
+        } else if (R->waiter[x]) {
+            R->fault_d[x] += E->d;
+        } else if (ev->dur_ns[x] > 0) {
+            if (pl_add(&rw->fixed, end_of(ev, x), E->d))
+                return -1;
+            grow_end(R, x, E->d);
+        }
+    }
+    return 0;
+}
+
+/* Where step marker i (old start s) may start: when the engine starts a
+ * step once the previous one is done on every rank, that long after the
+ * previous step's new end, or when its thread is free (a rank that lagged
+ * catches up in its idle time); and after what other threads did in the
+ * gap before it. */
+static int hold_marker(rt *R, uint32_t i, int64_t s)
+{
+    const teller_events *ev = R->ev;
+    row *rw = &R->rows[R->row_of[i]];
+    uint32_t k = ev->step[i];
+    if (k != TELLER_NONE && k > 0 && s >= R->step_old_end[k - 1]) {
+        for (size_t r = 0; r < R->nrows; r++)
+            if (!R->rows[r].gpu && settle_row(R, &R->rows[r], s))
+                return -1;
+        int64_t target = step_new_end(R, k - 1) + (s - R->step_old_end[k - 1]);
+        int64_t free_at = thread_free_at(R, i, s);
+        if (free_at > target)
+            target = free_at;
+        int64_t d = target - (s + shift(rw, s, 1));
+        if (d != 0 && pl_add(&rw->derived, s, d))
+            return -1;
+    }
+    int in;
+    size_t j = mk_place(R, i, &in);
+    int64_t d = in && R->mk[j] == i && R->mk_gap[j] != INT64_MIN ? R->mk_gap[j] + 1 - (s + shift(rw, s, 1)) : 0;
+    if (d > 0 && pl_add(&rw->derived, s, d))
+        return -1;
+    return 0;
+}
+
+/* CPU event i (old start s, not a marker) whose thread another thread's
+ * host op woke (woken_by): from i on the thread moves as far as that op's
+ * end now does, or as keeps it after its own work before the wait; the
+ * wait (from the op's old end w) takes up the difference, either way. */
+static int follow_waker(rt *R, uint32_t i, int64_t s)
+{
+    uint32_t x = woken_by(R, i);
+    if (x == TELLER_NONE)
+        return 0;
+    row *rw = &R->rows[R->row_of[i]], *rx = &R->rows[R->row_of[x]];
+    int64_t w = end_of(R->ev, x);
+    if (settle_row(R, rx, w))
+        return -1;
+    int64_t moved = shift(rx, w, 0) + R->end_extra[x], free_at = thread_free_at(R, i, w);
+    if (free_at != INT64_MIN && free_at - s > moved)
+        moved = free_at - s;
+    int64_t d = moved - shift(rw, s, 0); /* a fault's host time right before i comes on top */
+    if (d != 0 && pl_add(&rw->derived, w, d))
+        return -1;
+    return 0;
+}
+
+/* The sweep reaches CPU event i: what ended on its thread before it is
+ * settled, then its new start follows its thread's points, the step rules
+ * and the thread that woke it. */
+static int sweep_cpu(rt *R, uint32_t i)
+{
+    const teller_events *ev = R->ev;
+    int64_t s = ev->start_ns[i];
+    row *rw = &R->rows[R->row_of[i]];
+    int marker = (ev->flags[i] & TELLER_F_STEP) != 0;
+    if (settle_row(R, rw, s) || mk_close(R, R->grp[ev->source[i]], s))
+        return -1;
+    if (marker ? hold_marker(R, i, s) : follow_waker(R, i, s))
+        return -1;
+    if (is_outer_host_op(ev, i) && end_of(ev, i) > rw->last_op_end)
+        rw->last_op_end = end_of(ev, i);
+    rw->last_start = s;
+    int64_t lb = INT64_MIN, *slot = marker ? NULL : mk_keep(R, i, &lb);
+    if (lb != INT64_MIN && lb > s + shift(rw, s, 1) && pl_add(&rw->derived, s, lb - (s + shift(rw, s, 1))))
+        return -1;
+    R->ns[i] = s + shift(rw, s, 1);
+    if (slot && R->ns[i] > *slot)
+        *slot = R->ns[i];
+    R->done[i] = 1;
+    if (R->waiter[i]) {
+        if (TELLER_GROW(rw->pending, rw->pcap, rw->npend + 1))
+            return -1;
+        rw->pending[rw->npend++] = i;
+    }
+    return 0;
+}
+
+/* The sweep reaches GPU op i: it starts after its launch (unless it was
+ * queued), after the op before it on its stream and after the op of
+ * another stream it waited for; a collective's members end together once
+ * all are reached. */
+static void sweep_gpu(rt *R, uint32_t i)
+{
+    const teller_events *ev = R->ev;
+    int64_t s = ev->start_ns[i], ns = s;
+    uint32_t L = ev->parent[i], prev = R->prev_op[i];
+    int64_t gap = prev == TELLER_NONE ? INT64_MAX : s - end_of(ev, prev);
+    uint32_t x = cross_wait(R, i);
+    if (L != TELLER_NONE && !(ev->flags[L] & TELLER_F_GPU) && R->done[L] && ev->start_ns[L] <= s) {
+        int64_t a = s - ev->start_ns[L];
+        /* after a gap on its stream it waited for its launch, unless it
+         * waited for an op of another stream (an NCCL kernel behind the
+         * compute that made its input, launched long before) */
+        int queued = prev != TELLER_NONE && end_of(ev, L) <= end_of(ev, prev);
+        int bound = (gap > GAP_BOUND_NS && x == TELLER_NONE && !queued) || a <= LAUNCH_BOUND_NS;
+        if (!bound && a > LAUNCH_FLOOR_NS)
+            a = LAUNCH_FLOOR_NS;
+        if (R->ns[L] + a > ns)
+            ns = R->ns[L] + a;
+    }
+    if (prev != TELLER_NONE) {
+        /* the idle gap before it on its stream was its wait for the other
+         * stream's op, which the bound below carries; it is not kept */
+        int64_t b = need_end(R, prev) + (x != TELLER_NONE && gap > GAP_BOUND_NS ? 0 : gap);
+        if (b > ns)
+            ns = b;
+    }
+    if (x != TELLER_NONE) {
+        int64_t c = need_end(R, x) + (s - end_of(ev, x));
+        if (c > ns)
+            ns = c;
+    }
+    R->ns[i] = ns;
+    R->done[i] = 1;
+    uint32_t c = R->coll_of[i];
+    if (c != TELLER_NONE && ++R->coll_cnt[c] == teller_store_collectives(R->st)[c].num_members)
+        coll_finish(R, c);
+}
+
+/* One sweep over every event in order of its old start (GPU, then step
+ * markers, then other CPU events on equal starts), then what is left to
+ * settle: markers' ends and waiting calls. */
+static int sweep(rt *R)
+{
+    const teller_events *ev = R->ev;
+    size_t n = R->n;
+    okey *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (okey){ev->start_ns[i], (ev->flags[i] & TELLER_F_GPU) ? 0u : (ev->flags[i] & TELLER_F_STEP) ? 1u : 2u,
+                          (uint32_t)i};
+    teller_sort(order, n, sizeof *order, okey_cmp);
+    int bad = 0;
+    for (size_t q = 0; q < n && !bad; q++) {
+        uint32_t i = order[q].i;
+        if (!R->rows[R->row_of[i]].gpu)
+            bad = sweep_cpu(R, i);
+        else if (is_gpu_op(ev, i)) /* annotations and sync records on GPU rows follow afterwards */
+            sweep_gpu(R, i);
+    }
+    free(order);
+    for (size_t g = 0; g < R->ngrp && !bad; g++)
+        bad = mk_close(R, g, INT64_MAX);
+    for (size_t r = 0; r < R->nrows && !bad; r++)
+        if (!R->rows[r].gpu)
+            bad = settle_row(R, &R->rows[r], INT64_MAX);
+    return bad;
+}
+
+/* The new durations, from the settled points and ends; then the other
+ * records on GPU rows: a sync record follows its call, the rest the op
+ * before them on their stream. */
+static void ends(rt *R, int64_t *dur)
+{
+    const teller_events *ev = R->ev;
+    int64_t *start = R->ns;
+    for (size_t i = 0; i < R->n; i++) {
+        const row *rw = &R->rows[R->row_of[i]];
+        if (!rw->gpu) {
+            int64_t e = end_of(ev, (uint32_t)i) + shift(rw, end_of(ev, (uint32_t)i), 0) + R->end_extra[i];
+            dur[i] = e > start[i] ? e - start[i] : 0;
+        } else if (is_gpu_op(ev, (uint32_t)i)) {
+            dur[i] = need_end(R, (uint32_t)i) - start[i];
+        }
+    }
+    for (size_t i = 0; i < R->n; i++) {
+        if (!R->rows[R->row_of[i]].gpu || is_gpu_op(ev, (uint32_t)i))
+            continue;
+        uint32_t p = ev->parent[i], prev = R->prev_op[i];
+        if (p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU)) {
+            start[i] = ev->start_ns[i] + (start[p] - ev->start_ns[p]);
+            int64_t e = end_of(ev, (uint32_t)i) + (start[p] + dur[p] - end_of(ev, p));
+            dur[i] = e > start[i] ? e - start[i] : 0;
+        } else {
+            int64_t d = prev == TELLER_NONE ? 0 : start[prev] + dur[prev] - end_of(ev, prev);
+            start[i] = ev->start_ns[i] + d;
+            dur[i] = ev->dur_ns[i];
+        }
+    }
+}
+
 teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedits, int64_t *start, int64_t *dur,
                        teller_error *err)
 {
@@ -555,6 +964,7 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
     R.n = n;
     R.ns = start;
     R.nsrc = teller_store_num_sources(st);
+    R.nsteps = teller_store_step_count(st);
     size_t nn = n ? n : 1;
     R.row_of = malloc(nn * sizeof *R.row_of);
     R.prev_op = malloc(nn * sizeof *R.prev_op);
@@ -569,350 +979,12 @@ teller_status rt_apply(const teller_store *st, const rt_edit *edits, size_t nedi
     R.coll_extra = calloc(nc ? nc : 1, sizeof *R.coll_extra);
     R.src_first = calloc(R.nsrc + 1, sizeof *R.src_first);
     R.src_filled = calloc(R.nsrc + 1, sizeof *R.src_filled);
-    okey *order = malloc(nn * sizeof *order);
-    R.nsteps = teller_store_step_count(st);
-    R.step_old_end = malloc((R.nsteps + 1) * sizeof *R.step_old_end);
-    R.step_new_end = malloc((R.nsteps + 1) * sizeof *R.step_new_end);
-    if (!R.step_old_end || !R.step_new_end)
-        goto oom;
-    for (uint32_t k = 0; k < R.nsteps; k++)
-        R.step_old_end[k] = R.step_new_end[k] = INT64_MIN;
-    for (size_t j = 0; j < teller_store_num_steps(st); j++) {
-        const teller_step *sp = &teller_store_steps(st)[j];
-        if (sp->end_ns > R.step_old_end[sp->step])
-            R.step_old_end[sp->step] = sp->end_ns;
-    }
-    R.step_first = calloc((size_t)R.nsteps + 2, sizeof *R.step_first);
-    if (!R.step_first)
-        goto oom;
-    size_t nstep_ev = 0;
-    for (size_t pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < n; i++) {
-            uint32_t k = ev->step[i];
-            if (k == TELLER_NONE || !(is_gpu_op(ev, (uint32_t)i) || (ev->flags[i] & TELLER_F_STEP)))
-                continue;
-            if (pass == 0)
-                R.step_first[k + 1]++;
-            else
-                R.step_ev[R.step_first[k]++] = (uint32_t)i;
-        }
-        if (pass == 0) {
-            for (uint32_t k = 0; k < R.nsteps; k++)
-                R.step_first[k + 1] += R.step_first[k];
-            nstep_ev = R.step_first[R.nsteps];
-            if (!(R.step_ev = malloc((nstep_ev ? nstep_ev : 1) * sizeof *R.step_ev)))
-                goto oom;
-        }
-    }
-    /* the fill advanced each start to the next one's: shift back */
-    for (uint32_t k = R.nsteps; k > 0; k--)
-        R.step_first[k] = R.step_first[k - 1];
-    R.step_first[0] = 0;
-    size_t rcap = 0, nops = 0;
-    if (!R.row_of || !R.prev_op || !R.coll_of || !R.ne || !R.extra || !R.end_extra || !R.fault_d || !R.done ||
-        !R.waiter || !R.coll_cnt || !R.coll_extra || !R.src_first || !R.src_filled || !order)
-        goto oom;
-
-    /* rows: the tree build left each (source, gpu, pid, tid) row contiguous */
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || !same_row(ev, i - 1, i)) {
-            if (TELLER_GROW(R.rows, rcap, R.nrows + 1))
-                goto oom;
-            memset(&R.rows[R.nrows], 0, sizeof *R.rows);
-            R.rows[R.nrows].first = (uint32_t)i;
-            R.rows[R.nrows].gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
-            R.nrows++;
-        }
-        R.row_of[i] = (uint32_t)(R.nrows - 1);
-        R.rows[R.nrows - 1].n++;
-    }
-    for (size_t r = 0; r < R.nrows; r++) {
-        uint32_t last = TELLER_NONE;
-        for (uint32_t i = R.rows[r].first; i < R.rows[r].first + R.rows[r].n; i++) {
-            R.prev_op[i] = last;
-            if (is_gpu_op(ev, i))
-                last = i;
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        R.coll_of[i] = TELLER_NONE;
-    const teller_collective *co = teller_store_collectives(st);
-    const teller_coll_member *mem = teller_store_coll_members(st);
-    for (size_t c = 0; c < nc; c++)
-        for (uint32_t j = 0; j < co[c].num_members; j++)
-            R.coll_of[mem[co[c].first_member + j].kernel] = (uint32_t)c;
-
-    /* calls that wait for the GPU */
-    for (size_t i = 0; i < n; i++) {
-        if (ev->flags[i] & TELLER_F_GPU)
-            continue;
-        if (ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER)
-            continue;
-        if (strstr(teller_store_str(st, ev->name[i]), "ynchronize")) {
-            R.waiter[i] = W_SYNC;
-            continue;
-        }
-        for (uint32_t c = ev->first_child[i]; c != TELLER_NONE; c = ev->next_sibling[c])
-            if (is_gpu_op(ev, c) && ev->layer[c] != TELLER_LAYER_KERNEL && end_of(ev, c) <= end_of(ev, i))
-                R.waiter[i] = W_COPY;
-    }
-
-    /* GPU ops of each source by old end */
-    for (size_t i = 0; i < n; i++)
-        if (is_gpu_op(ev, (uint32_t)i)) {
-            nops++;
-            R.src_first[ev->source[i] + 1]++;
-        }
-    for (size_t s = 0; s < R.nsrc; s++)
-        R.src_first[s + 1] += R.src_first[s];
-    R.byend = malloc((nops ? nops : 1) * sizeof *R.byend);
-    R.pmax = malloc((nops ? nops : 1) * sizeof *R.pmax);
-    if (!R.byend || !R.pmax)
-        goto oom;
-    nops = 0;
-    for (size_t i = 0; i < n; i++)
-        if (is_gpu_op(ev, (uint32_t)i))
-            R.byend[nops++] = (uint32_t)i;
-    g_ev = ev;
-    teller_sort(R.byend, nops, sizeof *R.byend, byend_cmp);
-    for (size_t s = 0; s < R.nsrc; s++)
-        R.src_filled[s] = R.src_first[s];
-    size_t nh = 0;
-    if (!(R.hop_first = calloc(R.nsrc + 1, sizeof *R.hop_first)))
-        goto oom;
-    for (size_t i = 0; i < n; i++)
-        if (is_outer_host_op(ev, (uint32_t)i)) {
-            nh++;
-            R.hop_first[ev->source[i] + 1]++;
-        }
-    for (size_t s = 0; s < R.nsrc; s++)
-        R.hop_first[s + 1] += R.hop_first[s];
-    if (!(R.hops = malloc((nh ? nh : 1) * sizeof *R.hops)))
-        goto oom;
-    nh = 0;
-    for (size_t i = 0; i < n; i++)
-        if (is_outer_host_op(ev, (uint32_t)i))
-            R.hops[nh++] = (uint32_t)i;
-    teller_sort(R.hops, nh, sizeof *R.hops, byend_cmp);
-    for (size_t r = 0; r < R.nrows; r++)
-        R.rows[r].last_op_end = R.rows[r].last_start = INT64_MIN;
-
-    /* the step markers of each rank (its sources are one group, named by
-     * the first), by start */
-    size_t nmk = 0;
-    R.ngrp = R.nsrc;
-    R.grp = malloc((R.nsrc ? R.nsrc : 1) * sizeof *R.grp);
-    R.mk_first = calloc(R.nsrc + 2, sizeof *R.mk_first);
-    R.mk_done = calloc(R.nsrc + 1, sizeof *R.mk_done);
-    if (!R.grp || !R.mk_first || !R.mk_done)
-        goto oom;
-    for (size_t a = 0; a < R.nsrc; a++) {
-        size_t g = 0;
-        while (g < a && teller_store_source_c(st, (uint32_t)g)->rank != teller_store_source_c(st, (uint32_t)a)->rank)
-            g++;
-        R.grp[a] = (uint32_t)g;
-    }
-    const teller_step *steps = teller_store_steps(st);
-    for (size_t j = 0; j < teller_store_num_steps(st); j++)
-        if (steps[j].marker != TELLER_NONE) {
-            R.mk_first[R.grp[ev->source[steps[j].marker]] + 2]++;
-            nmk++;
-        }
-    for (size_t g = 0; g < R.ngrp; g++)
-        R.mk_first[g + 2] += R.mk_first[g + 1];
-    R.mk = malloc((nmk ? nmk : 1) * sizeof *R.mk);
-    R.mk_in = malloc((nmk ? nmk : 1) * sizeof *R.mk_in);
-    R.mk_gap = malloc((nmk ? nmk : 1) * sizeof *R.mk_gap);
-    if (!R.mk || !R.mk_in || !R.mk_gap)
-        goto oom;
-    for (size_t j = 0; j < teller_store_num_steps(st); j++)
-        if (steps[j].marker != TELLER_NONE)
-            R.mk[R.mk_first[R.grp[ev->source[steps[j].marker]] + 1]++] = steps[j].marker;
-    for (size_t g = 0; g < R.ngrp; g++) {
-        R.mk_done[g] = R.mk_first[g];
-        /* by start: the step table's order (step number) is nearly that already */
-        for (size_t j = R.mk_first[g] + 1; j < R.mk_first[g + 1]; j++)
-            for (size_t q = j; q > R.mk_first[g] && ev->start_ns[R.mk[q - 1]] > ev->start_ns[R.mk[q]]; q--) {
-                uint32_t t = R.mk[q];
-                R.mk[q] = R.mk[q - 1];
-                R.mk[q - 1] = t;
-            }
-    }
-    for (size_t j = 0; j < nmk; j++)
-        R.mk_in[j] = R.mk_gap[j] = INT64_MIN;
-
-    /* the edits */
-    for (size_t k = 0; k < nedits; k++) {
-        const rt_edit *E = &edits[k];
-        if (E->ev >= n || E->d <= 0)
-            continue;
-        uint32_t x = E->ev;
-        row *rw = &R.rows[R.row_of[x]];
-        if (ev->flags[x] & TELLER_F_GPU) {
-            if (E->kind != RT_STRETCH)
-                continue;
-            if (R.coll_of[x] != TELLER_NONE) {
-                if (E->d > R.coll_extra[R.coll_of[x]])
-                    R.coll_extra[R.coll_of[x]] = E->d;
-            } else {
-                R.extra[x] += E->d;
-            }
-        } else if (E->kind == RT_GAP) {
-            if (pl_add(&rw->fixed, ev->start_ns[x], E->d))
-                goto oom;
-        } else if (R.waiter[x]) {
-            R.fault_d[x] += E->d;
-        } else if (ev->dur_ns[x] > 0) {
-            if (pl_add(&rw->fixed, end_of(ev, x), E->d))
-                goto oom;
-            grow_end(&R, x, E->d);
-        }
-    }
-
-    /* the sweep */
-    for (size_t i = 0; i < n; i++)
-        order[i] = (okey){ev->start_ns[i], (ev->flags[i] & TELLER_F_GPU) ? 0u : (ev->flags[i] & TELLER_F_STEP) ? 1u : 2u,
-                          (uint32_t)i};
-    teller_sort(order, n, sizeof *order, okey_cmp);
-    for (size_t q = 0; q < n; q++) {
-        uint32_t i = order[q].i;
-        int64_t s = ev->start_ns[i];
-        row *rw = &R.rows[R.row_of[i]];
-        if (!rw->gpu) {
-            if (settle_row(&R, rw, s) || mk_close(&R, R.grp[ev->source[i]], s))
-                goto oom;
-            uint32_t k = ev->step[i];
-            if ((ev->flags[i] & TELLER_F_STEP) && k != TELLER_NONE && k > 0 && s >= R.step_old_end[k - 1]) {
-                /* the engine starts a step when the previous one is done on every rank:
-                 * the step starts that long after the previous one's new end, or when
-                 * its thread is free; a rank that lagged catches up in its idle time */
-                for (size_t r = 0; r < R.nrows; r++)
-                    if (!R.rows[r].gpu && settle_row(&R, &R.rows[r], s))
-                        goto oom;
-                int64_t target = step_new_end(&R, k - 1) + (s - R.step_old_end[k - 1]);
-                int64_t free_at = thread_free_at(&R, i, s);
-                if (free_at > target)
-                    target = free_at;
-                int64_t d = target - (s + shift(rw, s, 1));
-                if (d != 0 && pl_add(&rw->derived, s, d))
-                    goto oom;
-            }
-            if (ev->flags[i] & TELLER_F_STEP) {
-                /* a step starts after what other threads did in the gap before it */
-                int in;
-                size_t j = mk_place(&R, i, &in);
-                int64_t d = in && R.mk[j] == i && R.mk_gap[j] != INT64_MIN ? R.mk_gap[j] + 1 - (s + shift(rw, s, 1)) : 0;
-                if (d > 0 && pl_add(&rw->derived, s, d))
-                    goto oom;
-            }
-            uint32_t x = (ev->flags[i] & TELLER_F_STEP) ? TELLER_NONE : woken_by(&R, i);
-            if (x != TELLER_NONE) {
-                /* its thread waited for that op: from i on it moves as far
-                 * as the op's end now does, or as keeps it after its own work
-                 * before the wait; the wait (from the op's old end w) takes
-                 * up the difference, either way */
-                row *rx = &R.rows[R.row_of[x]];
-                int64_t w = end_of(ev, x);
-                if (settle_row(&R, rx, w))
-                    goto oom;
-                int64_t moved = shift(rx, w, 0) + R.end_extra[x], free_at = thread_free_at(&R, i, w);
-                if (free_at != INT64_MIN && free_at - s > moved)
-                    moved = free_at - s;
-                int64_t d = moved - shift(rw, s, 0); /* a fault's host time right before i comes on top */
-                if (d != 0 && pl_add(&rw->derived, w, d))
-                    goto oom;
-            }
-            if (is_outer_host_op(ev, i) && end_of(ev, i) > rw->last_op_end)
-                rw->last_op_end = end_of(ev, i);
-            rw->last_start = s;
-            int64_t lb = INT64_MIN, *slot = (ev->flags[i] & TELLER_F_STEP) ? NULL : mk_keep(&R, i, &lb);
-            if (lb != INT64_MIN && lb > s + shift(rw, s, 1) && pl_add(&rw->derived, s, lb - (s + shift(rw, s, 1))))
-                goto oom;
-            start[i] = s + shift(rw, s, 1);
-            if (slot && start[i] > *slot)
-                *slot = start[i];
-            R.done[i] = 1;
-            if (R.waiter[i]) {
-                if (TELLER_GROW(rw->pending, rw->pcap, rw->npend + 1))
-                    goto oom;
-                rw->pending[rw->npend++] = i;
-            }
-            continue;
-        }
-        if (!is_gpu_op(ev, i))
-            continue; /* annotations and sync records on GPU rows follow afterwards */
-        int64_t ns = s;
-        uint32_t L = ev->parent[i], prev = R.prev_op[i];
-        int64_t gap = prev == TELLER_NONE ? INT64_MAX : s - end_of(ev, prev);
-        uint32_t x = cross_wait(&R, i);
-        if (L != TELLER_NONE && !(ev->flags[L] & TELLER_F_GPU) && R.done[L] && ev->start_ns[L] <= s) {
-            int64_t a = s - ev->start_ns[L];
-            /* after a gap on its stream it waited for its launch, unless it
-             * waited for an op of another stream (an NCCL kernel behind the
-             * compute that made its input, launched long before) */
-            int queued = prev != TELLER_NONE && end_of(ev, L) <= end_of(ev, prev);
-            int bound = (gap > GAP_BOUND_NS && x == TELLER_NONE && !queued) || a <= LAUNCH_BOUND_NS;
-            if (!bound && a > LAUNCH_FLOOR_NS)
-                a = LAUNCH_FLOOR_NS;
-            if (start[L] + a > ns)
-                ns = start[L] + a;
-        }
-        if (prev != TELLER_NONE) {
-            /* the idle gap before it on its stream was its wait for the other
-             * stream's op, which the bound below carries; it is not kept */
-            int64_t b = need_end(&R, prev) + (x != TELLER_NONE && gap > GAP_BOUND_NS ? 0 : gap);
-            if (b > ns)
-                ns = b;
-        }
-        if (x != TELLER_NONE) {
-            int64_t c = need_end(&R, x) + (s - end_of(ev, x));
-            if (c > ns)
-                ns = c;
-        }
-        start[i] = ns;
-        R.done[i] = 1;
-        uint32_t c = R.coll_of[i];
-        if (c != TELLER_NONE && ++R.coll_cnt[c] == co[c].num_members)
-            coll_finish(&R, c);
-    }
-    for (size_t g = 0; g < R.ngrp; g++)
-        if (mk_close(&R, g, INT64_MAX))
-            goto oom;
-    for (size_t r = 0; r < R.nrows; r++)
-        if (!R.rows[r].gpu && settle_row(&R, &R.rows[r], INT64_MAX))
-            goto oom;
-
-    /* ends */
-    for (size_t i = 0; i < n; i++) {
-        const row *rw = &R.rows[R.row_of[i]];
-        if (!rw->gpu) {
-            int64_t e = end_of(ev, (uint32_t)i) + shift(rw, end_of(ev, (uint32_t)i), 0) + R.end_extra[i];
-            dur[i] = e > start[i] ? e - start[i] : 0;
-        } else if (is_gpu_op(ev, (uint32_t)i)) {
-            dur[i] = need_end(&R, (uint32_t)i) - start[i];
-        }
-    }
-    /* other records on GPU rows: a sync record follows its call, the rest
-     * the op before them on their stream */
-    for (size_t i = 0; i < n; i++) {
-        if (!R.rows[R.row_of[i]].gpu || is_gpu_op(ev, (uint32_t)i))
-            continue;
-        uint32_t p = ev->parent[i], prev = R.prev_op[i];
-        if (p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU)) {
-            start[i] = ev->start_ns[i] + (start[p] - ev->start_ns[p]);
-            int64_t e = end_of(ev, (uint32_t)i) + (start[p] + dur[p] - end_of(ev, p));
-            dur[i] = e > start[i] ? e - start[i] : 0;
-        } else {
-            int64_t d = prev == TELLER_NONE ? 0 : start[prev] + dur[prev] - end_of(ev, prev);
-            start[i] = ev->start_ns[i] + d;
-            dur[i] = ev->dur_ns[i];
-        }
-    }
-    free(order);
+    int bad = !R.row_of || !R.prev_op || !R.coll_of || !R.ne || !R.extra || !R.end_extra || !R.fault_d || !R.done ||
+              !R.waiter || !R.coll_cnt || !R.coll_extra || !R.src_first || !R.src_filled;
+    bad = bad || index_steps(&R) || index_rows(&R) || index_by_end(&R) || index_markers(&R) ||
+          add_edits(&R, edits, nedits) || sweep(&R);
+    if (!bad)
+        ends(&R, dur);
     rt_free(&R);
-    return TELLER_OK;
-oom:
-    free(order);
-    rt_free(&R);
-    return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+    return bad ? teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory") : TELLER_OK;
 }
