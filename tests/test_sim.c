@@ -304,6 +304,121 @@ static void test_sim_rejects_impossible_options(void)
     CHECK_EQ_INT(teller_fault_parse("slow_link"), TELLER_FAULT_SLOW_LINK);
 }
 
+/* The fault table has a whole row for every kind: a name that parses
+ * back, a type and view, a sentence with one number in it, and ranges that
+ * run upwards. A kind added to the enum without its row fails here. */
+static void test_fault_table_rows_are_whole(void)
+{
+    static const char *const types[] = {"communication", "kernel", "driver_library", "memory", "scheduling"};
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++) {
+        const teller_fault_def *d = teller_fault_def_of((teller_fault)f);
+        CHECK(d->name && d->type && d->view && d->what);
+        if (!d->name || !d->type || !d->view || !d->what)
+            continue;
+        CHECK_EQ_INT(teller_fault_parse(d->name), f);
+        int typed = 0;
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+            typed |= !strcmp(d->type, types[t]);
+        CHECK(typed);
+        CHECK(!strcmp(d->view, "horizontal") || !strcmp(d->view, "vertical"));
+        const char *pc = strchr(d->what, '%');
+        CHECK(pc && pc[1] == 'd' && !strchr(pc + 1, '%'));
+        const teller_fault_range *r[] = {&d->slow,       &d->add_ns,        &d->share,         &d->sim.tokens,
+                                         &d->sim.retry_ns, &d->sim.copies, &d->sim.swap, &d->perturb.grow};
+        int sized = 0;
+        for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+            CHECK(r[i]->lo >= 0 && r[i]->lo <= r[i]->hi);
+            sized |= r[i]->hi > 0;
+        }
+        /* a kind costs time by a size of its own, or is the watchdog's or the log's */
+        CHECK(sized || d->ends_run);
+        CHECK(d->jitter >= 0 && d->jitter < 1);
+    }
+    CHECK(!strcmp(teller_fault_name(TELLER_FAULT_COUNT), "no_error"));
+}
+
+/* The truth's sentence is the one frame around the numbers, formatted as
+ * truth files have them (eval's BLEU reads those bytes). */
+static void test_fault_sentence_frame(void)
+{
+    char out[1024];
+    teller_fault_explain(TELLER_FAULT_SLOW_LINK, 1, 17, 12345678, 9135000, 3210678, "ncclDevKernel_SendRecv", 4, 1,
+                         1234567, out, sizeof out);
+    CHECK(!strcmp(out, "Step 17 took 12.346 ms, 3.211 ms (35%) longer than expected: the inter-node link of node 1 "
+                       "degraded, so cross-node transfers slowed down for every rank in them (slow_link). The root "
+                       "operator is ncclDevKernel_SendRecv on rank 4 (node 1), which took 1.235 ms."));
+    teller_fault_explain(TELLER_FAULT_SYNC_STALL, 3, 2, 5000000, 0, 5000000, NULL, 3, 0, 4000000, out, sizeof out);
+    CHECK(!strcmp(out, "Step 2 took 5.000 ms, 5.000 ms (0%) longer than expected: a stream synchronize on rank 3 "
+                       "blocked far longer than usual (sync_stall). The root operator is ? on rank 3 (node 0), which "
+                       "took 4.000 ms."));
+    teller_fault_sentence(TELLER_FAULT_GPU_THROTTLE, 2, 9, "8 ms on rank 2", "3 ms more than usual", "gemm", 2, 0,
+                          "6 ms", out, sizeof out);
+    CHECK(!strcmp(out, "Step 9 took 8 ms on rank 2, 3 ms more than usual: GPU of rank 2 ran every kernel slower "
+                       "(throttled clocks) (gpu_throttle). The root operator is gemm on rank 2 (node 0), which took 6 "
+                       "ms."));
+}
+
+/* The simulator draws a kind only where its row's needs are met, strikes
+ * the rank its row's target names, and a kind that ends the run only in
+ * the run's second half. */
+static void test_sim_draws_by_the_fault_table(void)
+{
+    struct {
+        int nodes, gpus, tp, pp;
+    } shapes[] = {{1, 2, 1, 2}, {1, 2, 2, 1}, {2, 2, 2, 2}, {2, 2, 4, 1}};
+    int seen[TELLER_FAULT_COUNT] = {0};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+        char dir[] = "/tmp/teller_simT_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = shapes[sh].nodes, o.gpus_per_node = shapes[sh].gpus, o.tp = shapes[sh].tp, o.pp = shapes[sh].pp;
+        o.steps = 40;
+        o.fault_rate = 0.9;
+        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        o.seed = 300 + sh;
+        sim_case(dir, &o);
+        char tp[600];
+        snprintf(tp, sizeof tp, "%s/truth.json", dir);
+        teller_error err;
+        jv *truth = jdom_load(tp, &err);
+        CHECK(truth != NULL);
+        const jv *steps = truth ? jdom_get(truth, "steps") : NULL;
+        int world = o.nodes * o.gpus_per_node, cross = o.nodes > 1;
+        for (size_t i = 0; steps && i < steps->n; i++) {
+            const jv *s = &steps->items[i];
+            const char *name = jdom_str(s, "fault", jdom_str(s, "injected", NULL));
+            if (!name)
+                continue;
+            teller_fault f = teller_fault_parse(name);
+            CHECK(f != TELLER_FAULT_COUNT);
+            if (f == TELLER_FAULT_COUNT)
+                continue;
+            const teller_fault_def *d = teller_fault_def_of(f);
+            seen[f]++;
+            int bad = ((d->sim.needs & TELLER_FAULT_NEEDS_CROSS) && !cross) ||
+                      ((d->sim.needs & TELLER_FAULT_NEEDS_TP) && o.tp < 2) ||
+                      ((d->sim.needs & TELLER_FAULT_NEEDS_PP) && o.pp < 2) || (d->ends_run && (int)i < o.steps / 2);
+            const jv *root = jdom_get(s, "root");
+            if (root) {
+                int rank = (int)jdom_num(root, "rank", -1);
+                bad |= d->sim.at == TELLER_FAULT_AT_LEAD && rank != 0;
+                bad |= d->sim.at == TELLER_FAULT_AT_NODE && (rank % o.gpus_per_node || rank == 0);
+                bad |= d->sim.at == TELLER_FAULT_AT_SENDER && rank >= world - o.tp;
+            }
+            if (bad)
+                fprintf(stderr, "  %dx%d tp %d pp %d: %s at step %zu\n", o.nodes, o.gpus_per_node, o.tp, o.pp, name, i);
+            CHECK(!bad);
+        }
+        jdom_free(truth);
+        rm_rf(dir);
+    }
+    /* every kind was drawn somewhere */
+    for (int f = 1; f < TELLER_FAULT_COUNT; f++) {
+        if (!seen[f])
+            fprintf(stderr, "  %s never drawn\n", teller_fault_name((teller_fault)f));
+        CHECK(seen[f] > 0);
+    }
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -450,6 +565,9 @@ const test_case sim_tests[] = {
      test_sim_log_capture_prefixes_the_same_lines},
     {"sim: every log line is a real engine, PyTorch or NCCL format", test_sim_logs_are_real_formats},
     {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
+    {"sim: a kind is drawn where its row's needs are met, at its row's target", test_sim_draws_by_the_fault_table},
+    {"fault table: every kind has a whole row", test_fault_table_rows_are_whole},
+    {"fault table: the truth's sentence is one frame around formatted numbers", test_fault_sentence_frame},
     {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},
     {"eval: figures with nothing to count are null in JSON and n/a in the table", test_eval_undefined_figures},
     {"names: normalisation drops templates, parameters and API versions", test_name_normalisation},
