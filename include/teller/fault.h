@@ -91,8 +91,8 @@ typedef struct teller_fault_def {
         teller_fault_range  tokens;    /* preemption: x * S prefill tokens recomputed (tokens) */
         teller_fault_range  retry_ns;  /* oom: x ns (not scaled) of host time before the step is retried */
         teller_fault_range  copies;    /* kv_swap: 2 + floor(x) block copies per rank (not scaled) */
-        teller_fault_range  swap;      /* kv_swap: x * S times 64 MiB swapped out per stage, split over
-                                        * its ranks (in 64 MiB units) */
+        teller_fault_range  swap;      /* kv_swap: each copy moves x * S times 64 MiB for the stage,
+                                        * split over its ranks (in 64 MiB units, kept to a millionth) */
     } sim;
     /* teller perturb's own (src/perturb/perturb.c) */
     struct {
