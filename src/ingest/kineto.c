@@ -31,9 +31,9 @@
 #include "../util/vec.h"
 
 /* The window grows (doubling) only for a value or event larger than it.
- * Reading speed does not depend on its size from 256 KiB to 4 MiB
- * (docs/SCALE.md, "The store: bytes per event"); its bytes are resident
- * at the load's peak. */
+ * It starts small because its bytes are resident at the load's peak, and
+ * a larger one reads no faster (docs/SCALE.md, "The store: bytes per
+ * event"). */
 #define WINDOW_INITIAL (256u << 10)
 #define WINDOW_MAX     (1u << 30) /* one top-level value or event may not exceed this */
 
@@ -1082,8 +1082,7 @@ static int bit_set(const uint64_t *bits, uint32_t e) { return (int)(bits[e / 64]
 /* Args rows for the shapes of the torch ops that launched work (the
  * innermost torch op around a launch call on its thread, the op the
  * diagnosis reads a kernel's work from): most torch ops with shapes
- * launch nothing themselves (a 196 MB vLLM trace: 18 k of 125 k), and a
- * row each would cost them 56 bytes. This runs with the whole file in
+ * launch nothing themselves, and a row each would cost them 56 bytes. This runs with the whole file in
  * the store, at the read's memory peak, so the calls are sorted in place
  * and each buffer goes as soon as it is done with. 0, or -1 out of
  * memory. */
@@ -1219,8 +1218,8 @@ static void reader_free(reader *r)
 }
 
 /* A gzip file that inflates to at most this many bytes is inflated whole
- * by libdeflate (2.3-2.6x zlib's inflate on Kineto traces, docs/SCALE.md)
- * and parsed from memory. Larger files, files of several gzip members and
+ * by libdeflate (faster than zlib's inflate, docs/SCALE.md) and parsed
+ * from memory. Larger files, files of several gzip members and
  * damaged ones stream through zlib's gzread, which keeps memory to the
  * window and says where a damaged stream ends; plain JSON streams through
  * the window too. */

@@ -9,8 +9,7 @@
  * x += attention(LN(x)); x += FFN_m(LN(x)) with m the token's modality
  * (step, candidate, log, trace); the tokens of a modality are one block of
  * rows, so every product is one call of nn_matmul_* over its rows
- * (OpenBLAS when the build has it: 4-20x the plain loops at these sizes,
- * docs/MODEL.md). Attention adds a learned bias per head and layer by the
+ * (OpenBLAS when the build has it, docs/MODEL.md). Attention adds a learned bias per head and layer by the
  * class of the token pair (pair_classes): the tree enters there.
  */
 #include <math.h>

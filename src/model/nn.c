@@ -15,9 +15,8 @@
 
 #ifdef TELLER_HAVE_CBLAS
 /* OpenBLAS's cblas_sgemm, opened the first time the model multiplies, not
- * when teller starts: loading it and libgfortran cost every command 3-4 ms
- * (teller --version 7.2 ms against 3.5 ms), and most commands never run the
- * model. NULL, and the loops below, when the library the build found
+ * when teller starts: loading it and libgfortran would cost every command
+ * a few milliseconds, and most commands never run the model. NULL, and the loops below, when the library the build found
  * (TELLER_OPENBLAS_PATH) cannot be opened any more. */
 typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint,
                          float, const float *, blasint, const float *, blasint, float, float *, blasint);

@@ -8,9 +8,9 @@
 #include "vec.h"
 
 /* Fibonacci hashing: the top log2(cap) bits of key times 2^64 / phi, which
- * every bit of the key reaches. (The bits from 17 up, as this took before,
- * miss a key's upper bits in a small table: keys (source << 32 | name) of
- * one name on 1,024 ranks all fell on one slot.) cap is a power of two. */
+ * every bit of the key reaches, so keys that differ only in their upper
+ * half (source << 32 | name) spread in a small table too. cap is a power
+ * of two. */
 static size_t slot_of(uint64_t key, size_t cap)
 {
     return cap > 1 ? (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll((unsigned long long)cap))) : 0;

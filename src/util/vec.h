@@ -22,7 +22,7 @@ int teller_grow(void **p, size_t *cap, size_t need, size_t size);
  * its whole 2 MiB pages then get where the kernel has them to give. For
  * memory about to be written whole (so a huge page holds nothing that is
  * not used); a kernel without populating (before 5.14) faults the pages
- * one by one as before. */
+ * one by one. */
 void teller_prefault(void *p, size_t bytes);
 
 /* qsort that accepts an empty (possibly NULL) array. */
