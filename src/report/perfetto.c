@@ -129,12 +129,28 @@ static void lanes_reset(lanes *L)
     L->n = 0;
 }
 
-/* Shared state of one write. */
+/* Shared state of one write: the output, what the findings point at, and
+ * the thread ids handed out so far. */
 typedef struct pw {
-    FILE               *f;
-    const teller_store *st;
-    int64_t             origin;
-    int                 first; /* no event written yet (no comma before the next) */
+    FILE                   *f;
+    const teller_store     *st;
+    const teller_diagnosis *d;      /* NULL: the trace alone */
+    size_t                  nsrc;   /* sources; the findings' process is nsrc + 1 */
+    size_t                  ndiag;  /* d->n, 0 without d */
+    int64_t                 origin; /* ns written as 0 */
+    int                     first;  /* no event written yet (no comma before the next) */
+    int32_t                *ntid;     /* per source: thread ids handed out */
+    int32_t                *root_tid; /* per source: its thread of root markers, 0: none yet */
+    culprit_ref            *cul;      /* sorted by event */
+    size_t                  ncul, ncul_cap;
+    rep_blame              *blame;    /* the abnormal steps whose root rank holds no culprit */
+    size_t                  nblame;
+    uint32_t               *blame_of; /* per step: index into blame, or TELLER_NONE */
+    int64_t                *cul_pid;  /* per step: where its flow arrow ends, -1: nowhere */
+    int32_t                *cul_tid;
+    lanes                   L;        /* reused by every row, then by the step windows */
+    sorted_ev              *tmp;      /* an unsorted row's order */
+    size_t                  tmp_cap;
 } pw;
 
 static void sep(pw *w)
@@ -158,6 +174,17 @@ static void meta_sort(pw *w, const char *what, int64_t pid, int64_t tid, int64_t
     fprintf(w->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
                   ",\"args\":{\"sort_index\":%" PRId64 "}}",
             what, pid, tid, index);
+}
+
+/* Opens a teller instant named name on (pid, tid) at ns, up to its last
+ * field: the caller adds args, if any, and closes it. */
+static void open_instant(pw *w, const char *name, int64_t pid, int32_t tid, int64_t ns)
+{
+    sep(w);
+    fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":", w->f);
+    teller_json_put(w->f, name);
+    fprintf(w->f, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", pid, tid);
+    put_us(w->f, ns - w->origin);
 }
 
 /* One trace event as an X (or i) event on (pid, tid). culprit_step is the
@@ -230,69 +257,50 @@ static void source_name(const teller_source *s, uint32_t i, char *buf, size_t ca
         snprintf(buf, cap, "source %u", i);
 }
 
-teller_status teller_report_perfetto(const teller_store *st, const teller_diagnosis *d, FILE *out, teller_error *err)
+/* Collects what the findings point at: the culprits of abnormal steps
+ * (only ever on the root rank: rep_blame) and the calls that waited for a
+ * root rank that has none, sorted by event for lookup while writing. -1
+ * when out of memory. */
+static int collect_culprits(pw *w)
 {
-    if (!st || !out)
-        return teller_error_set(err, TELLER_ERR_ARG, "perfetto", 0, "no store or no output stream");
-    const teller_events *ev = teller_store_events(st);
-    size_t nsrc = teller_store_num_sources(st);
-    size_t ndiag = d ? d->n : 0;
-    rep_row *rows = NULL;
-    size_t nrows = 0;
-    int32_t *ntid = calloc(nsrc + 1, sizeof *ntid);
-    int32_t *root_tid = calloc(nsrc + 1, sizeof *root_tid); /* per source: its thread of root markers, 0: none yet */
-    size_t ncul_cap = ndiag + 1, nblame = 0;
-    culprit_ref *cul = malloc(ncul_cap * sizeof *cul);
-    rep_blame *blame = NULL; /* the abnormal steps whose root rank holds no culprit */
-    uint32_t *blame_of = malloc((ndiag + 1) * sizeof *blame_of); /* per step: index into blame, or TELLER_NONE */
-    int64_t *cul_pid = malloc((ndiag + 1) * sizeof *cul_pid);
-    int32_t *cul_tid = malloc((ndiag + 1) * sizeof *cul_tid);
-    sorted_ev *tmp = NULL;
-    size_t tmp_cap = 0;
-    lanes L = {0};
-    teller_status status = TELLER_OK;
-    if (!ntid || !root_tid || !cul || !blame_of || !cul_pid || !cul_tid || rep_rows(st, &rows, &nrows) != 0) {
-        status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
-        goto done;
-    }
-
-    /* Culprits of abnormal steps (only ever on the root rank: rep_blame)
-     * and the calls that waited for a root rank that has none, sorted by
-     * event for lookup while writing. */
-    size_t ncul = 0;
-    for (size_t i = 0; i < ndiag; i++) {
-        const teller_diag_step *s = &d->steps[i];
-        cul_pid[i] = -1;
-        cul_tid[i] = -1;
-        blame_of[i] = TELLER_NONE;
+    const teller_events *ev = teller_store_events(w->st);
+    for (size_t i = 0; i < w->ndiag; i++) {
+        const teller_diag_step *s = &w->d->steps[i];
+        w->cul_pid[i] = -1;
+        w->cul_tid[i] = -1;
+        w->blame_of[i] = TELLER_NONE;
         if (!s->pred.abnormal)
             continue;
         rep_blame b;
-        rep_blame_of(st, s, &b);
+        rep_blame_of(w->st, s, &b);
         if (b.culprit != TELLER_NONE) {
             if (!(ev->flags[b.culprit] & TELLER_F_COUNTER))
-                cul[ncul++] = (culprit_ref){b.culprit, (uint32_t)i, 0};
+                w->cul[w->ncul++] = (culprit_ref){b.culprit, (uint32_t)i, 0};
             continue;
         }
-        rep_blame *g = realloc(blame, (nblame + 1) * sizeof *g);
-        culprit_ref *gc = ncul + b.nvictims >= ncul_cap ? realloc(cul, (ncul_cap += b.nvictims) * sizeof *gc) : cul;
+        rep_blame *g = realloc(w->blame, (w->nblame + 1) * sizeof *g);
+        culprit_ref *gc = w->ncul + b.nvictims >= w->ncul_cap
+                              ? realloc(w->cul, (w->ncul_cap += b.nvictims) * sizeof *gc)
+                              : w->cul;
         if (gc)
-            cul = gc;
+            w->cul = gc;
         if (g)
-            blame = g;
-        if (!g || !gc) {
-            status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
-            goto done;
-        }
-        blame[nblame] = b;
-        blame_of[i] = (uint32_t)nblame++;
+            w->blame = g;
+        if (!g || !gc)
+            return -1;
+        w->blame[w->nblame] = b;
+        w->blame_of[i] = (uint32_t)w->nblame++;
         for (size_t v = 0; v < b.nvictims; v++)
-            cul[ncul++] = (culprit_ref){b.victims[v], (uint32_t)i, 1};
+            w->cul[w->ncul++] = (culprit_ref){b.victims[v], (uint32_t)i, 1};
     }
-    if (ncul > 1)
-        qsort(cul, ncul, sizeof *cul, cmp_culprit);
+    if (w->ncul > 1)
+        qsort(w->cul, w->ncul, sizeof *w->cul, cmp_culprit);
+    return 0;
+}
 
-    /* Origin: the earliest event or finding. */
+/* The earliest event or finding: the output's time 0. */
+static int64_t trace_origin(const teller_events *ev, const teller_diagnosis *d, size_t ndiag)
+{
     int64_t origin = INT64_MAX;
     for (size_t i = 0; i < ev->n; i++)
         if (ev->start_ns[i] < origin)
@@ -300,269 +308,346 @@ teller_status teller_report_perfetto(const teller_store *st, const teller_diagno
     for (size_t i = 0; i < ndiag; i++)
         if (d->steps[i].pred.abnormal && d->steps[i].start_ns < origin)
             origin = d->steps[i].start_ns;
-    if (origin == INT64_MAX)
-        origin = 0;
+    return origin == INT64_MAX ? 0 : origin;
+}
 
-    pw w = {out, st, origin, 1};
-    fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"teller\",\"teller_origin_ns\":\"%" PRId64
-                 "\"},\n\"traceEvents\":[",
-            origin);
-
-    /* One process per source. */
-    for (size_t s = 0; s < nsrc; s++) {
-        const teller_source *src = teller_store_source_c(st, (uint32_t)s);
+/* One process per source, named and sorted by rank. */
+static void write_processes(pw *w)
+{
+    for (size_t s = 0; s < w->nsrc; s++) {
+        const teller_source *src = teller_store_source_c(w->st, (uint32_t)s);
         char name[96];
         source_name(src, (uint32_t)s, name, sizeof name);
-        meta_name(&w, "process_name", (int64_t)s + 1, 0, name);
-        meta_sort(&w, "process_sort_index", (int64_t)s + 1, 0, src->rank >= 0 ? src->rank : (int64_t)s + 100000);
+        meta_name(w, "process_name", (int64_t)s + 1, 0, name);
+        meta_sort(w, "process_sort_index", (int64_t)s + 1, 0, src->rank >= 0 ? src->rank : (int64_t)s + 100000);
     }
+}
 
-    for (size_t r = 0; r < nrows; r++) {
-        const rep_row *row = &rows[r];
-        int64_t pid = (int64_t)row->source + 1;
-        char base[96];
-        if (row->gpu)
-            snprintf(base, sizeof base, "stream %d (device %d)", row->tid, row->pid);
+/* The order of a row's events: NULL when the store keeps them sorted (in
+ * place), else sorted into w->tmp. -1 when out of memory. */
+static int row_order(pw *w, const rep_row *row, const sorted_ev **order)
+{
+    *order = NULL;
+    if (row->sorted)
+        return 0;
+    const teller_events *ev = teller_store_events(w->st);
+    if (row->n > w->tmp_cap) {
+        sorted_ev *g = realloc(w->tmp, row->n * sizeof *g);
+        if (!g)
+            return -1;
+        w->tmp = g;
+        w->tmp_cap = row->n;
+    }
+    for (uint32_t k = 0; k < row->n; k++) {
+        uint32_t e = row->first + k;
+        w->tmp[k] = (sorted_ev){ev->start_ns[e], ev->dur_ns[e], e};
+    }
+    qsort(w->tmp, row->n, sizeof *w->tmp, cmp_sorted_ev);
+    *order = w->tmp;
+    return 0;
+}
+
+/* Names and sorts the thread of a row's new lane li: the row's own name
+ * for the first, "(overlap li)" after it. Returns its tid. */
+static int32_t open_lane(pw *w, const rep_row *row, const char *base, long li)
+{
+    int64_t pid = (int64_t)row->source + 1;
+    int32_t tid = ++w->ntid[row->source];
+    char name[128];
+    if (li == 0)
+        snprintf(name, sizeof name, "%s", base);
+    else
+        snprintf(name, sizeof name, "%s (overlap %ld)", base, li);
+    meta_name(w, "thread_name", pid, tid, name);
+    meta_sort(w, "thread_sort_index", pid, tid, (row->gpu ? 1000000 : 0) + tid);
+    return tid;
+}
+
+/* Whether event e, written on (pid, tid), is a culprit (*cstep: the first
+ * step it is the culprit of) or a call that waited for a root rank
+ * (*vstep: the first such step); UINT32_MAX for neither. A culprit's
+ * place is kept as the end of its step window's flow arrow. */
+static void culprit_mark(pw *w, uint32_t e, int64_t pid, int32_t tid, uint32_t *cstep, uint32_t *vstep)
+{
+    *cstep = *vstep = UINT32_MAX;
+    size_t lo = 0, hi = w->ncul;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (w->cul[mid].e < e)
+            lo = mid + 1;
         else
-            snprintf(base, sizeof base, "thread %d", row->tid);
-        /* The order of events in the row: as stored when sorted, else sorted here. */
-        const sorted_ev *order = NULL;
-        if (!row->sorted) {
-            if (row->n > tmp_cap) {
-                sorted_ev *g = realloc(tmp, row->n * sizeof *g);
-                if (!g) {
-                    status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
-                    goto done;
-                }
-                tmp = g;
-                tmp_cap = row->n;
-            }
-            for (uint32_t k = 0; k < row->n; k++) {
-                uint32_t e = row->first + k;
-                tmp[k] = (sorted_ev){ev->start_ns[e], ev->dur_ns[e], e};
-            }
-            qsort(tmp, row->n, sizeof *tmp, cmp_sorted_ev);
-            order = tmp;
-        }
-        lanes_reset(&L);
-        int32_t lane_tid[MAX_LANES];
-        size_t nlane_tid = 0;
-        uint64_t left_out = 0; /* slices that crossed MAX_LANES others */
-        int64_t left_at = 0;
-        for (uint32_t k = 0; k < row->n; k++) {
-            uint32_t e = order ? order[k].e : row->first + k;
-            if (ev->flags[e] & TELLER_F_COUNTER)
-                continue;
-            int64_t s0 = ev->start_ns[e];
-            int64_t e0 = s0 + ((ev->flags[e] & TELLER_F_INSTANT) ? 0 : ev->dur_ns[e]);
-            long li = lane_place(&L, s0, e0);
-            if (li == -2) {
-                if (!left_out++)
-                    left_at = s0;
-                continue;
-            }
-            if (li < 0) {
-                status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
-                goto done;
-            }
-            if ((size_t)li >= nlane_tid) { /* a new lane: name its thread */
-                char name[128];
-                int32_t tid = ++ntid[row->source];
-                if (li == 0)
-                    snprintf(name, sizeof name, "%s", base);
-                else
-                    snprintf(name, sizeof name, "%s (overlap %ld)", base, li);
-                meta_name(&w, "thread_name", pid, tid, name);
-                meta_sort(&w, "thread_sort_index", pid, tid, (row->gpu ? 1000000 : 0) + tid);
-                lane_tid[nlane_tid++] = tid;
-            }
-            /* Is it a culprit, or a call that waited for a root rank? */
-            uint32_t cstep = UINT32_MAX, vstep = UINT32_MAX;
-            if (ncul) {
-                size_t lo = 0, hi = ncul;
-                while (lo < hi) {
-                    size_t mid = (lo + hi) / 2;
-                    if (cul[mid].e < e)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                for (size_t c = lo; c < ncul && cul[c].e == e; c++) {
-                    uint32_t si = cul[c].step_idx;
-                    if (cul[c].waited) {
-                        if (vstep == UINT32_MAX)
-                            vstep = d->steps[si].pred.step;
-                        continue;
-                    }
-                    cul_pid[si] = pid;
-                    cul_tid[si] = lane_tid[li];
-                    if (cstep == UINT32_MAX)
-                        cstep = d->steps[si].pred.step;
-                }
-            }
-            put_event(&w, e, pid, lane_tid[li], cstep, vstep);
-        }
-        if (left_out && nlane_tid) { /* said where the row's first lane is, at the first left out */
-            char name[192];
-            snprintf(name, sizeof name, "teller: %" PRIu64 " slices of %s left out: each crossed %d others",
-                     left_out, base, (int)MAX_LANES);
-            sep(&w);
-            fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":", out);
-            teller_json_put(out, name);
-            fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", pid, lane_tid[0]);
-            put_us(out, left_at - origin);
-            fputs("}", out);
-        }
+            hi = mid;
     }
-
-    /* The findings. */
-    if (d) {
-        int64_t fpid = (int64_t)nsrc + 1;
-        meta_name(&w, "process_name", fpid, 0, "teller findings");
-        meta_sort(&w, "process_sort_index", fpid, 0, -1);
-        meta_name(&w, "thread_name", fpid, 1, "teller findings");
-        meta_name(&w, "thread_name", fpid, 2, "abnormal step windows");
-        /* Instants, one per abnormal step. */
-        for (size_t i = 0; i < ndiag; i++) {
-            const teller_diag_step *s = &d->steps[i];
-            if (!s->pred.abnormal)
-                continue;
-            sep(&w);
-            fprintf(out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":");
-            char name[128];
-            snprintf(name, sizeof name, "step %u: %s", s->pred.step, s->fault[0] ? s->fault : s->pred.fault_type);
-            teller_json_put(out, name);
-            fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":1,\"ts\":", fpid);
-            put_us(out, s->start_ns - origin);
-            fprintf(out, ",\"args\":{\"step\":%u,\"score\":%.4f,\"fault_type\":", s->pred.step, s->pred.score);
-            teller_json_put(out, s->pred.fault_type);
-            fputs(",\"fault\":", out);
-            teller_json_put(out, s->fault);
-            fprintf(out, ",\"rank\":%d,\"node\":%d,\"op\":", s->root_rank, s->root_node);
-            teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].op : "");
-            fputs(",\"layer\":", out);
-            teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].layer : "");
-            fprintf(out, ",\"dur_ms\":%.6f,\"usual_ms\":%.6f,\"excess_ms\":%.6f,\"explanation\":",
-                    (double)s->dur_ns / 1e6, (double)s->usual_ns / 1e6, (double)s->excess_ns / 1e6);
-            teller_json_put(out, s->pred.explanation);
-            if (blame_of[i] != TELLER_NONE) {
-                const rep_blame *b = &blame[blame_of[i]];
-                fprintf(out, ",\"root_never_launched\":%s,\"root_trace_loaded\":%s,\"waiting_ranks\":[",
-                        b->missing ? "true" : "false", b->unloaded ? "false" : "true");
-                for (size_t v = 0; v < b->nvictims; v++)
-                    fprintf(out, "%s%d", v ? "," : "", teller_store_event_rank(st, b->victims[v]));
-                fprintf(out, "],\"waited_ms\":%.6f", (double)b->waited_ns / 1e6);
-            }
-            fputs("}}", out);
-            /* a root rank without a culprit event: its marker, on its own process */
-            size_t rs = nsrc;
-            if (blame_of[i] != TELLER_NONE && s->root_rank >= 0)
-                for (rs = 0; rs < nsrc && teller_store_source_c(st, (uint32_t)rs)->rank != s->root_rank; rs++)
-                    ;
-            if (rs == nsrc)
-                continue;
-            if (!root_tid[rs]) {
-                root_tid[rs] = ++ntid[rs];
-                meta_name(&w, "thread_name", (int64_t)rs + 1, root_tid[rs], "teller: root of a finding");
-                meta_sort(&w, "thread_sort_index", (int64_t)rs + 1, root_tid[rs], -1);
-            }
-            char op[256];
-            teller_name_normalize(s->pred.ncand > 0 ? s->pred.cand[0].op : "", op, sizeof op);
-            if (blame[blame_of[i]].missing)
-                snprintf(name, sizeof name, "rank %d never launched %.80s (step %u)", s->root_rank, op, s->pred.step);
-            else
-                snprintf(name, sizeof name, "rank %d: root of step %u", s->root_rank, s->pred.step);
-            sep(&w);
-            fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"teller\",\"name\":", out);
-            teller_json_put(out, name);
-            fprintf(out, ",\"pid\":%zu,\"tid\":%d,\"ts\":", rs + 1, root_tid[rs]);
-            put_us(out, s->start_ns - origin);
-            fprintf(out, ",\"args\":{\"teller_root\":\"step %u\"}}", s->pred.step);
-            cul_pid[i] = (int64_t)rs + 1;
-            cul_tid[i] = root_tid[rs];
+    for (size_t c = lo; c < w->ncul && w->cul[c].e == e; c++) {
+        uint32_t si = w->cul[c].step_idx;
+        if (w->cul[c].waited) {
+            if (*vstep == UINT32_MAX)
+                *vstep = w->d->steps[si].pred.step;
+            continue;
         }
-        /* Step windows as slices (nesting by the same rule), each with a
-         * flow arrow to its culprit. Abnormal steps in start order. */
-        size_t nab = 0;
-        sorted_ev *win = malloc((ndiag + 1) * sizeof *win);
-        if (!win) {
-            status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < ndiag; i++)
-            if (d->steps[i].pred.abnormal)
-                win[nab++] = (sorted_ev){d->steps[i].start_ns, d->steps[i].dur_ns > 0 ? d->steps[i].dur_ns : 0,
-                                         (uint32_t)i};
-        qsort(win, nab, sizeof *win, cmp_sorted_ev);
-        lanes_reset(&L);
-        int32_t nwin_tid = 1; /* tids 2.. are the window lanes */
-        for (size_t k = 0; k < nab; k++) {
-            const teller_diag_step *s = &d->steps[win[k].e];
-            long li = lane_place(&L, win[k].start, win[k].start + win[k].dur);
-            if (li == -2)
-                continue; /* crossing MAX_LANES other windows: its instant above still marks it */
-            if (li < 0) {
-                free(win);
-                status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
-                goto done;
-            }
-            int32_t tid = 2 + (int32_t)li;
-            if (tid > nwin_tid) {
-                nwin_tid = tid;
-                if (li > 0) {
-                    char name[64];
-                    snprintf(name, sizeof name, "abnormal step windows (overlap %ld)", li);
-                    meta_name(&w, "thread_name", fpid, tid, name);
-                }
-            }
-            char name[128];
-            snprintf(name, sizeof name, "step %u: %s (%.2f)", s->pred.step, s->fault[0] ? s->fault : s->pred.fault_type,
-                     s->pred.score);
-            sep(&w);
-            fputs("{\"ph\":\"X\",\"cat\":\"teller\",\"name\":", out);
-            teller_json_put(out, name);
-            fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", fpid, tid);
-            put_us(out, win[k].start - origin);
-            fputs(",\"dur\":", out);
-            put_us(out, win[k].dur);
-            fputs(",\"args\":{\"explanation\":", out);
-            teller_json_put(out, s->pred.explanation);
-            fputs("}}", out);
-            uint32_t si = win[k].e;
-            if (cul_pid[si] >= 0) {
-                /* to the culprit's start, or to the root rank's marker */
-                int64_t to = blame_of[si] == TELLER_NONE ? ev->start_ns[s->culprit_event] : s->start_ns;
-                sep(&w);
-                fprintf(out, "{\"ph\":\"s\",\"cat\":\"teller\",\"name\":\"teller culprit\",\"id\":%u,\"pid\":%" PRId64
-                             ",\"tid\":%d,\"ts\":",
-                        si + 1, fpid, tid);
-                put_us(out, win[k].start - origin);
-                fputs("}", out);
-                sep(&w);
-                fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"teller\",\"name\":\"teller culprit\",\"id\":%u,\"pid\":%"
-                             PRId64 ",\"tid\":%d,\"ts\":",
-                        si + 1, cul_pid[si], cul_tid[si]);
-                put_us(out, to - origin);
-                fputs("}", out);
-            }
-        }
-        free(win);
+        w->cul_pid[si] = pid;
+        w->cul_tid[si] = tid;
+        if (*cstep == UINT32_MAX)
+            *cstep = w->d->steps[si].pred.step;
     }
-    fputs("\n]}\n", out);
-    if (fflush(out) != 0 || ferror(out))
-        status = teller_error_set(err, TELLER_ERR_IO, "perfetto", 0, "write failed");
+}
 
-done:
-    lanes_reset(&L);
-    free(L.l);
-    free(tmp);
+/* Writes the events of one row on as many lanes (threads) as their nesting
+ * needs, and an instant on its first lane when slices were left out. -1
+ * when out of memory. */
+static int write_row(pw *w, const rep_row *row)
+{
+    const teller_events *ev = teller_store_events(w->st);
+    int64_t pid = (int64_t)row->source + 1;
+    char base[96];
+    if (row->gpu)
+        snprintf(base, sizeof base, "stream %d (device %d)", row->tid, row->pid);
+    else
+        snprintf(base, sizeof base, "thread %d", row->tid);
+    const sorted_ev *order;
+    if (row_order(w, row, &order) != 0)
+        return -1;
+    lanes_reset(&w->L);
+    int32_t lane_tid[MAX_LANES];
+    size_t nlane_tid = 0;
+    uint64_t left_out = 0; /* slices that crossed MAX_LANES others */
+    int64_t left_at = 0;
+    for (uint32_t k = 0; k < row->n; k++) {
+        uint32_t e = order ? order[k].e : row->first + k;
+        if (ev->flags[e] & TELLER_F_COUNTER)
+            continue;
+        int64_t s0 = ev->start_ns[e];
+        int64_t e0 = s0 + ((ev->flags[e] & TELLER_F_INSTANT) ? 0 : ev->dur_ns[e]);
+        long li = lane_place(&w->L, s0, e0);
+        if (li == -2) {
+            if (!left_out++)
+                left_at = s0;
+            continue;
+        }
+        if (li < 0)
+            return -1;
+        if ((size_t)li >= nlane_tid)
+            lane_tid[nlane_tid++] = open_lane(w, row, base, li);
+        uint32_t cstep, vstep;
+        culprit_mark(w, e, pid, lane_tid[li], &cstep, &vstep);
+        put_event(w, e, pid, lane_tid[li], cstep, vstep);
+    }
+    if (left_out && nlane_tid) { /* said where the row's first lane is, at the first left out */
+        char name[192];
+        snprintf(name, sizeof name, "teller: %" PRIu64 " slices of %s left out: each crossed %d others", left_out,
+                 base, (int)MAX_LANES);
+        open_instant(w, name, pid, lane_tid[0], left_at);
+        fputs("}", w->f);
+    }
+    return 0;
+}
+
+/* The instant of abnormal step i on the findings' first thread, with the
+ * diagnosis and, when its root rank holds no culprit, the ranks that
+ * waited for it. */
+static void step_instant(pw *w, size_t i, int64_t fpid)
+{
+    const teller_diag_step *s = &w->d->steps[i];
+    FILE *out = w->f;
+    char name[128];
+    snprintf(name, sizeof name, "step %u: %s", s->pred.step, s->fault[0] ? s->fault : s->pred.fault_type);
+    open_instant(w, name, fpid, 1, s->start_ns);
+    fprintf(out, ",\"args\":{\"step\":%u,\"score\":%.4f,\"fault_type\":", s->pred.step, s->pred.score);
+    teller_json_put(out, s->pred.fault_type);
+    fputs(",\"fault\":", out);
+    teller_json_put(out, s->fault);
+    fprintf(out, ",\"rank\":%d,\"node\":%d,\"op\":", s->root_rank, s->root_node);
+    teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].op : "");
+    fputs(",\"layer\":", out);
+    teller_json_put(out, s->pred.ncand > 0 ? s->pred.cand[0].layer : "");
+    fprintf(out, ",\"dur_ms\":%.6f,\"usual_ms\":%.6f,\"excess_ms\":%.6f,\"explanation\":", (double)s->dur_ns / 1e6,
+            (double)s->usual_ns / 1e6, (double)s->excess_ns / 1e6);
+    teller_json_put(out, s->pred.explanation);
+    if (w->blame_of[i] != TELLER_NONE) {
+        const rep_blame *b = &w->blame[w->blame_of[i]];
+        fprintf(out, ",\"root_never_launched\":%s,\"root_trace_loaded\":%s,\"waiting_ranks\":[",
+                b->missing ? "true" : "false", b->unloaded ? "false" : "true");
+        for (size_t v = 0; v < b->nvictims; v++)
+            fprintf(out, "%s%d", v ? "," : "", teller_store_event_rank(w->st, b->victims[v]));
+        fprintf(out, "],\"waited_ms\":%.6f", (double)b->waited_ns / 1e6);
+    }
+    fputs("}}", out);
+}
+
+/* For abnormal step i whose root rank holds no culprit event and is
+ * loaded: a marker on that rank's own process (its thread of root
+ * markers, opened on first use), which the step's flow arrow ends at. */
+static void root_marker(pw *w, size_t i)
+{
+    const teller_diag_step *s = &w->d->steps[i];
+    if (w->blame_of[i] == TELLER_NONE || s->root_rank < 0)
+        return;
+    size_t rs = 0;
+    while (rs < w->nsrc && teller_store_source_c(w->st, (uint32_t)rs)->rank != s->root_rank)
+        rs++;
+    if (rs == w->nsrc)
+        return;
+    if (!w->root_tid[rs]) {
+        w->root_tid[rs] = ++w->ntid[rs];
+        meta_name(w, "thread_name", (int64_t)rs + 1, w->root_tid[rs], "teller: root of a finding");
+        meta_sort(w, "thread_sort_index", (int64_t)rs + 1, w->root_tid[rs], -1);
+    }
+    char op[256], name[128];
+    teller_name_normalize(s->pred.ncand > 0 ? s->pred.cand[0].op : "", op, sizeof op);
+    if (w->blame[w->blame_of[i]].missing)
+        snprintf(name, sizeof name, "rank %d never launched %.80s (step %u)", s->root_rank, op, s->pred.step);
+    else
+        snprintf(name, sizeof name, "rank %d: root of step %u", s->root_rank, s->pred.step);
+    open_instant(w, name, (int64_t)rs + 1, w->root_tid[rs], s->start_ns);
+    fprintf(w->f, ",\"args\":{\"teller_root\":\"step %u\"}}", s->pred.step);
+    w->cul_pid[i] = (int64_t)rs + 1;
+    w->cul_tid[i] = w->root_tid[rs];
+}
+
+/* The window of abnormal step win->e as a slice on (fpid, tid), and its
+ * flow arrow to the culprit's start, or to the root rank's marker. */
+static void step_window(pw *w, const sorted_ev *win, int64_t fpid, int32_t tid)
+{
+    const teller_events *ev = teller_store_events(w->st);
+    const teller_diag_step *s = &w->d->steps[win->e];
+    FILE *out = w->f;
+    char name[128];
+    snprintf(name, sizeof name, "step %u: %s (%.2f)", s->pred.step, s->fault[0] ? s->fault : s->pred.fault_type,
+             s->pred.score);
+    sep(w);
+    fputs("{\"ph\":\"X\",\"cat\":\"teller\",\"name\":", out);
+    teller_json_put(out, name);
+    fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%d,\"ts\":", fpid, tid);
+    put_us(out, win->start - w->origin);
+    fputs(",\"dur\":", out);
+    put_us(out, win->dur);
+    fputs(",\"args\":{\"explanation\":", out);
+    teller_json_put(out, s->pred.explanation);
+    fputs("}}", out);
+    uint32_t si = win->e;
+    if (w->cul_pid[si] < 0)
+        return;
+    int64_t to = w->blame_of[si] == TELLER_NONE ? ev->start_ns[s->culprit_event] : s->start_ns;
+    sep(w);
+    fprintf(out, "{\"ph\":\"s\",\"cat\":\"teller\",\"name\":\"teller culprit\",\"id\":%u,\"pid\":%" PRId64
+                 ",\"tid\":%d,\"ts\":",
+            si + 1, fpid, tid);
+    put_us(out, win->start - w->origin);
+    fputs("}", out);
+    sep(w);
+    fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"teller\",\"name\":\"teller culprit\",\"id\":%u,\"pid\":%" PRId64
+                 ",\"tid\":%d,\"ts\":",
+            si + 1, w->cul_pid[si], w->cul_tid[si]);
+    put_us(out, to - w->origin);
+    fputs("}", out);
+}
+
+/* The abnormal step windows in start order, nesting by the same rule as a
+ * row's slices on threads 2.. of the findings' process. -1 when out of
+ * memory. */
+static int step_windows(pw *w, int64_t fpid)
+{
+    size_t nab = 0;
+    sorted_ev *win = malloc((w->ndiag + 1) * sizeof *win);
+    if (!win)
+        return -1;
+    for (size_t i = 0; i < w->ndiag; i++) {
+        const teller_diag_step *s = &w->d->steps[i];
+        if (s->pred.abnormal)
+            win[nab++] = (sorted_ev){s->start_ns, s->dur_ns > 0 ? s->dur_ns : 0, (uint32_t)i};
+    }
+    qsort(win, nab, sizeof *win, cmp_sorted_ev);
+    lanes_reset(&w->L);
+    int32_t nwin_tid = 1; /* tids 2.. are the window lanes */
+    for (size_t k = 0; k < nab; k++) {
+        long li = lane_place(&w->L, win[k].start, win[k].start + win[k].dur);
+        if (li == -2)
+            continue; /* crossing MAX_LANES other windows: its instant still marks it */
+        if (li < 0) {
+            free(win);
+            return -1;
+        }
+        int32_t tid = 2 + (int32_t)li;
+        if (tid > nwin_tid) {
+            nwin_tid = tid;
+            if (li > 0) {
+                char name[64];
+                snprintf(name, sizeof name, "abnormal step windows (overlap %ld)", li);
+                meta_name(w, "thread_name", fpid, tid, name);
+            }
+        }
+        step_window(w, &win[k], fpid, tid);
+    }
+    free(win);
+    return 0;
+}
+
+/* The findings' own process: an instant per abnormal step (and a marker
+ * on a root rank without a culprit), then the step windows. -1 when out
+ * of memory. */
+static int write_findings(pw *w)
+{
+    int64_t fpid = (int64_t)w->nsrc + 1;
+    meta_name(w, "process_name", fpid, 0, "teller findings");
+    meta_sort(w, "process_sort_index", fpid, 0, -1);
+    meta_name(w, "thread_name", fpid, 1, "teller findings");
+    meta_name(w, "thread_name", fpid, 2, "abnormal step windows");
+    for (size_t i = 0; i < w->ndiag; i++) {
+        if (!w->d->steps[i].pred.abnormal)
+            continue;
+        step_instant(w, i, fpid);
+        root_marker(w, i);
+    }
+    return step_windows(w, fpid);
+}
+
+teller_status teller_report_perfetto(const teller_store *st, const teller_diagnosis *d, FILE *out, teller_error *err)
+{
+    if (!st || !out)
+        return teller_error_set(err, TELLER_ERR_ARG, "perfetto", 0, "no store or no output stream");
+    size_t nsrc = teller_store_num_sources(st);
+    size_t ndiag = d ? d->n : 0;
+    pw w = {.f = out, .st = st, .d = d, .nsrc = nsrc, .ndiag = ndiag, .first = 1, .ncul_cap = ndiag + 1};
+    rep_row *rows = NULL;
+    size_t nrows = 0;
+    w.ntid = calloc(nsrc + 1, sizeof *w.ntid);
+    w.root_tid = calloc(nsrc + 1, sizeof *w.root_tid);
+    w.cul = malloc(w.ncul_cap * sizeof *w.cul);
+    w.blame_of = malloc((ndiag + 1) * sizeof *w.blame_of);
+    w.cul_pid = malloc((ndiag + 1) * sizeof *w.cul_pid);
+    w.cul_tid = malloc((ndiag + 1) * sizeof *w.cul_tid);
+    int ok = w.ntid && w.root_tid && w.cul && w.blame_of && w.cul_pid && w.cul_tid &&
+             rep_rows(st, &rows, &nrows) == 0 && collect_culprits(&w) == 0;
+    if (ok) {
+        w.origin = trace_origin(teller_store_events(st), d, ndiag);
+        fprintf(out,
+                "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"teller\",\"teller_origin_ns\":\"%" PRId64
+                "\"},\n\"traceEvents\":[",
+                w.origin);
+        write_processes(&w);
+        for (size_t r = 0; ok && r < nrows; r++)
+            ok = write_row(&w, &rows[r]) == 0;
+        if (ok && d)
+            ok = write_findings(&w) == 0;
+    }
+    teller_status status = TELLER_OK;
+    if (!ok)
+        status = teller_error_set(err, TELLER_ERR_NOMEM, "perfetto", 0, "out of memory");
+    else {
+        fputs("\n]}\n", out);
+        if (fflush(out) != 0 || ferror(out))
+            status = teller_error_set(err, TELLER_ERR_IO, "perfetto", 0, "write failed");
+    }
+    lanes_reset(&w.L);
+    free(w.L.l);
+    free(w.tmp);
     free(rows);
-    free(ntid);
-    free(root_tid);
-    free(cul);
-    free(blame);
-    free(blame_of);
-    free(cul_pid);
-    free(cul_tid);
+    free(w.ntid);
+    free(w.root_tid);
+    free(w.cul);
+    free(w.blame);
+    free(w.blame_of);
+    free(w.cul_pid);
+    free(w.cul_tid);
     return status;
 }
