@@ -13,7 +13,8 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "diagnose/diag_internal.h"
+#include "diagnose/baseline.h"
+#include "diagnose/detector.h"
 #include "ingest/jdom.h"
 #include "teller/diagnose.h"
 #include "teller/eval.h"
@@ -134,6 +135,36 @@ static int costed_close(const char *dir, const teller_diagnosis *d)
 
 /* A simulated 2-node case (seed kept apart from tuning and reporting): the
  * diagnosis finds most injected faults and names their operators. */
+/* The detector table keeps its own rules (detector.h): each row reads only
+ * what rows of earlier rounds write (a per-step row also what it carries
+ * from the step before), no two rows of one concurrent round write the
+ * same index, per-step rows run in round 5 and only there, names are
+ * unique, and every row does something. */
+static void test_diagnose_table_order(void)
+{
+    const uint32_t serial = DIAG_S_STEPS | DIAG_S_OUT; /* written only in the serial phases (merges, rounds 4, 5) */
+    CHECK(diag_table_size >= 10);
+    for (size_t r = 0; r < diag_table_size; r++) {
+        const diag_detector *row = diag_table[r];
+        uint32_t before = 0;
+        for (size_t q = 0; q < diag_table_size; q++)
+            if (diag_table[q]->round < row->round)
+                before |= diag_table[q]->writes;
+        if (row->scope == DIAG_PER_STEP)
+            before |= row->writes;
+        CHECK((row->reads & ~before) == 0);
+        CHECK(row->round >= 1 && row->round <= 5);
+        CHECK((row->scope == DIAG_PER_STEP) == (row->round == 5));
+        CHECK(row->run || row->merge);
+        CHECK(!row->merge || row->round <= 3); /* merges run once rounds 1 to 3 are done */
+        for (size_t q = 0; q < r; q++) {
+            CHECK(strcmp(diag_table[q]->name, row->name) != 0);
+            if (diag_table[q]->round == row->round && row->round <= 3)
+                CHECK((diag_table[q]->writes & row->writes & ~serial) == 0);
+        }
+    }
+}
+
 static void test_diagnose_simulated_case(void)
 {
     char dir[] = "/tmp/teller_diag_XXXXXX";
@@ -1943,5 +1974,6 @@ const test_case diagnose_tests[] = {
      test_diagnose_waiting_thread_not_stalled},
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",
      test_diagnose_candidate_records},
+    {"diagnose: the detector table's rows read only what earlier rounds write", test_diagnose_table_order},
     {NULL, NULL},
 };

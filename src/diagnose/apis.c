@@ -1,28 +1,17 @@
 /*
- * apis.c - the API-call detector: launches against the run's median per
- * API (launch latency), allocation calls that most steps never make
- * (allocator storms, OOM retries), each costing only the time the rank's
- * GPU idled meanwhile; and how several such findings on one rank merge.
+ * apis.c - the API-call detector (row api_calls): launches against the
+ * run's median per API (launch latency), allocation calls that most steps
+ * never make (allocator storms, OOM retries), each costing only the time
+ * the rank's GPU idled meanwhile; and how several such findings on one
+ * rank merge.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
-
-static int name_has(const teller_store *st, uint32_t name, const char *s)
-{
-    return strstr(teller_store_str(st, name), s) != NULL;
-}
-
-/* Calls that return only when earlier GPU work is done: synchronizes, and
- * copies (a device-to-host or pageable copy waits for the kernels before
- * it). Their time is judged by how long they went on past that work. */
-int diag_blocks_on_gpu(const teller_store *st, uint32_t name)
-{
-    return name_has(st, name, "Synchronize") || name_has(st, name, "Memcpy");
-}
+#include "detector.h"
+#include "stall.h"
 
 static int is_alloc_api(const char *nm)
 {
@@ -30,20 +19,11 @@ static int is_alloc_api(const char *nm)
            !strncmp(nm, "cuMemFree", 9) || !strncmp(nm, "hipMalloc", 9) || !strncmp(nm, "hipFree", 7);
 }
 
-/* What a kernel launch call usually costs on a host that is not slowed:
- * a few microseconds (the healthy shared traces, CUDA and ROCm, profiled:
- * medians of 3 to 15 us). A run of fewer than three steps cannot say what
- * its own launches usually cost (its only steps are what is judged), so
- * its kernel launches are held to this. */
-#define LAUNCH_PRIOR_NS 10000.0
-
-int diag_launch_prior(const dctx *D, uint32_t nm) { return D->nsteps < 3 && name_has(D->st, nm, "LaunchKernel"); }
-
 /* The usual time of a call of API nm: the run's median, or for a kernel
  * launch in a run too short to have a normal, at most the prior. */
 static double usual_call(const dctx *D, uint32_t nm, double run_med)
 {
-    return diag_launch_prior(D, nm) && run_med > LAUNCH_PRIOR_NS ? LAUNCH_PRIOR_NS : run_med;
+    return diag_launch_prior(D, nm) && run_med > DIAG_LAUNCH_PRIOR_NS ? DIAG_LAUNCH_PRIOR_NS : run_med;
 }
 
 /* 1 when API call e launches GPU work whose name its source has not run
@@ -90,10 +70,11 @@ static int lost_cmp(const void *x, const void *y)
     return (a->at > b->at) - (a->at < b->at);
 }
 
-int diag_detect_apis(const dctx *D, finds *out)
+static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
+    (void)task;
     const teller_events *ev = D->ev;
-    teller_store *st = D->st;
+    const teller_store *st = D->st;
     /* per (step, source, name): excess over the usual per-call time */
     typedef struct acc_t {
         double   excess, t, usual;
@@ -186,12 +167,12 @@ int diag_detect_apis(const dctx *D, finds *out)
                 goto done;
             lost[nlost++] = (lost_t){ev->source[i], ev->step[i], (uint32_t)(a - acc), ev->start_ns[i] + ev->dur_ns[i], ex};
         }
-        double idle = diag_idle_in(&D->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+        double idle = diag_idle_in(&S->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
             ex = idle; /* the GPU went on with earlier work meanwhile */
         if (ex <= 0)
             continue;
-        ex -= diag_absorb(D, D->wait_left, ev->source[i], ev->step[i], ev->start_ns[i] + ev->dur_ns[i], ex);
+        ex -= diag_spend_lateness(&S->waits, S->wait_left, ev->source[i], ev->step[i], ev->start_ns[i] + ev->dur_ns[i], ex);
         if (ex <= 0)
             continue;
         if (!a->n)
@@ -218,10 +199,10 @@ int diag_detect_apis(const dctx *D, finds *out)
         }
         if (q == 0 || lost[q].src != lost[q - 1].src) {
             diag_gpuops_free(G);
-            if (!(G = diag_gpuops_create(D, lost[q].src)))
+            if (!(G = diag_gpuops_create(D, &S->waits, lost[q].src)))
                 goto done;
         }
-        double cost = diag_host_delay_cost(D, G, lost[q].src, lost[q].step, at, amt, n, D->waits.wait), had = 0, all = 0;
+        double cost = diag_host_delay_cost(D, G, lost[q].src, lost[q].step, at, amt, n, S->waits.wait), had = 0, all = 0;
         for (size_t j = q; j < r; j++)
             if (acc[lost[j].slot].grp != q + 1) { /* each API once */
                 acc[lost[j].slot].grp = q + 1;
@@ -258,10 +239,13 @@ int diag_detect_apis(const dctx *D, finds *out)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {.det = det, .rank = teller_store_source_c(st, a->src)->rank, .name = a->name,
-                  .layer = ev->layer[a->event], .excess = a->excess, .sig = a->t / usual, .actual = a->t,
-                  .usual = a->usual, .event = a->event, .fed = det == TELLER_FAULT_MALLOC_STORM ? a->slow : a->fed,
-                  .peer = -1, .host = a->host};
-        if (diag_finds_add(out, a->step, &c))
+                  .layer = ev->layer[a->event], .excess = a->excess, .ratio = a->t / usual, .actual = a->t,
+                  .usual = a->usual, .event = a->event, .peer = -1, .host_delay = a->host};
+        if (det == TELLER_FAULT_MALLOC_STORM)
+            c.calls = a->slow;
+        else
+            c.launched = a->fed;
+        if (finds_add(out, a->step, &c))
             goto done;
     }
     rc = 0;
@@ -285,7 +269,7 @@ done:
 /* Slow launches of several APIs on one rank are one finding, named after
  * the API whose slowed calls launched the most GPU work (a graph launch
  * feeds hundreds of kernels; in eager steps the most used launch call). */
-size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
+static size_t merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     (void)D;
     size_t best = idx[0];
@@ -293,23 +277,23 @@ size_t diag_merge_launches(const dctx *D, cand *c, const size_t *idx, size_t n)
     for (size_t q = 0; q < n; q++) {
         const cand *x = &c[idx[q]];
         ex += x->excess;
-        host += x->host;
+        host += x->host_delay;
         t += x->actual;
         u += x->usual;
-        if (x->fed > c[best].fed || (x->fed == c[best].fed && x->excess > c[best].excess))
+        if (x->launched > c[best].launched || (x->launched == c[best].launched && x->excess > c[best].excess))
             best = idx[q];
     }
     c[best].excess = ex;
-    c[best].host = host;
+    c[best].host_delay = host;
     if (u > 0)
-        c[best].sig = t / u;
+        c[best].ratio = t / u;
     return best;
 }
 
 /* Allocation calls on one rank: emptying the cache (five or more frees,
  * more than allocations) after an allocation is an OOM retry; otherwise an
  * allocator storm. Named after the allocation call. */
-size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
+static size_t classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     size_t mi = SIZE_MAX;
     double sum = 0, host = 0;
@@ -317,18 +301,48 @@ size_t diag_classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t n)
     for (size_t q = 0; q < n; q++) {
         const cand *x = &c[idx[q]];
         sum += x->excess;
-        host += x->host;
+        host += x->host_delay;
         if (strstr(teller_store_str(D->st, x->name), "Free")) {
-            frees += x->fed;
+            frees += x->calls;
         } else {
-            mallocs += x->fed;
+            mallocs += x->calls;
             mi = idx[q];
         }
     }
     if (mi == SIZE_MAX)
         return SIZE_MAX;
     c[mi].excess = sum;
-    c[mi].host = host;
+    c[mi].host_delay = host;
     c[mi].det = frees >= 5 && frees > mallocs ? TELLER_FAULT_OOM : TELLER_FAULT_MALLOC_STORM;
     return mi;
 }
+
+/* A host stall on a rank whose step also shows an allocator or OOM finding
+ * is that finding's handling (an OOM retry empties the cache between its
+ * calls), not contention: it folds into it. */
+static void fold_stalls_into_allocations(step_acc *s)
+{
+    for (size_t a = 0; a < s->n; a++) {
+        if (s->c[a].det != TELLER_FAULT_OOM && (s->c[a].det != TELLER_FAULT_MALLOC_STORM || s->c[a].excess <= 0))
+            continue; /* allocations that cost nothing handled nothing, unless they were an OOM's */
+        for (size_t b = 0; b < s->n; b++)
+            if (s->c[b].det == TELLER_FAULT_CPU_CONTENTION && s->c[b].rank == s->c[a].rank) {
+                s->c[a].excess += s->c[b].excess;
+                s->c[b].det = TELLER_FAULT_NONE;
+            }
+    }
+}
+
+static int api_calls_merge(const dctx *D, diag_state *S, uint32_t k)
+{
+    if (merge_by_rank(D, &S->steps[k], TELLER_FAULT_LAUNCH_LATENCY, merge_launches) ||
+        merge_by_rank(D, &S->steps[k], TELLER_FAULT_MALLOC_STORM, classify_malloc))
+        return -1;
+    fold_stalls_into_allocations(&S->steps[k]);
+    return 0;
+}
+
+const diag_detector diag_row_api_calls = {
+    .name = "api_calls", .scope = DIAG_PER_RUN, .round = 2,
+    .reads = DIAG_S_GPU_BUSY | DIAG_S_WAITS | DIAG_S_WAIT_LEFT, .writes = DIAG_S_WAIT_LEFT | DIAG_S_STEPS,
+    .run = api_calls_run, .merge = api_calls_merge};

@@ -1,17 +1,19 @@
 /*
  * baseline.c - what the run itself says is usual, for every detector to
- * compare with (diag_internal.h): medians of grouped samples, when each
- * rank's GPU (or its other threads) was busy, how late each collective's
- * kernel arrived after its peers (a host stall before it cost no more),
- * the tensor-parallel peer groups, and the cost that most steps pay (taken
- * off every finding).
+ * compare with (baseline.h): medians of grouped samples, when each rank's
+ * GPU (or its other threads) was busy, how late each collective's kernel
+ * arrived after its peers (a host stall before it cost no more), the
+ * tensor-parallel peer groups, and the cost that most steps pay (taken off
+ * every finding); and the table's rows that build the run's indexes:
+ * coverage, gpu_busy, waits.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
+#include "teller/tree.h"
 
 int diag_cmp_dbl(const void *a, const void *b)
 {
@@ -19,7 +21,7 @@ int diag_cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* (diag_internal.h) A selection, linear on average, instead of a sort (the
+/* (baseline.h) A selection, linear on average, instead of a sort (the
  * medians were a tenth of the diagnosis's CPU). A range that does not
  * shrink fast enough (values made to defeat the median-of-three pivot) is
  * sorted instead, so no input makes it quadratic. */
@@ -248,10 +250,9 @@ int diag_busy_build(busyidx *B, const dctx *D, diag_busy_what what, const int32_
     return 0;
 }
 
-int diag_waits_build(dctx *D)
+int diag_waits_build(waitidx *W, const dctx *D)
 {
     const teller_events *ev = D->ev;
-    waitidx *W = &D->waits;
     size_t ns = D->nsrc, n = 0;
     memset(W, 0, sizeof *W);
     for (size_t i = 0; i < ev->n; i++)
@@ -338,10 +339,10 @@ void diag_waits_free(waitidx *W)
     memset(W, 0, sizeof *W);
 }
 
-size_t diag_step_rows(const dctx *D, uint32_t k, size_t *hi)
+size_t diag_step_rows(const teller_store *st, uint32_t k, size_t *hi)
 {
-    const teller_step *steps = teller_store_steps(D->st);
-    size_t n = teller_store_num_steps(D->st), lo = 0, h = n;
+    const teller_step *steps = teller_store_steps(st);
+    size_t n = teller_store_num_steps(st), lo = 0, h = n;
     while (lo < h) {
         size_t mid = (lo + h) / 2;
         if (steps[mid].step < k)
@@ -354,9 +355,8 @@ size_t diag_step_rows(const dctx *D, uint32_t k, size_t *hi)
     return lo;
 }
 
-size_t diag_kernel_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+size_t diag_kernel_after(const waitidx *W, uint16_t src, uint32_t k, int64_t t)
 {
-    const waitidx *W = &D->waits;
     size_t lo = W->off[src], hi = W->off[src + 1];
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -368,26 +368,26 @@ size_t diag_kernel_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
     return lo < W->off[src + 1] && W->step[lo] == k ? lo : SIZE_MAX;
 }
 
-size_t diag_wait_after(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+size_t diag_wait_after(const waitidx *W, uint16_t src, uint32_t k, int64_t t)
 {
-    size_t j = diag_kernel_after(D, src, k, t);
-    return j != SIZE_MAX && D->waits.wait[j] >= 0 ? j : SIZE_MAX;
+    size_t j = diag_kernel_after(W, src, k, t);
+    return j != SIZE_MAX && W->wait[j] >= 0 ? j : SIZE_MAX;
 }
 
-double *diag_waits_left(const dctx *D)
+double *diag_waits_left(const waitidx *W, size_t nsrc)
 {
-    size_t n = D->waits.off[D->nsrc];
+    size_t n = W->off[nsrc];
     double *left = malloc((n ? n : 1) * sizeof *left);
     if (left && n) {
         teller_prefault(left, n * sizeof *left);
-        memcpy(left, D->waits.wait, n * sizeof *left);
+        memcpy(left, W->wait, n * sizeof *left);
     }
     return left;
 }
 
-double diag_absorb(const dctx *D, double *left, uint16_t src, uint32_t k, int64_t t, double x)
+double diag_spend_lateness(const waitidx *W, double *left, uint16_t src, uint32_t k, int64_t t, double x)
 {
-    size_t j = diag_wait_after(D, src, k, t);
+    size_t j = diag_wait_after(W, src, k, t);
     if (j == SIZE_MAX || x <= 0)
         return 0;
     double cost = x < left[j] ? x : left[j];
@@ -553,14 +553,14 @@ static int run_judged(const dctx *D, const cand *c)
  * counting zero) is taken off every step's finding judged against the
  * run; with two steps, the lower of the two. A single step has nothing to
  * tell the usual from the fault. */
-int diag_subtract_run_normal(dctx *D)
+int diag_subtract_run_normal(const dctx *D, step_acc *steps)
 {
     if (D->nsteps < 2)
         return 0;
     groups g = {0};
     for (uint32_t k = 0; k < D->nsteps; k++)
-        for (size_t a = 0; a < D->steps[k].n; a++) {
-            const cand *c = &D->steps[k].c[a];
+        for (size_t a = 0; a < steps[k].n; a++) {
+            const cand *c = &steps[k].c[a];
             if (run_judged(D, c) &&
                 diag_groups_add(&g, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, c->excess)) {
                 diag_groups_free(&g);
@@ -577,8 +577,8 @@ int diag_subtract_run_normal(dctx *D)
         base[ix] = D->nsteps == 2 ? low : med;
     }
     for (uint32_t k = 0; k < D->nsteps; k++)
-        for (size_t a = 0; a < D->steps[k].n; a++) {
-            cand *c = &D->steps[k].c[a];
+        for (size_t a = 0; a < steps[k].n; a++) {
+            cand *c = &steps[k].c[a];
             if (!run_judged(D, c))
                 continue;
             uint32_t ix = kmap_get(&g.keys, ((uint64_t)c->det << 52) | ((uint64_t)(uint16_t)c->rank << 32) | c->name, 0);
@@ -588,3 +588,143 @@ int diag_subtract_run_normal(dctx *D)
     diag_groups_free(&g);
     return 0;
 }
+
+/* ---- calls, priors ---- */
+
+static int name_has(const teller_store *st, uint32_t name, const char *s)
+{
+    return strstr(teller_store_str(st, name), s) != NULL;
+}
+
+int diag_blocks_on_gpu(const teller_store *st, uint32_t name)
+{
+    return name_has(st, name, "Synchronize") || name_has(st, name, "Memcpy");
+}
+
+int diag_launch_prior(const dctx *D, uint32_t name) { return D->nsteps < 3 && name_has(D->st, name, "LaunchKernel"); }
+
+/* ---- the rows that build the run's indexes ---- */
+
+/* Where the trace lacks GPU work (a launch with none under it, a profiler
+ * that dropped records), what the GPU did is unknown: a host stall's cost,
+ * the GPU's idle time while it lasted, and a synchronize's wait past the
+ * GPU's last work cannot be told from the trace, so those findings are
+ * left out there (its merge) and a note says where. */
+static int coverage_run(const dctx *D, diag_state *S, size_t i, finds *out)
+{
+    (void)i;
+    (void)out;
+    teller_step_summary *sum = NULL;
+    size_t n = 0;
+    teller_error err;
+    if (teller_step_summaries(D->st, &sum, &n, &err) != TELLER_OK)
+        return -1;
+    S->gpu_known = malloc((size_t)D->nsteps * D->nsrc + 1);
+    if (!S->gpu_known) {
+        free(sum);
+        return -1;
+    }
+    memset(S->gpu_known, 1, (size_t)D->nsteps * D->nsrc + 1);
+    for (size_t r = 0; r < n; r++) {
+        int32_t src = teller_store_source_of_rank(D->st, sum[r].rank);
+        if (sum[r].gpu_known || src < 0 || sum[r].step >= D->nsteps)
+            continue;
+        S->gpu_known[(size_t)sum[r].step * D->nsrc + (size_t)src] = 0;
+        S->cov_rows++;
+        S->cov_launches += sum[r].launches;
+        S->cov_unlaunched += sum[r].unlaunched;
+    }
+    for (size_t q = 0; q < D->nsrc; q++)
+        S->cov_dropped += teller_store_source_c(D->st, (uint32_t)q)->dropped;
+    free(sum);
+    return 0;
+}
+
+static int coverage_merge(const dctx *D, diag_state *S, uint32_t k)
+{
+    step_acc *sa = &S->steps[k];
+    for (size_t a = 0; S->cov_rows && a < sa->n; a++) {
+        cand *c = &sa->c[a];
+        int32_t src = teller_store_source_of_rank(D->st, c->rank);
+        if (src >= 0 && !S->gpu_known[(size_t)k * D->nsrc + (size_t)src] &&
+            (c->det == TELLER_FAULT_LAUNCH_LATENCY || c->det == TELLER_FAULT_CPU_CONTENTION ||
+             c->det == TELLER_FAULT_SYNC_STALL)) {
+            c->det = TELLER_FAULT_NONE;
+            S->cov_left++;
+        }
+    }
+    return 0;
+}
+
+static int coverage_merged(const dctx *D, diag_state *S)
+{
+    (void)D;
+    if (!S->cov_rows)
+        return 0;
+    char note[400];
+    int w = snprintf(note, sizeof note, "the trace lacks GPU work of %zu step row%s (step and rank): ", S->cov_rows,
+                     S->cov_rows == 1 ? "" : "s");
+    if (S->cov_unlaunched)
+        w += snprintf(note + w, sizeof note - (size_t)w,
+                      "%zu of their %zu launch calls have none in it (a graph replay recorded without its "
+                      "kernels, a capture window that cut the GPU's work)%s",
+                      S->cov_unlaunched, S->cov_launches, S->cov_dropped ? "; " : "");
+    if (S->cov_dropped && w > 0 && (size_t)w < sizeof note)
+        w += snprintf(note + w, sizeof note - (size_t)w, "the profiler says it dropped %zu records", S->cov_dropped);
+    if (w > 0 && (size_t)w < sizeof note)
+        snprintf(note + w, sizeof note - (size_t)w,
+                 ": what their GPU did is unknown, so host stalls there (%zu finding%s) are not judged", S->cov_left,
+                 S->cov_left == 1 ? "" : "s");
+    diag_add_note(S, note);
+    return S->nomem ? -1 : 0;
+}
+
+static void coverage_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    free(S->gpu_known);
+}
+
+const diag_detector diag_row_coverage = {
+    .name = "coverage", .scope = DIAG_PER_RUN, .round = 1, .writes = DIAG_S_COVERAGE | DIAG_S_STEPS | DIAG_S_OUT,
+    .run = coverage_run, .merge = coverage_merge, .merged = coverage_merged, .release = coverage_release};
+
+/* A host call or a host gap costs the step only the time the rank's GPU
+ * had nothing to do meanwhile: the index of when each source's GPU worked. */
+static int gpu_busy_run(const dctx *D, diag_state *S, size_t i, finds *out)
+{
+    (void)i;
+    (void)out;
+    return diag_busy_build(&S->gpu, D, DIAG_BUSY_GPU, NULL) ? -1 : 0;
+}
+
+static void gpu_busy_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    diag_busy_free(&S->gpu);
+}
+
+const diag_detector diag_row_gpu_busy = {.name = "gpu_busy", .scope = DIAG_PER_RUN, .round = 1,
+                                         .writes = DIAG_S_GPU_BUSY, .run = gpu_busy_run, .release = gpu_busy_release};
+
+/* How late each collective's kernel arrived after the other members, and
+ * a copy of it for the host stalls before them to spend. */
+static int waits_run(const dctx *D, diag_state *S, size_t i, finds *out)
+{
+    (void)i;
+    (void)out;
+    if (diag_waits_build(&S->waits, D) || !(S->wait_left = diag_waits_left(&S->waits, D->nsrc)))
+        return -1;
+    return 0;
+}
+
+static void waits_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    diag_waits_free(&S->waits);
+    free(S->wait_left);
+}
+
+const diag_detector diag_row_waits = {.name = "waits", .scope = DIAG_PER_RUN, .round = 1,
+                                      .writes = DIAG_S_WAITS | DIAG_S_WAIT_LEFT, .run = waits_run,
+                                      .release = waits_release};

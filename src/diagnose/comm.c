@@ -1,15 +1,16 @@
 /*
- * comm.c - the collectives: transfers against the usual for their op and
- * size (slow links, stalled sends), instances a rank never joined (hangs),
- * slow transfers of one step merged into one link; and the horizontal view
- * (who arrived last at each collective, how long the others waited).
+ * comm.c - the collectives (row collectives): transfers against the usual
+ * for their op and size (slow links, stalled sends), instances a rank
+ * never joined (hangs), slow transfers of one step merged into one link;
+ * and the horizontal view (row late: who arrived last at each collective,
+ * how long the others waited).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
 #include "teller/tree.h"
 
 typedef struct inst {
@@ -18,8 +19,36 @@ typedef struct inst {
     double   transfer; /* shortest member duration */
     double   bytes;
     int      p2p;
-    uint32_t opname;   /* normalised op, interned */
+    uint32_t opname;   /* normalised op: its index in the run's op names (op_id) */
 } inst;
+
+/* The normalised op names of the run's collectives, each once. */
+typedef struct opnames {
+    char  **v;
+    size_t  n, cap;
+} opnames;
+
+/* The index of name among names, added when new; UINT32_MAX out of memory. */
+static uint32_t op_id(opnames *names, const char *name)
+{
+    for (size_t i = 0; i < names->n; i++)
+        if (!strcmp(names->v[i], name))
+            return (uint32_t)i;
+    char *copy = strdup(name);
+    if (!copy || TELLER_GROW(names->v, names->cap, names->n + 1)) {
+        free(copy);
+        return UINT32_MAX;
+    }
+    names->v[names->n] = copy;
+    return (uint32_t)names->n++;
+}
+
+static void opnames_free(opnames *names)
+{
+    for (size_t i = 0; i < names->n; i++)
+        free(names->v[i]);
+    free(names->v);
+}
 
 /* The first rank of collective c's process group ("Process Group Ranks",
  * e.g. "[2, 3]") that has no member in it and whose trace is loaded; -1
@@ -67,15 +96,18 @@ static int traced_by(const dctx *D, const int64_t *first, int32_t rank, int64_t 
     return 0;
 }
 
-int diag_detect_comm(dctx *D)
+static int collectives_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
-    teller_store *st = D->st;
+    (void)S;
+    (void)task;
+    const teller_store *st = D->st;
     const teller_events *ev = D->ev;
     const teller_collective *co = teller_store_collectives(st);
     const teller_coll_member *mem = teller_store_coll_members(st);
     size_t nc = teller_store_num_collectives(st);
     inst *in = malloc((nc ? nc : 1) * sizeof *in);
     int64_t *first = NULL; /* each source's first start, made when a collective is short of a member */
+    opnames names = {0};
     if (!in)
         return -1;
     /* expected members per key: the most seen */
@@ -120,8 +152,8 @@ int diag_detect_comm(dctx *D)
         teller_name_normalize(teller_store_str(st, ev->name[k0]), buf, sizeof buf);
         x->p2p = strstr(buf, "SendRecv") != NULL || (cm && (!strcmp(teller_store_str(st, cm->collective), "send") ||
                                                             !strcmp(teller_store_str(st, cm->collective), "recv")));
-        x->opname = teller_store_intern(st, buf, strlen(buf));
-        if (x->opname == TELLER_NONE)
+        x->opname = op_id(&names, buf);
+        if (x->opname == UINT32_MAX)
             goto oom;
     }
     /* usual transfer per op: a latency plus a time per element,
@@ -183,9 +215,9 @@ int diag_detect_comm(dctx *D)
                  * no event for it (-1 when that rank's trace is not loaded); the
                  * ranks that waited are the evidence (peer: one of them) */
                 cand cd = {.det = TELLER_FAULT_NCCL_HANG, .rank = missing, .name = ev->name[k0], .layer = TELLER_LAYER_KERNEL,
-                           .excess = x->transfer, .sig = x->transfer / (u + 1), .usual = u, .event = TELLER_NONE,
-                           .fed = cc->num_members, .peer = mem[cc->first_member].rank};
-                if (diag_add_cand(D, x->step, &cd))
+                           .excess = x->transfer, .ratio = x->transfer / (u + 1), .usual = u, .event = TELLER_NONE,
+                           .members = cc->num_members, .peer = mem[cc->first_member].rank};
+                if (finds_add(out, x->step, &cd))
                     goto oom2;
                 continue;
             }
@@ -226,9 +258,9 @@ int diag_detect_comm(dctx *D)
             }
         }
         cand cd = {.det = x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, .rank = mem[pick].rank,
-                   .name = ev->name[e], .layer = TELLER_LAYER_KERNEL, .excess = ex, .sig = x->transfer / (u + 1),
+                   .name = ev->name[e], .layer = TELLER_LAYER_KERNEL, .excess = ex, .ratio = x->transfer / (u + 1),
                    .actual = x->transfer, .usual = u, .event = e, .peer = peer};
-        if (diag_add_cand(D, x->step, &cd))
+        if (finds_add(out, x->step, &cd))
             goto oom2;
     }
     free(usual);
@@ -238,6 +270,7 @@ int diag_detect_comm(dctx *D)
     free(maxm);
     free(in);
     free(first);
+    opnames_free(&names);
     return 0;
 oom2:
     free(usual);
@@ -248,6 +281,7 @@ oom:
     free(maxm);
     free(in);
     free(first);
+    opnames_free(&names);
     return -1;
 }
 
@@ -300,97 +334,105 @@ static int cmp_xfer(const void *x, const void *y)
     return a->name != b->name ? (a->name < b->name ? -1 : 1) : (a->at > b->at) - (a->at < b->at);
 }
 
-int diag_merge_links(dctx *D)
+/* Several slow pipeline transfers in step k, or slow cross-node
+ * collectives, are one degraded link (above). 0, or -1 out of memory. */
+static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
 {
     xfer *idx = NULL;
     size_t icap = 0;
-    for (uint32_t k = 0; k < D->nsteps; k++) {
-        step_acc *s = &D->steps[k];
-        size_t n = 0;
-        int cross = 0;
-        for (size_t a = 0; a < s->n; a++) {
-            if (!is_transfer(s->c[a].det))
-                continue;
-            if (n == icap) {
-                xfer *g = realloc(idx, (icap = icap ? 2 * icap : 64) * sizeof *idx);
-                if (!g) {
-                    free(idx);
-                    return -1;
-                }
-                idx = g;
-            }
-            uint32_t e = s->c[a].event;
-            int64_t t0 = e != TELLER_NONE ? D->ev->start_ns[e] : 0;
-            idx[n++] = (xfer){s->c[a].name, a, t0, e != TELLER_NONE ? t0 + D->ev->dur_ns[e] : t0};
-            cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
-        }
-        /* one stalled send among healthy ones stays a send stall */
-        if (n == 0 || (n == 1 && !cross))
+    step_acc *s = &S->steps[k];
+    size_t n = 0;
+    int cross = 0;
+    for (size_t a = 0; a < s->n; a++) {
+        if (!is_transfer(s->c[a].det))
             continue;
-        qsort(idx, n, sizeof *idx, cmp_start);
-        double sum = transfers_cost(s, idx, n);
-        /* The root operator is the one whose transfers lost the step the
-         * most time together (a slow link slows every all-reduce of every
-         * layer, not one large all-gather), at its costliest instance. */
-        qsort(idx, n, sizeof *idx, cmp_xfer);
-        size_t best = idx[0].at;
-        double best_sum = -1;
-        for (size_t a = 0; a < n;) {
-            size_t b = a, top = idx[a].at;
-            double op = 0;
-            for (; b < n && idx[b].name == idx[a].name; b++) {
-                op += s->c[idx[b].at].excess;
-                if (s->c[idx[b].at].excess > s->c[top].excess)
-                    top = idx[b].at;
+        if (n == icap) {
+            xfer *g = realloc(idx, (icap = icap ? 2 * icap : 64) * sizeof *idx);
+            if (!g) {
+                free(idx);
+                return -1;
             }
-            if (op > best_sum) {
-                best_sum = op;
-                best = top;
-            }
-            a = b;
+            idx = g;
         }
-        cand t = s->c[best];
-        int32_t hi = -1;
-        for (size_t a = 0; a < s->n; a++) {
-            if (!is_transfer(s->c[a].det))
-                continue;
-            /* both ends of the transfer count: the root is on the receiving (higher) node */
-            for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
-                const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
-                if ((so->rank == s->c[a].rank || so->rank == s->c[a].peer) && so->node > hi)
-                    hi = so->node;
-            }
-            s->c[a].det = TELLER_FAULT_NONE;
+        uint32_t e = s->c[a].event;
+        int64_t t0 = e != TELLER_NONE ? D->ev->start_ns[e] : 0;
+        idx[n++] = (xfer){s->c[a].name, a, t0, e != TELLER_NONE ? t0 + D->ev->dur_ns[e] : t0};
+        cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
+    }
+    /* one stalled send among healthy ones stays a send stall */
+    if (n == 0 || (n == 1 && !cross)) {
+        free(idx);
+        return 0;
+    }
+    qsort(idx, n, sizeof *idx, cmp_start);
+    double sum = transfers_cost(s, idx, n);
+    /* The root operator is the one whose transfers lost the step the
+     * most time together (a slow link slows every all-reduce of every
+     * layer, not one large all-gather), at its costliest instance. */
+    qsort(idx, n, sizeof *idx, cmp_xfer);
+    size_t best = idx[0].at;
+    double best_sum = -1;
+    for (size_t a = 0; a < n;) {
+        size_t b = a, top = idx[a].at;
+        double op = 0;
+        for (; b < n && idx[b].name == idx[a].name; b++) {
+            op += s->c[idx[b].at].excess;
+            if (s->c[idx[b].at].excess > s->c[top].excess)
+                top = idx[b].at;
         }
-        /* the lowest rank of that node */
-        int32_t root = INT32_MAX;
+        if (op > best_sum) {
+            best_sum = op;
+            best = top;
+        }
+        a = b;
+    }
+    cand t = s->c[best];
+    int32_t hi = -1;
+    for (size_t a = 0; a < s->n; a++) {
+        if (!is_transfer(s->c[a].det))
+            continue;
+        /* both ends of the transfer count: the root is on the receiving (higher) node */
         for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
             const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
-            if (so->node == hi && so->rank < root)
-                root = so->rank;
+            if ((so->rank == s->c[a].rank || so->rank == s->c[a].peer) && so->node > hi)
+                hi = so->node;
         }
-        t.det = TELLER_FAULT_SLOW_LINK;
-        t.excess = sum;
-        t.rank = root == INT32_MAX ? t.rank : root;
-        s->c[best] = t;
+        s->c[a].det = TELLER_FAULT_NONE;
     }
+    /* the lowest rank of that node */
+    int32_t root = INT32_MAX;
+    for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
+        const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
+        if (so->node == hi && so->rank < root)
+            root = so->rank;
+    }
+    t.det = TELLER_FAULT_SLOW_LINK;
+    t.excess = sum;
+    t.rank = root == INT32_MAX ? t.rank : root;
+    s->c[best] = t;
     free(idx);
     return 0;
 }
 
+const diag_detector diag_row_collectives = {.name = "collectives", .scope = DIAG_PER_RUN, .round = 1,
+                                            .writes = DIAG_S_STEPS, .run = collectives_run,
+                                            .merge = collectives_merge};
+
 /* The horizontal view of every step: at each collective of the step with
  * two or more members, who arrived last (started its kernel last) and how
- * long the others waited for it. Returns -1 when out of memory. */
-int diag_late_tables(dctx *D)
+ * long the others waited for it. */
+static int late_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
+    (void)task;
+    (void)out;
     const teller_events *ev = D->ev;
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     size_t cells = (size_t)D->nsteps * D->nsrc;
-    D->late_last = calloc(cells + 1, sizeof *D->late_last);
-    D->late_insts = calloc(D->nsteps + 1, sizeof *D->late_insts);
-    D->late_wait = calloc(cells + 1, sizeof *D->late_wait);
-    if (!D->late_last || !D->late_insts || !D->late_wait)
+    S->late_last = calloc(cells + 1, sizeof *S->late_last);
+    S->late_insts = calloc(D->nsteps + 1, sizeof *S->late_insts);
+    S->late_wait = calloc(cells + 1, sizeof *S->late_wait);
+    if (!S->late_last || !S->late_insts || !S->late_wait)
         return -1;
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
@@ -408,9 +450,20 @@ int diag_late_tables(dctx *D)
         for (uint32_t m = 0; m < co[c].num_members; m++)
             w += (double)(ev->start_ns[lk] - ev->start_ns[mem[co[c].first_member + m].kernel]);
         size_t cell = (size_t)step * D->nsrc + ev->source[lk];
-        D->late_last[cell]++;
-        D->late_wait[cell] += w;
-        D->late_insts[step]++;
+        S->late_last[cell]++;
+        S->late_wait[cell] += w;
+        S->late_insts[step]++;
     }
     return 0;
 }
+
+static void late_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    free(S->late_last);
+    free(S->late_insts);
+    free(S->late_wait);
+}
+
+const diag_detector diag_row_late = {.name = "late", .scope = DIAG_PER_RUN, .round = 1, .writes = DIAG_S_LATE,
+                                     .run = late_run, .release = late_release};

@@ -1,5 +1,5 @@
 /*
- * copies.c - the copy detector: a copy's duration against the run's usual
+ * copies.c - the copy detector (row copies): a copy's duration against the run's usual
  * for its name and size (PCIe degradation), costing only the part of its
  * slowdown that the rank's next kernel, already launched, waited through
  * (a copy that finished before the work after it was even launched delayed
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
 
 static int size_bucket(int64_t bytes) { return bytes > 0 ? (int)log2((double)bytes) : 0; }
 
@@ -80,13 +80,12 @@ static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i,
 }
 
 /* The first collective kernel of source src in step k that starts at or
- * after t: its index in D->waits (its wait there, how late the rank
+ * after t: its index in W (its wait there, how late the rank
  * arrived, is what a delay before it can have cost the step: a rank that
  * still came early would have waited for its peers anyway), else SIZE_MAX. */
-static size_t next_collective(const dctx *D, uint16_t src, uint32_t k, int64_t t)
+static size_t next_collective(const waitidx *W, uint16_t src, uint32_t k, int64_t t)
 {
-    const waitidx *W = &D->waits;
-    size_t j = diag_kernel_after(D, src, k, t);
+    size_t j = diag_kernel_after(W, src, k, t);
     for (; j != SIZE_MAX && j < W->off[src + 1] && W->step[j] == k; j++)
         if (W->wait[j] >= 0)
             return j;
@@ -115,7 +114,7 @@ static int waitiv_cmp(const void *a, const void *b)
  * cost together, added to *cost: each moment once, and before a
  * collective at most how late the rank arrived at it. Returns how many of
  * iv were theirs (iv[0]'s source and step). */
-static size_t waits_once(const dctx *D, const waitiv *iv, size_t n, double *cost)
+static size_t waits_once(const waitidx *W, const waitiv *iv, size_t n, double *cost)
 {
     size_t b = 0;
     while (b < n && iv[b].src == iv[0].src && iv[b].step == iv[0].step) {
@@ -129,18 +128,19 @@ static size_t waits_once(const dctx *D, const waitiv *iv, size_t n, double *cost
             if (iv[e].end > to)
                 to = iv[e].end;
         }
-        if (iv[b].j != SIZE_MAX && before > D->waits.wait[iv[b].j])
-            before = D->waits.wait[iv[b].j];
+        if (iv[b].j != SIZE_MAX && before > W->wait[iv[b].j])
+            before = W->wait[iv[b].j];
         *cost += before;
         b = e;
     }
     return b;
 }
 
-int diag_detect_copies(const dctx *D, finds *out)
+static int copies_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
+    (void)task;
     const teller_events *ev = D->ev;
-    teller_store *st = D->st;
+    const teller_store *st = D->st;
     groups bm = {0}, vg = {0}; /* durations per (name, size); volumes per (name, source) */
     kmap m = {0};
     uint32_t *kr = NULL; /* kernels by (source, start), once a copy is slow */
@@ -192,7 +192,7 @@ int diag_detect_copies(const dctx *D, finds *out)
             if (cost > 0) {
                 if (TELLER_GROW(iv, ivcap, niv + 1))
                     goto oom2;
-                iv[niv++] = (waitiv){ev->step[i], ev->source[i], next_collective(D, ev->source[i], ev->step[i], end),
+                iv[niv++] = (waitiv){ev->step[i], ev->source[i], next_collective(&S->waits, ev->source[i], ev->step[i], end),
                                      from, end};
             }
         }
@@ -209,7 +209,7 @@ int diag_detect_copies(const dctx *D, finds *out)
             free(link);
             goto oom2;
         }
-        a += waits_once(D, iv + a, niv - a, l);
+        a += waits_once(&S->waits, iv + a, niv - a, l);
     }
     /* usual volume per (name, source) over all steps, absent steps counting
      * zero: one median per (name, source), not one per (name, source, step) */
@@ -237,15 +237,15 @@ int diag_detect_copies(const dctx *D, finds *out)
         if (x->slow > 10000) {
             uint32_t li = kmap_get(&lk, (uint64_t)x->src << 32 | x->step, 0);
             cand cd = {.det = TELLER_FAULT_PCIE_DEGRADATION, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
-                       .layer = TELLER_LAYER_MEMCPY, .excess = x->slow, .sig = x->t / (x->usual + 1), .actual = x->t,
-                       .usual = x->usual, .event = x->event, .peer = -1, .link = li != TELLER_NONE ? link[li] : 0};
-            if (diag_finds_add(out, x->step, &cd))
+                       .layer = TELLER_LAYER_MEMCPY, .excess = x->slow, .ratio = x->t / (x->usual + 1), .actual = x->t,
+                       .usual = x->usual, .event = x->event, .peer = -1, .link_wait = li != TELLER_NONE ? link[li] : 0};
+            if (finds_add(out, x->step, &cd))
                 goto oom3;
         } else if (extra_vol > 20000) {
             cand cd = {.det = TELLER_FAULT_KV_SWAP, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
-                       .layer = TELLER_LAYER_MEMCPY, .excess = extra_vol, .sig = x->bytes / (vmed + 1), .actual = x->t,
+                       .layer = TELLER_LAYER_MEMCPY, .excess = extra_vol, .ratio = x->bytes / (vmed + 1), .actual = x->t,
                        .usual = vmed * per_byte, .event = x->event, .peer = -1};
-            if (diag_finds_add(out, x->step, &cd))
+            if (finds_add(out, x->step, &cd))
                 goto oom3;
         }
     }
@@ -277,7 +277,7 @@ oom:
  * queues behind the other came to up to twice what the step lost; the
  * most any one name cost alone left out the others' waits, half of a
  * degraded link's cost on single-GPU runs. */
-size_t diag_merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n)
+static size_t merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     (void)D;
     if (n < 2)
@@ -290,8 +290,43 @@ size_t diag_merge_pcie(const dctx *D, cand *c, const size_t *idx, size_t n)
         if (c[idx[q]].excess > cost)
             cost = c[idx[q]].excess;
     }
-    if (c[heavy].link > cost)
-        cost = c[heavy].link;
+    if (c[heavy].link_wait > cost)
+        cost = c[heavy].link_wait;
     c[heavy].excess = cost;
     return heavy;
 }
+
+/* Engine-wide copy volume (swapping on every rank) is one finding, led by
+ * the lowest rank, costing the most any rank's swap cost. */
+static void lead_swap(step_acc *s)
+{
+    size_t lead = SIZE_MAX;
+    double sum = 0;
+    int n = 0;
+    for (size_t a = 0; a < s->n; a++) {
+        if (s->c[a].det != TELLER_FAULT_KV_SWAP)
+            continue;
+        n++;
+        if (s->c[a].excess > sum)
+            sum = s->c[a].excess;
+        if (lead == SIZE_MAX || s->c[a].rank < s->c[lead].rank)
+            lead = a;
+    }
+    if (n < 2)
+        return;
+    for (size_t a = 0; a < s->n; a++)
+        if (s->c[a].det == TELLER_FAULT_KV_SWAP && a != lead)
+            s->c[a].det = TELLER_FAULT_NONE;
+    s->c[lead].excess = sum;
+}
+
+static int copies_merge(const dctx *D, diag_state *S, uint32_t k)
+{
+    if (merge_by_rank(D, &S->steps[k], TELLER_FAULT_PCIE_DEGRADATION, merge_pcie))
+        return -1;
+    lead_swap(&S->steps[k]);
+    return 0;
+}
+
+const diag_detector diag_row_copies = {.name = "copies", .scope = DIAG_PER_RUN, .round = 2, .reads = DIAG_S_WAITS,
+                                       .writes = DIAG_S_STEPS, .run = copies_run, .merge = copies_merge};

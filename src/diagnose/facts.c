@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "judge.h"
+#include "stall.h"
 
 char *teller_fmt_dur(char *buf, size_t cap, double ns)
 {
@@ -33,12 +34,12 @@ char *teller_fmt_dur(char *buf, size_t cap, double ns)
 /* ---- making facts ---- */
 
 /* Appends fact f to the diagnosis (its text printed from its value); its
- * index among step k's facts, or UINT32_MAX out of memory (D->nomem). */
-static uint32_t push(dctx *D, const teller_diag_step *s, teller_fact f)
+ * index among step k's facts, or UINT32_MAX out of memory (S->nomem). */
+static uint32_t push(diag_state *S, const teller_diag_step *s, teller_fact f)
 {
-    teller_diagnosis *d = D->out;
-    if (TELLER_GROW(d->facts, D->facts_cap, d->nfacts + 1)) {
-        D->nomem = 1;
+    teller_diagnosis *d = S->out;
+    if (TELLER_GROW(d->facts, S->facts_cap, d->nfacts + 1)) {
+        S->nomem = 1;
         return UINT32_MAX;
     }
     teller_fmt_dur(f.text, sizeof f.text, f.value);
@@ -57,9 +58,9 @@ static teller_fact fact(teller_fact_kind kind, uint32_t step, int32_t rank)
     return f;
 }
 
-static const teller_fact *at(const dctx *D, const teller_diag_step *s, uint32_t i)
+static const teller_fact *at(const diag_state *S, const teller_diag_step *s, uint32_t i)
 {
-    return &D->out->facts[s->first_fact + i];
+    return &S->out->facts[s->first_fact + i];
 }
 
 /* Whether event i is one of an OP fact's: named name, or a compute kernel
@@ -71,7 +72,7 @@ static int op_event(const teller_events *ev, size_t i, uint32_t name)
     return ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_GPU) && !(ev->flags[i] & TELLER_F_COMM);
 }
 
-static uint32_t fact_op(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name)
+static uint32_t fact_op(const dctx *D, diag_state *S, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name)
 {
     int32_t src = teller_store_source_of_rank(D->st, rank);
     teller_fact f = fact(TELLER_FACT_OP, k, rank);
@@ -81,14 +82,14 @@ static uint32_t fact_op(dctx *D, const teller_diag_step *s, uint32_t k, int32_t 
             f.value += (double)D->ev->dur_ns[i];
             f.count++;
         }
-    return push(D, s, f);
+    return push(S, s, f);
 }
 
 /* The median of the OP fact (rank, name) over the reference steps of step
  * k's group but k; UINT32_MAX when there are none (or out of memory). */
-static uint32_t fact_op_usual(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name)
+static uint32_t fact_op_usual(const dctx *D, diag_state *S, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name)
 {
-    const teller_diagnosis *d = D->out;
+    const teller_diagnosis *d = S->out;
     const teller_step_group *g = &d->groups[d->steps[k].group];
     int32_t src = teller_store_source_of_rank(D->st, rank);
     if (src < 0 || g->nref < 2)
@@ -97,7 +98,7 @@ static uint32_t fact_op_usual(dctx *D, const teller_diag_step *s, uint32_t k, in
     if (!tot || !v) {
         free(tot);
         free(v);
-        D->nomem = 1;
+        S->nomem = 1;
         return UINT32_MAX;
     }
     for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
@@ -115,30 +116,30 @@ static uint32_t fact_op_usual(dctx *D, const teller_diag_step *s, uint32_t k, in
     f.value = n ? diag_median(v, n) : 0;
     free(tot);
     free(v);
-    return n ? push(D, s, f) : UINT32_MAX;
+    return n ? push(S, s, f) : UINT32_MAX;
 }
 
-static uint32_t fact_event(dctx *D, const teller_diag_step *s, uint32_t k, uint32_t e)
+static uint32_t fact_event(const dctx *D, diag_state *S, const teller_diag_step *s, uint32_t k, uint32_t e)
 {
     teller_fact f = fact(TELLER_FACT_EVENT, k, rank_of(D, e));
     f.a = e;
     f.name = D->ev->name[e];
     f.value = (double)D->ev->dur_ns[e];
-    return push(D, s, f);
+    return push(S, s, f);
 }
 
-static uint32_t fact_diff(dctx *D, const teller_diag_step *s, uint32_t a, uint32_t b)
+static uint32_t fact_diff(diag_state *S, const teller_diag_step *s, uint32_t a, uint32_t b)
 {
-    teller_fact f = fact(TELLER_FACT_DIFF, at(D, s, a)->step, at(D, s, a)->rank);
+    teller_fact f = fact(TELLER_FACT_DIFF, at(S, s, a)->step, at(S, s, a)->rank);
     f.a = a;
     f.b = b;
-    f.value = at(D, s, a)->value - at(D, s, b)->value;
-    return push(D, s, f);
+    f.value = at(S, s, a)->value - at(S, s, b)->value;
+    return push(S, s, f);
 }
 
 /* How long blocking call e went on after its rank's last GPU work that had
  * ended by its end. */
-static uint32_t fact_overhang(dctx *D, const teller_diag_step *s, uint32_t k, uint32_t e)
+static uint32_t fact_overhang(const dctx *D, diag_state *S, const teller_diag_step *s, uint32_t k, uint32_t e)
 {
     const teller_events *ev = D->ev;
     uint16_t src = ev->source[e];
@@ -151,10 +152,10 @@ static uint32_t fact_overhang(dctx *D, const teller_diag_step *s, uint32_t k, ui
     teller_fact f = fact(TELLER_FACT_OVERHANG, k, rank_of(D, e));
     f.a = e;
     f.value = (double)(end - last);
-    return push(D, s, f);
+    return push(S, s, f);
 }
 
-static uint32_t fact_span(dctx *D, const teller_diag_step *s, teller_fact_kind kind, uint32_t k, int32_t rank,
+static uint32_t fact_span(const dctx *D, diag_state *S, const teller_diag_step *s, teller_fact_kind kind, uint32_t k, int32_t rank,
                           int64_t t0, int64_t t1, uint32_t b)
 {
     teller_fact f = fact(kind, k, rank);
@@ -163,26 +164,26 @@ static uint32_t fact_span(dctx *D, const teller_diag_step *s, teller_fact_kind k
     f.b = b;
     if (kind == TELLER_FACT_GPU_IDLE) {
         int32_t src = teller_store_source_of_rank(D->st, rank);
-        f.value = src >= 0 ? diag_idle_in(&D->gpu, (uint16_t)src, t0, t1) : 0;
+        f.value = src >= 0 ? diag_idle_in(&S->gpu, (uint16_t)src, t0, t1) : 0;
     } else {
         f.value = (double)(t1 - t0);
     }
-    return push(D, s, f);
+    return push(S, s, f);
 }
 
 /* what step k added to rank's run: its window's end less the later of
  * its start and the end of the rank's window of the step before */
-static uint32_t fact_step(dctx *D, const teller_diag_step *s, uint32_t k, int32_t rank)
+static uint32_t fact_step(const dctx *D, diag_state *S, const teller_diag_step *s, uint32_t k, int32_t rank)
 {
     const teller_step *rows = teller_store_steps(D->st);
-    size_t hi, lo = diag_step_rows(D, k, &hi);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
     teller_fact f = fact(TELLER_FACT_STEP, k, rank);
     for (size_t i = lo; i < hi; i++) {
         if (rows[i].rank != rank)
             continue;
         int64_t from = rows[i].start_ns;
         for (uint32_t j = k; j-- > 0;) { /* the rank's last window before */
-            size_t phi, plo = diag_step_rows(D, j, &phi), p = plo;
+            size_t phi, plo = diag_step_rows(D->st, j, &phi), p = plo;
             while (p < phi && rows[p].rank != rank)
                 p++;
             if (p == phi)
@@ -193,7 +194,7 @@ static uint32_t fact_step(dctx *D, const teller_diag_step *s, uint32_t k, int32_
         }
         f.value = (double)(rows[i].end_ns - from);
     }
-    return push(D, s, f);
+    return push(S, s, f);
 }
 
 /* ---- the sentence ---- */
@@ -215,9 +216,9 @@ static void say(line *L, const char *fmt, ...)
         L->n = L->n + (size_t)w < L->cap ? L->n + (size_t)w : L->cap - 1;
 }
 
-static const char *txt(const dctx *D, const teller_diag_step *s, uint32_t i)
+static const char *txt(const diag_state *S, const teller_diag_step *s, uint32_t i)
 {
-    return i == UINT32_MAX ? "?" : at(D, s, i)->text;
+    return i == UINT32_MAX ? "?" : at(S, s, i)->text;
 }
 
 static const char *name_of(const dctx *D, uint32_t name) { return teller_store_str(D->st, name); }
@@ -232,24 +233,24 @@ static const char *kind_word(const teller_step_group *g)
 /* The step's duration against its usual: "Step 16 took 4.089 ms on rank
  * 2, 900.5 us more than usual (3.189 ms: the median of its 68 decode
  * steps)". Returns the fact of the time over usual (UINT32_MAX none). */
-static uint32_t say_step(dctx *D, line *L, teller_diag_step *s, uint32_t k)
+static uint32_t say_step(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k)
 {
-    const teller_diagnosis *d = D->out;
+    const teller_diagnosis *d = S->out;
     const teller_step_group *g = &d->groups[s->group];
-    uint32_t fd = fact_step(D, s, k, s->dur_rank);
-    say(L, "Step %u took %s on rank %d", k, txt(D, s, fd), s->dur_rank);
+    uint32_t fd = fact_step(D, S, s, k, s->dur_rank);
+    say(L, "Step %u took %s on rank %d", k, txt(S, s, fd), s->dur_rank);
     if (s->usual_ns < 0) {
         say(L, ", the only %s step of its kind in the run (no yardstick)", kind_word(g));
         return UINT32_MAX;
     }
     teller_fact u = fact(TELLER_FACT_USUAL, k, s->dur_rank);
     u.value = (double)s->usual_ns;
-    uint32_t fu = push(D, s, u);
+    uint32_t fu = push(S, s, u);
     if (fd == UINT32_MAX || fu == UINT32_MAX)
         return UINT32_MAX;
-    int slower = at(D, s, fd)->value >= at(D, s, fu)->value;
-    uint32_t fo = slower ? fact_diff(D, s, fd, fu) : fact_diff(D, s, fu, fd);
-    say(L, ", %s %s than usual (%s: ", txt(D, s, fo), slower ? "more" : "less", txt(D, s, fu));
+    int slower = at(S, s, fd)->value >= at(S, s, fu)->value;
+    uint32_t fo = slower ? fact_diff(S, s, fd, fu) : fact_diff(S, s, fu, fd);
+    say(L, ", %s %s than usual (%s: ", txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
     const char *kw = kind_word(g);
     char wk[48] = "";
     if (s->work >= 0) /* the annotation's tokens or batch, else the kernels the step launched */
@@ -276,13 +277,13 @@ static uint32_t say_step(dctx *D, line *L, teller_diag_step *s, uint32_t k)
 /* "whose 3 calls took 1.234 ms in step 7; its other 40 decode steps have
  * a median of 0.400 ms": the OP facts of (rank, name) in step k. Returns
  * the fact of its time over the median (UINT32_MAX none). */
-static uint32_t say_op(dctx *D, line *L, teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name, int self)
+static uint32_t say_op(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name, int self)
 {
-    uint32_t fo = fact_op(D, s, k, rank, name), fu = fact_op_usual(D, s, k, rank, name);
+    uint32_t fo = fact_op(D, S, s, k, rank, name), fu = fact_op_usual(D, S, s, k, rank, name);
     if (fo == UINT32_MAX)
         return UINT32_MAX;
-    const teller_fact *o = at(D, s, fo);
-    const teller_step_group *g = &D->out->groups[D->out->steps[k].group];
+    const teller_fact *o = at(S, s, fo);
+    const teller_step_group *g = &S->out->groups[S->out->steps[k].group];
     const char *in = self ? "this step" : "step";
     if (o->count == 1)
         say(L, "which took %s in %s", o->text, in);
@@ -292,12 +293,12 @@ static uint32_t say_op(dctx *D, line *L, teller_diag_step *s, uint32_t k, int32_
         say(L, " %u", k);
     if (fu == UINT32_MAX)
         return UINT32_MAX;
-    const teller_fact *u = at(D, s, fu);
+    const teller_fact *u = at(S, s, fu);
     if (u->value > 0)
         say(L, "; its other %u %s steps have a median of %s", u->count, kind_word(g), u->text);
     else
         say(L, "; most of its other %u %s steps have none", u->count, kind_word(g));
-    return at(D, s, fo)->value > at(D, s, fu)->value ? fact_diff(D, s, fo, fu) : UINT32_MAX;
+    return at(S, s, fo)->value > at(S, s, fu)->value ? fact_diff(S, s, fo, fu) : UINT32_MAX;
 }
 
 /* The longest event named name in step k on any rank but `not`, of a
@@ -339,7 +340,7 @@ static int32_t fastest_peer(const dctx *D, int32_t rank, uint32_t k, uint32_t na
 /* The root operator's facts, by what the finding is; returns what of the
  * step they explain (a fact, UINT32_MAX none). dur: the fact of the step's
  * duration. */
-static uint32_t say_root(dctx *D, line *L, teller_diag_step *s, uint32_t k, const cand *c, uint32_t dur)
+static uint32_t say_root(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, const cand *c, uint32_t dur)
 {
     int32_t node = diag_node_of_rank(D->st, c->rank);
     const char *op = name_of(D, c->name);
@@ -353,8 +354,8 @@ static uint32_t say_root(dctx *D, line *L, teller_diag_step *s, uint32_t k, cons
             say(L, "; the other members waited until the watchdog fired.");
             return UINT32_MAX;
         }
-        uint32_t fw = fact_event(D, s, k, w);
-        say(L, "; rank %d waited %s in it.", rank_of(D, w), txt(D, s, fw));
+        uint32_t fw = fact_event(D, S, s, k, w);
+        say(L, "; rank %d waited %s in it.", rank_of(D, w), txt(S, s, fw));
         return fw;
     }
     uint32_t from = c->carried ? c->from : k;
@@ -362,57 +363,57 @@ static uint32_t say_root(dctx *D, line *L, teller_diag_step *s, uint32_t k, cons
     uint32_t ex = UINT32_MAX;
     switch (c->det) {
     case TELLER_FAULT_GPU_THROTTLE: {
-        uint32_t fo = fact_op(D, s, from, c->rank, c->name);
-        say(L, "its heaviest kernel, which took %s in %s step; all its kernels ", txt(D, s, fo), c->carried ? "that" : "this");
-        uint32_t fa = fact_op(D, s, from, c->rank, TELLER_NONE), fu = fact_op_usual(D, s, from, c->rank, TELLER_NONE);
-        say(L, "took %s together", txt(D, s, fa));
+        uint32_t fo = fact_op(D, S, s, from, c->rank, c->name);
+        say(L, "its heaviest kernel, which took %s in %s step; all its kernels ", txt(S, s, fo), c->carried ? "that" : "this");
+        uint32_t fa = fact_op(D, S, s, from, c->rank, TELLER_NONE), fu = fact_op_usual(D, S, s, from, c->rank, TELLER_NONE);
+        say(L, "took %s together", txt(S, s, fa));
         if (fu != UINT32_MAX && fa != UINT32_MAX) {
-            say(L, " against %s in the median of its other %u %s steps", txt(D, s, fu), at(D, s, fu)->count,
-                kind_word(&D->out->groups[D->out->steps[from].group]));
-            if (at(D, s, fa)->value > at(D, s, fu)->value)
-                ex = fact_diff(D, s, fa, fu);
+            say(L, " against %s in the median of its other %u %s steps", txt(S, s, fu), at(S, s, fu)->count,
+                kind_word(&S->out->groups[S->out->steps[from].group]));
+            if (at(S, s, fa)->value > at(S, s, fu)->value)
+                ex = fact_diff(S, s, fa, fu);
         }
         break;
     }
     case TELLER_FAULT_SYNC_STALL: {
-        uint32_t fe = c->event != TELLER_NONE ? fact_event(D, s, from, c->event) : UINT32_MAX;
-        uint32_t fh = c->event != TELLER_NONE ? fact_overhang(D, s, from, c->event) : UINT32_MAX;
-        say(L, "which took %s, %s of it after its GPU's last work had ended", txt(D, s, fe), txt(D, s, fh));
+        uint32_t fe = c->event != TELLER_NONE ? fact_event(D, S, s, from, c->event) : UINT32_MAX;
+        uint32_t fh = c->event != TELLER_NONE ? fact_overhang(D, S, s, from, c->event) : UINT32_MAX;
+        say(L, "which took %s, %s of it after its GPU's last work had ended", txt(S, s, fe), txt(S, s, fh));
         ex = fh;
         break;
     }
     case TELLER_FAULT_CPU_CONTENTION: {
-        uint32_t fh = fact_span(D, s, TELLER_FACT_HOLE, from, c->rank, c->t0, c->t1, c->event);
-        uint32_t fi = fact_span(D, s, TELLER_FACT_GPU_IDLE, from, c->rank, c->t0, c->t1, TELLER_NONE);
-        say(L, "before which no thread of its process ran an op for %s; its GPU idled %s of that time", txt(D, s, fh),
-            txt(D, s, fi));
+        uint32_t fh = fact_span(D, S, s, TELLER_FACT_HOLE, from, c->rank, c->hole_from, c->hole_to, c->event);
+        uint32_t fi = fact_span(D, S, s, TELLER_FACT_GPU_IDLE, from, c->rank, c->hole_from, c->hole_to, TELLER_NONE);
+        say(L, "before which no thread of its process ran an op for %s; its GPU idled %s of that time", txt(S, s, fh),
+            txt(S, s, fi));
         ex = fi;
         break;
     }
     case TELLER_FAULT_PREEMPTION: {
         /* the steps around it served the same requests without recomputing */
-        say(L, "which took %s", c->event != TELLER_NONE ? txt(D, s, fact_event(D, s, from, c->event)) : "?");
+        say(L, "which took %s", c->event != TELLER_NONE ? txt(S, s, fact_event(D, S, s, from, c->event)) : "?");
         uint32_t j = UINT32_MAX;
         for (uint32_t q = k >= 2 ? k - 2 : 0; q <= k + 2 && q < D->nsteps; q++)
-            if (q != k && (j == UINT32_MAX || D->out->steps[q].dur_ns < D->out->steps[j].dur_ns))
+            if (q != k && (j == UINT32_MAX || S->out->steps[q].dur_ns < S->out->steps[j].dur_ns))
                 j = q;
         if (j != UINT32_MAX && dur != UINT32_MAX) {
-            uint32_t fj = fact_step(D, s, j, D->out->steps[j].dur_rank);
-            if (fj != UINT32_MAX && at(D, s, dur)->value > at(D, s, fj)->value) {
-                ex = fact_diff(D, s, dur, fj);
-                say(L, "; step %u, the shortest of the steps on either side, took %s, %s less", j, txt(D, s, fj),
-                    txt(D, s, ex));
+            uint32_t fj = fact_step(D, S, s, j, S->out->steps[j].dur_rank);
+            if (fj != UINT32_MAX && at(S, s, dur)->value > at(S, s, fj)->value) {
+                ex = fact_diff(S, s, dur, fj);
+                say(L, "; step %u, the shortest of the steps on either side, took %s, %s less", j, txt(S, s, fj),
+                    txt(S, s, ex));
             }
         }
         break;
     }
     default:
-        ex = say_op(D, L, s, from, c->rank, c->name, !c->carried);
+        ex = say_op(D, S, L, s, from, c->rank, c->name, !c->carried);
         if (c->det == TELLER_FAULT_KERNEL_REGRESSION) {
             int32_t p = fastest_peer(D, c->rank, from, c->name);
             if (p >= 0) {
-                uint32_t fp = fact_op(D, s, from, p, c->name);
-                say(L, "; on its tensor-parallel peer rank %d they took %s", p, txt(D, s, fp));
+                uint32_t fp = fact_op(D, S, s, from, p, c->name);
+                say(L, "; on its tensor-parallel peer rank %d they took %s", p, txt(S, s, fp));
             }
         }
         break;
@@ -430,7 +431,7 @@ static const char *recording_end(const dctx *D, uint32_t k, int32_t rank)
     if (k + 1 != D->nsteps)
         return NULL;
     const teller_step *rows = teller_store_steps(D->st);
-    size_t hi, lo = diag_step_rows(D, k, &hi);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
     int32_t src = teller_store_source_of_rank(D->st, rank);
     for (size_t r = lo; src >= 0 && r < hi; r++) {
         if (rows[r].rank != rank)
@@ -449,40 +450,40 @@ static const char *recording_end(const dctx *D, uint32_t k, int32_t rank)
 }
 
 /* The explanation of abnormal step k, whose top finding is c. */
-void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
+void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand *c)
 {
     uint32_t k = s->pred.step;
     line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
-    s->first_fact = (uint32_t)D->out->nfacts;
+    s->first_fact = (uint32_t)S->out->nfacts;
     char what[256];
     int32_t node = diag_node_of_rank(D->st, c->rank);
     teller_fault_what(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, what, sizeof what);
-    uint32_t over = say_step(D, &L, s, k);
+    uint32_t over = say_step(D, S, &L, s, k);
     say(&L, ": %s (%s)", what, teller_fault_name(c->det));
     if (c->carried)
         say(&L, ", carried from step %u: this step's GPU work queued behind that step's, which ended late", c->from);
     say(&L, ".");
-    uint32_t ex = say_root(D, &L, s, k, c, 0 /* say_step's first fact: the step's duration */);
-    if (over != UINT32_MAX && ex != UINT32_MAX && at(D, s, ex)->value > 0) {
-        if (at(D, s, ex)->value >= at(D, s, over)->value)
+    uint32_t ex = say_root(D, S, &L, s, k, c, 0 /* say_step's first fact: the step's duration */);
+    if (over != UINT32_MAX && ex != UINT32_MAX && at(S, s, ex)->value > 0) {
+        if (at(S, s, ex)->value >= at(S, s, over)->value)
             say(&L, " That covers all of the step's excess.");
         else
-            say(&L, " That is %s of the step's %s; %s of it no finding explains.", txt(D, s, ex), txt(D, s, over),
-                txt(D, s, fact_diff(D, s, over, ex)));
+            say(&L, " That is %s of the step's %s; %s of it no finding explains.", txt(S, s, ex), txt(S, s, over),
+                txt(S, s, fact_diff(S, s, over, ex)));
     }
     /* the horizontal view: the root's rank arrived last at most of the
      * step's collectives */
     int32_t src = c->rank >= 0 ? teller_store_source_of_rank(D->st, c->rank) : -1;
-    if (src >= 0 && D->late_insts[k] >= 2) {
+    if (src >= 0 && S->late_insts[k] >= 2) {
         size_t cell = (size_t)k * D->nsrc + (size_t)src;
-        if (D->late_last[cell] * 2 > D->late_insts[k]) {
+        if (S->late_last[cell] * 2 > S->late_insts[k]) {
             teller_fact f = fact(TELLER_FACT_LATE, k, c->rank);
-            f.count = D->late_last[cell];
-            f.count2 = D->late_insts[k];
-            f.value = D->late_wait[cell];
-            uint32_t fl = push(D, s, f);
+            f.count = S->late_last[cell];
+            f.count2 = S->late_insts[k];
+            f.value = S->late_wait[cell];
+            uint32_t fl = push(S, s, f);
             say(&L, " Rank %d arrived last at %u of %u collectives, its peers waiting %s for it.", c->rank, f.count,
-                f.count2, txt(D, s, fl));
+                f.count2, txt(S, s, fl));
             if (s->pred.nev < TELLER_MAX_EVIDENCE) {
                 teller_evidence *e = &s->pred.ev[s->pred.nev++];
                 memset(e, 0, sizeof *e);
@@ -493,7 +494,7 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
                 e->time_ns = s->start_ns;
                 snprintf(e->text, sizeof e->text,
                          "rank %d arrived last at %u of the step's %u collectives; its peers waited %s for it in all",
-                         c->rank, f.count, f.count2, txt(D, s, fl));
+                         c->rank, f.count, f.count2, txt(S, s, fl));
             }
         }
     }
@@ -506,48 +507,48 @@ void diag_explain(dctx *D, teller_diag_step *s, const cand *c)
             say(&L, " Log: \"%.300s\"", s->pred.ev[i].text);
             break;
         }
-    s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
+    s->nfacts = (uint32_t)(S->out->nfacts - s->first_fact);
 }
 
 /* Step k is slower than its usual beyond the alarm, and no finding flags
  * it: it is said, with where the trace shows neither GPU work nor a host
  * op on its longest rank. */
-void diag_explain_slow(dctx *D, teller_diag_step *s)
+void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
 {
     uint32_t k = s->pred.step;
     line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
-    s->first_fact = (uint32_t)D->out->nfacts;
-    say_step(D, &L, s, k);
+    s->first_fact = (uint32_t)S->out->nfacts;
+    say_step(D, S, &L, s, k);
     say(&L, "; no finding explains it");
     const teller_step *rows = teller_store_steps(D->st);
-    size_t hi, lo = diag_step_rows(D, k, &hi);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
     int32_t src = teller_store_source_of_rank(D->st, s->dur_rank);
-    if (src >= 0 && !D->gpu_known[(size_t)k * D->nsrc + (size_t)src]) {
+    if (src >= 0 && !S->gpu_known[(size_t)k * D->nsrc + (size_t)src]) {
         say(&L, "; the trace lacks its GPU work on rank %d, so what the GPU did is unknown.", s->dur_rank);
-        s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
+        s->nfacts = (uint32_t)(S->out->nfacts - s->first_fact);
         return;
     }
     for (size_t i = lo; src >= 0 && i < hi; i++) {
         if (rows[i].rank != s->dur_rank)
             continue;
-        if (!D->any.off && diag_busy_build(&D->any, D, DIAG_BUSY_ANY, NULL)) {
-            D->nomem = 1;
+        if (!S->any.off && diag_busy_build(&S->any, D, DIAG_BUSY_ANY, NULL)) {
+            S->nomem = 1;
             break;
         }
         diag_hole *H = NULL;
         size_t hcap = 0, nh = 0, best = SIZE_MAX;
-        if (diag_busy_holes(&D->any, (uint16_t)src, rows[i].start_ns, rows[i].end_ns, TELLER_NONE, &H, &hcap, &nh)) {
-            D->nomem = 1;
+        if (diag_busy_holes(&S->any, (uint16_t)src, rows[i].start_ns, rows[i].end_ns, TELLER_NONE, &H, &hcap, &nh)) {
+            S->nomem = 1;
             break;
         }
         for (size_t h = 0; h < nh; h++)
             if (best == SIZE_MAX || H[h].b - H[h].a > H[best].b - H[best].a)
                 best = h;
         if (best != SIZE_MAX && H[best].b - H[best].a >= TELLER_FAULT_MATERIAL_NS) {
-            uint32_t fq = fact_span(D, s, TELLER_FACT_QUIET, k, s->dur_rank, H[best].a, H[best].b, TELLER_NONE);
+            uint32_t fq = fact_span(D, S, s, TELLER_FACT_QUIET, k, s->dur_rank, H[best].a, H[best].b, TELLER_NONE);
             const char *where = H[best].b == rows[i].end_ns ? "at its end"
                                 : H[best].a == rows[i].start_ns ? "at its start" : "inside it";
-            say(&L, ": rank %d ran neither GPU work nor a host op for %s %s", s->dur_rank, txt(D, s, fq), where);
+            say(&L, ": rank %d ran neither GPU work nor a host op for %s %s", s->dur_rank, txt(S, s, fq), where);
         }
         free(H);
         break;
@@ -556,5 +557,5 @@ void diag_explain_slow(dctx *D, teller_diag_step *s)
     const char *last = recording_end(D, k, s->dur_rank);
     if (last)
         say(&L, " It is the recording's last step: %s.", last);
-    s->nfacts = (uint32_t)(D->out->nfacts - s->first_fact);
+    s->nfacts = (uint32_t)(S->out->nfacts - s->first_fact);
 }

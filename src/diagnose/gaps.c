@@ -1,20 +1,21 @@
 /*
- * gaps.c - the host-gap detector: stretches of a step in which no thread of
+ * gaps.c - the host-gap detector (rows host_busy, host_gaps): stretches of a step in which no thread of
  * a rank's process ran a host op (holes in the stepping thread's outermost
  * ops that no other thread's work covers: autograd's engine running the
  * backward pass the stepping thread waits for is work, its own stall is a
  * hole), against the rank's usual gap, costing the time the GPU idled in
  * them (CPU contention). Every yardstick is the source's own, so the
  * detector runs one source at a time, on the pool; the other threads' work
- * is one busy index for the run (diag_host_busy_build), made before with
- * each source's stepping thread.
+ * is one busy index for the run (row host_busy), made before with each
+ * source's stepping thread.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
+#include "stall.h"
 
 static uint64_t op_key(uint32_t name, uint16_t src) { return ((uint64_t)name << 14) | (src & 0x3FFF); }
 
@@ -58,24 +59,40 @@ out:
     return rc;
 }
 
-int diag_host_busy_build(dctx *D)
+/* Each source's stepping thread (the thread of its step markers) and the
+ * busy index of its other threads. */
+static int host_busy_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
-    if (!(D->step_tid = malloc((D->nsrc ? D->nsrc : 1) * sizeof *D->step_tid)))
+    (void)task;
+    (void)out;
+    if (!(S->step_tid = malloc((D->nsrc ? D->nsrc : 1) * sizeof *S->step_tid)))
         return -1;
     for (size_t s = 0; s < D->nsrc; s++)
-        D->step_tid[s] = INT32_MIN;
+        S->step_tid[s] = INT32_MIN;
     const teller_step *steps = teller_store_steps(D->st);
     for (size_t k = 0; k < teller_store_num_steps(D->st); k++)
         if (steps[k].marker != TELLER_NONE)
-            D->step_tid[D->ev->source[steps[k].marker]] = teller_event_tid(D->ev, steps[k].marker);
-    return diag_busy_build(&D->host, D, DIAG_BUSY_OTHER_THREADS, D->step_tid);
+            S->step_tid[D->ev->source[steps[k].marker]] = teller_event_tid(D->ev, steps[k].marker);
+    return diag_busy_build(&S->host, D, DIAG_BUSY_OTHER_THREADS, S->step_tid);
 }
 
-int diag_detect_gaps(const dctx *D, size_t src, finds *out)
+static void host_busy_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    diag_busy_free(&S->host);
+    free(S->step_tid);
+}
+
+const diag_detector diag_row_host_busy = {.name = "host_busy", .scope = DIAG_PER_RUN, .round = 2,
+                                          .writes = DIAG_S_HOST_BUSY, .run = host_busy_run,
+                                          .release = host_busy_release};
+
+/* Source src's host gaps; its findings in event order. */
+static int host_gaps_run(const dctx *D, diag_state *S, size_t src, finds *out)
 {
     const teller_events *ev = D->ev;
-    const busyidx *others = &D->host; /* the source's other threads at work */
-    int32_t tid = D->step_tid[src];
+    const busyidx *others = &S->host; /* the source's other threads at work */
+    int32_t tid = S->step_tid[src];
     diag_hole *H = NULL;
     size_t hcap = 0;
     groups gaps = {0}; /* every gap of the source, for its median */
@@ -171,9 +188,9 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                 if (pass && best_ev != TELLER_NONE && sum_ex > 0) {
                     cand c = {.det = TELLER_FAULT_CPU_CONTENTION, .rank = teller_store_source_c(D->st, (uint32_t)src)->rank,
                               .name = ev->name[best_ev], .layer = ev->layer[best_ev], .excess = sum_ex,
-                              .sig = best_gap / (usual + 1000), .actual = best_gap, .usual = usual, .event = best_ev,
-                              .peer = -1, .host = held, .t0 = best_a, .t1 = best_b};
-                    if (diag_finds_add(out, prev_step, &c))
+                              .ratio = best_gap / (usual + 1000), .actual = best_gap, .usual = usual, .event = best_ev,
+                              .peer = -1, .host_delay = held, .hole_from = best_a, .hole_to = best_b};
+                    if (finds_add(out, prev_step, &c))
                         goto done;
                 }
                 best_gap = sum_ex = held = 0;
@@ -243,11 +260,11 @@ int diag_detect_gaps(const dctx *D, size_t src, finds *out)
                     continue;
                 /* what the gap cost: the time the GPU idled in it waiting
                  * for work the host had not launched yet, or later (below) */
-                if (!G && !(G = diag_gpuops_create(D, src)))
+                if (!G && !(G = diag_gpuops_create(D, &S->waits, src)))
                     goto done;
-                double idle = diag_host_idle(D, G, src, H[h].a, H[h].b);
+                double idle = diag_host_idle(&S->gpu, G, src, H[h].a, H[h].b);
                 double cost = g - usual < idle ? g - usual : idle;
-                sum_ex += cost - diag_absorb(D, D->wait_left, (uint16_t)src, prev_step, H[h].b, cost);
+                sum_ex += cost - diag_spend_lateness(&S->waits, S->wait_left, (uint16_t)src, prev_step, H[h].b, cost);
                 if (TELLER_GROW(d_at, d_cap, nd + 1) || TELLER_GROW(d_amt, d_cap2, nd + 1))
                     goto done;
                 d_at[nd] = H[h].b;
@@ -281,3 +298,8 @@ done:
     free(d_amt);
     return rc;
 }
+
+const diag_detector diag_row_host_gaps = {
+    .name = "host_gaps", .scope = DIAG_PER_SOURCE, .round = 3,
+    .reads = DIAG_S_HOST_BUSY | DIAG_S_GPU_BUSY | DIAG_S_WAITS | DIAG_S_WAIT_LEFT,
+    .writes = DIAG_S_WAIT_LEFT | DIAG_S_STEPS, .run = host_gaps_run};

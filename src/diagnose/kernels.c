@@ -3,15 +3,37 @@
  * step against the fastest rank of its tensor-parallel group (peers do
  * identical work), or without peers against the usual time of the same
  * launch configurations; three or more slowed names on one rank are one
- * throttled GPU. Source by source: a tally per source (round 1), then each
- * source against its peers' tallies (round 2).
+ * throttled GPU. Source by source: a tally per source (row kernel_tally,
+ * round 1), then each source against its peers' tallies (row kernels,
+ * round 2).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
+
+/* A kernel name's time in one step on one source. */
+typedef struct ktot {
+    double   t;
+    uint32_t count, event;
+    uint64_t cfgs; /* the sum of its calls' launch configurations' keys: the same calls, the same sum */
+} ktot;
+
+/* One source's kernel time per (step, name), and what that time usually
+ * is; built by its kernel_tally task, read by every source's kernels task.
+ * tot, keys, ref and noref are indexed as m, in the order the (step, name)
+ * pairs first appear in the source's events. */
+typedef struct ktab {
+    kmap      m;     /* (step << 28 | name) -> index */
+    ktot     *tot;   /* time, calls and first call */
+    uint64_t *keys;
+    double   *ref;   /* the sum of its calls' usual times */
+    double   *tref;  /* the time of its calls that have one */
+    uint8_t  *noref; /* some call had no usual time */
+    size_t    cap, kcap;
+} ktab;
 
 /* The key of a kernel call's launch configuration on its source: name,
  * grid and block. Calls with the same configuration do the same work in
@@ -82,7 +104,7 @@ static int local_usual(cfg_acc *c, uint32_t nsteps)
 
 static uint64_t kt_key(uint32_t step, uint32_t name) { return ((uint64_t)step << 28) | (name & 0xFFFFFFF); }
 
-void diag_ktab_free(ktab *K)
+static void ktab_free(ktab *K)
 {
     kmap_free(&K->m);
     free(K->tot);
@@ -99,9 +121,12 @@ static int is_compute_kernel(const dctx *D, size_t i)
     return ev->layer[i] == TELLER_LAYER_KERNEL && !(ev->flags[i] & TELLER_F_COMM) && ev->step[i] < D->nsteps;
 }
 
-/* Tallies the compute kernels of source s into K. 0, or -1 out of memory. */
-int diag_kernels_tally(const dctx *D, size_t s, ktab *K)
+/* Tallies the compute kernels of source s into its slot of the state's
+ * kernel_tally. 0, or -1 out of memory. */
+static int kernel_tally_run(const dctx *D, diag_state *S, size_t s, finds *out)
 {
+    (void)out;
+    ktab *K = &S->kernel_tally[s];
     const teller_events *ev = D->ev;
     size_t lo = D->range[s], hi = D->range[s + 1];
     kmap cm = {0};
@@ -262,9 +287,9 @@ static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *
  * the ratio is over that median by more than three spreads (a kernel whose
  * time jitters 10 % on each rank is 1.27x its peer in some step of forty);
  * or without peers over its usual time. 0, or -1 out of memory. */
-int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
+static int kernels_run(const dctx *D, diag_state *S, size_t s, finds *out)
 {
-    ktab *me = &K[s];
+    ktab *K = S->kernel_tally, *me = &K[s];
     groups rg = {0}; /* per name: the rank's time over its fastest peer, per step */
     double *over = NULL, *spread = NULL; /* per name: the ratio's median and spread */
     int peers, rc = -1;
@@ -321,8 +346,8 @@ int diag_kernels_judge(const dctx *D, size_t s, ktab *K, finds *out)
             continue; /* a yardstick of nothing (a peer's zero-length record) says nothing */
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = teller_store_source_c(D->st, (uint32_t)s)->rank,
                   .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t - best,
-                  .sig = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};
-        if (diag_finds_add(out, (uint32_t)(key >> 28), &c))
+                  .ratio = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};
+        if (finds_add(out, (uint32_t)(key >> 28), &c))
             goto done;
     }
     rc = 0;
@@ -375,7 +400,7 @@ static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, do
  * judged (calls of one name whose launch configurations vary, or whose
  * times disagree, have no usual time); its usual time is then its time
  * over the slowed names' mean slowdown. */
-size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
+static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
     if (n < 3)
         return SIZE_MAX;
@@ -383,7 +408,7 @@ size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
     double sum = 0, ratio_sum = 0;
     for (size_t q = 0; q < n; q++) {
         sum += c[idx[q]].excess;
-        ratio_sum += c[idx[q]].sig;
+        ratio_sum += c[idx[q]].ratio;
         if (c[idx[q]].excess > c[best].excess)
             best = idx[q];
     }
@@ -405,6 +430,31 @@ size_t diag_merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
     }
     c[best].det = TELLER_FAULT_GPU_THROTTLE;
     c[best].excess = sum;
-    c[best].sig = sig;
+    c[best].ratio = sig;
     return best;
 }
+
+static int kernel_tally_prepare(const dctx *D, diag_state *S)
+{
+    return (S->kernel_tally = calloc(D->nsrc + 1, sizeof *S->kernel_tally)) ? 0 : -1;
+}
+
+static void kernel_tally_release(const dctx *D, diag_state *S)
+{
+    for (size_t s = 0; S->kernel_tally && s < D->nsrc; s++)
+        ktab_free(&S->kernel_tally[s]);
+    free(S->kernel_tally);
+}
+
+static int kernels_merge(const dctx *D, diag_state *S, uint32_t k)
+{
+    return merge_by_rank(D, &S->steps[k], TELLER_FAULT_KERNEL_REGRESSION, merge_throttle);
+}
+
+const diag_detector diag_row_kernel_tally = {
+    .name = "kernel_tally", .scope = DIAG_PER_SOURCE, .round = 1, .writes = DIAG_S_KERNEL_TALLY,
+    .prepare = kernel_tally_prepare, .run = kernel_tally_run, .release = kernel_tally_release};
+
+const diag_detector diag_row_kernels = {.name = "kernels", .scope = DIAG_PER_SOURCE, .round = 2,
+                                        .reads = DIAG_S_KERNEL_TALLY, .writes = DIAG_S_STEPS, .run = kernels_run,
+                                        .merge = kernels_merge};

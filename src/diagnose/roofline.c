@@ -1,5 +1,5 @@
 /*
- * roofline.c - the work detector: a kernel name's time against what the
+ * roofline.c - the work detector (row work): a kernel name's time against what the
  * work it did should take at the trace's own throughput, for the kernels
  * no other yardstick reaches. kernels.c compares a kernel with its peers,
  * with its own launch configuration in three or more steps, or with a
@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "../ingest/json.h"
-#include "diag_internal.h"
+#include "detector.h"
 
 enum { FAM_GEMM = 0, FAM_POINTWISE, NFAM };
 enum { MAX_INPUTS = 16, MAX_RANK = 8 };
@@ -398,9 +398,9 @@ static int judge_source(const dctx *D, size_t s, finds *out)
         if (u <= 0 || st->t < ROOF_SIG * u || st->t - u < ROOF_MIN_EXCESS)
             continue;
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = rank, .name = r->name, .layer = TELLER_LAYER_KERNEL,
-                  .excess = st->t - u, .sig = st->t / u, .actual = st->t, .usual = u, .event = st->longest,
+                  .excess = st->t - u, .ratio = st->t / u, .actual = st->t, .usual = u, .event = st->longest,
                   .peer = -1};
-        rc = diag_finds_add(out, st->step, &c);
+        rc = finds_add(out, st->step, &c);
     }
 done:
     kmap_free(&nm);
@@ -413,10 +413,15 @@ done:
     return rc;
 }
 
-int diag_detect_roofline(const dctx *D, finds *out)
+static int work_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
+    (void)S;
+    (void)task;
     for (size_t s = 0; s < D->nsrc; s++)
         if (unjudged(D, s) && judge_source(D, s, out))
             return -1;
     return 0;
 }
+
+const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_RUN, .round = 1, .writes = DIAG_S_STEPS,
+                                     .run = work_run};

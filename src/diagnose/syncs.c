@@ -1,13 +1,13 @@
 /*
- * syncs.c - the synchronize detector: a synchronize's (or a blocking
- * copy call's) overhang past the rank's last GPU work, against the run's
- * usual overhang.
+ * syncs.c - the synchronize detector (row syncs): a synchronize's (or a
+ * blocking copy call's) overhang past the rank's last GPU work, against the
+ * run's usual overhang.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
 
 /* What a stall of ex ns in a synchronize of source src that ended at end
  * cost step k. When the rank launched no kernel after it in the step, the
@@ -15,14 +15,14 @@
  * its last rank ends: it cost what the step's end would move were this
  * rank's end ex earlier (nothing when another rank ended later anyway: an
  * early pipeline stage's sync while the last stage still works). */
-static double beyond_others(const dctx *D, uint32_t k, uint16_t src, int64_t end, double ex)
+static double beyond_others(const dctx *D, const waitidx *W, uint32_t k, uint16_t src, int64_t end, double ex)
 {
-    if (diag_kernel_after(D, src, k, end) != SIZE_MAX)
+    if (diag_kernel_after(W, src, k, end) != SIZE_MAX)
         return ex; /* work after it waited: it may have held other ranks too */
     const teller_step *steps = teller_store_steps(D->st);
     int32_t rank = teller_store_source_c(D->st, src)->rank;
     int64_t own = INT64_MIN, others = INT64_MIN;
-    size_t hi, lo = diag_step_rows(D, k, &hi);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
     for (size_t i = lo; i < hi; i++) {
         if (steps[i].rank == rank)
             own = steps[i].end_ns;
@@ -39,8 +39,9 @@ static double beyond_others(const dctx *D, uint32_t k, uint16_t src, int64_t end
 /* A synchronize's overhang: how long it went on after the last GPU work
  * of its rank that had finished by then (0 when it returned as that work
  * finished). Stalls are overhangs far above the run's usual. */
-int diag_detect_sync(const dctx *D, finds *out)
+static int syncs_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
+    (void)task;
     const teller_events *ev = D->ev;
     size_t ns = D->nsrc;
     /* GPU end times per source, sorted */
@@ -116,13 +117,13 @@ int diag_detect_sync(const dctx *D, finds *out)
             if (ex <= 0)
                 continue;
             double held = ex; /* the host waited that much longer */
-            ex = beyond_others(D, ev->step[i], src, end, ex);
+            ex = beyond_others(D, &S->waits, ev->step[i], src, end, ex);
             if (ex <= 0)
                 continue;
             cand cd = {.det = TELLER_FAULT_SYNC_STALL, .rank = rank_of(D, (uint32_t)i), .name = ev->name[i],
-                       .layer = ev->layer[i], .excess = ex, .sig = o / (usual + 1000), .actual = (double)ev->dur_ns[i],
-                       .usual = (double)ev->dur_ns[i] - ex, .event = (uint32_t)i, .peer = -1, .host = held};
-            if (diag_finds_add(out, ev->step[i], &cd)) {
+                       .layer = ev->layer[i], .excess = ex, .ratio = o / (usual + 1000), .actual = (double)ev->dur_ns[i],
+                       .usual = (double)ev->dur_ns[i] - ex, .event = (uint32_t)i, .peer = -1, .host_delay = held};
+            if (finds_add(out, ev->step[i], &cd)) {
                 rc = -1;
                 break;
             }
@@ -133,3 +134,6 @@ int diag_detect_sync(const dctx *D, finds *out)
     free(over);
     return rc;
 }
+
+const diag_detector diag_row_syncs = {.name = "syncs", .scope = DIAG_PER_RUN, .round = 2, .reads = DIAG_S_WAITS,
+                                      .writes = DIAG_S_STEPS, .run = syncs_run};

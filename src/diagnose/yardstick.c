@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "judge.h"
 
 /* The spread of a group too small to measure its own: a step judged
  * against the few steps of its kind nearest in work. */
@@ -42,7 +42,7 @@
 static uint32_t step_marker(const dctx *D, uint32_t k)
 {
     const teller_step *rows = teller_store_steps(D->st);
-    size_t hi, lo = diag_step_rows(D, k, &hi);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
     for (size_t i = lo; i < hi; i++)
         if (rows[i].marker != TELLER_NONE)
             return rows[i].marker;
@@ -167,9 +167,9 @@ static int near_steps(const teller_step_group *g, const uint32_t *ks, uint32_t k
     return 0;
 }
 
-int diag_yardsticks(dctx *D, const uint8_t *flagged)
+int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
 {
-    teller_diagnosis *d = D->out;
+    teller_diagnosis *d = S->out;
     uint32_t ns = D->nsteps;
     teller_step_class *cls = malloc((ns ? ns : 1) * sizeof *cls);
     double *dur = malloc((ns ? ns : 1) * sizeof *dur);
@@ -204,7 +204,7 @@ int diag_yardsticks(dctx *D, const uint8_t *flagged)
     for (uint32_t k = 0; k < ns; k++) {
         if (d->steps[k].group != UINT32_MAX)
             continue;
-        if (TELLER_GROW(d->groups, D->groups_cap, d->ngroups + 1))
+        if (TELLER_GROW(d->groups, S->groups_cap, d->ngroups + 1))
             goto done;
         uint32_t gi = (uint32_t)d->ngroups++;
         teller_step_group *g = &d->groups[gi];

@@ -1,14 +1,14 @@
 /*
- * logs.c - service logs as evidence: every log of the options read and
- * aligned to the steps; preemption lines placed on a step, OOM and
- * watchdog lines and other errors attached to theirs.
+ * log_findings.c - service logs as evidence (row logs): every log of the
+ * options read and aligned to the steps; preemption lines placed on a
+ * step, OOM and watchdog lines and other errors attached to theirs.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "detector.h"
 #include "teller/logs.h"
 #include "teller/requests.h"
 
@@ -51,7 +51,9 @@ typedef struct waits_seen {
 } waits_seen;
 
 typedef struct logctx {
-    dctx       *D;
+    const dctx *D;
+    diag_state *S;
+    finds      *out; /* the preemptions and hangs the lines state */
     waits_seen *W; /* every log's watchdog timeouts, for the hangs only they show */
     teller_req_builder *req; /* fed every record too, unless it has them already */
     int32_t     node;
@@ -148,19 +150,19 @@ static void line_window(int64_t t, int whole_second, double *lo, double *hi)
 /* A preemption line with an exact time (e.g. captured by teller run): the
  * scheduler logs its decision just before the step it shapes starts, so
  * it is the first unclaimed step starting from then. */
-static uint32_t step_at(dctx *D, int64_t t)
+static uint32_t step_at(const dctx *D, const diag_state *S, int64_t t)
 {
     for (uint32_t k = 0; k < D->nsteps; k++)
-        if (!D->steps[k].claimed && D->steps[k].start >= (double)t - 1e6 && D->steps[k].start < (double)t + 50e6)
+        if (!S->steps[k].claimed && D->step_start[k] >= (double)t - 1e6 && D->step_start[k] < (double)t + 50e6)
             return k;
     return TELLER_NONE;
 }
 
 /* Whether step k holds a trace finding of kind det. */
-static int step_has(const dctx *D, uint32_t k, teller_fault det)
+static int step_has(const diag_state *S, uint32_t k, teller_fault det)
 {
-    for (size_t a = 0; a < D->steps[k].n; a++)
-        if (D->steps[k].c[a].det == det)
+    for (size_t a = 0; a < S->steps[k].n; a++)
+        if (S->steps[k].c[a].det == det)
             return 1;
     return 0;
 }
@@ -186,7 +188,8 @@ static int step_has(const dctx *D, uint32_t k, teller_fault det)
  * -1 out of memory. */
 static int place_deferred(logctx *L, const uint8_t *kinds)
 {
-    dctx *D = L->D;
+    const dctx *D = L->D;
+    const diag_state *S = L->S;
     size_t nd = L->ndef, K = D->nsteps;
     if (!nd || !K)
         return 0;
@@ -222,16 +225,16 @@ static int place_deferred(logctx *L, const uint8_t *kinds)
         g[0] = f[0];
         fr[0] = 0;
         for (size_t k = 0; k < K; k++) {
-            const step_acc *sk = &D->steps[k];
+            const step_acc *sk = &S->steps[k];
             g[k + 1] = f[k + 1]; /* line j not placed */
             fr[k + 1] = (uint32_t)(k + 1) | 0x80000000u;
-            if (!sk->claimed && k >= lo && k <= hi && sk->start >= wlo && sk->start < whi && best > -INFINITY) {
+            if (!sk->claimed && k >= lo && k <= hi && D->step_start[k] >= wlo && D->step_start[k] < whi && best > -INFINITY) {
                 /* a placed line first counts one, then whether its step
                  * shows the swap a line that may be one had (the trace's
                  * copies), then whether it recomputed (no step's work comes
                  * near 1e12 ns), then its step's work */
-                double v = best + 1e15 + (L->def[j].may_swap && step_has(D, (uint32_t)k, TELLER_FAULT_KV_SWAP) ? 1e13 : 0) +
-                           (kinds[k] & STEP_RECOMP ? 1e12 : 0) + (k == 0 ? -1 : sk->work);
+                double v = best + 1e15 + (L->def[j].may_swap && step_has(S, (uint32_t)k, TELLER_FAULT_KV_SWAP) ? 1e13 : 0) +
+                           (kinds[k] & STEP_RECOMP ? 1e12 : 0) + (k == 0 ? -1 : D->step_work[k]);
                 if (v > g[k + 1]) {
                     g[k + 1] = v;
                     fr[k + 1] = arg;
@@ -268,13 +271,13 @@ done:
 
 /* The unclaimed step near time t (within its second when whole) that
  * already holds a trace finding of kind det. */
-static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det)
+static uint32_t step_with(const dctx *D, const diag_state *S, int64_t t, int whole_second, teller_fault det)
 {
     double lo, hi;
     line_window(t, whole_second, &lo, &hi);
     for (uint32_t k = 0; k < D->nsteps; k++) {
-        double st0 = D->steps[k].start;
-        if (st0 >= lo && st0 < hi && !D->steps[k].claimed && step_has(D, k, det))
+        double st0 = D->step_start[k];
+        if (st0 >= lo && st0 < hi && !S->steps[k].claimed && step_has(S, k, det))
             return k;
     }
     return TELLER_NONE;
@@ -284,13 +287,13 @@ static uint32_t step_with(dctx *D, int64_t t, int whole_second, teller_fault det
  * two steps before it and the two after it that the trace holds (the
  * same running requests, the least new prefill among them); the step's
  * own without any. */
-static double around(const dctx *D, uint32_t k)
+static double around(const dctx *D, const diag_state *S, uint32_t k)
 {
     double u = INFINITY;
     for (uint32_t j = k >= 2 ? k - 2 : 0; j <= k + 2 && j < D->nsteps; j++)
-        if (j != k && (double)D->out->steps[j].dur_ns < u)
-            u = (double)D->out->steps[j].dur_ns;
-    return u < INFINITY ? u : (double)D->out->steps[k].dur_ns;
+        if (j != k && (double)S->out->steps[j].dur_ns < u)
+            u = (double)S->out->steps[j].dur_ns;
+    return u < INFINITY ? u : (double)S->out->steps[k].dur_ns;
 }
 
 /* The step near time t (within its second when whole) whose trace shows
@@ -299,22 +302,22 @@ static double around(const dctx *D, uint32_t k)
  * that node (an engine's "TP1" counts within its pipeline stage, not the
  * run's ranks);
  * TELLER_NONE when none. */
-static uint32_t oom_step(dctx *D, int64_t t, int whole_second, int32_t rank, int32_t node)
+static uint32_t oom_step(const dctx *D, const diag_state *S, int64_t t, int whole_second, int32_t rank, int32_t node)
 {
     double lo, hi;
     line_window(t, whole_second, &lo, &hi);
     for (int by_node = 0; by_node < 2; by_node++) {
         uint32_t again = TELLER_NONE;
         for (uint32_t k = 0; k < D->nsteps; k++) {
-            double st0 = D->steps[k].start;
+            double st0 = D->step_start[k];
             if (st0 < lo || st0 >= hi)
                 continue;
-            for (size_t a = 0; a < D->steps[k].n; a++) {
-                const cand *c = &D->steps[k].c[a];
+            for (size_t a = 0; a < S->steps[k].n; a++) {
+                const cand *c = &S->steps[k].c[a];
                 if (c->det != TELLER_FAULT_OOM || diag_node_of_rank(D->st, c->rank) != node ||
                     (!by_node && c->rank != rank))
                     continue;
-                if (!D->steps[k].oom_line)
+                if (!S->steps[k].oom_line)
                     return k;
                 if (again == TELLER_NONE)
                     again = k;
@@ -330,9 +333,9 @@ static uint32_t oom_step(dctx *D, int64_t t, int whole_second, int32_t rank, int
  * a swap is the scheduler's decision for the step as a whole, led by its
  * first rank; a preemption costs the step its recomputation. 0, or
  * -TELLER_ERR_NOMEM. */
-static int put_line(dctx *D, uint32_t k, teller_fault det, const teller_evidence *e)
+static int put_line(const dctx *D, diag_state *S, finds *out, uint32_t k, teller_fault det, const teller_evidence *e)
 {
-    teller_diag_step *ds = &D->out->steps[k];
+    teller_diag_step *ds = &S->out->steps[k];
     if (ds->pred.nev < TELLER_MAX_EVIDENCE)
         ds->pred.ev[ds->pred.nev++] = *e;
     if (det != TELLER_FAULT_PREEMPTION && det != TELLER_FAULT_KV_SWAP)
@@ -340,7 +343,7 @@ static int put_line(dctx *D, uint32_t k, teller_fault det, const teller_evidence
     const teller_step *s = teller_store_steps(D->st);
     uint32_t marker = TELLER_NONE;
     int32_t r0 = INT32_MAX;
-    size_t hi, lo = diag_step_rows(D, k, &hi);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
     for (size_t i = lo; i < hi; i++)
         if (s[i].rank < r0 && s[i].marker != TELLER_NONE) {
             r0 = s[i].rank;
@@ -349,11 +352,11 @@ static int put_line(dctx *D, uint32_t k, teller_fault det, const teller_evidence
     if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
         /* what the recomputation cost: the step against the steps around
          * it, which served the same requests without it */
-        double dur = (double)ds->dur_ns, usual = around(D, k);
+        double dur = (double)ds->dur_ns, usual = around(D, S, k);
         cand c = {.det = TELLER_FAULT_PREEMPTION, .rank = r0, .name = D->ev->name[marker], .layer = TELLER_LAYER_ENGINE,
-                  .excess = dur > usual ? dur - usual : 0, .sig = 10, .actual = dur, .usual = usual, .event = marker,
+                  .excess = dur > usual ? dur - usual : 0, .ratio = 10, .actual = dur, .usual = usual, .event = marker,
                   .peer = -1};
-        if (diag_add_cand(D, k, &c))
+        if (finds_add(out, k, &c))
             return -TELLER_ERR_NOMEM;
     }
     return 0;
@@ -362,7 +365,8 @@ static int put_line(dctx *D, uint32_t k, teller_fault det, const teller_evidence
 static int on_log(void *ctx, const teller_log_record *rec)
 {
     logctx *L = ctx;
-    dctx *D = L->D;
+    const dctx *D = L->D;
+    diag_state *S = L->S;
     int fed = L->req ? teller_req_feed(L->req, rec) : 0;
     if (fed)
         return fed;
@@ -403,12 +407,12 @@ static int on_log(void *ctx, const teller_log_record *rec)
          * its second may be a later line's */
         int may_swap = !has_sub(m, n, "RECOMPUTE") && !has_sub(m, n, "SWAP");
         step = has_sub(m, n, "RECOMPUTE") || (whole && may_swap) ? TELLER_NONE
-                                                                 : step_with(D, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
+                                                                 : step_with(D, S, al.time_ns, whole, TELLER_FAULT_KV_SWAP);
         det = TELLER_FAULT_KV_SWAP;
         if (step == TELLER_NONE && !has_sub(m, n, "SWAP")) {
             det = TELLER_FAULT_PREEMPTION;
             if (!whole) {
-                step = step_at(D, al.time_ns);
+                step = step_at(D, S, al.time_ns);
             } else { /* placed with the file's others once it is read (place_deferred) */
                 double wlo, whi;
                 line_window(al.time_ns, 1, &wlo, &whi);
@@ -429,15 +433,15 @@ static int on_log(void *ctx, const teller_log_record *rec)
             L->anc[L->nanc++] = (anchor){rec->line, step};
         }
         if (step != TELLER_NONE)
-            D->steps[step].claimed = 1;
+            S->steps[step].claimed = 1;
     } else if (has_sub(m, n, "OutOfMemory") || has_sub(m, n, "out of memory")) {
         /* a whole-second line belongs to the step in which the trace shows
          * its rank emptying the cache, not to whichever step the middle of
          * its second fell in */
-        uint32_t k = oom_step(D, al.time_ns, (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0, al.rank, L->node);
+        uint32_t k = oom_step(D, S, al.time_ns, (rec->flags & TELLER_LOGF_NO_SUBSEC) != 0, al.rank, L->node);
         if (k != TELLER_NONE) {
             step = k;
-            D->steps[k].oom_line = 1;
+            S->steps[k].oom_line = 1;
             if (TELLER_GROW(L->anc, L->canc, L->nanc + 1))
                 return -TELLER_ERR_NOMEM;
             L->anc[L->nanc++] = (anchor){rec->line, k}; /* the trace shows its retry */
@@ -454,7 +458,7 @@ static int on_log(void *ctx, const teller_log_record *rec)
                           .src = teller_store_source_of_rank(D->st, al.rank),
                           .seq = rec->seq,
                           .ran = rec->ran_ns > 0 ? (double)rec->ran_ns : -1,
-                          .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)D->out->steps[step].start_ns};
+                          .at = al.time_ns != INT64_MIN ? (double)al.time_ns : (double)S->out->steps[step].start_ns};
             op_kind(m, n, w);
         }
     } else if (rec->level < TELLER_LOGL_ERROR) {
@@ -464,13 +468,13 @@ static int on_log(void *ctx, const teller_log_record *rec)
         return 0;
     teller_evidence e;
     log_evidence(&e, L, rec, al.rank, al.time_ns);
-    return put_line(D, step, det, &e);
+    return put_line(D, S, L->out, step, det, &e) ? -TELLER_ERR_NOMEM : 0;
 }
 
 /* The step of a hang lasted until the watchdog fired. */
-static void hang_lasted(dctx *D, const waited *w)
+static void hang_lasted(diag_state *S, const waited *w)
 {
-    teller_diag_step *ds = &D->out->steps[w->step];
+    teller_diag_step *ds = &S->out->steps[w->step];
     double until = w->at + w->ran - (double)ds->start_ns;
     if (until > (double)ds->dur_ns)
         ds->dur_ns = (int64_t)until;
@@ -498,7 +502,7 @@ static int same_work(const waited *a, const waited *b)
  * the lowest; on the waiting rank's last kernel of the line's kind. The
  * step lasted until the watchdog fired, and a hang the collectives did
  * show (comm.c) waited as long as the line says. 0, or -1 out of memory. */
-static int log_hangs(dctx *D, const waits_seen *W)
+static int log_hangs(const dctx *D, diag_state *S, finds *out, const waits_seen *W)
 {
     const teller_events *ev = D->ev;
     for (size_t i = 0; i < W->n; i++) {
@@ -510,7 +514,7 @@ static int log_hangs(dctx *D, const waits_seen *W)
             continue;
         /* a hang the collectives show (comm.c) waited as long as the line
          * says, whatever its traced part took */
-        step_acc *sa = &D->steps[w->step];
+        step_acc *sa = &S->steps[w->step];
         int shown = 0;
         for (size_t a = 0; a < sa->n; a++)
             if (sa->c[a].det == TELLER_FAULT_NCCL_HANG) {
@@ -519,7 +523,7 @@ static int log_hangs(dctx *D, const waits_seen *W)
                     sa->c[a].excess = sa->c[a].actual = w->ran;
             }
         if (shown)
-            hang_lasted(D, w);
+            hang_lasted(S, w);
         int32_t q = w->src;
         if (shown || q < 0)
             continue;
@@ -619,11 +623,11 @@ static int log_hangs(dctx *D, const waits_seen *W)
         if (name == TELLER_NONE)
             return -1;
         cand c = {.det = TELLER_FAULT_NCCL_HANG, .rank = root, .name = name, .layer = TELLER_LAYER_KERNEL,
-                  .excess = w->ran, .sig = 10, .actual = w->ran, .usual = 0, .event = TELLER_NONE, .fed = nwait,
+                  .excess = w->ran, .ratio = 10, .actual = w->ran, .usual = 0, .event = TELLER_NONE, .members = nwait,
                   .peer = peer};
-        if (diag_add_cand(D, w->step, &c))
+        if (finds_add(out, w->step, &c))
             return -1;
-        hang_lasted(D, w);
+        hang_lasted(S, w);
     }
     return 0;
 }
@@ -672,47 +676,53 @@ static int prefill_anchors(logctx *L, const uint8_t *kinds)
     return 0;
 }
 
-/* Reads and aligns every log of o, feeding the requests' build the same
- * records (D->req, finished by the caller), one log after the other; a
- * log's whole-second preemption lines are placed once it is read, which
- * needs the requests' replay over every log: the logs after it are then
- * read for the requests alone (a second reading only of those, and only
- * when a log before the last has such lines), and not fed again when the
- * diagnosis reads them. A log that cannot be read (missing, a directory, a
- * trace) fails the diagnosis, naming the file. */
-teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *err)
+/* Reads and aligns every log of the options, feeding the requests' build
+ * the same records (S->req, finished by diagnose.c), one log after the
+ * other; a log's whole-second preemption lines are placed once it is read,
+ * which needs the requests' replay over every log: the logs after it are
+ * then read for the requests alone (a second reading only of those, and
+ * only when a log before the last has such lines), and not fed again when
+ * the diagnosis reads them. A log that cannot be read (missing, a
+ * directory, a trace) fails the diagnosis, naming the file. */
+static teller_status read_logs(const dctx *D, diag_state *S, finds *out, teller_error *err)
 {
+    const teller_diag_opts *o = D->opts;
     if (!o->nlogs)
         return TELLER_OK;
     teller_req_opts ro = teller_req_defaults();
     ro.logs = o->logs;
     ro.nlogs = o->nlogs;
     ro.log_tz_offset_s = o->log_tz_offset_s;
-    teller_status st = teller_req_begin(D->st, &ro, &D->req, err);
+    teller_status st = teller_req_begin(D->st, &ro, &S->req, err);
     if (st != TELLER_OK)
         return st;
-    teller_log_opts lo = teller_req_log_opts(D->req);
+    teller_log_opts lo = teller_req_log_opts(S->req);
     uint8_t *kinds = NULL; /* made at the first whole-second preemption line */
     waits_seen W = {0};
     size_t fed = 0;        /* the logs [0, fed) went to the requests */
     for (size_t i = 0; st == TELLER_OK && i < o->nlogs; i++) {
         const char *path = o->logs[i];
-        logctx L = {
-            .D = D, .W = &W, .req = i < fed ? NULL : D->req, .node = teller_log_node_from_path(path), .path = path};
+        logctx L = {.D = D,
+                    .S = S,
+                    .out = out,
+                    .W = &W,
+                    .req = i < fed ? NULL : S->req,
+                    .node = teller_log_node_from_path(path),
+                    .path = path};
         if (L.node < 0)
             L.node = 0;
-        teller_req_set_node(D->req, L.node);
+        teller_req_set_node(S->req, L.node);
         st = teller_log_read_file(path, &lo, on_log, &L, NULL, err);
         if (i >= fed)
             fed = i + 1;
         if (st == TELLER_OK && L.ndef && !kinds) {
             for (; st == TELLER_OK && fed < o->nlogs; fed++) {
-                teller_req_set_node(D->req, teller_log_node_from_path(o->logs[fed]));
-                st = teller_log_read_file(o->logs[fed], &lo, teller_req_feed, D->req, NULL, err);
+                teller_req_set_node(S->req, teller_log_node_from_path(o->logs[fed]));
+                st = teller_log_read_file(o->logs[fed], &lo, teller_req_feed, S->req, NULL, err);
             }
             const teller_requests *R = NULL;
             if (st == TELLER_OK)
-                st = teller_req_replay(D->req, &R, err);
+                st = teller_req_replay(S->req, &R, err);
             if (st == TELLER_OK && batch_kinds(D, R, &kinds))
                 st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
         }
@@ -723,10 +733,10 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
         for (size_t j = 0; st == TELLER_OK && j < L.ndef; j++)
             if (L.def[j].step != TELLER_NONE) {
                 uint32_t k = L.def[j].step;
-                D->steps[k].claimed = 1;
-                teller_fault det = L.def[j].may_swap && step_has(D, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
+                S->steps[k].claimed = 1;
+                teller_fault det = L.def[j].may_swap && step_has(S, k, TELLER_FAULT_KV_SWAP) ? TELLER_FAULT_KV_SWAP
                                                                                               : TELLER_FAULT_PREEMPTION;
-                if (put_line(D, k, det, &L.def[j].ev))
+                if (put_line(D, S, out, k, det, &L.def[j].ev))
                     st = teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
             }
         free(L.anc);
@@ -738,16 +748,31 @@ teller_status diag_read_logs(dctx *D, const teller_diag_opts *o, teller_error *e
                      "%s: none of its %d records with a time falls within 2 s of the traced steps (a log from "
                      "another run, or clocks far apart): nothing in it was used",
                      path, L.total);
-            diag_add_note(D, note);
+            diag_add_note(S, note);
         }
     }
-    if (st == TELLER_OK && log_hangs(D, &W))
+    if (st == TELLER_OK && log_hangs(D, S, out, &W))
         st = teller_error_set(err, TELLER_ERR_NOMEM, "(logs)", 0, "out of memory");
     free(W.v);
     if (st == TELLER_OK && !kinds) { /* the requests' replay, when no placement needed it */
         const teller_requests *R = NULL;
-        st = teller_req_replay(D->req, &R, err);
+        st = teller_req_replay(S->req, &R, err);
     }
     free(kinds);
     return st;
 }
+
+static int logs_run(const dctx *D, diag_state *S, size_t task, finds *out)
+{
+    (void)task;
+    teller_status st = read_logs(D, S, out, S->err);
+    if (st == TELLER_OK)
+        return 0;
+    if (st == TELLER_ERR_NOMEM)
+        return -1;
+    S->status = st;
+    return 1;
+}
+
+const diag_detector diag_row_logs = {.name = "logs", .scope = DIAG_PER_RUN, .round = 4, .reads = DIAG_S_STEPS,
+                                     .writes = DIAG_S_STEPS | DIAG_S_OUT | DIAG_S_REQUESTS, .run = logs_run};

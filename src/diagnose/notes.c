@@ -1,35 +1,35 @@
 /*
- * sentences.c - the notes on what the run did not let the diagnosis see
- * or trust (the explanations are facts.c's).
+ * notes.c - the notes on what the run did not let the diagnosis see or
+ * trust (the explanations are facts.c's).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_internal.h"
+#include "context.h"
 
-void diag_add_note(dctx *D, const char *text)
+void diag_add_note(diag_state *S, const char *text)
 {
-    teller_diagnosis *d = D->out;
+    teller_diagnosis *d = S->out;
     char **nn = realloc(d->notes, (d->nnotes + 1) * sizeof *nn);
     char *t = nn ? strdup(text) : NULL;
     if (nn)
         d->notes = nn;
     if (!t) {
-        D->nomem = 1;
+        S->nomem = 1;
         return;
     }
     d->notes[d->nnotes++] = t;
 }
 
 /* Notes on what the run did not let the diagnosis see or trust. */
-void diag_notes(dctx *D)
+void diag_notes(const dctx *D, diag_state *S)
 {
-    teller_store *st = D->st;
+    const teller_store *st = D->st;
     const teller_step *steps = teller_store_steps(st);
     if (D->ev->n == 0) { /* e.g. a profiler that stopped before its first step */
-        diag_add_note(D, "the traces hold no events: there is nothing to diagnose");
+        diag_add_note(S, "the traces hold no events: there is nothing to diagnose");
         return;
     }
     /* what could not be seen */
@@ -37,7 +37,7 @@ void diag_notes(dctx *D)
     for (size_t i = 0; i < teller_store_num_steps(st); i++)
         has_markers |= steps[i].marker != TELLER_NONE;
     if (!has_markers)
-        diag_add_note(D, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
+        diag_add_note(S, "no step annotations were found: each rank's whole trace is one step, so per-step findings are coarse");
     for (size_t i = 0; has_markers && i < teller_store_num_steps(st); i++)
         if (steps[i].marker == TELLER_NONE && steps[i].step == 0) { /* a rank without annotations among ranks with */
             char note[256];
@@ -45,15 +45,15 @@ void diag_notes(dctx *D)
                      "rank %d has no step annotation while other ranks have: its whole trace is taken as step 0, so "
                      "findings on it (and step 0's duration) are not per step",
                      (int)steps[i].rank);
-            diag_add_note(D, note);
+            diag_add_note(S, note);
         }
     int lone = 1;
     for (size_t s = 0; s < teller_store_num_sources(st); s++)
         lone &= D->group[s] == (int32_t)s;
     if (teller_store_num_sources(st) > 1 && lone)
-        diag_add_note(D, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
+        diag_add_note(S, "no rank shares a tensor-parallel collective with another: kernels are not compared across peers");
     if (teller_store_num_sources(st) == 1)
-        diag_add_note(D, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
+        diag_add_note(S, "a single rank: communication is seen from one side only, and kernels have no peers to compare with");
     /* ranks whose trace ends in a step that never ended (tree.c) */
     size_t cut = 0;
     uint32_t cut_step = 0;
@@ -69,10 +69,10 @@ void diag_notes(dctx *D)
                  "never ended (a process taken down in it: a watchdog, a crash)%s",
                  cut, cut == 1 ? "" : "s", cut == 1 ? "its" : "their", cut == 1 ? "its" : "their", cut == 1 ? "" : "s",
                  cut == 1 ? "s" : "", cut_step,
-                 D->req ? ""
+                 S->req ? ""
                         : "; the service logs (--log) would say whether a collective's watchdog fired, and who it "
                           "waited for");
-        diag_add_note(D, note);
+        diag_add_note(S, note);
     }
     size_t loaded = teller_store_num_sources(st);
     const teller_source *first = loaded ? teller_store_source_c(st, 0) : NULL;
@@ -80,6 +80,6 @@ void diag_notes(dctx *D)
         char note[200];
         snprintf(note, sizeof note, "the trace names %d ranks but %zu %s loaded: the others are not seen",
                  first->world_size, loaded, loaded == 1 ? "was" : "were");
-        diag_add_note(D, note);
+        diag_add_note(S, note);
     }
 }

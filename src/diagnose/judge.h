@@ -1,0 +1,30 @@
+/*
+ * judge.h - what diagnose.c uses to judge the steps once the detector
+ * table has run: the steps' yardsticks (yardstick.c) and their
+ * explanations (facts.c). Not a public header.
+ */
+#ifndef TELLER_DIAG_JUDGE_H
+#define TELLER_DIAG_JUDGE_H
+
+#include <stdint.h>
+
+#include "cand.h"
+#include "context.h"
+
+/* Each step's kind and usual duration (out->groups, out->group_steps,
+ * out->ref_steps, each step's group, work, usual_ns, excess_ns), the
+ * steps' dur_ns first; flagged[k]: a finding of step k's own flags it (a
+ * group's reference is its steps not flagged, when there are enough). 0,
+ * or -1 out of memory. */
+int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged);
+/* How far step k is past the step alarm (its usual plus `spreads` of its
+ * kind's spreads, at least 1 % and 20 us over): 0.5 at the edge, towards 1
+ * beyond, 0 when no slower than usual or without a yardstick. */
+double diag_slowness(const teller_diagnosis *d, uint32_t k, double spreads);
+/* The explanation of abnormal step s, whose top finding is c, and of a
+ * step slower than its usual that no finding explains, with the facts
+ * their numbers are (s->first_fact, s->nfacts). */
+void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand *c);
+void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s);
+
+#endif
