@@ -70,82 +70,109 @@ static int lost_cmp(const void *x, const void *y)
     return (a->at > b->at) - (a->at < b->at);
 }
 
-static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
+/* Per (step, source, API name): the calls over their usual time. */
+typedef struct acc_t {
+    double   excess, t, usual;
+    double   host;                /* what all slow calls took over their usual */
+    double   slow_t, slow_usual;  /* all slow calls: what they took, usually take */
+    uint32_t n, event, step, name; /* n: calls that cost something */
+    uint32_t fed;                 /* what all slow calls launched */
+    uint32_t slow;                /* slow calls */
+    size_t   grp;                 /* the last group of slow launches that counted it, + 1 */
+    uint16_t src;
+    int      rare;
+} acc_t;
+
+/* The run's API calls, as the detector reads them. */
+typedef struct apiscan {
+    const dctx *D;
+    diag_state *S;
+    groups      durs, step_durs; /* call durations per name; per (name, step, source) */
+    double     *med, *step_med;  /* their medians */
+    size_t     *use;             /* per name: the (step, source) pairs calling it */
+    kmap        slot;            /* (name, step, source) -> acc */
+    acc_t      *acc;
+    size_t      acap;
+    lost_t     *lost;            /* every slow launch call: the host time it lost, where, and its slot */
+    size_t      nlost, lcap;
+} apiscan;
+
+/* Each API's median call, over the run and per (step, source), and how
+ * many (step, source) pairs call it. */
+static int call_medians(apiscan *A)
 {
-    (void)task;
+    const dctx *D = A->D;
     const teller_events *ev = D->ev;
-    const teller_store *st = D->st;
-    /* per (step, source, name): excess over the usual per-call time */
-    typedef struct acc_t {
-        double   excess, t, usual;
-        double   host;                       /* what all slow calls took over their usual */
-        double   slow_t, slow_usual;         /* all slow calls: what they took, usually take */
-        uint32_t n, event, step, name, fed; /* n: calls that cost something; fed: what all slow calls launched */
-        uint32_t slow;                       /* slow calls */
-        size_t   grp;                        /* the last group of slow launches that counted it, + 1 */
-        uint16_t src;
-        int      rare;
-    } acc_t;
-    acc_t *acc = NULL;
-    size_t acap = 0;
-    /* every slow launch call: the host time it lost, where, and its slot */
-    lost_t *lost = NULL;
-    size_t nlost = 0, lcap = 0;
-    int64_t *at = NULL;
-    double *amt = NULL;
-    diag_gpuops *G = NULL;
     size_t nstr_guess = 0;
+    kmap pairs = {0};
     int rc = -1;
     for (size_t i = 0; i < ev->n; i++)
         if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
             nstr_guess = ev->name[i] + 1;
-    /* per API name: call durations -> median; how many (step, rank) pairs use it */
-    groups durs = {0}, step_durs = {0}; /* per name; per (name, step, source) */
-    double *med = NULL, *step_med = NULL;
-    size_t *use = calloc(nstr_guess ? nstr_guess : 1, sizeof *use); /* (step, source) pairs calling it */
-    kmap pairs = {0}, slot = {0}, seen = {0};
-    if (!use)
-        goto done;
+    if (!(A->use = calloc(nstr_guess ? nstr_guess : 1, sizeof *A->use)))
+        return -1;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]))
             continue;
         uint32_t nm = ev->name[i];
-        if (diag_groups_add(&durs, nm, (double)ev->dur_ns[i]) ||
-            (ev->step[i] < D->nsteps && diag_groups_add(&step_durs, nss_key(nm, ev->step[i], ev->source[i]), (double)ev->dur_ns[i])))
-            goto done;
+        if (diag_groups_add(&A->durs, nm, (double)ev->dur_ns[i]) ||
+            (ev->step[i] < D->nsteps &&
+             diag_groups_add(&A->step_durs, nss_key(nm, ev->step[i], ev->source[i]), (double)ev->dur_ns[i])))
+            goto out;
         if (ev->step[i] < D->nsteps) {
             size_t before = pairs.n;
             if (kmap_get(&pairs, nss_key(nm, ev->step[i], ev->source[i]), 1) == TELLER_NONE)
-                goto done;
-            use[nm] += pairs.n > before;
+                goto out;
+            A->use[nm] += pairs.n > before;
         }
     }
-    if (!(med = diag_groups_medians(&durs)) || !(step_med = diag_groups_medians(&step_durs)))
-        goto done;
-    /* (step, rank) pairs that exist */
-    size_t total_pairs = teller_store_num_steps(st);
+    if ((A->med = diag_groups_medians(&A->durs)) && (A->step_med = diag_groups_medians(&A->step_durs)))
+        rc = 0;
+out:
+    kmap_free(&pairs);
+    return rc;
+}
+
+/* The median call of name in step k on source src. */
+static double step_median(apiscan *A, uint32_t name, uint32_t k, uint16_t src)
+{
+    return A->step_med[kmap_get(&A->step_durs.keys, nss_key(name, k, src), 0)];
+}
+
+/* Every call over its usual into its (step, source, name) tally: what it
+ * took over its usual, and what of that the GPU idled for; a slow launch
+ * of a step whose calls are slow as a whole also into A->lost. */
+static int tally_calls(apiscan *A)
+{
+    const dctx *D = A->D;
+    diag_state *S = A->S;
+    const teller_events *ev = D->ev;
+    const teller_store *st = D->st;
+    size_t total_pairs = teller_store_num_steps(st); /* (step, rank) pairs that exist */
+    kmap seen = {0};
+    int rc = -1;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps)
             continue;
         uint32_t nm = ev->name[i];
         /* allocation calls absent from most steps are expected not to happen at all */
-        int rare = is_alloc_api(teller_store_str(st, nm)) && use[nm] * 4 < total_pairs;
+        int rare = is_alloc_api(teller_store_str(st, nm)) && A->use[nm] * 4 < total_pairs;
         if (diag_blocks_on_gpu(st, nm))
             continue; /* the sync detector judges these */
         int first = first_launch(ev, (uint32_t)i, &seen);
         if (first < 0)
-            goto done;
+            goto out;
         if (first)
             continue; /* loading the kernel's module (or uploading a graph) is no latency fault */
-        double d = (double)ev->dur_ns[i], usual = usual_call(D, nm, med[kmap_get(&durs.keys, nm, 0)]);
+        double d = (double)ev->dur_ns[i], usual = usual_call(D, nm, A->med[kmap_get(&A->durs.keys, nm, 0)]);
         /* a call is slow over 2x its usual + 4 us; what it then cost is
          * all it took over its usual */
         double ex = rare ? d : d > 2.0 * usual + 4000.0 ? d - usual : 0;
         if (ex <= 0)
             continue;
-        acc_t *a = kmap_slot(&slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&acc, &acap, sizeof *acc);
+        acc_t *a = kmap_slot(&A->slot, nss_key(nm, ev->step[i], ev->source[i]), (void **)&A->acc, &A->acap, sizeof *A->acc);
         if (!a)
-            goto done;
+            goto out;
         if (!a->slow++) {
             a->event = (uint32_t)i;
             a->step = ev->step[i];
@@ -159,13 +186,13 @@ static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
         a->host += ex;
         a->slow_t += d;
         a->slow_usual += rare ? 0 : usual;
-        /* the walk below for the steps whose calls of the API are slow as
-         * a whole (the finding's test, below), not for every tail */
-        if (!is_alloc_api(teller_store_str(st, nm)) &&
-            step_med[kmap_get(&step_durs.keys, nss_key(nm, ev->step[i], ev->source[i]), 0)] > 2.0 * usual + 4000.0) {
-            if (TELLER_GROW(lost, lcap, nlost + 1))
-                goto done;
-            lost[nlost++] = (lost_t){ev->source[i], ev->step[i], (uint32_t)(a - acc), ev->start_ns[i] + ev->dur_ns[i], ex};
+        /* the walk of cost_slow_launches for the steps whose calls of the
+         * API are slow as a whole (the finding's test), not for every tail */
+        if (!is_alloc_api(teller_store_str(st, nm)) && step_median(A, nm, ev->step[i], ev->source[i]) > 2.0 * usual + 4000.0) {
+            if (TELLER_GROW(A->lost, A->lcap, A->nlost + 1))
+                goto out;
+            A->lost[A->nlost++] =
+                (lost_t){ev->source[i], ev->step[i], (uint32_t)(a - A->acc), ev->start_ns[i] + ev->dur_ns[i], ex};
         }
         double idle = diag_idle_in(&S->gpu, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
         if (ex > idle)
@@ -182,14 +209,30 @@ static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
         a->t += d;
         a->usual += rare ? 0 : usual;
     }
-    /* A host slowed in its launch calls launched everything after them
-     * late; the GPU's idle time during the calls misses what a GPU fed
-     * ahead ran on from its queue and idled for later, where it caught up
-     * with the host. What a step's slow launches on a rank cost is at
-     * least how much earlier the step would have ended had the host not
-     * lost that time (carry.c), shared among their APIs by what each lost. */
-    if (nlost && (!(at = malloc(nlost * sizeof *at)) || !(amt = malloc(nlost * sizeof *amt))))
-        goto done;
+    rc = 0;
+out:
+    kmap_free(&seen);
+    return rc;
+}
+
+/* A host slowed in its launch calls launched everything after them late;
+ * the GPU's idle time during the calls misses what a GPU fed ahead ran on
+ * from its queue and idled for later, where it caught up with the host.
+ * What a step's slow launches on a rank cost is at least how much earlier
+ * the step would have ended had the host not lost that time (stall.c),
+ * shared among their APIs by what each lost. */
+static int cost_slow_launches(apiscan *A)
+{
+    const dctx *D = A->D;
+    lost_t *lost = A->lost;
+    acc_t *acc = A->acc;
+    size_t nlost = A->nlost;
+    int64_t *at = malloc((nlost + 1) * sizeof *at);
+    double *amt = malloc((nlost + 1) * sizeof *amt);
+    diag_gpuops *G = NULL;
+    int rc = -1;
+    if (!at || !amt)
+        goto out;
     teller_sort(lost, nlost, sizeof *lost, lost_cmp);
     for (size_t q = 0, r; q < nlost; q = r) {
         size_t n = 0;
@@ -199,10 +242,10 @@ static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
         }
         if (q == 0 || lost[q].src != lost[q - 1].src) {
             diag_gpuops_free(G);
-            if (!(G = diag_gpuops_create(D, &S->waits, lost[q].src)))
-                goto done;
+            if (!(G = diag_gpuops_create(D, &A->S->waits, lost[q].src)))
+                goto out;
         }
-        double cost = diag_host_delay_cost(D, G, lost[q].src, lost[q].step, at, amt, n, S->waits.wait), had = 0, all = 0;
+        double cost = diag_host_delay_cost(D, G, lost[q].src, lost[q].step, at, amt, n, A->S->waits.wait), had = 0, all = 0;
         for (size_t j = q; j < r; j++)
             if (acc[lost[j].slot].grp != q + 1) { /* each API once */
                 acc[lost[j].slot].grp = q + 1;
@@ -222,8 +265,21 @@ static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
                 }
             }
     }
-    for (size_t ix = 0; ix < slot.n; ix++) {
-        acc_t *a = &acc[ix];
+    rc = 0;
+out:
+    free(at);
+    free(amt);
+    diag_gpuops_free(G);
+    return rc;
+}
+
+/* The tallies that are findings, in tally order. */
+static int api_findings(apiscan *A, finds *out)
+{
+    const dctx *D = A->D;
+    const teller_store *st = D->st;
+    for (size_t ix = 0; ix < A->slot.n; ix++) {
+        const acc_t *a = &A->acc[ix];
         /* rare allocations are a finding even when they cost the step
          * nothing (the GPU waited for a peer meanwhile): an OOM's frees are
          * facts its log line confirms */
@@ -234,35 +290,36 @@ static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
          * (its median call), not when a tail of calls is: every run has
          * launches and allocations that wait on a lock or a page fault;
          * a rare allocation is judged against not happening at all */
-        double run_med = usual_call(D, a->name, med[kmap_get(&durs.keys, a->name, 0)]);
-        if (!a->rare && step_med[kmap_get(&step_durs.keys, nss_key(a->name, a->step, a->src), 0)] <= 2.0 * run_med + 4000.0)
+        double run_med = usual_call(D, a->name, A->med[kmap_get(&A->durs.keys, a->name, 0)]);
+        if (!a->rare && step_median(A, a->name, a->step, a->src) <= 2.0 * run_med + 4000.0)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
         cand c = {.det = det, .rank = teller_store_source_c(st, a->src)->rank, .name = a->name,
-                  .layer = ev->layer[a->event], .excess = a->excess, .ratio = a->t / usual, .actual = a->t,
+                  .layer = D->ev->layer[a->event], .excess = a->excess, .ratio = a->t / usual, .actual = a->t,
                   .usual = a->usual, .event = a->event, .peer = -1, .host_delay = a->host};
         if (det == TELLER_FAULT_MALLOC_STORM)
             c.calls = a->slow;
         else
             c.launched = a->fed;
         if (finds_add(out, a->step, &c))
-            goto done;
+            return -1;
     }
-    rc = 0;
-done:
-    free(acc);
-    free(lost);
-    free(at);
-    free(amt);
-    diag_gpuops_free(G);
-    free(use);
-    diag_groups_free(&durs);
-    diag_groups_free(&step_durs);
-    free(med);
-    free(step_med);
-    kmap_free(&pairs);
-    kmap_free(&slot);
-    kmap_free(&seen);
+    return 0;
+}
+
+static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
+{
+    (void)task;
+    apiscan A = {.D = D, .S = S};
+    int rc = call_medians(&A) || tally_calls(&A) || cost_slow_launches(&A) || api_findings(&A, out) ? -1 : 0;
+    free(A.acc);
+    free(A.lost);
+    free(A.use);
+    diag_groups_free(&A.durs);
+    diag_groups_free(&A.step_durs);
+    free(A.med);
+    free(A.step_med);
+    kmap_free(&A.slot);
     return rc;
 }
 

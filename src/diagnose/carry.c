@@ -209,5 +209,5 @@ static void carried_judged(const dctx *D, diag_state *S, uint32_t k, const cand 
 }
 
 const diag_detector diag_row_carried = {.name = "carried", .scope = DIAG_PER_STEP, .round = 5,
-                                        .reads = DIAG_S_EXPOSURE | DIAG_S_CARRY, .writes = DIAG_S_CARRY | DIAG_S_STEPS,
+                                        .reads = DIAG_S_EXPOSURE | DIAG_S_CARRY | DIAG_S_STEPS, .writes = DIAG_S_CARRY,
                                         .run = carried_run, .judged = carried_judged};

@@ -96,46 +96,56 @@ static int traced_by(const dctx *D, const int64_t *first, int32_t rank, int64_t 
     return 0;
 }
 
-static int collectives_run(const dctx *D, diag_state *S, size_t task, finds *out)
+/* A transfer's usual is a latency plus a time per element: usual =
+ * r * (elements + E0), r the median of transfer / (elements + E0) of its
+ * op; kernels without sizes use the op's median transfer. */
+#define XFER_E0 131072.0
+
+/* The run's collectives, as the detector reads them. */
+typedef struct collscan {
+    const dctx *D;
+    size_t      nc;
+    inst       *in;       /* per collective */
+    kmap        km;       /* collective key -> its slot in maxm */
+    uint32_t   *maxm;     /* per key: the members expected, the most seen */
+    size_t      mcap;
+    groups      bm;       /* per (op, sized): transfer per element */
+    double     *usual, *spread; /* their medians and spreads */
+    int64_t    *first;    /* each source's first start, made when a collective is short of a member */
+    opnames     names;
+} collscan;
+
+/* How many members each key's instances have: the most seen. */
+static int expected_members(collscan *C)
 {
-    (void)S;
-    (void)task;
-    const teller_store *st = D->st;
-    const teller_events *ev = D->ev;
+    const teller_collective *co = teller_store_collectives(C->D->st);
+    for (size_t c = 0; c < C->nc; c++) {
+        uint32_t ix = kmap_get(&C->km, co[c].key, 1);
+        if (ix == TELLER_NONE)
+            return -1;
+        if (ix >= C->mcap) {
+            size_t old = C->mcap;
+            if (TELLER_GROW(C->maxm, C->mcap, (size_t)ix + 1))
+                return -1;
+            memset(C->maxm + old, 0, (C->mcap - old) * sizeof *C->maxm);
+        }
+        if (co[c].num_members > C->maxm[ix])
+            C->maxm[ix] = co[c].num_members;
+    }
+    return 0;
+}
+
+/* Each instance's step, transfer (its shortest member), size and op; and
+ * each op's usual transfer per element. */
+static int instances(collscan *C)
+{
+    const teller_store *st = C->D->st;
+    const teller_events *ev = C->D->ev;
     const teller_collective *co = teller_store_collectives(st);
     const teller_coll_member *mem = teller_store_coll_members(st);
-    size_t nc = teller_store_num_collectives(st);
-    inst *in = malloc((nc ? nc : 1) * sizeof *in);
-    int64_t *first = NULL; /* each source's first start, made when a collective is short of a member */
-    opnames names = {0};
-    if (!in)
-        return -1;
-    /* expected members per key: the most seen */
-    kmap km = {0};
-    groups bm = {0}; /* per op: transfer per element */
-    uint32_t *maxm = NULL;
-    size_t mcap = 0;
-    for (size_t c = 0; c < nc; c++) {
-        uint32_t ix = kmap_get(&km, co[c].key, 1);
-        if (ix == TELLER_NONE) {
-            free(in);
-            return -1;
-        }
-        if (ix >= mcap) {
-            size_t old = mcap;
-            if (TELLER_GROW(maxm, mcap, (size_t)ix + 1)) {
-                free(in);
-                kmap_free(&km);
-                return -1;
-            }
-            memset(maxm + old, 0, (mcap - old) * sizeof *maxm);
-        }
-        if (co[c].num_members > maxm[ix])
-            maxm[ix] = co[c].num_members;
-    }
     char buf[256];
-    for (size_t c = 0; c < nc; c++) {
-        inst *x = &in[c];
+    for (size_t c = 0; c < C->nc; c++) {
+        inst *x = &C->in[c];
         x->c = (uint32_t)c;
         uint32_t k0 = mem[co[c].first_member].kernel;
         x->step = ev->step[k0];
@@ -152,137 +162,144 @@ static int collectives_run(const dctx *D, diag_state *S, size_t task, finds *out
         teller_name_normalize(teller_store_str(st, ev->name[k0]), buf, sizeof buf);
         x->p2p = strstr(buf, "SendRecv") != NULL || (cm && (!strcmp(teller_store_str(st, cm->collective), "send") ||
                                                             !strcmp(teller_store_str(st, cm->collective), "recv")));
-        x->opname = op_id(&names, buf);
+        x->opname = op_id(&C->names, buf);
         if (x->opname == UINT32_MAX)
-            goto oom;
+            return -1;
     }
-    /* usual transfer per op: a latency plus a time per element,
-     * usual = r * (elements + E0) with r the median of transfer / (elements + E0);
-     * kernels without sizes use the op's median transfer */
-    const double E0 = 131072.0;
-    for (size_t c = 0; c < nc; c++) {
-        inst *x = &in[c];
-        if (diag_groups_add(&bm, ((uint64_t)x->opname << 1) | (x->bytes > 0),
-                       x->bytes > 0 ? x->transfer / (x->bytes + E0) : x->transfer))
-            goto oom;
+    for (size_t c = 0; c < C->nc; c++) {
+        inst *x = &C->in[c];
+        if (diag_groups_add(&C->bm, ((uint64_t)x->opname << 1) | (x->bytes > 0),
+                            x->bytes > 0 ? x->transfer / (x->bytes + XFER_E0) : x->transfer))
+            return -1;
     }
-    double *usual = diag_groups_medians(&bm), *spread = usual ? diag_groups_spreads(&bm, usual) : NULL;
-    if (!spread) {
-        free(usual);
-        goto oom;
+    C->usual = diag_groups_medians(&C->bm);
+    C->spread = C->usual ? diag_groups_spreads(&C->bm, C->usual) : NULL;
+    return C->spread ? 0 : -1;
+}
+
+/* Instance x when short of a member, or running for seconds: a hang, its
+ * root the rank that never launched it (the ranks of the key's other
+ * instances, else of its process group; -1 when that rank's trace is not
+ * loaded), the ranks that waited the evidence. 1 when x is a hang (or a
+ * member whose trace had not begun yet), 0 when it is judged as a
+ * transfer, -1 out of memory. */
+static int judge_hang(collscan *C, const inst *x, double u, finds *out)
+{
+    const dctx *D = C->D;
+    const teller_events *ev = D->ev;
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    const teller_collective *cc = &co[x->c];
+    uint32_t exp_members = C->maxm[kmap_get(&C->km, cc->key, 0)];
+    if (cc->num_members >= exp_members && x->transfer <= 5e9)
+        return 0;
+    int32_t missing = -1;
+    for (size_t c2 = 0; c2 < C->nc && missing < 0; c2++) {
+        if (co[c2].key != cc->key || co[c2].num_members != exp_members)
+            continue;
+        for (uint32_t m = 0; m < co[c2].num_members && missing < 0; m++) {
+            int32_t r = mem[co[c2].first_member + m].rank;
+            int present = 0;
+            for (uint32_t q = 0; q < cc->num_members; q++)
+                present |= mem[cc->first_member + q].rank == r;
+            if (!present)
+                missing = r;
+        }
     }
-    for (size_t c = 0; c < nc; c++) {
-        inst *x = &in[c];
+    if (missing < 0)
+        missing = pg_missing(D, cc);
+    int64_t t0 = INT64_MAX;
+    for (uint32_t m = 0; m < cc->num_members; m++)
+        if (ev->start_ns[mem[cc->first_member + m].kernel] < t0)
+            t0 = ev->start_ns[mem[cc->first_member + m].kernel];
+    if (missing >= 0 && x->transfer <= 5e9) {
+        if (!C->first && !(C->first = first_starts(D)))
+            return -1;
+        if (!traced_by(D, C->first, missing, t0))
+            return 1; /* the missing rank's trace began after it: not traced yet, not a hang */
+    }
+    if (missing < 0 && x->transfer <= 5e9)
+        return 0;
+    cand cd = {.det = TELLER_FAULT_NCCL_HANG, .rank = missing, .name = ev->name[mem[cc->first_member].kernel],
+               .layer = TELLER_LAYER_KERNEL, .excess = x->transfer, .ratio = x->transfer / (u + 1), .usual = u,
+               .event = TELLER_NONE, .members = cc->num_members, .peer = mem[cc->first_member].rank};
+    return finds_add(out, x->step, &cd) ? -1 : 1;
+}
+
+/* Instance x as a transfer against its op's usual u (spread sd): one
+ * member alone cannot tell its transfer from its wait for peers; a slow
+ * transfer cost what it took over its usual and how far the op's
+ * transfers stray anyway (three spreads), not only what it took over the
+ * bound that called it slow. Its root is the sender of a stalled send, or
+ * the member on the highest node; its peer the member on the lowest. */
+static int judge_transfer(const collscan *C, const inst *x, double u, double sd, finds *out)
+{
+    const teller_store *st = C->D->st;
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    const teller_collective *cc = &teller_store_collectives(st)[x->c];
+    double ex = x->transfer - u - 3 * sd;
+    if (x->transfer <= 2.5 * u + 50000 || ex <= 50000 || cc->num_members < 2)
+        return 0;
+    uint32_t pick = cc->first_member;
+    for (uint32_t m = 0; m < cc->num_members; m++) {
+        uint32_t e = mem[cc->first_member + m].kernel, pe = mem[pick].kernel;
+        const teller_comm *cm = teller_store_event_comm(st, e);
+        if (x->p2p) {
+            if (cm && !strcmp(teller_store_str(st, cm->collective), "send")) {
+                pick = cc->first_member + m;
+                break;
+            }
+        } else if (teller_store_event_node(st, e) > teller_store_event_node(st, pe)) {
+            pick = cc->first_member + m;
+        }
+    }
+    uint32_t e = mem[pick].kernel;
+    int32_t peer = -1, peer_node = INT32_MAX;
+    for (uint32_t m = 0; m < cc->num_members; m++) {
+        uint32_t q = cc->first_member + m;
+        int32_t nd = teller_store_event_node(st, mem[q].kernel);
+        if (q != pick && nd < peer_node) {
+            peer = mem[q].rank;
+            peer_node = nd;
+        }
+    }
+    cand cd = {.det = x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, .rank = mem[pick].rank,
+               .name = C->D->ev->name[e], .layer = TELLER_LAYER_KERNEL, .excess = ex, .ratio = x->transfer / (u + 1),
+               .actual = x->transfer, .usual = u, .event = e, .peer = peer};
+    return finds_add(out, x->step, &cd);
+}
+
+static int collectives_run(const dctx *D, diag_state *S, size_t task, finds *out)
+{
+    (void)S;
+    (void)task;
+    collscan C = {.D = D, .nc = teller_store_num_collectives(D->st)};
+    int rc = -1;
+    if (!(C.in = malloc((C.nc ? C.nc : 1) * sizeof *C.in)) || expected_members(&C) || instances(&C))
+        goto out;
+    for (size_t c = 0; c < C.nc; c++) {
+        const inst *x = &C.in[c];
         if (x->step >= D->nsteps)
             continue;
-        uint32_t ix = kmap_get(&bm.keys, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
-        double scale = x->bytes > 0 ? x->bytes + E0 : 1;
-        double u = ix == TELLER_NONE ? x->transfer : usual[ix] * scale;
-        double sd = ix == TELLER_NONE ? 0 : spread[ix] * scale;
-        const teller_collective *cc = &co[c];
-        uint32_t exp_members = maxm[kmap_get(&km, cc->key, 0)];
-        uint32_t k0 = mem[cc->first_member].kernel;
-        if (cc->num_members < exp_members || x->transfer > 5e9) {
-            /* hang: who is missing? the ranks of the key's other instances,
-             * else of its process group */
-            int32_t missing = -1;
-            for (size_t c2 = 0; c2 < nc && missing < 0; c2++) {
-                if (co[c2].key != cc->key || co[c2].num_members != exp_members)
-                    continue;
-                for (uint32_t m = 0; m < co[c2].num_members && missing < 0; m++) {
-                    int32_t r = mem[co[c2].first_member + m].rank;
-                    int present = 0;
-                    for (uint32_t q = 0; q < cc->num_members; q++)
-                        present |= mem[cc->first_member + q].rank == r;
-                    if (!present)
-                        missing = r;
-                }
-            }
-            if (missing < 0)
-                missing = pg_missing(D, cc);
-            int64_t t0 = INT64_MAX;
-            for (uint32_t m = 0; m < cc->num_members; m++)
-                if (ev->start_ns[mem[cc->first_member + m].kernel] < t0)
-                    t0 = ev->start_ns[mem[cc->first_member + m].kernel];
-            if (missing >= 0 && x->transfer <= 5e9) {
-                if (!first && !(first = first_starts(D)))
-                    goto oom2;
-                if (!traced_by(D, first, missing, t0))
-                    continue; /* the missing rank's trace began after it: not traced yet, not a hang */
-            }
-            if (missing >= 0 || x->transfer > 5e9) {
-                /* the root is the rank that never launched the collective: it has
-                 * no event for it (-1 when that rank's trace is not loaded); the
-                 * ranks that waited are the evidence (peer: one of them) */
-                cand cd = {.det = TELLER_FAULT_NCCL_HANG, .rank = missing, .name = ev->name[k0], .layer = TELLER_LAYER_KERNEL,
-                           .excess = x->transfer, .ratio = x->transfer / (u + 1), .usual = u, .event = TELLER_NONE,
-                           .members = cc->num_members, .peer = mem[cc->first_member].rank};
-                if (finds_add(out, x->step, &cd))
-                    goto oom2;
-                continue;
-            }
-        }
-        /* one member alone cannot tell its transfer from its wait for
-         * peers; a slow transfer cost what it took over its usual and how
-         * far the op's transfers stray anyway (three spreads), not only
-         * what it took over the bound that called it slow */
-        double ex = x->transfer - u - 3 * sd;
-        if (x->transfer <= 2.5 * u + 50000 || ex <= 50000 || cc->num_members < 2)
-            continue;
-        /* a slow transfer: on which side? the receiving member, or the one on a higher node */
-        uint32_t pick = cc->first_member;
-        for (uint32_t m = 0; m < cc->num_members; m++) {
-            uint32_t e = mem[cc->first_member + m].kernel, pe = mem[pick].kernel;
-            const teller_comm *cm = teller_store_event_comm(st, e);
-            int is_recv = cm && !strcmp(teller_store_str(st, cm->collective), "recv");
-            int is_send = cm && !strcmp(teller_store_str(st, cm->collective), "send");
-            if (x->p2p) {
-                /* the sender is the root of a stalled send; kept as the first pick */
-                if (is_send) {
-                    pick = cc->first_member + m;
-                    break;
-                }
-                (void)is_recv;
-            } else if (teller_store_event_node(st, e) > teller_store_event_node(st, pe)) {
-                pick = cc->first_member + m;
-            }
-        }
-        uint32_t e = mem[pick].kernel;
-        int32_t peer = -1, peer_node = INT32_MAX; /* the other end: the member on the lowest node */
-        for (uint32_t m = 0; m < cc->num_members; m++) {
-            uint32_t q = cc->first_member + m;
-            int32_t nd = teller_store_event_node(st, mem[q].kernel);
-            if (q != pick && nd < peer_node) {
-                peer = mem[q].rank;
-                peer_node = nd;
-            }
-        }
-        cand cd = {.det = x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, .rank = mem[pick].rank,
-                   .name = ev->name[e], .layer = TELLER_LAYER_KERNEL, .excess = ex, .ratio = x->transfer / (u + 1),
-                   .actual = x->transfer, .usual = u, .event = e, .peer = peer};
-        if (finds_add(out, x->step, &cd))
-            goto oom2;
+        uint32_t ix = kmap_get(&C.bm.keys, ((uint64_t)x->opname << 1) | (x->bytes > 0), 0);
+        double scale = x->bytes > 0 ? x->bytes + XFER_E0 : 1;
+        double u = ix == TELLER_NONE ? x->transfer : C.usual[ix] * scale;
+        double sd = ix == TELLER_NONE ? 0 : C.spread[ix] * scale;
+        int hang = judge_hang(&C, x, u, out);
+        if (hang < 0 || (!hang && judge_transfer(&C, x, u, sd, out)))
+            goto out;
     }
-    free(usual);
-    free(spread);
-    diag_groups_free(&bm);
-    kmap_free(&km);
-    free(maxm);
-    free(in);
-    free(first);
-    opnames_free(&names);
-    return 0;
-oom2:
-    free(usual);
-    free(spread);
-oom:
-    diag_groups_free(&bm);
-    kmap_free(&km);
-    free(maxm);
-    free(in);
-    free(first);
-    opnames_free(&names);
-    return -1;
+    rc = 0;
+out:
+    free(C.usual);
+    free(C.spread);
+    diag_groups_free(&C.bm);
+    kmap_free(&C.km);
+    free(C.maxm);
+    free(C.in);
+    free(C.first);
+    opnames_free(&C.names);
+    return rc;
 }
 
 /* Several slow pipeline transfers in one step, or slow cross-node

@@ -38,10 +38,11 @@ enum {
     DIAG_S_EXPOSURE     = 1u << 5,  /* expo */
     DIAG_S_COVERAGE     = 1u << 6,  /* gpu_known */
     DIAG_S_LATE         = 1u << 7,  /* late_last, late_insts, late_wait */
-    DIAG_S_STEPS        = 1u << 8,  /* steps: the candidates (every row's findings join them; merges rewrite them) */
+    DIAG_S_STEPS        = 1u << 8,  /* steps: the candidates (rewritten by merges; a row's findings join them
+                                     * through its list, which is no write) */
     DIAG_S_OUT          = 1u << 9,  /* out: evidence, notes, step durations */
     DIAG_S_REQUESTS     = 1u << 10, /* req */
-    DIAG_S_CARRY        = 1u << 11, /* prev, prev_late, prev_late_host (diagnose.c writes them as it judges) */
+    DIAG_S_CARRY        = 1u << 11, /* prev, prev_late, prev_late_host, carry_in (row carried, step after step) */
 };
 
 typedef struct diag_detector {

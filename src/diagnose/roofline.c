@@ -423,5 +423,4 @@ static int work_run(const dctx *D, diag_state *S, size_t task, finds *out)
     return 0;
 }
 
-const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_RUN, .round = 1, .writes = DIAG_S_STEPS,
-                                     .run = work_run};
+const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_RUN, .round = 1, .run = work_run};

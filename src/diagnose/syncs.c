@@ -136,4 +136,4 @@ static int syncs_run(const dctx *D, diag_state *S, size_t task, finds *out)
 }
 
 const diag_detector diag_row_syncs = {.name = "syncs", .scope = DIAG_PER_RUN, .round = 2, .reads = DIAG_S_WAITS,
-                                      .writes = DIAG_S_STEPS, .run = syncs_run};
+                                      .run = syncs_run};
