@@ -470,8 +470,9 @@ static void check_text(chk *C, const teller_diag_step *s, const char *text, cons
     char *log = strstr(t, " Log: \"");
     if (log)
         *log = '\0'; /* a quoted log line is the log's, not a number of ours */
-    for (int i = 0; i < s->pred.ncand; i++)
-        blank(t, s->pred.cand[i].op);
+    /* the candidates' whole names (a prediction's copy may be cut short) */
+    for (uint32_t i = 0; i < s->ncands; i++)
+        blank(t, teller_store_str(C->st, C->d->cands[s->first_cand + i].name));
     for (uint32_t i = 0; i < s->nfacts; i++) {
         const teller_fact *f = &C->d->facts[s->first_fact + i];
         if (f->name != TELLER_NONE)
