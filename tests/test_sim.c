@@ -351,11 +351,16 @@ static void test_fault_sentence_frame(void)
     CHECK(!strcmp(out, "Step 2 took 5.000 ms, 5.000 ms (0%) longer than expected: a stream synchronize on rank 3 "
                        "blocked far longer than usual (sync_stall). The root operator is ? on rank 3 (node 0), which "
                        "took 4.000 ms."));
-    teller_fault_sentence(TELLER_FAULT_GPU_THROTTLE, 2, 9, "8 ms on rank 2", "3 ms more than usual", "gemm", 2, 0,
-                          "6 ms", out, sizeof out);
+    teller_fault_sentence(TELLER_FAULT_GPU_THROTTLE, 2, 9, "8 ms on rank 2", "3 ms more than usual", "", "gemm", 2, 0,
+                          "which took 6 ms", out, sizeof out);
     CHECK(!strcmp(out, "Step 9 took 8 ms on rank 2, 3 ms more than usual: GPU of rank 2 ran every kernel slower "
                        "(throttled clocks) (gpu_throttle). The root operator is gemm on rank 2 (node 0), which took 6 "
                        "ms."));
+    teller_fault_sentence(TELLER_FAULT_NCCL_HANG, 1, 3, "2 s on rank 0", "1 s more than usual", ", carried", NULL, -1,
+                          -1, NULL, out, sizeof out);
+    const char *tail = "(nccl_hang), carried.";
+    CHECK(strstr(out, "Step 3 took 2 s on rank 0, 1 s more than usual: ") == out && strlen(out) > strlen(tail) &&
+          !strcmp(out + strlen(out) - strlen(tail), tail) && !strstr(out, "root operator"));
 }
 
 /* The simulator draws a kind only where its row's needs are met, strikes

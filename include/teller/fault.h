@@ -114,15 +114,17 @@ teller_fault teller_fault_parse(const char *name);
  * where is the node for a by_node kind, else the rank. */
 void teller_fault_what(teller_fault f, int where, char *out, unsigned long cap);
 /* The one sentence frame of an explanation, around texts the caller
- * formatted: "Step <step> took <took>, <over>: <what> (<name>). The root
- * operator is <root_op> on rank R (node N), which took <root_took>." into
- * out (cap bytes); where is as for teller_fault_what, root_op NULL is "?". */
-void teller_fault_sentence(teller_fault f, int where, int step, const char *took, const char *over,
-                           const char *root_op, int root_rank, int root_node, const char *root_took, char *out,
+ * formatted: "Step <step> took <took>, <over>: <what> (<name>)<aside>."
+ * and, unless root_says is NULL, " The root operator is <root_op> on rank
+ * R (node N), <root_says>." into out (cap bytes); where is as for
+ * teller_fault_what, root_op NULL is "?". Truth files and the diagnosis
+ * both say a step's fault through it. */
+void teller_fault_sentence(teller_fault f, int where, int step, const char *took, const char *over, const char *aside,
+                           const char *root_op, int root_rank, int root_node, const char *root_says, char *out,
                            unsigned long cap);
 /* The reference explanation of one faulty step that truth files carry:
- * teller_fault_sentence with "12.345 ms" for took and root_took and
- * "3.210 ms (35%) longer than expected" for over. */
+ * teller_fault_sentence with "12.345 ms" for took, "3.210 ms (35%) longer
+ * than expected" for over and "which took 1.234 ms" for root_says. */
 void teller_fault_explain(teller_fault f, int where, int step, int64_t dur_ns, int64_t expected_ns,
                           int64_t excess_ns, const char *root_op, int root_rank, int root_node, int64_t root_ns,
                           char *out, unsigned long cap);

@@ -136,134 +136,181 @@ static size_t waits_once(const waitidx *W, const waitiv *iv, size_t n, double *c
     return b;
 }
 
-static int copies_run(const dctx *D, diag_state *S, size_t task, finds *out)
+/* Per (name, step, source): its copies. */
+typedef struct cp {
+    double   t, bytes, slow, usual; /* slow: what its slow copies cost */
+    uint32_t event, step, name;
+    uint16_t src;
+} cp;
+
+/* The run's copies, as the detector reads them. */
+typedef struct copyscan {
+    const dctx *D;
+    diag_state *S;
+    groups      bm;      /* durations per (name, size) */
+    double     *usual;   /* their medians */
+    kmap        m;       /* (name, step, source) -> c */
+    cp         *c;
+    size_t      ccap;
+    uint32_t   *kr;      /* kernels by (source, start), once a copy is slow */
+    size_t      nkr;
+    waitiv     *iv;      /* every slow copy's wait */
+    size_t      niv, ivcap;
+    kmap        lk;      /* (source, step) -> link */
+    double     *link;    /* what each source's slow copies of each step cost together */
+    size_t      lcap;
+    groups      vg;      /* volumes per (name, source) */
+    double     *vmeds;   /* their medians, absent steps counting zero */
+} copyscan;
+
+static uint64_t size_key(uint32_t name, int64_t bytes) { return ((uint64_t)name << 8) | (uint64_t)size_bucket(bytes); }
+
+/* The bytes copy i moved, when it is a copy of a size; else 0. */
+static int64_t copy_bytes(const teller_store *st, const teller_events *ev, size_t i)
 {
-    (void)task;
-    const teller_events *ev = D->ev;
-    const teller_store *st = D->st;
-    groups bm = {0}, vg = {0}; /* durations per (name, size); volumes per (name, source) */
-    kmap m = {0};
-    uint32_t *kr = NULL; /* kernels by (source, start), once a copy is slow */
-    size_t nkr = 0;
-    int rc = -1;
-    typedef struct cp {
-        double t, bytes, slow, usual;
-        uint32_t event, step, name;
-        uint16_t src;
-    } cp;
-    cp *c = NULL;
-    size_t ccap = 0;
-    waitiv *iv = NULL; /* every slow copy's wait */
-    size_t niv = 0, ivcap = 0;
-    /* usual duration of a copy of this name and size */
+    const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
+    return a && a->bytes > 0 ? a->bytes : 0;
+}
+
+/* The usual duration of a copy of each name and size. */
+static int copy_medians(copyscan *C)
+{
+    const teller_events *ev = C->D->ev;
     for (size_t i = 0; i < ev->n; i++) {
-        const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
-        if (!a || a->bytes <= 0)
-            continue;
-        if (diag_groups_add(&bm, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), (double)ev->dur_ns[i]))
-            goto oom;
+        int64_t bytes = copy_bytes(C->D->st, ev, i);
+        if (bytes && diag_groups_add(&C->bm, size_key(ev->name[i], bytes), (double)ev->dur_ns[i]))
+            return -1;
     }
-    double *usual = diag_groups_medians(&bm);
-    if (!usual)
-        goto oom;
+    return (C->usual = diag_groups_medians(&C->bm)) ? 0 : -1;
+}
+
+/* Every copy into its (name, step, source) tally; a slow one (over 3x its
+ * usual + 2 us) with what the work after it waited through. */
+static int tally_copies(copyscan *C)
+{
+    const dctx *D = C->D;
+    const teller_events *ev = D->ev;
     for (size_t i = 0; i < ev->n; i++) {
-        const teller_args *a = ev->layer[i] == TELLER_LAYER_MEMCPY ? teller_store_event_args(st, (uint32_t)i) : NULL;
-        if (!a || a->bytes <= 0 || ev->step[i] >= D->nsteps)
+        int64_t bytes = copy_bytes(D->st, ev, i);
+        if (!bytes || ev->step[i] >= D->nsteps)
             continue;
-        cp *x = kmap_slot(&m, nss_key(ev->name[i], ev->step[i], ev->source[i]), (void **)&c, &ccap, sizeof *c);
+        cp *x = kmap_slot(&C->m, nss_key(ev->name[i], ev->step[i], ev->source[i]), (void **)&C->c, &C->ccap, sizeof *C->c);
         if (!x)
-            goto oom2;
+            return -1;
         if (!x->t) {
             x->event = (uint32_t)i;
             x->step = ev->step[i];
             x->name = ev->name[i];
             x->src = ev->source[i];
         }
-        double u = usual[kmap_get(&bm.keys, ((uint64_t)ev->name[i] << 8) | (uint64_t)size_bucket(a->bytes), 0)];
+        double u = C->usual[kmap_get(&C->bm.keys, size_key(ev->name[i], bytes), 0)];
         x->t += (double)ev->dur_ns[i];
-        x->bytes += (double)a->bytes;
+        x->bytes += (double)bytes;
         x->usual += u;
-        if ((double)ev->dur_ns[i] > 3 * u + 2000) {
-            if (!kr && kernels_by_start(D, &kr, &nkr)) /* the first slow copy's */
-                goto oom2;
-            int64_t from, end = ev->start_ns[i] + ev->dur_ns[i];
-            double cost = copy_cost(D, kr, nkr, (uint32_t)i, u, &from);
-            x->slow += cost;
-            if (cost > 0) {
-                if (TELLER_GROW(iv, ivcap, niv + 1))
-                    goto oom2;
-                iv[niv++] = (waitiv){ev->step[i], ev->source[i], next_collective(&S->waits, ev->source[i], ev->step[i], end),
-                                     from, end};
-            }
+        if ((double)ev->dur_ns[i] <= 3 * u + 2000)
+            continue;
+        if (!C->kr && kernels_by_start(D, &C->kr, &C->nkr)) /* the first slow copy's */
+            return -1;
+        int64_t from, end = ev->start_ns[i] + ev->dur_ns[i];
+        double cost = copy_cost(D, C->kr, C->nkr, (uint32_t)i, u, &from);
+        x->slow += cost;
+        if (cost > 0) {
+            if (TELLER_GROW(C->iv, C->ivcap, C->niv + 1))
+                return -1;
+            C->iv[C->niv++] = (waitiv){ev->step[i], ev->source[i],
+                                       next_collective(&C->S->waits, ev->source[i], ev->step[i], end), from, end};
         }
     }
-    /* what each source's slow copies of each step cost together */
-    kmap lk = {0};
-    double *link = NULL;
-    size_t lcap = 0;
-    teller_sort(iv, niv, sizeof *iv, waitiv_cmp);
-    for (size_t a = 0; a < niv;) {
-        double *l = kmap_slot(&lk, (uint64_t)iv[a].src << 32 | iv[a].step, (void **)&link, &lcap, sizeof *link);
-        if (!l) {
-            kmap_free(&lk);
-            free(link);
-            goto oom2;
-        }
-        a += waits_once(&S->waits, iv + a, niv - a, l);
+    return 0;
+}
+
+/* What each source's slow copies of each step cost together. */
+static int link_waits(copyscan *C)
+{
+    teller_sort(C->iv, C->niv, sizeof *C->iv, waitiv_cmp);
+    for (size_t a = 0; a < C->niv;) {
+        double *l = kmap_slot(&C->lk, (uint64_t)C->iv[a].src << 32 | C->iv[a].step, (void **)&C->link, &C->lcap,
+                              sizeof *C->link);
+        if (!l)
+            return -1;
+        a += waits_once(&C->S->waits, C->iv + a, C->niv - a, l);
     }
-    /* usual volume per (name, source) over all steps, absent steps counting
-     * zero: one median per (name, source), not one per (name, source, step) */
-    double *vols = malloc((D->nsteps ? D->nsteps : 1) * sizeof *vols), *vmeds = NULL;
+    return 0;
+}
+
+/* The usual volume per (name, source) over all steps, absent steps
+ * counting zero: one median per (name, source), not one per (name,
+ * source, step). */
+static int usual_volumes(copyscan *C)
+{
+    const dctx *D = C->D;
+    double *vols = malloc((D->nsteps ? D->nsteps : 1) * sizeof *vols);
+    int rc = -1;
     if (!vols)
-        goto oom2;
-    for (size_t ix = 0; ix < m.n; ix++)
-        if (diag_groups_add(&vg, ((uint64_t)c[ix].name << 16) | c[ix].src, c[ix].bytes))
-            goto oom3;
-    if (!(vmeds = malloc((vg.keys.n ? vg.keys.n : 1) * sizeof *vmeds)))
-        goto oom3;
-    for (size_t g = 0; g < vg.keys.n; g++) {
+        return -1;
+    for (size_t ix = 0; ix < C->m.n; ix++)
+        if (diag_groups_add(&C->vg, ((uint64_t)C->c[ix].name << 16) | C->c[ix].src, C->c[ix].bytes))
+            goto out;
+    if (!(C->vmeds = malloc((C->vg.keys.n ? C->vg.keys.n : 1) * sizeof *C->vmeds)))
+        goto out;
+    for (size_t g = 0; g < C->vg.keys.n; g++) {
         size_t nv = 0; /* a (name, source, step) key is one per step: at most nsteps */
-        for (size_t q = 0; q < vg.s[g].n && nv < D->nsteps; q++)
-            vols[nv++] = vg.s[g].v[q];
+        for (size_t q = 0; q < C->vg.s[g].n && nv < D->nsteps; q++)
+            vols[nv++] = C->vg.s[g].v[q];
         while (nv < D->nsteps)
             vols[nv++] = 0;
-        vmeds[g] = diag_median(vols, nv);
+        C->vmeds[g] = diag_median(vols, nv);
     }
-    for (size_t ix = 0; ix < m.n; ix++) {
-        cp *x = &c[ix];
-        double vmed = vmeds[kmap_get(&vg.keys, ((uint64_t)x->name << 16) | x->src, 0)];
+    rc = 0;
+out:
+    free(vols);
+    return rc;
+}
+
+/* The tallies that are findings: slow copies that cost over 10 us, else a
+ * volume over 4x the usual + 1 MB that cost over 20 us at the copies'
+ * usual rate. */
+static int copy_findings(copyscan *C, finds *out)
+{
+    const teller_store *st = C->D->st;
+    for (size_t ix = 0; ix < C->m.n; ix++) {
+        const cp *x = &C->c[ix];
+        double vmed = C->vmeds[kmap_get(&C->vg.keys, ((uint64_t)x->name << 16) | x->src, 0)];
         double per_byte = x->bytes > 0 ? x->usual / x->bytes : 0;
         double extra_vol = x->bytes > 4 * vmed + 1e6 ? (x->bytes - vmed) * per_byte : 0;
         if (x->slow > 10000) {
-            uint32_t li = kmap_get(&lk, (uint64_t)x->src << 32 | x->step, 0);
+            uint32_t li = kmap_get(&C->lk, (uint64_t)x->src << 32 | x->step, 0);
             cand cd = {.det = TELLER_FAULT_PCIE_DEGRADATION, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
                        .layer = TELLER_LAYER_MEMCPY, .excess = x->slow, .ratio = x->t / (x->usual + 1), .actual = x->t,
-                       .usual = x->usual, .event = x->event, .peer = -1, .link_wait = li != TELLER_NONE ? link[li] : 0};
+                       .usual = x->usual, .event = x->event, .peer = -1, .link_wait = li != TELLER_NONE ? C->link[li] : 0};
             if (finds_add(out, x->step, &cd))
-                goto oom3;
+                return -1;
         } else if (extra_vol > 20000) {
             cand cd = {.det = TELLER_FAULT_KV_SWAP, .rank = teller_store_source_c(st, x->src)->rank, .name = x->name,
                        .layer = TELLER_LAYER_MEMCPY, .excess = extra_vol, .ratio = x->bytes / (vmed + 1), .actual = x->t,
                        .usual = vmed * per_byte, .event = x->event, .peer = -1};
             if (finds_add(out, x->step, &cd))
-                goto oom3;
+                return -1;
         }
     }
-    rc = 0;
-oom3:
-    free(vols);
-    free(vmeds);
-    kmap_free(&lk);
-    free(link);
-oom2:
-    free(usual);
-oom:
-    free(iv);
-    free(c);
-    diag_groups_free(&bm);
-    diag_groups_free(&vg);
-    kmap_free(&m);
-    free(kr);
+    return 0;
+}
+
+static int copies_run(const dctx *D, diag_state *S, size_t task, finds *out)
+{
+    (void)task;
+    copyscan C = {.D = D, .S = S};
+    int rc = copy_medians(&C) || tally_copies(&C) || link_waits(&C) || usual_volumes(&C) || copy_findings(&C, out) ? -1 : 0;
+    diag_groups_free(&C.bm);
+    free(C.usual);
+    kmap_free(&C.m);
+    free(C.c);
+    free(C.kr);
+    free(C.iv);
+    kmap_free(&C.lk);
+    free(C.link);
+    diag_groups_free(&C.vg);
+    free(C.vmeds);
     return rc;
 }
 

@@ -233,14 +233,14 @@ static const char *kind_word(const teller_step_group *g)
 /* The step's duration against its usual: "Step 16 took 4.089 ms on rank
  * 2, 900.5 us more than usual (3.189 ms: the median of its 68 decode
  * steps)". Returns the fact of the time over usual (UINT32_MAX none). */
-static uint32_t say_step(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k)
+static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, teller_diag_step *s, uint32_t k)
 {
     const teller_diagnosis *d = S->out;
     const teller_step_group *g = &d->groups[s->group];
     uint32_t fd = fact_step(D, S, s, k, s->dur_rank);
-    say(L, "Step %u took %s on rank %d", k, txt(S, s, fd), s->dur_rank);
+    say(took, "%s on rank %d", txt(S, s, fd), s->dur_rank);
     if (s->usual_ns < 0) {
-        say(L, ", the only %s step of its kind in the run (no yardstick)", kind_word(g));
+        say(L, "the only %s step of its kind in the run (no yardstick)", kind_word(g));
         return UINT32_MAX;
     }
     teller_fact u = fact(TELLER_FACT_USUAL, k, s->dur_rank);
@@ -250,7 +250,7 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *L, teller_diag_step
         return UINT32_MAX;
     int slower = at(S, s, fd)->value >= at(S, s, fu)->value;
     uint32_t fo = slower ? fact_diff(S, s, fd, fu) : fact_diff(S, s, fu, fd);
-    say(L, ", %s %s than usual (%s: ", txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
+    say(L, "%s %s than usual (%s: ", txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
     const char *kw = kind_word(g);
     char wk[48] = "";
     if (s->work >= 0) /* the annotation's tokens or batch, else the kernels the step launched */
@@ -337,29 +337,27 @@ static int32_t fastest_peer(const dctx *D, int32_t rank, uint32_t k, uint32_t na
     return best;
 }
 
-/* The root operator's facts, by what the finding is; returns what of the
- * step they explain (a fact, UINT32_MAX none). dur: the fact of the step's
- * duration. */
+/* Where the members of a collective its root never launched waited: "rank
+ * 3 waited 600.000 s in it" into L; returns that wait's fact (UINT32_MAX
+ * none). */
+static uint32_t say_hang(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, const cand *c)
+{
+    uint32_t w = longest_wait(D, k, c->name, c->rank);
+    if (w == TELLER_NONE) {
+        say(L, "the other members waited until the watchdog fired");
+        return UINT32_MAX;
+    }
+    uint32_t fw = fact_event(D, S, s, k, w);
+    say(L, "rank %d waited %s in it", rank_of(D, w), txt(S, s, fw));
+    return fw;
+}
+
+/* What the root operator of finding c (no hang) did, by what the finding
+ * is, into L ("which took ..."); returns what of the step it explains (a
+ * fact, UINT32_MAX none). dur: the fact of the step's duration. */
 static uint32_t say_root(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, const cand *c, uint32_t dur)
 {
-    int32_t node = diag_node_of_rank(D->st, c->rank);
-    const char *op = name_of(D, c->name);
-    if (c->det == TELLER_FAULT_NCCL_HANG) {
-        uint32_t w = longest_wait(D, k, c->name, c->rank);
-        if (c->rank < 0)
-            say(L, " A rank whose trace is not loaded never launched %s", op);
-        else
-            say(L, " The root operator is %s on rank %d (node %d), which it never launched", op, c->rank, node);
-        if (w == TELLER_NONE) {
-            say(L, "; the other members waited until the watchdog fired.");
-            return UINT32_MAX;
-        }
-        uint32_t fw = fact_event(D, S, s, k, w);
-        say(L, "; rank %d waited %s in it.", rank_of(D, w), txt(S, s, fw));
-        return fw;
-    }
     uint32_t from = c->carried ? c->from : k;
-    say(L, " The root operator is %s on rank %d (node %d), ", op, c->rank, node);
     uint32_t ex = UINT32_MAX;
     switch (c->det) {
     case TELLER_FAULT_GPU_THROTTLE: {
@@ -418,7 +416,6 @@ static uint32_t say_root(const dctx *D, diag_state *S, line *L, teller_diag_step
         }
         break;
     }
-    say(L, ".");
     return c->carried ? UINT32_MAX : ex;
 }
 
@@ -455,21 +452,31 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
     uint32_t k = s->pred.step;
     line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
     s->first_fact = (uint32_t)S->out->nfacts;
-    char what[256];
     int32_t node = diag_node_of_rank(D->st, c->rank);
-    teller_fault_what(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, what, sizeof what);
-    uint32_t over = say_step(D, S, &L, s, k);
-    say(&L, ": %s (%s)", what, teller_fault_name(c->det));
+    char took[96] = "", over[800] = "", aside[128] = "", root[800] = "";
+    line T = {took, sizeof took, 0}, O = {over, sizeof over, 0}, R = {root, sizeof root, 0};
+    uint32_t fover = say_step(D, S, &T, &O, s, k);
     if (c->carried)
-        say(&L, ", carried from step %u: this step's GPU work queued behind that step's, which ended late", c->from);
-    say(&L, ".");
-    uint32_t ex = say_root(D, S, &L, s, k, c, 0 /* say_step's first fact: the step's duration */);
-    if (over != UINT32_MAX && ex != UINT32_MAX && at(S, s, ex)->value > 0) {
-        if (at(S, s, ex)->value >= at(S, s, over)->value)
+        snprintf(aside, sizeof aside, ", carried from step %u: this step's GPU work queued behind that step's, which ended late",
+                 c->from);
+    /* a hang's root never launched the collective: a rank whose trace is
+     * not loaded is no operator of the trace */
+    int hang = c->det == TELLER_FAULT_NCCL_HANG;
+    if (hang && c->rank >= 0)
+        say(&R, "which it never launched; ");
+    uint32_t ex = hang ? say_hang(D, S, &R, s, k, c)
+                       : say_root(D, S, &R, s, k, c, 0 /* say_step's first fact: the step's duration */);
+    teller_fault_sentence(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, (int)k, took, over, aside,
+                          name_of(D, c->name), c->rank, node, hang && c->rank < 0 ? NULL : root, L.b, L.cap);
+    L.n = strlen(L.b);
+    if (hang && c->rank < 0)
+        say(&L, " A rank whose trace is not loaded never launched %s; %s.", name_of(D, c->name), root);
+    if (fover != UINT32_MAX && ex != UINT32_MAX && at(S, s, ex)->value > 0) {
+        if (at(S, s, ex)->value >= at(S, s, fover)->value)
             say(&L, " That covers all of the step's excess.");
         else
-            say(&L, " That is %s of the step's %s; %s of it no finding explains.", txt(S, s, ex), txt(S, s, over),
-                txt(S, s, fact_diff(S, s, over, ex)));
+            say(&L, " That is %s of the step's %s; %s of it no finding explains.", txt(S, s, ex), txt(S, s, fover),
+                txt(S, s, fact_diff(S, s, fover, ex)));
     }
     /* the horizontal view: the root's rank arrived last at most of the
      * step's collectives */
@@ -518,8 +525,10 @@ void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
     uint32_t k = s->pred.step;
     line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
     s->first_fact = (uint32_t)S->out->nfacts;
-    say_step(D, S, &L, s, k);
-    say(&L, "; no finding explains it");
+    char took[96] = "", over[800] = "";
+    line T = {took, sizeof took, 0}, O = {over, sizeof over, 0};
+    say_step(D, S, &T, &O, s, k);
+    say(&L, "Step %u took %s, %s; no finding explains it", k, took, over);
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D->st, k, &hi);
     int32_t src = teller_store_source_of_rank(D->st, s->dur_rank);

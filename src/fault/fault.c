@@ -165,14 +165,16 @@ int teller_fault_material(teller_fault f, long long excess_ns, long long clean_n
     return excess_ns >= TELLER_FAULT_MATERIAL_NS && (double)excess_ns >= TELLER_FAULT_MATERIAL_SHARE * (double)clean_ns;
 }
 
-void teller_fault_sentence(teller_fault f, int where, int step, const char *took, const char *over,
-                           const char *root_op, int root_rank, int root_node, const char *root_took, char *out,
+void teller_fault_sentence(teller_fault f, int where, int step, const char *took, const char *over, const char *aside,
+                           const char *root_op, int root_rank, int root_node, const char *root_says, char *out,
                            unsigned long cap)
 {
     char what[256];
     teller_fault_what(f, where, what, sizeof what);
-    snprintf(out, cap, "Step %d took %s, %s: %s (%s). The root operator is %s on rank %d (node %d), which took %s.",
-             step, took, over, what, teller_fault_name(f), root_op ? root_op : "?", root_rank, root_node, root_took);
+    int w = snprintf(out, cap, "Step %d took %s, %s: %s (%s)%s.", step, took, over, what, teller_fault_name(f), aside);
+    if (root_says && w >= 0 && (unsigned long)w < cap)
+        snprintf(out + w, cap - (unsigned long)w, " The root operator is %s on rank %d (node %d), %s.",
+                 root_op ? root_op : "?", root_rank, root_node, root_says);
 }
 
 void teller_fault_explain(teller_fault f, int where, int step, int64_t dur_ns, int64_t expected_ns,
@@ -180,9 +182,9 @@ void teller_fault_explain(teller_fault f, int where, int step, int64_t dur_ns, i
                           char *out, unsigned long cap)
 {
     double pct = expected_ns > 0 ? 100.0 * (double)excess_ns / (double)expected_ns : 0;
-    char took[48], over[128], root_took[48];
+    char took[48], over[128], root_says[64];
     snprintf(took, sizeof took, "%.3f ms", (double)dur_ns / 1e6);
     snprintf(over, sizeof over, "%.3f ms (%.0f%%) longer than expected", (double)excess_ns / 1e6, pct);
-    snprintf(root_took, sizeof root_took, "%.3f ms", (double)root_ns / 1e6);
-    teller_fault_sentence(f, where, step, took, over, root_op, root_rank, root_node, root_took, out, cap);
+    snprintf(root_says, sizeof root_says, "which took %.3f ms", (double)root_ns / 1e6);
+    teller_fault_sentence(f, where, step, took, over, "", root_op, root_rank, root_node, root_says, out, cap);
 }
