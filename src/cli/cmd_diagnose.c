@@ -130,39 +130,60 @@ static int write_output(const char *path, out_kind kind, const teller_store *st,
     return rc;
 }
 
-int cmd_diagnose(int argc, char **argv)
+/* What the command line asks of diagnose. */
+typedef struct diag_args {
+    cli_load_opts o;
+    const char   *json, *html, *perfetto, *cands, *model_path;
+    int           no_model, model_alone, check, tz_offset;
+    double        threshold, spreads; /* 0 and -1: the library's defaults */
+    cli_strs      logs;               /* owned */
+} diag_args;
+
+/* The outputs asked for, in the order they are written; an absent one has
+ * a NULL path. */
+typedef struct out_spec {
+    const char *path;
+    out_kind    kind;
+} out_spec;
+enum { NOUTS = 4 };
+
+static void outputs(const diag_args *a, out_spec outs[NOUTS])
 {
-    cli_load_opts o = cli_load_defaults();
-    const char *json = NULL, *html = NULL, *perfetto = NULL, *cands = NULL, *model_path = NULL;
-    int no_model = 0, model_alone = 0, check = 0, tz_offset = 0, rc = 1;
-    double threshold = 0, spreads = -1;
-    teller_model *model = NULL;
-    cli_strs logs = {NULL, 0};
+    outs[0] = (out_spec){a->json, OUT_PREDS};
+    outs[1] = (out_spec){a->html, OUT_HTML};
+    outs[2] = (out_spec){a->perfetto, OUT_PERFETTO};
+    outs[3] = (out_spec){a->cands, OUT_CANDS};
+}
+
+/* Reads the options into *a and says --help and usage errors: the number
+ * of traces (argv[1...]), or cli_parse's negative result. */
+static int parse_args(diag_args *a, int argc, char **argv)
+{
     const cli_opt opts[] = {
-        CLI_LIST(0, "log", &logs, "LOG", 0,
+        CLI_LIST(0, "log", &a->logs, "LOG", 0,
                  "a service log (repeatable; its node from node<N> in its name);\n"
                  "a case directory brings its logs/*.log"),
-        CLI_INT(0, "tz-offset", &tz_offset, "S", -86400, 86400,
+        CLI_INT(0, "tz-offset", &a->tz_offset, "S", -86400, 86400,
                 "the logs' local zone in seconds east of UTC (default 0: UTC)"),
-        CLI_STR(0, "json", &json, "FILE", 0, "the predictions (../shared/BENCHMARK.md)"),
-        CLI_STR(0, "html", &html, "FILE", 0, "the HTML report"),
-        CLI_STR(0, "perfetto", &perfetto, "FILE", 0, "the trace with the findings, for Perfetto (.gz: compressed)"),
-        CLI_STR(0, "candidates", &cands, "FILE", 0, "every step's candidates and their features as JSON"),
-        CLI_STR(0, "model", &model_path, "FILE", 0, "the root-cause model to use (default: the built-in one, if any)"),
-        CLI_BOOL(0, "no-model", &no_model, "the numeric stage alone"),
-        CLI_BOOL(0, "model-alone", &model_alone,
+        CLI_STR(0, "json", &a->json, "FILE", 0, "the predictions (../shared/BENCHMARK.md)"),
+        CLI_STR(0, "html", &a->html, "FILE", 0, "the HTML report"),
+        CLI_STR(0, "perfetto", &a->perfetto, "FILE", 0, "the trace with the findings, for Perfetto (.gz: compressed)"),
+        CLI_STR(0, "candidates", &a->cands, "FILE", 0, "every step's candidates and their features as JSON"),
+        CLI_STR(0, "model", &a->model_path, "FILE", 0, "the root-cause model to use (default: the built-in one, if any)"),
+        CLI_BOOL(0, "no-model", &a->no_model, "the numeric stage alone"),
+        CLI_BOOL(0, "model-alone", &a->model_alone,
                  "the model decides alone (P(abnormal) >= 0.5, its own root; no\n"
                  "numeric alarm stands): for measuring a model or an ablation"),
         /* scores are in [0, 1]: a threshold above 1 would flag nothing */
-        CLI_NUM(0, "threshold", &threshold, "T", 0.001, 1, 0, "the score from which a step is abnormal"),
-        CLI_NUM(0, "spreads", &spreads, "K", 0, 100, 0,
+        CLI_NUM(0, "threshold", &a->threshold, "T", 0.001, 1, 0, "the score from which a step is abnormal"),
+        CLI_NUM(0, "spreads", &a->spreads, "K", 0, 100, 0,
                 "the step alarm: a step whose findings are not facts (a hang, a log\n"
                 "line) is abnormal only when it took longer than its kind usually\n"
                 "does by K of its kind's spreads (default 3)"),
-        CLI_BOOL(0, "check", &check,
+        CLI_BOOL(0, "check", &a->check,
                  "make every number of the diagnosis (and of --html's report) again\n"
                  "from the trace; exit 1 when one does not match"),
-        CLI_LOAD_OPTS(&o),
+        CLI_LOAD_OPTS(&a->o),
         CLI_END,
     };
     const cli_cmd cmd = {
@@ -173,60 +194,48 @@ int cmd_diagnose(int argc, char **argv)
         .opts = opts,
         CLI_TRACES,
         .arg = cli_arg_case_logs,
-        .ctx = &logs,
+        .ctx = &a->logs,
     };
-    int np = cli_parse(&cmd, argc, argv);
-    if (np < 0) {
-        rc = cli_parse_exit(np);
-        goto done;
-    }
-    char **paths = argv + 1;
-    const struct {
-        const char *path;
-        out_kind    kind;
-    } outs[] = {{json, OUT_PREDS}, {html, OUT_HTML}, {perfetto, OUT_PERFETTO}, {cands, OUT_CANDS}};
-    enum { NOUTS = sizeof outs / sizeof *outs };
-    if (no_model && (model_path || model_alone)) {
-        cli_error(cmd.name, "--no-model excludes --model and --model-alone");
-        rc = 2;
-        goto done;
-    }
-    if (!no_model) {
-        teller_error merr;
-        teller_error_clear(&merr);
-        teller_status ms = model_path ? teller_model_load(model_path, &model, &merr) : teller_model_load_default(&model, &merr);
-        if (ms != TELLER_OK) {
-            fprintf(stderr, "teller: %s:%llu: %s\n", merr.file, (unsigned long long)merr.offset, merr.msg);
-            goto done;
-        }
-    }
-    for (size_t i = 0; i < NOUTS; i++)
-        if (outs[i].path && cli_can_write(outs[i].path))
-            goto done;
-    teller_store *st = cli_load(&o, paths, np);
-    if (!st)
-        goto done;
-    teller_diag_opts dop = teller_diag_defaults();
-    dop.model = model;
-    dop.model_alone = model_alone;
-    dop.logs = (const char *const *)logs.v;
-    dop.nlogs = logs.n;
-    dop.log_tz_offset_s = tz_offset;
-    dop.jobs = o.load.jobs;
-    if (threshold > 0)
-        dop.threshold = threshold;
-    if (spreads >= 0)
-        dop.spreads = spreads;
-    teller_diagnosis *d = NULL;
+    return cli_parse(&cmd, argc, argv);
+}
+
+/* The model that judges the steps: --model's, else the built-in one (NULL
+ * when there is none); none with --no-model. 0, or -1 with why said. */
+static int load_model(const diag_args *a, teller_model **model)
+{
+    if (a->no_model)
+        return 0;
     teller_error err;
     teller_error_clear(&err);
-    if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK) {
-        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
-        teller_store_free(st);
-        goto done;
+    teller_status s = a->model_path ? teller_model_load(a->model_path, model, &err) : teller_model_load_default(model, &err);
+    if (s != TELLER_OK) {
+        fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
+        return -1;
     }
-    rc = 0;
-    /* terminal summary: worst steps first */
+    return 0;
+}
+
+/* The diagnosis options the command line sets; the logs stay a's. */
+static teller_diag_opts diag_opts(const diag_args *a, const teller_model *model)
+{
+    teller_diag_opts dop = teller_diag_defaults();
+    dop.model = model;
+    dop.model_alone = a->model_alone;
+    dop.logs = (const char *const *)a->logs.v;
+    dop.nlogs = a->logs.n;
+    dop.log_tz_offset_s = a->tz_offset;
+    dop.jobs = a->o.load.jobs;
+    if (a->threshold > 0)
+        dop.threshold = a->threshold;
+    if (a->spreads >= 0)
+        dop.spreads = a->spreads;
+    return dop;
+}
+
+/* The summary's first line and the ten worst abnormal steps (what they
+ * lost, then how sure the finding is), with how many more there are. */
+static void print_worst(const teller_store *st, const teller_diagnosis *d, size_t nlogs)
+{
     size_t nab = 0;
     const teller_diag_step **order = malloc((d->n ? d->n : 1) * sizeof *order);
     for (size_t k = 0; order && k < d->n; k++) {
@@ -237,7 +246,7 @@ int cmd_diagnose(int argc, char **argv)
         qsort(order, d->n, sizeof *order, step_cmp);
     size_t nranks = teller_store_num_sources(st);
     printf("%zu step%s, %zu abnormal, %zu rank%s%s%s\n", d->n, d->n == 1 ? "" : "s", nab, nranks,
-           nranks == 1 ? "" : "s", logs.n ? "" : " (no logs given)", d->model ? " (judged by the model)" : "");
+           nranks == 1 ? "" : "s", nlogs ? "" : " (no logs given)", d->model ? " (judged by the model)" : "");
     for (size_t k = 0; order && k < d->n && k < 10 && order[k]->pred.abnormal; k++) {
         const teller_diag_step *s = order[k];
         printf("\nstep %u  score %.2f  %s/%s  rank %d  ", s->pred.step, s->pred.score, s->pred.fault_type, s->fault,
@@ -249,7 +258,13 @@ int cmd_diagnose(int argc, char **argv)
     }
     if (nab > 10)
         printf("\n... %zu more abnormal steps (see --json / --html)\n", nab - 10);
-    /* steps slower than their usual that no finding flags: said, never a green row */
+    free(order);
+}
+
+/* The steps slower than their usual that no finding flags (said, never a
+ * green row), the first ten of them, then the diagnosis's notes. */
+static void print_slow_and_notes(const teller_diagnosis *d)
+{
     size_t nslow = 0;
     for (size_t k = 0; k < d->n; k++) {
         const teller_diag_step *s = &d->steps[k];
@@ -270,14 +285,21 @@ int cmd_diagnose(int argc, char **argv)
         cli_put_text(stdout, d->notes[i]);
         printf("\n");
     }
-    free(order);
-    /* the report lists the requests each abnormal step delayed, when the
-     * logs let teller reconstruct them (the diagnosis did, reading them) */
-    int nwritten = 0;
+}
+
+/* Writes every output asked for and lists those written: 0, or 1 when one
+ * failed (the others are still written). The report lists the requests
+ * each abnormal step delayed when the logs let teller reconstruct them
+ * (the diagnosis did, reading them). */
+static int write_outputs(const diag_args *a, const teller_store *st, const teller_diagnosis *d, const char *title)
+{
+    out_spec outs[NOUTS];
+    outputs(a, outs);
+    int rc = 0, nwritten = 0;
     for (size_t i = 0; i < NOUTS; i++) {
         if (!outs[i].path)
             continue;
-        if (write_output(outs[i].path, outs[i].kind, st, d, paths[0])) {
+        if (write_output(outs[i].path, outs[i].kind, st, d, title)) {
             rc = 1;
             continue;
         }
@@ -285,12 +307,55 @@ int cmd_diagnose(int argc, char **argv)
     }
     if (nwritten)
         printf("\n");
-    if (check && check_all(st, d, html != NULL, paths[0]))
+    return rc;
+}
+
+/* Loads and diagnoses the traces, then prints, writes and checks what a
+ * asks for: the command's exit status. Every output's path is checked
+ * before the traces are read, so a bad one costs no load. */
+static int diagnose_traces(const diag_args *a, const teller_model *model, char **paths, int np)
+{
+    out_spec outs[NOUTS];
+    outputs(a, outs);
+    for (size_t i = 0; i < NOUTS; i++)
+        if (outs[i].path && cli_can_write(outs[i].path))
+            return 1;
+    teller_store *st = cli_load(&a->o, paths, np);
+    if (!st)
+        return 1;
+    teller_diag_opts dop = diag_opts(a, model);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        teller_store_free(st);
+        return 1;
+    }
+    print_worst(st, d, a->logs.n);
+    print_slow_and_notes(d);
+    int rc = write_outputs(a, st, d, paths[0]);
+    if (a->check && check_all(st, d, a->html != NULL, paths[0]))
         rc = 1;
     teller_diagnosis_free(d);
     teller_store_free(st);
-done:
+    return rc;
+}
+
+int cmd_diagnose(int argc, char **argv)
+{
+    diag_args a = {.o = cli_load_defaults(), .spreads = -1};
+    teller_model *model = NULL;
+    int rc = 1;
+    int np = parse_args(&a, argc, argv);
+    if (np < 0)
+        rc = cli_parse_exit(np);
+    else if (a.no_model && (a.model_path || a.model_alone)) {
+        cli_error("diagnose", "--no-model excludes --model and --model-alone");
+        rc = 2;
+    } else if (load_model(&a, &model) == 0)
+        rc = diagnose_traces(&a, model, argv + 1, np);
     teller_model_free(model);
-    cli_strs_free(&logs);
+    cli_strs_free(&a.logs);
     return rc;
 }

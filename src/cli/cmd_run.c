@@ -209,6 +209,153 @@ static void write_manifest(const char *dir, char **cmd, const char *inject, int6
     fclose(f);
 }
 
+/* Makes the output directory (out, else teller-run-YYYYmmdd-HHMMSS here)
+ * with its traces/ and logs/, puts its absolute path in dir and points
+ * TELLER_TRACE_DIR at its traces/: 0, or -1 with why said. */
+static int make_out_dir(const char *out, char dir[PATH_MAX])
+{
+    char defdir[64];
+    if (!out) {
+        time_t t = time(NULL);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(defdir, sizeof defdir, "teller-run-%Y%m%d-%H%M%S", &tm);
+        out = defdir;
+    }
+    char sub[PATH_MAX + 16];
+    if (teller_mkdir_p(out, 0777) || !realpath(out, dir)) {
+        fprintf(stderr, "teller run: cannot create %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    snprintf(sub, sizeof sub, "%s/traces", dir);
+    int bad = teller_mkdir_p(sub, 0777);
+    setenv("TELLER_TRACE_DIR", sub, 1);
+    snprintf(sub, sizeof sub, "%s/logs", dir);
+    bad |= teller_mkdir_p(sub, 0777);
+    if (bad) {
+        fprintf(stderr, "teller run: cannot create directories under %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Opens dir/logs/{stdout,stderr}.log (appending) and a pipe for each of
+ * the command's streams, s[k] reading pipes[k][0] and echoing to fd k + 1:
+ * 0, or -1 with why said. */
+static int open_streams(const char *dir, stream s[2], int pipes[2][2])
+{
+    const char *names[2] = {"stdout.log", "stderr.log"};
+    memset(s, 0, 2 * sizeof *s);
+    for (int k = 0; k < 2; k++) {
+        char lp[PATH_MAX + 32];
+        snprintf(lp, sizeof lp, "%s/logs/%s", dir, names[k]);
+        s[k].log = fopen(lp, "a");
+        if (!s[k].log || pipe(pipes[k])) {
+            fprintf(stderr, "teller run: cannot open %s: %s\n", lp, strerror(errno));
+            return -1;
+        }
+        s[k].fd = pipes[k][0];
+        s[k].echo = k + 1;
+    }
+    return 0;
+}
+
+/* Starts cmd with its stdout and stderr on the pipes' write ends, then
+ * forwards the signals that stop a run to it and closes those ends here:
+ * its pid, or -1 with why said. */
+static pid_t start_child(char **cmd, stream s[2], int pipes[2][2])
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "teller run: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(pipes[0][1], 1);
+        dup2(pipes[1][1], 2);
+        for (int k = 0; k < 2; k++) {
+            close(pipes[k][0]);
+            close(pipes[k][1]);
+            fclose(s[k].log);
+        }
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "teller run: cannot run %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    child_pid = pid;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++)
+        sigaction(sigs[k], &sa, NULL);
+    close(pipes[0][1]);
+    close(pipes[1][1]);
+    return pid;
+}
+
+/* Echoes and logs both streams until both pipes close (grandchildren may
+ * hold them after the child exits). */
+static void pump_all(stream s[2])
+{
+    int open_n = 2;
+    struct pollfd pf[2] = {{s[0].fd, POLLIN, 0}, {s[1].fd, POLLIN, 0}};
+    while (open_n) {
+        int r = poll(pf, 2, -1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (pf[k].fd >= 0 && (pf[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+                if (!pump(&s[k])) {
+                    close(pf[k].fd);
+                    pf[k].fd = -1;
+                    open_n--;
+                }
+            }
+        }
+    }
+}
+
+/* Waits for the child: its exit status, 128 + the signal that killed it,
+ * else 1. */
+static int wait_child(pid_t pid)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+/* Says what was written and what to run next; a command that made no CUDA
+ * or NVTX call the collector saw leaves no trace, which is said. */
+static void say_written(const char *dir, char **cmd, int code)
+{
+    char sub[PATH_MAX + 16];
+    int ntl = 0;
+    snprintf(sub, sizeof sub, "%s/traces", dir);
+    DIR *td = opendir(sub);
+    for (struct dirent *de; td && (de = readdir(td)) != NULL;) {
+        size_t l = strlen(de->d_name);
+        ntl += l > 4 && !strcmp(de->d_name + l - 4, ".tlt");
+    }
+    if (td)
+        closedir(td);
+    if (ntl)
+        fprintf(stderr, "teller run: %s: %d trace file%s, the command's output in logs/, exit status %d; next: teller "
+                        "diagnose %s\n",
+                dir, ntl, ntl == 1 ? "" : "s", code, dir);
+    else
+        fprintf(stderr, "teller run: %s: no trace: %s made no CUDA or NVTX call the collector saw (its output is in "
+                        "logs/, exit status %d)\n",
+                dir, cmd[0], code);
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *inject_opt = NULL;
@@ -237,127 +384,27 @@ int cmd_run(int argc, char **argv)
         return cli_parse_exit(n);
     argv[1 + n] = NULL; /* execvp's list ends there; 1 + n <= argc, and argv[argc] is NULL */
     char **cmd = argv + 1;
-    char inject[PATH_MAX];
+    char inject[PATH_MAX], dir[PATH_MAX];
     if (find_inject(inject_opt, inject, sizeof inject)) {
         fprintf(stderr, "teller run: cannot find %s (give --inject or set TELLER_INJECT_LIB)\n", INJECT_NAME);
         return 1;
     }
-    char defdir[64];
-    if (!out) {
-        time_t t = time(NULL);
-        struct tm tm;
-        localtime_r(&t, &tm);
-        strftime(defdir, sizeof defdir, "teller-run-%Y%m%d-%H%M%S", &tm);
-        out = defdir;
-    }
-    char dir[PATH_MAX], sub[PATH_MAX + 16];
-    if (teller_mkdir_p(out, 0777) || !realpath(out, dir)) {
-        fprintf(stderr, "teller run: cannot create %s: %s\n", out, strerror(errno));
-        return 1;
-    }
-    snprintf(sub, sizeof sub, "%s/traces", dir);
-    int bad = teller_mkdir_p(sub, 0777);
-    setenv("TELLER_TRACE_DIR", sub, 1);
-    snprintf(sub, sizeof sub, "%s/logs", dir);
-    bad |= teller_mkdir_p(sub, 0777);
-    if (bad) {
-        fprintf(stderr, "teller run: cannot create directories under %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
     stream s[2];
-    memset(s, 0, sizeof s);
-    const char *names[2] = {"stdout.log", "stderr.log"};
     int pipes[2][2];
-    for (int k = 0; k < 2; k++) {
-        char lp[PATH_MAX + 32];
-        snprintf(lp, sizeof lp, "%s/logs/%s", dir, names[k]);
-        s[k].log = fopen(lp, "a");
-        if (!s[k].log || pipe(pipes[k])) {
-            fprintf(stderr, "teller run: cannot open %s: %s\n", lp, strerror(errno));
-            return 1;
-        }
-        s[k].fd = pipes[k][0];
-        s[k].echo = k + 1;
-    }
+    if (make_out_dir(out, dir) || open_streams(dir, s, pipes))
+        return 1;
     setenv("CUDA_INJECTION64_PATH", inject, 1);
     setenv("NVTX_INJECTION64_PATH", inject, 1);
     int64_t start = now_ns();
     write_manifest(dir, cmd, inject, start, 0, 0);
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = forward;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "teller run: fork: %s\n", strerror(errno));
+    pid_t pid = start_child(cmd, s, pipes);
+    if (pid < 0)
         return 1;
-    }
-    if (pid == 0) {
-        dup2(pipes[0][1], 1);
-        dup2(pipes[1][1], 2);
-        for (int k = 0; k < 2; k++) {
-            close(pipes[k][0]);
-            close(pipes[k][1]);
-            fclose(s[k].log);
-        }
-        execvp(cmd[0], cmd);
-        fprintf(stderr, "teller run: cannot run %s: %s\n", cmd[0], strerror(errno));
-        _exit(127);
-    }
-    child_pid = pid;
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++)
-        sigaction(sigs[k], &sa, NULL);
-    close(pipes[0][1]);
-    close(pipes[1][1]);
-    /* pump until both pipes close (grandchildren may hold them after the child exits) */
-    int open_n = 2;
-    struct pollfd pf[2] = {{s[0].fd, POLLIN, 0}, {s[1].fd, POLLIN, 0}};
-    while (open_n) {
-        int r = poll(pf, 2, -1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        for (int k = 0; k < 2; k++) {
-            if (pf[k].fd >= 0 && (pf[k].revents & (POLLIN | POLLHUP | POLLERR))) {
-                if (!pump(&s[k])) {
-                    close(pf[k].fd);
-                    pf[k].fd = -1;
-                    open_n--;
-                }
-            }
-        }
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    pump_all(s);
+    int code = wait_child(pid);
     for (int k = 0; k < 2; k++)
         fclose(s[k].log);
     write_manifest(dir, cmd, inject, start, now_ns(), code);
-    /* what was written, and what to run next; a command that made no CUDA
-     * or NVTX call the collector saw leaves no trace, which is said */
-    int ntl = 0;
-    snprintf(sub, sizeof sub, "%s/traces", dir);
-    DIR *td = opendir(sub);
-    for (struct dirent *de; td && (de = readdir(td)) != NULL;) {
-        size_t l = strlen(de->d_name);
-        ntl += l > 4 && !strcmp(de->d_name + l - 4, ".tlt");
-    }
-    if (td)
-        closedir(td);
-    if (ntl)
-        fprintf(stderr, "teller run: %s: %d trace file%s, the command's output in logs/, exit status %d; next: teller "
-                        "diagnose %s\n",
-                dir, ntl, ntl == 1 ? "" : "s", code, dir);
-    else
-        fprintf(stderr, "teller run: %s: no trace: %s made no CUDA or NVTX call the collector saw (its output is in "
-                        "logs/, exit status %d)\n",
-                dir, cmd[0], code);
+    say_written(dir, cmd, code);
     return code;
 }

@@ -195,36 +195,42 @@ _Static_assert(TELLER_MODEL_WITHOUT_TRACE == 1 << 0 && TELLER_MODEL_WITHOUT_LOGS
 static const char *const TOKENS[] = {"tpe", "raw", NULL};
 _Static_assert(TELLER_MODEL_TOKENS_TPE == 0 && TELLER_MODEL_TOKENS_RAW == 1, "TOKENS's order is the enum's");
 
-int cmd_train(int argc, char **argv)
+/* What the command line asks of train. */
+typedef struct train_args {
+    cli_load_opts lo;
+    const char   *out, *base;
+    uint64_t      seed;
+    int           epochs, patience, val_every, vocab_n, without, tokens;
+} train_args;
+
+/* The samples: training and validation, each a growable array. */
+typedef struct sample_sets {
+    teller_model_sample *tr, *va;
+    size_t               ntr, nva, ctr, cva;
+} sample_sets;
+
+/* Reads the options into *a and says --help and usage errors: the number
+ * of cases and corpora (argv[1...]), or cli_parse's negative result. */
+static int parse_args(train_args *a, int argc, char **argv)
 {
-    cli_load_opts lo = cli_load_defaults();
-    lo.quiet = 1;
-    const char *out = NULL, *base = NULL;
-    uint64_t seed = 1;
-    int epochs = 0, patience = 0, val_every = 5, vocab_n = 0, without = 0, tokens = TELLER_MODEL_TOKENS_TPE;
-    teller_tpe_vocab *v = NULL;
-    cli_strs cases = {NULL, 0};
-    int rc = 2;
-    teller_model_sample *tr = NULL, *va = NULL;
-    teller_model *m = NULL;
     const cli_opt opts[] = {
-        CLI_STR('o', NULL, &out, "MODEL", CLI_REQUIRED, "the model file to write"),
-        CLI_STR(0, "base", &base, "MODEL", 0,
+        CLI_STR('o', NULL, &a->out, "MODEL", CLI_REQUIRED, "the model file to write"),
+        CLI_STR(0, "base", &a->base, "MODEL", 0,
                 "fine-tune that model (and keep its vocabulary and tokens)\n"
                 "instead of starting from seeded weights"),
-        CLI_U64(0, "seed", &seed, "N", 0, 4294967295.0, "the seed of the weights and of the sample order (default 1)"),
-        CLI_INT(0, "epochs", &epochs, "N", 1, 10000, "at most N epochs"),
-        CLI_INT(0, "patience", &patience, "N", 1, 10000, "stop after N epochs without a better validation loss"),
-        CLI_INT(0, "val-every", &val_every, "N", 2, 1000, "every N-th case is kept for validation (default 5)"),
-        CLI_CHOICE(0, "without", &without, WITHOUT, "trace|logs|numbers", CLI_OR,
+        CLI_U64(0, "seed", &a->seed, "N", 0, 4294967295.0, "the seed of the weights and of the sample order (default 1)"),
+        CLI_INT(0, "epochs", &a->epochs, "N", 1, 10000, "at most N epochs"),
+        CLI_INT(0, "patience", &a->patience, "N", 1, 10000, "stop after N epochs without a better validation loss"),
+        CLI_INT(0, "val-every", &a->val_every, "N", 2, 1000, "every N-th case is kept for validation (default 5)"),
+        CLI_CHOICE(0, "without", &a->without, WITHOUT, "trace|logs|numbers", CLI_OR,
                    "an ablation (repeatable): the model never sees that modality,\n"
                    "in training nor where it is used (the model file says so)"),
-        CLI_CHOICE(0, "trace-tokens", &tokens, TOKENS, "tpe|raw", 0,
+        CLI_CHOICE(0, "trace-tokens", &a->tokens, TOKENS, "tpe|raw", 0,
                    "raw: the slices' per-node tokens instead of TPE tokens"),
-        CLI_INT(0, "tpe-vocab", &vocab_n, "N", 1, 65536,
+        CLI_INT(0, "tpe-vocab", &a->vocab_n, "N", 1, 65536,
                 "TPE tokens of a vocabulary of N merges learned on the training\n"
                 "steps' slices (default: the built-in vocabulary)"),
-        CLI_LOAD_OPTS(&lo),
+        CLI_LOAD_OPTS(&a->lo),
         CLI_END,
     };
     const cli_cmd cmd = {
@@ -238,62 +244,69 @@ int cmd_train(int argc, char **argv)
         .missing = "no case given",
         .max_args = -1,
     };
-    int np = cli_parse(&cmd, argc, argv);
-    if (np < 0) {
-        rc = cli_parse_exit(np);
-        goto done;
-    }
-    if ((vocab_n > 0 || tokens == TELLER_MODEL_TOKENS_RAW) && (base || (vocab_n > 0 && tokens == TELLER_MODEL_TOKENS_RAW))) {
-        cli_error(cmd.name, "--tpe-vocab and --trace-tokens raw exclude each other and --base (a base model keeps its "
-                            "vocabulary and tokens)");
-        goto done;
-    }
-    rc = 1;
-    if (cli_can_write(out))
-        goto done;
-    for (int i = 1; i <= np; i++)
-        if (add_cases(argv[i], &cases))
-            goto done;
+    return cli_parse(&cmd, argc, argv);
+}
+
+/* The model to train: --base's, else a new one from the seed. NULL with
+ * why said. */
+static teller_model *start_model(const train_args *a)
+{
+    teller_model *m = NULL;
     teller_error err;
     teller_error_clear(&err);
-    if (base ? teller_model_load(base, &m, &err) != TELLER_OK : !(m = teller_model_create(seed))) {
-        fprintf(stderr, "teller: %s:%llu: %s\n", base ? err.file : "train", (unsigned long long)err.offset,
-                base ? err.msg : "out of memory");
-        goto done;
+    if (a->base ? teller_model_load(a->base, &m, &err) != TELLER_OK : !(m = teller_model_create(a->seed))) {
+        fprintf(stderr, "teller: %s:%llu: %s\n", a->base ? err.file : "train", (unsigned long long)err.offset,
+                a->base ? err.msg : "out of memory");
+        return NULL;
     }
-    /* one vocabulary reads every case: the model's, or a new one (learned
-     * below; for raw tokens, base symbols alone) */
-    if (vocab_n > 0 || tokens == TELLER_MODEL_TOKENS_RAW) {
+    return m;
+}
+
+/* The one vocabulary that reads every case: the model's, or a new one
+ * (its merges learned later; for raw tokens, base symbols alone). NULL
+ * with why said. */
+static teller_tpe_vocab *start_vocab(const train_args *a, teller_model *m)
+{
+    teller_tpe_vocab *v = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    if (a->vocab_n > 0 || a->tokens == TELLER_MODEL_TOKENS_RAW) {
         teller_tpe_vocab_opts vo = teller_tpe_vocab_defaults();
-        if (!(v = teller_tpe_vocab_create(&vo))) {
+        if (!(v = teller_tpe_vocab_create(&vo)))
             fprintf(stderr, "teller train: out of memory\n");
-            goto done;
-        }
     } else if (teller_model_vocab(m, &v, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
-        goto done;
     }
-    size_t ntr = 0, nva = 0, ctr = 0, cva = 0;
-    for (size_t i = 0; i < cases.n; i++) {
-        int val = cases.n > 1 && i % (size_t)val_every == (size_t)val_every - 1;
-        if (case_samples(&lo, cases.v[i], v, val ? &va : &tr, val ? &nva : &ntr, val ? &cva : &ctr))
-            goto done;
+    return v;
+}
+
+/* Every case's samples, every val_every-th case's (when there are several)
+ * into validation, the rest into training: 0, or -1 with why said. */
+static int read_cases(const train_args *a, const cli_strs *cases, teller_tpe_vocab *v, sample_sets *ss)
+{
+    for (size_t i = 0; i < cases->n; i++) {
+        int val = cases->n > 1 && i % (size_t)a->val_every == (size_t)a->val_every - 1;
+        if (case_samples(&a->lo, cases->v[i], v, val ? &ss->va : &ss->tr, val ? &ss->nva : &ss->ntr,
+                         val ? &ss->cva : &ss->ctr))
+            return -1;
     }
-    fprintf(stderr, "teller train: %zu cases, %zu training steps, %zu validation steps\n", cases.n, ntr, nva);
-    if (vocab_n > 0 && learn_vocab(v, tr, ntr, (uint32_t)vocab_n))
-        goto done;
-    if (teller_model_set_vocab(m, v, base ? teller_model_token_kind(m) : (teller_model_tokens)tokens, &err) != TELLER_OK) {
-        fprintf(stderr, "teller train: %s\n", err.msg);
-        goto done;
-    }
-    teller_model_set_without(m, teller_model_without(m) | (uint32_t)without);
-    /* the trace tokens, and what they cover */
-    size_t nbase = 0, ntok = 0;
-    for (size_t i = 0; i < ntr + nva; i++) {
-        teller_model_sample *x = i < ntr ? &tr[i] : &va[i - ntr];
+    fprintf(stderr, "teller train: %zu cases, %zu training steps, %zu validation steps\n", cases->n, ss->ntr, ss->nva);
+    return 0;
+}
+
+/* Reads every sample's trace into the model's tokens, hides what the
+ * model goes without, and says what the tokens cover: 0, or -1 with why
+ * said. */
+static int tokenize_samples(const teller_model *m, const teller_tpe_vocab *v, sample_sets *ss)
+{
+    teller_error err;
+    teller_error_clear(&err);
+    size_t nbase = 0, ntok = 0, n = ss->ntr + ss->nva;
+    for (size_t i = 0; i < n; i++) {
+        teller_model_sample *x = i < ss->ntr ? &ss->tr[i] : &ss->va[i - ss->ntr];
         if (teller_model_tokenize(m, v, x, &err) != TELLER_OK) {
             fprintf(stderr, "teller train: %s\n", err.msg);
-            goto done;
+            return -1;
         }
         for (int j = 0; j < TELLER_MODEL_TRACE_CANDS; j++)
             nbase += x->nbase[j];
@@ -303,31 +316,91 @@ int cmd_train(int argc, char **argv)
     fprintf(stderr, "teller train: %s tokens, vocabulary of %zu symbols (%zu merges); %.1f base tokens a step, %.1f "
                     "trace tokens read\n",
             teller_model_token_kind(m) == TELLER_MODEL_TOKENS_RAW ? "raw" : "TPE", teller_tpe_vocab_size(v),
-            teller_tpe_vocab_merges(v), ntr + nva ? (double)nbase / (double)(ntr + nva) : 0,
-            ntr + nva ? (double)ntok / (double)(ntr + nva) : 0);
+            teller_tpe_vocab_merges(v), n ? (double)nbase / (double)n : 0, n ? (double)ntok / (double)n : 0);
+    return 0;
+}
+
+/* Trains m on the samples, writes it to --o's file and prints its figures
+ * on the validation cases: 0, or -1 with why said. */
+static int train_and_save(const train_args *a, teller_model *m, const sample_sets *ss)
+{
+    teller_error err;
+    teller_error_clear(&err);
     teller_train_opts to = {0};
-    to.seed = seed;
-    to.max_epochs = epochs;
-    to.patience = patience;
-    to.fine_tune = base != NULL;
+    to.seed = a->seed;
+    to.max_epochs = a->epochs;
+    to.patience = a->patience;
+    to.fine_tune = a->base != NULL;
     to.progress = progress;
     teller_train_report rep;
-    if (teller_model_train(m, tr, ntr, va, nva, &to, &rep, &err) != TELLER_OK ||
-        teller_model_save(m, out, &err) != TELLER_OK) {
+    if (teller_model_train(m, ss->tr, ss->ntr, ss->va, ss->nva, &to, &rep, &err) != TELLER_OK ||
+        teller_model_save(m, a->out, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
-        goto done;
+        return -1;
     }
     printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s\n",
-           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, out);
+           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, a->out);
     printf("validation: step F1 %.3f (the model alone %.3f, the numeric stage %.3f), kind accuracy %.3f, root accuracy "
            "%.3f\n",
            rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc);
-    rc = 0;
+    return 0;
+}
+
+/* Reads the cases, sets the model's vocabulary (learning it first with
+ * --tpe-vocab), tokenizes, trains and saves: 0, or -1 with why said. */
+static int train(const train_args *a, const cli_strs *cases, teller_model *m, teller_tpe_vocab *v, sample_sets *ss)
+{
+    teller_error err;
+    teller_error_clear(&err);
+    if (read_cases(a, cases, v, ss))
+        return -1;
+    if (a->vocab_n > 0 && learn_vocab(v, ss->tr, ss->ntr, (uint32_t)a->vocab_n))
+        return -1;
+    teller_model_tokens tokens = a->base ? teller_model_token_kind(m) : (teller_model_tokens)a->tokens;
+    if (teller_model_set_vocab(m, v, tokens, &err) != TELLER_OK) {
+        fprintf(stderr, "teller train: %s\n", err.msg);
+        return -1;
+    }
+    teller_model_set_without(m, teller_model_without(m) | (uint32_t)a->without);
+    if (tokenize_samples(m, v, ss))
+        return -1;
+    return train_and_save(a, m, ss);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_args a = {.lo = cli_load_defaults(), .seed = 1, .val_every = 5, .tokens = TELLER_MODEL_TOKENS_TPE};
+    a.lo.quiet = 1;
+    cli_strs cases = {NULL, 0};
+    sample_sets ss = {0};
+    teller_model *m = NULL;
+    teller_tpe_vocab *v = NULL;
+    int rc = 1;
+    int np = parse_args(&a, argc, argv);
+    if (np < 0) {
+        rc = cli_parse_exit(np);
+        goto done;
+    }
+    if ((a.vocab_n > 0 || a.tokens == TELLER_MODEL_TOKENS_RAW) &&
+        (a.base || (a.vocab_n > 0 && a.tokens == TELLER_MODEL_TOKENS_RAW))) {
+        cli_error("train", "--tpe-vocab and --trace-tokens raw exclude each other and --base (a base model keeps its "
+                           "vocabulary and tokens)");
+        rc = 2;
+        goto done;
+    }
+    if (cli_can_write(a.out))
+        goto done;
+    for (int i = 1; i <= np; i++)
+        if (add_cases(argv[i], &cases))
+            goto done;
+    if (!(m = start_model(&a)) || !(v = start_vocab(&a, m)))
+        goto done;
+    rc = train(&a, &cases, m, v, &ss) ? 1 : 0;
 done:
     teller_model_free(m);
     teller_tpe_vocab_free(v);
-    free(tr);
-    free(va);
+    free(ss.tr);
+    free(ss.va);
     cli_strs_free(&cases);
     return rc;
 }

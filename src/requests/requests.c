@@ -301,163 +301,229 @@ static int64_t token_budget(const teller_requests *R, int64_t *least)
     return best;
 }
 
+/* The replay between steps: the running decoders (indices into ord), the
+ * tokens each request has left to decode (max_tokens, -1 unknown), the
+ * next request waiting, the request whose prefill chunk was cut (-1
+ * none), and the run's token budget (token_budget). */
+typedef struct replay_state {
+    rq     **ord;
+    size_t   nord;
+    size_t  *dec, nd;
+    int32_t *left;
+    size_t   next;
+    long     carry;
+    int64_t  budget, least;
+} replay_state;
+
+/* Fits the running decoders to step si's annotation. More than it says
+ * means some stopped before max_tokens (EOS): dropped are those whose
+ * Finished line says they had finished before the step began, else those
+ * with the fewest tokens left, most likely to have stopped. Fewer are
+ * decoders no request accounts for (unknown_seqs), unless the step is an
+ * idle engine's dummy decode. 1 when the replay disagreed. */
+static int fit_decoders(replay_state *S, teller_req_stepinfo *si)
+{
+    if ((size_t)si->decode_seqs < S->nd) {
+        while ((size_t)si->decode_seqs < S->nd) {
+            size_t w = 0;
+            int done_w = 0;
+            for (size_t j = 0; j < S->nd; j++) {
+                const rq *q = S->ord[S->dec[j]];
+                int done = q->fin_by != INT64_MIN && q->fin_by <= si->start_ns;
+                int fewer = S->left[S->dec[j]] >= 0 && (S->left[S->dec[w]] < 0 || S->left[S->dec[j]] < S->left[S->dec[w]]);
+                if (j == 0 || done > done_w || (done == done_w && fewer)) {
+                    w = j;
+                    done_w = done;
+                }
+            }
+            for (size_t j = w; j + 1 < S->nd; j++)
+                S->dec[j] = S->dec[j + 1];
+            S->nd--;
+        }
+        return 1;
+    }
+    if ((size_t)si->decode_seqs > S->nd && !(S->nd == 0 && si->prefill_seqs == 0 && si->decode_seqs == 1))
+        si->unknown_seqs = si->decode_seqs - (int32_t)S->nd;
+    return 0;
+}
+
+/* Gives every running decoder its token of step k, *fin: how many of them
+ * reached their max_tokens. 0, or -1 out of memory. */
+static int decode_step(replay_state *S, uint32_t k, size_t *fin)
+{
+    *fin = 0;
+    for (size_t j = 0; j < S->nd; j++) {
+        if (add_step(S->ord[S->dec[j]], k, 0, 1))
+            return -1;
+        if (S->left[S->dec[j]] > 0 && --S->left[S->dec[j]] == 0)
+            (*fin)++;
+    }
+    return 0;
+}
+
+/* How many prefills step k completed, from the next step's decoders
+ * (nrun: the decoders that go on past this step); at the last step, every
+ * chunk. */
+static int32_t completions(const teller_requests *R, size_t k, size_t nrun)
+{
+    if (k + 1 >= R->nsteps || R->steps[k + 1].decode_seqs < 0)
+        return R->steps[k].prefill_seqs;
+    int32_t c = R->steps[k + 1].decode_seqs - (int32_t)nrun;
+    if (R->steps[k + 1].prefill_seqs == 0 && R->steps[k + 1].decode_seqs == 1 && nrun == 0)
+        c = c > 0 ? c : 0; /* a dummy decode of an idle engine */
+    return c < 0 ? 0 : c;
+}
+
+/* Splits step k's prefill sequences that did not complete (of c that did)
+ * into a cut chunk (*trunc) and recomputation of preempted work, sets the
+ * step's recompute_seqs and truncated, and returns how many waiting
+ * requests it admitted. A cut chunk continues in the next step, so that
+ * step must hold a prefill; and the scheduler cut it where the budget ran
+ * out, so the step's total is the budget (while the budget is unknown, no
+ * less than its least). A total past the budget is recomputation on top of
+ * what was scheduled: no cut is taken there (the scheduled part would have
+ * to fill the budget to the token too). */
+static int32_t split_prefills(const teller_requests *R, const replay_state *S, size_t k, int32_t c, int32_t *trunc)
+{
+    teller_req_stepinfo *si = &R->steps[k];
+    int32_t n = si->prefill_seqs, have = S->carry >= 0, phantom = 0;
+    int32_t diff = n - c;
+    int64_t total = si->prefill_tokens >= 0 ? (int64_t)si->prefill_tokens + si->decode_seqs : -1;
+    int next_prefills = k + 1 < R->nsteps && R->steps[k + 1].prefill_seqs > 0;
+    int filled = S->budget ? total == S->budget : total < 0 || total >= S->least;
+    *trunc = 0;
+    if (diff > 0) {
+        *trunc = next_prefills && filled && (diff == 1 || S->budget);
+        phantom = diff - *trunc;
+    }
+    int32_t admit = n - have - phantom;
+    if (admit < 0) {
+        phantom += admit;
+        admit = 0;
+    }
+    if (phantom < 0)
+        phantom = 0;
+    si->recompute_seqs = phantom;
+    si->truncated = (uint8_t)*trunc;
+    return admit;
+}
+
+/* Admits up to admit waiting requests in arrival order into step k, each
+ * prefilling `each` tokens, and bounds their arrival by the steps: how
+ * many it admitted, or -1 out of memory. */
+static int32_t admit_waiting(teller_requests *R, replay_state *S, size_t k, int32_t admit, int32_t each)
+{
+    const teller_req_stepinfo *si = &R->steps[k];
+    int32_t got = 0;
+    while (got < admit && S->next < S->nord) {
+        rq *q = S->ord[S->next];
+        /* a request whose log line is later than this step cannot be in it */
+        if (q->r.arrival_lo_ns != INT64_MIN && q->r.arrival_lo_ns > si->end_ns)
+            break;
+        if (add_step(q, (uint32_t)k, 1, each))
+            return -1;
+        /* arrival: after the previous step was scheduled (it would have been taken then),
+         * unless that step's budget was exhausted; never after this one started */
+        int64_t lo = k > 0 && !R->steps[k - 1].truncated ? R->steps[k - 1].start_ns : INT64_MIN;
+        if (k == 0)
+            lo = si->start_ns; /* waiting before the trace began: queueing before it is unseen */
+        if (q->r.arrival_lo_ns == INT64_MIN || lo > q->r.arrival_lo_ns)
+            q->r.arrival_lo_ns = lo;
+        if (q->r.arrival_hi_ns == INT64_MIN || si->start_ns < q->r.arrival_hi_ns)
+            q->r.arrival_hi_ns = si->start_ns;
+        if (q->r.arrival_lo_ns > q->r.arrival_hi_ns) /* its log line came before the trace began: that time stands */
+            q->r.arrival_lo_ns = q->r.arrival_hi_ns;
+        q->r.flags |= TELLER_REQF_ARRIVAL_INFERRED;
+        S->next++;
+        got++;
+    }
+    return got;
+}
+
+/* The decoders of the next step: those with tokens left, the carried
+ * request unless it is cut again, and the requests admitted from
+ * first_new on, but for the one whose chunk was cut (cut: the step cut
+ * one), which is carried instead. */
+static void next_state(replay_state *S, size_t first_new, int cut)
+{
+    size_t nd2 = 0;
+    for (size_t j = 0; j < S->nd; j++)
+        if (S->left[S->dec[j]] != 0)
+            S->dec[nd2++] = S->dec[j];
+    S->nd = nd2;
+    long last = S->next > first_new ? (long)(S->next - 1) : S->carry;
+    long newcarry = cut ? last : -1;
+    if (S->carry >= 0 && S->carry != newcarry)
+        S->dec[S->nd++] = (size_t)S->carry;
+    for (size_t i = first_new; i < S->next; i++)
+        if ((long)i != newcarry)
+            S->dec[S->nd++] = i;
+    S->carry = newcarry;
+}
+
+/* Replays step k: decoders, then the cut prefill, then admissions, and
+ * counts the step as mismatched when the replay disagreed with its
+ * annotation (once). 0, or -1 out of memory. */
+static int replay_step(teller_requests *R, replay_state *S, size_t k)
+{
+    teller_req_stepinfo *si = &R->steps[k];
+    if (si->prefill_seqs < 0 || si->decode_seqs < 0) {
+        R->mismatched_steps++;
+        return 0;
+    }
+    int off = fit_decoders(S, si);
+    size_t fin;
+    if (decode_step(S, (uint32_t)k, &fin))
+        return -1;
+    int32_t trunc;
+    int32_t admit = split_prefills(R, S, k, completions(R, k, S->nd - fin), &trunc);
+    int32_t have = S->carry >= 0;
+    int32_t each = si->prefill_tokens >= 0 && si->prefill_seqs > 0 ? si->prefill_tokens / si->prefill_seqs : -1;
+    size_t first_new = S->next;
+    if (have && add_step(S->ord[S->carry], (uint32_t)k, 1, each))
+        return -1;
+    int32_t got = admit_waiting(R, S, k, admit, each);
+    if (got < 0)
+        return -1;
+    si->unknown_seqs += admit - got;
+    si->known_seqs = (int32_t)S->nd + have + got;
+    off |= admit - got || si->unknown_seqs;
+    R->mismatched_steps += (uint32_t)off;
+    next_state(S, first_new, trunc && have + admit > 0);
+    return 0;
+}
+
 /* Replays FCFS continuous batching: at each step every running decoder
  * gets one token, then the prefill that was cut by the token budget
  * continues, then waiting requests are admitted in arrival order. The
  * numbers of admissions and cut chunks come from the composition of this
  * step and the next (decoders next = decoders now - finished now + prefills
  * completed now); prefill sequences no request accounts for are
- * recomputation of preempted work. */
+ * recomputation of preempted work. Requests still decoding or prefilling
+ * at the end are marked unfinished. 0, or -1 out of memory. */
 static int replay(teller_requests *R, rq **ord, size_t nord)
 {
-    size_t nst = R->nsteps;
-    size_t *dec = malloc((nord + 1) * sizeof *dec);
-    int32_t *left = malloc((nord + 1) * sizeof *left);
-    if (!dec || !left) {
-        free(dec);
-        free(left);
-        return -1;
+    replay_state S = {.ord = ord, .nord = nord, .carry = -1};
+    S.dec = malloc((nord + 1) * sizeof *S.dec);
+    S.left = malloc((nord + 1) * sizeof *S.left);
+    int rc = -1;
+    if (S.dec && S.left) {
+        S.budget = token_budget(R, &S.least);
+        for (size_t i = 0; i < nord; i++)
+            S.left[i] = ord[i]->r.max_tokens;
+        rc = 0;
+        for (size_t k = 0; rc == 0 && k < R->nsteps; k++)
+            rc = replay_step(R, &S, k);
     }
-    size_t nd = 0, next = 0;
-    long carry = -1;
-    int64_t least;
-    int64_t budget = token_budget(R, &least);
-    for (size_t i = 0; i < nord; i++)
-        left[i] = ord[i]->r.max_tokens;
-    for (size_t k = 0; k < nst; k++) {
-        teller_req_stepinfo *si = &R->steps[k];
-        if (si->prefill_seqs < 0 || si->decode_seqs < 0) {
-            R->mismatched_steps++;
-            continue;
-        }
-        int off = 0; /* the replay disagreed with this step's annotation (counted once) */
-        /* decoders: more than the annotation says means some stopped before max_tokens (EOS) */
-        if ((size_t)si->decode_seqs < nd) {
-            off = 1;
-            /* drop those whose Finished line says they had finished before
-             * the step began, else those with the fewest tokens left: most
-             * likely to have stopped */
-            while ((size_t)si->decode_seqs < nd) {
-                size_t w = 0;
-                int done_w = 0;
-                for (size_t j = 0; j < nd; j++) {
-                    int done = ord[dec[j]]->fin_by != INT64_MIN && ord[dec[j]]->fin_by <= si->start_ns;
-                    int fewer = left[dec[j]] >= 0 && (left[dec[w]] < 0 || left[dec[j]] < left[dec[w]]);
-                    if (j == 0 || done > done_w || (done == done_w && fewer)) {
-                        w = j;
-                        done_w = done;
-                    }
-                }
-                for (size_t j = w; j + 1 < nd; j++)
-                    dec[j] = dec[j + 1];
-                nd--;
-            }
-        } else if ((size_t)si->decode_seqs > nd && !(nd == 0 && si->prefill_seqs == 0 && si->decode_seqs == 1)) {
-            si->unknown_seqs = si->decode_seqs - (int32_t)nd;
-        }
-        size_t fin = 0;
-        for (size_t j = 0; j < nd; j++) {
-            rq *q = ord[dec[j]];
-            if (add_step(q, (uint32_t)k, 0, 1))
-                goto oom;
-            if (left[dec[j]] > 0 && --left[dec[j]] == 0)
-                fin++;
-        }
-        /* prefill completions, from the next step's decoders */
-        int32_t c;
-        if (k + 1 < nst && R->steps[k + 1].decode_seqs >= 0) {
-            c = R->steps[k + 1].decode_seqs - (int32_t)(nd - fin);
-            if (R->steps[k + 1].prefill_seqs == 0 && R->steps[k + 1].decode_seqs == 1 && nd - fin == 0)
-                c = c > 0 ? c : 0; /* a dummy decode of an idle engine */
-            if (c < 0)
-                c = 0;
-        } else {
-            c = si->prefill_seqs; /* last step: assume every chunk completed */
-        }
-        int32_t n = si->prefill_seqs, have = carry >= 0, trunc = 0, phantom = 0;
-        int32_t diff = n - c;
-        int64_t total = si->prefill_tokens >= 0 ? (int64_t)si->prefill_tokens + si->decode_seqs : -1;
-        /* a cut chunk continues in the next step, so that step must hold a
-         * prefill; and the scheduler cut it where the budget ran out, so
-         * the step's total is the budget (while the budget is unknown, no
-         * less than its least). A total past the budget is recomputation
-         * on top of what was scheduled: no cut is taken there (the
-         * scheduled part would have to fill the budget to the token too) */
-        int next_prefills = k + 1 < nst && R->steps[k + 1].prefill_seqs > 0;
-        int filled = budget ? total == budget : total < 0 || total >= least;
-        if (diff > 0) {
-            trunc = next_prefills && filled && (diff == 1 || budget);
-            phantom = diff - trunc;
-        }
-        int32_t admit = n - have - phantom;
-        if (admit < 0) {
-            phantom += admit;
-            admit = 0;
-        }
-        if (phantom < 0)
-            phantom = 0;
-        si->recompute_seqs = phantom;
-        si->truncated = (uint8_t)trunc;
-        int32_t pseqs = have + admit;
-        int32_t each = si->prefill_tokens >= 0 && n > 0 ? si->prefill_tokens / n : -1;
-        size_t first_new = next;
-        if (have && add_step(ord[carry], (uint32_t)k, 1, each))
-            goto oom;
-        int32_t got = 0;
-        while (got < admit && next < nord) {
-            rq *q = ord[next];
-            /* a request whose log line is later than this step cannot be in it */
-            if (q->r.arrival_lo_ns != INT64_MIN && q->r.arrival_lo_ns > si->end_ns)
-                break;
-            if (add_step(q, (uint32_t)k, 1, each))
-                goto oom;
-            /* arrival: after the previous step was scheduled (it would have been taken then),
-             * unless that step's budget was exhausted; never after this one started */
-            int64_t lo = k > 0 && !R->steps[k - 1].truncated ? R->steps[k - 1].start_ns : INT64_MIN;
-            if (k == 0)
-                lo = si->start_ns; /* waiting before the trace began: queueing before it is unseen */
-            if (q->r.arrival_lo_ns == INT64_MIN || lo > q->r.arrival_lo_ns)
-                q->r.arrival_lo_ns = lo;
-            if (q->r.arrival_hi_ns == INT64_MIN || si->start_ns < q->r.arrival_hi_ns)
-                q->r.arrival_hi_ns = si->start_ns;
-            if (q->r.arrival_lo_ns > q->r.arrival_hi_ns) /* its log line came before the trace began: that time stands */
-                q->r.arrival_lo_ns = q->r.arrival_hi_ns;
-            q->r.flags |= TELLER_REQF_ARRIVAL_INFERRED;
-            next++;
-            got++;
-        }
-        si->unknown_seqs += admit - got;
-        si->known_seqs = (int32_t)nd + have + got;
-        off |= admit - got || si->unknown_seqs;
-        R->mismatched_steps += (uint32_t)off;
-        /* state for the next step */
-        size_t nd2 = 0;
-        for (size_t j = 0; j < nd; j++)
-            if (left[dec[j]] != 0)
-                dec[nd2++] = dec[j];
-        nd = nd2;
-        long last = got ? (long)(next - 1) : carry;
-        long newcarry = trunc && pseqs > 0 ? last : -1;
-        if (have && carry != newcarry)
-            dec[nd++] = (size_t)carry;
-        for (size_t i = first_new; i < next; i++)
-            if ((long)i != newcarry)
-                dec[nd++] = i;
-        carry = newcarry;
-        (void)got;
+    if (rc == 0) {
+        for (size_t j = 0; j < S.nd; j++)
+            ord[S.dec[j]]->r.flags |= TELLER_REQF_UNFINISHED;
+        if (S.carry >= 0)
+            ord[S.carry]->r.flags |= TELLER_REQF_UNFINISHED;
     }
-    /* unfinished: still decoding or prefilling at the end */
-    for (size_t j = 0; j < nd; j++)
-        ord[dec[j]]->r.flags |= TELLER_REQF_UNFINISHED;
-    if (carry >= 0)
-        ord[carry]->r.flags |= TELLER_REQF_UNFINISHED;
-    free(dec);
-    free(left);
-    return 0;
-oom:
-    free(dec);
-    free(left);
-    return -1;
+    free(S.dec);
+    free(S.left);
+    return rc;
 }
 
 /* ---- breakdown ---- */
