@@ -638,52 +638,61 @@ static void timeline_ranks(const hw *w, const teller_diag_step *s, const rep_bla
                            : "The root rank first, then the ranks that waited for it and those nearest it");
 }
 
-/* draw: per rank (w->ranks' index), whether its lanes are drawn */
-static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
+/* The span of step s, [*k0, *k1], and the window its timeline shows,
+ * [*w0, *w1]: an eighth of the span on each side, widened to the
+ * neighbouring steps but never past one and a half spans. A step whose
+ * trace ends long before the step did (a hang the watchdog took the
+ * process down in: nothing after it was recorded) is drawn as far as the
+ * trace goes, with a note saying so. Returns 0, after a note, when no time
+ * window is known for the step. */
+static int timeline_window(const hw *w, const teller_diag_step *s, int64_t *k0, int64_t *k1, int64_t *w0,
+                           int64_t *w1)
 {
     FILE *f = w->f;
     uint32_t k = s->pred.step;
-    int64_t k0 = 0, k1 = 0;
+    *k0 = *k1 = 0;
     if (s->dur_ns > 0) {
-        k0 = s->start_ns;
-        k1 = s->start_ns + s->dur_ns;
-    } else if (!step_span(w, k, &k0, &k1)) {
+        *k0 = s->start_ns;
+        *k1 = s->start_ns + s->dur_ns;
+    } else if (!step_span(w, k, k0, k1)) {
         fputs("<p class=\"note\">No time window is known for this step; no timeline.</p>\n", f);
         return 0;
     }
-    /* a step whose trace ends long before the step did (a hang the
-     * watchdog took the process down in: nothing after it was recorded)
-     * is drawn as far as the trace goes */
     int64_t a = 0, b = 0;
-    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > k0 && (double)(b - k0) * 100 < (double)s->dur_ns) {
+    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > *k0 && (double)(b - *k0) * 100 < (double)s->dur_ns) {
         char held[32];
         fprintf(f, "<p class=\"note\">The trace holds the first %s of this step's ",
-                teller_fmt_dur(held, sizeof held, (double)(b - k0)));
+                teller_fmt_dur(held, sizeof held, (double)(b - *k0)));
         put_step_dur(w, s);
         fputs(": what came after was never recorded.</p>\n", f);
-        k1 = b;
+        *k1 = b;
     }
-    if (k1 <= k0)
-        k1 = k0 + 1000;
-    int64_t len = k1 - k0, w0 = k0 - len / 8, w1 = k1 + len / 8;
-    if (k > 0 && step_span(w, k - 1, &a, &b) && a < w0)
-        w0 = a;
-    if (step_span(w, k + 1, &a, &b) && b > w1)
-        w1 = b;
+    if (*k1 <= *k0)
+        *k1 = *k0 + 1000;
+    int64_t len = *k1 - *k0;
+    *w0 = *k0 - len / 8;
+    *w1 = *k1 + len / 8;
+    if (k > 0 && step_span(w, k - 1, &a, &b) && a < *w0)
+        *w0 = a;
+    if (step_span(w, k + 1, &a, &b) && b > *w1)
+        *w1 = b;
     /* neighbours give context, not the scale */
-    if (w0 < k0 - 3 * len / 2)
-        w0 = k0 - 3 * len / 2;
-    if (w1 > k1 + 3 * len / 2)
-        w1 = k1 + 3 * len / 2;
-    tl t = {f, w0, w1, (TL_X1 - TL_X0) / (double)(w1 - w0), {0}, {0}, {0}};
+    if (*w0 < *k0 - 3 * len / 2)
+        *w0 = *k0 - 3 * len / 2;
+    if (*w1 > *k1 + 3 * len / 2)
+        *w1 = *k1 + 3 * len / 2;
+    return 1;
+}
 
-    /* Lanes: per rank, its main CPU thread then its GPU streams with work here. */
-    size_t cap = w->nrows + 1, nl = 0;
-    tl_lane *ln = malloc(cap * sizeof *ln);
-    if (!ln)
-        return -1;
+/* The lanes of the ranks drawn (draw: per rank, w->ranks' index), into ln
+ * (room for w->nrows + 1): per rank, its main CPU thread then its GPU
+ * streams with work in the window; of a fleet's few, the root rank's
+ * lanes first. Returns their number; *bottom is the y below the last. */
+static size_t timeline_lanes(const hw *w, const teller_diag_step *s, const uint8_t *draw, tl *t, tl_lane *ln,
+                             int *bottom)
+{
+    size_t nl = 0;
     int y = TL_TOP;
-    /* rank order; of a fleet's few, the root rank's lanes first */
     size_t top = w->nranks > TL_RANKS ? rank_index(w, s->root_rank) : SIZE_MAX;
     for (size_t q = 0; q < w->nranks + (top != SIZE_MAX); q++) {
         size_t r = top == SIZE_MAX ? q : q == 0 ? top : q - 1;
@@ -696,20 +705,21 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
         for (size_t i = 0; i < w->nrows; i++) {
             if (!w->rows[i].gpu || w->rows[i].rank != w->ranks[r])
                 continue;
-            if (draw_row(w, &t, i, 0, 0, NULL, 1) == 0)
+            if (draw_row(w, t, i, 0, 0, NULL, 1) == 0)
                 continue;
             ln[nl++] = (tl_lane){i, 0, r, y, TL_GPU_H};
             y += TL_GPU_H + TL_GAP;
         }
         y += 4;
     }
-    int height = y + TL_AXIS_H;
+    *bottom = y;
+    return nl;
+}
 
-    svg_open(f, TL_W, height);
-    fprintf(f, "timeline of step %u\">\n", k);
-    fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
-            TL_X1 - TL_X0, y - TL_TOP + 14);
-    /* step bands */
+/* The bands of step k ([k0, k1]) and of its neighbours inside the window,
+ * each labelled with its step, down to y. */
+static void step_bands(const hw *w, const tl *t, uint32_t k, int64_t k0, int64_t k1, int y)
+{
     for (int dk = -1; dk <= 1; dk++) {
         if ((dk < 0 && k == 0) || (dk > 0 && k == UINT32_MAX))
             continue;
@@ -720,36 +730,45 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
             bb = k1;
         } else if (!step_span(w, j, &ba, &bb))
             continue;
-        if (bb < w0 || ba > w1)
+        if (bb < t->w0 || ba > t->w1)
             continue;
-        double x0 = tl_x(&t, ba), x1 = tl_x(&t, bb);
-        fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", dk ? "band" : "bandk", x0,
-                TL_TOP - 14, x1 - x0 > 0.5 ? x1 - x0 : 0.5, y - TL_TOP + 14);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\"%s>step %u</text>\n", x0 + 3, TL_TOP - 4,
+        double x0 = tl_x(t, ba), x1 = tl_x(t, bb);
+        fprintf(t->f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", dk ? "band" : "bandk",
+                x0, TL_TOP - 14, x1 - x0 > 0.5 ? x1 - x0 : 0.5, y - TL_TOP + 14);
+        fprintf(t->f, "<text x=\"%.1f\" y=\"%d\"%s>step %u</text>\n", x0 + 3, TL_TOP - 4,
                 dk ? "" : " font-weight=\"600\"", j);
     }
-    /* grid and axis, in ms from the start of step k (in s past 10 s, so
-     * that a hung step's ticks read 100, not 100000) */
-    int in_s = w1 - w0 > 10 * (int64_t)1000000000;
-    double span_ms = (double)(w1 - w0) / 1e6, st_ms = nice_step(span_ms, 10);
-    double first = (double)(w0 - k0) / 1e6;
+}
+
+/* The grid and axis below y, in ms from the start of step k (k0); in s
+ * past 10 s, so that a hung step's ticks read 100, not 100000. */
+static void time_axis(const tl *t, uint32_t k, int64_t k0, int y)
+{
+    FILE *f = t->f;
+    int in_s = t->w1 - t->w0 > 10 * (int64_t)1000000000;
+    double span_ms = (double)(t->w1 - t->w0) / 1e6, st_ms = nice_step(span_ms, 10);
+    double first = (double)(t->w0 - k0) / 1e6;
     long i0 = (long)(first / st_ms);
     if ((double)i0 * st_ms < first)
         i0++;
     for (long i = i0;; i++) {
         double ms = (double)i * st_ms;
         int64_t ns = k0 + (int64_t)(ms * 1e6);
-        if (ns > w1)
+        if (ns > t->w1)
             break;
-        double x = tl_x(&t, ns);
+        double x = tl_x(t, ns);
         fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, TL_TOP - 14, x, y + 3);
         fprintf(f, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y + 14,
                 in_s ? ms / 1000 : ms);
     }
     fprintf(f, "<text class=\"ax\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">%s from the start of step %u</text>\n",
             TL_X1, y + 27, in_s ? "s" : "ms", k);
+}
 
-    /* lanes */
+/* Every lane: its label and its slices, with a rule between ranks. */
+static void draw_lanes(const hw *w, tl *t, const tl_lane *ln, size_t nl)
+{
+    FILE *f = t->f;
     size_t prev_rank = SIZE_MAX;
     for (size_t l = 0; l < nl; l++) {
         const rep_row *row = &w->rows[ln[l].row];
@@ -764,33 +783,63 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
             fprintf(f, "<text x=\"4\" y=\"%d\">rank %d \xc2\xb7 stream %d</text>\n", ln[l].y + 9,
                     row->rank, row->tid);
         pend p[2] = {{0}, {0}};
-        draw_row(w, &t, ln[l].row, ln[l].y + (ln[l].cpu ? 0 : 1), ln[l].cpu, p, 0);
-        pend_flush(w, &t, &p[0]);
-        pend_flush(w, &t, &p[1]);
-        path_flush(&t);
+        draw_row(w, t, ln[l].row, ln[l].y + (ln[l].cpu ? 0 : 1), ln[l].cpu, p, 0);
+        pend_flush(w, t, &p[0]);
+        pend_flush(w, t, &p[1]);
+        path_flush(t);
         fputc('\n', f);
     }
+}
 
-    /* the culprit (only ever on the root rank, rep_blame), or the root
-     * rank's missing call and the ranks that waited for it */
+/* What the diagnosis blames, over the lanes: the culprit (only ever on the
+ * root rank, rep_blame), the ranks that waited, the step's gaps, and the
+ * root rank's missing call at the step's start k0. */
+static void mark_blame(const hw *w, const teller_diag_step *s, const rep_blame *bl, const tl *t, const tl_lane *ln,
+                       size_t nl, int64_t k0)
+{
     if (bl->culprit != TELLER_NONE)
-        outline(w, &t, ln, nl, bl->culprit, "cul");
+        outline(w, t, ln, nl, bl->culprit, "cul");
     for (size_t v = 0; v < bl->nvictims; v++)
-        outline(w, &t, ln, nl, bl->victims[v], "vic");
-    gaps(w, s, &t, ln, nl);
-    if (bl->missing) {
-        size_t r = rank_index(w, s->root_rank);
-        for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
-            if (ln[l].rank == r) {
-                char nm[256];
-                teller_name_normalize(s->pred.cand[0].op, nm, sizeof nm);
-                fprintf(f, "<text class=\"miss\" x=\"%.1f\" y=\"%d\">never launched ", tl_x(&t, k0) + 3,
-                        ln[l].y + (ln[l].cpu ? 14 : 9));
-                rep_html(f, nm, 80);
-                fputs("</text>\n", f);
-                break;
-            }
-    }
+        outline(w, t, ln, nl, bl->victims[v], "vic");
+    gaps(w, s, t, ln, nl);
+    if (!bl->missing)
+        return;
+    size_t r = rank_index(w, s->root_rank);
+    for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
+        if (ln[l].rank == r) {
+            char nm[256];
+            teller_name_normalize(s->pred.cand[0].op, nm, sizeof nm);
+            fprintf(t->f, "<text class=\"miss\" x=\"%.1f\" y=\"%d\">never launched ", tl_x(t, k0) + 3,
+                    ln[l].y + (ln[l].cpu ? 14 : 9));
+            rep_html(t->f, nm, 80);
+            fputs("</text>\n", t->f);
+            break;
+        }
+}
+
+/* The timeline of step s (draw: per rank, w->ranks' index, whether its
+ * lanes are drawn). Returns 0, or -1 when out of memory. */
+static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
+{
+    FILE *f = w->f;
+    uint32_t k = s->pred.step;
+    int64_t k0, k1, w0, w1;
+    if (!timeline_window(w, s, &k0, &k1, &w0, &w1))
+        return 0;
+    tl t = {f, w0, w1, (TL_X1 - TL_X0) / (double)(w1 - w0), {0}, {0}, {0}};
+    tl_lane *ln = malloc((w->nrows + 1) * sizeof *ln);
+    if (!ln)
+        return -1;
+    int y;
+    size_t nl = timeline_lanes(w, s, draw, &t, ln, &y);
+    svg_open(f, TL_W, y + TL_AXIS_H);
+    fprintf(f, "timeline of step %u\">\n", k);
+    fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
+            TL_X1 - TL_X0, y - TL_TOP + 14);
+    step_bands(w, &t, k, k0, k1, y);
+    time_axis(&t, k, k0, y);
+    draw_lanes(w, &t, ln, nl);
+    mark_blame(w, s, bl, &t, ln, nl, k0);
     svg_close(f);
     free(ln);
     for (int cl = 0; cl < C_COUNT; cl++)
