@@ -1618,6 +1618,134 @@ static void summary_slow(hw *w, const worst *order, size_t n, const uint8_t *sec
     fputs("</table></div>\n", f);
 }
 
+/* The distinct ranks of the store's sources, ascending, and each one's
+ * main CPU row. */
+static void find_ranks(hw *w)
+{
+    size_t nsrc = teller_store_num_sources(w->st);
+    for (size_t i = 0; i < nsrc; i++) {
+        int32_t r = teller_store_source_c(w->st, (uint32_t)i)->rank;
+        int dup = 0;
+        for (size_t j = 0; j < w->nranks; j++)
+            dup |= w->ranks[j] == r;
+        if (!dup)
+            w->ranks[w->nranks++] = r;
+    }
+    qsort(w->ranks, w->nranks, sizeof *w->ranks, cmp_i32);
+    pick_main_rows(w);
+}
+
+/* The steps the page lists, worst first: the abnormal ones into
+ * order[0, *nab), then the slow ones no finding explains after them
+ * (*nslow); section[i] marks step i as one shown in detail (the first
+ * TELLER_REPORT_MAX_STEPS and TELLER_REPORT_MAX_SLOW of each). */
+static void order_steps(const teller_diagnosis *d, worst *order, uint8_t *section, size_t *nab, size_t *nslow)
+{
+    *nab = *nslow = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->steps[i].pred.abnormal)
+            order[(*nab)++] = (worst){d->steps[i].excess_ns, d->steps[i].pred.score, d->steps[i].pred.step, i};
+    for (size_t i = 0; i < d->n; i++)
+        if (status_of(&d->steps[i]) == 1)
+            order[*nab + (*nslow)++] = (worst){d->steps[i].excess_ns, 0, d->steps[i].pred.step, i};
+    worst *slow = order + *nab;
+    qsort(order, *nab, sizeof *order, cmp_worst);
+    qsort(slow, *nslow, sizeof *slow, cmp_worst);
+    for (size_t i = 0; i < *nab && i < TELLER_REPORT_MAX_STEPS; i++)
+        section[order[i].i] = 1;
+    for (size_t i = 0; i < *nslow && i < TELLER_REPORT_MAX_SLOW; i++)
+        section[slow[i].i] = 1;
+}
+
+/* The page's head and title, and the line of what the run holds: ranks,
+ * nodes, steps, events and the time they span. */
+static void put_head(const hw *w, const char *title)
+{
+    FILE *f = w->f;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
+          f);
+    rep_html(f, title, 0);
+    fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
+    rep_html_name(f, title, 0);
+    fputs("</h1>\n", f);
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (size_t i = 0; i < w->ev->n; i++) {
+        if (w->ev->start_ns[i] < t0)
+            t0 = w->ev->start_ns[i];
+        if (w->ev->start_ns[i] + w->ev->dur_ns[i] > t1)
+            t1 = w->ev->start_ns[i] + w->ev->dur_ns[i];
+    }
+    char du[32];
+    size_t nodes = teller_store_num_nodes(w->st);
+    uint32_t steps = teller_store_step_count(w->st);
+    fprintf(f, "<p class=\"meta\">%zu rank%s on %zu node%s \xc2\xb7 %u step%s \xc2\xb7 %zu events \xc2\xb7 %s of trace",
+            w->nranks, w->nranks == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", steps, steps == 1 ? "" : "s",
+            w->ev->n, teller_fmt_dur(du, sizeof du, w->ev->n ? (double)(t1 - t0) : 0));
+    if (teller_store_num_warnings(w->st))
+        fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(w->st));
+    fputs("</p>\n", f);
+}
+
+/* The summary tables: the abnormal steps (order[0, nab)) and the slow ones
+ * no finding explains (slow[0, nslow)). */
+static void put_summary(hw *w, const worst *order, size_t nab, const worst *slow, size_t nslow,
+                        const uint8_t *section)
+{
+    FILE *f = w->f;
+    fputs("<h2>Summary</h2>\n", f);
+    if (nab == 0)
+        fprintf(f, "<p>No abnormal step among %zu diagnosed.</p>\n", w->d->n);
+    else {
+        fprintf(f, "<p><b>%zu</b> of %zu steps abnormal, worst first.</p>\n", nab, w->d->n);
+        summary_abnormal(w, order, nab, section);
+    }
+    if (nslow) {
+        fprintf(f, "<p><b>%zu</b> step%s slower than usual that no finding explains, worst first.</p>\n", nslow,
+                nslow == 1 ? "" : "s");
+        summary_slow(w, slow, nslow, section);
+    }
+}
+
+/* The detailed sections of the first `shown` of order[0, n), under
+ * heading: full ones (abnormal steps) or short ones (slow steps), which
+ * name the rest `worst steps` or `slowest`. Returns 0, or -1 when out of
+ * memory. */
+static int step_sections(hw *w, const char *heading, const char *rest, const worst *order, size_t n, size_t shown,
+                         int full)
+{
+    FILE *f = w->f;
+    fprintf(f, "<h2>%s</h2>\n", heading);
+    if (n > shown)
+        fprintf(f, "<p class=\"note\">The %zu %s are shown in detail; %zu more are in the summary only.</p>\n", shown,
+                rest, n - shown);
+    for (size_t i = 0; i < shown; i++)
+        if (step_section(w, &w->d->steps[order[i].i], full) != 0)
+            return -1;
+    return 0;
+}
+
+/* The notes of the analysis, and the page's end. */
+static void put_notes(const hw *w)
+{
+    FILE *f = w->f;
+    fputs("<h2>Notes</h2>\n", f);
+    if (w->d->nnotes == 0)
+        fputs("<p class=\"note\">The analysis reported nothing it could not see.</p>\n", f);
+    else {
+        fputs("<ul>\n", f);
+        for (size_t i = 0; i < w->d->nnotes; i++) {
+            fputs("<li>", f);
+            rep_html(f, w->d->notes[i], 0);
+            fputs("</li>\n", f);
+        }
+        fputs("</ul>\n", f);
+    }
+    fputs("<p class=\"note\">Written by teller. Times are on node 0's clock; every name above is quoted from the "
+          "traces and logs as recorded.</p>\n</body>\n</html>\n",
+          f);
+}
+
 teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
                                  const char *title, FILE *out, teller_error *err)
 {
@@ -1641,125 +1769,30 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
         status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < nsrc; i++) {
-        int32_t r = teller_store_source_c(st, (uint32_t)i)->rank;
-        int dup = 0;
-        for (size_t j = 0; j < w.nranks; j++)
-            dup |= w.ranks[j] == r;
-        if (!dup)
-            w.ranks[w.nranks++] = r;
+    find_ranks(&w);
+    teller_error e2; /* the summaries are optional: without them a step has no table of ranks */
+    teller_error_clear(&e2);
+    if (w.nsteps && teller_step_summaries(st, &w.sum, &w.nsum, &e2) != TELLER_OK) {
+        w.sum = NULL;
+        w.nsum = 0;
     }
-    qsort(w.ranks, w.nranks, sizeof *w.ranks, cmp_i32);
-    pick_main_rows(&w);
-    {
-        teller_error e2;
-        teller_error_clear(&e2);
-        if (w.nsteps && teller_step_summaries(st, &w.sum, &w.nsum, &e2) != TELLER_OK) {
-            w.sum = NULL;
-            w.nsum = 0;
-        }
-    }
-
-    size_t nab = 0, nslow = 0;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->steps[i].pred.abnormal)
-            order[nab++] = (worst){d->steps[i].excess_ns, d->steps[i].pred.score, d->steps[i].pred.step, i};
-    for (size_t i = 0; i < d->n; i++)
-        if (status_of(&d->steps[i]) == 1)
-            order[nab + nslow++] = (worst){d->steps[i].excess_ns, 0, d->steps[i].pred.step, i};
-    worst *slow = order + nab;
-    qsort(order, nab, sizeof *order, cmp_worst);
-    qsort(slow, nslow, sizeof *slow, cmp_worst);
+    size_t nab, nslow;
+    order_steps(d, order, section, &nab, &nslow);
+    const worst *slow = order + nab;
     size_t shown = nab < TELLER_REPORT_MAX_STEPS ? nab : TELLER_REPORT_MAX_STEPS;
     size_t shown_slow = nslow < TELLER_REPORT_MAX_SLOW ? nslow : TELLER_REPORT_MAX_SLOW;
-    for (size_t i = 0; i < shown; i++)
-        section[order[i].i] = 1;
-    for (size_t i = 0; i < shown_slow; i++)
-        section[slow[i].i] = 1;
 
-    FILE *f = out;
-    if (!title || !*title)
-        title = "teller diagnosis";
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
-          f);
-    rep_html(f, title, 0);
-    fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
-    rep_html_name(f, title, 0);
-    fputs("</h1>\n", f);
-    {
-        int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-        for (size_t i = 0; i < w.ev->n; i++) {
-            if (w.ev->start_ns[i] < t0)
-                t0 = w.ev->start_ns[i];
-            if (w.ev->start_ns[i] + w.ev->dur_ns[i] > t1)
-                t1 = w.ev->start_ns[i] + w.ev->dur_ns[i];
-        }
-        char du[32];
-        fprintf(f, "<p class=\"meta\">%zu rank%s on %zu node%s \xc2\xb7 %u step%s \xc2\xb7 %zu events \xc2\xb7 %s of trace",
-                w.nranks, w.nranks == 1 ? "" : "s", teller_store_num_nodes(st),
-                teller_store_num_nodes(st) == 1 ? "" : "s", teller_store_step_count(st),
-                teller_store_step_count(st) == 1 ? "" : "s", w.ev->n,
-                teller_fmt_dur(du, sizeof du, w.ev->n ? (double)(t1 - t0) : 0));
-        if (teller_store_num_warnings(st))
-            fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(st));
-        fputs("</p>\n", f);
-    }
-
-    fputs("<h2>Summary</h2>\n", f);
-    if (nab == 0)
-        fprintf(f, "<p>No abnormal step among %zu diagnosed.</p>\n", d->n);
-    else {
-        fprintf(f, "<p><b>%zu</b> of %zu steps abnormal, worst first.</p>\n", nab, d->n);
-        summary_abnormal(&w, order, nab, section);
-    }
-    if (nslow) {
-        fprintf(f, "<p><b>%zu</b> step%s slower than usual that no finding explains, worst first.</p>\n", nslow,
-                nslow == 1 ? "" : "s");
-        summary_slow(&w, slow, nslow, section);
-    }
-    fputs("<h2>Step times</h2>\n", f);
+    put_head(&w, title && *title ? title : "teller diagnosis");
+    put_summary(&w, order, nab, slow, nslow, section);
+    fputs("<h2>Step times</h2>\n", out);
     step_chart(&w, section);
-
-    if (nab) {
-        fputs("<h2>Abnormal steps</h2>\n", f);
-        if (nab > shown)
-            fprintf(f, "<p class=\"note\">The %zu worst steps are shown in detail; %zu more are in the summary only.</p>\n",
-                    shown, nab - shown);
-        for (size_t i = 0; i < shown; i++)
-            if (step_section(&w, &d->steps[order[i].i], 1) != 0) {
-                status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
-                goto done;
-            }
+    if ((nab && step_sections(&w, "Abnormal steps", "worst steps", order, nab, shown, 1) != 0) ||
+        (nslow && step_sections(&w, "Slower than usual, unexplained", "slowest", slow, nslow, shown_slow, 0) != 0)) {
+        status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
+        goto done;
     }
-    if (nslow) {
-        fputs("<h2>Slower than usual, unexplained</h2>\n", f);
-        if (nslow > shown_slow)
-            fprintf(f, "<p class=\"note\">The %zu slowest are shown in detail; %zu more are in the summary only.</p>\n",
-                    shown_slow, nslow - shown_slow);
-        for (size_t i = 0; i < shown_slow; i++)
-            if (step_section(&w, &d->steps[slow[i].i], 0) != 0) {
-                status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
-                goto done;
-            }
-    }
-
-    fputs("<h2>Notes</h2>\n", f);
-    if (d->nnotes == 0)
-        fputs("<p class=\"note\">The analysis reported nothing it could not see.</p>\n", f);
-    else {
-        fputs("<ul>\n", f);
-        for (size_t i = 0; i < d->nnotes; i++) {
-            fputs("<li>", f);
-            rep_html(f, d->notes[i], 0);
-            fputs("</li>\n", f);
-        }
-        fputs("</ul>\n", f);
-    }
-    fputs("<p class=\"note\">Written by teller. Times are on node 0's clock; every name above is quoted from the "
-          "traces and logs as recorded.</p>\n</body>\n</html>\n",
-          f);
-    if (fflush(f) != 0 || ferror(f))
+    put_notes(&w);
+    if (fflush(out) != 0 || ferror(out))
         status = teller_error_set(err, TELLER_ERR_IO, "html", 0, "write failed");
 
 done:
