@@ -1224,14 +1224,24 @@ static void axis_label(char *buf, size_t cap, double ns, double top)
     snprintf(buf, cap, "%g %s", ns / u, u == 1e9 ? "s" : u == 1e6 ? "ms" : u == 1e3 ? "us" : "ns");
 }
 
-/* One panel of the chart: the steps of kind k at the run's columns. pick
- * and v are scratch (cols and d->n entries); y is the panel's top. */
-static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, size_t *pick, int64_t *v,
-                        int y)
+/* A chart panel's geometry: its scale and where its plot and bars are. */
+typedef struct panel {
+    double top;      /* ns at the top of the plot */
+    double tick;     /* ns between grid lines */
+    int    cut;      /* the scale stops short of the longest step */
+    int    yt, base; /* the plot's top and bottom */
+    double bw, wd;   /* a column's width, a bar's */
+} panel;
+
+/* The steps of kind k: each one's longer of its time and its usual into
+ * v[0, return), the worst into pick[c] for each of the cols columns (or
+ * SIZE_MAX), and how many are abnormal, slow and without a yardstick. */
+static size_t pick_columns(const hw *w, teller_step_kind k, size_t cols, size_t *pick, int64_t *v, size_t *nab,
+                           size_t *nslow, size_t *nnone)
 {
-    FILE *f = w->f;
     const teller_diagnosis *d = w->d;
-    size_t m = 0, nab = 0, nslow = 0, nnone = 0;
+    size_t m = 0;
+    *nab = *nslow = *nnone = 0;
     for (size_t c = 0; c < cols; c++)
         pick[c] = SIZE_MAX;
     for (size_t i = 0; i < d->n; i++) {
@@ -1239,9 +1249,9 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
         if (kind_of(w, s) != k)
             continue;
         v[m++] = s->usual_ns > s->dur_ns ? s->usual_ns : s->dur_ns;
-        nab += status_of(s) == 2;
-        nslow += status_of(s) == 1;
-        nnone += s->usual_ns < 0;
+        *nab += status_of(s) == 2;
+        *nslow += status_of(s) == 1;
+        *nnone += s->usual_ns < 0;
         /* a column shows its worst step: abnormal, then slow, then the largest excess, then the longest */
         size_t c = i * cols / d->n, p = pick[c];
         const teller_diag_step *o = p != SIZE_MAX ? &d->steps[p] : NULL;
@@ -1250,55 +1260,47 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
              (s->excess_ns > o->excess_ns || (s->excess_ns == o->excess_ns && s->dur_ns > o->dur_ns))))
             pick[c] = i;
     }
-    /* the scale: from 0 to the longest, unless a few steps (a hang) would
-     * flatten the rest: then cut at CH_CLIP times the 90th percentile */
+    return m;
+}
+
+/* The panel's scale over the m values v (sorted here): from 0 to the
+ * longest, unless a few steps (a hang) would flatten the rest: then cut
+ * at CH_CLIP times the 90th percentile; rounded up to whole ticks. */
+static void panel_scale(int64_t *v, size_t m, panel *pn)
+{
     qsort(v, m, sizeof *v, cmp_i64);
     double top = (double)v[m - 1], p90 = (double)v[(m - 1) * 9 / 10];
-    int cut = p90 > 0 && top > CH_CLIP * p90;
-    if (cut)
+    pn->cut = p90 > 0 && top > CH_CLIP * p90;
+    if (pn->cut)
         top = CH_CLIP * p90;
     if (top <= 0)
         top = 1000;
-    double tick = nice_step(top, 3);
-    top = ceil(top / tick - 1e-9) * tick;
-    int yt = y + CH_HEAD, base = yt + CH_H;
-    char du[32], du2[32];
+    pn->tick = nice_step(top, 3);
+    pn->top = ceil(top / pn->tick - 1e-9) * pn->tick;
+}
 
-    fprintf(f, "<g class=\"panel\" data-kind=\"%s\">\n<text x=\"%.0f\" y=\"%d\"><tspan class=\"pt\">%s steps</tspan>: %zu",
-            teller_step_kind_name(k), CH_X0, y + 13, teller_step_kind_name(k), m);
-    if (nab)
-        fprintf(f, " \xc2\xb7 %zu abnormal", nab);
-    if (nslow)
-        fprintf(f, " \xc2\xb7 %zu slow, unexplained", nslow);
-    if (nnone)
-        fprintf(f, " \xc2\xb7 %zu without a yardstick", nnone);
-    if (cut)
-        fprintf(f, " \xc2\xb7 bars cut at %s", teller_fmt_dur(du, sizeof du, top));
-    fputs("</text>\n", f);
-    for (int j = 0; (double)j * tick <= top * (1 + 1e-9); j++) {
-        double gy = base - (double)CH_H * j * tick / top;
-        axis_label(du, sizeof du, j * tick, top);
-        fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/><text class=\"ax\" x=\"%.0f\" "
-                   "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                CH_X0, gy, CH_X1, gy, CH_X0 - 4, gy + 4, du);
-    }
-    /* bars, then the usual ticks, the steps without a yardstick and the
-     * cut bars' marks, each kind of mark one path */
-    double bw = (CH_X1 - CH_X0) / (double)cols, wd = bw > 1.5 ? bw - 0.5 : bw;
+/* Each column's bar: its step's time, coloured by its status, with a
+ * tooltip, linked to the step's section when it has one. */
+static void panel_bars(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, const size_t *pick,
+                       const panel *pn)
+{
+    FILE *f = w->f;
+    char du[32], du2[32];
     for (size_t c = 0; c < cols; c++) {
         size_t i = pick[c];
         if (i == SIZE_MAX)
             continue;
-        const teller_diag_step *s = &d->steps[i];
+        const teller_diag_step *s = &w->d->steps[i];
         static const char *const cls[] = {"ok", "sl", "ab"};
-        double h = s->dur_ns > 0 ? (double)CH_H * ((double)s->dur_ns < top ? (double)s->dur_ns : top) / top : 0;
+        double h = s->dur_ns > 0 ? (double)CH_H * ((double)s->dur_ns < pn->top ? (double)s->dur_ns : pn->top) / pn->top
+                                 : 0;
         if (h < 1)
             h = 1;
         if (section[i])
             fprintf(f, "<a href=\"#step-%u\">", s->pred.step);
         fprintf(f, "<rect class=\"%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"><title>step %u (%s): %s, ",
-                cls[status_of(s)], CH_X0 + (double)c * bw, base - h, wd, h, s->pred.step, teller_step_kind_name(k),
-                teller_fmt_dur(du, sizeof du, (double)s->dur_ns));
+                cls[status_of(s)], CH_X0 + (double)c * pn->bw, pn->base - h, pn->wd, h, s->pred.step,
+                teller_step_kind_name(k), teller_fmt_dur(du, sizeof du, (double)s->dur_ns));
         if (s->usual_ns >= 0)
             fprintf(f, "usual %s", teller_fmt_dur(du2, sizeof du2, (double)s->usual_ns));
         else
@@ -1311,6 +1313,13 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
             fputs("</a>", f);
     }
     fputc('\n', f);
+}
+
+/* The marks over the bars: the usual ticks, the steps without a
+ * yardstick and the cut bars, each kind of mark one path. */
+static void panel_marks(hw *w, size_t cols, const size_t *pick, const panel *pn)
+{
+    FILE *f = w->f;
     static const char *const marks[] = {"usual", "nys", "cut"};
     for (int kind = 0; kind < 3; kind++) {
         int open = 0;
@@ -1318,25 +1327,63 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
             size_t i = pick[c];
             if (i == SIZE_MAX)
                 continue;
-            const teller_diag_step *s = &d->steps[i];
-            double x = CH_X0 + (double)c * bw, h = (double)CH_H * ((double)s->dur_ns < top ? (double)s->dur_ns : top) / top;
-            if (kind == 0 && (s->usual_ns < 0 || (double)s->usual_ns > top))
+            const teller_diag_step *s = &w->d->steps[i];
+            double x = CH_X0 + (double)c * pn->bw,
+                   h = (double)CH_H * ((double)s->dur_ns < pn->top ? (double)s->dur_ns : pn->top) / pn->top;
+            if (kind == 0 && (s->usual_ns < 0 || (double)s->usual_ns > pn->top))
                 continue;
-            if ((kind == 1 && s->usual_ns >= 0) || (kind == 2 && (double)s->dur_ns <= top))
+            if ((kind == 1 && s->usual_ns >= 0) || (kind == 2 && (double)s->dur_ns <= pn->top))
                 continue;
             if (!open)
                 fprintf(f, "<path class=\"%s\" d=\"", marks[kind]);
             open = 1;
             if (kind == 0) /* the usual: a tick across the bar, a pixel wider on each side */
-                fprintf(f, "M%.1f %.1fh%.1f", x - 1, base - (double)CH_H * (double)s->usual_ns / top, wd + 2);
+                fprintf(f, "M%.1f %.1fh%.1f", x - 1, pn->base - (double)CH_H * (double)s->usual_ns / pn->top, pn->wd + 2);
             else if (kind == 1) /* no yardstick: a diamond above the bar */
-                fprintf(f, "M%.1f %.1fl3 3l-3 3l-3 -3z", x + wd / 2, base - h - 9);
+                fprintf(f, "M%.1f %.1fl3 3l-3 3l-3 -3z", x + pn->wd / 2, pn->base - h - 9);
             else /* cut: a white slash through the bar's top */
-                fprintf(f, "M%.1f %dl%.1f -4", x, yt + 8, wd);
+                fprintf(f, "M%.1f %dl%.1f -4", x, pn->yt + 8, pn->wd);
         }
         if (open)
             fputs("\"/>\n", f);
     }
+}
+
+/* One panel of the chart: the steps of kind k at the run's columns. pick
+ * and v are scratch (cols and d->n entries); y is the panel's top. */
+static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, size_t *pick, int64_t *v,
+                        int y)
+{
+    FILE *f = w->f;
+    size_t nab, nslow, nnone;
+    size_t m = pick_columns(w, k, cols, pick, v, &nab, &nslow, &nnone);
+    panel pn;
+    panel_scale(v, m, &pn);
+    pn.yt = y + CH_HEAD;
+    pn.base = pn.yt + CH_H;
+    pn.bw = (CH_X1 - CH_X0) / (double)cols;
+    pn.wd = pn.bw > 1.5 ? pn.bw - 0.5 : pn.bw;
+    char du[32];
+    fprintf(f, "<g class=\"panel\" data-kind=\"%s\">\n<text x=\"%.0f\" y=\"%d\"><tspan class=\"pt\">%s steps</tspan>: %zu",
+            teller_step_kind_name(k), CH_X0, y + 13, teller_step_kind_name(k), m);
+    if (nab)
+        fprintf(f, " \xc2\xb7 %zu abnormal", nab);
+    if (nslow)
+        fprintf(f, " \xc2\xb7 %zu slow, unexplained", nslow);
+    if (nnone)
+        fprintf(f, " \xc2\xb7 %zu without a yardstick", nnone);
+    if (pn.cut)
+        fprintf(f, " \xc2\xb7 bars cut at %s", teller_fmt_dur(du, sizeof du, pn.top));
+    fputs("</text>\n", f);
+    for (int j = 0; (double)j * pn.tick <= pn.top * (1 + 1e-9); j++) {
+        double gy = pn.base - (double)CH_H * j * pn.tick / pn.top;
+        axis_label(du, sizeof du, j * pn.tick, pn.top);
+        fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/><text class=\"ax\" x=\"%.0f\" "
+                   "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                CH_X0, gy, CH_X1, gy, CH_X0 - 4, gy + 4, du);
+    }
+    panel_bars(w, k, cols, section, pick, &pn);
+    panel_marks(w, cols, pick, &pn);
     fputs("</g>\n", f);
 }
 
