@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -956,6 +957,62 @@ static void loghub_2k_grouping_accuracy_holds(void)
     CHECK(sum / 10 >= 0.90);
 }
 
+/* Writes text to dir/name; 0 when it could not. */
+static int put_file(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+/* A dataset made by hand, scored as counted: "alpha beta" twice (its own
+ * template: both lines right and grouped), "gamma, delta" (quoted; grouped
+ * alone, but its truth masks a word: PA misses it) and two lines the truth
+ * puts in one group that the miner splits (GA and PA miss both): GA 3/5,
+ * PA 2/5. A missing CSV, a CSV without the columns and a raw run without
+ * the raw log are errors naming the file. */
+static void loghub_dataset_made_by_hand_scores_as_counted(void)
+{
+    char dir[] = "/tmp/teller_loghub_XXXXXX", ds[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(ds, sizeof ds, "%s/DS", dir);
+    CHECK(mkdir(ds, 0700) == 0);
+    teller_loghub_result res;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_loghub_eval(ds, NULL, &res, &err), TELLER_ERR_IO);
+    CHECK(strstr(err.file, "DS_2k.log_structured_corrected.csv") != NULL);
+    CHECK(put_file(ds, "DS_2k.log_structured_corrected.csv", "LineId,Content,EventId\n1,alpha beta,E1\n"));
+    CHECK_EQ_INT(teller_loghub_eval(ds, NULL, &res, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "Content/EventTemplate") != NULL);
+    CHECK(put_file(ds, "DS_2k.log_structured_corrected.csv",
+                   "LineId,Content,EventId,EventTemplate\r\n"
+                   "1,alpha beta,E1,alpha beta\r\n"
+                   "2,alpha beta,E1,alpha beta\r\n"
+                   "3,\"gamma, delta\",E2,\"gamma, <*>\"\r\n"
+                   "4,eps one,E3,\"say \"\"x\"\"\"\r\n"
+                   "5,zeta two,E3,\"say \"\"x\"\"\"\r\n"));
+    CHECK_EQ_INT(teller_loghub_eval(ds, NULL, &res, &err), TELLER_OK);
+    CHECK(strcmp(res.name, "DS") == 0);
+    CHECK_EQ_INT(res.lines, 5);
+    CHECK_EQ_INT(res.truth_groups, 3);
+    CHECK_EQ_INT(res.found_groups, 4);
+    CHECK(res.ga > 0.6 - 1e-9 && res.ga < 0.6 + 1e-9);
+    CHECK(res.pa > 0.4 - 1e-9 && res.pa < 0.4 + 1e-9);
+    teller_error_clear(&err);
+    CHECK(teller_loghub_eval_raw(ds, NULL, &res, &err) != TELLER_OK);
+    CHECK(strstr(err.file, "DS_2k.log") != NULL && strstr(err.file, ".csv") == NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/DS_2k.log_structured_corrected.csv", ds);
+    unlink(path);
+    rmdir(ds);
+    rmdir(dir);
+}
+
 /* A level word or a known header behind a prefix teller does not know (a
  * launcher's "[1] ", a date) is still read: the NCCL line behind "[1] " is
  * NCCL, the uvicorn line behind a date is uvicorn at that date's time, and
@@ -1418,6 +1475,8 @@ const test_case logs_tests[] = {
     {"logs: templates mask variables, ids stable", templates_mask_variables_and_ids_are_stable},
     {"logs: Loghub normalisation follows the benchmark", loghub_normalisation_follows_the_benchmark},
     {"logs: Loghub-2k grouping accuracy holds", loghub_2k_grouping_accuracy_holds},
+    {"logs: a Loghub dataset made by hand scores as counted; missing files are named",
+     loghub_dataset_made_by_hand_scores_as_counted},
     {"logs: raw Loghub-2k files (headers included) group as well as their content",
      loghub_2k_raw_files_group_as_well_as_their_content},
     {"logs: an unknown header is learned from the first lines and read off", unknown_header_is_learned_from_the_first_lines},

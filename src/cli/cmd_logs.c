@@ -239,6 +239,151 @@ static int loghub(const char *dir, const teller_miner_opts *mo, int raw)
     return rc;
 }
 
+/* ---- reading the logs ------------------------------------------------------ */
+
+/* How every log file is read: the options of the command line. */
+typedef struct read_opts {
+    int     tz;   /* --tz-offset */
+    int64_t ref;  /* reference time of dates without a year; 0: each file's mtime */
+    int     node; /* --node, or -1 for the file name's */
+} read_opts;
+
+/* The start of the earliest event of the store, or 0 when it has none: the
+ * reference time of the logs aligned to it when no --year is given. */
+static int64_t first_event_ns(const teller_store *st)
+{
+    const teller_events *ev = teller_store_events(st);
+    int64_t mn = INT64_MAX;
+    for (size_t e = 0; e < ev->n; e++)
+        if (ev->start_ns[e] < mn)
+            mn = ev->start_ns[e];
+    return ev->n ? mn : 0;
+}
+
+/* Reads one log file through on_record in r's current pass; its counts go
+ * to *s. Returns 0, or 1 after reporting why the file could not be read. */
+static int read_log(run *r, const char *path, uint64_t records, const read_opts *ro, teller_log_stats *s)
+{
+    teller_log_opts o = teller_log_defaults();
+    o.tz_offset_s = ro->tz;
+    o.ref_ns = ro->ref;
+    struct stat sb;
+    if (!ro->ref && stat(path, &sb) == 0)
+        o.ref_ns = (int64_t)sb.st_mtime * 1000000000LL;
+    r->file = path;
+    r->left = records;
+    r->node = ro->node >= 0 ? ro->node : teller_log_node_from_path(path);
+    if (r->node < 0)
+        r->node = 0;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_log_read_file(path, &o, on_record, r, s, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file[0] ? err.file : path, err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* Adds one file's counts to the total. */
+static void add_stats(teller_log_stats *total, const teller_log_stats *s)
+{
+    total->lines += s->lines;
+    total->records += s->records;
+    total->blank += s->blank;
+    total->binary += s->binary;
+    total->bad_utf8 += s->bad_utf8;
+    total->ansi += s->ansi;
+    total->truncated += s->truncated;
+    total->no_time += s->no_time;
+    for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
+        total->by_family[fam] += s->by_family[fam];
+}
+
+/* Pass 1 over every log (mining and counting into *total), then with
+ * --json pass 2 (writing the records). Returns 0, or 1 after reporting an
+ * error. */
+static int read_logs(run *r, char **logs, int nlogs, const teller_miner_opts *mo, const read_opts *ro,
+                     teller_log_stats *total)
+{
+    int rc = 0;
+    uint64_t *records = calloc((size_t)nlogs, sizeof *records); /* per file, pass 1's count */
+    for (r->pass = 1; records && r->pass <= 1 + r->json && rc == 0; r->pass++) {
+        if (r->pass == 2 && !(r->replay = teller_log_miner_create(mo)))
+            break;
+        for (int k = 0; k < nlogs && rc == 0; k++) {
+            teller_log_stats s;
+            rc = read_log(r, logs[k], records[k], ro, &s);
+            if (rc || r->pass == 2)
+                continue;
+            if (s.binary)
+                fprintf(stderr, "teller: warning: %s: %llu of its %llu lines skipped as binary\n", logs[k],
+                        (unsigned long long)s.binary, (unsigned long long)s.lines);
+            records[k] = s.records;
+            add_stats(total, &s);
+        }
+    }
+    if (!records || (r->json && rc == 0 && !r->replay)) {
+        cli_error("logs", "out of memory");
+        rc = 1;
+    }
+    free(records);
+    return rc;
+}
+
+/* ---- the summary ------------------------------------------------------------- */
+
+/* The counts of every file together; on stderr with --json, whose stdout
+ * is the records. */
+static void print_totals(const run *r, const teller_log_stats *total)
+{
+    FILE *sf = r->json ? stderr : stdout;
+    fprintf(sf, "%llu lines, %llu records (", (unsigned long long)total->lines,
+            (unsigned long long)total->records);
+    for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
+        fprintf(sf, "%s%s %llu", fam ? ", " : "", teller_log_family_name((teller_log_family)fam),
+                (unsigned long long)total->by_family[fam]);
+    fprintf(sf, "), %u templates; skipped: %llu blank, %llu binary; kept: %llu bad UTF-8, "
+                "%llu ANSI, %llu truncated, %llu without time\n",
+            teller_log_miner_count(r->miner), (unsigned long long)total->blank,
+            (unsigned long long)total->binary, (unsigned long long)total->bad_utf8,
+            (unsigned long long)total->ansi, (unsigned long long)total->truncated,
+            (unsigned long long)total->no_time);
+}
+
+/* The templates by count, descending (ties by id), each with the most
+ * severe level of its records. */
+static void print_templates(const run *r)
+{
+    uint32_t nt = teller_log_miner_count(r->miner);
+    uint32_t *order = malloc((nt + 1) * sizeof *order);
+    for (uint32_t i = 0; order && i < nt; i++)
+        order[i] = i;
+    /* insertion sort keeps it simple and stable */
+    for (uint32_t i = 1; order && i < nt; i++) {
+        uint32_t x = order[i], j = i;
+        while (j > 0 && teller_log_miner_hits(r->miner, order[j - 1]) < teller_log_miner_hits(r->miner, x)) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+    }
+    printf("%8s %-8s %5s  %s\n", "count", "level", "id", "template");
+    for (uint32_t i = 0; order && i < nt; i++) {
+        uint32_t id = order[i];
+        int lv = 0;
+        for (int l = TELLER_LOGL_COUNT - 1; l > 0; l--)
+            if (id < r->info_cap && r->info[id].by_level[l]) {
+                lv = l;
+                break;
+            }
+        printf("%8llu %-8s %5u  ", (unsigned long long)teller_log_miner_hits(r->miner, id),
+               lv ? teller_log_level_name((teller_log_level)lv) : "-", id);
+        cli_put_text(stdout, teller_log_miner_template(r->miner, id));
+        putchar('\n');
+    }
+    free(order);
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 int cmd_logs(int argc, char **argv)
@@ -289,136 +434,31 @@ int cmd_logs(int argc, char **argv)
         .max_args = -1,
     };
     int nlogs = cli_parse(&cmd, argc, argv);
-    char **logs = argv + 1;
-    if (nlogs < 0) {
-        rc = cli_parse_exit(nlogs);
-        goto out;
-    }
-    if (loghub_dir) {
-        rc = loghub(loghub_dir, &mo, raw);
-        goto out;
-    }
-    if (nlogs == 0) {
-        cli_error(cmd.name, "no log given");
-        rc = 2;
-        goto out;
-    }
-    int64_t ref = year ? year_ref(year) : 0;
-    if (traces.n) {
-        r.store = cli_load(&lo, traces.v, (int)traces.n);
-        if (!r.store) {
-            rc = 1;
-            goto out;
-        }
-        if (!year) {
-            const teller_events *ev = teller_store_events(r.store);
-            int64_t mn = INT64_MAX;
-            for (size_t e = 0; e < ev->n; e++)
-                if (ev->start_ns[e] < mn)
-                    mn = ev->start_ns[e];
-            if (ev->n)
-                ref = mn;
-        }
-    }
-    r.miner = teller_log_miner_create(&mo);
-    if (!r.miner) {
-        cli_error(cmd.name, "out of memory");
-        rc = 1;
-        goto out;
-    }
+    read_opts ro = {tz, year ? year_ref(year) : 0, node};
     teller_log_stats total;
     memset(&total, 0, sizeof total);
-    uint64_t *records = calloc((size_t)nlogs, sizeof *records);
-    for (r.pass = 1; records && r.pass <= 1 + r.json && rc == 0; r.pass++) {
-        if (r.pass == 2 && !(r.replay = teller_log_miner_create(&mo)))
-            break;
-        for (int k = 0; k < nlogs && rc == 0; k++) {
-            teller_log_opts o = teller_log_defaults();
-            o.tz_offset_s = tz;
-            o.ref_ns = ref;
-            struct stat sb;
-            if (!ref && stat(logs[k], &sb) == 0)
-                o.ref_ns = (int64_t)sb.st_mtime * 1000000000LL;
-            r.file = logs[k];
-            r.left = records[k];
-            r.node = node >= 0 ? node : teller_log_node_from_path(logs[k]);
-            if (r.node < 0)
-                r.node = 0;
-            teller_error err;
-            teller_error_clear(&err);
-            teller_log_stats s;
-            if (teller_log_read_file(logs[k], &o, on_record, &r, &s, &err) != TELLER_OK) {
-                fprintf(stderr, "teller: %s: %s\n", err.file[0] ? err.file : logs[k], err.msg);
-                rc = 1;
-            }
-            if (r.pass == 2)
-                continue;
-            if (rc == 0 && s.binary)
-                fprintf(stderr, "teller: warning: %s: %llu of its %llu lines skipped as binary\n", logs[k],
-                        (unsigned long long)s.binary, (unsigned long long)s.lines);
-            records[k] = s.records;
-            total.lines += s.lines;
-            total.records += s.records;
-            total.blank += s.blank;
-            total.binary += s.binary;
-            total.bad_utf8 += s.bad_utf8;
-            total.ansi += s.ansi;
-            total.truncated += s.truncated;
-            total.no_time += s.no_time;
-            for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
-                total.by_family[fam] += s.by_family[fam];
-        }
-    }
-    if (!records || (r.json && rc == 0 && !r.replay)) {
+    if (nlogs < 0) {
+        rc = cli_parse_exit(nlogs);
+    } else if (loghub_dir) {
+        rc = loghub(loghub_dir, &mo, raw);
+    } else if (nlogs == 0) {
+        cli_error(cmd.name, "no log given");
+        rc = 2;
+    } else if (traces.n && !(r.store = cli_load(&lo, traces.v, (int)traces.n))) {
+        rc = 1;
+    } else if (!(r.miner = teller_log_miner_create(&mo))) {
         cli_error(cmd.name, "out of memory");
         rc = 1;
+    } else {
+        if (r.store && !year)
+            ro.ref = first_event_ns(r.store);
+        rc = read_logs(&r, argv + 1, nlogs, &mo, &ro, &total);
     }
-    free(records);
-    if (rc)
-        goto out;
-    FILE *sf = r.json ? stderr : stdout;
-    fprintf(sf, "%llu lines, %llu records (", (unsigned long long)total.lines,
-            (unsigned long long)total.records);
-    for (int fam = 0; fam < TELLER_LOG_FAMILY_COUNT; fam++)
-        fprintf(sf, "%s%s %llu", fam ? ", " : "", teller_log_family_name((teller_log_family)fam),
-                (unsigned long long)total.by_family[fam]);
-    fprintf(sf, "), %u templates; skipped: %llu blank, %llu binary; kept: %llu bad UTF-8, "
-                "%llu ANSI, %llu truncated, %llu without time\n",
-            teller_log_miner_count(r.miner), (unsigned long long)total.blank,
-            (unsigned long long)total.binary, (unsigned long long)total.bad_utf8,
-            (unsigned long long)total.ansi, (unsigned long long)total.truncated,
-            (unsigned long long)total.no_time);
-    if (!r.json) {
-        uint32_t nt = teller_log_miner_count(r.miner);
-        uint32_t *order = malloc((nt + 1) * sizeof *order);
-        for (uint32_t i = 0; order && i < nt; i++)
-            order[i] = i;
-        /* by count, descending; ties by id (insertion sort keeps it simple and stable) */
-        for (uint32_t i = 1; order && i < nt; i++) {
-            uint32_t x = order[i], j = i;
-            while (j > 0 && teller_log_miner_hits(r.miner, order[j - 1]) < teller_log_miner_hits(r.miner, x)) {
-                order[j] = order[j - 1];
-                j--;
-            }
-            order[j] = x;
-        }
-        printf("%8s %-8s %5s  %s\n", "count", "level", "id", "template");
-        for (uint32_t i = 0; order && i < nt; i++) {
-            uint32_t id = order[i];
-            int lv = 0;
-            for (int l = TELLER_LOGL_COUNT - 1; l > 0; l--)
-                if (id < r.info_cap && r.info[id].by_level[l]) {
-                    lv = l;
-                    break;
-                }
-            printf("%8llu %-8s %5u  ", (unsigned long long)teller_log_miner_hits(r.miner, id),
-                   lv ? teller_log_level_name((teller_log_level)lv) : "-", id);
-            cli_put_text(stdout, teller_log_miner_template(r.miner, id));
-            putchar('\n');
-        }
-        free(order);
+    if (rc == 0 && r.miner) {
+        print_totals(&r, &total);
+        if (!r.json)
+            print_templates(&r);
     }
-out:
     teller_log_miner_free(r.miner);
     teller_log_miner_free(r.replay);
     teller_store_free(r.store);

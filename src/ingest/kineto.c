@@ -613,100 +613,90 @@ static int32_t row_id(reader *r, int is_num, int64_t num, const json_str *s)
 
 static uint64_t pos_of(reader *r, const char *p) { return r->base_off + (uint64_t)(p - r->buf); }
 
-/* Commits a parsed event to the store. Returns 0, or -1 when out of memory. */
-static int commit_event(reader *r, const ev_fields *f, const char *at)
+/* Keeps a launch flow ('s' on the API call, 'f' on the GPU op) for the
+ * correlation fallback (link_flows). Returns 0, or -1 when out of memory. */
+static int keep_flow(reader *r, const ev_fields *f, char ph, enum cat_kind ck)
+{
+    if (ck != CAT_FLOW_AC2G || !f->has_id || !f->has_ts || ph == 't')
+        return 0; /* fwdbwd and other flows carry no launch link */
+    if (r->gpu_with_corr && !r->gpu_without_corr)
+        return 0; /* this file links by args.correlation: flows are not needed */
+    if (TELLER_GROW(r->flows, r->flows_cap, r->nflows + 1))
+        return -1;
+    r->flows[r->nflows++] = (flow){f->ts, row_id(r, f->pid_num, f->pid, &f->pid_s),
+                                   row_id(r, f->tid_num, f->tid, &f->tid_s), (uint32_t)f->id, ph == 's'};
+    return 0;
+}
+
+/* Whether an event of phase X, i, I or C is kept, its duration into *dur;
+ * one skipped is warned of, except a Python frame under skip_python. */
+static int event_kept(reader *r, const ev_fields *f, char ph, enum cat_kind ck, const char *at, int64_t *dur)
 {
     teller_store *st = r->st;
-    if (!f->has_ph || f->ph.len != 1) {
-        teller_store_warn(st, r->path, pos_of(r, at), "event without a valid \"ph\"; skipped");
-        return 0;
-    }
-    char ph = f->ph.s[0];
-    if (f->bad_type)
-        teller_store_warn(st, r->path, pos_of(r, at), "event field of the wrong type ignored");
-    enum cat_kind ck = cat_kind(&f->cat);
-
-    if (ph == 'M') {
-        /* process_name, thread_name, process_labels, sort indexes: names for
-         * display only; the reader keeps none of them today. */
-        return 0;
-    }
-    if (ph == 's' || ph == 'f' || ph == 't') {
-        if (ck != CAT_FLOW_AC2G || !f->has_id || !f->has_ts || ph == 't')
-            return 0; /* fwdbwd and other flows carry no launch link */
-        if (r->gpu_with_corr && !r->gpu_without_corr)
-            return 0; /* this file links by args.correlation: flows are not needed */
-        if (TELLER_GROW(r->flows, r->flows_cap, r->nflows + 1))
-            return -1;
-        r->flows[r->nflows++] = (flow){f->ts, row_id(r, f->pid_num, f->pid, &f->pid_s),
-                                       row_id(r, f->tid_num, f->tid, &f->tid_s), (uint32_t)f->id, ph == 's'};
-        return 0;
-    }
-    if (ph != 'X' && ph != 'i' && ph != 'I' && ph != 'C') {
-        teller_store_warn(st, r->path, pos_of(r, at), "unsupported phase '%c'; event skipped", ph);
-        return 0;
-    }
     if (!f->has_name || !f->has_ts) {
         teller_store_warn(st, r->path, pos_of(r, at), "event without \"name\" or \"ts\"; skipped");
         return 0;
     }
     if (ck == CAT_PYTHON && r->opts->skip_python)
         return 0;
-    int64_t dur = 0;
+    *dur = 0;
     if (ph == 'X') {
         if (!f->has_dur)
             teller_store_warn(st, r->path, pos_of(r, at), "complete event without \"dur\"; taken as 0");
         else
-            dur = f->dur;
-        if (dur < 0) {
+            *dur = f->dur;
+        if (*dur < 0) {
             teller_store_warn(st, r->path, pos_of(r, at), "negative duration; event skipped");
             return 0;
         }
     }
-    if (f->ts < -TELLER_TIME_MAX / 4 || f->ts > TELLER_TIME_MAX || dur > TELLER_TIME_MAX / 4) {
+    if (f->ts < -TELLER_TIME_MAX / 4 || f->ts > TELLER_TIME_MAX || *dur > TELLER_TIME_MAX / 4) {
         teller_store_warn(st, r->path, pos_of(r, at), "time past the year 2116; event skipped");
         return 0;
     }
-    uint32_t name = intern_str(r, &f->name);
-    if (name == TELLER_NONE) {
-        teller_store_warn(st, r->path, pos_of(r, at), "bad escape in event name; event skipped");
-        return 0;
-    }
-    teller_event_row row = {0};
-    row.start_ns = f->ts;
-    row.dur_ns = dur;
-    row.name = name;
-    row.source = r->src;
-    row.pid = row_id(r, f->pid_num, f->pid, &f->pid_s);
-    row.tid = row_id(r, f->tid_num, f->tid, &f->tid_s);
-    row.corr = f->corr > 0 && f->corr < UINT32_MAX ? (uint32_t)f->corr : 0;
-    row.args = TELLER_NONE;
-    row.layer = TELLER_LAYER_OTHER;
+    return 1;
+}
+
+/* The layer and flags the category and phase give row; an event with
+ * collective metadata is communication. Returns whether the event is a
+ * GPU op (kernel, copy or set), which has a correlation id to count. */
+static int classify(const ev_fields *f, char ph, enum cat_kind ck, teller_event_row *row)
+{
     int gpu_op = 0;
     switch (ck) {
-    case CAT_KERNEL: row.layer = TELLER_LAYER_KERNEL; row.flags |= TELLER_F_GPU; gpu_op = 1; break;
-    case CAT_MEMCPY: row.layer = TELLER_LAYER_MEMCPY; row.flags |= TELLER_F_GPU; gpu_op = 1; break;
-    case CAT_MEMSET: row.layer = TELLER_LAYER_MEMSET; row.flags |= TELLER_F_GPU; gpu_op = 1; break;
-    case CAT_SYNC: row.layer = TELLER_LAYER_SYNC; row.flags |= TELLER_F_GPU; break;
-    case CAT_RUNTIME: row.layer = TELLER_LAYER_RUNTIME; break;
-    case CAT_DRIVER: row.layer = TELLER_LAYER_DRIVER; break;
-    case CAT_CPU_OP: row.layer = TELLER_LAYER_BACKEND; break;
-    case CAT_COLLECTIVE: row.layer = TELLER_LAYER_BACKEND; row.flags |= TELLER_F_COMM; break;
-    case CAT_PYTHON: row.layer = TELLER_LAYER_FRONTEND; break;
-    case CAT_USER_ANN: row.layer = TELLER_LAYER_ENGINE; break;
-    case CAT_GPU_ANN: row.layer = TELLER_LAYER_ENGINE; row.flags |= TELLER_F_GPU; break;
+    case CAT_KERNEL: row->layer = TELLER_LAYER_KERNEL; row->flags |= TELLER_F_GPU; gpu_op = 1; break;
+    case CAT_MEMCPY: row->layer = TELLER_LAYER_MEMCPY; row->flags |= TELLER_F_GPU; gpu_op = 1; break;
+    case CAT_MEMSET: row->layer = TELLER_LAYER_MEMSET; row->flags |= TELLER_F_GPU; gpu_op = 1; break;
+    case CAT_SYNC: row->layer = TELLER_LAYER_SYNC; row->flags |= TELLER_F_GPU; break;
+    case CAT_RUNTIME: row->layer = TELLER_LAYER_RUNTIME; break;
+    case CAT_DRIVER: row->layer = TELLER_LAYER_DRIVER; break;
+    case CAT_CPU_OP: row->layer = TELLER_LAYER_BACKEND; break;
+    case CAT_COLLECTIVE: row->layer = TELLER_LAYER_BACKEND; row->flags |= TELLER_F_COMM; break;
+    case CAT_PYTHON: row->layer = TELLER_LAYER_FRONTEND; break;
+    case CAT_USER_ANN: row->layer = TELLER_LAYER_ENGINE; break;
+    case CAT_GPU_ANN: row->layer = TELLER_LAYER_ENGINE; row->flags |= TELLER_F_GPU; break;
     default: break;
     }
     if (ph == 'i' || ph == 'I') {
-        row.flags |= TELLER_F_INSTANT;
-        row.layer = TELLER_LAYER_OTHER;
-        row.flags &= (uint8_t)~TELLER_F_GPU;
+        row->flags |= TELLER_F_INSTANT;
+        row->layer = TELLER_LAYER_OTHER;
+        row->flags &= (uint8_t)~TELLER_F_GPU;
     } else if (ph == 'C') {
-        row.flags |= TELLER_F_COUNTER;
-        row.layer = TELLER_LAYER_OTHER;
-        row.flags &= (uint8_t)~TELLER_F_GPU;
+        row->flags |= TELLER_F_COUNTER;
+        row->layer = TELLER_LAYER_OTHER;
+        row->flags &= (uint8_t)~TELLER_F_GPU;
     }
-    if (row.layer != TELLER_LAYER_OTHER && row.layer != TELLER_LAYER_FRONTEND) {
+    if (f->coll.s)
+        row->flags |= TELLER_F_COMM;
+    return gpu_op;
+}
+
+/* The flags row's name gives it: communication (NCCL and the like) and a
+ * graph launch. Returns 0, or -1 when out of memory. */
+static int flag_by_name(reader *r, teller_event_row *row)
+{
+    uint32_t name = row->name;
+    if (row->layer != TELLER_LAYER_OTHER && row->layer != TELLER_LAYER_FRONTEND) {
         /* classify each distinct name once: names repeat millions of times */
         if (name >= r->name_comm_cap) {
             size_t old = r->name_comm_cap;
@@ -715,27 +705,37 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
             memset(r->name_comm + old, 0, r->name_comm_cap - old);
         }
         if (!r->name_comm[name])
-            r->name_comm[name] = teller_name_is_comm(teller_store_str(st, name)) ? 1 : 2;
+            r->name_comm[name] = teller_name_is_comm(teller_store_str(r->st, name)) ? 1 : 2;
         if (r->name_comm[name] == 1)
-            row.flags |= TELLER_F_COMM;
+            row->flags |= TELLER_F_COMM;
     }
-    if ((row.layer == TELLER_LAYER_RUNTIME || row.layer == TELLER_LAYER_DRIVER) &&
-        strstr(teller_store_str(st, name), "GraphLaunch"))
-        row.flags |= TELLER_F_GRAPH;
-    if (f->coll.s)
-        row.flags |= TELLER_F_COMM;
-    if (gpu_op && row.corr == 0)
+    if ((row->layer == TELLER_LAYER_RUNTIME || row->layer == TELLER_LAYER_DRIVER) &&
+        strstr(teller_store_str(r->st, name), "GraphLaunch"))
+        row->flags |= TELLER_F_GRAPH;
+    return 0;
+}
+
+/* Counts GPU ops with and without a correlation id: the file links by
+ * args.correlation when its first GPU op has one, and the flows kept so
+ * far are dropped then. */
+static void count_correlation(reader *r, int gpu_op, uint32_t corr)
+{
+    if (gpu_op && corr == 0)
         r->gpu_without_corr++;
-    if (gpu_op && row.corr != 0 && !r->gpu_with_corr++ && !r->gpu_without_corr) {
-        /* first GPU op, and it has its correlation: drop the flows kept so far */
+    if (gpu_op && corr != 0 && !r->gpu_with_corr++ && !r->gpu_without_corr) {
         free(r->flows);
         r->flows = NULL;
         r->nflows = r->flows_cap = 0;
     }
+}
 
-    /* a torch op's input shapes and types, for the work its kernels do
-     * (src/diagnose/roofline.c): kept until the file ends (shape_rows) */
-    uint32_t at_ev = (uint32_t)teller_store_events(st)->n; /* this event's index once added */
+/* Keeps what shape_rows needs when the file ends, for the work a torch
+ * op's kernels do (src/diagnose/roofline.c): a torch op's input shapes and
+ * types, and the event of every torch op and launch call. Returns 0, or -1
+ * when out of memory. */
+static int keep_for_shapes(reader *r, const ev_fields *f, enum cat_kind ck)
+{
+    uint32_t at_ev = (uint32_t)teller_store_events(r->st)->n; /* this event's index once added */
     if (ck == CAT_CPU_OP && f->in_dims.s && f->in_types.s) {
         size_t word = at_ev / 64, old = r->shaped_ev_cap;
         if (TELLER_GROW(r->shaped, r->shaped_cap, r->nshaped + 1) || TELLER_GROW(r->shaped_ev, r->shaped_ev_cap, word + 1))
@@ -753,34 +753,93 @@ static int commit_event(reader *r, const ev_fields *f, const char *at)
             return -1;
         r->calls[r->ncalls++] = at_ev;
     }
-    if (gpu_op || f->coll.s) {
-        teller_args a = {0};
-        a.bytes = f->bytes;
-        memcpy(a.grid, f->grid, sizeof a.grid);
-        memcpy(a.block, f->block, sizeof a.block);
-        a.comm = TELLER_NONE;
-        a.ext_id = f->ext_id;
-        if (f->coll.s) {
-            teller_comm cm = {0};
-            cm.collective = intern_str(r, &f->coll);
-            cm.pg_name = f->pg_name.s ? intern_str(r, &f->pg_name) : 0;
-            cm.pg_desc = f->pg_desc.s ? intern_str(r, &f->pg_desc) : 0;
-            cm.pg_ranks = f->pg_ranks.s ? intern_str(r, &f->pg_ranks) : 0;
-            cm.dtype = f->dtype.s ? intern_str(r, &f->dtype) : 0;
-            cm.group_size = f->group_size > 0 && f->group_size < INT32_MAX ? (int32_t)f->group_size : 0;
-            cm.in_nelems = f->in_n;
-            cm.out_nelems = f->out_n;
-            cm.seq = f->seq;
-            if (cm.collective == TELLER_NONE || cm.pg_name == TELLER_NONE || cm.pg_desc == TELLER_NONE ||
-                cm.pg_ranks == TELLER_NONE || cm.dtype == TELLER_NONE) {
-                teller_store_warn(st, r->path, pos_of(r, at), "bad collective metadata ignored");
-            } else if ((a.comm = teller_store_add_comm(st, &cm)) == TELLER_NONE) {
-                return -1;
-            }
-        }
-        if ((row.args = teller_store_add_args(st, &a)) == TELLER_NONE)
+    return 0;
+}
+
+/* The args row of a GPU op or collective into *args: its size, launch
+ * geometry, external id and collective metadata (bad metadata is warned of
+ * and left out). Returns 0, or -1 when out of memory. */
+static int add_args(reader *r, const ev_fields *f, const char *at, uint32_t *args)
+{
+    teller_store *st = r->st;
+    teller_args a = {0};
+    a.bytes = f->bytes;
+    memcpy(a.grid, f->grid, sizeof a.grid);
+    memcpy(a.block, f->block, sizeof a.block);
+    a.comm = TELLER_NONE;
+    a.ext_id = f->ext_id;
+    if (f->coll.s) {
+        teller_comm cm = {0};
+        cm.collective = intern_str(r, &f->coll);
+        cm.pg_name = f->pg_name.s ? intern_str(r, &f->pg_name) : 0;
+        cm.pg_desc = f->pg_desc.s ? intern_str(r, &f->pg_desc) : 0;
+        cm.pg_ranks = f->pg_ranks.s ? intern_str(r, &f->pg_ranks) : 0;
+        cm.dtype = f->dtype.s ? intern_str(r, &f->dtype) : 0;
+        cm.group_size = f->group_size > 0 && f->group_size < INT32_MAX ? (int32_t)f->group_size : 0;
+        cm.in_nelems = f->in_n;
+        cm.out_nelems = f->out_n;
+        cm.seq = f->seq;
+        if (cm.collective == TELLER_NONE || cm.pg_name == TELLER_NONE || cm.pg_desc == TELLER_NONE ||
+            cm.pg_ranks == TELLER_NONE || cm.dtype == TELLER_NONE) {
+            teller_store_warn(st, r->path, pos_of(r, at), "bad collective metadata ignored");
+        } else if ((a.comm = teller_store_add_comm(st, &cm)) == TELLER_NONE) {
             return -1;
+        }
     }
+    return (*args = teller_store_add_args(st, &a)) == TELLER_NONE ? -1 : 0;
+}
+
+/* Commits a parsed event to the store: a flow is kept for the fallback
+ * link, metadata dropped, any other phase skipped with a warning; an X, i,
+ * I or C event becomes a row. Returns 0, or -1 when out of memory. */
+static int commit_event(reader *r, const ev_fields *f, const char *at)
+{
+    teller_store *st = r->st;
+    if (!f->has_ph || f->ph.len != 1) {
+        teller_store_warn(st, r->path, pos_of(r, at), "event without a valid \"ph\"; skipped");
+        return 0;
+    }
+    char ph = f->ph.s[0];
+    if (f->bad_type)
+        teller_store_warn(st, r->path, pos_of(r, at), "event field of the wrong type ignored");
+    enum cat_kind ck = cat_kind(&f->cat);
+    if (ph == 'M') {
+        /* process_name, thread_name, process_labels, sort indexes: names for
+         * display only; the reader keeps none of them today. */
+        return 0;
+    }
+    if (ph == 's' || ph == 'f' || ph == 't')
+        return keep_flow(r, f, ph, ck);
+    if (ph != 'X' && ph != 'i' && ph != 'I' && ph != 'C') {
+        teller_store_warn(st, r->path, pos_of(r, at), "unsupported phase '%c'; event skipped", ph);
+        return 0;
+    }
+    int64_t dur;
+    if (!event_kept(r, f, ph, ck, at, &dur))
+        return 0;
+    uint32_t name = intern_str(r, &f->name);
+    if (name == TELLER_NONE) {
+        teller_store_warn(st, r->path, pos_of(r, at), "bad escape in event name; event skipped");
+        return 0;
+    }
+    teller_event_row row = {0};
+    row.start_ns = f->ts;
+    row.dur_ns = dur;
+    row.name = name;
+    row.source = r->src;
+    row.pid = row_id(r, f->pid_num, f->pid, &f->pid_s);
+    row.tid = row_id(r, f->tid_num, f->tid, &f->tid_s);
+    row.corr = f->corr > 0 && f->corr < UINT32_MAX ? (uint32_t)f->corr : 0;
+    row.args = TELLER_NONE;
+    row.layer = TELLER_LAYER_OTHER;
+    int gpu_op = classify(f, ph, ck, &row);
+    if (flag_by_name(r, &row))
+        return -1;
+    count_correlation(r, gpu_op, row.corr);
+    if (keep_for_shapes(r, f, ck))
+        return -1;
+    if ((gpu_op || f->coll.s) && add_args(r, f, at, &row.args))
+        return -1;
     return teller_store_add_event(st, &row) == TELLER_NONE ? -1 : 0;
 }
 

@@ -221,19 +221,23 @@ static int on_raw(void *ctx, const teller_log_record *rec)
     return 0;
 }
 
-static teller_status eval(const char *dir, const teller_miner_opts *opts, int raw,
-                          teller_loghub_result *res, teller_error *err)
+/* The dataset's name, the last component of dir, into name; returns the
+ * length of dir without its trailing slashes. */
+static size_t dataset_name(const char *dir, char *name, size_t cap)
 {
-    memset(res, 0, sizeof *res);
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/')
         dl--;
     size_t b = dl;
     while (b > 0 && dir[b - 1] != '/')
         b--;
-    snprintf(res->name, sizeof res->name, "%.*s", (int)(dl - b), dir + b);
-    char path[4096];
-    snprintf(path, sizeof path, "%.*s/%s_2k.log_structured_corrected.csv", (int)dl, dir, res->name);
+    snprintf(name, cap, "%.*s", (int)(dl - b), dir + b);
+    return dl;
+}
+
+/* The whole file at path into a buffer of *len + 1 bytes the caller frees. */
+static teller_status read_whole(const char *path, char **out, size_t *len, teller_error *err)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot open");
@@ -251,26 +255,35 @@ static teller_status eval(const char *dir, const teller_miner_opts *opts, int ra
         return teller_error_set(err, buf ? TELLER_ERR_IO : TELLER_ERR_NOMEM, path, 0, "cannot read");
     }
     fclose(f);
-    char *p = buf, *end = buf + sz;
-    int ccontent = -1, ctpl = -1;
+    *out = buf;
+    *len = (size_t)sz;
+    return TELLER_OK;
+}
+
+/* Reads the CSV's header row at *p: the indexes of its Content and
+ * EventTemplate columns, -1 for one it lacks. */
+static void csv_header(char **p, char *end, int *ccontent, int *ctpl)
+{
+    *ccontent = *ctpl = -1;
     for (int col = 0;; col++) {
         char *fs;
         size_t fl;
-        char t = csv_field(&p, end, &fs, &fl);
+        char t = csv_field(p, end, &fs, &fl);
         if (fl == 7 && !memcmp(fs, "Content", 7))
-            ccontent = col;
+            *ccontent = col;
         if (fl == 13 && !memcmp(fs, "EventTemplate", 13))
-            ctpl = col;
+            *ctpl = col;
         if (t != ',')
             break;
     }
-    if (ccontent < 0 || ctpl < 0) {
-        free(buf);
-        return teller_error_set(err, TELLER_ERR_FORMAT, path, 0, "no Content/EventTemplate columns");
-    }
-    row *rows = NULL;
-    size_t nrows = 0, cap = 0;
-    teller_status st = TELLER_OK;
+}
+
+/* The data rows from *p to end: each row's content and ground-truth
+ * template, NUL-terminated in place; a row lacking either is skipped.
+ * *rows is the caller's to free, also on TELLER_ERR_NOMEM. */
+static teller_status csv_rows(char *p, char *end, int ccontent, int ctpl, row **rows, size_t *nrows)
+{
+    size_t cap = 0;
     while (p < end) {
         char *content = NULL, *tpl = NULL;
         for (int col = 0;; col++) {
@@ -289,134 +302,191 @@ static teller_status eval(const char *dir, const teller_miner_opts *opts, int ra
         }
         if (!content || !tpl)
             continue;
-        if (nrows == cap) {
+        if (*nrows == cap) {
             cap = cap ? cap * 2 : 2048;
-            row *nr = realloc(rows, cap * sizeof *rows);
-            if (!nr) {
-                st = TELLER_ERR_NOMEM;
-                break;
-            }
-            rows = nr;
+            row *nr = realloc(*rows, cap * sizeof **rows);
+            if (!nr)
+                return TELLER_ERR_NOMEM;
+            *rows = nr;
         }
-        rows[nrows].content = content;
-        rows[nrows].truth = tpl;
-        nrows++;
+        (*rows)[*nrows].content = content;
+        (*rows)[*nrows].truth = tpl;
+        (*nrows)++;
     }
-    teller_log_miner *m = st == TELLER_OK ? teller_log_miner_create(opts) : NULL;
-    const char **pred = calloc(nrows + 1, sizeof *pred), **truth = calloc(nrows + 1, sizeof *truth);
-    uint32_t *tg = calloc(nrows + 1, sizeof *tg), *pg = calloc(nrows + 1, sizeof *pg);
-    uint32_t *order = calloc(nrows + 1, sizeof *order);
-    char *normbuf = NULL;
-    if (!m || !pred || !truth || !tg || !pg || !order)
-        st = TELLER_ERR_NOMEM;
-    clock_t t0 = clock();
-    if (raw && st == TELLER_OK) {
-        /* the log as a user has it: headers and all, through the reader */
+    return TELLER_OK;
+}
+
+/* Mines every row into m, giving each its cluster: the Content column in
+ * file order, or with raw the log at raw_path (the log as a user has it:
+ * headers and all, through the reader), where a line no record covers
+ * keeps UINT32_MAX. */
+static teller_status mine(teller_log_miner *m, row *rows, size_t nrows, const char *raw_path, teller_error *err)
+{
+    if (raw_path) {
         for (size_t i = 0; i < nrows; i++)
             rows[i].cluster = UINT32_MAX;
-        snprintf(path, sizeof path, "%.*s/%s_2k.log", (int)dl, dir, res->name);
         raw_ctx rc = {m, rows, nrows};
-        st = teller_log_read_file(path, NULL, on_raw, &rc, NULL, err);
+        return teller_log_read_file(raw_path, NULL, on_raw, &rc, NULL, err);
     }
-    for (size_t i = 0; !raw && st == TELLER_OK && i < nrows; i++) {
+    teller_status st = TELLER_OK;
+    for (size_t i = 0; st == TELLER_OK && i < nrows; i++) {
         teller_log_match mt;
         st = teller_log_miner_add(m, rows[i].content, strlen(rows[i].content), &mt, NULL, 0);
         rows[i].cluster = mt.template_id;
     }
-    res->seconds = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    if (raw && st != TELLER_OK) {
-        teller_log_miner_free(m);
-        free(pred);
-        free(truth);
-        free(tg);
-        free(pg);
-        free(order);
-        free(rows);
-        free(buf);
-        return st;
-    }
-    if (st == TELLER_OK) {
-        /* normalised template texts: predicted per cluster, truth per line */
-        uint32_t ncl = teller_log_miner_count(m);
-        size_t total = 0;
-        for (uint32_t c = 0; c < ncl; c++)
-            total += strlen(teller_log_miner_template(m, c)) + 1;
-        for (size_t i = 0; i < nrows; i++)
-            total += strlen(rows[i].truth) + 1;
-        normbuf = malloc(total + 1);
-        const char **cltext = calloc(ncl + 1, sizeof *cltext);
-        if (!normbuf || !cltext) {
-            st = TELLER_ERR_NOMEM;
-        } else {
-            size_t o = 0;
-            for (uint32_t c = 0; c < ncl; c++) {
-                const char *t = teller_log_miner_template(m, c);
-                cltext[c] = normbuf + o;
-                o += teller_loghub_normalize(t, normbuf + o, strlen(t) + 1) + 1;
-            }
-            for (size_t i = 0; i < nrows; i++) {
-                truth[i] = normbuf + o;
-                o += teller_loghub_normalize(rows[i].truth, normbuf + o, strlen(rows[i].truth) + 1) + 1;
-                pred[i] = rows[i].cluster < ncl ? cltext[rows[i].cluster] : "";
-            }
-            /* GA groups the truth by its template text as the file gives it */
-            const char **ttext = calloc(nrows + 1, sizeof *ttext);
-            uint32_t *cnt = calloc(ncl + nrows + 1, sizeof *cnt), *first = calloc(nrows + 1, sizeof *first);
-            if (!ttext || !cnt || !first) {
-                st = TELLER_ERR_NOMEM;
-            } else {
-                for (size_t i = 0; i < nrows; i++)
-                    ttext[i] = rows[i].truth;
-                res->truth_groups = group_by(ttext, (uint32_t)nrows, tg, order);
-                if (raw) {
-                    /* scored by template id; a line no record covered is
-                     * a group of its own */
-                    for (size_t i = 0; i < nrows; i++)
-                        pg[i] = rows[i].cluster < ncl ? rows[i].cluster : ncl + (uint32_t)i;
-                    res->found_groups = ncl;
-                } else {
-                    res->found_groups = group_by(pred, (uint32_t)nrows, pg, order);
-                }
-                for (size_t i = 0; i < nrows; i++)
-                    cnt[pg[i]]++;
-                /* per truth group: one predicted group, of the same size */
-                uint32_t *tsize = first; /* reuse: size of each truth group */
-                for (size_t i = 0; i < nrows; i++)
-                    tsize[tg[i]]++;
-                uint32_t *tpred = order; /* predicted group of a truth group, or UINT32_MAX-1 if mixed */
-                for (size_t g = 0; g < res->truth_groups; g++)
-                    tpred[g] = UINT32_MAX;
-                for (size_t i = 0; i < nrows; i++) {
-                    uint32_t g = tg[i];
-                    if (tpred[g] == UINT32_MAX)
-                        tpred[g] = pg[i];
-                    else if (tpred[g] != pg[i])
-                        tpred[g] = UINT32_MAX - 1;
-                }
-                uint64_t good = 0, pa = 0;
-                for (size_t g = 0; g < res->truth_groups; g++)
-                    if (tpred[g] < UINT32_MAX - 1 && cnt[tpred[g]] == tsize[g])
-                        good += tsize[g];
-                for (size_t i = 0; i < nrows; i++)
-                    pa += !strcmp(pred[i], truth[i]);
-                res->lines = (uint32_t)nrows;
-                res->ga = nrows ? (double)good / (double)nrows : 0;
-                res->pa = nrows ? (double)pa / (double)nrows : 0;
-            }
-            free(ttext);
-            free(cnt);
-            free(first);
-        }
+    return st;
+}
+
+/* Normalised template texts, in one buffer *normbuf the caller frees:
+ * pred[i] the predicted template of row i (its cluster's; "" for none),
+ * truth[i] its ground truth. */
+static teller_status normalise(const teller_log_miner *m, const row *rows, size_t nrows, char **normbuf,
+                               const char **pred, const char **truth)
+{
+    uint32_t ncl = teller_log_miner_count(m);
+    size_t total = 0;
+    for (uint32_t c = 0; c < ncl; c++)
+        total += strlen(teller_log_miner_template(m, c)) + 1;
+    for (size_t i = 0; i < nrows; i++)
+        total += strlen(rows[i].truth) + 1;
+    *normbuf = malloc(total + 1);
+    const char **cltext = calloc(ncl + 1, sizeof *cltext);
+    if (!*normbuf || !cltext) {
         free(cltext);
+        return TELLER_ERR_NOMEM;
     }
-    if (st != TELLER_OK)
-        teller_error_set(err, st, path, 0, "out of memory");
-    free(normbuf);
-    free(order);
+    size_t o = 0;
+    for (uint32_t c = 0; c < ncl; c++) {
+        const char *t = teller_log_miner_template(m, c);
+        cltext[c] = *normbuf + o;
+        o += teller_loghub_normalize(t, *normbuf + o, strlen(t) + 1) + 1;
+    }
+    for (size_t i = 0; i < nrows; i++) {
+        truth[i] = *normbuf + o;
+        o += teller_loghub_normalize(rows[i].truth, *normbuf + o, strlen(rows[i].truth) + 1) + 1;
+        pred[i] = rows[i].cluster < ncl ? cltext[rows[i].cluster] : "";
+    }
+    free(cltext);
+    return TELLER_OK;
+}
+
+/* GA into res, with the truth and found group counts: the truth grouped
+ * by its template text as the file gives it, the prediction by its
+ * normalised text or, with raw, by template id (a line no record covered
+ * is a group of its own). */
+static teller_status group_accuracy(const row *rows, size_t nrows, uint32_t ncl, const char **pred, int raw,
+                                    teller_loghub_result *res)
+{
+    const char **ttext = calloc(nrows + 1, sizeof *ttext);
+    uint32_t *tg = calloc(nrows + 1, sizeof *tg), *pg = calloc(nrows + 1, sizeof *pg);
+    uint32_t *order = calloc(nrows + 1, sizeof *order);
+    uint32_t *cnt = calloc(ncl + nrows + 1, sizeof *cnt), *tsize = calloc(nrows + 1, sizeof *tsize);
+    teller_status st = TELLER_ERR_NOMEM;
+    if (!ttext || !tg || !pg || !order || !cnt || !tsize)
+        goto done;
+    for (size_t i = 0; i < nrows; i++)
+        ttext[i] = rows[i].truth;
+    res->truth_groups = group_by(ttext, (uint32_t)nrows, tg, order);
+    if (raw) {
+        for (size_t i = 0; i < nrows; i++)
+            pg[i] = rows[i].cluster < ncl ? rows[i].cluster : ncl + (uint32_t)i;
+        res->found_groups = ncl;
+    } else {
+        res->found_groups = group_by(pred, (uint32_t)nrows, pg, order);
+    }
+    /* a truth group counts when all its lines are in one predicted group,
+     * of the same size */
+    for (size_t i = 0; i < nrows; i++) {
+        cnt[pg[i]]++;
+        tsize[tg[i]]++;
+    }
+    uint32_t *tpred = order; /* predicted group of a truth group, or UINT32_MAX-1 if mixed */
+    for (size_t g = 0; g < res->truth_groups; g++)
+        tpred[g] = UINT32_MAX;
+    for (size_t i = 0; i < nrows; i++) {
+        uint32_t g = tg[i];
+        if (tpred[g] == UINT32_MAX)
+            tpred[g] = pg[i];
+        else if (tpred[g] != pg[i])
+            tpred[g] = UINT32_MAX - 1;
+    }
+    uint64_t good = 0;
+    for (size_t g = 0; g < res->truth_groups; g++)
+        if (tpred[g] < UINT32_MAX - 1 && cnt[tpred[g]] == tsize[g])
+            good += tsize[g];
+    res->ga = nrows ? (double)good / (double)nrows : 0;
+    st = TELLER_OK;
+done:
+    free(ttext);
     free(tg);
     free(pg);
+    free(order);
+    free(cnt);
+    free(tsize);
+    return st;
+}
+
+/* Scores the mined rows into res: GA, and PA (lines whose normalised
+ * predicted template equals their normalised ground truth). */
+static teller_status score(const teller_log_miner *m, const row *rows, size_t nrows, int raw,
+                           teller_loghub_result *res)
+{
+    const char **pred = calloc(nrows + 1, sizeof *pred), **truth = calloc(nrows + 1, sizeof *truth);
+    char *normbuf = NULL;
+    teller_status st = pred && truth ? normalise(m, rows, nrows, &normbuf, pred, truth) : TELLER_ERR_NOMEM;
+    if (st == TELLER_OK)
+        st = group_accuracy(rows, nrows, teller_log_miner_count(m), pred, raw, res);
+    if (st == TELLER_OK) {
+        uint64_t pa = 0;
+        for (size_t i = 0; i < nrows; i++)
+            pa += !strcmp(pred[i], truth[i]);
+        res->lines = (uint32_t)nrows;
+        res->pa = nrows ? (double)pa / (double)nrows : 0;
+    }
+    free(normbuf);
     free(pred);
     free(truth);
+    return st;
+}
+
+static teller_status eval(const char *dir, const teller_miner_opts *opts, int raw,
+                          teller_loghub_result *res, teller_error *err)
+{
+    memset(res, 0, sizeof *res);
+    size_t dl = dataset_name(dir, res->name, sizeof res->name);
+    char path[4096];
+    snprintf(path, sizeof path, "%.*s/%s_2k.log_structured_corrected.csv", (int)dl, dir, res->name);
+    char *buf = NULL;
+    size_t sz = 0;
+    teller_status st = read_whole(path, &buf, &sz, err);
+    if (st != TELLER_OK)
+        return st;
+    char *p = buf, *end = buf + sz;
+    int ccontent, ctpl;
+    csv_header(&p, end, &ccontent, &ctpl);
+    if (ccontent < 0 || ctpl < 0) {
+        free(buf);
+        return teller_error_set(err, TELLER_ERR_FORMAT, path, 0, "no Content/EventTemplate columns");
+    }
+    row *rows = NULL;
+    size_t nrows = 0;
+    st = csv_rows(p, end, ccontent, ctpl, &rows, &nrows);
+    teller_log_miner *m = st == TELLER_OK ? teller_log_miner_create(opts) : NULL;
+    if (!m)
+        st = TELLER_ERR_NOMEM;
+    if (raw)
+        snprintf(path, sizeof path, "%.*s/%s_2k.log", (int)dl, dir, res->name);
+    clock_t t0 = clock();
+    int read_failed = 0; /* the raw log could not be read: the reader said why */
+    if (st == TELLER_OK) {
+        st = mine(m, rows, nrows, raw ? path : NULL, err);
+        read_failed = raw && st != TELLER_OK;
+    }
+    res->seconds = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (st == TELLER_OK)
+        st = score(m, rows, nrows, raw, res);
+    if (st != TELLER_OK && !read_failed)
+        teller_error_set(err, st, path, 0, "out of memory");
     teller_log_miner_free(m);
     free(rows);
     free(buf);

@@ -638,52 +638,61 @@ static void timeline_ranks(const hw *w, const teller_diag_step *s, const rep_bla
                            : "The root rank first, then the ranks that waited for it and those nearest it");
 }
 
-/* draw: per rank (w->ranks' index), whether its lanes are drawn */
-static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
+/* The span of step s, [*k0, *k1], and the window its timeline shows,
+ * [*w0, *w1]: an eighth of the span on each side, widened to the
+ * neighbouring steps but never past one and a half spans. A step whose
+ * trace ends long before the step did (a hang the watchdog took the
+ * process down in: nothing after it was recorded) is drawn as far as the
+ * trace goes, with a note saying so. Returns 0, after a note, when no time
+ * window is known for the step. */
+static int timeline_window(const hw *w, const teller_diag_step *s, int64_t *k0, int64_t *k1, int64_t *w0,
+                           int64_t *w1)
 {
     FILE *f = w->f;
     uint32_t k = s->pred.step;
-    int64_t k0 = 0, k1 = 0;
+    *k0 = *k1 = 0;
     if (s->dur_ns > 0) {
-        k0 = s->start_ns;
-        k1 = s->start_ns + s->dur_ns;
-    } else if (!step_span(w, k, &k0, &k1)) {
+        *k0 = s->start_ns;
+        *k1 = s->start_ns + s->dur_ns;
+    } else if (!step_span(w, k, k0, k1)) {
         fputs("<p class=\"note\">No time window is known for this step; no timeline.</p>\n", f);
         return 0;
     }
-    /* a step whose trace ends long before the step did (a hang the
-     * watchdog took the process down in: nothing after it was recorded)
-     * is drawn as far as the trace goes */
     int64_t a = 0, b = 0;
-    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > k0 && (double)(b - k0) * 100 < (double)s->dur_ns) {
+    if (s->dur_ns > 0 && step_span(w, k, &a, &b) && b > *k0 && (double)(b - *k0) * 100 < (double)s->dur_ns) {
         char held[32];
         fprintf(f, "<p class=\"note\">The trace holds the first %s of this step's ",
-                teller_fmt_dur(held, sizeof held, (double)(b - k0)));
+                teller_fmt_dur(held, sizeof held, (double)(b - *k0)));
         put_step_dur(w, s);
         fputs(": what came after was never recorded.</p>\n", f);
-        k1 = b;
+        *k1 = b;
     }
-    if (k1 <= k0)
-        k1 = k0 + 1000;
-    int64_t len = k1 - k0, w0 = k0 - len / 8, w1 = k1 + len / 8;
-    if (k > 0 && step_span(w, k - 1, &a, &b) && a < w0)
-        w0 = a;
-    if (step_span(w, k + 1, &a, &b) && b > w1)
-        w1 = b;
+    if (*k1 <= *k0)
+        *k1 = *k0 + 1000;
+    int64_t len = *k1 - *k0;
+    *w0 = *k0 - len / 8;
+    *w1 = *k1 + len / 8;
+    if (k > 0 && step_span(w, k - 1, &a, &b) && a < *w0)
+        *w0 = a;
+    if (step_span(w, k + 1, &a, &b) && b > *w1)
+        *w1 = b;
     /* neighbours give context, not the scale */
-    if (w0 < k0 - 3 * len / 2)
-        w0 = k0 - 3 * len / 2;
-    if (w1 > k1 + 3 * len / 2)
-        w1 = k1 + 3 * len / 2;
-    tl t = {f, w0, w1, (TL_X1 - TL_X0) / (double)(w1 - w0), {0}, {0}, {0}};
+    if (*w0 < *k0 - 3 * len / 2)
+        *w0 = *k0 - 3 * len / 2;
+    if (*w1 > *k1 + 3 * len / 2)
+        *w1 = *k1 + 3 * len / 2;
+    return 1;
+}
 
-    /* Lanes: per rank, its main CPU thread then its GPU streams with work here. */
-    size_t cap = w->nrows + 1, nl = 0;
-    tl_lane *ln = malloc(cap * sizeof *ln);
-    if (!ln)
-        return -1;
+/* The lanes of the ranks drawn (draw: per rank, w->ranks' index), into ln
+ * (room for w->nrows + 1): per rank, its main CPU thread then its GPU
+ * streams with work in the window; of a fleet's few, the root rank's
+ * lanes first. Returns their number; *bottom is the y below the last. */
+static size_t timeline_lanes(const hw *w, const teller_diag_step *s, const uint8_t *draw, tl *t, tl_lane *ln,
+                             int *bottom)
+{
+    size_t nl = 0;
     int y = TL_TOP;
-    /* rank order; of a fleet's few, the root rank's lanes first */
     size_t top = w->nranks > TL_RANKS ? rank_index(w, s->root_rank) : SIZE_MAX;
     for (size_t q = 0; q < w->nranks + (top != SIZE_MAX); q++) {
         size_t r = top == SIZE_MAX ? q : q == 0 ? top : q - 1;
@@ -696,20 +705,21 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
         for (size_t i = 0; i < w->nrows; i++) {
             if (!w->rows[i].gpu || w->rows[i].rank != w->ranks[r])
                 continue;
-            if (draw_row(w, &t, i, 0, 0, NULL, 1) == 0)
+            if (draw_row(w, t, i, 0, 0, NULL, 1) == 0)
                 continue;
             ln[nl++] = (tl_lane){i, 0, r, y, TL_GPU_H};
             y += TL_GPU_H + TL_GAP;
         }
         y += 4;
     }
-    int height = y + TL_AXIS_H;
+    *bottom = y;
+    return nl;
+}
 
-    svg_open(f, TL_W, height);
-    fprintf(f, "timeline of step %u\">\n", k);
-    fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
-            TL_X1 - TL_X0, y - TL_TOP + 14);
-    /* step bands */
+/* The bands of step k ([k0, k1]) and of its neighbours inside the window,
+ * each labelled with its step, down to y. */
+static void step_bands(const hw *w, const tl *t, uint32_t k, int64_t k0, int64_t k1, int y)
+{
     for (int dk = -1; dk <= 1; dk++) {
         if ((dk < 0 && k == 0) || (dk > 0 && k == UINT32_MAX))
             continue;
@@ -720,36 +730,45 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
             bb = k1;
         } else if (!step_span(w, j, &ba, &bb))
             continue;
-        if (bb < w0 || ba > w1)
+        if (bb < t->w0 || ba > t->w1)
             continue;
-        double x0 = tl_x(&t, ba), x1 = tl_x(&t, bb);
-        fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", dk ? "band" : "bandk", x0,
-                TL_TOP - 14, x1 - x0 > 0.5 ? x1 - x0 : 0.5, y - TL_TOP + 14);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\"%s>step %u</text>\n", x0 + 3, TL_TOP - 4,
+        double x0 = tl_x(t, ba), x1 = tl_x(t, bb);
+        fprintf(t->f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", dk ? "band" : "bandk",
+                x0, TL_TOP - 14, x1 - x0 > 0.5 ? x1 - x0 : 0.5, y - TL_TOP + 14);
+        fprintf(t->f, "<text x=\"%.1f\" y=\"%d\"%s>step %u</text>\n", x0 + 3, TL_TOP - 4,
                 dk ? "" : " font-weight=\"600\"", j);
     }
-    /* grid and axis, in ms from the start of step k (in s past 10 s, so
-     * that a hung step's ticks read 100, not 100000) */
-    int in_s = w1 - w0 > 10 * (int64_t)1000000000;
-    double span_ms = (double)(w1 - w0) / 1e6, st_ms = nice_step(span_ms, 10);
-    double first = (double)(w0 - k0) / 1e6;
+}
+
+/* The grid and axis below y, in ms from the start of step k (k0); in s
+ * past 10 s, so that a hung step's ticks read 100, not 100000. */
+static void time_axis(const tl *t, uint32_t k, int64_t k0, int y)
+{
+    FILE *f = t->f;
+    int in_s = t->w1 - t->w0 > 10 * (int64_t)1000000000;
+    double span_ms = (double)(t->w1 - t->w0) / 1e6, st_ms = nice_step(span_ms, 10);
+    double first = (double)(t->w0 - k0) / 1e6;
     long i0 = (long)(first / st_ms);
     if ((double)i0 * st_ms < first)
         i0++;
     for (long i = i0;; i++) {
         double ms = (double)i * st_ms;
         int64_t ns = k0 + (int64_t)(ms * 1e6);
-        if (ns > w1)
+        if (ns > t->w1)
             break;
-        double x = tl_x(&t, ns);
+        double x = tl_x(t, ns);
         fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, TL_TOP - 14, x, y + 3);
         fprintf(f, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y + 14,
                 in_s ? ms / 1000 : ms);
     }
     fprintf(f, "<text class=\"ax\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">%s from the start of step %u</text>\n",
             TL_X1, y + 27, in_s ? "s" : "ms", k);
+}
 
-    /* lanes */
+/* Every lane: its label and its slices, with a rule between ranks. */
+static void draw_lanes(const hw *w, tl *t, const tl_lane *ln, size_t nl)
+{
+    FILE *f = t->f;
     size_t prev_rank = SIZE_MAX;
     for (size_t l = 0; l < nl; l++) {
         const rep_row *row = &w->rows[ln[l].row];
@@ -764,33 +783,63 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
             fprintf(f, "<text x=\"4\" y=\"%d\">rank %d \xc2\xb7 stream %d</text>\n", ln[l].y + 9,
                     row->rank, row->tid);
         pend p[2] = {{0}, {0}};
-        draw_row(w, &t, ln[l].row, ln[l].y + (ln[l].cpu ? 0 : 1), ln[l].cpu, p, 0);
-        pend_flush(w, &t, &p[0]);
-        pend_flush(w, &t, &p[1]);
-        path_flush(&t);
+        draw_row(w, t, ln[l].row, ln[l].y + (ln[l].cpu ? 0 : 1), ln[l].cpu, p, 0);
+        pend_flush(w, t, &p[0]);
+        pend_flush(w, t, &p[1]);
+        path_flush(t);
         fputc('\n', f);
     }
+}
 
-    /* the culprit (only ever on the root rank, rep_blame), or the root
-     * rank's missing call and the ranks that waited for it */
+/* What the diagnosis blames, over the lanes: the culprit (only ever on the
+ * root rank, rep_blame), the ranks that waited, the step's gaps, and the
+ * root rank's missing call at the step's start k0. */
+static void mark_blame(const hw *w, const teller_diag_step *s, const rep_blame *bl, const tl *t, const tl_lane *ln,
+                       size_t nl, int64_t k0)
+{
     if (bl->culprit != TELLER_NONE)
-        outline(w, &t, ln, nl, bl->culprit, "cul");
+        outline(w, t, ln, nl, bl->culprit, "cul");
     for (size_t v = 0; v < bl->nvictims; v++)
-        outline(w, &t, ln, nl, bl->victims[v], "vic");
-    gaps(w, s, &t, ln, nl);
-    if (bl->missing) {
-        size_t r = rank_index(w, s->root_rank);
-        for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
-            if (ln[l].rank == r) {
-                char nm[256];
-                teller_name_normalize(s->pred.cand[0].op, nm, sizeof nm);
-                fprintf(f, "<text class=\"miss\" x=\"%.1f\" y=\"%d\">never launched ", tl_x(&t, k0) + 3,
-                        ln[l].y + (ln[l].cpu ? 14 : 9));
-                rep_html(f, nm, 80);
-                fputs("</text>\n", f);
-                break;
-            }
-    }
+        outline(w, t, ln, nl, bl->victims[v], "vic");
+    gaps(w, s, t, ln, nl);
+    if (!bl->missing)
+        return;
+    size_t r = rank_index(w, s->root_rank);
+    for (size_t l = 0; l < nl && r != SIZE_MAX; l++)
+        if (ln[l].rank == r) {
+            char nm[256];
+            teller_name_normalize(s->pred.cand[0].op, nm, sizeof nm);
+            fprintf(t->f, "<text class=\"miss\" x=\"%.1f\" y=\"%d\">never launched ", tl_x(t, k0) + 3,
+                    ln[l].y + (ln[l].cpu ? 14 : 9));
+            rep_html(t->f, nm, 80);
+            fputs("</text>\n", t->f);
+            break;
+        }
+}
+
+/* The timeline of step s (draw: per rank, w->ranks' index, whether its
+ * lanes are drawn). Returns 0, or -1 when out of memory. */
+static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
+{
+    FILE *f = w->f;
+    uint32_t k = s->pred.step;
+    int64_t k0, k1, w0, w1;
+    if (!timeline_window(w, s, &k0, &k1, &w0, &w1))
+        return 0;
+    tl t = {f, w0, w1, (TL_X1 - TL_X0) / (double)(w1 - w0), {0}, {0}, {0}};
+    tl_lane *ln = malloc((w->nrows + 1) * sizeof *ln);
+    if (!ln)
+        return -1;
+    int y;
+    size_t nl = timeline_lanes(w, s, draw, &t, ln, &y);
+    svg_open(f, TL_W, y + TL_AXIS_H);
+    fprintf(f, "timeline of step %u\">\n", k);
+    fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
+            TL_X1 - TL_X0, y - TL_TOP + 14);
+    step_bands(w, &t, k, k0, k1, y);
+    time_axis(&t, k, k0, y);
+    draw_lanes(w, &t, ln, nl);
+    mark_blame(w, s, bl, &t, ln, nl, k0);
     svg_close(f);
     free(ln);
     for (int cl = 0; cl < C_COUNT; cl++)
@@ -1175,14 +1224,24 @@ static void axis_label(char *buf, size_t cap, double ns, double top)
     snprintf(buf, cap, "%g %s", ns / u, u == 1e9 ? "s" : u == 1e6 ? "ms" : u == 1e3 ? "us" : "ns");
 }
 
-/* One panel of the chart: the steps of kind k at the run's columns. pick
- * and v are scratch (cols and d->n entries); y is the panel's top. */
-static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, size_t *pick, int64_t *v,
-                        int y)
+/* A chart panel's geometry: its scale and where its plot and bars are. */
+typedef struct panel {
+    double top;      /* ns at the top of the plot */
+    double tick;     /* ns between grid lines */
+    int    cut;      /* the scale stops short of the longest step */
+    int    yt, base; /* the plot's top and bottom */
+    double bw, wd;   /* a column's width, a bar's */
+} panel;
+
+/* The steps of kind k: each one's longer of its time and its usual into
+ * v[0, return), the worst into pick[c] for each of the cols columns (or
+ * SIZE_MAX), and how many are abnormal, slow and without a yardstick. */
+static size_t pick_columns(const hw *w, teller_step_kind k, size_t cols, size_t *pick, int64_t *v, size_t *nab,
+                           size_t *nslow, size_t *nnone)
 {
-    FILE *f = w->f;
     const teller_diagnosis *d = w->d;
-    size_t m = 0, nab = 0, nslow = 0, nnone = 0;
+    size_t m = 0;
+    *nab = *nslow = *nnone = 0;
     for (size_t c = 0; c < cols; c++)
         pick[c] = SIZE_MAX;
     for (size_t i = 0; i < d->n; i++) {
@@ -1190,9 +1249,9 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
         if (kind_of(w, s) != k)
             continue;
         v[m++] = s->usual_ns > s->dur_ns ? s->usual_ns : s->dur_ns;
-        nab += status_of(s) == 2;
-        nslow += status_of(s) == 1;
-        nnone += s->usual_ns < 0;
+        *nab += status_of(s) == 2;
+        *nslow += status_of(s) == 1;
+        *nnone += s->usual_ns < 0;
         /* a column shows its worst step: abnormal, then slow, then the largest excess, then the longest */
         size_t c = i * cols / d->n, p = pick[c];
         const teller_diag_step *o = p != SIZE_MAX ? &d->steps[p] : NULL;
@@ -1201,55 +1260,47 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
              (s->excess_ns > o->excess_ns || (s->excess_ns == o->excess_ns && s->dur_ns > o->dur_ns))))
             pick[c] = i;
     }
-    /* the scale: from 0 to the longest, unless a few steps (a hang) would
-     * flatten the rest: then cut at CH_CLIP times the 90th percentile */
+    return m;
+}
+
+/* The panel's scale over the m values v (sorted here): from 0 to the
+ * longest, unless a few steps (a hang) would flatten the rest: then cut
+ * at CH_CLIP times the 90th percentile; rounded up to whole ticks. */
+static void panel_scale(int64_t *v, size_t m, panel *pn)
+{
     qsort(v, m, sizeof *v, cmp_i64);
     double top = (double)v[m - 1], p90 = (double)v[(m - 1) * 9 / 10];
-    int cut = p90 > 0 && top > CH_CLIP * p90;
-    if (cut)
+    pn->cut = p90 > 0 && top > CH_CLIP * p90;
+    if (pn->cut)
         top = CH_CLIP * p90;
     if (top <= 0)
         top = 1000;
-    double tick = nice_step(top, 3);
-    top = ceil(top / tick - 1e-9) * tick;
-    int yt = y + CH_HEAD, base = yt + CH_H;
-    char du[32], du2[32];
+    pn->tick = nice_step(top, 3);
+    pn->top = ceil(top / pn->tick - 1e-9) * pn->tick;
+}
 
-    fprintf(f, "<g class=\"panel\" data-kind=\"%s\">\n<text x=\"%.0f\" y=\"%d\"><tspan class=\"pt\">%s steps</tspan>: %zu",
-            teller_step_kind_name(k), CH_X0, y + 13, teller_step_kind_name(k), m);
-    if (nab)
-        fprintf(f, " \xc2\xb7 %zu abnormal", nab);
-    if (nslow)
-        fprintf(f, " \xc2\xb7 %zu slow, unexplained", nslow);
-    if (nnone)
-        fprintf(f, " \xc2\xb7 %zu without a yardstick", nnone);
-    if (cut)
-        fprintf(f, " \xc2\xb7 bars cut at %s", teller_fmt_dur(du, sizeof du, top));
-    fputs("</text>\n", f);
-    for (int j = 0; (double)j * tick <= top * (1 + 1e-9); j++) {
-        double gy = base - (double)CH_H * j * tick / top;
-        axis_label(du, sizeof du, j * tick, top);
-        fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/><text class=\"ax\" x=\"%.0f\" "
-                   "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                CH_X0, gy, CH_X1, gy, CH_X0 - 4, gy + 4, du);
-    }
-    /* bars, then the usual ticks, the steps without a yardstick and the
-     * cut bars' marks, each kind of mark one path */
-    double bw = (CH_X1 - CH_X0) / (double)cols, wd = bw > 1.5 ? bw - 0.5 : bw;
+/* Each column's bar: its step's time, coloured by its status, with a
+ * tooltip, linked to the step's section when it has one. */
+static void panel_bars(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, const size_t *pick,
+                       const panel *pn)
+{
+    FILE *f = w->f;
+    char du[32], du2[32];
     for (size_t c = 0; c < cols; c++) {
         size_t i = pick[c];
         if (i == SIZE_MAX)
             continue;
-        const teller_diag_step *s = &d->steps[i];
+        const teller_diag_step *s = &w->d->steps[i];
         static const char *const cls[] = {"ok", "sl", "ab"};
-        double h = s->dur_ns > 0 ? (double)CH_H * ((double)s->dur_ns < top ? (double)s->dur_ns : top) / top : 0;
+        double h = s->dur_ns > 0 ? (double)CH_H * ((double)s->dur_ns < pn->top ? (double)s->dur_ns : pn->top) / pn->top
+                                 : 0;
         if (h < 1)
             h = 1;
         if (section[i])
             fprintf(f, "<a href=\"#step-%u\">", s->pred.step);
         fprintf(f, "<rect class=\"%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"><title>step %u (%s): %s, ",
-                cls[status_of(s)], CH_X0 + (double)c * bw, base - h, wd, h, s->pred.step, teller_step_kind_name(k),
-                teller_fmt_dur(du, sizeof du, (double)s->dur_ns));
+                cls[status_of(s)], CH_X0 + (double)c * pn->bw, pn->base - h, pn->wd, h, s->pred.step,
+                teller_step_kind_name(k), teller_fmt_dur(du, sizeof du, (double)s->dur_ns));
         if (s->usual_ns >= 0)
             fprintf(f, "usual %s", teller_fmt_dur(du2, sizeof du2, (double)s->usual_ns));
         else
@@ -1262,6 +1313,13 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
             fputs("</a>", f);
     }
     fputc('\n', f);
+}
+
+/* The marks over the bars: the usual ticks, the steps without a
+ * yardstick and the cut bars, each kind of mark one path. */
+static void panel_marks(hw *w, size_t cols, const size_t *pick, const panel *pn)
+{
+    FILE *f = w->f;
     static const char *const marks[] = {"usual", "nys", "cut"};
     for (int kind = 0; kind < 3; kind++) {
         int open = 0;
@@ -1269,25 +1327,63 @@ static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *s
             size_t i = pick[c];
             if (i == SIZE_MAX)
                 continue;
-            const teller_diag_step *s = &d->steps[i];
-            double x = CH_X0 + (double)c * bw, h = (double)CH_H * ((double)s->dur_ns < top ? (double)s->dur_ns : top) / top;
-            if (kind == 0 && (s->usual_ns < 0 || (double)s->usual_ns > top))
+            const teller_diag_step *s = &w->d->steps[i];
+            double x = CH_X0 + (double)c * pn->bw,
+                   h = (double)CH_H * ((double)s->dur_ns < pn->top ? (double)s->dur_ns : pn->top) / pn->top;
+            if (kind == 0 && (s->usual_ns < 0 || (double)s->usual_ns > pn->top))
                 continue;
-            if ((kind == 1 && s->usual_ns >= 0) || (kind == 2 && (double)s->dur_ns <= top))
+            if ((kind == 1 && s->usual_ns >= 0) || (kind == 2 && (double)s->dur_ns <= pn->top))
                 continue;
             if (!open)
                 fprintf(f, "<path class=\"%s\" d=\"", marks[kind]);
             open = 1;
             if (kind == 0) /* the usual: a tick across the bar, a pixel wider on each side */
-                fprintf(f, "M%.1f %.1fh%.1f", x - 1, base - (double)CH_H * (double)s->usual_ns / top, wd + 2);
+                fprintf(f, "M%.1f %.1fh%.1f", x - 1, pn->base - (double)CH_H * (double)s->usual_ns / pn->top, pn->wd + 2);
             else if (kind == 1) /* no yardstick: a diamond above the bar */
-                fprintf(f, "M%.1f %.1fl3 3l-3 3l-3 -3z", x + wd / 2, base - h - 9);
+                fprintf(f, "M%.1f %.1fl3 3l-3 3l-3 -3z", x + pn->wd / 2, pn->base - h - 9);
             else /* cut: a white slash through the bar's top */
-                fprintf(f, "M%.1f %dl%.1f -4", x, yt + 8, wd);
+                fprintf(f, "M%.1f %dl%.1f -4", x, pn->yt + 8, pn->wd);
         }
         if (open)
             fputs("\"/>\n", f);
     }
+}
+
+/* One panel of the chart: the steps of kind k at the run's columns. pick
+ * and v are scratch (cols and d->n entries); y is the panel's top. */
+static void chart_panel(hw *w, teller_step_kind k, size_t cols, const uint8_t *section, size_t *pick, int64_t *v,
+                        int y)
+{
+    FILE *f = w->f;
+    size_t nab, nslow, nnone;
+    size_t m = pick_columns(w, k, cols, pick, v, &nab, &nslow, &nnone);
+    panel pn;
+    panel_scale(v, m, &pn);
+    pn.yt = y + CH_HEAD;
+    pn.base = pn.yt + CH_H;
+    pn.bw = (CH_X1 - CH_X0) / (double)cols;
+    pn.wd = pn.bw > 1.5 ? pn.bw - 0.5 : pn.bw;
+    char du[32];
+    fprintf(f, "<g class=\"panel\" data-kind=\"%s\">\n<text x=\"%.0f\" y=\"%d\"><tspan class=\"pt\">%s steps</tspan>: %zu",
+            teller_step_kind_name(k), CH_X0, y + 13, teller_step_kind_name(k), m);
+    if (nab)
+        fprintf(f, " \xc2\xb7 %zu abnormal", nab);
+    if (nslow)
+        fprintf(f, " \xc2\xb7 %zu slow, unexplained", nslow);
+    if (nnone)
+        fprintf(f, " \xc2\xb7 %zu without a yardstick", nnone);
+    if (pn.cut)
+        fprintf(f, " \xc2\xb7 bars cut at %s", teller_fmt_dur(du, sizeof du, pn.top));
+    fputs("</text>\n", f);
+    for (int j = 0; (double)j * pn.tick <= pn.top * (1 + 1e-9); j++) {
+        double gy = pn.base - (double)CH_H * j * pn.tick / pn.top;
+        axis_label(du, sizeof du, j * pn.tick, pn.top);
+        fprintf(f, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/><text class=\"ax\" x=\"%.0f\" "
+                   "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                CH_X0, gy, CH_X1, gy, CH_X0 - 4, gy + 4, du);
+    }
+    panel_bars(w, k, cols, section, pick, &pn);
+    panel_marks(w, cols, pick, &pn);
     fputs("</g>\n", f);
 }
 
@@ -1569,6 +1665,134 @@ static void summary_slow(hw *w, const worst *order, size_t n, const uint8_t *sec
     fputs("</table></div>\n", f);
 }
 
+/* The distinct ranks of the store's sources, ascending, and each one's
+ * main CPU row. */
+static void find_ranks(hw *w)
+{
+    size_t nsrc = teller_store_num_sources(w->st);
+    for (size_t i = 0; i < nsrc; i++) {
+        int32_t r = teller_store_source_c(w->st, (uint32_t)i)->rank;
+        int dup = 0;
+        for (size_t j = 0; j < w->nranks; j++)
+            dup |= w->ranks[j] == r;
+        if (!dup)
+            w->ranks[w->nranks++] = r;
+    }
+    qsort(w->ranks, w->nranks, sizeof *w->ranks, cmp_i32);
+    pick_main_rows(w);
+}
+
+/* The steps the page lists, worst first: the abnormal ones into
+ * order[0, *nab), then the slow ones no finding explains after them
+ * (*nslow); section[i] marks step i as one shown in detail (the first
+ * TELLER_REPORT_MAX_STEPS and TELLER_REPORT_MAX_SLOW of each). */
+static void order_steps(const teller_diagnosis *d, worst *order, uint8_t *section, size_t *nab, size_t *nslow)
+{
+    *nab = *nslow = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->steps[i].pred.abnormal)
+            order[(*nab)++] = (worst){d->steps[i].excess_ns, d->steps[i].pred.score, d->steps[i].pred.step, i};
+    for (size_t i = 0; i < d->n; i++)
+        if (status_of(&d->steps[i]) == 1)
+            order[*nab + (*nslow)++] = (worst){d->steps[i].excess_ns, 0, d->steps[i].pred.step, i};
+    worst *slow = order + *nab;
+    qsort(order, *nab, sizeof *order, cmp_worst);
+    qsort(slow, *nslow, sizeof *slow, cmp_worst);
+    for (size_t i = 0; i < *nab && i < TELLER_REPORT_MAX_STEPS; i++)
+        section[order[i].i] = 1;
+    for (size_t i = 0; i < *nslow && i < TELLER_REPORT_MAX_SLOW; i++)
+        section[slow[i].i] = 1;
+}
+
+/* The page's head and title, and the line of what the run holds: ranks,
+ * nodes, steps, events and the time they span. */
+static void put_head(const hw *w, const char *title)
+{
+    FILE *f = w->f;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
+          f);
+    rep_html(f, title, 0);
+    fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
+    rep_html_name(f, title, 0);
+    fputs("</h1>\n", f);
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (size_t i = 0; i < w->ev->n; i++) {
+        if (w->ev->start_ns[i] < t0)
+            t0 = w->ev->start_ns[i];
+        if (w->ev->start_ns[i] + w->ev->dur_ns[i] > t1)
+            t1 = w->ev->start_ns[i] + w->ev->dur_ns[i];
+    }
+    char du[32];
+    size_t nodes = teller_store_num_nodes(w->st);
+    uint32_t steps = teller_store_step_count(w->st);
+    fprintf(f, "<p class=\"meta\">%zu rank%s on %zu node%s \xc2\xb7 %u step%s \xc2\xb7 %zu events \xc2\xb7 %s of trace",
+            w->nranks, w->nranks == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", steps, steps == 1 ? "" : "s",
+            w->ev->n, teller_fmt_dur(du, sizeof du, w->ev->n ? (double)(t1 - t0) : 0));
+    if (teller_store_num_warnings(w->st))
+        fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(w->st));
+    fputs("</p>\n", f);
+}
+
+/* The summary tables: the abnormal steps (order[0, nab)) and the slow ones
+ * no finding explains (slow[0, nslow)). */
+static void put_summary(hw *w, const worst *order, size_t nab, const worst *slow, size_t nslow,
+                        const uint8_t *section)
+{
+    FILE *f = w->f;
+    fputs("<h2>Summary</h2>\n", f);
+    if (nab == 0)
+        fprintf(f, "<p>No abnormal step among %zu diagnosed.</p>\n", w->d->n);
+    else {
+        fprintf(f, "<p><b>%zu</b> of %zu steps abnormal, worst first.</p>\n", nab, w->d->n);
+        summary_abnormal(w, order, nab, section);
+    }
+    if (nslow) {
+        fprintf(f, "<p><b>%zu</b> step%s slower than usual that no finding explains, worst first.</p>\n", nslow,
+                nslow == 1 ? "" : "s");
+        summary_slow(w, slow, nslow, section);
+    }
+}
+
+/* The detailed sections of the first `shown` of order[0, n), under
+ * heading: full ones (abnormal steps) or short ones (slow steps), which
+ * name the rest `worst steps` or `slowest`. Returns 0, or -1 when out of
+ * memory. */
+static int step_sections(hw *w, const char *heading, const char *rest, const worst *order, size_t n, size_t shown,
+                         int full)
+{
+    FILE *f = w->f;
+    fprintf(f, "<h2>%s</h2>\n", heading);
+    if (n > shown)
+        fprintf(f, "<p class=\"note\">The %zu %s are shown in detail; %zu more are in the summary only.</p>\n", shown,
+                rest, n - shown);
+    for (size_t i = 0; i < shown; i++)
+        if (step_section(w, &w->d->steps[order[i].i], full) != 0)
+            return -1;
+    return 0;
+}
+
+/* The notes of the analysis, and the page's end. */
+static void put_notes(const hw *w)
+{
+    FILE *f = w->f;
+    fputs("<h2>Notes</h2>\n", f);
+    if (w->d->nnotes == 0)
+        fputs("<p class=\"note\">The analysis reported nothing it could not see.</p>\n", f);
+    else {
+        fputs("<ul>\n", f);
+        for (size_t i = 0; i < w->d->nnotes; i++) {
+            fputs("<li>", f);
+            rep_html(f, w->d->notes[i], 0);
+            fputs("</li>\n", f);
+        }
+        fputs("</ul>\n", f);
+    }
+    fputs("<p class=\"note\">Written by teller. Times are on node 0's clock; every name above is quoted from the "
+          "traces and logs as recorded.</p>\n</body>\n</html>\n",
+          f);
+}
+
 teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
                                  const char *title, FILE *out, teller_error *err)
 {
@@ -1592,125 +1816,30 @@ teller_status teller_report_html(const teller_store *st, const teller_diagnosis 
         status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < nsrc; i++) {
-        int32_t r = teller_store_source_c(st, (uint32_t)i)->rank;
-        int dup = 0;
-        for (size_t j = 0; j < w.nranks; j++)
-            dup |= w.ranks[j] == r;
-        if (!dup)
-            w.ranks[w.nranks++] = r;
+    find_ranks(&w);
+    teller_error e2; /* the summaries are optional: without them a step has no table of ranks */
+    teller_error_clear(&e2);
+    if (w.nsteps && teller_step_summaries(st, &w.sum, &w.nsum, &e2) != TELLER_OK) {
+        w.sum = NULL;
+        w.nsum = 0;
     }
-    qsort(w.ranks, w.nranks, sizeof *w.ranks, cmp_i32);
-    pick_main_rows(&w);
-    {
-        teller_error e2;
-        teller_error_clear(&e2);
-        if (w.nsteps && teller_step_summaries(st, &w.sum, &w.nsum, &e2) != TELLER_OK) {
-            w.sum = NULL;
-            w.nsum = 0;
-        }
-    }
-
-    size_t nab = 0, nslow = 0;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->steps[i].pred.abnormal)
-            order[nab++] = (worst){d->steps[i].excess_ns, d->steps[i].pred.score, d->steps[i].pred.step, i};
-    for (size_t i = 0; i < d->n; i++)
-        if (status_of(&d->steps[i]) == 1)
-            order[nab + nslow++] = (worst){d->steps[i].excess_ns, 0, d->steps[i].pred.step, i};
-    worst *slow = order + nab;
-    qsort(order, nab, sizeof *order, cmp_worst);
-    qsort(slow, nslow, sizeof *slow, cmp_worst);
+    size_t nab, nslow;
+    order_steps(d, order, section, &nab, &nslow);
+    const worst *slow = order + nab;
     size_t shown = nab < TELLER_REPORT_MAX_STEPS ? nab : TELLER_REPORT_MAX_STEPS;
     size_t shown_slow = nslow < TELLER_REPORT_MAX_SLOW ? nslow : TELLER_REPORT_MAX_SLOW;
-    for (size_t i = 0; i < shown; i++)
-        section[order[i].i] = 1;
-    for (size_t i = 0; i < shown_slow; i++)
-        section[slow[i].i] = 1;
 
-    FILE *f = out;
-    if (!title || !*title)
-        title = "teller diagnosis";
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
-          f);
-    rep_html(f, title, 0);
-    fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
-    rep_html_name(f, title, 0);
-    fputs("</h1>\n", f);
-    {
-        int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-        for (size_t i = 0; i < w.ev->n; i++) {
-            if (w.ev->start_ns[i] < t0)
-                t0 = w.ev->start_ns[i];
-            if (w.ev->start_ns[i] + w.ev->dur_ns[i] > t1)
-                t1 = w.ev->start_ns[i] + w.ev->dur_ns[i];
-        }
-        char du[32];
-        fprintf(f, "<p class=\"meta\">%zu rank%s on %zu node%s \xc2\xb7 %u step%s \xc2\xb7 %zu events \xc2\xb7 %s of trace",
-                w.nranks, w.nranks == 1 ? "" : "s", teller_store_num_nodes(st),
-                teller_store_num_nodes(st) == 1 ? "" : "s", teller_store_step_count(st),
-                teller_store_step_count(st) == 1 ? "" : "s", w.ev->n,
-                teller_fmt_dur(du, sizeof du, w.ev->n ? (double)(t1 - t0) : 0));
-        if (teller_store_num_warnings(st))
-            fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(st));
-        fputs("</p>\n", f);
-    }
-
-    fputs("<h2>Summary</h2>\n", f);
-    if (nab == 0)
-        fprintf(f, "<p>No abnormal step among %zu diagnosed.</p>\n", d->n);
-    else {
-        fprintf(f, "<p><b>%zu</b> of %zu steps abnormal, worst first.</p>\n", nab, d->n);
-        summary_abnormal(&w, order, nab, section);
-    }
-    if (nslow) {
-        fprintf(f, "<p><b>%zu</b> step%s slower than usual that no finding explains, worst first.</p>\n", nslow,
-                nslow == 1 ? "" : "s");
-        summary_slow(&w, slow, nslow, section);
-    }
-    fputs("<h2>Step times</h2>\n", f);
+    put_head(&w, title && *title ? title : "teller diagnosis");
+    put_summary(&w, order, nab, slow, nslow, section);
+    fputs("<h2>Step times</h2>\n", out);
     step_chart(&w, section);
-
-    if (nab) {
-        fputs("<h2>Abnormal steps</h2>\n", f);
-        if (nab > shown)
-            fprintf(f, "<p class=\"note\">The %zu worst steps are shown in detail; %zu more are in the summary only.</p>\n",
-                    shown, nab - shown);
-        for (size_t i = 0; i < shown; i++)
-            if (step_section(&w, &d->steps[order[i].i], 1) != 0) {
-                status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
-                goto done;
-            }
+    if ((nab && step_sections(&w, "Abnormal steps", "worst steps", order, nab, shown, 1) != 0) ||
+        (nslow && step_sections(&w, "Slower than usual, unexplained", "slowest", slow, nslow, shown_slow, 0) != 0)) {
+        status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
+        goto done;
     }
-    if (nslow) {
-        fputs("<h2>Slower than usual, unexplained</h2>\n", f);
-        if (nslow > shown_slow)
-            fprintf(f, "<p class=\"note\">The %zu slowest are shown in detail; %zu more are in the summary only.</p>\n",
-                    shown_slow, nslow - shown_slow);
-        for (size_t i = 0; i < shown_slow; i++)
-            if (step_section(&w, &d->steps[slow[i].i], 0) != 0) {
-                status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
-                goto done;
-            }
-    }
-
-    fputs("<h2>Notes</h2>\n", f);
-    if (d->nnotes == 0)
-        fputs("<p class=\"note\">The analysis reported nothing it could not see.</p>\n", f);
-    else {
-        fputs("<ul>\n", f);
-        for (size_t i = 0; i < d->nnotes; i++) {
-            fputs("<li>", f);
-            rep_html(f, d->notes[i], 0);
-            fputs("</li>\n", f);
-        }
-        fputs("</ul>\n", f);
-    }
-    fputs("<p class=\"note\">Written by teller. Times are on node 0's clock; every name above is quoted from the "
-          "traces and logs as recorded.</p>\n</body>\n</html>\n",
-          f);
-    if (fflush(f) != 0 || ferror(f))
+    put_notes(&w);
+    if (fflush(out) != 0 || ferror(out))
         status = teller_error_set(err, TELLER_ERR_IO, "html", 0, "write failed");
 
 done:

@@ -50,6 +50,9 @@ typedef struct trainer {
     size_t    hcap;
     heap_ent *heap;
     size_t    nheap, heapcap;
+    /* one merge's scratch: the pairs whose count grew, its occurrences */
+    uint32_t *touched, *work;
+    size_t    ntouched, tcap, wcap;
 } trainer;
 
 /* Whether positions p, q (adjacent) may merge: never with a repeat token. */
@@ -230,6 +233,8 @@ static void trainer_free(trainer *t)
     free(t->hkey);
     free(t->hval);
     free(t->heap);
+    free(t->touched);
+    free(t->work);
 }
 
 static uint64_t seq_hash(const teller_tpe_seq *s)
@@ -259,6 +264,183 @@ teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, 
     return teller_tpe_train_weighted(v, seqs, NULL, nseqs, opts, err);
 }
 
+/* Step 1: the distinct sequences of two tokens or more with a weight
+ * (uniq[u] indexes seqs; weight[u] sums the weights of its copies), and
+ * their tokens in all (*total). *uniq and *weight are the caller's to free. */
+static teller_status distinct_seqs(const teller_tpe_seq *seqs, const uint32_t *weights, size_t nseqs, uint32_t **uniq,
+                                   uint32_t **weight, size_t *nuniq, size_t *total, teller_error *err)
+{
+    size_t dcap = 16;
+    while (dcap < nseqs * 2)
+        dcap *= 2;
+    *uniq = malloc((nseqs ? nseqs : 1) * sizeof **uniq);
+    *weight = malloc((nseqs ? nseqs : 1) * sizeof **weight);
+    uint32_t *dh = malloc(dcap * sizeof *dh); /* open addressing: index into uniq */
+    if (!*uniq || !*weight || !dh) {
+        free(dh);
+        return TELLER_ERR_NOMEM;
+    }
+    memset(dh, 0xff, dcap * sizeof *dh);
+    teller_status st = TELLER_OK;
+    for (size_t s = 0; s < nseqs; s++) {
+        uint32_t w = weights ? weights[s] : 1;
+        if (seqs[s].n < 2 || w == 0)
+            continue;
+        size_t j = seq_hash(&seqs[s]) & (dcap - 1);
+        while (dh[j] != TELLER_NONE && !seq_equal(&seqs[(*uniq)[dh[j]]], &seqs[s]))
+            j = (j + 1) & (dcap - 1);
+        if (dh[j] != TELLER_NONE) {
+            (*weight)[dh[j]] = (*weight)[dh[j]] > UINT32_MAX - w ? UINT32_MAX : (*weight)[dh[j]] + w;
+            continue;
+        }
+        if (*total + seqs[s].n >= UINT32_MAX) {
+            st = teller_error_set(err, TELLER_ERR_LIMIT, "(tpe)", 0, "training input over 4G distinct tokens");
+            break;
+        }
+        dh[j] = (uint32_t)*nuniq;
+        (*weight)[*nuniq] = w;
+        (*uniq)[(*nuniq)++] = (uint32_t)s;
+        *total += seqs[s].n;
+    }
+    free(dh);
+    return st;
+}
+
+/* Step 2: the positions of the distinct sequences, collapsed, end to end
+ * (total base tokens at most), each with its sequence's weight, and an
+ * empty pair table. */
+static teller_status lay_out(trainer *t, const teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *uniq,
+                             const uint32_t *weight, size_t nuniq, size_t total, teller_error *err)
+{
+    size_t m = total ? total : 1;
+    t->sym = malloc(m * sizeof *t->sym);
+    t->nxt = malloc(m * sizeof *t->nxt);
+    t->prv = malloc(m * sizeof *t->prv);
+    t->par = malloc(m * sizeof *t->par);
+    t->wt = malloc(m * sizeof *t->wt);
+    t->dep = malloc(m * sizeof *t->dep);
+    t->hcap = 1u << 16;
+    t->hkey = malloc(t->hcap * sizeof *t->hkey);
+    t->hval = malloc(t->hcap * sizeof *t->hval);
+    if (!t->sym || !t->nxt || !t->prv || !t->par || !t->wt || !t->dep || !t->hkey || !t->hval)
+        return TELLER_ERR_NOMEM;
+    memset(t->hkey, 0xff, t->hcap * sizeof *t->hkey);
+    tpe_runs runs;
+    memset(&runs, 0, sizeof runs);
+    teller_status st = TELLER_OK;
+    size_t pos = 0, based = 0; /* positions; base tokens before this sequence */
+    for (size_t u = 0; u < nuniq && st == TELLER_OK; u++) {
+        const teller_tpe_seq *s = &seqs[uniq[u]];
+        for (size_t i = 0; i < s->n && st == TELLER_OK; i++)
+            if (s->sym[i] >= v->n || tpe_is_repeat(s->sym[i]))
+                st = teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0,
+                                      "symbol %u is not in the vocabulary or is a repeat symbol", s->sym[i]);
+        if (st == TELLER_OK && tpe_runs_collapse(&runs, s))
+            st = TELLER_ERR_NOMEM;
+        for (size_t i = 0; st == TELLER_OK && i < runs.m; i++, pos++) {
+            uint32_t f = runs.first[i];
+            t->sym[pos] = runs.sym[i];
+            t->prv[pos] = i ? (uint32_t)pos - 1 : TELLER_NONE;
+            t->nxt[pos] = i + 1 < runs.m ? (uint32_t)pos + 1 : TELLER_NONE;
+            /* parents compare by base token, which need not be a position */
+            t->par[pos] = s->parent[f] == TELLER_NONE ? TELLER_NONE : (uint32_t)(based + s->parent[f]);
+            t->dep[pos] = s->depth[f];
+            t->wt[pos] = weight[u];
+        }
+        based += s->n;
+    }
+    t->np = pos;
+    tpe_runs_free(&runs);
+    return st;
+}
+
+/* Step 3: every adjacent pair that may merge counted, and those seen
+ * min_count times or more on the heap. Returns 0, or -1 when out of memory. */
+static int count_pairs(trainer *t, uint32_t min_count)
+{
+    for (size_t p = 0; p < t->np; p++)
+        if (t->nxt[p] != TELLER_NONE && allowed(t, (uint32_t)p, t->nxt[p]) &&
+            add_occ(t, t->sym[p], t->sym[t->nxt[p]], (uint32_t)p, t->wt[p], 0, NULL, NULL, NULL))
+            return -1;
+    for (size_t p = 0; p < t->npairs; p++)
+        if (t->cnt[p] >= min_count && heap_push(t, (uint32_t)p))
+            return -1;
+    return 0;
+}
+
+/* Merges every occurrence of pair pid (a, b) into token c: the pairs
+ * around each lose its weight, the new pairs with c gain it and are listed
+ * in t->touched under stamp. Returns 0, or -1 when out of memory. */
+static int merge_pair(trainer *t, uint32_t pid, uint32_t a, uint32_t b, uint32_t c, uint32_t stamp)
+{
+    /* take the occurrence list: new pairs all contain c, so none is this one */
+    size_t nocc = t->occn[pid];
+    if (TELLER_GROW(t->work, t->wcap, nocc + 1))
+        return -1;
+    memcpy(t->work, t->occ[pid], nocc * sizeof *t->work);
+    free(t->occ[pid]);
+    t->occ[pid] = NULL;
+    t->occn[pid] = t->occcap[pid] = 0;
+    if (a == b) /* overlapping runs merge left to right, as the encoder does */
+        qsort(t->work, nocc, sizeof *t->work, cmp_u32);
+    t->ntouched = 0;
+    for (size_t k = 0; k < nocc; k++) {
+        uint32_t p = t->work[k];
+        if (t->sym[p] != a)
+            continue;
+        uint32_t q = t->nxt[p];
+        if (q == TELLER_NONE || t->sym[q] != b || !allowed(t, p, q))
+            continue;
+        uint32_t w = t->wt[p], pp = t->prv[p], r = t->nxt[q];
+        if (pp != TELLER_NONE && allowed(t, pp, p))
+            dec(t, t->sym[pp], a, w);
+        if (r != TELLER_NONE && allowed(t, q, r))
+            dec(t, b, t->sym[r], w);
+        t->cnt[pid] -= w;
+        t->sym[p] = c;
+        t->sym[q] = TELLER_NONE;
+        t->nxt[p] = r;
+        if (r != TELLER_NONE)
+            t->prv[r] = p;
+        if (pp != TELLER_NONE && allowed(t, pp, p) &&
+            add_occ(t, t->sym[pp], c, pp, w, stamp, &t->touched, &t->ntouched, &t->tcap))
+            return -1;
+        if (r != TELLER_NONE && allowed(t, p, r) &&
+            add_occ(t, c, t->sym[r], p, w, stamp, &t->touched, &t->ntouched, &t->tcap))
+            return -1;
+    }
+    return 0;
+}
+
+/* Step 4: up to o->vocab merges into v, the best valid pair first, until
+ * none occurs o->min_count times. Returns 0, or -1 when out of memory. */
+static int learn_merges(trainer *t, teller_tpe_vocab *v, const teller_tpe_train_opts *o)
+{
+    uint32_t stamp = 0, learned = 0;
+    while (learned < o->vocab && t->nheap) {
+        heap_ent top = heap_pop(t);
+        int64_t now = t->cnt[top.pid];
+        if (now != top.cnt) {
+            if (now < top.cnt && now >= (int64_t)o->min_count && heap_push(t, top.pid))
+                return -1;
+            continue;
+        }
+        if (now < (int64_t)o->min_count)
+            break;
+        uint32_t c = tpe_vocab_add_merge(v, top.a, top.b);
+        if (c == TELLER_NONE)
+            return -1;
+        learned++;
+        stamp++;
+        if (merge_pair(t, top.pid, top.a, top.b, c, stamp))
+            return -1;
+        for (size_t k = 0; k < t->ntouched; k++)
+            if (t->cnt[t->touched[k]] >= (int64_t)o->min_count && heap_push(t, t->touched[k]))
+                return -1;
+    }
+    return 0;
+}
+
 teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
                                         size_t nseqs, const teller_tpe_train_opts *opts, teller_error *err)
 {
@@ -268,157 +450,17 @@ teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_se
     trainer t;
     memset(&t, 0, sizeof t);
     t.cross = v->opts.cross_levels;
-    uint32_t *uniq = NULL, *weight = NULL, *dh = NULL, *touched = NULL, *work = NULL;
-    tpe_runs runs;
-    memset(&runs, 0, sizeof runs);
-    size_t nuniq = 0, dcap = 16, ntouched = 0, tcap = 0, wcap = 0;
-    teller_status st = TELLER_OK;
-    /* 1. distinct sequences with weights */
-    while (dcap < nseqs * 2)
-        dcap *= 2;
-    uniq = malloc((nseqs ? nseqs : 1) * sizeof *uniq);
-    weight = malloc((nseqs ? nseqs : 1) * sizeof *weight);
-    dh = malloc(dcap * sizeof *dh);
-    if (!uniq || !weight || !dh)
-        goto oom;
-    memset(dh, 0xff, dcap * sizeof *dh);
-    size_t total = 0;
-    for (size_t s = 0; s < nseqs; s++) {
-        uint32_t w = weights ? weights[s] : 1;
-        if (seqs[s].n < 2 || w == 0)
-            continue;
-        size_t j = seq_hash(&seqs[s]) & (dcap - 1);
-        while (dh[j] != TELLER_NONE && !seq_equal(&seqs[uniq[dh[j]]], &seqs[s]))
-            j = (j + 1) & (dcap - 1);
-        if (dh[j] != TELLER_NONE) {
-            weight[dh[j]] = weight[dh[j]] > UINT32_MAX - w ? UINT32_MAX : weight[dh[j]] + w;
-            continue;
-        }
-        if (total + seqs[s].n >= UINT32_MAX) {
-            st = teller_error_set(err, TELLER_ERR_LIMIT, "(tpe)", 0, "training input over 4G distinct tokens");
-            goto done;
-        }
-        dh[j] = (uint32_t)nuniq;
-        weight[nuniq] = w;
-        uniq[nuniq++] = (uint32_t)s;
-        total += seqs[s].n;
-    }
-    free(dh);
-    dh = NULL;
-    /* 2. positions */
-    size_t m = total ? total : 1;
-    t.sym = malloc(m * sizeof *t.sym);
-    t.nxt = malloc(m * sizeof *t.nxt);
-    t.prv = malloc(m * sizeof *t.prv);
-    t.par = malloc(m * sizeof *t.par);
-    t.wt = malloc(m * sizeof *t.wt);
-    t.dep = malloc(m * sizeof *t.dep);
-    t.hcap = 1u << 16;
-    t.hkey = malloc(t.hcap * sizeof *t.hkey);
-    t.hval = malloc(t.hcap * sizeof *t.hval);
-    if (!t.sym || !t.nxt || !t.prv || !t.par || !t.wt || !t.dep || !t.hkey || !t.hval)
-        goto oom;
-    memset(t.hkey, 0xff, t.hcap * sizeof *t.hkey);
-    size_t pos = 0, based = 0; /* positions; base tokens before this sequence */
-    for (size_t u = 0; u < nuniq; u++) {
-        const teller_tpe_seq *s = &seqs[uniq[u]];
-        for (size_t i = 0; i < s->n; i++)
-            if (s->sym[i] >= v->n || tpe_is_repeat(s->sym[i])) {
-                st = teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0,
-                                      "symbol %u is not in the vocabulary or is a repeat symbol", s->sym[i]);
-                goto done;
-            }
-        if (tpe_runs_collapse(&runs, s))
-            goto oom;
-        for (size_t i = 0; i < runs.m; i++, pos++) {
-            uint32_t f = runs.first[i];
-            t.sym[pos] = runs.sym[i];
-            t.prv[pos] = i ? (uint32_t)pos - 1 : TELLER_NONE;
-            t.nxt[pos] = i + 1 < runs.m ? (uint32_t)pos + 1 : TELLER_NONE;
-            /* parents compare by base token, which need not be a position */
-            t.par[pos] = s->parent[f] == TELLER_NONE ? TELLER_NONE : (uint32_t)(based + s->parent[f]);
-            t.dep[pos] = s->depth[f];
-            t.wt[pos] = weight[u];
-        }
-        based += s->n;
-    }
-    t.np = pos;
-    /* 3. initial counts */
-    for (size_t p = 0; p < t.np; p++)
-        if (t.nxt[p] != TELLER_NONE && allowed(&t, (uint32_t)p, t.nxt[p]) &&
-            add_occ(&t, t.sym[p], t.sym[t.nxt[p]], (uint32_t)p, t.wt[p], 0, NULL, NULL, NULL))
-            goto oom;
-    for (size_t p = 0; p < t.npairs; p++)
-        if (t.cnt[p] >= o.min_count && heap_push(&t, (uint32_t)p))
-            goto oom;
-    /* 4. merges */
-    uint32_t stamp = 0, learned = 0;
-    while (learned < o.vocab && t.nheap) {
-        heap_ent top = heap_pop(&t);
-        int64_t now = t.cnt[top.pid];
-        if (now != top.cnt) {
-            if (now < top.cnt && now >= (int64_t)o.min_count && heap_push(&t, top.pid))
-                goto oom;
-            continue;
-        }
-        if (now < (int64_t)o.min_count)
-            break;
-        uint32_t a = top.a, b = top.b;
-        uint32_t c = tpe_vocab_add_merge(v, a, b);
-        if (c == TELLER_NONE)
-            goto oom;
-        learned++;
-        stamp++;
-        ntouched = 0;
-        /* take the occurrence list: new pairs all contain c, so none is this one */
-        size_t nocc = t.occn[top.pid];
-        if (TELLER_GROW(work, wcap, nocc + 1))
-            goto oom;
-        memcpy(work, t.occ[top.pid], nocc * sizeof *work);
-        free(t.occ[top.pid]);
-        t.occ[top.pid] = NULL;
-        t.occn[top.pid] = t.occcap[top.pid] = 0;
-        if (a == b) /* overlapping runs merge left to right, as the encoder does */
-            qsort(work, nocc, sizeof *work, cmp_u32);
-        for (size_t k = 0; k < nocc; k++) {
-            uint32_t p = work[k];
-            if (t.sym[p] != a)
-                continue;
-            uint32_t q = t.nxt[p];
-            if (q == TELLER_NONE || t.sym[q] != b || !allowed(&t, p, q))
-                continue;
-            uint32_t w = t.wt[p], pp = t.prv[p], r = t.nxt[q];
-            if (pp != TELLER_NONE && allowed(&t, pp, p))
-                dec(&t, t.sym[pp], a, w);
-            if (r != TELLER_NONE && allowed(&t, q, r))
-                dec(&t, b, t.sym[r], w);
-            t.cnt[top.pid] -= w;
-            t.sym[p] = c;
-            t.sym[q] = TELLER_NONE;
-            t.nxt[p] = r;
-            if (r != TELLER_NONE)
-                t.prv[r] = p;
-            if (pp != TELLER_NONE && allowed(&t, pp, p) &&
-                add_occ(&t, t.sym[pp], c, pp, w, stamp, &touched, &ntouched, &tcap))
-                goto oom;
-            if (r != TELLER_NONE && allowed(&t, p, r) &&
-                add_occ(&t, c, t.sym[r], p, w, stamp, &touched, &ntouched, &tcap))
-                goto oom;
-        }
-        for (size_t k = 0; k < ntouched; k++)
-            if (t.cnt[touched[k]] >= (int64_t)o.min_count && heap_push(&t, touched[k]))
-                goto oom;
-    }
-    goto done;
-oom:
-    st = teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory while training");
-done:
+    uint32_t *uniq = NULL, *weight = NULL;
+    size_t nuniq = 0, total = 0;
+    teller_status st = distinct_seqs(seqs, weights, nseqs, &uniq, &weight, &nuniq, &total, err);
+    if (st == TELLER_OK)
+        st = lay_out(&t, v, seqs, uniq, weight, nuniq, total, err);
+    if (st == TELLER_OK && (count_pairs(&t, o.min_count) || learn_merges(&t, v, &o)))
+        st = TELLER_ERR_NOMEM;
+    if (st == TELLER_ERR_NOMEM) /* the stages set err for every other failure */
+        st = teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory while training");
     free(uniq);
     free(weight);
-    free(dh);
-    free(touched);
-    free(work);
-    tpe_runs_free(&runs);
     trainer_free(&t);
     return st;
 }
