@@ -164,6 +164,51 @@ static void test_check_diagnosis(void)
     rm_rf(dir);
 }
 
+/* SGLang's mixed steps state their batch, not their prefill tokens, so
+ * their durations follow no annotation: their yardstick is the line
+ * through the time their fastest rank's compute kernels took, where their
+ * median does not serve. A kernel
+ * regressed on one rank is then found in mixed steps; a healthy run of the
+ * same shape flags none; the checker makes the new figures again. */
+static void test_check_mixed_steps_by_compute(void)
+{
+    for (int faulty = 0; faulty < 2; faulty++) {
+        char dir[] = "/tmp/teller_mixed_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 1, o.gpus_per_node = 4, o.tp = 4, o.pp = 1, o.steps = 60, o.seed = 9105;
+        o.engine = "sglang";
+        o.faults = faulty ? 1u << TELLER_FAULT_KERNEL_REGRESSION : 0;
+        o.fault_rate = faulty ? 0.3 : 0;
+        sim_case(dir, &o);
+        teller_store *st = load_case_ranks(dir, 0, 4);
+        teller_error err;
+        teller_error_clear(&err);
+        teller_diagnosis *d = NULL;
+        CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+        int mixed = -1, mixed_flagged = 0;
+        for (size_t g = 0; d && g < d->ngroups; g++)
+            if (d->groups[g].kind == TELLER_STEP_MIXED && d->groups[g].n >= TELLER_DIAG_GROUP_STEPS)
+                mixed = (int)g;
+        CHECK(mixed >= 0);
+        if (d && mixed >= 0) {
+            if (faulty) /* the healthy run's few mixed steps are alike enough for a median */
+                CHECK(d->groups[mixed].by_compute && d->groups[mixed].spread < 0.05);
+            for (uint32_t k = 0; k < d->n; k++)
+                mixed_flagged += d->steps[k].group == (uint32_t)mixed && d->steps[k].pred.abnormal;
+            CHECK(faulty ? mixed_flagged > 0 : mixed_flagged == 0);
+            teller_check_report r = {0};
+            CHECK_EQ_INT(teller_check_diagnosis(st, d, &r, &err), TELLER_OK);
+            CHECK_EQ_INT(r.mismatches, 0);
+            if (faulty)
+                fprintf(stderr, "  mixed group: spread %.4f, %d mixed steps flagged, %llu facts checked\n",
+                        d->groups[mixed].spread, mixed_flagged, (unsigned long long)r.facts);
+        }
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 /* The shared SGLang decode capture with its CUDA graph's kernels left out
  * (as some profiler settings and ROCm traces leave a graph replay): the
  * step's GPU idle time is unknown, not the whole step, and the diagnosis
@@ -224,6 +269,8 @@ const test_case check_tests[] = {
      test_check_step_classes},
     {"check: every fact of a diagnosis made again from the trace; a changed fact, a made-up number are found",
      test_check_diagnosis},
+    {"check: SGLang's mixed steps judged by their fastest rank's compute time, the checker agreeing",
+     test_check_mixed_steps_by_compute},
     {"check: a graph replay recorded without its kernels leaves the GPU's idle time unknown, said",
      test_check_graph_without_kernels},
     {NULL, NULL},

@@ -126,8 +126,12 @@ typedef struct teller_step_group {
     uint32_t ref_first, nref; /* the steps its fit is made of: teller_diagnosis.ref_steps[ref_first ..
                            * + nref), in step order: those no finding of their own flags, when there are
                            * TELLER_DIAG_GROUP_STEPS of them, else all its steps */
-    int      by_work;     /* 1: a step's usual duration follows the work its annotation states (a
-                           * line fitted through the group's steps, Theil-Sen); 0: the group's median */
+    int      by_work;     /* 1: a step's usual duration follows its work (a line fitted through the
+                           * group's steps, Theil-Sen); 0: the group's median */
+    int      by_compute;  /* by_work where the work is no annotation's but the time the compute
+                           * kernels of the step's fastest rank took (teller_diag_step.work, in ns):
+                           * an annotation that states none that the duration follows, in a run of
+                           * two or more ranks */
     int      fitted;      /* 1: the group has TELLER_DIAG_GROUP_STEPS steps or more and base_ns,
                            * per_work_ns and spread are its reference steps'; 0: each step is judged
                            * against the steps of its kind nearest in work (teller_diag_step.near_first) */
@@ -151,7 +155,10 @@ typedef struct teller_diag_step {
     int64_t          dur_ns;        /* what the step added to its longest rank's run (TELLER_FACT_STEP) */
     int32_t          dur_rank;      /* the rank whose window that is */
     uint32_t         group;         /* its kind: teller_diagnosis.groups[group] */
-    int64_t          work;          /* the work its annotation states, -1 unknown */
+    int64_t          work;          /* the work its annotation states (tokens, batch), else the kernels its
+                                     * annotation's rank launched; in a group by_compute, the ns its
+                                     * fastest rank's compute kernels took (work_rank), -1 unknown */
+    int32_t          work_rank;     /* by_compute: the rank whose compute time work is, else -1 */
     int64_t          usual_ns;      /* what a step of its kind and work usually takes; -1 when it has no
                                      * yardstick (the only step of its kind, or none near its work) */
     uint32_t         near_first, near_n; /* in a group too small to fit: usual_ns is the median duration of

@@ -157,6 +157,28 @@ static void step_class(const chk *C, uint32_t k, teller_step_class *cls)
     teller_step_classify(NULL, cls);
 }
 
+/* The time the compute kernels of step k's fastest rank took, -1 when
+ * fewer than two ranks ran any (a group's work when by_compute). */
+static int64_t compute_work(const chk *C, uint32_t k)
+{
+    int64_t best = -1;
+    int ran = 0;
+    for (size_t q = 0; q < teller_store_num_sources(C->st); q++) {
+        const teller_source *so = teller_store_source_c(C->st, (uint32_t)q);
+        int64_t t = 0;
+        for (size_t i = so->first_event; i < (size_t)so->first_event + so->num_events; i++)
+            if (C->ev->step[i] == k && C->ev->layer[i] == TELLER_LAYER_KERNEL && (C->ev->flags[i] & TELLER_F_GPU) &&
+                !(C->ev->flags[i] & TELLER_F_COMM))
+                t += C->ev->dur_ns[i];
+        if (t > 0) {
+            ran++;
+            if (best < 0 || t < best)
+                best = t;
+        }
+    }
+    return ran >= 2 ? best : -1;
+}
+
 static int grow(chk *C, size_t n)
 {
     if (n <= C->vcap)
@@ -204,7 +226,7 @@ static double usual(chk *C, uint32_t k)
             free(work);
             return -1;
         }
-        work[i] = cj.work;
+        work[i] = g->by_compute ? compute_work(C, ks[i]) : cj.work;
         dur[ks[i]] = step_dur(C, ks[i]);
     }
     double base, slope = 0;
@@ -222,7 +244,8 @@ static double usual(chk *C, uint32_t k)
         C->v[i] = dur[ks[i]] - slope * (double)work[i];
     base = n ? median(C->v, n) : 0;
     free(work);
-    return base + (g->by_work && ck.work > 0 ? slope * (double)ck.work : 0);
+    int64_t wk = g->by_compute ? compute_work(C, k) : ck.work;
+    return base + (g->by_work && wk > 0 ? slope * (double)wk : 0);
 }
 
 static int op_event(const teller_events *ev, size_t i, uint32_t name)

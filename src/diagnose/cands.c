@@ -39,9 +39,9 @@ static void diag_extra(FILE *f, void *ctx, size_t i)
             const teller_step_group *sg = &d->groups[g];
             fprintf(f, "%s\n  {\"kind\": \"%s\", \"family\": ", g ? "," : "", teller_step_kind_name(sg->kind));
             teller_json_put(f, sg->family);
-            fprintf(f, ", \"steps\": %u, \"fitted\": %s, \"by_work\": %s, \"base_ns\": %.0f, \"per_work_ns\": %.6g, "
+            fprintf(f, ", \"steps\": %u, \"fitted\": %s, \"by_work\": %s, \"by_compute\": %s, \"base_ns\": %.0f, \"per_work_ns\": %.6g, "
                     "\"spread\": %.6g}",
-                    sg->n, sg->fitted ? "true" : "false", sg->by_work ? "true" : "false", sg->base_ns, sg->per_work_ns,
+                    sg->n, sg->fitted ? "true" : "false", sg->by_work ? "true" : "false", sg->by_compute ? "true" : "false", sg->base_ns, sg->per_work_ns,
                     sg->spread);
         }
         fprintf(f, "],\n");

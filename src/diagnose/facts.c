@@ -240,7 +240,10 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, tell
     uint32_t fd = fact_step(D, S, s, k, s->dur_rank);
     say(took, "%s on rank %d", txt(S, s, fd), s->dur_rank);
     if (s->usual_ns < 0) {
-        say(L, "the only %s step of its kind in the run (no yardstick)", kind_word(g));
+        if (g->by_compute)
+            say(L, "a %s step in which fewer than two ranks ran compute kernels (no yardstick)", kind_word(g));
+        else
+            say(L, "the only %s step of its kind in the run (no yardstick)", kind_word(g));
         return UINT32_MAX;
     }
     teller_fact u = fact(TELLER_FACT_USUAL, k, s->dur_rank);
@@ -258,7 +261,11 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, tell
                  !strncmp(g->family, "step[", 5) ? "batch of %lld" : strstr(g->family, "context_") ? "%lld tokens"
                                                                                               : "%lld kernels",
                  (long long)s->work);
-    if (g->fitted && g->by_work)
+    if (g->fitted && g->by_compute) {
+        uint32_t fw = fact_op(D, S, s, k, s->work_rank, TELLER_NONE);
+        say(L, "the line through %s%u %s steps by the time their fastest rank's compute kernels took, here %s on rank %d)",
+            g->nref < g->n ? "the " : "its ", g->nref, kw, txt(S, s, fw), s->work_rank);
+    } else if (g->fitted && g->by_work)
         say(L, "the line through %s%u %s steps at its %s)", g->nref < g->n ? "the " : "its ", g->nref, kw, wk);
     else if (g->fitted)
         say(L, "the median of %s%u %s steps%s)", g->nref < g->n ? "the " : "its ", g->nref, kw,

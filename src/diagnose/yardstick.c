@@ -167,18 +167,77 @@ static int near_steps(const teller_step_group *g, const uint32_t *ks, uint32_t k
     return 0;
 }
 
+/* Per step, the time the compute kernels of its fastest rank took (ns) and
+ * that rank, -1 where fewer than two ranks ran any: the work of a step
+ * whose annotation states none that its duration follows (a mixed batch
+ * states its size, not its prefill tokens). The fastest rank's, so that a
+ * fault on one rank's GPU does not move the yardstick it is judged by.
+ * 0, or -1 out of memory. */
+static int compute_work(const dctx *D, int64_t *cwork, int32_t *crank)
+{
+    size_t cells = (size_t)D->nsteps * D->nsrc;
+    int64_t *t = calloc(cells + 1, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t q = 0; q < D->nsrc; q++)
+        for (size_t i = D->range[q]; i < D->range[q + 1]; i++)
+            if (D->ev->step[i] < D->nsteps && D->ev->layer[i] == TELLER_LAYER_KERNEL && (D->ev->flags[i] & TELLER_F_GPU) &&
+                !(D->ev->flags[i] & TELLER_F_COMM))
+                t[(size_t)D->ev->step[i] * D->nsrc + q] += D->ev->dur_ns[i];
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        uint32_t ran = 0;
+        cwork[k] = -1;
+        crank[k] = -1;
+        for (size_t q = 0; q < D->nsrc; q++) {
+            int64_t x = t[(size_t)k * D->nsrc + q];
+            if (x <= 0)
+                continue;
+            ran++;
+            if (cwork[k] < 0 || x < cwork[k]) {
+                cwork[k] = x;
+                crank[k] = teller_store_source_c(D->st, (uint32_t)q)->rank;
+            }
+        }
+        if (ran < 2)
+            cwork[k] = -1, crank[k] = -1;
+    }
+    free(t);
+    return 0;
+}
+
+/* A fitted group whose annotations state no work its durations follow,
+ * fitted again through its steps' compute time (compute_work); kept when
+ * that line holds (fit_group's test). Its steps' work becomes that time. */
+static void fit_by_compute(teller_diagnosis *d, teller_step_group *g, const double *dur, int64_t *work,
+                           const int64_t *cwork, const int32_t *crank, double *v)
+{
+    teller_step_group alt = *g;
+    fit_group(&alt, d->ref_steps + g->ref_first, g->nref, dur, cwork, v);
+    if (!alt.by_work)
+        return;
+    *g = alt;
+    g->by_compute = 1;
+    for (uint32_t i = 0; i < g->n; i++) {
+        uint32_t k = d->group_steps[g->first + i];
+        work[k] = cwork[k];
+        d->steps[k].work = cwork[k];
+        d->steps[k].work_rank = crank[k];
+    }
+}
+
 int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
 {
     teller_diagnosis *d = S->out;
     uint32_t ns = D->nsteps;
     teller_step_class *cls = malloc((ns ? ns : 1) * sizeof *cls);
     double *dur = malloc((ns ? ns : 1) * sizeof *dur);
-    int64_t *work = malloc((ns ? ns : 1) * sizeof *work);
+    int64_t *work = malloc((ns ? ns : 1) * sizeof *work), *cwork = malloc((ns ? ns : 1) * sizeof *cwork);
+    int32_t *crank = malloc((ns ? ns : 1) * sizeof *crank);
     double *v = malloc(((size_t)FIT_STEPS * FIT_STEPS / 2 + ns + 1) * sizeof *v);
     size_t nnear = 0, near_cap = 0, nref = 0, ref_cap = 0;
     d->group_steps = malloc((ns ? ns : 1) * sizeof *d->group_steps);
     int rc = -1;
-    if (!cls || !dur || !work || !v || !d->group_steps)
+    if (!cls || !dur || !work || !cwork || !crank || !v || !d->group_steps || compute_work(D, cwork, crank))
         goto done;
     for (uint32_t k = 0; k < ns; k++) {
         uint32_t mk = step_marker(D, k);
@@ -197,6 +256,7 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
                 work[k] += D->ev->step[i] == k && D->ev->layer[i] == TELLER_LAYER_KERNEL && (D->ev->flags[i] & TELLER_F_GPU);
         }
         d->steps[k].work = work[k];
+        d->steps[k].work_rank = -1;
         d->steps[k].group = UINT32_MAX;
     }
     /* groups in the order of their first step; each group's steps in step order */
@@ -232,15 +292,19 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
                 d->ref_steps[nref++] = d->group_steps[g->first + i];
         }
         g->nref = (uint32_t)(nref - g->ref_first);
-        if (g->n >= TELLER_DIAG_GROUP_STEPS)
+        if (g->n >= TELLER_DIAG_GROUP_STEPS) {
             fit_group(g, d->ref_steps + g->ref_first, g->nref, dur, work, v);
+            if (!g->by_work)
+                fit_by_compute(d, g, dur, work, cwork, crank, v);
+        }
     }
     for (uint32_t k = 0; k < ns; k++) {
         teller_diag_step *s = &d->steps[k];
         const teller_step_group *g = &d->groups[s->group];
         double u = -1;
         if (g->fitted) {
-            u = usual_of(g, work[k]);
+            if (!g->by_compute || work[k] > 0) /* a step only one rank computed in has no compute yardstick */
+                u = usual_of(g, work[k]);
         } else {
             /* the nearest steps no finding flags, else the nearest */
             s->near_first = (uint32_t)nnear;
@@ -262,6 +326,8 @@ done:
     free(cls);
     free(dur);
     free(work);
+    free(cwork);
+    free(crank);
     free(v);
     return rc;
 }
