@@ -7,7 +7,9 @@
  * group a step's usual duration is the group's median, or where the
  * annotations state each step's work (tokens, batch size) and it varies, a
  * line through the group's steps (Theil-Sen: the median of the slopes
- * between pairs, robust to the faulty steps among them). How far the
+ * between pairs, robust to the faulty steps among them); where the
+ * annotations state none that the durations follow, a line through the
+ * time each step's fastest rank spent in compute kernels. How far the
  * group's steps stray from their usual anyway is its spread. A group too
  * small for that judges each step against the median of the few steps of
  * its kind nearest in work, with a prior spread; a step with none near
