@@ -125,7 +125,8 @@ static void test_b200_vllm_eager(void)
         if (teller_comm_family_of(teller_store_str(st, ev->name[k]), NULL, 0) != TELLER_COMM_SYMM_MEM)
             continue;
         CHECK_EQ_INT(co[c].num_members, 1);
-        CHECK(!strncmp(teller_store_str(st, co[c].key), "fam symm_mem allreduce grid ", 28));
+        /* the NCCL all-gather's group on the same stream: vLLM's TP group */
+        CHECK(!strncmp(teller_store_str(st, co[c].key), "fam symm_mem allreduce pg 3 grid ", 33));
         symm++;
     }
     CHECK_EQ_INT(symm, 73);

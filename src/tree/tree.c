@@ -553,13 +553,18 @@ static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
     return -1;
 }
 
-/* One source's NCCL kernels with their comm rows and process groups,
- * found on the pool (sources are independent here): a kernel without
- * metadata (NCCL called directly, or captured in a CUDA graph) takes the
- * process group that named kernels on the same stream carry. */
+/* One source's communication kernels with their comm rows, families and
+ * process groups, found on the pool (sources are independent here): a
+ * kernel without metadata (NCCL called directly, or captured in a CUDA
+ * graph) takes the process group that named kernels on the same stream
+ * carry; an engine's own collective (a family matched by order), which
+ * never has metadata and may run on another stream than NCCL's, else the
+ * group of the source's first collective that is not a send or receive
+ * (its tensor-parallel group, which the engine's all-reduce serves). */
 typedef struct coll_found {
     uint32_t           ev, pg;
     const teller_comm *cm;
+    uint8_t            fam; /* teller_comm_family_id */
 } coll_found;
 
 typedef struct coll_find {
@@ -577,8 +582,11 @@ static void find_collectives(void *ctx, size_t s)
     coll_found *out = NULL;
     size_t n = 0, cap = 0;
     kmap streams = {0}; /* stream -> slot in spg: the first process group seen there */
-    uint32_t *spg = NULL;
+    uint32_t *spg = NULL, src_pg = 0;
     size_t spcap = 0;
+    kmap names = {0}; /* kernel name -> slot in nfam: its family + 1, classified once */
+    uint8_t *nfam = NULL;
+    size_t nfcap = 0;
     for (size_t i = f->range[s]; i < f->range[s + 1]; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
             continue;
@@ -586,22 +594,33 @@ static void find_collectives(void *ctx, size_t s)
         uint32_t pg = cm ? cm->pg_name : 0;
         uint32_t stream = (uint32_t)teller_event_tid(ev, i);
         uint32_t *slot = pg ? kmap_slot(&streams, stream, (void **)&spg, &spcap, sizeof *spg) : NULL;
-        if ((pg && !slot) || TELLER_GROW(out, cap, n + 1)) {
+        uint8_t *fam = kmap_slot(&names, ev->name[i], (void **)&nfam, &nfcap, sizeof *nfam);
+        if ((pg && !slot) || !fam || TELLER_GROW(out, cap, n + 1)) {
             f->failed[s] = 1;
             break;
         }
         if (slot && !*slot)
             *slot = pg;
-        out[n++] = (coll_found){(uint32_t)i, pg, cm};
+        if (!*fam)
+            *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(f->st, ev->name[i]), NULL, 0));
+        const char *coll = cm ? teller_store_str(f->st, cm->collective) : "";
+        if (pg && !src_pg && strcmp(coll, "send") && strcmp(coll, "recv"))
+            src_pg = pg;
+        out[n++] = (coll_found){(uint32_t)i, pg, cm, (uint8_t)(*fam - 1)};
     }
     for (size_t k = 0; k < n && !f->failed[s]; k++) {
         if (out[k].pg)
             continue;
         uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, out[k].ev), 0);
         out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
+        const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)out[k].fam);
+        if (!out[k].pg && fam && fam->match == TELLER_COMM_MATCH_ORDER)
+            out[k].pg = src_pg;
     }
     kmap_free(&streams);
     free(spg);
+    kmap_free(&names);
+    free(nfam);
     f->found[s] = out;
     f->n[s] = n;
 }
@@ -660,12 +679,21 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
             int32_t me = st->sources[ev->source[i]].rank,
                     peer = dir && cm->group_size > 2 ? pg_neighbour(teller_store_str(st, cm->pg_ranks), me, dir) : -1;
             uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
-            const teller_comm_family *fam =
-                teller_comm_family_get(teller_comm_family_of(teller_store_str(st, ev->name[i]), op, sizeof op));
+            const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
             if (fam && fam->match == TELLER_COMM_MATCH_ORDER && seq == TELLER_NONE) {
+                /* without a group, the node: the all-reduces over NVLink
+                 * (all but DeepEP's) never leave it */
                 const teller_args *a = teller_store_event_args(st, i);
-                snprintf(buf, sizeof buf, "fam %s %s%s%s grid %u,%u,%u", fam->name, op, pg ? " pg " : "",
-                         pg ? teller_store_str(st, pg) : "", a ? a->grid[0] : 0, a ? a->grid[1] : 0, a ? a->grid[2] : 0);
+                teller_comm_family_of(teller_store_str(st, ev->name[i]), op, sizeof op);
+                char grp[160];
+                if (pg)
+                    snprintf(grp, sizeof grp, " pg %.120s", teller_store_str(st, pg));
+                else if (found[s][k].fam != TELLER_COMM_DEEP_EP)
+                    snprintf(grp, sizeof grp, " node %d", st->sources[ev->source[i]].node);
+                else
+                    grp[0] = 0;
+                snprintf(buf, sizeof buf, "fam %s %s%s grid %u,%u,%u", fam->name, op, grp, a ? a->grid[0] : 0,
+                         a ? a->grid[1] : 0, a ? a->grid[2] : 0);
                 uint32_t key = teller_store_intern(st, buf, strlen(buf));
                 bad = key == TELLER_NONE;
                 if (!bad)
