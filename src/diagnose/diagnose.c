@@ -564,7 +564,7 @@ static void verdict(const dctx *D, diag_state *S, const judging *J, uint32_t k, 
 {
     teller_diagnosis *d = S->out;
     teller_diag_step *s = &d->steps[k];
-    const teller_diag_cand *sc = d->cands + s->first_cand;
+    const teller_diag_cand *sc = d->cands ? d->cands + s->first_cand : NULL; /* NULL: no step has candidates */
     const step_acc *sa = &S->steps[k];
     s->slowness = diag_slowness(d, k, J->spreads);
     s->slow = s->slowness >= 0.5;
