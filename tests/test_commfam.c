@@ -93,55 +93,96 @@ typedef struct kspec {
 } kspec;
 
 /* Writes DIR/rank<r>.json for ranks 0..1: steps ProfilerStep#first[r] ..
- * #(nsteps - 1), 1 ms apart, each a gemm then the n kernels of ks on
- * their streams, launched under cpu_op `host`; rank r skips kernel
- * skip_k of step skip_step when r == skip_rank, and in step slow_step the
- * kernel slow_k of every rank but slow_rank starts late by the time
- * slow_rank arrives after them (its gemm ran long). */
+ * #(nsteps - 1), 1 ms apart, each a gemm of 100 us then the n kernels of
+ * ks on their streams, launched under cpu_op `host`. A kernel starts at
+ * its slot (130 + 100 i us into the step) or when the rank's GPU is free,
+ * and ends for every rank that runs it when the last one has run its
+ * time: a collective. A step's annotation ends 20 us after its rank's
+ * last kernel (its synchronize). Rank skip_rank skips kernel skip_k of step
+ * skip_step; in step slow_step the gemm of rank slow_rank takes slow_us
+ * more. */
 typedef struct runspec {
     const kspec *ks;
     int          n, nsteps;
     const char  *host;
     int          first[2];
     int          skip_rank, skip_step, skip_k;
+    int          slow_rank, slow_step;
+    double       slow_us;
 } runspec;
 
 static void write_run(const char *dir, const runspec *R)
 {
+    FILE *f[2];
     for (int r = 0; r < 2; r++) {
         char path[600];
         snprintf(path, sizeof path, "%s/rank%d.json", dir, r);
-        FILE *f = fopen(path, "w");
-        CHECK(f != NULL);
-        if (!f)
-            return;
-        fprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n", r);
-        int corr = 0;
-        for (int k = R->first[r]; k < R->nsteps; k++) {
-            double t = 1000.0 * k;
-            fprintf(f,
-                    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":900},\n"
-                    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
-                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":100,\"args\":{\"correlation\":%d,\"grid\":[8,1,1],\"block\":[128,1,1]}},\n",
-                    k, t, t + 10, corr + 1, t + 20, corr + 1);
-            corr++;
-            for (int i = 0; i < R->n; i++) {
-                if (r == R->skip_rank && k == R->skip_step && i == R->skip_k)
+        f[r] = fopen(path, "w");
+        CHECK(f[r] != NULL);
+    }
+    if (!f[0] || !f[1]) {
+        for (int r = 0; r < 2; r++)
+            if (f[r])
+                fclose(f[r]);
+        return;
+    }
+    int corr[2] = {0, 0};
+    for (int r = 0; r < 2; r++)
+        fprintf(f[r], "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n", r);
+    for (int k = 0; k < R->nsteps; k++) {
+        /* pass 0 finds when each rank's GPU work ends, for its marker (the
+         * step ends at its synchronize); pass 1 writes */
+        double t = 1000.0 * k, done[2] = {0, 0};
+        for (int pass = 0; pass < 2; pass++) {
+            double avail[2];
+            int in[2];
+            for (int r = 0; r < 2; r++) {
+                in[r] = k >= R->first[r];
+                double g = 100 + (r == R->slow_rank && k == R->slow_step ? R->slow_us : 0);
+                avail[r] = t + 20 + g;
+                if (!in[r] || !pass)
                     continue;
-                double h = t + 30 + 40 * i, g = t + 130 + 100 * i;
-                corr++;
-                fprintf(f,
-                        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
+                corr[r]++;
+                fprintf(f[r],
+                        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f},\n"
                         "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
-                        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d,\"grid\":[%d,1,1],\"block\":[%d,1,1]}},\n",
-                        R->host, h, h + 10, corr, R->ks[i].name, R->ks[i].stream, g, R->ks[i].dur, corr, R->ks[i].grid,
-                        R->ks[i].block);
+                        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d,\"grid\":[8,1,1],\"block\":[128,1,1]}},\n",
+                        k, t, done[r] + 20 - t, t + 10, corr[r], t + 20, avail[r] - t - 20, corr[r]);
             }
+            for (int i = 0; i < R->n; i++) {
+                int runs[2];
+                double start[2], end = 0;
+                for (int r = 0; r < 2; r++) {
+                    runs[r] = in[r] && !(r == R->skip_rank && k == R->skip_step && i == R->skip_k);
+                    start[r] = t + 130 + 100 * i > avail[r] ? t + 130 + 100 * i : avail[r];
+                    if (runs[r] && start[r] + R->ks[i].dur > end)
+                        end = start[r] + R->ks[i].dur;
+                }
+                for (int r = 0; r < 2; r++) {
+                    if (!runs[r])
+                        continue;
+                    avail[r] = end;
+                    if (!pass)
+                        continue;
+                    double h = t + 30 + 40 * i;
+                    corr[r]++;
+                    fprintf(f[r],
+                            "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
+                            "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
+                            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d,\"grid\":[%d,1,1],\"block\":[%d,1,1]}},\n",
+                            R->host, h, h + 10, corr[r], R->ks[i].name, R->ks[i].stream, start[r], end - start[r], corr[r],
+                            R->ks[i].grid, R->ks[i].block);
+                }
+            }
+            for (int r = 0; r < 2; r++)
+                done[r] = avail[r];
         }
+    }
+    for (int r = 0; r < 2; r++) {
         /* a closing instant keeps the array's last element comma-free */
-        fprintf(f, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"end\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"s\":\"t\"}\n]}\n",
+        fprintf(f[r], "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"end\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"s\":\"t\"}\n]}\n",
                 1000.0 * R->nsteps);
-        fclose(f);
+        fclose(f[r]);
     }
 }
 
@@ -207,7 +248,7 @@ static void test_families_pair_across_ranks(void)
     for (size_t f = 0; f < sizeof nk / sizeof *nk; f++) {
         char dir[] = "/tmp/teller_commfam_XXXXXX";
         CHECK(mkdtemp(dir) != NULL);
-        runspec R = {fams[f], nk[f], 3, f == 4 ? "DeepEP::Buffer::dispatch" : "vllm::all_reduce", {0, 0}, -1, -1, -1};
+        runspec R = {fams[f], nk[f], 3, f == 4 ? "DeepEP::Buffer::dispatch" : "vllm::all_reduce", {0, 0}, -1, -1, -1, -1, -1, 0};
         write_run(dir, &R);
         teller_store *st = load_run(dir);
         teller_tree_stats s;
@@ -247,7 +288,7 @@ static void test_instances_line_up_by_step(void)
     char dir[] = "/tmp/teller_commfam_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 1, 512, 12}};
-    runspec R = {ks, 3, 3, "vllm::all_reduce", {0, 1}, 0, 1, 0};
+    runspec R = {ks, 3, 3, "vllm::all_reduce", {0, 1}, 0, 1, 0, -1, -1, 0};
     write_run(dir, &R);
     teller_store *st = load_run(dir);
     const teller_collective *co = teller_store_collectives(st);
@@ -279,7 +320,7 @@ static void test_grid_keeps_instances_apart(void)
     char dir[] = "/tmp/teller_commfam_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 36, 512, 30}};
-    runspec R = {ks, 2, 3, "vllm::all_reduce", {0, 0}, 1, 2, 0};
+    runspec R = {ks, 2, 3, "vllm::all_reduce", {0, 0}, 1, 2, 0, -1, -1, 0};
     write_run(dir, &R);
     teller_store *st = load_run(dir);
     const teller_collective *co = teller_store_collectives(st);
@@ -308,7 +349,7 @@ static void test_custom_all_reduce_hang(void)
     char dir[] = "/tmp/teller_commfam_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 1, 512, 12}};
-    runspec R = {ks, 2, 4, "vllm::all_reduce", {0, 0}, 1, 3, 1};
+    runspec R = {ks, 2, 4, "vllm::all_reduce", {0, 0}, 1, 3, 1, -1, -1, 0};
     write_run(dir, &R);
     /* rank 0's last all-reduce waited 10 s: rewrite its duration */
     char path[600], *buf = NULL;
@@ -351,6 +392,48 @@ static void test_custom_all_reduce_hang(void)
     rm_run(dir);
 }
 
+/* Expert parallelism: DeepEP's notify_dispatch, dispatch and combine in
+ * every step; in step 5 rank 1's gemm runs 400 us long, so rank 0 waits
+ * in the dispatch for it. The wait is communication, not a slow dispatch:
+ * the step's root is rank 1 and its gemm, and rank 0's wait is comm time. */
+static void test_expert_parallel_slow_rank(void)
+{
+    char dir[] = "/tmp/teller_commfam_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const kspec ks[] = {{K_NOTIFY, 21, 3, 128, 8}, {K_DISPATCH, 21, 20, 768, 40}, {K_COMBINE, 21, 20, 768, 35}};
+    runspec R = {.ks = ks, .n = 3, .nsteps = 10, .host = "DeepEP::Buffer::dispatch", .first = {0, 0},
+                 .skip_rank = -1, .skip_step = -1, .skip_k = -1, .slow_rank = 1, .slow_step = 5, .slow_us = 400};
+    write_run(dir, &R);
+    teller_store *st = load_run(dir);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    for (size_t k = 0; d && k < d->n; k++) {
+        const teller_step_pred *p = &d->steps[k].pred;
+        CHECK_EQ_INT(p->abnormal, p->step == 5);
+        if (p->step == 5) {
+            CHECK(p->ncand > 0 && p->cand[0].rank == 1 && !strcmp(p->cand[0].op, "gemm"));
+        }
+    }
+    teller_diagnosis_free(d);
+    /* rank 0's wait is its comm time (its notify_dispatch waits from its
+     * slot, 130 us, until rank 1's gemm ends at 520 us: 390 us over the
+     * 83 us of the three kernels), its compute stays 100 us */
+    teller_step_summary *sum = NULL;
+    size_t ns = 0;
+    CHECK_EQ_INT(teller_step_summaries(st, &sum, &ns, &err), TELLER_OK);
+    for (size_t i = 0; i < ns; i++) {
+        if (sum[i].rank != 0)
+            continue;
+        CHECK_EQ_INT(sum[i].kernel_ns, 100000);
+        CHECK_EQ_INT(sum[i].comm_ns, sum[i].step == 5 ? 473000 : 83000);
+    }
+    free(sum);
+    teller_store_free(st);
+    rm_run(dir);
+}
+
 const test_case commfam_tests[] = {
     {"commfam: engine kernels are collectives by family, local work is not", test_family_names},
     {"commfam: each family's kernels pair across ranks step by step and count as comm time",
@@ -358,5 +441,7 @@ const test_case commfam_tests[] = {
     {"commfam: instances line up within a step, not in the run's order", test_instances_line_up_by_step},
     {"commfam: kernels of one launch grid line up together", test_grid_keeps_instances_apart},
     {"commfam: a rank that never launches a custom all-reduce is the hang's root", test_custom_all_reduce_hang},
+    {"commfam: a slow rank under DeepEP's dispatch and combine is the root, its peers' wait communication",
+     test_expert_parallel_slow_rank},
     {NULL, NULL},
 };
