@@ -100,7 +100,7 @@ typedef struct kspec {
  * time: a collective. A step's annotation ends 20 us after its rank's
  * last kernel (its synchronize). Rank skip_rank skips kernel skip_k of step
  * skip_step; in step slow_step the gemm of rank slow_rank takes slow_us
- * more. */
+ * more. A kernel starts after its launch. */
 typedef struct runspec {
     const kspec *ks;
     int          n, nsteps;
@@ -109,6 +109,9 @@ typedef struct runspec {
     int          skip_rank, skip_step, skip_k;
     int          slow_rank, slow_step;
     double       slow_us;
+    double       period_us; /* between steps; 0: 1000 */
+    int          host_waits_k; /* >= 0: after launching kernel host_waits_k the host waits (a CPU-side
+                                * spin, no event) until that kernel ends, then launches the rest */
 } runspec;
 
 static void write_run(const char *dir, const runspec *R)
@@ -132,9 +135,9 @@ static void write_run(const char *dir, const runspec *R)
     for (int k = 0; k < R->nsteps; k++) {
         /* pass 0 finds when each rank's GPU work ends, for its marker (the
          * step ends at its synchronize); pass 1 writes */
-        double t = 1000.0 * k, done[2] = {0, 0};
+        double t = (R->period_us > 0 ? R->period_us : 1000.0) * k, done[2] = {0, 0};
         for (int pass = 0; pass < 2; pass++) {
-            double avail[2];
+            double avail[2], host[2] = {t + 30, t + 30};
             int in[2];
             for (int r = 0; r < 2; r++) {
                 in[r] = k >= R->first[r];
@@ -155,6 +158,8 @@ static void write_run(const char *dir, const runspec *R)
                 for (int r = 0; r < 2; r++) {
                     runs[r] = in[r] && !(r == R->skip_rank && k == R->skip_step && i == R->skip_k);
                     start[r] = t + 130 + 100 * i > avail[r] ? t + 130 + 100 * i : avail[r];
+                    if (start[r] < host[r] + 15)
+                        start[r] = host[r] + 15;
                     if (runs[r] && start[r] + R->ks[i].dur > end)
                         end = start[r] + R->ks[i].dur;
                 }
@@ -162,9 +167,10 @@ static void write_run(const char *dir, const runspec *R)
                     if (!runs[r])
                         continue;
                     avail[r] = end;
+                    double h = host[r];
+                    host[r] = i == R->host_waits_k ? end + 10 : h + 40;
                     if (!pass)
                         continue;
-                    double h = t + 30 + 40 * i;
                     corr[r]++;
                     fprintf(f[r],
                             "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":20},\n"
@@ -248,7 +254,7 @@ static void test_families_pair_across_ranks(void)
     for (size_t f = 0; f < sizeof nk / sizeof *nk; f++) {
         char dir[] = "/tmp/teller_commfam_XXXXXX";
         CHECK(mkdtemp(dir) != NULL);
-        runspec R = {fams[f], nk[f], 3, f == 4 ? "DeepEP::Buffer::dispatch" : "vllm::all_reduce", {0, 0}, -1, -1, -1, -1, -1, 0};
+        runspec R = {fams[f], nk[f], 3, f == 4 ? "DeepEP::Buffer::dispatch" : "vllm::all_reduce", {0, 0}, -1, -1, -1, -1, -1, 0, 0, -1};
         write_run(dir, &R);
         teller_store *st = load_run(dir);
         teller_tree_stats s;
@@ -288,7 +294,7 @@ static void test_instances_line_up_by_step(void)
     char dir[] = "/tmp/teller_commfam_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 1, 512, 12}};
-    runspec R = {ks, 3, 3, "vllm::all_reduce", {0, 1}, 0, 1, 0, -1, -1, 0};
+    runspec R = {ks, 3, 3, "vllm::all_reduce", {0, 1}, 0, 1, 0, -1, -1, 0, 0, -1};
     write_run(dir, &R);
     teller_store *st = load_run(dir);
     const teller_collective *co = teller_store_collectives(st);
@@ -320,7 +326,7 @@ static void test_grid_keeps_instances_apart(void)
     char dir[] = "/tmp/teller_commfam_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 36, 512, 30}};
-    runspec R = {ks, 2, 3, "vllm::all_reduce", {0, 0}, 1, 2, 0, -1, -1, 0};
+    runspec R = {ks, 2, 3, "vllm::all_reduce", {0, 0}, 1, 2, 0, -1, -1, 0, 0, -1};
     write_run(dir, &R);
     teller_store *st = load_run(dir);
     const teller_collective *co = teller_store_collectives(st);
@@ -349,7 +355,7 @@ static void test_custom_all_reduce_hang(void)
     char dir[] = "/tmp/teller_commfam_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_CAR, 7, 1, 512, 12}, {K_CAR, 7, 1, 512, 12}};
-    runspec R = {ks, 2, 4, "vllm::all_reduce", {0, 0}, 1, 3, 1, -1, -1, 0};
+    runspec R = {ks, 2, 4, "vllm::all_reduce", {0, 0}, 1, 3, 1, -1, -1, 0, 0, -1};
     write_run(dir, &R);
     /* rank 0's last all-reduce waited 10 s: rewrite its duration */
     char path[600], *buf = NULL;
@@ -402,7 +408,8 @@ static void test_expert_parallel_slow_rank(void)
     CHECK(mkdtemp(dir) != NULL);
     static const kspec ks[] = {{K_NOTIFY, 21, 3, 128, 8}, {K_DISPATCH, 21, 20, 768, 40}, {K_COMBINE, 21, 20, 768, 35}};
     runspec R = {.ks = ks, .n = 3, .nsteps = 10, .host = "DeepEP::Buffer::dispatch", .first = {0, 0},
-                 .skip_rank = -1, .skip_step = -1, .skip_k = -1, .slow_rank = 1, .slow_step = 5, .slow_us = 400};
+                 .skip_rank = -1, .skip_step = -1, .skip_k = -1, .slow_rank = 1, .slow_step = 5, .slow_us = 400,
+                 .host_waits_k = -1};
     write_run(dir, &R);
     teller_store *st = load_run(dir);
     teller_diagnosis *d = NULL;
@@ -434,6 +441,44 @@ static void test_expert_parallel_slow_rank(void)
     rm_run(dir);
 }
 
+/* DeepEP's CPU side waits for notify_dispatch's counters before it
+ * launches the dispatch: no event on the host while it spins. When rank 1
+ * runs its gemm 3 ms long, rank 0's host waits that long for the
+ * collective: a wait for its peer, not a descheduled thread. The GPU ran
+ * the collective all through the gap, so the gap cost nothing (a host
+ * stall costs what the GPU lost): no host stall on rank 0, and rank 1's
+ * gemm, not rank 0's 3 ms notify_dispatch, is the root. */
+static void test_host_wait_for_communication(void)
+{
+    char dir[] = "/tmp/teller_commfam_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const kspec ks[] = {{K_NOTIFY, 21, 3, 128, 8}, {K_DISPATCH, 21, 20, 768, 40}, {K_COMBINE, 21, 20, 768, 35}};
+    runspec R = {.ks = ks, .n = 3, .nsteps = 10, .host = "DeepEP::Buffer::dispatch", .first = {0, 0},
+                 .skip_rank = -1, .skip_step = -1, .skip_k = -1, .slow_rank = 1, .slow_step = 5, .slow_us = 3000,
+                 .period_us = 5000, .host_waits_k = 0};
+    write_run(dir, &R);
+    teller_store *st = load_run(dir);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    int contention = 0, root = 0;
+    for (size_t k = 0; d && k < d->n; k++) {
+        const teller_diag_step *s = &d->steps[k];
+        for (uint32_t q = 0; q < s->ncands; q++)
+            contention += d->cands[s->first_cand + q].det == TELLER_FAULT_CPU_CONTENTION &&
+                          d->cands[s->first_cand + q].rank == 0;
+        if (s->pred.step == 5)
+            root = s->pred.abnormal && s->pred.ncand > 0 && s->pred.cand[0].rank == 1 &&
+                   !strcmp(s->pred.cand[0].op, "gemm");
+    }
+    CHECK_EQ_INT(contention, 0);
+    CHECK(root);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_run(dir);
+}
+
 const test_case commfam_tests[] = {
     {"commfam: engine kernels are collectives by family, local work is not", test_family_names},
     {"commfam: each family's kernels pair across ranks step by step and count as comm time",
@@ -443,5 +488,7 @@ const test_case commfam_tests[] = {
     {"commfam: a rank that never launches a custom all-reduce is the hang's root", test_custom_all_reduce_hang},
     {"commfam: a slow rank under DeepEP's dispatch and combine is the root, its peers' wait communication",
      test_expert_parallel_slow_rank},
+    {"commfam: a host that waits for a collective to end waits for its peers, not for the CPU",
+     test_host_wait_for_communication},
     {NULL, NULL},
 };
