@@ -734,6 +734,7 @@ static void test_diagnose_hang_desync_in_the_logs(void)
         o.fault_rate = 0.2;
         o.faults = 1u << TELLER_FAULT_NCCL_HANG;
         o.seed = 5; /* rank 1 never launches its step 16 all-reduce, SeqNum 1085 */
+        o.nccl_only = 1; /* a desync NCCL's watchdog sees: every all-reduce is NCCL's */
         sim_case(dir, &o);
         /* rank 0's timeout, as rank 1 would have written it */
         char lp[600];
@@ -793,6 +794,7 @@ static void test_perturbed_teardown_hang_found_from_logs(void)
     so.steps = 12;
     so.fault_rate = 0;
     so.seed = 9;
+    so.nccl_only = 1; /* NCCL's hang: the watchdog watches NCCL work only */
     char out[700];
     teller_store *st = perturbed_hang(dir, &so, 0.2, 1, 1, 1, out, sizeof out);
     teller_error err;
@@ -1232,6 +1234,7 @@ static void test_diagnose_stall_absorbed_by_peer_wait(void)
     o.fault_rate = 0.3;
     o.faults = 1u << TELLER_FAULT_MALLOC_STORM;
     o.seed = 12;
+    o.nccl_only = 1; /* the figures below are NCCL's: its all-reduces on their own stream */
     teller_store *st;
     teller_diagnosis *d;
     teller_eval_summary s;
@@ -1264,6 +1267,7 @@ static void test_diagnose_stall_costs_lateness(void)
     o.fault_rate = 0.2;
     o.faults = 1u << TELLER_FAULT_OOM;
     o.seed = 32;
+    o.nccl_only = 1; /* the figures below are NCCL's: its all-reduces on their own stream */
     teller_store *st;
     teller_diagnosis *d;
     teller_eval_summary s;
@@ -1325,6 +1329,7 @@ static void test_diagnose_launch_latency_cost(void)
     o.fault_rate = 0.4;
     o.faults = 1u << TELLER_FAULT_LAUNCH_LATENCY;
     o.seed = 63;
+    o.nccl_only = 1; /* the figures below are NCCL's: its all-reduces on their own stream */
     teller_store *st;
     teller_diagnosis *d;
     teller_eval_summary s;
@@ -1366,6 +1371,7 @@ static void test_diagnose_slow_link_concurrent(void)
     o.fault_rate = 0.3;
     o.faults = 1u << TELLER_FAULT_SLOW_LINK;
     o.seed = 121;
+    o.nccl_only = 1; /* the figures below are NCCL's: its all-reduces on their own stream */
     teller_store *st;
     teller_diagnosis *d;
     teller_eval_summary s;
@@ -1402,6 +1408,7 @@ static void test_diagnose_launch_latency_through_collectives(void)
     o.fault_rate = 0.3;
     o.faults = 1u << TELLER_FAULT_LAUNCH_LATENCY;
     o.seed = 102;
+    o.nccl_only = 1; /* the figures below are NCCL's: its all-reduces on their own stream */
     teller_store *st;
     teller_diagnosis *d;
     teller_eval_summary s;

@@ -32,7 +32,7 @@ static const expect k_expect[] = {
     {"hta/trace_filter/sampled_rank-0.json.gz", 4811, 1154, 1154, 10, 2},
     {"hta/trace_filter/sampled_rank-1.json.gz", 4676, 1104, 1104, 10, 2},
     {"hta/triton_example/triton_example.json.gz", 10, 1, 1, 0, 1},
-    {"tracelens/b200/eager_trace.json.gz", 22355, 768, 768, 1, 1},
+    {"tracelens/b200/eager_trace.json.gz", 22355, 768, 768, 74, 1},
     {"tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", 14532, 1465, 1029, 0, 1},
     {"tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", 1471, 555, 555, 0, 1},
     {"tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz", 58712, 527, 527, 0, 1},
@@ -97,7 +97,9 @@ static void test_b200_vllm_eager(void)
     teller_tree_stats_get(st, &s);
     CHECK_EQ_INT(s.kernels, 768);
     CHECK_EQ_INT(s.kernels_linked, 768);
-    CHECK_EQ_INT(s.comm_kernels, 1);
+    /* one NCCL all-gather and 73 all-reduces through PyTorch's symmetric
+     * memory (vLLM's symm_mem communicator on NVLink SHARP) */
+    CHECK_EQ_INT(s.comm_kernels, 74);
     CHECK_EQ_INT(teller_store_step_count(st), 1);
     const teller_step *step = teller_store_steps(st);
     CHECK(!strncmp(teller_store_str(st, teller_store_events(st)->name[step[0].marker]), "execute_context_1(", 18));
@@ -114,6 +116,20 @@ static void test_b200_vllm_eager(void)
                 !strcmp(teller_store_str(st, c->pg_name), "3") && c->in_nelems == 25136 && c->group_size == 8;
     }
     CHECK(found);
+    /* each symmetric-memory all-reduce is a collective of its own (one
+     * rank traced: one member each), numbered in the step's order */
+    size_t symm = 0;
+    const teller_collective *co = teller_store_collectives(st);
+    for (size_t c = 0; c < teller_store_num_collectives(st); c++) {
+        uint32_t k = teller_store_coll_members(st)[co[c].first_member].kernel;
+        if (teller_comm_family_of(teller_store_str(st, ev->name[k]), NULL, 0) != TELLER_COMM_SYMM_MEM)
+            continue;
+        CHECK_EQ_INT(co[c].num_members, 1);
+        /* the NCCL all-gather's group on the same stream: vLLM's TP group */
+        CHECK(!strncmp(teller_store_str(st, co[c].key), "fam symm_mem allreduce pg 3 grid ", 33));
+        symm++;
+    }
+    CHECK_EQ_INT(symm, 73);
     teller_store_free(st);
 }
 

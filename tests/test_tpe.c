@@ -681,8 +681,9 @@ static void test_tpe_slice_relations(void)
         frames += teller_store_events(st)->layer[evs[i]] == TELLER_LAYER_FRONTEND;
     CHECK_EQ_INT(s.n, 2 * (n - frames));
     CHECK_EQ_INT(s.depth[0], 0);
-    /* --op: the longest matching event */
-    uint32_t op = teller_slice_find_seed(st, 1, 0, "AllReduce");
+    /* --op: the longest matching event (the decode step's all-reduces are
+     * vLLM's custom all-reduce) */
+    uint32_t op = teller_slice_find_seed(st, 1, 0, "cross_device_reduce");
     CHECK(op != TELLER_NONE);
     teller_tpe_ctx_free(c);
     teller_tpe_seq_free(&s);

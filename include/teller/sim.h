@@ -37,6 +37,9 @@ typedef struct teller_sim_opts {
                                   * records them; 0 (default, PyTorch's 3): the process is taken down,
                                   * and what was still running then (the waiting ranks' collective, their
                                   * synchronize, the step's annotation) is never written */
+    int         nccl_only;      /* 1: every all-reduce through NCCL, as with vLLM's
+                                 * --disable-custom-all-reduce; 0 (default): the engine's custom all-reduce
+                                 * serves those under 8 MiB of a tensor-parallel group inside one node */
 } teller_sim_opts;
 
 teller_sim_opts teller_sim_defaults(void);

@@ -120,8 +120,46 @@ size_t teller_name_normalize(const char *name, char *out, size_t cap);
 int teller_name_is_launch(const char *name);
 
 /* True when a name looks like communication work (NCCL/RCCL kernels and
- * ops, record_param_comms, nccl:* annotations, c10d ops). */
+ * ops, record_param_comms, nccl:* annotations, c10d ops, the kernels of
+ * every communication family below). */
 int teller_name_is_comm(const char *name);
+
+/* The families of communication kernels (commfam.c; the table, with the
+ * source each name was checked against, is in docs/ARCHITECTURE.md). */
+typedef enum teller_comm_family_id {
+    TELLER_COMM_NONE = 0,
+    TELLER_COMM_NCCL,      /* "nccl" anywhere in the name, any case */
+    TELLER_COMM_RCCL,      /* "rccl" */
+    TELLER_COMM_CUSTOM_AR, /* vllm::cross_device_reduce_1stage/_2stage (vLLM, SGLang's sgl-kernel) */
+    TELLER_COMM_TRT_AR,    /* oneShotAllReduceKernel, twoShotAllReduceKernel (TensorRT-LLM, sgl-kernel) */
+    TELLER_COMM_AR_FUSION, /* allreduce_fusion_kernel_* (TensorRT-LLM, FlashInfer) */
+    TELLER_COMM_SYMM_MEM,  /* one_shot_all_reduce, two_shot_all_reduce, multimem_* (PyTorch) */
+    TELLER_COMM_DEEP_EP,   /* deep_ep::{intranode,internode,internode_ll}::dispatch, combine, notify_* */
+    TELLER_COMM_FAMILIES
+} teller_comm_family_id;
+
+/* How a family's instances line up across ranks. */
+typedef enum teller_comm_match {
+    TELLER_COMM_MATCH_SEQ,  /* the trace's sequence number (PyTorch's record_param_comms "Seq"), else
+                             * the order of the rank's kernels of the key in the run */
+    TELLER_COMM_MATCH_ORDER /* the order of the rank's kernels of the family's operation within a
+                             * step, kernels of one launch grid together */
+} teller_comm_match;
+
+typedef struct teller_comm_family {
+    const char       *name;    /* "nccl", "custom_ar", "deep_ep", ... */
+    const char       *library; /* who launches the kernels */
+    teller_comm_match match;
+} teller_comm_family;
+
+/* The family of a kernel name, TELLER_COMM_NONE when it is none; when op
+ * is not NULL it receives (cap bytes) the operation the name states for
+ * the engines' families ("allreduce", "allgather", DeepEP's "dispatch",
+ * "combine", "notify_dispatch", ...), "" for NCCL and RCCL, whose
+ * operation the tree reads from "ncclDevKernel_OP_...". */
+teller_comm_family_id teller_comm_family_of(const char *name, char *op, size_t cap);
+/* The family's row; NULL for TELLER_COMM_NONE or out of range. Static. */
+const teller_comm_family *teller_comm_family_get(teller_comm_family_id fam);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,9 @@ int cmd_simulate(int argc, char **argv)
                  "nccl_hang as TORCH_NCCL_ASYNC_ERROR_HANDLING=2 leaves it: the\n"
                  "waiting collectives are aborted, end and are recorded (default:\n"
                  "PyTorch's 3, the process is taken down and what still ran is lost)"),
+        CLI_BOOL(0, "nccl-only", &o.nccl_only,
+                 "every all-reduce through NCCL, as vLLM's --disable-custom-all-reduce\n"
+                 "(default: the engine's custom all-reduce under 8 MiB, inside a node)"),
         CLI_END,
     };
     const cli_cmd cmd = {

@@ -11,6 +11,7 @@
 #include "detector.h"
 #include "teller/logs.h"
 #include "teller/requests.h"
+#include "teller/tree.h"
 
 /* A line of the log placed on a step by what the trace shows (an OOM
  * retry's frees, a swap's copies, SGLang's prefill lines counted against
@@ -609,14 +610,34 @@ static int log_hangs(const dctx *D, diag_state *S, finds *out, const waits_seen 
             root = behind;
         if (root < 0)
             continue; /* every member waited on the same work: for a rank whose trace is not loaded */
-        uint32_t name = TELLER_NONE;
-        int64_t latest = INT64_MIN;
-        for (size_t e = D->range[q]; e < D->range[q + 1]; e++)
-            if ((ev->flags[e] & TELLER_F_COMM) && (ev->flags[e] & TELLER_F_GPU) && ev->start_ns[e] >= latest &&
-                (double)ev->start_ns[e] <= w->at && (!w->op[0] || strstr(teller_store_str(D->st, ev->name[e]), w->op))) {
+        /* The operator: the latest kernel of the line's kind. The engines'
+         * own collectives (custom all-reduce, DeepEP) have no watchdog: a
+         * rank that hung in one went on enqueueing the step's work and its
+         * watchdog fired on the next NCCL work, which it never ran. So when
+         * the step holds no kernel of the line's kind but one of those, the
+         * latest of them in the step is what the rank was in. */
+        uint32_t name = TELLER_NONE, engine = TELLER_NONE;
+        int64_t latest = INT64_MIN, latest_engine = INT64_MIN;
+        int kind_in_step = 0;
+        for (size_t e = D->range[q]; e < D->range[q + 1]; e++) {
+            if (!(ev->flags[e] & TELLER_F_COMM) || !(ev->flags[e] & TELLER_F_GPU) || (double)ev->start_ns[e] > w->at)
+                continue;
+            const char *nm = teller_store_str(D->st, ev->name[e]);
+            int kind = !w->op[0] || strstr(nm, w->op);
+            if (kind && ev->start_ns[e] >= latest) {
                 latest = ev->start_ns[e];
                 name = ev->name[e];
             }
+            kind_in_step |= kind && ev->step[e] == w->step;
+            const teller_comm_family *fam = teller_comm_family_get(teller_comm_family_of(nm, NULL, 0));
+            if (ev->step[e] == w->step && fam && fam->match == TELLER_COMM_MATCH_ORDER &&
+                ev->start_ns[e] >= latest_engine) {
+                latest_engine = ev->start_ns[e];
+                engine = ev->name[e];
+            }
+        }
+        if (!kind_in_step && engine != TELLER_NONE)
+            name = engine;
         const char *fallback = w->optype[0] ? w->optype : "collective";
         if (name == TELLER_NONE)
             name = teller_store_intern(D->st, fallback, strlen(fallback));

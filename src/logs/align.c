@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "teller/logs.h"
+#include "teller/tree.h"
 
 int32_t teller_log_node_from_path(const char *path)
 {
@@ -112,6 +113,12 @@ static uint32_t coll_by_seq(const teller_store *st, int64_t seq, int32_t rank, i
     size_t nc = teller_store_num_collectives(st);
     for (size_t c = 0; c < nc; c++) {
         if (assumed && (int64_t)cs[c].seq != seq - 1)
+            continue;
+        /* a watchdog counts its process group's NCCL work: the engines' own
+         * collectives (numbered by their order in a step) are none of it */
+        const teller_comm_family *fam = teller_comm_family_get(teller_comm_family_of(
+            teller_store_str(st, teller_store_events(st)->name[mem[cs[c].first_member].kernel]), NULL, 0));
+        if (fam && fam->match == TELLER_COMM_MATCH_ORDER)
             continue;
         uint32_t pick = TELLER_NONE;
         int seq_ok = assumed;

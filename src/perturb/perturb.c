@@ -18,6 +18,7 @@
 
 #include "teller/logs.h"
 #include "teller/perturb.h"
+#include "teller/tree.h"
 #include "retime.h"
 #include "../util/fsutil.h"
 #include "../util/rng.h"
@@ -1083,6 +1084,14 @@ static int hang_lines(const pctx *P, uint32_t k, const tstep *t, const int64_t *
     const teller_perturb_opts *o = P->o;
     const teller_collective *co = &teller_store_collectives(P->st)[P->coll[P->hang_kernel]];
     const teller_coll_member *mem = teller_store_coll_members(P->st) + co->first_member;
+    const teller_comm_family *fam = teller_comm_family_get(teller_comm_family_of(name_of(P, P->hang_kernel), NULL, 0));
+    if (fam && fam->match == TELLER_COMM_MATCH_ORDER) {
+        /* no watchdog watches an engine's own collective; one fires only
+         * on the NCCL work queued behind it, which this trace cannot say */
+        note(res, "nccl_hang: the hung collective is %s's (%s), which no watchdog watches: no watchdog lines are "
+                  "written", fam->library, fam->name);
+        return 0;
+    }
     for (uint32_t j = 0; j < co->num_members; j++) {
         uint32_t m = mem[j].kernel;
         if (m == P->hang_kernel)

@@ -48,6 +48,15 @@
 #define K_MOE_BMM2 "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedP2x1x2x3_biasM_bN_tmaOpt_clmp_dynBatch_sm100f"
 #define K_MOE_FIN "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true>)"
 #define K_ALLREDUCE "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+/* The engines' custom all-reduce (vLLM csrc/custom_all_reduce.cuh; SGLang's
+ * sgl-kernel csrc/allreduce/custom_all_reduce.cuh, the same kernels in the
+ * same namespace), as the profiler demangles them: templated on the dtype
+ * and the GPU count, launched with min(36, packs / 512) blocks of 512
+ * threads (a pack: 16 bytes) on the current (compute) stream. */
+#define K_CAR_FMT "void vllm::cross_device_reduce_%s<__nv_bfloat16, %d>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)"
+/* The engines use it for all-reduces below this size (vLLM's and SGLang's
+ * CustomAllreduce max_size: 8 MiB), inside one node, NCCL otherwise. */
+#define CAR_MAX_BYTES (8.0 * 1024 * 1024)
 #define K_ALLGATHER "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 #define K_SENDRECV "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 #define M_H2D "Memcpy HtoD (Pinned -> Device)"
@@ -110,6 +119,7 @@ typedef struct op {
     double      gpu_ns;  /* base duration, or bytes for comm/copies */
     double      host_ns; /* host time of the cpu op around the launch */
     int         in_graph;
+    int         custom;  /* an all-reduce through the engine's custom all-reduce, not NCCL */
 } op;
 
 /* ---- a fault instance ---- */
@@ -197,6 +207,9 @@ typedef struct sim {
     saved_rank     *saved;     /* per rank, while the counterfactual runs */
     truth_step     *ts;        /* per step */
     char          (*markers)[128]; /* per faulty step, its annotation's text (a root that is the step) */
+    int             car;       /* the tensor-parallel group is inside one node of 2, 4, 6 or 8 GPUs: the
+                                * engine's custom all-reduce serves its small all-reduces */
+    char            car_name[2][192]; /* its one-stage and two-stage kernels for the group's size */
 } sim;
 
 static int rank_node(const sim *S, int r) { return r / S->o.gpus_per_node; }
@@ -282,8 +295,10 @@ static void put_comm_md(sim *S, obuf *o, const comm_md *c)
     (void)S;
 }
 
-static void ev_gpu(sim *S, int r, const char *cat, const char *name, int stream, int64_t t, int64_t dur, uint32_t corr,
-                   uint32_t ext, int64_t bytes, const comm_md *md)
+/* A GPU op; a kernel's grid and block: grid 0 for the default (a tile
+ * per 64 tokens and 16 column blocks, as a GEMM's grid grows, 256 threads). */
+static void ev_gpu_grid(sim *S, int r, const char *cat, const char *name, int stream, int64_t t, int64_t dur,
+                        uint32_t corr, uint32_t ext, int64_t bytes, const comm_md *md, int grid, int block)
 {
     if (!S->emit)
         return;
@@ -293,12 +308,19 @@ static void ev_gpu(sim *S, int r, const char *cat, const char *name, int stream,
            r % S->o.gpus_per_node, stream, corr);
     if (bytes >= 0)
         ob_fmt(o, ", \"bytes\": %lld", (long long)bytes);
-    if (!strcmp(cat, "kernel")) /* a tile per 64 tokens and 16 column blocks, as a GEMM's grid grows */
-        ob_fmt(o, ", \"grid\": [%d, 1, 1], \"block\": [256, 1, 1]", 16 * ((S->cur_tokens + 63) / 64));
+    if (!strcmp(cat, "kernel"))
+        ob_fmt(o, ", \"grid\": [%d, 1, 1], \"block\": [%d, 1, 1]", grid ? grid : 16 * ((S->cur_tokens + 63) / 64),
+               grid ? block : 256);
     if (md)
         put_comm_md(S, o, md);
     ob_s(o, "}");
     ev_end(S, r);
+}
+
+static void ev_gpu(sim *S, int r, const char *cat, const char *name, int stream, int64_t t, int64_t dur, uint32_t corr,
+                   uint32_t ext, int64_t bytes, const comm_md *md)
+{
+    ev_gpu_grid(S, r, cat, name, stream, t, dur, corr, ext, bytes, md, 0, 0);
 }
 
 /* ---- logs ---- */
@@ -390,6 +412,22 @@ static double gemm_ns(double tokens, double k, double n, int tp)
 
 static double mem_ns(double bytes) { return bytes / HBM_BW * 1e9 + 1800.0; }
 
+/* A tensor-parallel all-reduce of `bytes`: the engine's custom all-reduce
+ * below its size limit (the one-stage kernel for two GPUs, or under 512 KiB
+ * on four, 256 KiB on six or eight; vLLM's and sgl-kernel's
+ * CustomAllreduce::allreduce), else NCCL's through record_param_comms. */
+static size_t all_reduce(const sim *S, op *o, double bytes, int g)
+{
+    if (S->car && bytes < CAR_MAX_BYTES) {
+        int tp = S->o.tp, one = tp == 2 || (tp <= 4 && bytes < 512 * 1024) || bytes < 256 * 1024;
+        *o = (op){OP_ALLREDUCE, 0, !strcmp(S->o.engine, "sglang") ? "sgl_kernel::all_reduce" : "vllm::all_reduce",
+                  "cudaLaunchKernel", S->car_name[one ? 0 : 1], bytes, 18000, g, 1};
+        return 1;
+    }
+    *o = (op){OP_ALLREDUCE, 0, "record_param_comms", "cudaLaunchKernel", K_ALLREDUCE, bytes, 25000, g, 0};
+    return 1;
+}
+
 static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
 {
     const model *m = S->m;
@@ -399,7 +437,7 @@ static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
     int layers = m->layers / pp + (stage < m->layers % pp ? 1 : 0);
     size_t n = 0;
     int g = b->graph;
-#define ADD(...) (ops[n++] = (op){__VA_ARGS__})
+#define ADD(...) (ops[n++] = (op){__VA_ARGS__, 0})
     ADD(OP_H2D, 0, "aten::copy_", "cudaMemcpyAsync", M_H2D, T * 16 + 4096, 9000, 0);
     ADD(OP_H2D, 0, "aten::copy_", "cudaMemcpyAsync", M_H2D, T * 8 + 2048, 7000, 0);
     if (stage > 0)
@@ -420,7 +458,7 @@ static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
         ADD(OP_COMPUTE, 0, NULL, "cuLaunchKernelEx", K_FMHA, attn, 9000, g);
         ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_O, gemm_ns(T, h, h, tp), 30000, g);
         if (tp > 1)
-            ADD(OP_ALLREDUCE, 0, "record_param_comms", "cudaLaunchKernel", K_ALLREDUCE, T * h * 2, 25000, g);
+            n += all_reduce(S, ops + n, T * h * 2, g);
         ADD(OP_COMPUTE, 0, "_C::fused_add_rms_norm", "cudaLaunchKernel", K_ADDNORM, mem_ns(T * h * 2 * 3), 14000, g);
         if (m->experts) {
             double per = gemm_ns(T * m->topk / m->experts + 1, h, 2.0 * m->inter, tp);
@@ -436,7 +474,7 @@ static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
             ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_O, gemm_ns(T, m->inter, h, tp), 30000, g);
         }
         if (tp > 1)
-            ADD(OP_ALLREDUCE, 0, "record_param_comms", "cudaLaunchKernel", K_ALLREDUCE, T * h * 2, 25000, g);
+            n += all_reduce(S, ops + n, T * h * 2, g);
     }
     if (stage < pp - 1) {
         ADD(OP_SEND, 0, "record_param_comms", "cudaLaunchKernel", K_SENDRECV, T * h * 2, 12000, 0);
@@ -1017,16 +1055,21 @@ static int coll_end(stage *g, const op *p)
     int64_t x = xfer_ns(g->c, g->e, r0, tp, p->gpu_ns, p->kind == OP_ALLREDUCE);
     comm_md md = {p->kind == OP_ALLREDUCE ? "allreduce" : "_allgather_base", (int64_t)(p->gpu_ns / 2),
                   (int64_t)(p->gpu_ns / 2 * (p->kind == OP_ALLGATHER ? tp : 1)), tp, r0, 1, 1 + g->st};
+    int packs = (int)(p->gpu_ns / 16), car_grid = (packs + 511) / 512 < 36 ? (packs + 511) / 512 : 36;
     for (int i = 0; i < tp; i++) {
         int r = r0 + i;
         const coll_state *cs = &g->cs[i];
         if (r == hung_rank)
             continue;
-        S->ranks[r].pg_seq++;
+        if (!p->custom)
+            S->ranks[r].pg_seq++;
         int64_t end = missing ? cs->arrive + TELLER_FAULT_WATCHDOG_NS : last + x + (int64_t)uni_in(&S->r, 0, 1500);
-        if (!missing || S->o.hang_abort_comm) /* else it never ended: not written */
-            ev_gpu(S, r, "kernel", p->kernel, STREAM_NCCL, cs->arrive, end - cs->arrive, cs->corr, cs->ext, -1,
-                   p->in_graph ? NULL : &md);
+        /* a hung custom all-reduce spins until the process is taken down:
+         * nothing aborts it, and a kernel that never ended is not written */
+        if (!missing || (S->o.hang_abort_comm && !p->custom))
+            ev_gpu_grid(S, r, "kernel", p->kernel, p->custom ? STREAM_COMPUTE : STREAM_NCCL, cs->arrive,
+                        end - cs->arrive, cs->corr, cs->ext, -1, p->in_graph || p->custom ? NULL : &md,
+                        p->custom ? (car_grid > 0 ? car_grid : 1) : 0, 512);
         S->ranks[r].gpu = end;
         if (g->e->comm_done)
             g->e->comm_done(g->c, r, -1, p->kernel, end - cs->arrive);
@@ -1042,13 +1085,17 @@ static int coll_end(stage *g, const op *p)
         if (r == hung_rank)
             continue;
         char msg[512];
-        uint32_t seq = S->ranks[r].pg_seq;
+        /* behind a hung custom all-reduce the rank went on enqueueing the
+         * step's work: its watchdog fires on the step's next NCCL
+         * collective (the logits' all-gather), which never started */
+        uint32_t seq = S->ranks[r].pg_seq + (p->custom ? 1 : 0);
         int64_t fired = g->cs[i].arrive + TELLER_FAULT_WATCHDOG_NS;
+        long long gin = (long long)S->cur_tokens * S->m->vocab / tp, gout = gin * tp;
         snprintf(msg, sizeof msg,
                  "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%u, OpType=%s, NumelIn=%lld, "
                  "NumelOut=%lld, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.",
-                 seq, p->kind == OP_ALLREDUCE ? "ALLREDUCE" : "_ALLGATHER_BASE", (long long)md.in_n,
-                 (long long)md.out_n);
+                 seq, p->kind == OP_ALLREDUCE && !p->custom ? "ALLREDUCE" : "_ALLGATHER_BASE",
+                 p->custom ? gin : (long long)md.in_n, p->custom ? gout : (long long)md.out_n);
         log_pg(S, r, fired + 47000000, msg);
         snprintf(msg, sizeof msg,
                  "Exception (either an error or timeout) detected by watchdog at work: %u, last enqueued NCCL "
@@ -1673,6 +1720,11 @@ static teller_status sim_open(sim *S, const teller_sim_opts *o, const char *dir,
     S->m = find_model(o->model);
     S->world = o->nodes * o->gpus_per_node;
     S->dir = dir;
+    /* the engines turn their custom all-reduce off across nodes and for
+     * other group sizes (vLLM's and SGLang's CustomAllreduce) */
+    S->car = !o->nccl_only && o->tp <= o->gpus_per_node && (o->tp == 2 || o->tp == 4 || o->tp == 6 || o->tp == 8);
+    snprintf(S->car_name[0], sizeof S->car_name[0], K_CAR_FMT, "1stage", o->tp);
+    snprintf(S->car_name[1], sizeof S->car_name[1], K_CAR_FMT, "2stage", o->tp);
     rng_seed(&S->r, o->seed * 0x9E3779B97F4A7C15ull + 12345);
     S->t0 = 1795000000000000000LL + (int64_t)(o->seed % 1000) * 3600000000000LL;
     S->base_ns = S->t0 / KINETO_BASE_PERIOD_NS * KINETO_BASE_PERIOD_NS;

@@ -9,7 +9,6 @@
  * trees adds no per-event memory beyond the correlation hash table, which
  * holds only API calls.
  */
-#include <ctype.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,29 +26,9 @@ teller_tree_opts teller_tree_defaults(void)
     return o;
 }
 
-static int ci_contains(const char *s, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *s; s++) {
-        size_t i = 0;
-        while (i < n && s[i] && tolower((unsigned char)s[i]) == needle[i])
-            i++;
-        if (i == n)
-            return 1;
-    }
-    return 0;
-}
-
 int teller_name_is_launch(const char *name)
 {
     return strstr(name, "Launch") != NULL && !strstr(name, "HostFunc");
-}
-
-int teller_name_is_comm(const char *name)
-{
-    if (strncmp(name, "c10d::", 6) == 0 || strcmp(name, "record_param_comms") == 0)
-        return 1;
-    return ci_contains(name, "nccl") || ci_contains(name, "rccl");
 }
 
 /* ---- pass 1: sort events by source, row, then time ---- */
@@ -516,6 +495,7 @@ typedef struct coll_item {
     uint32_t key, seq;
     int32_t  rank;
     uint32_t ev;
+    uint32_t step; /* the kernel's step for a family matched by order once steps are cut, else TELLER_NONE */
     int64_t  start;
 } coll_item;
 
@@ -532,6 +512,7 @@ static int coll_time_cmp(const void *a, const void *b)
 {
     const coll_item *x = a, *y = b;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
     if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
     return x->start < y->start ? -1 : x->start > y->start;
 }
@@ -572,13 +553,18 @@ static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
     return -1;
 }
 
-/* One source's NCCL kernels with their comm rows and process groups,
- * found on the pool (sources are independent here): a kernel without
- * metadata (NCCL called directly, or captured in a CUDA graph) takes the
- * process group that named kernels on the same stream carry. */
+/* One source's communication kernels with their comm rows, families and
+ * process groups, found on the pool (sources are independent here): a
+ * kernel without metadata (NCCL called directly, or captured in a CUDA
+ * graph) takes the process group that named kernels on the same stream
+ * carry; an engine's own collective (a family matched by order), which
+ * never has metadata and may run on another stream than NCCL's, else the
+ * group of the source's first collective that is not a send or receive
+ * (its tensor-parallel group, which the engine's all-reduce serves). */
 typedef struct coll_found {
     uint32_t           ev, pg;
     const teller_comm *cm;
+    uint8_t            fam; /* teller_comm_family_id */
 } coll_found;
 
 typedef struct coll_find {
@@ -596,8 +582,11 @@ static void find_collectives(void *ctx, size_t s)
     coll_found *out = NULL;
     size_t n = 0, cap = 0;
     kmap streams = {0}; /* stream -> slot in spg: the first process group seen there */
-    uint32_t *spg = NULL;
+    uint32_t *spg = NULL, src_pg = 0;
     size_t spcap = 0;
+    kmap names = {0}; /* kernel name -> slot in nfam: its family + 1, classified once */
+    uint8_t *nfam = NULL;
+    size_t nfcap = 0;
     for (size_t i = f->range[s]; i < f->range[s + 1]; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
             continue;
@@ -605,22 +594,33 @@ static void find_collectives(void *ctx, size_t s)
         uint32_t pg = cm ? cm->pg_name : 0;
         uint32_t stream = (uint32_t)teller_event_tid(ev, i);
         uint32_t *slot = pg ? kmap_slot(&streams, stream, (void **)&spg, &spcap, sizeof *spg) : NULL;
-        if ((pg && !slot) || TELLER_GROW(out, cap, n + 1)) {
+        uint8_t *fam = kmap_slot(&names, ev->name[i], (void **)&nfam, &nfcap, sizeof *nfam);
+        if ((pg && !slot) || !fam || TELLER_GROW(out, cap, n + 1)) {
             f->failed[s] = 1;
             break;
         }
         if (slot && !*slot)
             *slot = pg;
-        out[n++] = (coll_found){(uint32_t)i, pg, cm};
+        if (!*fam)
+            *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(f->st, ev->name[i]), NULL, 0));
+        const char *coll = cm ? teller_store_str(f->st, cm->collective) : "";
+        if (pg && !src_pg && strcmp(coll, "send") && strcmp(coll, "recv"))
+            src_pg = pg;
+        out[n++] = (coll_found){(uint32_t)i, pg, cm, (uint8_t)(*fam - 1)};
     }
     for (size_t k = 0; k < n && !f->failed[s]; k++) {
         if (out[k].pg)
             continue;
         uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, out[k].ev), 0);
         out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
+        const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)out[k].fam);
+        if (!out[k].pg && fam && fam->match == TELLER_COMM_MATCH_ORDER)
+            out[k].pg = src_pg;
     }
     kmap_free(&streams);
     free(spg);
+    kmap_free(&names);
+    free(nfam);
     f->found[s] = out;
     f->n[s] = n;
 }
@@ -629,13 +629,22 @@ static void find_collectives(void *ctx, size_t s)
  * when the trace names it (Kineto copies it onto the NCCL kernel), else
  * the NCCL operation from the kernel name; seq is the trace's own sequence
  * number when recorded, else the order of the rank's kernels of that key.
+ * The engines' own kernels (custom all-reduce, DeepEP: families matched by
+ * order, commfam.c) have no sequence: their key is the family, operation,
+ * process group and launch grid (ranks launch one instance with one grid),
+ * and with by_step (steps are cut) seq is their order within the step,
+ * numbered on from the most any rank ran in the key's steps before, so
+ * that a kernel one rank lacks, or a rank whose profile began a step
+ * later, shifts no other step's instances. Before steps are cut they
+ * number in the run's order, which is enough for the clock offsets.
+ * *ordered counts the kernels of such families.
  * A send or recv in a group of more than two ranks (a pipeline's stages)
  * is a transfer between two of them, which Kineto does not name: it is
  * taken to go from a stage to the next in the group's rank list, as an
  * inference pipeline passes its activations (a training pipeline's
  * backward sends go the other way and are matched wrongly). Keys are
  * interned in event order, whatever the threads. */
-static int match_collectives(teller_store *st, const size_t *range, int jobs)
+static int match_collectives(teller_store *st, const size_t *range, int jobs, int by_step, size_t *ordered)
 {
     teller_events *ev = &st->ev;
     size_t ns = st->nsources;
@@ -659,7 +668,8 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
         icap += nfound[s];
     if (!bad && icap && !(items = malloc(icap * sizeof *items)))
         bad = 1;
-    char buf[256];
+    char buf[256], op[64];
+    *ordered = 0;
     for (size_t s = 0; s < ns && !bad; s++)
         for (size_t k = 0; k < nfound[s] && !bad; k++) {
             uint32_t i = found[s][k].ev, pg = found[s][k].pg;
@@ -668,6 +678,30 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
             int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
             int32_t me = st->sources[ev->source[i]].rank,
                     peer = dir && cm->group_size > 2 ? pg_neighbour(teller_store_str(st, cm->pg_ranks), me, dir) : -1;
+            uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
+            const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
+            if (fam && fam->match == TELLER_COMM_MATCH_ORDER && seq == TELLER_NONE) {
+                /* without a group, the node: the all-reduces over NVLink
+                 * (all but DeepEP's) never leave it */
+                const teller_args *a = teller_store_event_args(st, i);
+                teller_comm_family_of(teller_store_str(st, ev->name[i]), op, sizeof op);
+                char grp[160];
+                if (pg)
+                    snprintf(grp, sizeof grp, " pg %.120s", teller_store_str(st, pg));
+                else if (found[s][k].fam != TELLER_COMM_DEEP_EP)
+                    snprintf(grp, sizeof grp, " node %d", st->sources[ev->source[i]].node);
+                else
+                    grp[0] = 0;
+                snprintf(buf, sizeof buf, "fam %s %s%s grid %u,%u,%u", fam->name, op, grp, a ? a->grid[0] : 0,
+                         a ? a->grid[1] : 0, a ? a->grid[2] : 0);
+                uint32_t key = teller_store_intern(st, buf, strlen(buf));
+                bad = key == TELLER_NONE;
+                if (!bad)
+                    items[nitems++] = (coll_item){key, TELLER_NONE, me, i, by_step ? ev->step[i] : TELLER_NONE,
+                                                  ev->start_ns[i]};
+                ++*ordered;
+                continue;
+            }
             /* the key's text, but for pipeline transfers, depends on the
              * group or the kernel's name alone: made once per group or name */
             uint32_t *known = peer >= 0 ? NULL
@@ -689,9 +723,8 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
                     *known = key;
             }
             bad = (peer < 0 && !known) || key == TELLER_NONE;
-            uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
             if (!bad)
-                items[nitems++] = (coll_item){key, seq, me, i, ev->start_ns[i]};
+                items[nitems++] = (coll_item){key, seq, me, i, TELLER_NONE, ev->start_ns[i]};
         }
     for (size_t s = 0; found && s < ns; s++)
         free(found[s]);
@@ -702,19 +735,27 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs)
     free(key_of);
     if (bad)
         goto oom;
-    /* number the kernels without a recorded seq by time within (key, rank) */
+    /* number the kernels without a recorded seq by time within (key, step,
+     * rank), each step of a key from the most any rank ran in its steps
+     * before (base) */
     int unnumbered = 0;
     for (size_t a = 0; a < nitems && !unnumbered; a++)
         unnumbered = items[a].seq == TELLER_NONE;
     if (unnumbered)
         teller_sort_jobs(jobs, items, nitems, sizeof *items, coll_time_cmp);
-    uint32_t count = 0;
+    uint32_t count = 0, base = 0, most = 0;
     for (size_t a = 0; unnumbered && a < nitems; a++) {
-        if (a == 0 || items[a].key != items[a - 1].key || items[a].rank != items[a - 1].rank)
+        int new_key = a == 0 || items[a].key != items[a - 1].key;
+        if (new_key || items[a].step != items[a - 1].step) {
+            base = new_key ? 0 : base + most;
+            most = 0;
+        }
+        if (new_key || items[a].step != items[a - 1].step || items[a].rank != items[a - 1].rank)
             count = 0;
         if (items[a].seq == TELLER_NONE)
-            items[a].seq = count;
-        count++;
+            items[a].seq = base + count;
+        if (++count > most)
+            most = count;
     }
     teller_sort_jobs(jobs, items, nitems, sizeof *items, coll_item_cmp);
     free(st->colls);
@@ -1287,11 +1328,16 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         teller_store_warn(st, "(trace)", 0,
                           "%llu API calls reuse a correlation id already seen; GPU work links to the first",
                           (unsigned long long)ndup);
-    if (assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs) || estimate_offsets(st, range, o->jobs)) {
+    size_t ordered = 0;
+    if (assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs, 0, &ordered) ||
+        estimate_offsets(st, range, o->jobs)) {
         free(range);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     }
     teller_status s = cut_steps(st, range, o, err);
+    /* the engines' own collectives line up within steps, known now */
+    if (s == TELLER_OK && ordered && match_collectives(st, range, o->jobs, 1, &ordered))
+        s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     free(range);
     return s;
 }

@@ -12,6 +12,12 @@ numbers; rerun this script when a test's expectation is in doubt:
 """
 import collections, gzip, json, os, re, sys
 
+# The engines' communication kernels (docs/ARCHITECTURE.md, "Communication
+# kernel families"), written out again here rather than imported.
+COMM_HEAD = re.compile(r'cross_device_reduce_|oneShotAllReduceKernel|twoShotAllReduceKernel|'
+                       r'allreduce_fusion_kernel|one_shot_all_reduce|two_shot_all_reduce|'
+                       r'multimem_all_reduce|multimem_all_gather|'
+                       r'deep_ep::(intranode|internode|internode_ll)::\w*(dispatch|combine|notify|barrier)')
 STEP = re.compile(r'^ProfilerStep#[0-9]+$|^execute_([0-9]+_)?context_|^step\[')
 KCATS = {'kernel', 'Kernel'}
 GPU = KCATS | {'gpu_memcpy', 'gpu_memset', 'Memcpy', 'Memset'}
@@ -31,7 +37,7 @@ def count(path):
                 api_corr.setdefault(c, e)
     kernels = [e for e in kept if e.get('cat') in KCATS and e['ph'] == 'X']
     linked = sum(1 for k in kernels if (k.get('args') or {}).get('correlation') in api_corr)
-    comm = sum(1 for k in kernels if re.search('nccl|rccl', k['name'], re.I))
+    comm = sum(1 for k in kernels if re.search('nccl|rccl', k['name'], re.I) or COMM_HEAD.search(k['name']))
     fan = collections.Counter()
     for e in kept:
         if e.get('cat') in GPU and e['ph'] == 'X':
