@@ -41,8 +41,8 @@ test-install: all
 
 # the Python package (python/) over the build's libteller.so, and the example
 test-python: all
-	TELLER_LIBRARY=$(abspath $(BUILD))/libteller.so TELLER_CLI=$(abspath $(BUILD))/teller \
-		timeout 600 $(PYTHON) -m pytest -q python/tests
+	TELLER_LIBRARY=$(abspath $(BUILD))/libteller.so TELLER_CLI=$(abspath $(BUILD))/teller PYTHONDONTWRITEBYTECODE=1 \
+		timeout 600 $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 install: all
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
