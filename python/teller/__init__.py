@@ -30,10 +30,11 @@ HAVE_PANDAS = _pd is not None
 
 class TellerError(Exception):
     """A failure the library reported: status (io, format, truncated, nomem, arg, limit), the
-    file it concerns, the byte offset in it (0 when unknown) and the message."""
+    file it concerns, the byte offset in it (of the decompressed input; 0 when unknown), the
+    1-based line where the reader counts lines (0 otherwise) and the message."""
 
-    def __init__(self, status, file, offset, message):
-        self.status, self.file, self.offset, self.message = status, file, offset, message
+    def __init__(self, status, file, offset, message, line=0):
+        self.status, self.file, self.offset, self.line, self.message = status, file, offset, line, message
         where = "%s:%d" % (file, offset) if file and offset else file
         super().__init__("%s: %s" % (where, message) if where else message)
 
@@ -41,7 +42,7 @@ class TellerError(Exception):
 def _check(rc, err):
     if rc != 0:
         dec = lambda b: b.decode("utf-8", "replace")
-        raise TellerError(_lib.STATUS.get(rc, str(rc)), dec(err.file), int(err.offset), dec(err.msg))
+        raise TellerError(_lib.STATUS.get(rc, str(rc)), dec(err.file), int(err.offset), dec(err.msg), int(err.line))
 
 
 def library_version():
