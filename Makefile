@@ -1,6 +1,9 @@
 # teller - top-level entry points. The build itself is CMake + Ninja in build/.
 #   make          build the library, the CLI and the tests
-#   make test     build, then run the tests (plain, then under ASan+UBSan)
+#   make test     build, then run the tests (plain, the install test, the
+#                 Python package's, then under ASan+UBSan)
+#   make install  install under PREFIX (default /usr/local), staged in DESTDIR
+#   make uninstall  remove what make install put there (same PREFIX, DESTDIR)
 #   make bench    ingest speed and memory against Python's json (bench/run.sh)
 #   make fuzz     libFuzzer targets with clang, FUZZ_SECONDS each (fuzz/run.sh)
 #   make demo     simulate a faulty 2-node run, diagnose it, write the report
@@ -11,8 +14,13 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 60
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+# Debian's python3, whatever python3 comes first in PATH
+PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps test test-plain test-asan bench fuzz demo vocab model clean
+.PHONY: all deps test test-plain test-install test-python test-asan install uninstall bench fuzz demo vocab \
+	model clean
 
 all: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -21,10 +29,26 @@ all: deps
 deps:
 	@scripts/install-deps
 
-test: test-plain test-asan
+test: test-plain test-install test-python test-asan
 
 test-plain: all
 	timeout 1200 $(BUILD)/teller_tests
+
+# installs into a temporary prefix, builds a program against it with
+# pkg-config, runs it, uninstalls (tests/install.sh)
+test-install: all
+	timeout 300 tests/install.sh $(BUILD)
+
+# the Python package (python/) over the build's libteller.so, and the example
+test-python: all
+	TELLER_LIBRARY=$(abspath $(BUILD))/libteller.so TELLER_CLI=$(abspath $(BUILD))/teller PYTHONDONTWRITEBYTECODE=1 \
+		timeout 600 $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+install: all
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+uninstall:
+	cmake -DROOT="$(DESTDIR)$(PREFIX)" -P cmake/uninstall.cmake
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTELLER_SANITIZE=ON

@@ -3,9 +3,10 @@
 #
 # Ingest (bench/ingest.sh): a BENCH_MB (default 1100) MB single-rank Kineto
 # trace loaded against Python's json.load. Then the collector, requests,
-# logs, realism and held-out accuracy, TPE, log alignment, and scale
-# (bench/scale.sh). A benchmark reports; it does not fail, so the exit
-# status is 0 either way (unless something could not run at all).
+# logs, realism and held-out accuracy, TPE, log alignment, scale
+# (bench/scale.sh) and the Python package (bench/python_load.py). A
+# benchmark reports; it does not fail, so the exit status is 0 either way
+# (unless something could not run at all).
 #
 # usage: bench/run.sh BUILD_DIR        (env: BENCH_MB, BENCH_BEFORE, ...)
 set -euo pipefail
@@ -149,4 +150,14 @@ echo
 # ===========================================================================
 echo
 "$HERE/scale.sh" "$BUILD"
+
+# ===========================================================================
+# The Python package (bench/python_load.py, issue 34): a 192 MB trace (the
+# ingest section's generator) into a DataFrame of kernels, teller.load +
+# run.kernels() against json.load + pandas.DataFrame, on Debian's python3.
+# ===========================================================================
+echo
+PYTRACE=$OUTDIR/kineto_192mb.json
+[ -s "$PYTRACE" ] || python3 "$HERE/gen_trace.py" "$PYTRACE" --mb 192
+TELLER_LIBRARY=$BUILD/libteller.so PYTHONPATH=$HERE/../python /usr/bin/python3 "$HERE/python_load.py" "$PYTRACE"
 exit 0

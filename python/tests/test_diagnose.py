@@ -1,0 +1,88 @@
+"""teller.diagnose against `teller diagnose` on the same simulated faulty case."""
+import json
+import os
+import subprocess
+
+import pandas  # noqa: F401
+import pytest
+
+import teller
+
+
+@pytest.fixture(scope="module")
+def cli_preds(cli, case, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("cli") / "pred.json")
+    subprocess.run([cli, "diagnose", "-q", "--json", out, case], check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def diag(case):
+    return teller.diagnose(case, baseline="zscore", jobs=2)
+
+
+def test_same_steps_as_the_cli(diag, cli_preds):
+    want = cli_preds["steps"]
+    got = diag.steps.to_dict("records")
+    assert len(got) == len(want) == 30
+    for g, w in zip(got, want):
+        assert (g["step"], g["abnormal"], g["fault_type"]) == (w["step"], w["abnormal"], w["fault_type"])
+        assert g["explanation"] == w["explanation"]
+    assert diag.predictions == cli_preds
+
+
+def test_findings_and_evidence(diag):
+    ab = diag.abnormal
+    assert len(ab) > 0
+    f = diag.findings
+    assert set(ab["step"]) <= set(f["step"])
+    first = f[f["order"] == 0].set_index("step")
+    for _, s in ab.iterrows():
+        assert first.loc[s["step"], "op"] == s["op"]
+    # the case's log (logs/node0.log, found as the CLI finds it) gives log evidence
+    e = diag.evidence
+    assert "log" in set(e["kind"])
+    assert e[e["kind"] == "log"]["file"].str.endswith("node0.log").all()
+
+
+def test_baseline_beside(diag):
+    b = diag.baseline
+    assert len(b) == len(diag.steps)
+    assert set(b.columns) >= {"step", "abnormal", "score", "fault_type", "rank", "op"}
+
+
+def test_reports(diag, tmp_path):
+    html = diag.to_html(str(tmp_path / "r.html"))
+    text = open(html, encoding="utf-8").read()
+    assert text.lstrip().lower().startswith("<!doctype html")
+    assert "data-explains" in text
+    pf = json.load(open(diag.to_perfetto(str(tmp_path / "t.json"))))
+    assert any(e.get("name") == "process_name" for e in pf["traceEvents"])
+    r = diag._repr_html_()
+    n = int(diag.steps["abnormal"].sum())
+    assert "%d steps, %d abnormal" % (len(diag.steps), n) in r
+    assert r.count("<tr>") == min(n, 20) + 1
+
+
+def test_repr_escapes_trace_text(diag):
+    d = diag
+    d.predictions["steps"][0].update(abnormal=True, explanation="<script>x</script>")
+    assert "<script>" not in d._repr_html_()
+
+
+def test_a_new_diagnosis_retires_the_old_ones_reports(case, tmp_path):
+    run = teller.load(case)
+    d1 = run.diagnose()
+    d2 = run.diagnose(spreads=6)
+    with pytest.raises(teller.TellerError, match="diagnosed again"):
+        d1.to_html(str(tmp_path / "old.html"))
+    d2.to_html(str(tmp_path / "new.html"))
+    # a looser alarm flags no more steps
+    assert d2.steps["abnormal"].sum() <= d1.steps["abnormal"].sum()
+
+
+def test_logs_given_explicitly(case):
+    d = teller.diagnose(os.path.join(case, "rank0.trace.json.gz"), logs=[], model=False)
+    assert len(d.steps) > 0
+    assert not (d.evidence["kind"] == "log").any()
