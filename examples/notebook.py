@@ -62,7 +62,7 @@ if not case:
     case = os.path.join(out, "case")
     subprocess.run([cli, "simulate", "-o", case, "--nodes", "1", "--gpus-per-node", "2", "--steps", "30",
                     "--fault", "all", "--fault-rate", "0.2", "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
-d = teller.diagnose(case, baseline="zscore")
+d = teller.diagnose(case, stat_baseline="zscore")
 print(d)
 ab = d.abnormal
 print(ab[["step", "score", "fault_type", "rank", "op"]].to_string() if teller.HAVE_PANDAS else ab)

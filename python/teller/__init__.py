@@ -2,8 +2,8 @@
 
     run = teller.load(paths, jobs=None)          # traces (files or directories) as one run
     run.steps(); run.kernels(); run.collectives()  # tables: pandas DataFrames, or lists of dicts
-    d = teller.diagnose(paths, logs=None, baseline=None)
-    d.steps; d.findings; d.evidence; d.baseline; d.to_html(path)
+    d = teller.diagnose(paths, logs=None, stat_baseline=None)
+    d.steps; d.findings; d.evidence; d.stat_baseline; d.to_html(path)
 
 Everything runs in libteller.so (include/teller/run.h); this package turns its rows into
 tables. Errors raise TellerError with the file, byte offset and message the library gave.
@@ -181,7 +181,7 @@ class Run:
             "name": self._names(rows["name"]), "start_ns": rows["start_ns"], "dur_ns": rows["dur_ns"],
             "bytes": rows["bytes"], "step": self._step(rows["step"]), "kernel": rows["kernel"]})
 
-    def diagnose(self, logs=None, baseline=None, model=None, tz_offset=0, threshold=None, spreads=None,
+    def diagnose(self, logs=None, stat_baseline=None, model=None, tz_offset=0, threshold=None, spreads=None,
                  jobs=None):
         """Diagnoses the run: see teller.diagnose. Returns a Diagnosis."""
         h = self._handle()
@@ -206,9 +206,9 @@ class Run:
             _check(lib.teller_run_diagnose(h, ctypes.byref(opts), None, ctypes.byref(err)), err)
         finally:
             lib.teller_model_free(m)
-        if baseline is not None:
-            _check(lib.teller_run_baseline(h, str(baseline).encode(), ctypes.byref(err)), err)
-        return Diagnosis(self, baseline is not None)
+        if stat_baseline is not None:
+            _check(lib.teller_run_baseline(h, str(stat_baseline).encode(), ctypes.byref(err)), err)
+        return Diagnosis(self, stat_baseline is not None)
 
     def _render(self, what):
         err, buf, n = _lib.Error(), ctypes.c_void_p(), ctypes.c_size_t(0)
@@ -235,10 +235,10 @@ class Diagnosis:
     """What teller.diagnose found. steps: one row per step (abnormal, score, fault_type, view,
     duration, usual, excess, its root rank and operator, explanation); findings: the candidate
     root causes of every step, best first; evidence: the log lines and trace facts behind them;
-    baseline: the reference baseline's steps, or None; predictions: the predictions JSON as a
+    stat_baseline: the statistical baseline's steps, or None; predictions: the predictions JSON as a
     dict (../shared/BENCHMARK.md's format, with more per step)."""
 
-    def __init__(self, run, has_baseline):
+    def __init__(self, run, has_stat_baseline):
         self._run = run
         # the library keeps one diagnosis per run: the reports are this one's until the next
         run._diagnoses += 1
@@ -264,10 +264,10 @@ class Diagnosis:
         self.steps = _table(steps, _STEP_COLS)
         self.findings = _table(findings, _FINDING_COLS)
         self.evidence = _table(evidence, _EVIDENCE_COLS)
-        self.baseline = None
-        if has_baseline:
+        self.stat_baseline = None
+        if has_stat_baseline:
             b = json.loads(run._render(_lib.BASELINE))
-            self.baseline = _table([{"step": s["step"], "abnormal": s["abnormal"], "score": s["score"],
+            self.stat_baseline = _table([{"step": s["step"], "abnormal": s["abnormal"], "score": s["score"],
                                      "fault_type": s["fault_type"],
                                      "rank": s["candidates"][0]["rank"] if s["candidates"] else None,
                                      "op": s["candidates"][0]["op"] if s["candidates"] else None}
@@ -350,17 +350,18 @@ def _case_logs(paths):
     return logs
 
 
-def diagnose(paths, logs=None, baseline=None, jobs=None, model=None, tz_offset=0, threshold=None, spreads=None,
+def diagnose(paths, logs=None, stat_baseline=None, jobs=None, model=None, tz_offset=0, threshold=None, spreads=None,
              **load_opts):
     """Loads paths (see load) and diagnoses the run: which steps were abnormal, where and why.
-    logs: service log files (None: a case directory's logs/*.log); baseline: None, or "zscore"
-    or "gmm" to add a reference baseline's predictions (Diagnosis.baseline); model: None for the
-    built-in root-cause model if the library has one, a model file, or False for the numeric
-    stage alone; tz_offset: the logs' zone in seconds east of UTC."""
+    logs: service log files (None: a case directory's logs/*.log); stat_baseline: None, or
+    "zscore" or "gmm" to add a statistical baseline's predictions (Diagnosis.stat_baseline; not a
+    healthy reference run); model: None for the built-in root-cause model if the library has one,
+    a model file, or False for the numeric stage alone; tz_offset: the logs' zone in seconds east
+    of UTC."""
     run = load(paths, jobs=jobs, **load_opts)
     if logs is None:
         logs = _case_logs(paths)
     elif isinstance(logs, (str, bytes, os.PathLike)):
         logs = [logs]
-    return run.diagnose(logs=logs, baseline=baseline, model=model, tz_offset=tz_offset, threshold=threshold,
+    return run.diagnose(logs=logs, stat_baseline=stat_baseline, model=model, tz_offset=tz_offset, threshold=threshold,
                         spreads=spreads, jobs=jobs)

@@ -19,7 +19,7 @@ def cli_preds(cli, case, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def diag(case):
-    return teller.diagnose(case, baseline="zscore", jobs=2)
+    return teller.diagnose(case, stat_baseline="zscore", jobs=2)
 
 
 def test_same_steps_as_the_cli(diag, cli_preds):
@@ -47,7 +47,7 @@ def test_findings_and_evidence(diag):
 
 
 def test_baseline_beside(diag):
-    b = diag.baseline
+    b = diag.stat_baseline
     assert len(b) == len(diag.steps)
     assert set(b.columns) >= {"step", "abnormal", "score", "fault_type", "rank", "op"}
 

@@ -52,7 +52,7 @@ def test_two_files_of_one_rank_are_not_one_run(tmp_path):
 
 def test_bad_baseline_and_no_traces(tmp_path):
     with pytest.raises(teller.TellerError, match="zscore or gmm"):
-        teller.load(TWO_RANKS[0]).diagnose(baseline="median")
+        teller.load(TWO_RANKS[0]).diagnose(stat_baseline="median")
     with pytest.raises(teller.TellerError):
         teller.load([])
     with pytest.raises(teller.TellerError) as e:
