@@ -28,6 +28,7 @@ typedef struct dctx {
     size_t              *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     uint32_t            *mrow;    /* per (step, source): the row of its step annotation in the step table, or TELLER_NONE */
     double              *step_start; /* per step: its earliest rank's start, node 0's clock */
+    int64_t             *compute;    /* per (step, source): the time its compute kernels took */
     double              *step_work;  /* per step: the compute kernel time of the lowest rank (the batch's size) */
     double               t_first, t_last; /* the traced steps' span, node 0's clock */
     /* peer groups: ranks that share all-reduce/all-gather collectives do

@@ -346,9 +346,10 @@ static int ctx_steps(dctx *D, const teller_diagnosis *d)
     const teller_step *steps = teller_store_steps(st);
     D->step_start = calloc((size_t)D->nsteps + 1, sizeof *D->step_start);
     D->step_work = calloc((size_t)D->nsteps + 1, sizeof *D->step_work);
+    D->compute = calloc((size_t)D->nsteps * D->nsrc + 1, sizeof *D->compute);
     D->range = calloc(D->nsrc + 1, sizeof *D->range);
     D->mrow = malloc(((size_t)D->nsteps * D->nsrc + 1) * sizeof *D->mrow);
-    if (!D->step_start || !D->step_work || !D->range || !D->mrow)
+    if (!D->step_start || !D->step_work || !D->compute || !D->range || !D->mrow)
         return -1;
     D->t_first = INFINITY;
     D->t_last = -INFINITY;
@@ -375,18 +376,19 @@ static int ctx_steps(dctx *D, const teller_diagnosis *d)
         if (mk != TELLER_NONE && steps[i].step < D->nsteps)
             D->mrow[(size_t)steps[i].step * D->nsrc + D->ev->source[mk]] = (uint32_t)i;
     }
-    /* a step's work: the compute kernel time of the lowest rank */
-    int32_t low = INT32_MAX;
-    for (size_t s = 0; s < D->nsrc; s++)
-        if (teller_store_source_c(st, (uint32_t)s)->rank < low)
-            low = teller_store_source_c(st, (uint32_t)s)->rank;
-    for (size_t s = 0; s < D->nsrc; s++) {
-        if (teller_store_source_c(st, (uint32_t)s)->rank != low)
-            continue;
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+    /* each (step, source)'s compute kernel time; a step's work, the lowest rank's */
+    for (size_t q = 0; q < D->nsrc; q++)
+        for (size_t i = D->range[q]; i < D->range[q + 1]; i++)
             if (D->ev->layer[i] == TELLER_LAYER_KERNEL && !(D->ev->flags[i] & TELLER_F_COMM) && D->ev->step[i] < D->nsteps)
-                D->step_work[D->ev->step[i]] += (double)D->ev->dur_ns[i];
-    }
+                D->compute[(size_t)D->ev->step[i] * D->nsrc + q] += D->ev->dur_ns[i];
+    int32_t low = INT32_MAX;
+    for (size_t q = 0; q < D->nsrc; q++)
+        if (teller_store_source_c(st, (uint32_t)q)->rank < low)
+            low = teller_store_source_c(st, (uint32_t)q)->rank;
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        for (size_t q = 0; q < D->nsrc; q++)
+            if (teller_store_source_c(st, (uint32_t)q)->rank == low)
+                D->step_work[k] += (double)D->compute[(size_t)k * D->nsrc + q];
     return 0;
 }
 
@@ -403,6 +405,7 @@ static void ctx_free(dctx *D, diag_state *S)
     teller_req_abort(S->req);
     free(D->step_start);
     free(D->step_work);
+    free(D->compute);
     free(D->group);
     free(D->peers);
     free(D->gfirst);

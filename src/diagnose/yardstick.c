@@ -173,25 +173,15 @@ static int near_steps(const teller_step_group *g, const uint32_t *ks, uint32_t k
  * that rank, -1 where fewer than two ranks ran any: the work of a step
  * whose annotation states none that its duration follows (a mixed batch
  * states its size, not its prefill tokens). The fastest rank's, so that a
- * fault on one rank's GPU does not move the yardstick it is judged by.
- * 0, or -1 out of memory. */
-static int compute_work(const dctx *D, int64_t *cwork, int32_t *crank)
+ * fault on one rank's GPU does not move the yardstick it is judged by. */
+static void compute_work(const dctx *D, int64_t *cwork, int32_t *crank)
 {
-    size_t cells = (size_t)D->nsteps * D->nsrc;
-    int64_t *t = calloc(cells + 1, sizeof *t);
-    if (!t)
-        return -1;
-    for (size_t q = 0; q < D->nsrc; q++)
-        for (size_t i = D->range[q]; i < D->range[q + 1]; i++)
-            if (D->ev->step[i] < D->nsteps && D->ev->layer[i] == TELLER_LAYER_KERNEL && (D->ev->flags[i] & TELLER_F_GPU) &&
-                !(D->ev->flags[i] & TELLER_F_COMM))
-                t[(size_t)D->ev->step[i] * D->nsrc + q] += D->ev->dur_ns[i];
     for (uint32_t k = 0; k < D->nsteps; k++) {
         uint32_t ran = 0;
         cwork[k] = -1;
         crank[k] = -1;
         for (size_t q = 0; q < D->nsrc; q++) {
-            int64_t x = t[(size_t)k * D->nsrc + q];
+            int64_t x = D->compute[(size_t)k * D->nsrc + q];
             if (x <= 0)
                 continue;
             ran++;
@@ -203,8 +193,6 @@ static int compute_work(const dctx *D, int64_t *cwork, int32_t *crank)
         if (ran < 2)
             cwork[k] = -1, crank[k] = -1;
     }
-    free(t);
-    return 0;
 }
 
 /* A fitted group whose annotations state no work its durations follow,
@@ -239,8 +227,9 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
     size_t nnear = 0, near_cap = 0, nref = 0, ref_cap = 0;
     d->group_steps = malloc((ns ? ns : 1) * sizeof *d->group_steps);
     int rc = -1;
-    if (!cls || !dur || !work || !cwork || !crank || !v || !d->group_steps || compute_work(D, cwork, crank))
+    if (!cls || !dur || !work || !cwork || !crank || !v || !d->group_steps)
         goto done;
+    compute_work(D, cwork, crank);
     for (uint32_t k = 0; k < ns; k++) {
         uint32_t mk = step_marker(D, k);
         teller_step_classify(mk != TELLER_NONE ? teller_store_str(D->st, D->ev->name[mk]) : NULL, &cls[k]);
