@@ -14,28 +14,11 @@
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-build/perturb}; PURPOSE=${3:-report}; N=${4:-20}; RATE=${5:-0.3}
 T="$BUILD/teller"
-D="$(cd "$(dirname "$0")/.." && pwd)/../shared/data/traces"
 case "$PURPOSE" in
   tune) BASE=100000 ;; report) BASE=200000 ;; train) BASE=300000 ;;
   *) echo "PURPOSE is tune, report or train" >&2; exit 2 ;;
 esac
-# name|inputs (one run: several ranks are one entry)
-SETS=(
-  "tracelens_b200_vllm|$D/tracelens/b200/eager_trace.json.gz"
-  "tracelens_h100_hf|$D/tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
-  "tracelens_mi300_hf|$D/tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
-  "tracelens_sglang_decode|$D/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
-  "tracelens_sglang_prefilldecode|$D/tracelens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz"
-  "tracelens_vllm_graph|$D/tracelens/inference/vllm_decode_full/graph_execution.json.gz"
-  "hta_nccl_a100|$D/hta/nccl_parser_config/nccl_data.json.gz"
-  "hta_ns_resolution|$D/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
-  "hta_two_ranks|$D/hta/trace_filter/sampled_rank-0.json.gz $D/hta/trace_filter/sampled_rank-1.json.gz"
-  "hta_mi250|$D/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
-  "hta_trace_compare|$D/hta/trace_compare/base/base.json.gz"
-  "hta_trace_compare_test|$D/hta/trace_compare/test/test.json.gz"
-  "hta_event_sync|$D/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
-  "hta_triton|$D/hta/triton_example/triton_example.json.gz"
-)
+. "$(dirname "$0")/shared_sets.sh" # SETS: name|inputs
 C="$OUT/${PURPOSE}_r${RATE}"
 mkdir -p "$C"
 s=0

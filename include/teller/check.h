@@ -29,6 +29,7 @@ typedef struct teller_check_report {
     uint64_t facts;      /* facts made again from the trace */
     uint64_t numbers;    /* numbers read in explanations and reports, each matched to a fact or an identifier */
     uint64_t mismatches; /* facts whose value the trace does not give, and numbers that are no fact */
+    uint64_t reference;  /* facts of a reference run (TELLER_FACT_REFERENCE): not made again here */
     char     first[512]; /* the first mismatch, in words ("" when none) */
 } teller_check_report;
 

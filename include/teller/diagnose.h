@@ -96,8 +96,14 @@ typedef enum teller_fact_kind {
     TELLER_FACT_LATE,      /* rank started last at count of step's count2 collectives with two or more
                             * members; value: how long the other members had waited for it, summed */
     TELLER_FACT_DIFF,      /* fact a minus fact b, both of the same step's facts (indices) */
-    TELLER_FACT_QUIET      /* [t0, t1) inside step's window on rank in which neither its GPU nor any host
+    TELLER_FACT_QUIET,     /* [t0, t1) inside step's window on rank in which neither its GPU nor any host
                             * op of its process ran: the longest such stretch of the window */
+    TELLER_FACT_REFERENCE  /* a number of the reference run (teller_diag_opts.reference), which the run's
+                            * trace cannot give; count: the reference's steps of step's kind. count2 0:
+                            * what a step of that kind and work usually took there; 1: the usual time per
+                            * such step there of operator name on rank (TELLER_NONE: every compute
+                            * kernel; a collective's kernels: their time after the last member arrived;
+                            * a synchronize: its time past the GPU's last work) */
 } teller_fact_kind;
 
 typedef struct teller_fact {
@@ -164,6 +170,10 @@ typedef struct teller_diag_step {
     uint32_t         near_first, near_n; /* in a group too small to fit: usual_ns is the median duration of
                                      * the steps teller_diagnosis.near_steps[near_first .. + near_n) */
     int64_t          excess_ns;     /* dur - usual (>= 0); 0 without a yardstick */
+    int              by_reference;  /* 1: usual_ns is the reference run's (teller_diag_opts.reference): the
+                                     * run's own yardstick had none, or judged the step less slow */
+    double           spread;        /* the relative spread the step is judged with: its group's, or with
+                                     * by_reference the reference's group of its kind */
     int64_t          explained_ns;  /* what its top finding accounts for: its cost, at most excess_ns
                                      * when the step has a yardstick */
     double           slowness;      /* how far past the step alarm (its usual plus --spreads of its kind's
@@ -209,6 +219,11 @@ typedef struct teller_diag_opts {
      * than this many of its kind's spreads (and 1 % and 20 us); negative:
      * the default, TELLER_DIAG_SPREADS (teller_diag_defaults) */
     double spreads;
+    /* a healthy reference run (teller_diag_reference_make): its steps of
+     * each kind are a second yardstick, and each operator's usual time in
+     * them a second usual, so that what slows every step alike shows;
+     * NULL: the run alone */
+    const struct teller_diag_reference *reference;
 } teller_diag_opts;
 
 #define TELLER_DIAG_SPREADS 3.0
@@ -235,6 +250,21 @@ typedef struct teller_diagnosis {
 } teller_diagnosis;
 
 teller_diag_opts teller_diag_defaults(void);
+
+/* What a healthy reference run says is usual (src/diagnose/reference.c):
+ * its kinds of step with their yardsticks, and per kind, rank and
+ * operator the operator's usual time in such a step. */
+typedef struct teller_diag_reference teller_diag_reference;
+
+/* Diagnoses the tree-built reference run ref with opts (its reference
+ * ignored) and keeps what it says is usual: the steps no finding of their
+ * own flags. *out is owned by the caller (teller_diag_reference_free). */
+teller_status teller_diag_reference_make(teller_store *ref, const teller_diag_opts *opts, teller_diag_reference **out,
+                                         teller_error *err);
+/* Its steps, those its yardsticks are made of; its kinds of step. */
+size_t teller_diag_reference_steps(const teller_diag_reference *r);
+size_t teller_diag_reference_kinds(const teller_diag_reference *r);
+void teller_diag_reference_free(teller_diag_reference *r);
 
 /* Diagnoses every step of a tree-built store. *out is owned by the caller
  * (teller_diagnosis_free). */

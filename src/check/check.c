@@ -427,6 +427,8 @@ static double remake(chk *C, const teller_diag_step *s, uint32_t i, const double
     }
     case TELLER_FACT_DIFF:
         return f->a < i && f->b < i ? vals[f->a] - vals[f->b] : NAN;
+    case TELLER_FACT_REFERENCE:
+        return NAN; /* not made again: the reference run's trace is not here */
     case TELLER_FACT_QUIET:
         if (f->t1 <= f->t0 || busy_in(C, f->rank, f->t0, f->t1, 1, 1) || window(C, f->step, f->rank, &w0, &w1) < 0 ||
             f->t0 < w0 || f->t1 > w1)
@@ -439,7 +441,7 @@ static double remake(chk *C, const teller_diag_step *s, uint32_t i, const double
 static const char *fact_word(teller_fact_kind k)
 {
     static const char *const w[] = {"?", "step", "usual", "event", "op", "op_usual", "hole", "gpu_idle", "overhang",
-                                    "late", "diff", "quiet"};
+                                    "late", "diff", "quiet", "reference"};
     return (unsigned)k < sizeof w / sizeof *w ? w[k] : "?";
 }
 
@@ -557,6 +559,11 @@ teller_status teller_check_diagnosis(const teller_store *st, const teller_diagno
         }
         for (uint32_t i = 0; i < s->nfacts; i++) {
             const teller_fact *f = &d->facts[s->first_fact + i];
+            if (f->kind == TELLER_FACT_REFERENCE) { /* the reference run's trace is not here */
+                vals[i] = f->value;
+                r->reference++;
+                continue;
+            }
             double v = remake(&C, s, i, vals);
             vals[i] = v;
             r->facts++;

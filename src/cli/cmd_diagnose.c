@@ -52,6 +52,9 @@ static int check_all(const teller_store *st, const teller_diagnosis *d, int html
     printf("\ncheck: %llu facts made again from the trace, %llu numbers read, %llu mismatch%s\n",
            (unsigned long long)r.facts, (unsigned long long)r.numbers, (unsigned long long)r.mismatches,
            r.mismatches == 1 ? "" : "es");
+    if (r.reference)
+        printf("check: %llu facts of the reference run (--baseline) taken as it gave them\n",
+               (unsigned long long)r.reference);
     if (r.mismatches) {
         printf("check: first: ");
         cli_put_text(stdout, r.first);
@@ -137,6 +140,7 @@ typedef struct diag_args {
     int           no_model, model_alone, check, tz_offset;
     double        threshold, spreads; /* 0 and -1: the library's defaults */
     cli_strs      logs;               /* owned */
+    cli_strs      baseline;           /* owned: the reference run's traces */
 } diag_args;
 
 /* The outputs asked for, in the order they are written; an absent one has
@@ -180,6 +184,10 @@ static int parse_args(diag_args *a, int argc, char **argv)
                 "the step alarm: a step whose findings are not facts (a hang, a log\n"
                 "line) is abnormal only when it took longer than its kind usually\n"
                 "does by K of its kind's spreads (default 3)"),
+        CLI_LIST(0, "baseline", &a->baseline, "REF", 0,
+                 "a healthy reference run of the same workload (a trace or a case\n"
+                 "directory; repeatable for its files): its steps are a second\n"
+                 "yardstick, so that what slows every step alike shows"),
         CLI_BOOL(0, "check", &a->check,
                  "make every number of the diagnosis (and of --html's report) again\n"
                  "from the trace; exit 1 when one does not match"),
@@ -230,6 +238,37 @@ static teller_diag_opts diag_opts(const diag_args *a, const teller_model *model)
     if (a->spreads >= 0)
         dop.spreads = a->spreads;
     return dop;
+}
+
+/* The reference run of --baseline, diagnosed with dop: what it says is
+ * usual, into *ref (NULL without --baseline). 0, or 1 with why said. */
+static int make_reference(const diag_args *a, const teller_diag_opts *dop, teller_diag_reference **ref)
+{
+    *ref = NULL;
+    if (!a->baseline.n)
+        return 0;
+    teller_store *st = cli_load(&a->o, a->baseline.v, (int)a->baseline.n);
+    if (!st)
+        return 1;
+    teller_diag_opts o = *dop;
+    o.logs = NULL;
+    o.nlogs = 0;
+    o.model = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    teller_status s = teller_diag_reference_make(st, &o, ref, &err);
+    teller_store_free(st);
+    if (s != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        return 1;
+    }
+    if (!teller_diag_reference_steps(*ref)) {
+        fprintf(stderr, "teller: %s: the reference run has no steps to compare with\n", a->baseline.v[0]);
+        teller_diag_reference_free(*ref);
+        *ref = NULL;
+        return 1;
+    }
+    return 0;
 }
 
 /* The summary's first line and the ten worst abnormal steps (what they
@@ -320,14 +359,22 @@ static int diagnose_traces(const diag_args *a, const teller_model *model, char *
     for (size_t i = 0; i < NOUTS; i++)
         if (outs[i].path && cli_can_write(outs[i].path))
             return 1;
-    teller_store *st = cli_load(&a->o, paths, np);
-    if (!st)
-        return 1;
     teller_diag_opts dop = diag_opts(a, model);
+    teller_diag_reference *ref = NULL;
+    if (make_reference(a, &dop, &ref))
+        return 1;
+    dop.reference = ref;
+    teller_store *st = cli_load(&a->o, paths, np);
+    if (!st) {
+        teller_diag_reference_free(ref);
+        return 1;
+    }
     teller_diagnosis *d = NULL;
     teller_error err;
     teller_error_clear(&err);
-    if (teller_diagnose(st, &dop, &d, &err) != TELLER_OK) {
+    teller_status ds = teller_diagnose(st, &dop, &d, &err);
+    teller_diag_reference_free(ref);
+    if (ds != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         teller_store_free(st);
         return 1;
@@ -357,5 +404,6 @@ int cmd_diagnose(int argc, char **argv)
         rc = diagnose_traces(&a, model, argv + 1, np);
     teller_model_free(model);
     cli_strs_free(&a.logs);
+    cli_strs_free(&a.baseline);
     return rc;
 }

@@ -180,7 +180,7 @@ static int busy_counts(const teller_events *ev, uint32_t i, diag_busy_what what,
         return 0;
     int gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
     if (gpu)
-        return what != DIAG_BUSY_OTHER_THREADS && teller_layer_is_gpu_work(ev->layer[i]);
+        return (what == DIAG_BUSY_GPU || what == DIAG_BUSY_ANY) && teller_layer_is_gpu_work(ev->layer[i]);
     if (what == DIAG_BUSY_GPU || !teller_layer_is_host_op(ev->layer[i]) ||
         (what == DIAG_BUSY_OTHER_THREADS && teller_event_tid(ev, i) == step_tid[ev->source[i]]))
         return 0;
@@ -541,10 +541,11 @@ int diag_build_groups(dctx *D)
  * it states a fact (a log line, a collective that never completed), nor
  * when its yardstick is a prior because the run is too short to have one
  * (kernel launches in a run of fewer than three steps, apis.c: a launch
- * slowdown in both steps of a two-step run is not its normal). */
+ * slowdown in both steps of a two-step run is not its normal), nor when it
+ * was judged against a reference run (reference.c). */
 static int run_judged(const dctx *D, const cand *c)
 {
-    return c->det != TELLER_FAULT_NONE && !teller_fault_def_of(c->det)->logged &&
+    return c->det != TELLER_FAULT_NONE && !c->reference && !teller_fault_def_of(c->det)->logged &&
            !(c->det == TELLER_FAULT_LAUNCH_LATENCY && diag_launch_prior(D, c->name));
 }
 

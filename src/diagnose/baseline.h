@@ -56,8 +56,8 @@ typedef struct busyidx {
 
 /* What a busy index holds: GPU work; the outermost host ops of each
  * source's threads but its stepping one (step_tid); either, of every
- * thread. */
-typedef enum diag_busy_what { DIAG_BUSY_GPU, DIAG_BUSY_OTHER_THREADS, DIAG_BUSY_ANY } diag_busy_what;
+ * thread; the outermost host ops of every thread. */
+typedef enum diag_busy_what { DIAG_BUSY_GPU, DIAG_BUSY_OTHER_THREADS, DIAG_BUSY_ANY, DIAG_BUSY_HOST } diag_busy_what;
 int diag_busy_build(busyidx *B, const struct dctx *D, diag_busy_what what, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 

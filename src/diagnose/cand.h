@@ -38,6 +38,7 @@ typedef struct cand {
      * of every name, waited through, each moment once (copies.c) */
     double       link_wait;
     int64_t      hole_from, hole_to; /* host gaps: the hole the finding is named after, ended by event */
+    int          reference; /* 1: judged against the reference run's usual (reference.c), not the run's */
     /* zero for a finding of the step's own */
     int          carried;  /* 1: the previous step's finding, carried into this one (carry.c) */
     uint32_t     from;     /* carried: the step whose fault this is */

@@ -73,6 +73,10 @@ typedef struct diag_state {
     cand              prev;
     double            prev_late, prev_late_host, carry_in;
     busyidx           any;        /* when each source's GPU or any of its host ops worked (facts.c, made once) */
+    /* row reference: each source's operator time per step, and what it
+     * needs; made when the run is judged against a reference or is one */
+    struct ref_state *ref;
+    int               ref_make;   /* the run is a reference being made (teller_diag_reference_make) */
     size_t            groups_cap, facts_cap; /* of out->groups, out->facts */
     int               nomem;      /* an allocation failed where no status could be returned */
 } diag_state;

@@ -43,6 +43,7 @@ enum {
     DIAG_S_OUT          = 1u << 9,  /* out: evidence, notes, step durations */
     DIAG_S_REQUESTS     = 1u << 10, /* req */
     DIAG_S_CARRY        = 1u << 11, /* prev, prev_late, prev_late_host, carry_in (row carried, step after step) */
+    DIAG_S_REFERENCE    = 1u << 12, /* ref */
 };
 
 typedef struct diag_detector {

@@ -94,7 +94,7 @@ static int cand_cmp(const void *a, const void *b)
 /* Each step's yardstick (yardstick.c), made of the steps of its kind that
  * no finding of their own flags: in a run with many faults the faulty
  * steps would make the usual step slower, and its spread wider. */
-static int yardsticks(const dctx *D, diag_state *S, double threshold)
+static int yardsticks(const dctx *D, diag_state *S, double threshold, double spreads)
 {
     uint8_t *flagged = calloc(D->nsteps + 1, 1);
     if (!flagged)
@@ -105,7 +105,7 @@ static int yardsticks(const dctx *D, diag_state *S, double threshold)
             flagged[k] = sa->c[a].det != TELLER_FAULT_NONE &&
                          cand_score(&sa->c[a], (double)S->out->steps[k].dur_ns, S->out->steps[k].pred.nev > 0) >= threshold;
     }
-    int rc = diag_yardsticks(D, S, flagged);
+    int rc = diag_yardsticks(D, S, flagged, spreads);
     free(flagged);
     return rc;
 }
@@ -569,7 +569,7 @@ static void verdict(const dctx *D, diag_state *S, const judging *J, uint32_t k, 
     teller_diag_step *s = &d->steps[k];
     const teller_diag_cand *sc = d->cands ? d->cands + s->first_cand : NULL; /* NULL: no step has candidates */
     const step_acc *sa = &S->steps[k];
-    s->slowness = diag_slowness(d, k, J->spreads);
+    s->slowness = diag_slowness(s, J->spreads);
     s->slow = s->slowness >= 0.5;
     s->fact = s->ncands && fact_based(&sa->c[idx[0]], s);
     if (!s->fact && s->pred.score > s->slowness)
@@ -684,15 +684,17 @@ void teller_diagnosis_free(teller_diagnosis *d)
     free(d);
 }
 
-teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, teller_diagnosis **out, teller_error *err)
+/* Diagnoses st into *out; with keep, also what it says is usual, as a
+ * reference for other runs (reference.c). */
+static teller_status diagnose(teller_store *st, const teller_diag_opts *o, teller_diagnosis **out,
+                              teller_diag_reference **keep, teller_error *err)
 {
     teller_diag_opts def = teller_diag_defaults();
-    const teller_diag_opts *o = opts ? opts : &def;
     judging J = {.o = o, .threshold = o->threshold > 0 ? o->threshold : def.threshold,
                  .spreads = o->spreads >= 0 ? o->spreads : TELLER_DIAG_SPREADS};
     dctx D = {.st = st, .ev = teller_store_events(st), .opts = o, .nsteps = teller_store_step_count(st),
               .nsrc = teller_store_num_sources(st)};
-    diag_state S = {.err = err};
+    diag_state S = {.err = err, .ref_make = keep != NULL};
     teller_diagnosis *d = diagnosis_new(D.nsteps);
     int rc = -1;
     S.out = d;
@@ -709,7 +711,7 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
     if (rc || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S, o->jobs > 0 ? o->jobs : teller_num_cores())))
         goto done;
     rc = -1;
-    if (diag_subtract_run_normal(&D, S.steps) || yardsticks(&D, &S, J.threshold))
+    if (diag_subtract_run_normal(&D, S.steps) || yardsticks(&D, &S, J.threshold, J.spreads))
         goto done;
     diag_notes(&D, &S);
     if (judge_steps(&D, &S, &J, err))
@@ -720,6 +722,8 @@ teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, te
         S.req = NULL;
         rc = S.status != TELLER_OK;
     }
+    if (!rc && keep)
+        rc = diag_reference_keep(&D, &S, keep);
 done:
     teller_model_tracer_free(J.tracer);
     ctx_free(&D, &S);
@@ -729,4 +733,21 @@ done:
     }
     *out = d;
     return TELLER_OK;
+}
+
+teller_status teller_diagnose(teller_store *st, const teller_diag_opts *opts, teller_diagnosis **out, teller_error *err)
+{
+    teller_diag_opts def = teller_diag_defaults();
+    return diagnose(st, opts ? opts : &def, out, NULL, err);
+}
+
+teller_status teller_diag_reference_make(teller_store *ref, const teller_diag_opts *opts, teller_diag_reference **out,
+                                         teller_error *err)
+{
+    teller_diag_opts o = opts ? *opts : teller_diag_defaults();
+    o.reference = NULL;
+    teller_diagnosis *d = NULL;
+    teller_status rc = diagnose(ref, &o, &d, out, err);
+    teller_diagnosis_free(d);
+    return rc;
 }

@@ -216,6 +216,22 @@ static void say(line *L, const char *fmt, ...)
         L->n = L->n + (size_t)w < L->cap ? L->n + (size_t)w : L->cap - 1;
 }
 
+/* A number of the reference run: the usual of a step of step k's kind
+ * (op 0), or of operator name on rank in such a step (op 1). */
+static uint32_t fact_reference(diag_state *S, const teller_diag_step *s, uint32_t k, int32_t rank, uint32_t name, int op,
+                               double value)
+{
+    uint32_t steps;
+    int by_work;
+    diag_reference_kind(S, k, &steps, &by_work);
+    teller_fact f = fact(TELLER_FACT_REFERENCE, k, rank);
+    f.name = name;
+    f.count = steps;
+    f.count2 = (uint32_t)op;
+    f.value = value;
+    return push(S, s, f);
+}
+
 static const char *txt(const diag_state *S, const teller_diag_step *s, uint32_t i)
 {
     return i == UINT32_MAX ? "?" : at(S, s, i)->text;
@@ -248,13 +264,22 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, tell
     }
     teller_fact u = fact(TELLER_FACT_USUAL, k, s->dur_rank);
     u.value = (double)s->usual_ns;
-    uint32_t fu = push(S, s, u);
+    uint32_t fu = s->by_reference ? fact_reference(S, s, k, s->dur_rank, TELLER_NONE, 0, u.value) : push(S, s, u);
     if (fd == UINT32_MAX || fu == UINT32_MAX)
         return UINT32_MAX;
     int slower = at(S, s, fd)->value >= at(S, s, fu)->value;
     uint32_t fo = slower ? fact_diff(S, s, fd, fu) : fact_diff(S, s, fu, fd);
-    say(L, "%s %s than usual (%s: ", txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
     const char *kw = kind_word(g);
+    if (s->by_reference) {
+        uint32_t steps;
+        int by_work;
+        diag_reference_kind(S, k, &steps, &by_work);
+        say(L, "%s %s than in the reference run (%s: %s its %u %s steps%s)", txt(S, s, fo), slower ? "more" : "less",
+            txt(S, s, fu), by_work ? "the line through" : "what", steps, kw,
+            by_work ? " at this one's work" : " usually took");
+        return slower ? fo : UINT32_MAX;
+    }
+    say(L, "%s %s than usual (%s: ", txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
     char wk[48] = "";
     if (s->work >= 0) /* the annotation's tokens or batch, else the kernels the step launched */
         snprintf(wk, sizeof wk,
@@ -362,10 +387,67 @@ static uint32_t say_hang(const dctx *D, diag_state *S, line *L, teller_diag_step
 /* What the root operator of finding c (no hang) did, by what the finding
  * is, into L ("which took ..."); returns what of the step it explains (a
  * fact, UINT32_MAX none). dur: the fact of the step's duration. */
+/* A finding judged against the reference run (reference.c): the
+ * operator's time in step k against its usual there. Returns the fact of
+ * the difference (UINT32_MAX none). */
+static uint32_t say_against_reference(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, const cand *c)
+{
+    const char *kw = kind_word(&S->out->groups[s->group]);
+    uint32_t steps;
+    int by_work;
+    diag_reference_kind(S, k, &steps, &by_work);
+    uint32_t fr;
+    switch (c->det) {
+    case TELLER_FAULT_GPU_THROTTLE: {
+        uint32_t fo = fact_op(D, S, s, k, c->rank, c->name), fa = fact_op(D, S, s, k, c->rank, TELLER_NONE);
+        fr = fact_reference(S, s, k, c->rank, TELLER_NONE, 1, c->usual);
+        say(L, "its heaviest kernel, which took %s in this step; all its kernels took %s together against %s in the "
+               "reference run's usual %s step",
+            txt(S, s, fo), txt(S, s, fa), txt(S, s, fr), kw);
+        return fa != UINT32_MAX && at(S, s, fa)->value > c->usual ? fact_diff(S, s, fa, fr) : UINT32_MAX;
+    }
+    case TELLER_FAULT_SYNC_STALL: {
+        uint32_t fe = c->event != TELLER_NONE ? fact_event(D, S, s, k, c->event) : UINT32_MAX;
+        uint32_t fh = c->event != TELLER_NONE ? fact_overhang(D, S, s, k, c->event) : UINT32_MAX;
+        say(L, "which took %s, %s of it after its GPU's last work had ended", txt(S, s, fe), txt(S, s, fh));
+        break;
+    }
+    case TELLER_FAULT_CPU_CONTENTION: {
+        uint32_t fh = fact_span(D, S, s, TELLER_FACT_HOLE, k, c->rank, c->hole_from, c->hole_to, c->event);
+        say(L, "before which no thread of its process ran an op for %s", txt(S, s, fh));
+        fr = fact_reference(S, s, k, c->rank, TELLER_NONE, 1, c->usual);
+        say(L, "; such holes of 100 us or more came to %s a %s step in the reference run", txt(S, s, fr), kw);
+        return UINT32_MAX;
+    }
+    case TELLER_FAULT_SLOW_LINK:
+    case TELLER_FAULT_PP_SEND_DELAY:
+        say(L, "whose transfers (their time once the last member had arrived)");
+        break;
+    default: {
+        uint32_t fo = fact_op(D, S, s, k, c->rank, c->name);
+        if (fo == UINT32_MAX)
+            return UINT32_MAX;
+        const teller_fact *o = at(S, s, fo);
+        if (o->count == 1)
+            say(L, "which took %s in this step", o->text);
+        else
+            say(L, "whose %u calls took %s in this step", o->count, o->text);
+        fr = fact_reference(S, s, k, c->rank, c->name, 1, c->usual);
+        say(L, "; in the reference run's %u %s steps they took %s a step", steps, kw, txt(S, s, fr));
+        return fr != UINT32_MAX && at(S, s, fo)->value > c->usual ? fact_diff(S, s, fo, fr) : UINT32_MAX;
+    }
+    }
+    fr = fact_reference(S, s, k, c->rank, c->name, 1, c->usual);
+    say(L, "; in the reference run's %u %s steps that came to %s a step", steps, kw, txt(S, s, fr));
+    return UINT32_MAX;
+}
+
 static uint32_t say_root(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, const cand *c, uint32_t dur)
 {
     uint32_t from = c->carried ? c->from : k;
     uint32_t ex = UINT32_MAX;
+    if (c->reference && !c->carried)
+        return say_against_reference(D, S, L, s, k, c);
     switch (c->det) {
     case TELLER_FAULT_GPU_THROTTLE: {
         uint32_t fo = fact_op(D, S, s, from, c->rank, c->name);

@@ -10,17 +10,31 @@
 
 #include "cand.h"
 #include "context.h"
+#include "teller/tree.h"
 
 /* Each step's kind and usual duration (out->groups, out->group_steps,
  * out->ref_steps, each step's group, work, usual_ns, excess_ns), the
  * steps' dur_ns first; flagged[k]: a finding of step k's own flags it (a
  * group's reference is its steps not flagged, when there are enough). 0,
  * or -1 out of memory. */
-int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged);
-/* How far step k is past the step alarm (its usual plus `spreads` of its
- * kind's spreads, at least 1 % and 20 us over): 0.5 at the edge, towards 1
+int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double spreads);
+/* How far step s is past the step alarm (its usual plus `spreads` of its
+ * spreads, at least 1 % and 20 us over): 0.5 at the edge, towards 1
  * beyond, 0 when no slower than usual or without a yardstick. */
-double diag_slowness(const teller_diagnosis *d, uint32_t k, double spreads);
+double diag_slowness(const teller_diag_step *s, double spreads);
+/* Step k's kind, from the annotation of its lowest rank that has one (a
+ * step without one is a kind of its own). */
+void diag_step_class(const dctx *D, uint32_t k, teller_step_class *out);
+/* reference.c: step s (its own yardstick set) judged against the
+ * reference run's usual for its kind and work too, which it keeps (with
+ * by_reference) when the run has none or the reference finds it slower. */
+void diag_reference_yardstick(const dctx *D, const diag_state *S, teller_diag_step *s, uint32_t k, double spreads);
+/* reference.c: whether the reference has steps of step k's kind; how
+ * many (*steps) and whether its usual follows their work (*by_work). */
+int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, int *by_work);
+/* reference.c: what the run, diagnosed with S->ref_make, says is usual. 0,
+ * or -1 out of memory. */
+int diag_reference_keep(const dctx *D, const diag_state *S, teller_diag_reference **out);
 /* The explanation of abnormal step s, whose top finding is c, and of a
  * step slower than its usual that no finding explains, with the facts
  * their numbers are (s->first_fact, s->nfacts). */

@@ -51,6 +51,14 @@ static uint32_t step_marker(const dctx *D, uint32_t k)
     return TELLER_NONE;
 }
 
+void diag_step_class(const dctx *D, uint32_t k, teller_step_class *out)
+{
+    uint32_t mk = step_marker(D, k);
+    teller_step_classify(mk != TELLER_NONE ? teller_store_str(D->st, D->ev->name[mk]) : NULL, out);
+    if (mk == TELLER_NONE) /* the whole trace, or the step a rank's trace ends in: a kind of its own */
+        snprintf(out->family, sizeof out->family, "(no annotation %u)", k);
+}
+
 /* The usual duration of a step of work w in a fitted group. */
 static double usual_of(const teller_step_group *g, int64_t w)
 {
@@ -215,7 +223,7 @@ static void fit_by_compute(teller_diagnosis *d, teller_step_group *g, const doub
     }
 }
 
-int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
+int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double spreads)
 {
     teller_diagnosis *d = S->out;
     uint32_t ns = D->nsteps;
@@ -232,9 +240,7 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
     compute_work(D, cwork, crank);
     for (uint32_t k = 0; k < ns; k++) {
         uint32_t mk = step_marker(D, k);
-        teller_step_classify(mk != TELLER_NONE ? teller_store_str(D->st, D->ev->name[mk]) : NULL, &cls[k]);
-        if (mk == TELLER_NONE) /* the whole trace, or the step a rank's trace ends in: a kind of its own */
-            snprintf(cls[k].family, sizeof cls[k].family, "(no annotation %u)", k);
+        diag_step_class(D, k, &cls[k]);
         dur[k] = (double)d->steps[k].dur_ns;
         /* what its annotation states, else the kernels it launched on the
          * annotation's rank: an empty step closing a profile is no step of
@@ -311,6 +317,8 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged)
         }
         s->usual_ns = u > 0 ? (int64_t)llround(u) : -1;
         s->excess_ns = s->usual_ns >= 0 && s->dur_ns > s->usual_ns ? s->dur_ns - s->usual_ns : 0;
+        s->spread = g->spread;
+        diag_reference_yardstick(D, S, s, k, spreads);
     }
     rc = 0;
 done:
@@ -323,16 +331,15 @@ done:
     return rc;
 }
 
-/* How far step k is beyond its alarm: 0.5 at the alarm's edge (its usual
- * plus `spreads` of its kind's spreads, at least 1 % and 20 us over),
- * towards 1 as it grows past it, 0 when it is no slower than usual; 0
- * without a yardstick. */
-double diag_slowness(const teller_diagnosis *d, uint32_t k, double spreads)
+/* How far step s is beyond its alarm: 0.5 at the alarm's edge (its usual
+ * plus `spreads` of its spreads, at least 1 % and 20 us over), towards 1
+ * as it grows past it, 0 when it is no slower than usual; 0 without a
+ * yardstick. */
+double diag_slowness(const teller_diag_step *s, double spreads)
 {
-    const teller_diag_step *s = &d->steps[k];
     if (s->usual_ns < 0 || s->excess_ns <= 0)
         return 0;
-    double u = (double)s->usual_ns, edge = spreads * d->groups[s->group].spread * u;
+    double u = (double)s->usual_ns, edge = spreads * s->spread * u;
     if (edge < TELLER_FAULT_MATERIAL_SHARE * u)
         edge = TELLER_FAULT_MATERIAL_SHARE * u;
     if (edge < TELLER_FAULT_MATERIAL_NS)

@@ -225,6 +225,22 @@ static uint32_t find_fact(const hw *w, const teller_diag_step *s, teller_fact_ki
     return UINT32_MAX;
 }
 
+/* Whether f is a step's usual duration: its run's, or with --baseline the
+ * reference run's. */
+static int is_usual(const teller_fact *f)
+{
+    return f->kind == TELLER_FACT_USUAL || (f->kind == TELLER_FACT_REFERENCE && f->count2 == 0);
+}
+
+/* Step s's usual duration's fact (UINT32_MAX when it has no yardstick). */
+static uint32_t usual_fact(const hw *w, const teller_diag_step *s)
+{
+    for (uint32_t i = 0; i < nfacts(w, s); i++)
+        if (fact_at(w, s, i)->step == s->pred.step && is_usual(fact_at(w, s, i)))
+            return i;
+    return UINT32_MAX;
+}
+
 /* The fact of how much longer than its usual step s took: its duration
  * less its usual (UINT32_MAX when it has no yardstick or took less). */
 static uint32_t excess_fact(const hw *w, const teller_diag_step *s)
@@ -233,7 +249,7 @@ static uint32_t excess_fact(const hw *w, const teller_diag_step *s)
     for (uint32_t i = 0; i < n; i++) {
         const teller_fact *f = fact_at(w, s, i);
         if (f->kind == TELLER_FACT_DIFF && f->a < n && f->b < n && fact_at(w, s, f->a)->kind == TELLER_FACT_STEP &&
-            fact_at(w, s, f->b)->kind == TELLER_FACT_USUAL)
+            is_usual(fact_at(w, s, f->b)))
             return i;
     }
     return UINT32_MAX;
@@ -1067,9 +1083,19 @@ static void fact_label(const hw *w, const teller_diag_step *s, uint32_t i)
         fprintf(f, "rank %d: neither GPU work nor a host op ran (the longest such stretch of step %u)", g->rank,
                 g->step);
         break;
+    case TELLER_FACT_REFERENCE:
+        if (nm) {
+            fputs("<span class=\"op\">", f);
+            rep_html_name(f, nm, 200);
+            fprintf(f, "</span> on rank %d", g->rank);
+        } else if (g->count2)
+            fprintf(f, "every compute kernel on rank %d", g->rank);
+        else
+            fputs("a step of its kind and work", f);
+        fprintf(f, ": its usual in the reference run, over its %u steps of that kind", g->count);
+        break;
     case TELLER_FACT_DIFF:
-        if (g->a < n && g->b < n && fact_at(w, s, g->a)->kind == TELLER_FACT_STEP &&
-            fact_at(w, s, g->b)->kind == TELLER_FACT_USUAL)
+        if (g->a < n && g->b < n && fact_at(w, s, g->a)->kind == TELLER_FACT_STEP && is_usual(fact_at(w, s, g->b)))
             fputs("over its usual: ", f);
         fprintf(f, "row %u minus row %u", g->a + 1, g->b + 1);
         break;
@@ -1656,7 +1682,7 @@ static void summary_slow(hw *w, const worst *order, size_t n, const uint8_t *sec
             fprintf(f, "<tr><td class=\"n\">%u</td>", s->pred.step);
         fprintf(f, "<td>%s</td>", teller_step_kind_name(kind_of(w, s)));
         fact_cell(w, s, find_fact(w, s, TELLER_FACT_STEP, s->pred.step, s->dur_rank, TELLER_NONE));
-        fact_cell(w, s, find_fact(w, s, TELLER_FACT_USUAL, s->pred.step, INT32_MIN, TELLER_NONE));
+        fact_cell(w, s, usual_fact(w, s));
         fact_cell(w, s, excess_fact(w, s));
         fputs("</tr>\n<tr class=\"ex\"><td colspan=\"5\">", f);
         put_explanation(w, s, NULL, 1);

@@ -1,0 +1,659 @@
+/*
+ * reference.c - a healthy reference run as a second yardstick (teller
+ * diagnose --baseline). A run judged only against itself cannot see what
+ * slows every step alike: a GPU throttled for the whole recording, a
+ * kernel that regressed in every step, a one-step recording. The
+ * reference run is diagnosed like any run, and what its steps that no
+ * finding flags did is kept: per kind of step (tree.h teller_step_class:
+ * kind and annotation family) its yardstick, and per kind, rank and
+ * operator the operator's usual time in such a step (the median over
+ * those steps, a step without it counting zero) and how far it strays.
+ *
+ * The run's row `reference` then tallies each rank's operator time per
+ * step the same way and makes a candidate of every operator that took
+ * longer than the reference's usual beyond three of its spreads: compute
+ * kernels (three or more slowed names on one rank are one throttled GPU),
+ * a collective's transfer (its shortest member: the time after the last
+ * arrival, not the waiting), copies, kernel launches, allocations, a
+ * synchronize's overhang past the GPU's last work, and the time no host op
+ * of the process ran (holes of 100 us or more, named after the op that
+ * ended the longest). The yardsticks (yardstick.c) judge each step against
+ * the reference's usual for its kind and work as well as the run's own,
+ * and keep whichever finds it slower.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detector.h"
+#include "judge.h"
+#include "teller/tree.h"
+
+/* A host hole this long or longer counts as time no host op ran. */
+#define HOLE_MIN_NS 100000
+/* An operator is over its reference usual beyond this many of its spreads,
+ * and by 10 % and TELLER_FAULT_MATERIAL_NS. */
+#define OP_SPREADS 3.0
+#define OP_SHARE   0.10
+/* Slowed compute kernel names on one rank in one step that are one
+ * throttled GPU (as kernels.c), each 10 % or more over. */
+#define THROTTLE_NAMES 3
+/* Steps a small group keeps for judging a step against those nearest in
+ * work (yardstick.c's NEAR_STEPS and NEAR_WORK). */
+#define REF_NEAR 4
+#define REF_NEAR_WORK 1.25
+
+/* One kind of step of the reference and its yardstick. */
+typedef struct ref_group {
+    teller_step_kind kind;
+    char     family[48];
+    uint32_t n;                 /* the steps its yardstick is made of */
+    int      fitted, by_work;   /* as teller_step_group, a line only through annotation work */
+    double   base_ns, per_work_ns, spread, med_ns; /* med_ns: the median of its steps */
+    uint32_t nnear;             /* not fitted: its steps' work and duration */
+    int64_t  near_work[REF_NEAR];
+    double   near_dur[REF_NEAR];
+} ref_group;
+
+/* One operator's usual time per step in one kind of step on one rank. */
+typedef struct ref_op {
+    double   usual, spread; /* ns; spread: 1.4826 x the median absolute deviation, ns */
+    uint32_t steps;
+} ref_op;
+
+struct teller_diag_reference {
+    ref_group *g;
+    size_t     ng, gcap;
+    kmap       ops;   /* ref_key -> op[] */
+    ref_op    *op;
+    size_t     opcap;
+    size_t     steps;
+};
+
+/* One tallied operator of one source in one step. name TELLER_NONE with
+ * layer OTHER: the host's holes, event the op that ended the longest; with
+ * layer KERNEL: every compute kernel (as facts.c's OP facts count them). */
+typedef struct rt_entry {
+    uint32_t step, name, event;
+    uint8_t  layer;
+    double   t, longest;   /* its time in the step; its longest instance (the longest hole) */
+    uint32_t count;
+    int64_t  hole_from, hole_to;
+} rt_entry;
+
+typedef struct rtab {
+    kmap      m;
+    rt_entry *e;
+    size_t    cap;
+} rtab;
+
+struct ref_state {
+    rtab              *tab;   /* per source */
+    busyidx            host;  /* when each source's host ops ran */
+    kmap               xfer;  /* collective member kernel -> its instance's transfer */
+    double            *xv;
+    size_t             xcap;
+    teller_step_class *cls;   /* per step */
+    double            *scale; /* per step: the reference's usual for its work over its kind's median, 0 none */
+    const ref_group  **rg;    /* per step: the reference's group of its kind, NULL none */
+};
+
+/* ---- keys ---- */
+
+static uint64_t op_key(teller_step_kind kind, const char *family, int32_t rank, uint8_t layer, const char *name)
+{
+    struct {
+        uint64_t fam, name;
+        int32_t  kind, rank, layer, pad;
+    } k = {kmap_hash_bytes(family, strlen(family)), kmap_hash_bytes(name, strlen(name)), (int32_t)kind, rank, layer, 0};
+    return kmap_hash_bytes(&k, sizeof k);
+}
+
+static const char *entry_name(const teller_store *st, const rt_entry *e)
+{
+    if (e->name == TELLER_NONE)
+        return e->layer == TELLER_LAYER_KERNEL ? "(compute kernels)" : "(host idle)";
+    return teller_store_str(st, e->name);
+}
+
+static int is_compute_sum(const rt_entry *e) { return e->name == TELLER_NONE && e->layer == TELLER_LAYER_KERNEL; }
+
+static const ref_group *find_group(const teller_diag_reference *r, const teller_step_class *c)
+{
+    for (size_t i = 0; i < r->ng; i++)
+        if (r->g[i].kind == c->kind && !strcmp(r->g[i].family, c->family))
+            return &r->g[i];
+    return NULL;
+}
+
+/* The reference's usual duration for a step of its kind g and work w, -1
+ * when none: the line, the median, or the median of the steps nearest in
+ * work. */
+static double group_usual(const ref_group *g, int64_t w)
+{
+    if (g->fitted)
+        return g->base_ns + (g->by_work && w > 0 ? g->per_work_ns * (double)w : 0);
+    double v[REF_NEAR];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->nnear; i++) {
+        int64_t x = g->near_work[i];
+        if ((w > 0 || x > 0) && (w <= 0 || x <= 0 || fabs(log((double)x / (double)w)) > log(REF_NEAR_WORK)))
+            continue;
+        v[n++] = g->near_dur[i];
+    }
+    return n ? diag_median(v, n) : -1;
+}
+
+/* ---- the tally ---- */
+
+static rt_entry *entry(rtab *T, uint32_t step, uint32_t name, uint8_t layer)
+{
+    uint32_t k[3] = {step, name, layer};
+    rt_entry *e = kmap_slot(&T->m, kmap_hash_bytes(k, sizeof k), (void **)&T->e, &T->cap, sizeof *T->e);
+    if (e && !e->count) {
+        e->step = step;
+        e->name = name;
+        e->layer = layer;
+        e->event = TELLER_NONE;
+    }
+    return e;
+}
+
+static void entry_add(rt_entry *e, double t, double own, uint32_t event)
+{
+    e->t += t;
+    e->count++;
+    if (e->event == TELLER_NONE || own > e->longest) {
+        e->longest = own;
+        e->event = event;
+    }
+}
+
+/* When the GPU work of source src that had ended by t last ended: t when
+ * the GPU was busy at t, INT64_MIN when none had. */
+static int64_t gpu_done_by(const busyidx *B, uint16_t src, int64_t t)
+{
+    size_t lo = B->off[src], hi = B->off[src + 1];
+    while (lo < hi) { /* the first interval starting after t */
+        size_t mid = lo + (hi - lo) / 2;
+        if (B->a[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == B->off[src])
+        return INT64_MIN;
+    return B->b[lo - 1] >= t ? t : B->b[lo - 1];
+}
+
+/* What of op i counts: a collective member's transfer, a synchronize's
+ * overhang past its GPU's work, else its duration; -1 not tallied. */
+static double op_time(const dctx *D, const diag_state *S, uint32_t i)
+{
+    const teller_events *ev = D->ev;
+    uint8_t L = ev->layer[i];
+    int gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
+    if (gpu && (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY)) {
+        uint32_t x = kmap_get(&S->ref->xfer, i, 0);
+        return x != UINT32_MAX ? S->ref->xv[x] : (double)ev->dur_ns[i];
+    }
+    if (gpu || !is_api(L))
+        return -1;
+    const char *nm = teller_store_str(D->st, ev->name[i]);
+    if (strstr(nm, "Synchronize")) {
+        int64_t end = ev->start_ns[i] + ev->dur_ns[i], done = gpu_done_by(&S->gpu, ev->source[i], end);
+        return (double)(end - (done > ev->start_ns[i] ? done : ev->start_ns[i]));
+    }
+    return teller_name_is_launch(nm) || strstr(nm, "Malloc") || strstr(nm, "alloc") || strstr(nm, "Free") ||
+                   strstr(nm, "MemAlloc")
+               ? (double)ev->dur_ns[i]
+               : -1;
+}
+
+/* The holes of step k's window on source src in which no host op ran. */
+static int tally_holes(const dctx *D, diag_state *S, rtab *T, uint16_t src, uint32_t k)
+{
+    const teller_step *rows = teller_store_steps(D->st);
+    int32_t rank = teller_store_source_c(D->st, src)->rank;
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
+    for (size_t r = lo; r < hi; r++) {
+        if (rows[r].rank != rank)
+            continue;
+        diag_hole *H = NULL;
+        size_t nh = 0, cap = 0;
+        if (diag_busy_holes(&S->ref->host, src, rows[r].start_ns, rows[r].end_ns, TELLER_NONE, &H, &cap, &nh))
+            return -1;
+        rt_entry *e = NULL;
+        for (size_t h = 0; h < nh; h++) {
+            double len = (double)(H[h].b - H[h].a);
+            if (len < HOLE_MIN_NS || H[h].ev == TELLER_NONE)
+                continue;
+            if (!e && !(e = entry(T, k, TELLER_NONE, TELLER_LAYER_OTHER))) {
+                free(H);
+                return -1;
+            }
+            if (e->event == TELLER_NONE || len > e->longest)
+                e->hole_from = H[h].a, e->hole_to = H[h].b;
+            entry_add(e, len, len, H[h].ev);
+        }
+        free(H);
+    }
+    return 0;
+}
+
+static int tally(const dctx *D, diag_state *S, uint16_t src)
+{
+    rtab *T = &S->ref->tab[src];
+    const teller_events *ev = D->ev;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+        if (ev->step[i] >= D->nsteps)
+            continue;
+        double t = op_time(D, S, (uint32_t)i);
+        if (t < 0)
+            continue;
+        rt_entry *e = entry(T, ev->step[i], ev->name[i], ev->layer[i]);
+        if (!e)
+            return -1;
+        entry_add(e, t, t, (uint32_t)i);
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_GPU) && !(ev->flags[i] & TELLER_F_COMM)) {
+            if (!(e = entry(T, ev->step[i], TELLER_NONE, TELLER_LAYER_KERNEL)))
+                return -1;
+            entry_add(e, t, t, (uint32_t)i);
+        }
+    }
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        if (tally_holes(D, S, T, src, k))
+            return -1;
+    return 0;
+}
+
+/* ---- judging the run's operators against the reference ---- */
+
+/* The kind an operator over its reference usual points to. */
+static teller_fault op_fault(const teller_store *st, const rt_entry *e)
+{
+    if (e->name == TELLER_NONE)
+        return TELLER_FAULT_CPU_CONTENTION;
+    const char *nm = teller_store_str(st, e->name);
+    if (e->layer == TELLER_LAYER_MEMCPY)
+        return TELLER_FAULT_PCIE_DEGRADATION;
+    if (e->layer == TELLER_LAYER_KERNEL) {
+        if (!teller_name_is_comm(nm))
+            return TELLER_FAULT_KERNEL_REGRESSION;
+        return strstr(nm, "SendRecv") || strstr(nm, "Send_") || strstr(nm, "Recv_") ? TELLER_FAULT_PP_SEND_DELAY
+                                                                                    : TELLER_FAULT_SLOW_LINK;
+    }
+    if (strstr(nm, "Synchronize"))
+        return TELLER_FAULT_SYNC_STALL;
+    return teller_name_is_launch(nm) ? TELLER_FAULT_LAUNCH_LATENCY : TELLER_FAULT_MALLOC_STORM;
+}
+
+static int cmp_entry(const void *x, const void *y)
+{
+    const rt_entry *a = *(rt_entry *const *)x, *b = *(rt_entry *const *)y;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    return a->t > b->t ? -1 : a->t < b->t; /* the most time first */
+}
+
+/* The reference's usual time of e's operator on rank in a step of its
+ * kind and work, and its spread in *sd; 0 when the reference never ran
+ * it there, -1 when the reference has no step of its kind. */
+static double ref_usual(const dctx *D, const diag_state *S, int32_t rank, const rt_entry *e, double *sd)
+{
+    const ref_group *g = S->ref->rg[e->step];
+    double f = S->ref->scale[e->step];
+    *sd = 0;
+    if (!g || f <= 0)
+        return -1;
+    const teller_diag_reference *R = D->opts->reference;
+    uint32_t ix = kmap_get((kmap *)&R->ops, op_key(g->kind, g->family, rank, e->layer, entry_name(D->st, e)), 0);
+    if (ix == UINT32_MAX)
+        return 0;
+    *sd = R->op[ix].spread * f;
+    return R->op[ix].usual * f;
+}
+
+/* e against the reference's usual for its operator on rank in a step of
+ * its kind: the candidate, or det NONE when it is within its usual. */
+static cand judge_entry(const dctx *D, const diag_state *S, int32_t rank, const rt_entry *e)
+{
+    cand c = {.det = TELLER_FAULT_NONE, .rank = rank, .peer = -1};
+    double sd, u = ref_usual(D, S, rank, e, &sd);
+    double ex = e->t - u;
+    if (u < 0 || is_compute_sum(e) || ex < OP_SPREADS * sd || ex < OP_SHARE * u || ex < TELLER_FAULT_MATERIAL_NS)
+        return c;
+    c.det = op_fault(D->st, e);
+    c.name = e->name == TELLER_NONE ? D->ev->name[e->event] : e->name;
+    c.layer = e->name == TELLER_NONE ? D->ev->layer[e->event] : e->layer;
+    c.event = e->event;
+    c.excess = ex;
+    c.ratio = u > 0 ? e->t / u : 16;
+    c.actual = e->t;
+    c.usual = u;
+    c.reference = 1;
+    if (!(D->ev->flags[e->event] & TELLER_F_GPU))
+        c.host_delay = ex;
+    if (c.det == TELLER_FAULT_LAUNCH_LATENCY)
+        c.launched = e->count;
+    else if (c.det == TELLER_FAULT_MALLOC_STORM)
+        c.calls = e->count;
+    else if (c.det == TELLER_FAULT_CPU_CONTENTION)
+        c.hole_from = e->hole_from, c.hole_to = e->hole_to;
+    return c;
+}
+
+/* Source src's operators of each step against the reference: a candidate
+ * each, the slowed compute kernels of a step one throttled GPU when
+ * THROTTLE_NAMES or more. */
+static int compare(const dctx *D, const diag_state *S, uint16_t src, finds *out)
+{
+    const rtab *T = &S->ref->tab[src];
+    int32_t rank = teller_store_source_c(D->st, src)->rank;
+    size_t n = T->m.n;
+    rt_entry **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        v[i] = &T->e[i];
+    qsort(v, n, sizeof *v, cmp_entry);
+    int rc = 0;
+    for (size_t a = 0, b; a < n && !rc; a = b) {
+        cand thr = {.det = TELLER_FAULT_NONE};
+        const rt_entry *all = NULL;
+        uint32_t slowed = 0;
+        for (b = a; b < n && v[b]->step == v[a]->step; b++) {
+            if (is_compute_sum(v[b]))
+                all = v[b];
+            cand c = judge_entry(D, S, rank, v[b]);
+            if (c.det == TELLER_FAULT_KERNEL_REGRESSION && !slowed++) /* the kernel with the most time */
+                thr = c;
+        }
+        double sd, u = all ? ref_usual(D, S, rank, all, &sd) : -1;
+        if (slowed >= THROTTLE_NAMES && u > 0 && all->t > u) { /* every compute kernel against the reference's */
+            thr.det = TELLER_FAULT_GPU_THROTTLE;
+            thr.actual = all->t;
+            thr.usual = u;
+            thr.excess = all->t - u;
+            thr.ratio = all->t / u;
+            rc = finds_add(out, v[a]->step, &thr);
+        } else
+            slowed = 0;
+        for (size_t q = a; q < b && !rc; q++) {
+            cand c = judge_entry(D, S, rank, v[q]);
+            if (c.det != TELLER_FAULT_NONE && !(slowed >= THROTTLE_NAMES && c.det == TELLER_FAULT_KERNEL_REGRESSION))
+                rc = finds_add(out, v[q]->step, &c);
+        }
+    }
+    free(v);
+    return rc;
+}
+
+/* ---- the row ---- */
+
+/* Each collective member kernel's transfer: its instance's shortest
+ * member (what remains once the last member arrived). */
+static int index_transfers(const dctx *D, struct ref_state *R)
+{
+    const teller_collective *co = teller_store_collectives(D->st);
+    const teller_coll_member *mem = teller_store_coll_members(D->st);
+    for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
+        if (co[c].num_members < 2)
+            continue;
+        double x = INFINITY;
+        for (uint32_t m = 0; m < co[c].num_members; m++)
+            if ((double)D->ev->dur_ns[mem[co[c].first_member + m].kernel] < x)
+                x = (double)D->ev->dur_ns[mem[co[c].first_member + m].kernel];
+        for (uint32_t m = 0; m < co[c].num_members; m++) {
+            double *slot = kmap_slot(&R->xfer, mem[co[c].first_member + m].kernel, (void **)&R->xv, &R->xcap, sizeof *R->xv);
+            if (!slot)
+                return -1;
+            *slot = x;
+        }
+    }
+    return 0;
+}
+
+/* Each step's kind, and the reference's group and scale for it. */
+static int classify(const dctx *D, struct ref_state *R)
+{
+    uint32_t ns = D->nsteps ? D->nsteps : 1;
+    R->cls = malloc(ns * sizeof *R->cls);
+    R->scale = calloc(ns, sizeof *R->scale);
+    R->rg = calloc(ns, sizeof *R->rg);
+    if (!R->cls || !R->scale || !R->rg)
+        return -1;
+    for (uint32_t k = 0; k < D->nsteps; k++) {
+        diag_step_class(D, k, &R->cls[k]);
+        const teller_diag_reference *ref = D->opts->reference;
+        const ref_group *g = ref ? find_group(ref, &R->cls[k]) : NULL;
+        double u = g ? group_usual(g, R->cls[k].work) : -1;
+        if (g && u > 0 && g->med_ns > 0) {
+            R->rg[k] = g;
+            R->scale[k] = u / g->med_ns;
+        }
+    }
+    return 0;
+}
+
+static void ref_state_free(struct ref_state *R, size_t nsrc)
+{
+    if (!R)
+        return;
+    for (size_t s = 0; R->tab && s < nsrc; s++) {
+        kmap_free(&R->tab[s].m);
+        free(R->tab[s].e);
+    }
+    free(R->tab);
+    diag_busy_free(&R->host);
+    kmap_free(&R->xfer);
+    free(R->xv);
+    free(R->cls);
+    free(R->scale);
+    free(R->rg);
+    free(R);
+}
+
+static int reference_prepare(const dctx *D, diag_state *S)
+{
+    if (!D->opts->reference && !S->ref_make)
+        return 0;
+    struct ref_state *R = calloc(1, sizeof *R);
+    if (!R)
+        return -1;
+    S->ref = R;
+    R->tab = calloc(D->nsrc + 1, sizeof *R->tab);
+    if (!R->tab || diag_busy_build(&R->host, D, DIAG_BUSY_HOST, NULL) || index_transfers(D, R) || classify(D, R))
+        return -1;
+    return 0;
+}
+
+static int reference_run(const dctx *D, diag_state *S, size_t src, finds *out)
+{
+    if (!S->ref)
+        return 0;
+    if (tally(D, S, (uint16_t)src))
+        return -1;
+    return D->opts->reference ? compare(D, S, (uint16_t)src, out) : 0;
+}
+
+static void reference_release(const dctx *D, diag_state *S)
+{
+    ref_state_free(S->ref, D->nsrc);
+    S->ref = NULL;
+}
+
+const diag_detector diag_row_reference = {.name = "reference", .scope = DIAG_PER_SOURCE, .round = 2,
+                                          .reads = DIAG_S_GPU_BUSY, .writes = DIAG_S_REFERENCE,
+                                          .prepare = reference_prepare, .run = reference_run,
+                                          .release = reference_release};
+
+/* ---- the step's yardstick against the reference ---- */
+
+void diag_reference_yardstick(const dctx *D, const diag_state *S, teller_diag_step *s, uint32_t k, double spreads)
+{
+    if (!D->opts->reference || !S->ref || !S->ref->rg[k])
+        return;
+    const ref_group *g = S->ref->rg[k];
+    double u = g->med_ns * S->ref->scale[k];
+    teller_diag_step alt = *s;
+    alt.usual_ns = (int64_t)llround(u);
+    alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
+    alt.spread = g->spread;
+    if (s->usual_ns < 0 || diag_slowness(&alt, spreads) > diag_slowness(s, spreads)) {
+        alt.by_reference = 1;
+        *s = alt;
+    }
+}
+
+int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, int *by_work)
+{
+    const ref_group *g = S->ref ? S->ref->rg[k] : NULL;
+    *steps = g ? g->n : 0;
+    *by_work = g ? g->fitted && g->by_work : 0;
+    return g != NULL;
+}
+
+/* ---- making a reference ---- */
+
+/* The median of v[0..n) and n0 zeros beside them, and 1.4826 x their
+ * median absolute deviation in *sd. v is overwritten. */
+static double median_zeros_sd(double *v, size_t n, size_t n0, double *sd)
+{
+    size_t all = n + n0;
+    for (size_t i = n; i < all; i++)
+        v[i] = 0;
+    double m = diag_median(v, all);
+    for (size_t i = 0; i < all; i++)
+        v[i] = fabs(v[i] - m);
+    *sd = 1.4826 * diag_median(v, all);
+    return m;
+}
+
+static int make_groups(const teller_diagnosis *d, teller_diag_reference *r, double *v)
+{
+    r->g = calloc(d->ngroups ? d->ngroups : 1, sizeof *r->g);
+    if (!r->g)
+        return -1;
+    r->ng = d->ngroups;
+    for (size_t i = 0; i < d->ngroups; i++) {
+        const teller_step_group *sg = &d->groups[i];
+        ref_group *g = &r->g[i];
+        g->kind = sg->kind;
+        memcpy(g->family, sg->family, sizeof g->family);
+        g->n = sg->nref;
+        for (uint32_t q = 0; q < sg->nref; q++)
+            v[q] = (double)d->steps[d->ref_steps[sg->ref_first + q]].dur_ns;
+        double sd;
+        g->med_ns = median_zeros_sd(v, sg->nref, 0, &sd);
+        g->fitted = sg->fitted;
+        g->spread = sg->spread;
+        if (sg->fitted && sg->by_work && !sg->by_compute) {
+            g->by_work = 1;
+            g->base_ns = sg->base_ns;
+            g->per_work_ns = sg->per_work_ns;
+        } else if (sg->fitted) { /* the median: a compute line moves with what slows the run */
+            g->base_ns = g->med_ns;
+            if (sg->by_compute && g->med_ns > 0)
+                g->spread = sd / g->med_ns;
+        }
+        for (uint32_t q = 0; q < sg->nref && q < REF_NEAR; q++) {
+            const teller_diag_step *st = &d->steps[d->ref_steps[sg->ref_first + q]];
+            g->near_work[g->nnear] = st->work;
+            g->near_dur[g->nnear++] = (double)st->dur_ns;
+        }
+    }
+    return 0;
+}
+
+/* Every (kind, rank, operator)'s usual time per step over its kind's
+ * reference steps. */
+static int make_ops(const dctx *D, const diag_state *S, teller_diag_reference *r)
+{
+    const teller_diagnosis *d = S->out;
+    uint8_t *is_ref = calloc(D->nsteps + 1, 1);
+    groups gs = {0};
+    kmap kind_of = {0}; /* op key -> its group */
+    uint32_t *gi = NULL;
+    size_t gicap = 0;
+    int rc = -1;
+    if (!is_ref)
+        goto done;
+    for (size_t i = 0; i < d->ngroups; i++)
+        for (uint32_t q = 0; q < d->groups[i].nref; q++)
+            is_ref[d->ref_steps[d->groups[i].ref_first + q]] = 1;
+    for (size_t s = 0; s < D->nsrc; s++) {
+        const rtab *T = &S->ref->tab[s];
+        int32_t rank = teller_store_source_c(D->st, (uint32_t)s)->rank;
+        for (size_t i = 0; i < T->m.n; i++) {
+            const rt_entry *e = &T->e[i];
+            if (!is_ref[e->step])
+                continue;
+            uint32_t g = d->steps[e->step].group;
+            uint64_t key = op_key(d->groups[g].kind, d->groups[g].family, rank, e->layer, entry_name(D->st, e));
+            uint32_t *slot = kmap_slot(&kind_of, key, (void **)&gi, &gicap, sizeof *gi);
+            if (!slot || diag_groups_add(&gs, key, e->t))
+                goto done;
+            *slot = g;
+        }
+    }
+    uint64_t *keys = malloc((gs.keys.n ? gs.keys.n : 1) * sizeof *keys);
+    double *v = malloc((D->nsteps + 1) * sizeof *v);
+    if (!keys || !v) {
+        free(keys);
+        free(v);
+        goto done;
+    }
+    kmap_keys(&gs.keys, keys);
+    rc = 0;
+    for (size_t ix = 0; ix < gs.keys.n && !rc; ix++) {
+        const samples *sm = &gs.s[ix];
+        uint32_t nref = d->groups[gi[kmap_get(&kind_of, keys[ix], 0)]].nref;
+        ref_op *o = kmap_slot(&r->ops, keys[ix], (void **)&r->op, &r->opcap, sizeof *r->op);
+        if (!o) {
+            rc = -1;
+            break;
+        }
+        size_t n = sm->n < nref ? sm->n : nref;
+        memcpy(v, sm->v, n * sizeof *v);
+        o->usual = median_zeros_sd(v, n, nref - n, &o->spread);
+        o->steps = nref;
+    }
+    free(keys);
+    free(v);
+done:
+    free(is_ref);
+    free(gi);
+    kmap_free(&kind_of);
+    diag_groups_free(&gs);
+    return rc;
+}
+
+int diag_reference_keep(const dctx *D, const diag_state *S, teller_diag_reference **out)
+{
+    teller_diag_reference *r = calloc(1, sizeof *r);
+    double *v = malloc((D->nsteps + 1) * sizeof *v);
+    if (!r || !v || !S->ref || make_groups(S->out, r, v) || make_ops(D, S, r)) {
+        free(v);
+        teller_diag_reference_free(r);
+        return -1;
+    }
+    free(v);
+    for (size_t i = 0; i < r->ng; i++)
+        r->steps += r->g[i].n;
+    *out = r;
+    return 0;
+}
+
+size_t teller_diag_reference_steps(const teller_diag_reference *r) { return r ? r->steps : 0; }
+size_t teller_diag_reference_kinds(const teller_diag_reference *r) { return r ? r->ng : 0; }
+
+void teller_diag_reference_free(teller_diag_reference *r)
+{
+    if (!r)
+        return;
+    free(r->g);
+    kmap_free(&r->ops);
+    free(r->op);
+    free(r);
+}
