@@ -66,7 +66,11 @@ static int check_all(const teller_store *st, const teller_diagnosis *d, int html
 static int step_cmp(const void *a, const void *b)
 {
     const teller_diag_step *x = *(const teller_diag_step *const *)a, *y = *(const teller_diag_step *const *)b;
-    /* worst first: what the step lost, then how sure the finding is */
+    /* abnormal first, the worst first: what the step lost, then how sure
+     * the finding is (a step slower than usual that no finding flags
+     * lost time too, and comes after) */
+    if (x->pred.abnormal != y->pred.abnormal)
+        return x->pred.abnormal ? -1 : 1;
     if (x->excess_ns != y->excess_ns)
         return x->excess_ns > y->excess_ns ? -1 : 1;
     if (x->pred.score != y->pred.score)

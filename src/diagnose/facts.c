@@ -222,8 +222,8 @@ static uint32_t fact_reference(diag_state *S, const teller_diag_step *s, uint32_
                                double value)
 {
     uint32_t steps;
-    int by_work;
-    diag_reference_kind(S, k, &steps, &by_work);
+    diag_ref_how how;
+    diag_reference_kind(S, k, &steps, &how);
     teller_fact f = fact(TELLER_FACT_REFERENCE, k, rank);
     f.name = name;
     f.count = steps;
@@ -272,11 +272,20 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, tell
     const char *kw = kind_word(g);
     if (s->by_reference) {
         uint32_t steps;
-        int by_work;
-        diag_reference_kind(S, k, &steps, &by_work);
-        say(L, "%s %s than in the reference run (%s: %s its %u %s steps%s)", txt(S, s, fo), slower ? "more" : "less",
-            txt(S, s, fu), by_work ? "the line through" : "what", steps, kw,
-            by_work ? " at this one's work" : " usually took");
+        diag_ref_how how;
+        diag_reference_kind(S, k, &steps, &how);
+        if (how == DIAG_REF_LINE)
+            say(L, "%s %s than in the reference run (%s: the line through its %u %s steps at this one's work)",
+                txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu), steps, kw);
+        else if (how == DIAG_REF_MEDIAN)
+            say(L, "%s %s than in the reference run (%s: the median of its %u %s steps)", txt(S, s, fo),
+                slower ? "more" : "less", txt(S, s, fu), steps, kw);
+        else if (steps == 1)
+            say(L, "%s %s than in the reference run (%s: its %s step)", txt(S, s, fo), slower ? "more" : "less",
+                txt(S, s, fu), kw);
+        else
+            say(L, "%s %s than in the reference run (%s: the median of its %s steps nearest to it in work, of %u)",
+                txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu), kw, steps);
         return slower ? fo : UINT32_MAX;
     }
     say(L, "%s %s than usual (%s: ", txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
@@ -394,8 +403,8 @@ static uint32_t say_against_reference(const dctx *D, diag_state *S, line *L, tel
 {
     const char *kw = kind_word(&S->out->groups[s->group]);
     uint32_t steps;
-    int by_work;
-    diag_reference_kind(S, k, &steps, &by_work);
+    diag_ref_how how;
+    diag_reference_kind(S, k, &steps, &how);
     uint32_t fr;
     switch (c->det) {
     case TELLER_FAULT_GPU_THROTTLE: {
@@ -433,12 +442,12 @@ static uint32_t say_against_reference(const dctx *D, diag_state *S, line *L, tel
         else
             say(L, "whose %u calls took %s in this step", o->count, o->text);
         fr = fact_reference(S, s, k, c->rank, c->name, 1, c->usual);
-        say(L, "; in the reference run's %u %s steps they took %s a step", steps, kw, txt(S, s, fr));
+        say(L, "; in the reference run's %u %s step%s they took %s a step", steps, kw, steps == 1 ? "" : "s", txt(S, s, fr));
         return fr != UINT32_MAX && at(S, s, fo)->value > c->usual ? fact_diff(S, s, fo, fr) : UINT32_MAX;
     }
     }
     fr = fact_reference(S, s, k, c->rank, c->name, 1, c->usual);
-    say(L, "; in the reference run's %u %s steps that came to %s a step", steps, kw, txt(S, s, fr));
+    say(L, "; in the reference run's %u %s step%s that came to %s a step", steps, kw, steps == 1 ? "" : "s", txt(S, s, fr));
     return UINT32_MAX;
 }
 

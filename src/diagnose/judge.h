@@ -23,15 +23,23 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double
  * beyond, 0 when no slower than usual or without a yardstick. */
 double diag_slowness(const teller_diag_step *s, double spreads);
 /* Step k's kind, from the annotation of its lowest rank that has one (a
- * step without one is a kind of its own). */
+ * step without one is a kind of its own), and its work: what the
+ * annotation states, else the kernels the annotation's rank launched. */
 void diag_step_class(const dctx *D, uint32_t k, teller_step_class *out);
-/* reference.c: step s (its own yardstick set) judged against the
- * reference run's usual for its kind and work too, which it keeps (with
- * by_reference) when the run has none or the reference finds it slower. */
-void diag_reference_yardstick(const dctx *D, const diag_state *S, teller_diag_step *s, uint32_t k, double spreads);
+/* reference.c: with a reference run, each step (its own yardstick set)
+ * judged against the reference's usual for its kind and work instead
+ * (by_reference) where the run has no yardstick for it, or where the
+ * steps of its kind are slower than the reference's beyond its alarm as a
+ * whole (their median): what slows every step alike. 0, or -1 out of
+ * memory. */
+int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads);
+/* How the reference's usual of a kind of step is made: the median of its
+ * steps, a line through them by their work, the median of those nearest
+ * in work (a kind of too few steps to fit). */
+typedef enum diag_ref_how { DIAG_REF_MEDIAN, DIAG_REF_LINE, DIAG_REF_NEAR } diag_ref_how;
 /* reference.c: whether the reference has steps of step k's kind; how
- * many (*steps) and whether its usual follows their work (*by_work). */
-int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, int *by_work);
+ * many (*steps) and how their usual is made (*how). */
+int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, diag_ref_how *how);
 /* reference.c: what the run, diagnosed with S->ref_make, says is usual. 0,
  * or -1 out of memory. */
 int diag_reference_keep(const dctx *D, const diag_state *S, teller_diag_reference **out);

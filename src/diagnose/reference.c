@@ -55,9 +55,11 @@ typedef struct ref_group {
     double   near_dur[REF_NEAR];
 } ref_group;
 
-/* One operator's usual time per step in one kind of step on one rank. */
+/* One operator's usual time in one kind of step on one rank: per step
+ * (a step without it counting zero) and per call (over the steps with
+ * it), each with its spread (1.4826 x the median absolute deviation). */
 typedef struct ref_op {
-    double   usual, spread; /* ns; spread: 1.4826 x the median absolute deviation, ns */
+    double   usual, spread, per_call, call_spread; /* ns */
     uint32_t steps;
 } ref_op;
 
@@ -95,6 +97,8 @@ struct ref_state {
     size_t             xcap;
     teller_step_class *cls;   /* per step */
     double            *scale; /* per step: the reference's usual for its work over its kind's median, 0 none */
+    double            *dev;   /* per (step, source): how far its operators within their usual strayed from it,
+                               * the median of |time / usual - 1|; -1 none */
     const ref_group  **rg;    /* per step: the reference's group of its kind, NULL none */
 };
 
@@ -310,8 +314,16 @@ static double ref_usual(const dctx *D, const diag_state *S, int32_t rank, const 
     uint32_t ix = kmap_get((kmap *)&R->ops, op_key(g->kind, g->family, rank, e->layer, entry_name(D->st, e)), 0);
     if (ix == UINT32_MAX)
         return 0;
-    *sd = R->op[ix].spread * f;
-    return R->op[ix].usual * f;
+    const ref_op *o = &R->op[ix];
+    if (e->name == TELLER_NONE) { /* a step's holes, or all its compute kernels: per step */
+        *sd = o->spread * f;
+        return o->usual * f;
+    }
+    /* per call, for as many calls as the step made (its batch may launch
+     * more); GPU work also as long as the step's work makes it */
+    double w = (D->ev->flags[e->event] & TELLER_F_GPU) ? f : 1;
+    *sd = o->call_spread * e->count * w;
+    return o->per_call * e->count * w;
 }
 
 /* e against the reference's usual for its operator on rank in a step of
@@ -346,7 +358,7 @@ static cand judge_entry(const dctx *D, const diag_state *S, int32_t rank, const 
 /* Source src's operators of each step against the reference: a candidate
  * each, the slowed compute kernels of a step one throttled GPU when
  * THROTTLE_NAMES or more. */
-static int compare(const dctx *D, const diag_state *S, uint16_t src, finds *out)
+static int compare(const dctx *D, diag_state *S, uint16_t src, finds *out)
 {
     const rtab *T = &S->ref->tab[src];
     int32_t rank = teller_store_source_c(D->st, src)->rank;
@@ -357,7 +369,8 @@ static int compare(const dctx *D, const diag_state *S, uint16_t src, finds *out)
     for (size_t i = 0; i < n; i++)
         v[i] = &T->e[i];
     qsort(v, n, sizeof *v, cmp_entry);
-    int rc = 0;
+    double *rel = malloc((n ? n : 1) * sizeof *rel);
+    int rc = rel ? 0 : -1;
     for (size_t a = 0, b; a < n && !rc; a = b) {
         cand thr = {.det = TELLER_FAULT_NONE};
         const rt_entry *all = NULL;
@@ -379,12 +392,19 @@ static int compare(const dctx *D, const diag_state *S, uint16_t src, finds *out)
             rc = finds_add(out, v[a]->step, &thr);
         } else
             slowed = 0;
+        size_t nrel = 0;
         for (size_t q = a; q < b && !rc; q++) {
             cand c = judge_entry(D, S, rank, v[q]);
             if (c.det != TELLER_FAULT_NONE && !(slowed >= THROTTLE_NAMES && c.det == TELLER_FAULT_KERNEL_REGRESSION))
                 rc = finds_add(out, v[q]->step, &c);
+            double sd, u = ref_usual(D, S, rank, v[q], &sd);
+            if (c.det == TELLER_FAULT_NONE && !is_compute_sum(v[q]) && u >= TELLER_FAULT_MATERIAL_NS)
+                rel[nrel++] = fabs(v[q]->t / u - 1);
         }
+        if (nrel)
+            S->ref->dev[(size_t)v[a]->step * D->nsrc + src] = diag_median(rel, nrel);
     }
+    free(rel);
     free(v);
     return rc;
 }
@@ -421,8 +441,11 @@ static int classify(const dctx *D, struct ref_state *R)
     R->cls = malloc(ns * sizeof *R->cls);
     R->scale = calloc(ns, sizeof *R->scale);
     R->rg = calloc(ns, sizeof *R->rg);
-    if (!R->cls || !R->scale || !R->rg)
+    R->dev = malloc(ns * (D->nsrc + 1) * sizeof *R->dev);
+    if (!R->cls || !R->scale || !R->rg || !R->dev)
         return -1;
+    for (size_t i = 0; i < ns * (D->nsrc + 1); i++)
+        R->dev[i] = -1;
     for (uint32_t k = 0; k < D->nsteps; k++) {
         diag_step_class(D, k, &R->cls[k]);
         const teller_diag_reference *ref = D->opts->reference;
@@ -451,6 +474,7 @@ static void ref_state_free(struct ref_state *R, size_t nsrc)
     free(R->cls);
     free(R->scale);
     free(R->rg);
+    free(R->dev);
     free(R);
 }
 
@@ -490,27 +514,79 @@ const diag_detector diag_row_reference = {.name = "reference", .scope = DIAG_PER
 
 /* ---- the step's yardstick against the reference ---- */
 
-void diag_reference_yardstick(const dctx *D, const diag_state *S, teller_diag_step *s, uint32_t k, double spreads)
+/* How far step k's operators that kept within their usual strayed from
+ * the reference's anyway, on the rank where they strayed least (a fault
+ * moves one rank's operators, or its own ones; the rank it left alone
+ * shows how far two recordings differ), -1 unknown: the spread of a step
+ * against a reference whose kind has too few steps to measure its own. */
+static double op_spread(const dctx *D, const diag_state *S, uint32_t k)
 {
-    if (!D->opts->reference || !S->ref || !S->ref->rg[k])
-        return;
-    const ref_group *g = S->ref->rg[k];
-    double u = g->med_ns * S->ref->scale[k];
-    teller_diag_step alt = *s;
-    alt.usual_ns = (int64_t)llround(u);
-    alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
-    alt.spread = g->spread;
-    if (s->usual_ns < 0 || diag_slowness(&alt, spreads) > diag_slowness(s, spreads)) {
-        alt.by_reference = 1;
-        *s = alt;
+    double least = -1;
+    for (size_t q = 0; q < D->nsrc; q++) {
+        double x = S->ref->dev[(size_t)k * D->nsrc + q];
+        if (x >= 0 && (least < 0 || x < least))
+            least = x;
     }
+    return least >= 0 ? 1.4826 * least : -1;
 }
 
-int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, int *by_work)
+/* Step s against the reference's usual for its kind and work. */
+static teller_diag_step against_reference(const dctx *D, const diag_state *S, const teller_diag_step *s, uint32_t k)
+{
+    const ref_group *g = S->ref->rg[k];
+    teller_diag_step alt = *s;
+    alt.usual_ns = (int64_t)llround(g->med_ns * S->ref->scale[k]);
+    alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
+    double ops = g->fitted ? -1 : op_spread(D, S, k);
+    alt.spread = ops >= 0 ? ops : g->spread;
+    alt.by_reference = 1;
+    return alt;
+}
+
+int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
+{
+    if (!D->opts->reference || !S->ref)
+        return 0;
+    teller_diagnosis *d = S->out;
+    double *v = malloc((D->nsteps + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t gi = 0; gi < d->ngroups; gi++) {
+        const teller_step_group *g = &d->groups[gi];
+        uint32_t n = 0;
+        const ref_group *rg = NULL;
+        for (uint32_t i = 0; i < g->n; i++) {
+            uint32_t k = d->group_steps[g->first + i];
+            if (S->ref->rg[k]) {
+                rg = S->ref->rg[k];
+                v[n++] = (double)d->steps[k].dur_ns / (rg->med_ns * S->ref->scale[k]);
+            }
+        }
+        /* the kind's median step against its usual in the reference,
+         * beyond the step alarm's edge (yardstick.c diag_slowness) */
+        int slower = 0;
+        if (rg) {
+            double over = diag_median(v, n) - 1, edge = spreads * rg->spread;
+            if (edge < TELLER_FAULT_MATERIAL_SHARE)
+                edge = TELLER_FAULT_MATERIAL_SHARE;
+            slower = over >= edge && over * rg->med_ns >= TELLER_FAULT_MATERIAL_NS;
+        }
+        for (uint32_t i = 0; i < g->n; i++) {
+            uint32_t k = d->group_steps[g->first + i];
+            teller_diag_step *s = &d->steps[k];
+            if (S->ref->rg[k] && (slower || s->usual_ns < 0))
+                *s = against_reference(D, S, s, k);
+        }
+    }
+    free(v);
+    return 0;
+}
+
+int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, diag_ref_how *how)
 {
     const ref_group *g = S->ref ? S->ref->rg[k] : NULL;
     *steps = g ? g->n : 0;
-    *by_work = g ? g->fitted && g->by_work : 0;
+    *how = !g || !g->fitted ? DIAG_REF_NEAR : g->by_work ? DIAG_REF_LINE : DIAG_REF_MEDIAN;
     return g != NULL;
 }
 
@@ -572,7 +648,7 @@ static int make_ops(const dctx *D, const diag_state *S, teller_diag_reference *r
 {
     const teller_diagnosis *d = S->out;
     uint8_t *is_ref = calloc(D->nsteps + 1, 1);
-    groups gs = {0};
+    groups gs = {0}, pc = {0}; /* per op key: time per step; per call */
     kmap kind_of = {0}; /* op key -> its group */
     uint32_t *gi = NULL;
     size_t gicap = 0;
@@ -592,7 +668,7 @@ static int make_ops(const dctx *D, const diag_state *S, teller_diag_reference *r
             uint32_t g = d->steps[e->step].group;
             uint64_t key = op_key(d->groups[g].kind, d->groups[g].family, rank, e->layer, entry_name(D->st, e));
             uint32_t *slot = kmap_slot(&kind_of, key, (void **)&gi, &gicap, sizeof *gi);
-            if (!slot || diag_groups_add(&gs, key, e->t))
+            if (!slot || diag_groups_add(&gs, key, e->t) || diag_groups_add(&pc, key, e->t / e->count))
                 goto done;
             *slot = g;
         }
@@ -618,6 +694,9 @@ static int make_ops(const dctx *D, const diag_state *S, teller_diag_reference *r
         memcpy(v, sm->v, n * sizeof *v);
         o->usual = median_zeros_sd(v, n, nref - n, &o->spread);
         o->steps = nref;
+        const samples *cs = &pc.s[kmap_get(&pc.keys, keys[ix], 0)];
+        memcpy(v, cs->v, n * sizeof *v);
+        o->per_call = median_zeros_sd(v, n, 0, &o->call_spread);
     }
     free(keys);
     free(v);
@@ -626,6 +705,7 @@ done:
     free(gi);
     kmap_free(&kind_of);
     diag_groups_free(&gs);
+    diag_groups_free(&pc);
     return rc;
 }
 

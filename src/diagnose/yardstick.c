@@ -57,6 +57,15 @@ void diag_step_class(const dctx *D, uint32_t k, teller_step_class *out)
     teller_step_classify(mk != TELLER_NONE ? teller_store_str(D->st, D->ev->name[mk]) : NULL, out);
     if (mk == TELLER_NONE) /* the whole trace, or the step a rank's trace ends in: a kind of its own */
         snprintf(out->family, sizeof out->family, "(no annotation %u)", k);
+    /* what its annotation states, else the kernels it launched on the
+     * annotation's rank: an empty step closing a profile is no step of
+     * the same work as the full ones */
+    if (out->work < 0 && mk != TELLER_NONE) {
+        uint16_t src = D->ev->source[mk];
+        out->work = 0;
+        for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
+            out->work += D->ev->step[i] == k && D->ev->layer[i] == TELLER_LAYER_KERNEL && (D->ev->flags[i] & TELLER_F_GPU);
+    }
 }
 
 /* The usual duration of a step of work w in a fitted group. */
@@ -239,19 +248,9 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double
         goto done;
     compute_work(D, cwork, crank);
     for (uint32_t k = 0; k < ns; k++) {
-        uint32_t mk = step_marker(D, k);
         diag_step_class(D, k, &cls[k]);
         dur[k] = (double)d->steps[k].dur_ns;
-        /* what its annotation states, else the kernels it launched on the
-         * annotation's rank: an empty step closing a profile is no step of
-         * the same work as the full ones */
         work[k] = cls[k].work;
-        if (work[k] < 0 && mk != TELLER_NONE) {
-            uint16_t src = D->ev->source[mk];
-            work[k] = 0;
-            for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
-                work[k] += D->ev->step[i] == k && D->ev->layer[i] == TELLER_LAYER_KERNEL && (D->ev->flags[i] & TELLER_F_GPU);
-        }
         d->steps[k].work = work[k];
         d->steps[k].work_rank = -1;
         d->steps[k].group = UINT32_MAX;
@@ -318,9 +317,8 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double
         s->usual_ns = u > 0 ? (int64_t)llround(u) : -1;
         s->excess_ns = s->usual_ns >= 0 && s->dur_ns > s->usual_ns ? s->dur_ns - s->usual_ns : 0;
         s->spread = g->spread;
-        diag_reference_yardstick(D, S, s, k, spreads);
     }
-    rc = 0;
+    rc = diag_reference_yardsticks(D, S, spreads);
 done:
     free(cls);
     free(dur);
