@@ -16,6 +16,7 @@
 #include "diagnose/baseline.h"
 #include "diagnose/detector.h"
 #include "ingest/jdom.h"
+#include "teller/check.h"
 #include "teller/diagnose.h"
 #include "teller/eval.h"
 #include "teller/ingest.h"
@@ -334,11 +335,11 @@ static void test_diagnose_slow_link_operator(void)
 }
 
 /* Perturbs the shared trace rel (with rel2, a second rank's, when not
- * NULL) with faults (0: every kind) at rate 0.3 and the seed into a case
+ * NULL) with faults (0: every kind) at the rate and the seed into a case
  * made in dir, and loads the case back (trees built); what perturb did in
  * *res. */
-static teller_store *perturbed_real(char *dir, const char *rel, const char *rel2, uint32_t faults, uint64_t seed,
-                                    teller_perturb_result *res)
+static teller_store *perturbed_real(char *dir, const char *rel, const char *rel2, uint32_t faults, double rate,
+                                    uint64_t seed, teller_perturb_result *res)
 {
     CHECK(mkdtemp(dir) != NULL);
     teller_error err;
@@ -350,7 +351,7 @@ static teller_store *perturbed_real(char *dir, const char *rel, const char *rel2
     CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
     teller_perturb_opts po = teller_perturb_defaults();
     po.faults = faults;
-    po.rate = 0.3;
+    po.rate = rate;
     po.seed = seed;
     CHECK_EQ_INT(teller_perturb(st, &po, dir, res, &err), TELLER_OK);
     teller_store_free(st);
@@ -367,7 +368,7 @@ static void test_diagnose_kernel_partly_referenced(void)
 {
     char dir[] = "/tmp/teller_diag_pref_XXXXXX";
     teller_perturb_result res;
-    teller_store *st = perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", NULL, 0, 106000, &res);
+    teller_store *st = perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", NULL, 0, 0.3, 106000, &res);
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT((int)res.abnormal, 1);
@@ -395,7 +396,7 @@ static void test_diagnose_carried_real_run(void)
     char dir[] = "/tmp/teller_diag_carry_XXXXXX";
     teller_perturb_result res;
     teller_store *st = perturbed_real(dir, "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", NULL,
-                                      1u << TELLER_FAULT_KERNEL_REGRESSION, 5, &res);
+                                      1u << TELLER_FAULT_KERNEL_REGRESSION, 0.3, 5, &res);
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT((int)res.abnormal, 1);
@@ -423,7 +424,7 @@ static void test_diagnose_throttle_names_heaviest_kernel(void)
     char dir[] = "/tmp/teller_diag_thr_XXXXXX";
     teller_perturb_result res;
     teller_store *st =
-        perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", NULL, 1u << TELLER_FAULT_GPU_THROTTLE, 3, &res);
+        perturbed_real(dir, "hta/nccl_parser_config/nccl_data.json.gz", NULL, 1u << TELLER_FAULT_GPU_THROTTLE, 0.3, 3, &res);
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT((int)res.abnormal, 1);
@@ -553,7 +554,7 @@ static void test_diagnose_short_run_launches_both_steps(void)
 {
     char dir[] = "/tmp/teller_diag_ll_XXXXXX";
     teller_perturb_result res;
-    teller_store *st = perturbed_real(dir, TWO_RANKS, 1u << TELLER_FAULT_LAUNCH_LATENCY, 54, &res);
+    teller_store *st = perturbed_real(dir, TWO_RANKS, 1u << TELLER_FAULT_LAUNCH_LATENCY, 0.3, 54, &res);
     CHECK_EQ_INT((int)res.abnormal, 2);
     teller_diagnosis *d = NULL;
     teller_error err;
@@ -583,7 +584,7 @@ static void test_diagnose_copy_not_waited_for(void)
 {
     char dir[] = "/tmp/teller_diag_pf_XXXXXX";
     teller_perturb_result res;
-    teller_store *st = perturbed_real(dir, TWO_RANKS, 0, 108008, &res);
+    teller_store *st = perturbed_real(dir, TWO_RANKS, 0, 0.3, 108008, &res);
     CHECK_EQ_INT((int)res.abnormal, 1); /* step 1: slowed launches */
     teller_diagnosis *d = NULL;
     teller_error err;
@@ -1915,7 +1916,123 @@ static void test_drifting_kernel_is_no_regression(void)
     rm_rf(dir);
 }
 
+/* The reference of a shared trace (rel, with rel2 when not NULL), as
+ * teller diagnose --baseline makes it. */
+static teller_diag_reference *reference_of(const char *rel, const char *rel2)
+{
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
+    if (rel2)
+        CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel2), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_diag_reference *ref = NULL;
+    CHECK_EQ_INT(teller_diag_reference_make(st, NULL, &ref, &err), TELLER_OK);
+    teller_store_free(st);
+    return ref;
+}
+
+/* A one-step recording (TraceLens's MI300 Hugging Face run) with one
+ * kernel regressed (rate 1, tuning seed 100003): alone it has no
+ * yardstick, so the step is only a candidate; against the unperturbed
+ * recording it is flagged, the kernel and rank named, the explanation
+ * saying the reference's numbers and --check making every other one
+ * again. */
+static void test_baseline_flags_what_the_run_cannot(void)
+{
+    const char *rel = "tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
+    char dir[] = "/tmp/teller_diag_base_XXXXXX";
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, rel, NULL, 1u << TELLER_FAULT_KERNEL_REGRESSION, 1.0, 100003, &res);
+    CHECK_EQ_INT((int)res.abnormal, 1);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    score_case(d, dir, &s);
+    CHECK(s.step_recall == 0.0);
+    teller_diagnosis_free(d);
+    teller_diag_opts o = teller_diag_defaults();
+    o.reference = reference_of(rel, NULL);
+    CHECK(o.reference && teller_diag_reference_steps(o.reference) == 1 && teller_diag_reference_kinds(o.reference) == 1);
+    CHECK_EQ_INT(teller_diagnose(st, &o, &d, &err), TELLER_OK);
+    score_case(d, dir, &s);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0 && s.op_ac1 == 1.0);
+    const teller_diag_step *k = &d->steps[0];
+    CHECK(k->by_reference && !strcmp(k->fault, "kernel_regression"));
+    CHECK(strstr(k->pred.explanation, "more than in the reference run") != NULL);
+    CHECK(strstr(k->pred.explanation, "in the reference run's 1 iteration step they took") != NULL);
+    teller_check_report r = {0};
+    CHECK_EQ_INT(teller_check_diagnosis(st, d, &r, &err), TELLER_OK);
+    CHECK(r.mismatches == 0 && r.reference >= 2 && r.facts > 0);
+    teller_diagnosis_free(d);
+    teller_diag_reference_free((teller_diag_reference *)o.reference);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* Every step of a multi-step run throttled on one rank (rate 1): its own
+ * yardstick moved with the fault; its steps of that kind are slower than
+ * the reference's as a whole, so they are judged against it. */
+static void test_baseline_sees_a_fault_in_every_step(void)
+{
+    const char *rel = "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+    char dir[] = "/tmp/teller_diag_base_XXXXXX";
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, rel, NULL, 1u << TELLER_FAULT_GPU_THROTTLE, 1.0, 100011, &res);
+    CHECK(res.abnormal >= 3);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diag_opts o = teller_diag_defaults();
+    o.reference = reference_of(rel, NULL);
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    CHECK_EQ_INT(teller_diagnose(st, &o, &d, &err), TELLER_OK);
+    score_case(d, dir, &s);
+    CHECK(s.step_recall == 1.0 && s.step_precision == 1.0 && s.op_ac3 == 1.0);
+    for (size_t k = 0; k < d->n; k++)
+        CHECK(!d->steps[k].pred.abnormal || (d->steps[k].by_reference && !strcmp(d->steps[k].fault, "gpu_throttle")));
+    teller_diagnosis_free(d);
+    teller_diag_reference_free((teller_diag_reference *)o.reference);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* Two healthy simulated runs of one workload, other seeds: judged against
+ * each other, no step is abnormal, and a kind no slower as a whole keeps
+ * the run's own yardstick. */
+static void test_baseline_healthy_pair_is_quiet(void)
+{
+    char a[] = "/tmp/teller_diag_ha_XXXXXX", b[] = "/tmp/teller_diag_hb_XXXXXX";
+    sim_healthy(a, 1, 4, 4, 1, 40, 5001);
+    sim_healthy(b, 1, 4, 4, 1, 40, 5002);
+    teller_store *ra = load_case_ranks(a, 0, 4), *rb = load_case_ranks(b, 0, 4);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diag_opts o = teller_diag_defaults();
+    teller_diag_reference *ref = NULL;
+    CHECK_EQ_INT(teller_diag_reference_make(ra, NULL, &ref, &err), TELLER_OK);
+    o.reference = ref;
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(rb, &o, &d, &err), TELLER_OK);
+    size_t flagged = 0;
+    for (size_t k = 0; k < d->n; k++)
+        flagged += (size_t)d->steps[k].pred.abnormal;
+    CHECK_EQ_INT((int)flagged, 0);
+    teller_diagnosis_free(d);
+    teller_diag_reference_free(ref);
+    teller_store_free(ra);
+    teller_store_free(rb);
+    rm_rf(a);
+    rm_rf(b);
+}
+
 const test_case diagnose_tests[] = {
+    {"diagnose: --baseline flags a one-step recording's fault its own run cannot", test_baseline_flags_what_the_run_cannot},
+    {"diagnose: --baseline sees a fault in every step", test_baseline_sees_a_fault_in_every_step},
+    {"diagnose: --baseline between two healthy runs flags nothing", test_baseline_healthy_pair_is_quiet},
     {"diagnose: a kernel drifting with its context on one grid is no regression (healthy 1-GPU run)",
      test_drifting_kernel_is_no_regression},
     {"diagnose: ranks line up by iteration; a peer's zero-length record is no yardstick", test_steps_line_up_by_iteration},
