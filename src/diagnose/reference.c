@@ -96,7 +96,9 @@ struct ref_state {
     double            *xv;
     size_t             xcap;
     teller_step_class *cls;   /* per step */
-    double            *scale; /* per step: the reference's usual for its work over its kind's median, 0 none */
+    double            *usual; /* per step: the reference's usual for a step of its kind and work, 0 none */
+    double            *scale; /* per step: its GPU work's scale against the reference's kind, 1 but for a kind
+                               * whose usual follows its work: the usual for its work over the kind's median */
     double            *dev;   /* per (step, source): how far its operators within their usual strayed from it,
                                * the median of |time / usual - 1|; -1 none */
     const ref_group  **rg;    /* per step: the reference's group of its kind, NULL none */
@@ -315,7 +317,7 @@ static double ref_usual(const dctx *D, const diag_state *S, int32_t rank, const 
     if (ix == UINT32_MAX)
         return 0;
     const ref_op *o = &R->op[ix];
-    if (e->name == TELLER_NONE) { /* a step's holes, or all its compute kernels: per step */
+    if (e->name == TELLER_NONE && e->layer == TELLER_LAYER_OTHER) { /* a step's holes: per step */
         *sd = o->spread * f;
         return o->usual * f;
     }
@@ -398,7 +400,7 @@ static int compare(const dctx *D, diag_state *S, uint16_t src, finds *out)
             if (c.det != TELLER_FAULT_NONE && !(slowed >= THROTTLE_NAMES && c.det == TELLER_FAULT_KERNEL_REGRESSION))
                 rc = finds_add(out, v[q]->step, &c);
             double sd, u = ref_usual(D, S, rank, v[q], &sd);
-            if (c.det == TELLER_FAULT_NONE && !is_compute_sum(v[q]) && u >= TELLER_FAULT_MATERIAL_NS)
+            if (c.det == TELLER_FAULT_NONE && v[q]->name != TELLER_NONE && u >= TELLER_FAULT_MATERIAL_NS)
                 rel[nrel++] = fabs(v[q]->t / u - 1);
         }
         if (nrel)
@@ -440,9 +442,10 @@ static int classify(const dctx *D, struct ref_state *R)
     uint32_t ns = D->nsteps ? D->nsteps : 1;
     R->cls = malloc(ns * sizeof *R->cls);
     R->scale = calloc(ns, sizeof *R->scale);
+    R->usual = calloc(ns, sizeof *R->usual);
     R->rg = calloc(ns, sizeof *R->rg);
     R->dev = malloc(ns * (D->nsrc + 1) * sizeof *R->dev);
-    if (!R->cls || !R->scale || !R->rg || !R->dev)
+    if (!R->cls || !R->scale || !R->usual || !R->rg || !R->dev)
         return -1;
     for (size_t i = 0; i < ns * (D->nsrc + 1); i++)
         R->dev[i] = -1;
@@ -453,7 +456,8 @@ static int classify(const dctx *D, struct ref_state *R)
         double u = g ? group_usual(g, R->cls[k].work) : -1;
         if (g && u > 0 && g->med_ns > 0) {
             R->rg[k] = g;
-            R->scale[k] = u / g->med_ns;
+            R->usual[k] = u;
+            R->scale[k] = g->fitted && g->by_work ? u / g->med_ns : 1;
         }
     }
     return 0;
@@ -473,6 +477,7 @@ static void ref_state_free(struct ref_state *R, size_t nsrc)
     free(R->xv);
     free(R->cls);
     free(R->scale);
+    free(R->usual);
     free(R->rg);
     free(R->dev);
     free(R);
@@ -514,8 +519,8 @@ const diag_detector diag_row_reference = {.name = "reference", .scope = DIAG_PER
 
 /* ---- the step's yardstick against the reference ---- */
 
-/* How far step k's operators that kept within their usual strayed from
- * the reference's anyway, on the rank where they strayed least (a fault
+/* How far step k's named operators that kept within their usual strayed
+ * from the reference's anyway, on the rank where they strayed least (a fault
  * moves one rank's operators, or its own ones; the rank it left alone
  * shows how far two recordings differ), -1 unknown: the spread of a step
  * against a reference whose kind has too few steps to measure its own. */
@@ -535,7 +540,7 @@ static teller_diag_step against_reference(const dctx *D, const diag_state *S, co
 {
     const ref_group *g = S->ref->rg[k];
     teller_diag_step alt = *s;
-    alt.usual_ns = (int64_t)llround(g->med_ns * S->ref->scale[k]);
+    alt.usual_ns = (int64_t)llround(S->ref->usual[k]);
     alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
     double ops = g->fitted ? -1 : op_spread(D, S, k);
     alt.spread = ops >= 0 ? ops : g->spread;
@@ -555,11 +560,13 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
         const teller_step_group *g = &d->groups[gi];
         uint32_t n = 0;
         const ref_group *rg = NULL;
+        uint32_t k0 = 0;
         for (uint32_t i = 0; i < g->n; i++) {
             uint32_t k = d->group_steps[g->first + i];
             if (S->ref->rg[k]) {
                 rg = S->ref->rg[k];
-                v[n++] = (double)d->steps[k].dur_ns / (rg->med_ns * S->ref->scale[k]);
+                k0 = k;
+                v[n++] = (double)d->steps[k].dur_ns / S->ref->usual[k];
             }
         }
         /* the kind's median step against its usual in the reference,
@@ -569,7 +576,7 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
             double over = diag_median(v, n) - 1, edge = spreads * rg->spread;
             if (edge < TELLER_FAULT_MATERIAL_SHARE)
                 edge = TELLER_FAULT_MATERIAL_SHARE;
-            slower = over >= edge && over * rg->med_ns >= TELLER_FAULT_MATERIAL_NS;
+            slower = over >= edge && over * S->ref->usual[k0] >= TELLER_FAULT_MATERIAL_NS;
         }
         for (uint32_t i = 0; i < g->n; i++) {
             uint32_t k = d->group_steps[g->first + i];
