@@ -9,6 +9,7 @@
  *   teller_run_kernels    every kernel, copy and memset, one row each
  *   teller_run_collectives every member of every matched collective
  *   teller_run_diagnose   the diagnosis (diagnose.h), kept in the run
+ *   teller_run_reference  what the run says is usual, for diagnosing another against it
  *   teller_run_baseline   a reference baseline's predictions, kept in the run
  *   teller_run_render     predictions, candidates, HTML or Perfetto, in memory
  *
@@ -126,6 +127,12 @@ teller_status teller_run_collectives(const teller_run *r, teller_run_coll *rows,
  * the error, naming it. */
 teller_status teller_run_diagnose(teller_run *r, const teller_diag_opts *opts, const teller_diagnosis **out,
                                   teller_error *err);
+
+/* What the run, as a healthy reference, says is usual
+ * (teller_diag_reference_make with the defaults), for diagnosing another
+ * run against it (teller_diag_opts.reference); *out is the caller's
+ * (teller_diag_reference_free). */
+teller_status teller_run_reference(teller_run *r, teller_diag_reference **out, teller_error *err);
 
 /* Makes the predictions of a reference baseline (baseline.h: "zscore" or
  * "gmm") and keeps them in the run. TELLER_ERR_ARG for another name. */

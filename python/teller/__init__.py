@@ -23,7 +23,7 @@ try:
 except ImportError:  # the tables are lists of dicts without pandas
     _np = _pd = None
 
-__all__ = ["TellerError", "Run", "Diagnosis", "load", "diagnose", "version", "library_version", "HAVE_PANDAS"]
+__all__ = ["TellerError", "Run", "Diagnosis", "Reference", "load", "diagnose", "version", "library_version", "HAVE_PANDAS"]
 __version__ = "0.2.0"
 HAVE_PANDAS = _pd is not None
 
@@ -181,9 +181,17 @@ class Run:
             "name": self._names(rows["name"]), "start_ns": rows["start_ns"], "dur_ns": rows["dur_ns"],
             "bytes": rows["bytes"], "step": self._step(rows["step"]), "kernel": rows["kernel"]})
 
+    def reference(self):
+        """What this run, as a healthy reference, says is usual: a Reference to diagnose another run
+        against (Run.diagnose's baseline)."""
+        err, ref = _lib.Error(), ctypes.c_void_p()
+        _check(lib.teller_run_reference(self._handle(), ctypes.byref(ref), ctypes.byref(err)), err)
+        return Reference(ref)
+
     def diagnose(self, logs=None, stat_baseline=None, model=None, tz_offset=0, threshold=None, spreads=None,
-                 jobs=None):
-        """Diagnoses the run: see teller.diagnose. Returns a Diagnosis."""
+                 jobs=None, baseline=None):
+        """Diagnoses the run: see teller.diagnose; baseline: None or a Reference (Run.reference).
+        Returns a Diagnosis."""
         h = self._handle()
         err = _lib.Error()
         opts = lib.teller_diag_defaults()
@@ -196,6 +204,8 @@ class Run:
         if spreads is not None:
             opts.spreads = float(spreads)
         opts.jobs = int(jobs or 0)
+        if baseline is not None:
+            opts.reference = baseline._ptr
         m = ctypes.c_void_p()
         if model is None:
             _check(lib.teller_model_load_default(ctypes.byref(m), ctypes.byref(err)), err)
@@ -218,6 +228,24 @@ class Run:
             return ctypes.string_at(buf, n.value)
         finally:
             lib.teller_free(buf)
+
+
+class Reference:
+    """What a healthy reference run says is usual (Run.reference): its kinds of step and their
+    yardsticks, each operator's usual time; freed with the object."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    @property
+    def steps(self):
+        """The reference's steps its yardsticks are made of."""
+        return lib.teller_diag_reference_steps(self._ptr)
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            lib.teller_diag_reference_free(self._ptr)
+            self._ptr = None
 
 
 def _table(records, columns):
@@ -351,17 +379,19 @@ def _case_logs(paths):
 
 
 def diagnose(paths, logs=None, stat_baseline=None, jobs=None, model=None, tz_offset=0, threshold=None, spreads=None,
-             **load_opts):
+             baseline=None, **load_opts):
     """Loads paths (see load) and diagnoses the run: which steps were abnormal, where and why.
     logs: service log files (None: a case directory's logs/*.log); stat_baseline: None, or
     "zscore" or "gmm" to add a statistical baseline's predictions (Diagnosis.stat_baseline; not a
-    healthy reference run); model: None for the built-in root-cause model if the library has one,
-    a model file, or False for the numeric stage alone; tz_offset: the logs' zone in seconds east
-    of UTC."""
+    healthy reference run); baseline: a healthy reference run of the same workload (its paths, as
+    load takes them), whose steps are a second yardstick (teller diagnose --baseline); model: None
+    for the built-in root-cause model if the library has one, a model file, or False for the
+    numeric stage alone; tz_offset: the logs' zone in seconds east of UTC."""
+    ref = load(baseline, jobs=jobs, **load_opts).reference() if baseline is not None else None
     run = load(paths, jobs=jobs, **load_opts)
     if logs is None:
         logs = _case_logs(paths)
     elif isinstance(logs, (str, bytes, os.PathLike)):
         logs = [logs]
     return run.diagnose(logs=logs, stat_baseline=stat_baseline, model=model, tz_offset=tz_offset, threshold=threshold,
-                        spreads=spreads, jobs=jobs)
+                        spreads=spreads, jobs=jobs, baseline=ref)

@@ -60,7 +60,7 @@ class CollRow(Structure):
 class DiagOpts(Structure):
     _fields_ = [("logs", POINTER(c_char_p)), ("nlogs", c_size_t), ("log_tz_offset_s", c_int32),
                 ("threshold", c_double), ("model", c_void_p), ("model_alone", c_int), ("jobs", c_int),
-                ("spreads", c_double)]
+                ("spreads", c_double), ("reference", c_void_p)]
 
 
 def _find():
@@ -103,6 +103,9 @@ _decl("teller_run_steps", c_int, c_void_p, c_void_p, c_size_t, POINTER(c_size_t)
 _decl("teller_run_kernels", c_int, c_void_p, c_void_p, c_size_t, POINTER(c_size_t), POINTER(Error))
 _decl("teller_run_collectives", c_int, c_void_p, c_void_p, c_size_t, POINTER(c_size_t), POINTER(Error))
 _decl("teller_run_diagnose", c_int, c_void_p, POINTER(DiagOpts), c_void_p, POINTER(Error))
+_decl("teller_run_reference", c_int, c_void_p, POINTER(c_void_p), POINTER(Error))
+_decl("teller_diag_reference_steps", c_size_t, c_void_p)
+_decl("teller_diag_reference_free", None, c_void_p)
 _decl("teller_run_baseline", c_int, c_void_p, c_char_p, POINTER(Error))
 _decl("teller_run_render", c_int, c_void_p, c_int, POINTER(c_void_p), POINTER(c_size_t), POINTER(Error))
 _decl("teller_free", None, c_void_p)

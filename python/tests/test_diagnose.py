@@ -7,6 +7,7 @@ import pandas  # noqa: F401
 import pytest
 
 import teller
+from conftest import TRACES
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +87,20 @@ def test_logs_given_explicitly(case):
     d = teller.diagnose(os.path.join(case, "rank0.trace.json.gz"), logs=[], model=False)
     assert len(d.steps) > 0
     assert not (d.evidence["kind"] == "log").any()
+
+
+def test_baseline_as_the_cli(cli, tmp_path):
+    """A one-step recording with a regressed kernel, against its unperturbed self."""
+    ref = os.path.join(TRACES, "tracelens", "mi300", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+    case, out = str(tmp_path / "case"), str(tmp_path / "pred.json")
+    subprocess.run([cli, "perturb", "-q", "-o", case, "--fault", "kernel_regression", "--rate", "1", "--seed",
+                    "100003", ref], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([cli, "diagnose", "-q", "--baseline", ref, "--json", out, case], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        want = json.load(f)
+    got = teller.diagnose(case, baseline=ref, model=False)
+    assert got.predictions == want
+    assert want["steps"][0]["abnormal"]
+    assert not teller.diagnose(case, model=False).predictions["steps"][0]["abnormal"]
+    assert teller.load(ref).reference().steps == 1

@@ -207,6 +207,11 @@ teller_status teller_run_diagnose(teller_run *r, const teller_diag_opts *opts, c
     return TELLER_OK;
 }
 
+teller_status teller_run_reference(teller_run *r, teller_diag_reference **out, teller_error *err)
+{
+    return teller_diag_reference_make(r->st, NULL, out, err);
+}
+
 teller_status teller_run_baseline(teller_run *r, const char *which, teller_error *err)
 {
     teller_status (*fn)(const teller_store *, teller_step_pred **, size_t *, teller_error *) =
