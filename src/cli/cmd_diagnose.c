@@ -377,6 +377,13 @@ static int diagnose_traces(const diag_args *a, const teller_model *model, char *
     teller_error err;
     teller_error_clear(&err);
     teller_status ds = teller_diagnose(st, &dop, &d, &err);
+    if (ref && ds == TELLER_OK) {
+        printf("against the reference run ");
+        cli_put_text(stdout, a->baseline.v[0]);
+        size_t ns = teller_diag_reference_steps(ref), nk = teller_diag_reference_kinds(ref);
+        printf("%s: %zu step%s of %zu kind%s\n", a->baseline.n > 1 ? " ..." : "", ns, ns == 1 ? "" : "s", nk,
+               nk == 1 ? "" : "s");
+    }
     teller_diag_reference_free(ref);
     if (ds != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);

@@ -22,6 +22,7 @@
  * and keep whichever finds it slower.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -556,6 +557,8 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
     double *v = malloc((D->nsteps + 1) * sizeof *v);
     if (!v)
         return -1;
+    char lack[200] = "";
+    size_t nlack = 0, at = 0;
     for (size_t gi = 0; gi < d->ngroups; gi++) {
         const teller_step_group *g = &d->groups[gi];
         uint32_t n = 0;
@@ -569,6 +572,8 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
                 v[n++] = (double)d->steps[k].dur_ns / S->ref->usual[k];
             }
         }
+        if (!rg && nlack++ < 3 && at < sizeof lack)
+            at += (size_t)snprintf(lack + at, sizeof lack - at, "%s%s", nlack > 1 ? ", " : "", g->family);
         /* the kind's median step against its usual in the reference,
          * beyond the step alarm's edge (yardstick.c diag_slowness) */
         int slower = 0;
@@ -586,7 +591,15 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
         }
     }
     free(v);
-    return 0;
+    if (nlack) {
+        char note[400];
+        snprintf(note, sizeof note,
+                 "%zu of the run's %zu kinds of step have no step of their kind and work in the reference run (%s%s): "
+                 "they are judged against the run alone",
+                 nlack, d->ngroups, lack, nlack > 3 ? ", ..." : "");
+        diag_add_note(S, note);
+    }
+    return S->nomem ? -1 : 0;
 }
 
 int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, diag_ref_how *how)
