@@ -380,10 +380,11 @@ static size_t classify_malloc(const dctx *D, cand *c, const size_t *idx, size_t 
 static void fold_stalls_into_allocations(step_acc *s)
 {
     for (size_t a = 0; a < s->n; a++) {
-        if (s->c[a].det != TELLER_FAULT_OOM && (s->c[a].det != TELLER_FAULT_MALLOC_STORM || s->c[a].excess <= 0))
+        if ((s->c[a].det != TELLER_FAULT_OOM && (s->c[a].det != TELLER_FAULT_MALLOC_STORM || s->c[a].excess <= 0)) ||
+            s->c[a].reference)
             continue; /* allocations that cost nothing handled nothing, unless they were an OOM's */
         for (size_t b = 0; b < s->n; b++)
-            if (s->c[b].det == TELLER_FAULT_CPU_CONTENTION && s->c[b].rank == s->c[a].rank) {
+            if (s->c[b].det == TELLER_FAULT_CPU_CONTENTION && s->c[b].rank == s->c[a].rank && !s->c[b].reference) {
                 s->c[a].excess += s->c[b].excess;
                 s->c[b].det = TELLER_FAULT_NONE;
             }

@@ -41,11 +41,11 @@ int merge_by_rank(const struct dctx *D, step_acc *s, teller_fault det, merge_fn 
 {
     size_t *idx = NULL, cap = 0;
     for (size_t a = 0; a < s->n; a++) {
-        if (s->c[a].det != det)
+        if (s->c[a].det != det || s->c[a].reference)
             continue;
         size_t n = 0;
         for (size_t b = 0; b < s->n; b++) {
-            if (s->c[b].det != det || s->c[b].rank != s->c[a].rank)
+            if (s->c[b].det != det || s->c[b].rank != s->c[a].rank || s->c[b].reference)
                 continue;
             if (TELLER_GROW(idx, cap, n + 1)) {
                 free(idx);

@@ -83,8 +83,9 @@ int steps_add_found(step_acc *steps, uint32_t nsteps, finds *f);
  * to keep them as they are; the others are merged into it (det NONE). */
 struct dctx;
 typedef size_t (*merge_fn)(const struct dctx *D, cand *c, const size_t *idx, size_t n);
-/* Runs fn over every (rank) group of kind det's candidates of step s. 0, or
- * -1 out of memory. */
+/* Runs fn over every (rank) group of kind det's candidates of step s
+ * judged against the run (a reference's are the row reference's own). 0,
+ * or -1 out of memory. */
 int merge_by_rank(const struct dctx *D, step_acc *s, teller_fault det, merge_fn fn);
 
 #endif

@@ -305,7 +305,10 @@ out:
 /* Several slow pipeline transfers in one step, or slow cross-node
  * collectives, are one degraded link; the root is on the node they share,
  * the receiving (higher) node when they share more than one. */
-static int is_transfer(teller_fault det) { return det == TELLER_FAULT_PP_SEND_DELAY || det == TELLER_FAULT_SLOW_LINK; }
+static int is_transfer(const cand *c)
+{
+    return (c->det == TELLER_FAULT_PP_SEND_DELAY || c->det == TELLER_FAULT_SLOW_LINK) && !c->reference;
+}
 
 /* a transfer candidate: its operator name, its place in the step and
  * when its kernel ran (a candidate without one spans nothing) */
@@ -361,7 +364,7 @@ static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
     size_t n = 0;
     int cross = 0;
     for (size_t a = 0; a < s->n; a++) {
-        if (!is_transfer(s->c[a].det))
+        if (!is_transfer(&s->c[a]))
             continue;
         if (n == icap) {
             xfer *g = realloc(idx, (icap = icap ? 2 * icap : 64) * sizeof *idx);
@@ -406,7 +409,7 @@ static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
     cand t = s->c[best];
     int32_t hi = -1;
     for (size_t a = 0; a < s->n; a++) {
-        if (!is_transfer(s->c[a].det))
+        if (!is_transfer(&s->c[a]))
             continue;
         /* both ends of the transfer count: the root is on the receiving (higher) node */
         for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {

@@ -49,7 +49,7 @@ const size_t diag_table_size = sizeof diag_table / sizeof *diag_table;
  * state; OOM and swapping confirmed by a log line count at least 0.95. */
 static double cand_score(const cand *c, double step_dur, int has_log)
 {
-    if (c->det == TELLER_FAULT_NCCL_HANG || c->det == TELLER_FAULT_PREEMPTION)
+    if (c->det == TELLER_FAULT_NCCL_HANG || (c->det == TELLER_FAULT_PREEMPTION && !c->reference))
         return 0.99;
     double rel = step_dur > 0 ? c->excess / step_dur : 0;
     double unusual = c->ratio > 1 ? log(c->ratio) / log(1.25) : 0;
@@ -69,8 +69,9 @@ static int fact_based(const cand *c, const teller_diag_step *s)
 {
     switch (c->det) {
     case TELLER_FAULT_NCCL_HANG:
-    case TELLER_FAULT_PREEMPTION:
         return 1;
+    case TELLER_FAULT_PREEMPTION: /* a log line's; one inferred against a reference is judged like any */
+        return !c->reference;
     case TELLER_FAULT_OOM:
     case TELLER_FAULT_KV_SWAP:
         return s->pred.nev > 0;

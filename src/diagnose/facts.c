@@ -421,6 +421,15 @@ static uint32_t say_against_reference(const dctx *D, diag_state *S, line *L, tel
         say(L, "which took %s, %s of it after its GPU's last work had ended", txt(S, s, fe), txt(S, s, fh));
         break;
     }
+    case TELLER_FAULT_PREEMPTION: {
+        uint32_t fa = fact_op(D, S, s, k, c->rank, TELLER_NONE);
+        fr = fact_reference(S, s, k, c->rank, TELLER_NONE, 1, c->usual);
+        say(L, "whose step did more work than it states: the compute kernels of every rank grew together (on rank %d "
+               "they took %s against %s in the reference run's usual %s step); no log line was given to confirm a "
+               "preemption",
+            c->rank, txt(S, s, fa), txt(S, s, fr), kw);
+        return fa != UINT32_MAX && at(S, s, fa)->value > c->usual ? fact_diff(S, s, fa, fr) : UINT32_MAX;
+    }
     case TELLER_FAULT_CPU_CONTENTION: {
         uint32_t fh = fact_span(D, S, s, TELLER_FACT_HOLE, k, c->rank, c->hole_from, c->hole_to, c->event);
         say(L, "before which no thread of its process ran an op for %s", txt(S, s, fh));

@@ -412,6 +412,92 @@ static int compare(const dctx *D, diag_state *S, uint16_t src, finds *out)
     return rc;
 }
 
+static int is_transfer(const cand *c)
+{
+    return c->reference && (c->det == TELLER_FAULT_SLOW_LINK || c->det == TELLER_FAULT_PP_SEND_DELAY);
+}
+
+/* Slowed transfers of three or more ranks in step k, across nodes, are
+ * one degraded link (as comm.c merges the run's own): named on the
+ * receiving (higher) node's lowest rank, at the operator that lost the
+ * most; what they cost together is the most one of them lost (they ran
+ * at once). Two ranks' are the two ends of one transfer, both kept. */
+static void merge_link(const dctx *D, step_acc *sa)
+{
+    size_t n = 0, best = SIZE_MAX;
+    int32_t node_lo = INT32_MAX, node_hi = -1, root = INT32_MAX;
+    for (size_t a = 0; a < sa->n; a++) {
+        if (!is_transfer(&sa->c[a]))
+            continue;
+        int32_t node = diag_node_of_rank(D->st, sa->c[a].rank);
+        node_lo = node < node_lo ? node : node_lo;
+        node_hi = node > node_hi ? node : node_hi;
+        n++;
+        if (best == SIZE_MAX || sa->c[a].excess > sa->c[best].excess)
+            best = a;
+    }
+    if (n < 3 || node_lo == node_hi)
+        return;
+    for (size_t a = 0; a < sa->n; a++)
+        if (is_transfer(&sa->c[a]) && diag_node_of_rank(D->st, sa->c[a].rank) == node_hi && sa->c[a].rank < root)
+            root = sa->c[a].rank;
+    cand link = sa->c[best];
+    for (size_t a = 0; a < sa->n; a++)
+        if (is_transfer(&sa->c[a])) {
+            if (sa->c[a].rank == root && sa->c[a].name == link.name)
+                link.event = sa->c[a].event;
+            sa->c[a].det = TELLER_FAULT_NONE;
+        }
+    link.det = TELLER_FAULT_SLOW_LINK;
+    link.rank = root;
+    sa->c[best] = link;
+}
+
+/* Every rank that ran compute kernels in step k slowed them together
+ * against the reference (a throttle on each): more work than the step's
+ * annotation states, as when the engine recomputes preempted requests,
+ * rather than every GPU throttled at once. The throttles become one
+ * preemption on the lowest rank, named after its step annotation. */
+static int reference_merge(const dctx *D, diag_state *S, uint32_t k)
+{
+    if (!S->ref || !D->opts->reference)
+        return 0;
+    step_acc *sa = &S->steps[k];
+    merge_link(D, sa);
+    size_t ran = 0, thr = 0, first = SIZE_MAX;
+    for (size_t q = 0; q < D->nsrc; q++)
+        ran += D->compute[(size_t)k * D->nsrc + q] > 0;
+    for (size_t a = 0; a < sa->n; a++)
+        if (sa->c[a].reference && sa->c[a].det == TELLER_FAULT_GPU_THROTTLE) {
+            thr++;
+            if (first == SIZE_MAX || sa->c[a].rank < sa->c[first].rank)
+                first = a;
+        }
+    if (ran < 2 || thr < ran)
+        return 0;
+    const teller_step *rows = teller_store_steps(D->st);
+    size_t hi, lo = diag_step_rows(D->st, k, &hi);
+    uint32_t marker = TELLER_NONE;
+    for (size_t r = lo; r < hi && marker == TELLER_NONE; r++)
+        if (rows[r].rank == sa->c[first].rank)
+            marker = rows[r].marker;
+    if (marker == TELLER_NONE)
+        return 0;
+    cand p = sa->c[first];
+    for (size_t a = 0; a < sa->n; a++)
+        if (sa->c[a].reference && sa->c[a].det == TELLER_FAULT_GPU_THROTTLE) {
+            if (sa->c[a].excess > p.excess)
+                p.excess = sa->c[a].excess;
+            sa->c[a].det = TELLER_FAULT_NONE;
+        }
+    p.det = TELLER_FAULT_PREEMPTION;
+    p.name = D->ev->name[marker];
+    p.layer = TELLER_LAYER_ENGINE;
+    p.event = marker;
+    sa->c[first] = p;
+    return 0;
+}
+
 /* ---- the row ---- */
 
 /* Each collective member kernel's transfer: its instance's shortest
@@ -514,9 +600,9 @@ static void reference_release(const dctx *D, diag_state *S)
 }
 
 const diag_detector diag_row_reference = {.name = "reference", .scope = DIAG_PER_SOURCE, .round = 2,
-                                          .reads = DIAG_S_GPU_BUSY, .writes = DIAG_S_REFERENCE,
+                                          .reads = DIAG_S_GPU_BUSY, .writes = DIAG_S_REFERENCE | DIAG_S_STEPS,
                                           .prepare = reference_prepare, .run = reference_run,
-                                          .release = reference_release};
+                                          .merge = reference_merge, .release = reference_release};
 
 /* ---- the step's yardstick against the reference ---- */
 
