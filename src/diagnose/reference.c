@@ -39,6 +39,9 @@
 /* Slowed compute kernel names on one rank in one step that are one
  * throttled GPU (as kernels.c), each 10 % or more over. */
 #define THROTTLE_NAMES 3
+/* The spread of a step judged against a reference kind too small to say
+ * its own, whose operators say none either (yardstick.c's prior). */
+#define SPREAD_PRIOR 0.02
 /* Steps a small group keeps for judging a step against those nearest in
  * work (yardstick.c's NEAR_STEPS and NEAR_WORK). */
 #define REF_NEAR 4
@@ -622,6 +625,34 @@ static double op_spread(const dctx *D, const diag_state *S, uint32_t k)
     return least >= 0 ? 1.4826 * least : -1;
 }
 
+/* The spread against an unfitted reference kind rg: the larger of how
+ * far its own steps strayed (near_spread) and of ops, the operators'
+ * spread (op_spread, -1 unknown); a prior when neither is known. */
+static double unfitted_spread(const ref_group *rg, double ops)
+{
+    if (ops >= 0)
+        return ops > rg->spread ? ops : rg->spread;
+    return rg->spread > 0 ? rg->spread : SPREAD_PRIOR;
+}
+
+/* The spread a kind of step g of the run is judged with against the
+ * reference's kind rg: rg's own when it has enough steps to measure it,
+ * else the median of its steps' operator spreads (op_spread), else a
+ * prior. v: scratch, overwritten. */
+static double group_spread(const dctx *D, const diag_state *S, const teller_step_group *g, const ref_group *rg, double *v)
+{
+    if (rg->fitted)
+        return rg->spread;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->n; i++) {
+        uint32_t k = S->out->group_steps[g->first + i];
+        double x = S->ref->rg[k] ? op_spread(D, S, k) : -1;
+        if (x >= 0)
+            v[n++] = x;
+    }
+    return unfitted_spread(rg, n ? diag_median(v, n) : -1);
+}
+
 /* Step s against the reference's usual for its kind and work. */
 static teller_diag_step against_reference(const dctx *D, const diag_state *S, const teller_diag_step *s, uint32_t k)
 {
@@ -629,8 +660,7 @@ static teller_diag_step against_reference(const dctx *D, const diag_state *S, co
     teller_diag_step alt = *s;
     alt.usual_ns = (int64_t)llround(S->ref->usual[k]);
     alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
-    double ops = g->fitted ? -1 : op_spread(D, S, k);
-    alt.spread = ops >= 0 ? ops : g->spread;
+    alt.spread = g->fitted ? g->spread : unfitted_spread(g, op_spread(D, S, k));
     alt.by_reference = 1;
     return alt;
 }
@@ -664,7 +694,7 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
          * beyond the step alarm's edge (yardstick.c diag_slowness) */
         int slower = 0;
         if (rg) {
-            double over = diag_median(v, n) - 1, edge = spreads * rg->spread;
+            double over = diag_median(v, n) - 1, edge = spreads * group_spread(D, S, g, rg, v);
             if (edge < TELLER_FAULT_MATERIAL_SHARE)
                 edge = TELLER_FAULT_MATERIAL_SHARE;
             slower = over >= edge && over * S->ref->usual[k0] >= TELLER_FAULT_MATERIAL_NS;
@@ -712,6 +742,28 @@ static double median_zeros_sd(double *v, size_t n, size_t n0, double *sd)
     return m;
 }
 
+/* How far the steps of an unfitted kind g stray from those nearest them
+ * in work: 1.4826 x the median, over its steps that have such others, of
+ * the step's relative distance from their median; 0 when none has (a
+ * kind of one step, or of steps all of other works). */
+static double near_spread(const ref_group *g)
+{
+    double dev[REF_NEAR], v[REF_NEAR];
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < g->nnear; i++) {
+        uint32_t n = 0;
+        for (uint32_t j = 0; j < g->nnear; j++) {
+            int64_t a = g->near_work[i], b = g->near_work[j];
+            if (j != i && ((a <= 0 && b <= 0) || (a > 0 && b > 0 && fabs(log((double)a / (double)b)) <= log(REF_NEAR_WORK))))
+                v[n++] = g->near_dur[j];
+        }
+        double m = n ? diag_median(v, n) : 0;
+        if (m > 0)
+            dev[nd++] = fabs(g->near_dur[i] - m) / m;
+    }
+    return nd ? 1.4826 * diag_median(dev, nd) : 0;
+}
+
 static int make_groups(const teller_diagnosis *d, teller_diag_reference *r, double *v)
 {
     r->g = calloc(d->ngroups ? d->ngroups : 1, sizeof *r->g);
@@ -744,6 +796,8 @@ static int make_groups(const teller_diagnosis *d, teller_diag_reference *r, doub
             g->near_work[g->nnear] = st->work;
             g->near_dur[g->nnear++] = (double)st->dur_ns;
         }
+        if (!g->fitted)
+            g->spread = near_spread(g);
     }
     return 0;
 }
