@@ -384,7 +384,39 @@ static void test_cli_error_paths(void)
     rm_rf(dir);
 }
 
+/* diagnose --baseline refuses a reference that cannot judge the run
+ * (another model, another rank count; exit 1, saying why and that --force
+ * uses it anyway) and an empty one (naming the file); --force goes on with
+ * a warning, and the summary names the reference. */
+static void test_cli_baseline_refusals(void)
+{
+    char out[8192], args[9000], base[4096], mi300[4096], dir[] = "/tmp/teller_cli_base_XXXXXX";
+    snprintf(base, sizeof base, "%s", shared_path("hta/trace_compare/base/base.json.gz"));
+    snprintf(mi300, sizeof mi300, "%s", shared_path("tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+    snprintf(args, sizeof args, "diagnose -q --baseline '%s' '%s'", base, mi300);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "cannot judge this run: another model") && strstr(out, "--force"));
+    snprintf(args, sizeof args, "diagnose -q --force --baseline '%s' '%s'", base, mi300);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "warning: another model") && strstr(out, "against the reference run"));
+    sim_healthy(dir, 1, 2, 2, 1, 6, 7);
+    snprintf(args, sizeof args, "diagnose -q --baseline '%s' '%s'", dir, base);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "the reference has 2 ranks and the run 1") != NULL);
+    char empty[600];
+    snprintf(empty, sizeof empty, "%s/empty.json", dir);
+    FILE *f = fopen(empty, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    snprintf(args, sizeof args, "diagnose -q --baseline '%s' '%s'", empty, base);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, empty) && strstr(out, "empty"));
+    rm_rf(dir);
+}
+
 const test_case cli_tests[] = {
+    {"cli: diagnose --baseline refuses a reference that cannot judge the run", test_cli_baseline_refusals},
     {"cli: a tree 100,000 deep prints; values past their range are refused", test_cli_deep_trees_and_out_of_range_values},
     {"cli: train writes a model; diagnose --model uses it, --no-model does not, a foreign file is an error",
      test_cli_train_and_model},

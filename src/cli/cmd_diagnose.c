@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "teller/check.h"
 #include "teller/diagnose.h"
+#include "teller/diff.h"
 #include "teller/model.h"
 #include "teller/report.h"
 #include "teller/requests.h"
@@ -191,7 +192,8 @@ static int parse_args(diag_args *a, int argc, char **argv)
         CLI_LIST(0, "baseline", &a->baseline, "REF", 0,
                  "a healthy reference run of the same workload (a trace or a case\n"
                  "directory; repeatable for its files): its steps are a second\n"
-                 "yardstick, so that what slows every step alike shows"),
+                 "yardstick, so that what slows every step alike shows; one of\n"
+                 "another model, engine or rank count is refused (--force: used)"),
         CLI_BOOL(0, "check", &a->check,
                  "make every number of the diagnosis (and of --html's report) again\n"
                  "from the trace; exit 1 when one does not match"),
@@ -244,32 +246,54 @@ static teller_diag_opts diag_opts(const diag_args *a, const teller_model *model)
     return dop;
 }
 
-/* The reference run of --baseline, diagnosed with dop: what it says is
- * usual, into *ref (NULL without --baseline). 0, or 1 with why said. */
-static int make_reference(const diag_args *a, const teller_diag_opts *dop, teller_diag_reference **ref)
+/* The reference run of --baseline (NULL without it): loaded, or NULL
+ * with why said in *rc = 1. */
+static teller_store *load_reference(const diag_args *a, int *rc)
 {
-    *ref = NULL;
+    *rc = 0;
     if (!a->baseline.n)
-        return 0;
+        return NULL;
     teller_store *st = cli_load(&a->o, a->baseline.v, (int)a->baseline.n);
-    if (!st)
+    *rc = st == NULL;
+    return st;
+}
+
+/* Whether the reference ref can judge the run st (teller_diff_check): 0
+ * when it can; when not, why is said, and 1 returned unless --force,
+ * which says it as a warning and goes on. */
+static int check_comparable(const diag_args *a, const teller_store *ref, const teller_store *st)
+{
+    teller_diff_verdict v;
+    teller_error err;
+    teller_error_clear(&err);
+    if (teller_diff_check(ref, st, &v, &err) != TELLER_OK) {
+        fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         return 1;
+    }
+    if (v.comparable)
+        return 0;
+    fprintf(stderr, "teller diagnose: %s: ", a->o.load.force ? "warning" : "the reference cannot judge this run");
+    cli_put_text(stderr, v.why);
+    fprintf(stderr, "%s\n", a->o.load.force ? " (--force: judged against it anyway)" : " (--force judges against it anyway)");
+    return !a->o.load.force;
+}
+
+/* What the reference run ref says is usual, diagnosed with dop, into
+ * *out. 0, or 1 with why said. */
+static int make_reference(const diag_args *a, teller_store *ref, const teller_diag_opts *dop, teller_diag_reference **out)
+{
     teller_diag_opts o = *dop;
     o.logs = NULL;
     o.nlogs = 0;
     o.model = NULL;
     teller_error err;
     teller_error_clear(&err);
-    teller_status s = teller_diag_reference_make(st, &o, ref, &err);
-    teller_store_free(st);
-    if (s != TELLER_OK) {
+    if (teller_diag_reference_make(ref, &o, out, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         return 1;
     }
-    if (!teller_diag_reference_steps(*ref)) {
-        fprintf(stderr, "teller: %s: the reference run has no steps to compare with\n", a->baseline.v[0]);
-        teller_diag_reference_free(*ref);
-        *ref = NULL;
+    if (!teller_diag_reference_steps(*out)) {
+        fprintf(stderr, "teller diagnose: %s: the reference run has no step to compare with\n", a->baseline.v[0]);
         return 1;
     }
     return 0;
@@ -365,14 +389,19 @@ static int diagnose_traces(const diag_args *a, const teller_model *model, char *
             return 1;
     teller_diag_opts dop = diag_opts(a, model);
     teller_diag_reference *ref = NULL;
-    if (make_reference(a, &dop, &ref))
-        return 1;
-    dop.reference = ref;
-    teller_store *st = cli_load(&a->o, paths, np);
-    if (!st) {
+    int rc;
+    teller_store *rst = load_reference(a, &rc), *st = rc ? NULL : cli_load(&a->o, paths, np);
+    if (!rc && !st)
+        rc = 1;
+    if (!rc && rst)
+        rc = check_comparable(a, rst, st) || make_reference(a, rst, &dop, &ref);
+    teller_store_free(rst);
+    if (rc) {
         teller_diag_reference_free(ref);
+        teller_store_free(st);
         return 1;
     }
+    dop.reference = ref;
     teller_diagnosis *d = NULL;
     teller_error err;
     teller_error_clear(&err);
@@ -392,7 +421,7 @@ static int diagnose_traces(const diag_args *a, const teller_model *model, char *
     }
     print_worst(st, d, a->logs.n);
     print_slow_and_notes(d);
-    int rc = write_outputs(a, st, d, paths[0]);
+    rc = write_outputs(a, st, d, paths[0]);
     if (a->check && check_all(st, d, a->html != NULL, paths[0]))
         rc = 1;
     teller_diagnosis_free(d);

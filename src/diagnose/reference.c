@@ -710,9 +710,9 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
     if (nlack) {
         char note[400];
         snprintf(note, sizeof note,
-                 "%zu of the run's %zu kinds of step have no step of their kind and work in the reference run (%s%s): "
-                 "they are judged against the run alone",
-                 nlack, d->ngroups, lack, nlack > 3 ? ", ..." : "");
+                 "%zu of the run's %zu kind%s of step ha%s no step of its kind and work in the reference run (%s%s): "
+                 "judged against the run alone",
+                 nlack, d->ngroups, d->ngroups == 1 ? "" : "s", nlack == 1 ? "s" : "ve", lack, nlack > 3 ? ", ..." : "");
         diag_add_note(S, note);
     }
     return S->nomem ? -1 : 0;
