@@ -7,7 +7,10 @@
 # fault type accuracy), and the pooled rows.
 #   bench/baseline_eval.sh BUILD_DIR OUT_DIR PURPOSE CASES_PER_SET
 # PURPOSE picks bench/perturb_corpus.sh's seed range (tune 100000+, report
-# 200000+).
+# 200000+). Then healthy pairs, each run judged against the other: the
+# shared trace_compare base and test recordings, and simulated healthy
+# runs of one workload (each engine and model) with two seeds; their
+# flagged steps are false alarms.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-build/baseline}; PURPOSE=${3:-report}; N=${4:-6}
 T="$BUILD/teller"
@@ -53,4 +56,35 @@ echo "| set | side | steps | abnormal | step P | step R | step F1 | op AC@1 | op
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for name in "${ALL[@]}" all; do
   for side in plain baseline; do row "$name" "$side"; done
+done
+
+echo
+echo "| healthy pair | steps | flagged with --baseline |"
+echo "|---|---|---|"
+pair() { # name reference run
+  local j="$P/pairs/$1.json"
+  mkdir -p "$P/pairs"
+  "$T" diagnose -q --baseline "$2" --json "$j" "$3" > /dev/null
+  python3 - "$j" "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"| {sys.argv[2]} | {len(d['steps'])} | {sum(1 for s in d['steps'] if s['abnormal'])} |")
+PY
+}
+TC="$D/hta/trace_compare"
+pair trace_compare_base_test "$TC/base/base.json.gz" "$TC/test/test.json.gz"
+pair trace_compare_test_base "$TC/test/test.json.gz" "$TC/base/base.json.gz"
+case "$PURPOSE" in tune) S0=4000 ;; *) S0=5000 ;; esac
+i=0
+for engine in vllm sglang; do
+  for model in 8b 70b moe; do
+    for side in a b; do
+      dir="$OUT/healthy_pairs/${engine}_${model}_$side"
+      seed=$((S0 + 10 * i)); [ "$side" = b ] && seed=$((seed + 1))
+      [ -f "$dir/truth.json" ] || "$T" simulate -o "$dir" --engine "$engine" --model "$model" --fault-rate 0 \
+        --seed "$seed" > /dev/null
+    done
+    pair "sim_${engine}_${model}" "$OUT/healthy_pairs/${engine}_${model}_a" "$OUT/healthy_pairs/${engine}_${model}_b"
+    i=$((i + 1))
+  done
 done

@@ -30,8 +30,8 @@ void diag_step_class(const dctx *D, uint32_t k, teller_step_class *out);
  * judged against the reference's usual for its kind and work instead
  * (by_reference) where the run has no yardstick for it, or where the
  * steps of its kind are slower than the reference's beyond its alarm as a
- * whole (their median): what slows every step alike. 0, or -1 out of
- * memory. */
+ * whole (their median): what slows every step alike. The other steps drop
+ * the findings judged against the reference. 0, or -1 out of memory. */
 int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads);
 /* How the reference's usual of a kind of step is made: the median of its
  * steps, a line through them by their work, the median of those nearest

@@ -526,6 +526,14 @@ static int index_transfers(const dctx *D, struct ref_state *R)
     return 0;
 }
 
+/* A batch of new prompts whose annotation states their number, not
+ * their tokens (SGLang's EXTEND and MIXED), says nothing of its work that
+ * another run's steps could be matched by. */
+static int unmatched_work(const teller_step_class *c)
+{
+    return (c->kind == TELLER_STEP_PREFILL || c->kind == TELLER_STEP_MIXED) && c->prefill_tokens < 0;
+}
+
 /* Each step's kind, and the reference's group and scale for it. */
 static int classify(const dctx *D, struct ref_state *R)
 {
@@ -542,7 +550,7 @@ static int classify(const dctx *D, struct ref_state *R)
     for (uint32_t k = 0; k < D->nsteps; k++) {
         diag_step_class(D, k, &R->cls[k]);
         const teller_diag_reference *ref = D->opts->reference;
-        const ref_group *g = ref ? find_group(ref, &R->cls[k]) : NULL;
+        const ref_group *g = ref && !unmatched_work(&R->cls[k]) ? find_group(ref, &R->cls[k]) : NULL;
         double u = g ? group_usual(g, R->cls[k].work) : -1;
         if (g && u > 0 && g->med_ns > 0) {
             R->rg[k] = g;
@@ -665,6 +673,10 @@ static teller_diag_step against_reference(const dctx *D, const diag_state *S, co
     return alt;
 }
 
+/* (judge.h) A step its own run judges keeps only the findings judged
+ * against the run: in a healthy pair of runs the operators of a kind
+ * differ by their batches (a new collective, a slower GEMM), which the
+ * run's own detectors measure against steps of the same run. */
 int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
 {
     if (!D->opts->reference || !S->ref)
@@ -674,7 +686,7 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
     if (!v)
         return -1;
     char lack[200] = "";
-    size_t nlack = 0, at = 0;
+    size_t nlack = 0, at = 0, nbatch = 0;
     for (size_t gi = 0; gi < d->ngroups; gi++) {
         const teller_step_group *g = &d->groups[gi];
         uint32_t n = 0;
@@ -688,7 +700,9 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
                 v[n++] = (double)d->steps[k].dur_ns / S->ref->usual[k];
             }
         }
-        if (!rg && nlack++ < 3 && at < sizeof lack)
+        if (!rg && unmatched_work(&S->ref->cls[d->group_steps[g->first]]))
+            nbatch++;
+        else if (!rg && nlack++ < 3 && at < sizeof lack)
             at += (size_t)snprintf(lack + at, sizeof lack - at, "%s%s", nlack > 1 ? ", " : "", g->family);
         /* the kind's median step against its usual in the reference,
          * beyond the step alarm's edge (yardstick.c diag_slowness) */
@@ -704,6 +718,10 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
             teller_diag_step *s = &d->steps[k];
             if (S->ref->rg[k] && (slower || s->usual_ns < 0))
                 *s = against_reference(D, S, s, k);
+            else /* judged against the run, by what the run itself says is usual */
+                for (size_t a = 0; a < S->steps[k].n; a++)
+                    if (S->steps[k].c[a].reference)
+                        S->steps[k].c[a].det = TELLER_FAULT_NONE;
         }
     }
     free(v);
@@ -715,6 +733,9 @@ int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads)
                  nlack, d->ngroups, d->ngroups == 1 ? "" : "s", nlack == 1 ? "s" : "ve", lack, nlack > 3 ? ", ..." : "");
         diag_add_note(S, note);
     }
+    if (nbatch)
+        diag_add_note(S, "the run's prefill and mixed steps state how many prompts they batch, not their tokens: "
+                         "no reference step can be matched to them by work, so they are judged against the run alone");
     return S->nomem ? -1 : 0;
 }
 
