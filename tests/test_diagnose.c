@@ -334,6 +334,20 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
+/* The shared trace rel (with rel2, a second rank's, when not NULL),
+ * loaded as one run, trees built. */
+static teller_store *load_real(const char *rel, const char *rel2)
+{
+    teller_error err;
+    teller_error_clear(&err);
+    teller_store *st = teller_store_create();
+    CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
+    if (rel2)
+        CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel2), NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
 /* Perturbs the shared trace rel (with rel2, a second rank's, when not
  * NULL) with faults (0: every kind) at the rate and the seed into a case
  * made in dir, and loads the case back (trees built); what perturb did in
@@ -344,11 +358,7 @@ static teller_store *perturbed_real(char *dir, const char *rel, const char *rel2
     CHECK(mkdtemp(dir) != NULL);
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
-    if (rel2)
-        CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel2), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_store *st = load_real(rel, rel2);
     teller_perturb_opts po = teller_perturb_defaults();
     po.faults = faults;
     po.rate = rate;
@@ -868,11 +878,7 @@ static int real_flagged(const char *rel, const char *rel2)
 {
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
-    if (rel2)
-        CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel2), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_store *st = load_real(rel, rel2);
     teller_diagnosis *d = NULL;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     int n = 0;
@@ -1916,17 +1922,12 @@ static void test_drifting_kernel_is_no_regression(void)
     rm_rf(dir);
 }
 
-/* The reference of a shared trace (rel, with rel2 when not NULL), as
- * teller diagnose --baseline makes it. */
-static teller_diag_reference *reference_of(const char *rel, const char *rel2)
+/* The reference of a shared trace, as teller diagnose --baseline makes it. */
+static teller_diag_reference *reference_of(const char *rel)
 {
     teller_error err;
     teller_error_clear(&err);
-    teller_store *st = teller_store_create();
-    CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel), NULL, &err), TELLER_OK);
-    if (rel2)
-        CHECK_EQ_INT(teller_ingest_file(st, shared_path(rel2), NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    teller_store *st = load_real(rel, NULL);
     teller_diag_reference *ref = NULL;
     CHECK_EQ_INT(teller_diag_reference_make(st, NULL, &ref, &err), TELLER_OK);
     teller_store_free(st);
@@ -1955,7 +1956,7 @@ static void test_baseline_flags_what_the_run_cannot(void)
     CHECK(s.step_recall == 0.0);
     teller_diagnosis_free(d);
     teller_diag_opts o = teller_diag_defaults();
-    o.reference = reference_of(rel, NULL);
+    o.reference = reference_of(rel);
     CHECK(o.reference && teller_diag_reference_steps(o.reference) == 1 && teller_diag_reference_kinds(o.reference) == 1);
     CHECK_EQ_INT(teller_diagnose(st, &o, &d, &err), TELLER_OK);
     score_case(d, dir, &s);
@@ -1986,7 +1987,7 @@ static void test_baseline_sees_a_fault_in_every_step(void)
     teller_error err;
     teller_error_clear(&err);
     teller_diag_opts o = teller_diag_defaults();
-    o.reference = reference_of(rel, NULL);
+    o.reference = reference_of(rel);
     teller_diagnosis *d = NULL;
     teller_eval_summary s;
     CHECK_EQ_INT(teller_diagnose(st, &o, &d, &err), TELLER_OK);
