@@ -4,7 +4,8 @@
 # carries): every shared real trace set with steps and perturbed simulated
 # healthy runs, each case's reference its unperturbed run. One table row
 # per set and side, pooled by teller eval (step P/R/F1, operator AC@1/AC@3,
-# fault type accuracy), and the pooled rows.
+# fault type accuracy), and the pooled rows. Every number of the
+# diagnoses against a reference is made again (--check): a mismatch stops it.
 #   bench/baseline_eval.sh BUILD_DIR OUT_DIR PURPOSE CASES_PER_SET
 # PURPOSE picks bench/perturb_corpus.sh's seed range (tune 100000+, report
 # 200000+). Then healthy pairs, each run judged against the other: the
@@ -33,7 +34,7 @@ for entry in "${SETS[@]}" "sim_healthy|"; do
     base=()
     for f in $ref; do base+=(--baseline "$f"); done
     "$T" diagnose -q --json "$P/plain/$name/$i.json" "$c" > /dev/null
-    "$T" diagnose -q "${base[@]}" --json "$P/baseline/$name/$i.json" "$c" > /dev/null
+    "$T" diagnose -q --check "${base[@]}" --json "$P/baseline/$name/$i.json" "$c" > /dev/null # a mismatch fails
     for side in plain baseline; do cp "$P/$side/$name/$i.json" "$P/$side/all/${name}_$i.json"; done
     mkdir -p "$C/all"; ln -sfn "../$name/$i" "$C/all/${name}_$i"
   done

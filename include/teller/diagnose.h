@@ -118,6 +118,10 @@ typedef struct teller_fact {
     char     text[24];     /* value as printed (teller_fmt_dur) */
 } teller_fact;
 
+/* An explanation names an operator whole when its name is this long or
+ * shorter, else by its normalized name (tree.h teller_name_normalize). */
+#define TELLER_EXPLAIN_NAME_MAX 256
+
 /* How every diagnosis printer writes a duration in ns: "1.234 s", "12.345
  * ms", "123.4 us", "56 ns". Returns buf. */
 char *teller_fmt_dur(char *buf, size_t cap, double ns);

@@ -473,14 +473,24 @@ static int identifier(const chk *C, const teller_diag_step *s, long long x)
     return 0;
 }
 
-/* Blanks in t every occurrence of name (an operator's name may hold digits). */
+/* Blanks in t every occurrence of s. */
+static void blank_text(char *t, const char *s)
+{
+    size_t n = strlen(s);
+    for (char *p = t; n && (p = strstr(p, s)) != NULL; p += n)
+        memset(p, ' ', n);
+}
+
+/* Blanks in t every occurrence of name, and of the normalized name an
+ * explanation says for a long one (an operator's name may hold digits). */
 static void blank(char *t, const char *name)
 {
-    size_t n = strlen(name);
-    if (!n)
-        return;
-    for (char *p = t; (p = strstr(p, name)) != NULL; p += n)
-        memset(p, ' ', n);
+    blank_text(t, name);
+    if (strlen(name) > TELLER_EXPLAIN_NAME_MAX) {
+        char norm[TELLER_EXPLAIN_NAME_MAX + 1];
+        teller_name_normalize(name, norm, sizeof norm);
+        blank_text(t, norm);
+    }
 }
 
 /* Reads every number of text (step s's explanation, or its HTML

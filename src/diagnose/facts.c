@@ -239,6 +239,19 @@ static const char *txt(const diag_state *S, const teller_diag_step *s, uint32_t 
 
 static const char *name_of(const dctx *D, uint32_t name) { return teller_store_str(D->st, name); }
 
+/* An operator's name as an explanation says it: whole, or normalized
+ * (tree.h teller_name_normalize: no template or parameter lists) when it
+ * is longer than TELLER_EXPLAIN_NAME_MAX, so that a sentence is not cut
+ * inside a name (a 1,849-character fbgemm kernel name fills it). */
+static const char *said_name(const dctx *D, uint32_t name, char *buf, size_t cap)
+{
+    const char *s = name_of(D, name);
+    if (strlen(s) <= TELLER_EXPLAIN_NAME_MAX)
+        return s;
+    teller_name_normalize(s, buf, cap);
+    return buf;
+}
+
 /* "decode", "iteration": what a step's kind is called ("such" for an
  * annotation of another family) */
 static const char *kind_word(const teller_step_group *g)
@@ -434,7 +447,7 @@ static uint32_t say_against_reference(const dctx *D, diag_state *S, line *L, tel
         uint32_t fh = fact_span(D, S, s, TELLER_FACT_HOLE, k, c->rank, c->hole_from, c->hole_to, c->event);
         say(L, "before which no thread of its process ran an op for %s", txt(S, s, fh));
         fr = fact_reference(S, s, k, c->rank, TELLER_NONE, 1, c->usual);
-        say(L, "; such holes of 100 us or more came to %s a %s step in the reference run", txt(S, s, fr), kw);
+        say(L, "; in the reference run its usual %s step held %s of such holes", kw, txt(S, s, fr));
         return UINT32_MAX;
     }
     case TELLER_FAULT_SLOW_LINK:
@@ -560,7 +573,7 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
     line L = {s->pred.explanation, sizeof s->pred.explanation, 0};
     s->first_fact = (uint32_t)S->out->nfacts;
     int32_t node = diag_node_of_rank(D->st, c->rank);
-    char took[96] = "", over[800] = "", aside[128] = "", root[800] = "";
+    char took[96] = "", over[800] = "", aside[128] = "", root[800] = "", said[TELLER_EXPLAIN_NAME_MAX + 1];
     line T = {took, sizeof took, 0}, O = {over, sizeof over, 0}, R = {root, sizeof root, 0};
     uint32_t fover = say_step(D, S, &T, &O, s, k);
     if (c->carried)
@@ -574,10 +587,11 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
     uint32_t ex = hang ? say_hang(D, S, &R, s, k, c)
                        : say_root(D, S, &R, s, k, c, 0 /* say_step's first fact: the step's duration */);
     teller_fault_sentence(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, (int)k, took, over, aside,
-                          name_of(D, c->name), c->rank, node, hang && c->rank < 0 ? NULL : root, L.b, L.cap);
+                          said_name(D, c->name, said, sizeof said), c->rank, node, hang && c->rank < 0 ? NULL : root,
+                          L.b, L.cap);
     L.n = strlen(L.b);
     if (hang && c->rank < 0)
-        say(&L, " A rank whose trace is not loaded never launched %s; %s.", name_of(D, c->name), root);
+        say(&L, " A rank whose trace is not loaded never launched %s; %s.", said_name(D, c->name, said, sizeof said), root);
     if (fover != UINT32_MAX && ex != UINT32_MAX && at(S, s, ex)->value > 0) {
         if (at(S, s, ex)->value >= at(S, s, fover)->value)
             say(&L, " That covers all of the step's excess.");
