@@ -118,6 +118,10 @@ typedef struct teller_fact {
     char     text[24];     /* value as printed (teller_fmt_dur) */
 } teller_fact;
 
+/* A fact kind's name in the predictions JSON ("step", "usual", ...,
+ * "reference"); "?" for another value. */
+const char *teller_fact_kind_name(teller_fact_kind k);
+
 /* An explanation names an operator whole when its name is this long or
  * shorter, else by its normalized name (tree.h teller_name_normalize). */
 #define TELLER_EXPLAIN_NAME_MAX 256

@@ -438,13 +438,6 @@ static double remake(chk *C, const teller_diag_step *s, uint32_t i, const double
     return NAN;
 }
 
-static const char *fact_word(teller_fact_kind k)
-{
-    static const char *const w[] = {"?", "step", "usual", "event", "op", "op_usual", "hole", "gpu_idle", "overhang",
-                                    "late", "diff", "quiet", "reference"};
-    return (unsigned)k < sizeof w / sizeof *w ? w[k] : "?";
-}
-
 /* ---- the numbers of a sentence ---- */
 
 /* Whether integer x is one the step may state: its step, its facts'
@@ -581,7 +574,7 @@ teller_status teller_check_diagnosis(const teller_store *st, const teller_diagno
             teller_fmt_dur(text, sizeof text, v);
             if (v != v || fabs(v - f->value) > 0.5 + 1e-9 * fabs(f->value) || strcmp(text, f->text))
                 mismatch(r, "step %zu, fact %u (%s, rank %d): the diagnosis says %s, the trace gives %s", k, i,
-                         fact_word(f->kind), f->rank, f->text, v == v ? text : "no such fact");
+                         teller_fact_kind_name(f->kind), f->rank, f->text, v == v ? text : "no such fact");
         }
         if (s->pred.explanation[0])
             check_text(&C, s, s->pred.explanation, "the explanation");

@@ -28,6 +28,17 @@ const char *teller_cand_feature_name(int f)
     return f >= 0 && f < TELLER_CAND_FEATURES ? feature_names[f] : NULL;
 }
 
+const char *teller_fact_kind_name(teller_fact_kind k)
+{
+    static const char *const names[] = {
+        [TELLER_FACT_STEP] = "step",         [TELLER_FACT_USUAL] = "usual",       [TELLER_FACT_EVENT] = "event",
+        [TELLER_FACT_OP] = "op",             [TELLER_FACT_OP_USUAL] = "op_usual", [TELLER_FACT_HOLE] = "hole",
+        [TELLER_FACT_GPU_IDLE] = "gpu_idle", [TELLER_FACT_OVERHANG] = "overhang", [TELLER_FACT_LATE] = "late",
+        [TELLER_FACT_DIFF] = "diff",         [TELLER_FACT_QUIET] = "quiet",       [TELLER_FACT_REFERENCE] = "reference",
+    };
+    return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "?";
+}
+
 /* What a diagnosis adds to the benchmark's predictions: the run's kinds of
  * step and their yardsticks, and per step its duration, kind and usual. */
 static void diag_extra(FILE *f, void *ctx, size_t i)
@@ -48,21 +59,18 @@ static void diag_extra(FILE *f, void *ctx, size_t i)
         return;
     }
     const teller_diag_step *s = &d->steps[i];
-    static const char *const kinds[] = {[TELLER_FACT_STEP] = "step",         [TELLER_FACT_USUAL] = "usual",
-                                        [TELLER_FACT_EVENT] = "event",       [TELLER_FACT_OP] = "op",
-                                        [TELLER_FACT_OP_USUAL] = "op_usual", [TELLER_FACT_HOLE] = "hole",
-                                        [TELLER_FACT_GPU_IDLE] = "gpu_idle", [TELLER_FACT_OVERHANG] = "overhang",
-                                        [TELLER_FACT_LATE] = "late",         [TELLER_FACT_DIFF] = "diff",
-                                        [TELLER_FACT_QUIET] = "quiet"};
     fprintf(f, ", \"facts\": [");
     for (uint32_t q = 0; q < s->nfacts; q++) {
         const teller_fact *x = &d->facts[s->first_fact + q];
         fprintf(f, "%s{\"kind\": \"%s\", \"step\": %u, \"rank\": %d, \"value_ns\": %.0f, \"text\": \"%s\"", q ? ", " : "",
-                kinds[x->kind], x->step, x->rank, x->value, x->text);
-        if (x->kind == TELLER_FACT_OP || x->kind == TELLER_FACT_OP_USUAL || x->kind == TELLER_FACT_LATE)
+                teller_fact_kind_name(x->kind), x->step, x->rank, x->value, x->text);
+        if (x->kind == TELLER_FACT_OP || x->kind == TELLER_FACT_OP_USUAL || x->kind == TELLER_FACT_LATE ||
+            x->kind == TELLER_FACT_REFERENCE)
             fprintf(f, ", \"count\": %u", x->count);
         if (x->kind == TELLER_FACT_LATE)
             fprintf(f, ", \"of\": %u", x->count2);
+        if (x->kind == TELLER_FACT_REFERENCE)
+            fprintf(f, ", \"of\": \"%s\"", x->count2 ? "operator" : "step");
         if (x->kind == TELLER_FACT_DIFF)
             fprintf(f, ", \"of\": [%u, %u]", x->a, x->b);
         if (x->kind == TELLER_FACT_HOLE || x->kind == TELLER_FACT_GPU_IDLE || x->kind == TELLER_FACT_QUIET)
@@ -71,9 +79,10 @@ static void diag_extra(FILE *f, void *ctx, size_t i)
     }
     fprintf(f, "]");
     fprintf(f, ", \"duration_ns\": %lld, \"duration_rank\": %d, \"step_kind\": %u, \"work\": %lld, \"usual_ns\": %lld, "
-            "\"excess_ns\": %lld, \"explained_ns\": %lld, \"slow\": %s",
+            "\"excess_ns\": %lld, \"explained_ns\": %lld, \"slow\": %s, \"by_reference\": %s",
             (long long)s->dur_ns, s->dur_rank, s->group, (long long)s->work, (long long)s->usual_ns,
-            (long long)s->excess_ns, (long long)s->explained_ns, s->slow ? "true" : "false");
+            (long long)s->excess_ns, (long long)s->explained_ns, s->slow ? "true" : "false",
+            s->by_reference ? "true" : "false");
 }
 
 teller_status teller_diag_write_preds(FILE *f, const teller_diagnosis *d)
