@@ -253,7 +253,7 @@ def _table(records, columns):
 
 
 _STEP_COLS = ["step", "abnormal", "score", "fault_type", "view", "duration_ns", "usual_ns", "excess_ns", "slow",
-              "rank", "op", "layer", "explanation"]
+              "by_reference", "rank", "op", "layer", "explanation"]
 _FINDING_COLS = ["step", "order", "rank", "node", "op", "layer", "fault", "score", "excess_ns"]
 _EVIDENCE_COLS = ["step", "kind", "node", "rank", "line", "file", "text"]
 _BASELINE_COLS = ["step", "abnormal", "score", "fault_type", "rank", "op"]
@@ -261,7 +261,8 @@ _BASELINE_COLS = ["step", "abnormal", "score", "fault_type", "rank", "op"]
 
 class Diagnosis:
     """What teller.diagnose found. steps: one row per step (abnormal, score, fault_type, view,
-    duration, usual, excess, its root rank and operator, explanation); findings: the candidate
+    duration, usual, excess, whether the usual is a reference run's, its root rank and operator,
+    explanation); findings: the candidate
     root causes of every step, best first; evidence: the log lines and trace facts behind them;
     stat_baseline: the statistical baseline's steps, or None; predictions: the predictions JSON as a
     dict (../shared/BENCHMARK.md's format, with more per step)."""
@@ -280,7 +281,7 @@ class Diagnosis:
                           "fault_type": s["fault_type"], "view": s.get("view", ""),
                           "duration_ns": s.get("duration_ns"), "usual_ns": s.get("usual_ns"),
                           "excess_ns": s.get("excess_ns"), "slow": s.get("slow"),
-                          "rank": top.get("rank"), "op": top.get("op"), "layer": top.get("layer"),
+                          "by_reference": s.get("by_reference"), "rank": top.get("rank"), "op": top.get("op"), "layer": top.get("layer"),
                           "explanation": s["explanation"]})
             for e in s["evidence"]:
                 evidence.append(dict({"step": s["step"]}, **e))

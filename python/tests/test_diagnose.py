@@ -101,6 +101,6 @@ def test_baseline_as_the_cli(cli, tmp_path):
         want = json.load(f)
     got = teller.diagnose(case, baseline=ref, model=False)
     assert got.predictions == want
-    assert want["steps"][0]["abnormal"]
+    assert want["steps"][0]["abnormal"] and got.steps.iloc[0]["by_reference"]
     assert not teller.diagnose(case, model=False).predictions["steps"][0]["abnormal"]
     assert teller.load(ref).reference().steps == 1
