@@ -17,9 +17,11 @@
  * arrival, not the waiting), copies, kernel launches, allocations, a
  * synchronize's overhang past the GPU's last work, and the time no host op
  * of the process ran (holes of 100 us or more, named after the op that
- * ended the longest). The yardsticks (yardstick.c) judge each step against
- * the reference's usual for its kind and work as well as the run's own,
- * and keep whichever finds it slower.
+ * ended the longest). A kind of step of the run is judged against the
+ * reference's usual for its kind and work where the run has no yardstick
+ * for a step, or where its steps are slower than the reference's as a
+ * whole; its other steps keep their own yardstick and the findings judged
+ * against the run (docs/DIAGNOSE.md, "Against a reference run").
  */
 #include <math.h>
 #include <stdio.h>
@@ -63,14 +65,13 @@ typedef struct ref_group {
  * (a step without it counting zero) and per call (over the steps with
  * it), each with its spread (1.4826 x the median absolute deviation). */
 typedef struct ref_op {
-    double   usual, spread, per_call, call_spread; /* ns */
-    uint32_t steps;
+    double usual, spread, per_call, call_spread; /* ns */
 } ref_op;
 
 struct teller_diag_reference {
     ref_group *g;
-    size_t     ng, gcap;
-    kmap       ops;   /* ref_key -> op[] */
+    size_t     ng;
+    kmap       ops;   /* op_key -> op[] */
     ref_op    *op;
     size_t     opcap;
     size_t     steps;
@@ -874,7 +875,6 @@ static int make_ops(const dctx *D, const diag_state *S, teller_diag_reference *r
         size_t n = sm->n < nref ? sm->n : nref;
         memcpy(v, sm->v, n * sizeof *v);
         o->usual = median_zeros_sd(v, n, nref - n, &o->spread);
-        o->steps = nref;
         const samples *cs = &pc.s[kmap_get(&pc.keys, keys[ix], 0)];
         memcpy(v, cs->v, n * sizeof *v);
         o->per_call = median_zeros_sd(v, n, 0, &o->call_spread);
