@@ -32,4 +32,7 @@ const char *diff_engine_of(const char *family);
 /* Distinct ranks of st's sources; *world the largest recorded world size (0: none). */
 int diff_count_ranks(const teller_store *st, int32_t *world);
 
+/* Each run of digits becomes one '#', in place. */
+void diff_mask_digits(char *s);
+
 #endif
