@@ -251,11 +251,65 @@ static void test_diff_cli(void)
     rm_rf(e);
 }
 
+/* A Kineto trace of rank 0 into path: two ProfilerStep# iterations, each
+ * launching one kernel of the given name and duration (us). */
+static void hostile_trace(const char *path, const char *kernel, int dur_us)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("{\"distributedInfo\": {\"rank\": 0}, \"deviceProperties\": [{\"name\": \"H100\"}], \"traceEvents\": [\n", f);
+    for (int k = 0; k < 2; k++) {
+        int t0 = k * 1000;
+        fprintf(f,
+                "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": 1, \"tid\": 1, "
+                "\"ts\": %d, \"dur\": 900},\n"
+                "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, "
+                "\"ts\": %d, \"dur\": 5, \"args\": {\"correlation\": %d}},\n"
+                "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": 7, \"ts\": %d, "
+                "\"dur\": %d, \"args\": {\"correlation\": %d, \"device\": 0, \"stream\": 7, \"grid\": [1, 1, 1], "
+                "\"block\": [128, 1, 1]}}%s\n",
+                k, t0, t0 + 10, k + 1, kernel, t0 + 20, dur_us, k + 1, k ? "" : ",");
+    }
+    fputs("]}\n", f);
+    fclose(f);
+}
+
+static void test_diff_hostile_names(void)
+{
+    char dir[] = "/tmp/teller_diff_h_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char ref[4200], run[4200], html[4200], args[16000], out[65536];
+    snprintf(ref, sizeof ref, "%s/ref.json", dir);
+    snprintf(run, sizeof run, "%s/run.json", dir);
+    snprintf(html, sizeof html, "%s/d.html", dir);
+    /* ESC to drive the terminal, a quote to leave an HTML attribute (kept through name normalising,
+     * which drops what parentheses and a template's <...> hold) */
+    const char *evil = "x\\u001b[31m\\\"onmouseover=alert(1)";
+    hostile_trace(ref, evil, 10);
+    hostile_trace(run, evil, 400);
+    snprintf(args, sizeof args, "diff -q '%s' -- '%s' --html '%s'", ref, run, html);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "kernel x\\x1b[##m\"onmouseover=alert") != NULL); /* ESC shown, not sent */
+    CHECK(strchr(out, 0x1b) == NULL);
+    size_t n = 0;
+    char *h = read_file(html, &n);
+    CHECK(h && strstr(h, "&quot;onmouseover=alert") && !strstr(h, "\"onmouseover") && !strchr(h, 0x1b));
+    free(h);
+    snprintf(args, sizeof args, "diff -q --json '%s' -- '%s'", ref, run);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "\"run_name\": \"x\\u001b[31m\\\"onmouseover=alert") != NULL);
+    CHECK(strchr(out, 0x1b) == NULL);
+    rm_rf(dir);
+}
+
 const test_case diff_tests[] = {
     {"diff check: the real trace_compare pair is comparable, another trace is not", test_check_real_pair},
     {"diff check: an empty reference, another rank count, model or engine are refused", test_check_sim},
     {"diff: the real trace_compare pair's moves are the torch ops the test gained", test_diff_real_pair},
     {"diff: a run against itself, two healthy seeds, and one kernel slowed on one rank", test_diff_sim},
+    {"diff: a hostile kernel name is escaped in the text, the page and the JSON", test_diff_hostile_names},
     {"diff cli: refusals exit 1 with the reason, --force goes through, --html writes both timelines", test_diff_cli},
     {NULL, NULL},
 };

@@ -46,6 +46,19 @@ int diff_count_ranks(const teller_store *st, int32_t *world)
     return c;
 }
 
+uint64_t *diff_kernel_ns(const teller_store *st, int with_comm)
+{
+    const teller_events *ev = teller_store_events(st);
+    size_t nstr = teller_store_num_strings(st);
+    uint64_t *by = calloc(nstr ? nstr : 1, sizeof *by);
+    if (!by)
+        return NULL;
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && (with_comm || !(ev->flags[i] & TELLER_F_COMM)))
+            by[ev->name[i]] += (uint64_t)ev->dur_ns[i];
+    return by;
+}
+
 void diff_mask_digits(char *s)
 {
     size_t w = 0;
@@ -157,14 +170,10 @@ static int profile_build(const teller_store *st, profile *p)
 static int family_time(const teller_store *st, int side, kmap *fams, double (**share)[2], size_t *cap, double *total,
                        double *moe)
 {
-    const teller_events *ev = teller_store_events(st);
     size_t nstr = teller_store_num_strings(st);
-    uint64_t *by_name = calloc(nstr ? nstr : 1, sizeof *by_name);
+    uint64_t *by_name = diff_kernel_ns(st, 0);
     if (!by_name)
         return -1;
-    for (size_t i = 0; i < ev->n; i++)
-        if (ev->layer[i] == TELLER_LAYER_KERNEL && !(ev->flags[i] & TELLER_F_COMM))
-            by_name[ev->name[i]] += (uint64_t)ev->dur_ns[i];
     *total = 0;
     *moe = 0;
     for (size_t id = 0; id < nstr; id++) {

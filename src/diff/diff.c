@@ -149,18 +149,21 @@ static uint32_t op_of(dctx *c, const teller_store *st, uint32_t e, int which, in
         char size[40] = "";
         if (a && a->bytes >= 0)
             snprintf(size, sizeof size, " %lld B", (long long)a->bytes);
-        snprintf(label, sizeof label, "%s %s%s%s%s", cf ? cf->name : "comm", coll, size, *group ? " group " : "",
-                 group);
+        /* a label past its room is cut: the name is the key, and names that long differ sooner */
+        if (snprintf(label, sizeof label, "%s %s%s%s%s", cf ? cf->name : "comm", coll, size, *group ? " group " : "",
+                     group) < 0)
+            label[0] = 0;
     } else if (layer == TELLER_LAYER_KERNEL) {
         /* a compute kernel: its name with digit runs masked (tile sizes and template numbers do not split
          * it) and its block; not its grid, which grows with the tokens of the step */
         what = TELLER_DIFF_KERNEL;
         teller_name_normalize(name, fam, sizeof fam);
         diff_mask_digits(fam);
-        if (a && a->block[0])
-            snprintf(label, sizeof label, "%s block %ux%ux%u", fam, a->block[0], a->block[1], a->block[2]);
-        else
-            snprintf(label, sizeof label, "%s", fam);
+        int n = a && a->block[0]
+                    ? snprintf(label, sizeof label, "%s block %ux%ux%u", fam, a->block[0], a->block[1], a->block[2])
+                    : snprintf(label, sizeof label, "%s", fam);
+        if (n < 0) /* past its room a label is cut, as above */
+            label[0] = 0;
     } else if (layer == TELLER_LAYER_MEMCPY || layer == TELLER_LAYER_MEMSET) {
         what = TELLER_DIFF_COPY;
         teller_tpe_name_family((teller_layer)layer, name, label, sizeof label);
@@ -282,6 +285,12 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median of sorted v[0..n), n > 0. */
+static int64_t median_sorted(const int64_t *v, size_t n)
+{
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
 /* Median and 1.4826 x MAD of v[0..n) (sorted in place; scratch of n). */
 static void med_spread(int64_t *v, size_t n, int64_t *scratch, int64_t *med, int64_t *spread)
 {
@@ -289,11 +298,11 @@ static void med_spread(int64_t *v, size_t n, int64_t *scratch, int64_t *med, int
     if (!n)
         return;
     qsort(v, n, sizeof *v, cmp_i64);
-    int64_t m = n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+    int64_t m = median_sorted(v, n);
     for (size_t i = 0; i < n; i++)
         scratch[i] = v[i] > m ? v[i] - m : m - v[i];
     qsort(scratch, n, sizeof *scratch, cmp_i64);
-    int64_t mad = n % 2 ? scratch[n / 2] : scratch[n / 2 - 1] + (scratch[n / 2] - scratch[n / 2 - 1]) / 2;
+    int64_t mad = median_sorted(scratch, n);
     *med = m;
     *spread = (int64_t)llround(MAD_SCALE * (double)mad);
 }
@@ -519,17 +528,14 @@ typedef struct kname {
 } kname;
 
 /* Adds st's compute and communication kernel time per masked normalised
- * name into the shared table; -1 out of memory. */
+ * name into the shared table (per finished step row later: the time of
+ * kernels outside every step counts too); -1 out of memory. */
 static int kernel_names(const teller_store *st, int which, kmap *m, kname **arr, size_t *cap)
 {
-    const teller_events *ev = teller_store_events(st);
     size_t nstr = teller_store_num_strings(st);
-    uint64_t *by = calloc(nstr ? nstr : 1, sizeof *by);
+    uint64_t *by = diff_kernel_ns(st, 1);
     if (!by)
         return -1;
-    for (size_t e = 0; e < ev->n; e++)
-        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->step[e] != TELLER_NONE)
-            by[ev->name[e]] += (uint64_t)ev->dur_ns[e];
     for (size_t id = 0; id < nstr; id++) {
         if (!by[id])
             continue;

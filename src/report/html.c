@@ -1704,11 +1704,9 @@ static void order_steps(const teller_diagnosis *d, worst *order, uint8_t *sectio
         section[slow[i].i] = 1;
 }
 
-/* The page's head and title, and the line of what the run holds: ranks,
- * nodes, steps, events and the time they span. */
-static void put_head(const hw *w, const char *title)
+/* The page's head, up to and including the <h1> of its title. */
+static void page_head(FILE *f, const char *title)
 {
-    FILE *f = w->f;
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
           f);
@@ -1716,6 +1714,14 @@ static void put_head(const hw *w, const char *title)
     fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
     rep_html_name(f, title, 0);
     fputs("</h1>\n", f);
+}
+
+/* The page's head and title, and the line of what the run holds: ranks,
+ * nodes, steps, events and the time they span. */
+static void put_head(const hw *w, const char *title)
+{
+    FILE *f = w->f;
+    page_head(f, title);
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     for (size_t i = 0; i < w->ev->n; i++) {
         if (w->ev->start_ns[i] < t0)
@@ -1959,14 +1965,8 @@ teller_status teller_report_html_diff(const teller_diff *d, const teller_store *
     if (!d || !ref || !run || !out)
         return teller_error_set(err, TELLER_ERR_ARG, "html", 0, "no diff, store or output stream");
     FILE *f = out;
-    const char *t = title && *title ? title : "teller diff";
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
-          f);
-    rep_html(f, t, 0);
-    fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
-    rep_html_name(f, t, 0);
-    fprintf(f, "</h1>\n<p class=\"meta\">reference: %d rank%s \xc2\xb7 %u step rows", d->verdict.ref_ranks,
+    page_head(f, title && *title ? title : "teller diff");
+    fprintf(f, "<p class=\"meta\">reference: %d rank%s \xc2\xb7 %u step rows", d->verdict.ref_ranks,
             d->verdict.ref_ranks == 1 ? "" : "s", d->ref_rows);
     if (d->ref_device[0]) {
         fputs(" \xc2\xb7 ", f);
