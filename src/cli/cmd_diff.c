@@ -143,11 +143,11 @@ int cmd_diff(int argc, char **argv)
     };
     const cli_cmd cmd = {
         .name = "diff",
-        .usage = "[options] REF_TRACE_OR_CASE... -- RUN_TRACE_OR_CASE...",
+        .usage = "[options] REF... -- RUN...",
         .about = "What changed between a reference run and a run of the same workload: step classes, the\n"
                  "operators whose time per step changed, worst first, kernels new and gone, ranks, collectives.",
-        .args = "  REF...            the reference run's traces or case directory\n"
-                "  RUN...            the run's, after --",
+        .args = "  REF...            the reference run: trace files or case directories\n"
+                "  RUN...            the run to compare with it, the same, after --",
         .more = "Runs that cannot be compared (no step, another rank count, engine or model, no step kind in\n"
                 "common) are refused with the reason; --force compares them anyway.",
         .opts = opts,

@@ -157,7 +157,7 @@ static int profile_build(const teller_store *st, profile *p)
         }
     for (size_t k = 0; k < nk; k++) {
         diff_kind *d = &p->kind[k];
-        qsort(p->kernels + d->first, d->steps, sizeof *p->kernels, cmp_u32);
+        teller_sort(p->kernels + d->first, d->steps, sizeof *p->kernels, cmp_u32);
         d->median_kernels = d->steps ? p->kernels[d->first + d->steps / 2] : 0;
     }
     free(sum);

@@ -297,11 +297,11 @@ static void med_spread(int64_t *v, size_t n, int64_t *scratch, int64_t *med, int
     *med = *spread = 0;
     if (!n)
         return;
-    qsort(v, n, sizeof *v, cmp_i64);
+    teller_sort(v, n, sizeof *v, cmp_i64);
     int64_t m = median_sorted(v, n);
     for (size_t i = 0; i < n; i++)
         scratch[i] = v[i] > m ? v[i] - m : m - v[i];
-    qsort(scratch, n, sizeof *scratch, cmp_i64);
+    teller_sort(scratch, n, sizeof *scratch, cmp_i64);
     int64_t mad = median_sorted(scratch, n);
     *med = m;
     *spread = (int64_t)llround(MAD_SCALE * (double)mad);
@@ -341,7 +341,7 @@ static int cmp_rowset(const void *a, const void *b)
 static const rowset *find_rowset(const rowset *rs, size_t n, uint32_t cls, int32_t rank)
 {
     rowset key = {.cls = cls, .rank = rank};
-    return bsearch(&key, rs, n, sizeof *rs, cmp_rowset);
+    return n ? bsearch(&key, rs, n, sizeof *rs, cmp_rowset) : NULL;
 }
 
 /* A step row with its class and rank, for sorting. */
@@ -404,7 +404,7 @@ static int rowsets(const side *s, rowset **out, size_t *nout)
     for (size_t r = 0; r < s->nsum; r++)
         if (s->cls_of[r] != UINT32_MAX)
             p[k++] = (rref){s->cls_of[r], steps[r].rank, (uint32_t)r};
-    qsort(p, k, sizeof *p, cmp_rref);
+    teller_sort(p, k, sizeof *p, cmp_rref);
     size_t nrs = 0;
     for (size_t i = 0; i < k;) {
         size_t j = i;
@@ -440,7 +440,7 @@ static void group_stats(const cell *g, size_t k, size_t n, int64_t *v, int64_t *
     memset(v, 0, n * sizeof *v);
     for (size_t i = 0; i < k && i < n; i++)
         v[i] = g[i].count;
-    qsort(v, n, sizeof *v, cmp_i64);
+    teller_sort(v, n, sizeof *v, cmp_i64);
     *count = !n ? 0 : n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
 }
 
@@ -468,8 +468,8 @@ static int compare_groups(side *s, const rowset *const rs[2], const size_t nrs[2
                           uint32_t idle_op, kmap *aggs, agg **agg_arr, size_t *agg_cap)
 {
     size_t nc[2] = {s[0].cellmap.n, s[1].cellmap.n};
-    qsort(s[0].cells, nc[0], sizeof *s[0].cells, cmp_cell);
-    qsort(s[1].cells, nc[1], sizeof *s[1].cells, cmp_cell);
+    teller_sort(s[0].cells, nc[0], sizeof *s[0].cells, cmp_cell);
+    teller_sort(s[1].cells, nc[1], sizeof *s[1].cells, cmp_cell);
     size_t most = 1;
     for (int w = 0; w < 2; w++)
         for (size_t i = 0; i < nrs[w]; i++)
@@ -578,7 +578,7 @@ static int only_in(const kname *k, size_t n, int which, uint32_t rows, teller_di
             memcpy(o->name, k[i].name, sizeof o->name);
             o->ns_per_step = k[i].ns[which] / (rows ? rows : 1);
         }
-    qsort(*out, *nout, sizeof **out, cmp_kernel);
+    teller_sort(*out, *nout, sizeof **out, cmp_kernel);
     if (*nout > MAX_KERNELS)
         *nout = MAX_KERNELS;
     return 0;
@@ -779,8 +779,8 @@ static int assemble(teller_diff *d, dctx *c, side *s, const rowset *const rs[2],
         d->ranks[i].cls = order[d->ranks[i].cls];
     free(by);
     free(order);
-    qsort(d->changes, d->nchanges, sizeof *d->changes, cmp_change);
-    qsort(d->ranks, d->nranks, sizeof *d->ranks, cmp_rank);
+    teller_sort(d->changes, d->nchanges, sizeof *d->changes, cmp_change);
+    teller_sort(d->ranks, d->nranks, sizeof *d->ranks, cmp_rank);
     return 0;
 }
 
