@@ -4,7 +4,8 @@
 # Ingest (bench/ingest.sh): a BENCH_MB (default 1100) MB single-rank Kineto
 # trace loaded against Python's json.load. Then the collector, requests,
 # logs, realism and held-out accuracy, TPE, log alignment, scale
-# (bench/scale.sh) and the Python package (bench/python_load.py). A
+# (bench/scale.sh), diff (bench/diff.sh) and the Python package
+# (bench/python_load.py). A
 # benchmark reports; it does not fail, so the exit status is 0 either way
 # (unless something could not run at all).
 #
@@ -150,6 +151,12 @@ echo
 # ===========================================================================
 echo
 "$HERE/scale.sh" "$BUILD"
+
+# ===========================================================================
+# Diff (bench/diff.sh, docs/DIFF.md): `teller diff` of two ~200 MB
+# recordings against reading the same two files alone.
+# ===========================================================================
+"$HERE/diff.sh" "$BUILD"
 
 # ===========================================================================
 # The Python package (bench/python_load.py, issue 34): a 192 MB trace (the

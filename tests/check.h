@@ -62,6 +62,10 @@ extern const test_case diff_tests[];
 struct teller_store;
 struct teller_store *load_case_ranks(const char *dir, int from, int to);
 
+/* Runs `teller ARGS 2>&1` (the program built beside the tests); returns
+ * its exit status, its output in out (cap bytes, NUL-terminated). */
+int run_cli(const char *args, char *out, size_t cap);
+
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);
 

@@ -12,20 +12,6 @@
 
 #include "check.h"
 
-/* Runs `teller ARGS 2>&1`; returns the exit status, output in out. */
-static int run_cli(const char *args, char *out, size_t cap)
-{
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", TELLER_CLI, args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_cli_option_values(void)
 {
     char out[8192], args[4600];

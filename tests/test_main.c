@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -22,6 +23,19 @@ const char *shared_path(const char *rel)
     const char *base = getenv("TELLER_SHARED");
     snprintf(buf, sizeof buf, "%s/data/traces/%s", base ? base : TELLER_SHARED_DIR, rel);
     return buf;
+}
+
+int run_cli(const char *args, char *out, size_t cap)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", TELLER_CLI, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 void sim_case(char *dir, const teller_sim_opts *o)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "teller/diagnose.h"
+#include "teller/diff.h"
 #include "teller/requests.h"
 #include "teller/error.h"
 #include "teller/store.h"
@@ -53,6 +54,19 @@ extern "C" {
  * TELLER_ERR_NOMEM when memory runs out. */
 teller_status teller_report_html(const teller_store *st, const teller_diagnosis *d, const teller_requests *reqs,
                                  const char *title, FILE *out, teller_error *err);
+
+/* Changes listed in the HTML page of a diff. */
+#define TELLER_REPORT_MAX_CHANGES 30
+
+/* Writes the HTML page of a diff (diff.h) of run against ref, the stores
+ * it was computed from: the verdict of teller_diff_check, the step classes
+ * and the changes worst first, the kernels new and gone, and the timelines
+ * of one matched step of the first class (the worst), on the rank that
+ * moved most: the reference's above the run's, on the same time scale.
+ * Self-contained, like teller_report_html; title may be NULL.
+ * TELLER_ERR_IO when the stream fails, TELLER_ERR_NOMEM out of memory. */
+teller_status teller_report_html_diff(const teller_diff *d, const teller_store *ref, const teller_store *run,
+                                      const char *title, FILE *out, teller_error *err);
 
 /* Writes the trace of every rank as Chrome-trace JSON for Perfetto
  * (ui.perfetto.dev) and chrome://tracing: one process per source named

@@ -236,5 +236,6 @@ int cmd_requests(int argc, char **argv);
 int cmd_tpe(int argc, char **argv);
 int cmd_slice(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

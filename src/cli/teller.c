@@ -19,6 +19,7 @@ static const struct command {
     {"simulate", cmd_simulate, "write a simulated multi-node case with injected faults and truth"},
     {"perturb", cmd_perturb, "inject faults into a real, healthy run: a case with truth"},
     {"diagnose", cmd_diagnose, "which steps were abnormal, where and why: summary, JSON, HTML, Perfetto"},
+    {"diff", cmd_diff, "what changed between a reference run and a run: steps, operators, ranks"},
     {"eval", cmd_eval, "score predictions against truth (BENCHMARK.md metrics)"},
     {"baseline", cmd_baseline, "reference predictions: zscore or gmm (the paper's candidate stage)"},
     {"run", cmd_run, "run a program under the collector: traces, logs, manifest"},

@@ -46,6 +46,30 @@ int diff_count_ranks(const teller_store *st, int32_t *world)
     return c;
 }
 
+uint64_t *diff_kernel_ns(const teller_store *st, int with_comm)
+{
+    const teller_events *ev = teller_store_events(st);
+    size_t nstr = teller_store_num_strings(st);
+    uint64_t *by = calloc(nstr ? nstr : 1, sizeof *by);
+    if (!by)
+        return NULL;
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && (with_comm || !(ev->flags[i] & TELLER_F_COMM)))
+            by[ev->name[i]] += (uint64_t)ev->dur_ns[i];
+    return by;
+}
+
+void diff_mask_digits(char *s)
+{
+    size_t w = 0;
+    for (size_t r = 0; s[r]; r++)
+        if (s[r] < '0' || s[r] > '9')
+            s[w++] = s[r];
+        else if (r == 0 || s[r - 1] < '0' || s[r - 1] > '9')
+            s[w++] = '#';
+    s[w] = 0;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -133,7 +157,7 @@ static int profile_build(const teller_store *st, profile *p)
         }
     for (size_t k = 0; k < nk; k++) {
         diff_kind *d = &p->kind[k];
-        qsort(p->kernels + d->first, d->steps, sizeof *p->kernels, cmp_u32);
+        teller_sort(p->kernels + d->first, d->steps, sizeof *p->kernels, cmp_u32);
         d->median_kernels = d->steps ? p->kernels[d->first + d->steps / 2] : 0;
     }
     free(sum);
@@ -146,14 +170,10 @@ static int profile_build(const teller_store *st, profile *p)
 static int family_time(const teller_store *st, int side, kmap *fams, double (**share)[2], size_t *cap, double *total,
                        double *moe)
 {
-    const teller_events *ev = teller_store_events(st);
     size_t nstr = teller_store_num_strings(st);
-    uint64_t *by_name = calloc(nstr ? nstr : 1, sizeof *by_name);
+    uint64_t *by_name = diff_kernel_ns(st, 0);
     if (!by_name)
         return -1;
-    for (size_t i = 0; i < ev->n; i++)
-        if (ev->layer[i] == TELLER_LAYER_KERNEL && !(ev->flags[i] & TELLER_F_COMM))
-            by_name[ev->name[i]] += (uint64_t)ev->dur_ns[i];
     *total = 0;
     *moe = 0;
     for (size_t id = 0; id < nstr; id++) {

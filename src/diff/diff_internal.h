@@ -32,4 +32,11 @@ const char *diff_engine_of(const char *family);
 /* Distinct ranks of st's sources; *world the largest recorded world size (0: none). */
 int diff_count_ranks(const teller_store *st, int32_t *world);
 
+/* Per interned name of st (teller_store_num_strings entries), the summed
+ * duration of its kernels, communication kernels with with_comm; calloc'd
+ * (the caller frees), NULL out of memory. */
+uint64_t *diff_kernel_ns(const teller_store *st, int with_comm);
+/* Each run of digits becomes one '#', in place. */
+void diff_mask_digits(char *s);
+
 #endif

@@ -1730,11 +1730,9 @@ static void order_steps(const teller_diagnosis *d, worst *order, uint8_t *sectio
         section[slow[i].i] = 1;
 }
 
-/* The page's head and title, and the line of what the run holds: ranks,
- * nodes, steps, events and the time they span. */
-static void put_head(const hw *w, const char *title)
+/* The page's head, up to and including the <h1> of its title. */
+static void page_head(FILE *f, const char *title)
 {
-    FILE *f = w->f;
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
           f);
@@ -1742,6 +1740,14 @@ static void put_head(const hw *w, const char *title)
     fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
     rep_html_name(f, title, 0);
     fputs("</h1>\n", f);
+}
+
+/* The page's head and title, and the line of what the run holds: ranks,
+ * nodes, steps, events and the time they span. */
+static void put_head(const hw *w, const char *title)
+{
+    FILE *f = w->f;
+    page_head(f, title);
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     for (size_t i = 0; i < w->ev->n; i++) {
         if (w->ev->start_ns[i] < t0)
@@ -1875,5 +1881,224 @@ done:
     free(w.main_row);
     free(w.rows);
     free(w.sum);
+    return status;
+}
+
+/* ---- the diff's page (teller_report_html_diff) ------------------------- */
+
+/* Sets up w over st for drawing timelines; -1 out of memory. */
+static int hw_open(hw *w, const teller_store *st, FILE *f)
+{
+    memset(w, 0, sizeof *w);
+    w->f = f;
+    w->st = st;
+    w->ev = teller_store_events(st);
+    w->steps = teller_store_steps(st);
+    w->nsteps = teller_store_num_steps(st);
+    size_t nsrc = teller_store_num_sources(st);
+    w->ranks = malloc((nsrc + 1) * sizeof *w->ranks);
+    w->main_row = malloc((nsrc + 1) * sizeof *w->main_row);
+    if (!w->ranks || !w->main_row || rep_rows(st, &w->rows, &w->nrows) != 0)
+        return -1;
+    find_ranks(w);
+    return 0;
+}
+
+static void hw_close(hw *w)
+{
+    free(w->ranks);
+    free(w->main_row);
+    free(w->rows);
+}
+
+/* The timeline of step k on rank (its main CPU thread and its GPU
+ * streams) over [w0, w0 + span]: both of a diff's timelines get the same
+ * span, so that their lengths compare. label starts the aria label. -1 out
+ * of memory. */
+static int rank_timeline(hw *w, int32_t rank, uint32_t k, int64_t w0, int64_t span, const char *label)
+{
+    FILE *f = w->f;
+    size_t r = rank_index(w, rank);
+    int64_t k0 = 0, k1 = 0;
+    for (size_t i = 0; i < w->nsteps; i++)
+        if (w->steps[i].step == k && w->steps[i].rank == rank) {
+            k0 = w->steps[i].start_ns;
+            k1 = w->steps[i].end_ns;
+        }
+    if (r == SIZE_MAX || k1 <= k0) {
+        fputs("<p class=\"note\">No time window is known for this step; no timeline.</p>\n", f);
+        return 0;
+    }
+    tl t = {f, w0, w0 + span, (TL_X1 - TL_X0) / (double)span, {0}, {0}, {0}};
+    tl_lane *ln = malloc((w->nrows + 1) * sizeof *ln);
+    if (!ln)
+        return -1;
+    size_t nl = 0;
+    int y = TL_TOP;
+    if (w->main_row[r] != SIZE_MAX) {
+        ln[nl++] = (tl_lane){w->main_row[r], 1, r, y, TL_CPU_H};
+        y += TL_CPU_H + TL_GAP;
+    }
+    for (size_t i = 0; i < w->nrows; i++)
+        if (w->rows[i].gpu && w->rows[i].rank == rank && draw_row(w, &t, i, 0, 0, NULL, 1) > 0) {
+            ln[nl++] = (tl_lane){i, 0, r, y, TL_GPU_H};
+            y += TL_GPU_H + TL_GAP;
+        }
+    svg_open(f, TL_W, y + TL_AXIS_H);
+    fprintf(f, "%s: step %u on rank %d\">\n", label, k, rank);
+    fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
+            TL_X1 - TL_X0, y - TL_TOP + 14);
+    step_bands(w, &t, k, k0, k1, y);
+    time_axis(&t, k, k0, y);
+    draw_lanes(w, &t, ln, nl);
+    svg_close(f);
+    free(ln);
+    for (int cl = 0; cl < C_COUNT; cl++)
+        free(t.path[cl]);
+    return 0;
+}
+
+/* The span of step k on rank in w, 0 when unknown. */
+static int64_t step_len(const hw *w, int32_t rank, uint32_t k, int64_t *k0)
+{
+    for (size_t i = 0; i < w->nsteps; i++)
+        if (w->steps[i].step == k && w->steps[i].rank == rank) {
+            *k0 = w->steps[i].start_ns;
+            return w->steps[i].end_ns - w->steps[i].start_ns;
+        }
+    return 0;
+}
+
+static void put_class_name(FILE *f, const teller_diff_class *c)
+{
+    fprintf(f, "%s steps <span class=\"op\">", teller_step_kind_name(c->kind));
+    rep_html_name(f, c->family[0] ? c->family : "(no annotation)", 0);
+    fputs("</span>", f);
+    if (c->kind != TELLER_STEP_ITERATION)
+        fprintf(f, " of %" PRId64 "-%" PRId64 " %s", c->size_lo, c->size_hi, c->by_kernels ? "kernels" : "tokens");
+}
+
+static void put_dur_cell(FILE *f, double ns, int sign)
+{
+    char du[32];
+    teller_fmt_dur(du, sizeof du, ns);
+    fprintf(f, "<td class=\"n\">%s%s</td>", sign && ns > 0 ? "+" : "", du);
+}
+
+teller_status teller_report_html_diff(const teller_diff *d, const teller_store *ref, const teller_store *run,
+                                      const char *title, FILE *out, teller_error *err)
+{
+    if (!d || !ref || !run || !out)
+        return teller_error_set(err, TELLER_ERR_ARG, "html", 0, "no diff, store or output stream");
+    FILE *f = out;
+    page_head(f, title && *title ? title : "teller diff");
+    fprintf(f, "<p class=\"meta\">reference: %d rank%s \xc2\xb7 %u step rows", d->verdict.ref_ranks,
+            d->verdict.ref_ranks == 1 ? "" : "s", d->ref_rows);
+    if (d->ref_device[0]) {
+        fputs(" \xc2\xb7 ", f);
+        rep_html(f, d->ref_device, 0);
+    }
+    fprintf(f, "<br>run: %d rank%s \xc2\xb7 %u step rows", d->verdict.run_ranks, d->verdict.run_ranks == 1 ? "" : "s",
+            d->run_rows);
+    if (d->run_device[0]) {
+        fputs(" \xc2\xb7 ", f);
+        rep_html(f, d->run_device, 0);
+    }
+    fputs("</p>\n", f);
+    if (!d->verdict.comparable) {
+        fputs("<p class=\"expl\">These runs cannot be compared: ", f);
+        rep_html(f, d->verdict.why, 0);
+        fputs(". Compared anyway (--force).</p>\n", f);
+    }
+    fputs("<h2>Step classes</h2>\n<div class=\"tw\"><table><tr><th>steps</th><th>rows (ref / run)</th>"
+          "<th>median ref</th><th>median run</th><th>change</th><th>spread ref / run</th><th></th></tr>\n",
+          f);
+    for (size_t i = 0; i < d->nclasses; i++) {
+        const teller_diff_class *c = &d->classes[i];
+        fputs("<tr><td>", f);
+        put_class_name(f, c);
+        fprintf(f, "</td><td class=\"n\">%u / %u</td>", c->ref_rows, c->run_rows);
+        put_dur_cell(f, (double)c->ref_ns, 0);
+        put_dur_cell(f, (double)c->run_ns, 0);
+        put_dur_cell(f, (double)(c->run_ns - c->ref_ns), 1);
+        char a[32], b[32];
+        fprintf(f, "<td class=\"n\">%s / %s</td><td>%s</td></tr>\n", teller_fmt_dur(a, sizeof a, (double)c->ref_spread_ns),
+                teller_fmt_dur(b, sizeof b, (double)c->run_spread_ns), !c->judged ? "not judged: too few steps" : c->changed ? "changed" : "within the spread");
+    }
+    size_t nchanged = 0;
+    while (nchanged < d->nchanges && d->changes[nchanged].changed)
+        nchanged++;
+    size_t shown = nchanged ? nchanged : d->nchanges < 5 ? d->nchanges : 5;
+    fputs("</table></div>\n<h2>Changes, worst first</h2>\n", f);
+    if (!nchanged)
+        fprintf(f, "<p class=\"note\">No operator's time per step moved past its noise%s</p>\n",
+                shown ? "; the largest moves within it:" : ".");
+    if (shown)
+        fputs("<div class=\"tw\"><table><tr><th>#</th><th>operator</th><th>steps</th><th>rank</th><th>ref</th>"
+              "<th>run</th><th>change</th><th>noise</th><th>calls</th><th>ranks past the noise</th></tr>\n",
+              f);
+    for (size_t i = 0; i < shown && i < TELLER_REPORT_MAX_CHANGES; i++) {
+        const teller_diff_change *c = &d->changes[i];
+        fprintf(f, "<tr><td class=\"n\">%zu</td><td><span class=\"tag\">%s</span><span class=\"op\">", i + 1,
+                teller_diff_what_name(c->what));
+        rep_html_name(f, c->op, 0);
+        fputs("</span>", f);
+        if (c->ref_name[0] || c->run_name[0]) {
+            fputs("<br><span class=\"note op\">", f);
+            rep_html_name(f, c->ref_name[0] ? c->ref_name : c->run_name, 160);
+            if (c->ref_name[0] && c->run_name[0] && strcmp(c->ref_name, c->run_name)) {
+                fputs(" \xe2\x86\x92 ", f);
+                rep_html_name(f, c->run_name, 160);
+            }
+            fputs("</span>", f);
+        }
+        fputs("</td><td>", f);
+        put_class_name(f, &d->classes[c->cls]);
+        fprintf(f, "</td><td class=\"n\">%d</td>", c->rank);
+        put_dur_cell(f, (double)c->ref_ns, 0);
+        put_dur_cell(f, (double)c->run_ns, 0);
+        put_dur_cell(f, (double)(c->run_ns - c->ref_ns), 1);
+        put_dur_cell(f, (double)c->noise_ns, 0);
+        fprintf(f, "<td class=\"n\">%g \xe2\x86\x92 %g</td><td class=\"n\">%u of %u</td></tr>\n", c->ref_count,
+                c->run_count, c->ranks_changed, c->ranks);
+    }
+    if (shown)
+        fputs("</table></div>\n", f);
+    const teller_diff_kernel *ks[2] = {d->added, d->gone};
+    size_t nk[2] = {d->nadded, d->ngone};
+    for (int w = 0; w < 2; w++) {
+        fprintf(f, "<h2>Kernels %s</h2>\n", w ? "only the reference launched" : "only the run launched");
+        if (!nk[w])
+            fputs("<p class=\"note\">None.</p>\n", f);
+        for (size_t i = 0; i < nk[w]; i++) {
+            fputs("<div><span class=\"op\">", f);
+            rep_html_name(f, ks[w][i].name, 0);
+            char du[32];
+            fprintf(f, "</span><span class=\"dur\">%s per step row</span></div>\n",
+                    teller_fmt_dur(du, sizeof du, ks[w][i].ns_per_step));
+        }
+    }
+    teller_status status = TELLER_OK;
+    if (d->nclasses && d->classes[0].rank != INT32_MIN) {
+        const teller_diff_class *c = &d->classes[0];
+        hw a, b;
+        int oa = hw_open(&a, ref, f), ob = hw_open(&b, run, f);
+        int64_t a0 = 0, b0 = 0;
+        int64_t la = oa ? 0 : step_len(&a, c->rank, c->ref_step, &a0);
+        int64_t lb = ob ? 0 : step_len(&b, c->rank, c->run_step, &b0);
+        int64_t span = (la > lb ? la : lb) * 5 / 4 + 1000;
+        fputs("<h2>One step of the first class, reference above run</h2>\n<p class=\"note\">", f);
+        put_class_name(f, c);
+        fprintf(f, ", rank %d: the steps nearest each run's median, on the same time scale.</p>\n", c->rank);
+        if (oa || ob || rank_timeline(&a, c->rank, c->ref_step, a0 - span / 10, span, "reference") != 0 ||
+            rank_timeline(&b, c->rank, c->run_step, b0 - span / 10, span, "run") != 0)
+            status = teller_error_set(err, TELLER_ERR_NOMEM, "html", 0, "out of memory");
+        put_legend(f, 0, 0);
+        hw_close(&a);
+        hw_close(&b);
+    }
+    fputs("</body>\n</html>\n", f);
+    if (status == TELLER_OK && (fflush(out) != 0 || ferror(out)))
+        status = teller_error_set(err, TELLER_ERR_IO, "html", 0, "write failed");
     return status;
 }
