@@ -85,6 +85,67 @@ static void test_packed_store_appends_as_the_store(void)
     rm_rf(dir);
 }
 
+/* Overwrites the first int64 equal to was in buf (n bytes) with now; 0
+ * when none is there. */
+static int overwrite_i64(unsigned char *buf, size_t n, int64_t was, int64_t now)
+{
+    for (size_t i = 0; i + sizeof was <= n; i += sizeof was) /* columns start at multiples of 8 */
+        if (!memcmp(buf + i, &was, sizeof was)) {
+            memcpy(buf + i, &now, sizeof now);
+            return 1;
+        }
+    return 0;
+}
+
+/* Found by fuzz_pack: one flipped byte gave an event that ends past
+ * INT64_MAX, and the tree build's start + dur overflowed. A packed store
+ * keeps the bounds a trace keeps (teller_time_ok), or is refused with the
+ * event and where its start lies. */
+static void test_packed_store_keeps_the_trace_bounds(void)
+{
+    static const char doc[] = "{\"traceEvents\": ["
+                              "{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 4242, \"dur\": 7777},"
+                              "{\"ph\": \"X\", \"name\": \"b\", \"pid\": 1, \"tid\": 1, \"ts\": 5151, \"dur\": 1}]}";
+    static const struct { int64_t was, now; const char *what; } bad[] = {
+        {7777000, INT64_MAX - 5, "lasts 9223372036854775802 ns"},            /* ends past INT64_MAX */
+        {7777000, TELLER_TIME_MAX / 4 + 1, "lasts 1152921504606846977 ns"}, /* just too long */
+        {7777000, -1, "lasts -1 ns"},
+        {4242000, INT64_MIN + 5, "starts at -9223372036854775803 ns"},
+        {4242000, TELLER_TIME_MAX + 1, "starts at 4611686018427387905 ns"},
+    };
+    teller_store *src = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_kineto_mem(src, "bounds.json", doc, sizeof doc - 1, NULL, &err), TELLER_OK);
+    size_t n = 0;
+    unsigned char *packed = teller_pack_store(src, &n);
+    CHECK(packed != NULL);
+    for (size_t k = 0; packed && k < sizeof bad / sizeof *bad; k++) {
+        unsigned char *copy = malloc(n);
+        memcpy(copy, packed, n);
+        CHECK(overwrite_i64(copy, n, bad[k].was, bad[k].now));
+        teller_store *dst = teller_store_create();
+        teller_error_clear(&err);
+        CHECK_EQ_INT(teller_pack_append(dst, copy, n, &err), TELLER_ERR_FORMAT);
+        CHECK(strstr(err.msg, "event 0 ") && strstr(err.msg, bad[k].what));
+        CHECK(err.offset > 0 && err.offset < n);
+        CHECK_EQ_INT(teller_store_events(dst)->n, 0);
+        teller_store_free(dst);
+        /* the edges of the bounds are kept */
+        int64_t edge = bad[k].was == 7777000 ? (bad[k].now < 0 ? 0 : TELLER_TIME_MAX / 4)
+                                             : (bad[k].now < 0 ? -TELLER_TIME_MAX / 4 : TELLER_TIME_MAX);
+        memcpy(copy, packed, n);
+        CHECK(overwrite_i64(copy, n, bad[k].was, edge));
+        dst = teller_store_create();
+        CHECK_EQ_INT(teller_pack_append(dst, copy, n, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_store_events(dst)->n, 2);
+        teller_store_free(dst);
+        free(copy);
+    }
+    free(packed);
+    teller_store_free(src);
+}
+
 /* ---- teller-mpi under mpirun ---- */
 
 #ifdef TELLER_MPI
@@ -231,6 +292,8 @@ static void test_mpi_unreadable_file_fails_every_process(void)
 
 const test_case mpi_tests[] = {
     {"mpi: a packed store appends as the store itself; cut short, it is refused", test_packed_store_appends_as_the_store},
+    {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",
+     test_packed_store_keeps_the_trace_bounds},
 #ifdef TELLER_MPI
     {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, a file named twice, real traces)",
      test_mpi_predictions_are_teller_diagnose},

@@ -30,6 +30,11 @@ extern "C" {
  * time between any two starts or ends, stay inside int64. */
 #define TELLER_TIME_MAX ((int64_t)1 << 62)
 
+/* 1 when an event starting at start_ns and lasting dur_ns keeps those
+ * bounds (dur_ns >= 0 too), else 0: the one check every reader, and the
+ * packed-store reader of teller-mpi, makes of an event's times. */
+int teller_time_ok(int64_t start_ns, int64_t dur_ns);
+
 /* The vertical view: which layer of the serving stack an event belongs to. */
 typedef enum teller_layer {
     TELLER_LAYER_ENGINE = 0, /* serving loop, step and request annotations, NVTX ranges */

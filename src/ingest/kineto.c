@@ -650,7 +650,7 @@ static int event_kept(reader *r, const ev_fields *f, char ph, enum cat_kind ck, 
             return 0;
         }
     }
-    if (f->ts < -TELLER_TIME_MAX / 4 || f->ts > TELLER_TIME_MAX || *dur > TELLER_TIME_MAX / 4) {
+    if (!teller_time_ok(f->ts, *dur)) {
         teller_store_warn(st, r->path, pos_of(r, at), "time past the year 2116; event skipped");
         return 0;
     }
@@ -1223,8 +1223,7 @@ static teller_status ingest(reader *r)
     teller_events *ev = teller_store_events_mut(st);
     for (size_t i = first; r->has_base && i < ev->n; i++) {
         int64_t t;
-        if (__builtin_add_overflow(ev->start_ns[i], r->base_ns, &t) || t < -TELLER_TIME_MAX / 4 ||
-            t > TELLER_TIME_MAX) {
+        if (__builtin_add_overflow(ev->start_ns[i], r->base_ns, &t) || !teller_time_ok(t, ev->dur_ns[i])) {
             teller_store_warn(st, r->path, 0, "baseTimeNanoseconds %lld puts events past the year 2116; ignored",
                               (long long)r->base_ns);
             r->has_base = 0;

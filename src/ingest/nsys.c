@@ -37,9 +37,9 @@
 #include "teller/tree.h"
 #include "../util/vec.h"
 
-/* Timestamps outside [0, TELLER_TIME_MAX] (store.h) are nonsense in any
- * export; refusing them keeps every later sum (start + dur + epoch base)
- * inside int64. */
+/* Timestamps below 0, or past the bounds of teller_time_ok (store.h), are
+ * nonsense in any export; refusing them keeps every later sum (start + dur
+ * + epoch base) inside int64. */
 
 /* Global ids: (vm << 48) | (pid << 24) | tid. */
 static int32_t gid_pid(int64_t g) { return (int32_t)(((uint64_t)g >> 24) & 0xFFFFFF); }
@@ -464,7 +464,8 @@ static int row_time(reader *r, sqlite3_stmt *q, int c, int t, int64_t rowid, int
         return 0;
     }
     int64_t s = sqlite3_column_int64(q, c), e = sqlite3_column_int64(q, c + 1);
-    if (s < 0 || s > TELLER_TIME_MAX || e < 0 || e > TELLER_TIME_MAX || e - s > TELLER_TIME_MAX / 4) {
+    /* capture-clock times are never negative; both >= 0, e - s cannot overflow */
+    if (s < 0 || e < 0 || (e >= s && !teller_time_ok(s, e - s))) {
         teller_store_warn(r->st, r->path, (uint64_t)rowid, "%s row %lld has a timestamp out of range; skipped",
                           k_tables[t], (long long)rowid);
         return 0;
@@ -983,12 +984,14 @@ static teller_status finish(reader *r, uint32_t first)
     read_facts(r, &f);
     int64_t base = session_base(r, &f);
     teller_events *ev = teller_store_events_mut(st);
-    for (size_t i = first; base && i < ev->n; i++) /* a start and its end both stay within TELLER_TIME_MAX */
-        if (ev->start_ns[i] + ev->dur_ns[i] > TELLER_TIME_MAX - base) {
+    for (size_t i = first; base && i < ev->n; i++) {
+        int64_t t;
+        if (__builtin_add_overflow(ev->start_ns[i], base, &t) || !teller_time_ok(t, ev->dur_ns[i])) {
             teller_store_warn(st, r->path, 0, "the session start puts events past the year 2116; times stay on the "
                                               "capture clock");
             base = 0;
         }
+    }
     for (size_t i = first; i < ev->n; i++)
         ev->start_ns[i] += base;
     uint16_t src0 = UINT16_MAX;

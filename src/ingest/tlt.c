@@ -345,10 +345,8 @@ static int emit_events(treader *r, uint16_t src)
             marker_ref *m = bsearch(&key, marks, nmarks, sizeof *marks, marker_cmp);
             if (!m || m + 1 >= marks + nmarks || m[1].id != x->ctx || !(r->recs[m[1].idx].sub & 4))
                 continue; /* no end: an open range at the end of the trace */
-            int64_t e = r->recs[m[1].idx].start; /* both in range before the difference */
-            row.dur_ns = x->start > 0 && x->start <= TELLER_TIME_MAX && e >= x->start && e <= TELLER_TIME_MAX
-                             ? e - x->start
-                             : -1;
+            int64_t e = r->recs[m[1].idx].start; /* a bad time as for the other records */
+            row.dur_ns = x->start > 0 && e >= x->start ? e - x->start : -1;
             row.layer = TELLER_LAYER_ENGINE;
             if (x->val && name_of(r, (uint32_t)x->val) == nccl)
                 row.layer = TELLER_LAYER_BACKEND, row.flags = TELLER_F_COMM;
@@ -359,7 +357,7 @@ static int emit_events(treader *r, uint16_t src)
         }
         if (gpu_op)
             row.flags |= TELLER_F_GPU;
-        if (row.dur_ns < 0 || x->start <= 0 || x->start > TELLER_TIME_MAX || row.dur_ns > TELLER_TIME_MAX / 4) {
+        if (x->start <= 0 || !teller_time_ok(x->start, row.dur_ns)) {
             bad_time++;
             continue;
         }

@@ -167,8 +167,20 @@ teller_status teller_pack_append(teller_store *dst, const void *data, size_t siz
         const teller_comm *c = &v.comms[i];
         ok = c->collective < v.nstr && c->pg_name < v.nstr && c->pg_desc < v.nstr && c->pg_ranks < v.nstr && c->dtype < v.nstr;
     }
-    teller_status s = ok ? teller_store_append(dst, &v, err)
-                         : teller_error_set(err, TELLER_ERR_FORMAT, "(packed store)", off, "packed store cut short or damaged");
+    /* and every time keeps the bounds the trace readers keep: the tree
+     * build sums starts and durations unchecked */
+    size_t bad = n;
+    for (size_t i = 0; i < n && ok && bad == n; i++)
+        bad = teller_time_ok(v.ev.start_ns[i], v.ev.dur_ns[i]) ? n : i;
+    teller_status s;
+    if (!ok)
+        s = teller_error_set(err, TELLER_ERR_FORMAT, "(packed store)", off, "packed store cut short or damaged");
+    else if (bad < n)
+        s = teller_error_set(err, TELLER_ERR_FORMAT, "(packed store)", (uint64_t)((const char *)&v.ev.start_ns[bad] - buf),
+                             "event %zu starts at %lld ns and lasts %lld ns, past the bounds of any trace", bad,
+                             (long long)v.ev.start_ns[bad], (long long)v.ev.dur_ns[bad]);
+    else
+        s = teller_store_append(dst, &v, err);
     free(v.strs);
     return s;
 }

@@ -368,6 +368,12 @@ uint32_t teller_store_add_event(teller_store *st, const teller_event_row *r)
     return (uint32_t)i;
 }
 
+int teller_time_ok(int64_t start_ns, int64_t dur_ns)
+{
+    return start_ns >= -TELLER_TIME_MAX / 4 && start_ns <= TELLER_TIME_MAX && dur_ns >= 0 &&
+           dur_ns <= TELLER_TIME_MAX / 4;
+}
+
 const teller_events *teller_store_events(const teller_store *st) { return &st->ev; }
 teller_events *teller_store_events_mut(teller_store *st) { return &st->ev; }
 
