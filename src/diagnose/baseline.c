@@ -395,6 +395,69 @@ double diag_spend_lateness(const waitidx *W, double *left, uint16_t src, uint32_
     return x - cost;
 }
 
+static int is_gpu_work_layer(uint8_t L)
+{
+    return L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET;
+}
+
+int diag_ends_build(endidx *E, const dctx *D)
+{
+    const teller_events *ev = D->ev;
+    size_t ns = D->nsrc;
+    memset(E, 0, sizeof *E);
+    if (!(E->off = calloc(ns + 1, sizeof *E->off)))
+        return -1;
+    for (size_t i = 0; i < ev->n; i++)
+        if (is_gpu_work_layer(ev->layer[i]))
+            E->off[ev->source[i] + 1]++;
+    for (size_t s = 0; s < ns; s++)
+        E->off[s + 1] += E->off[s];
+    size_t n = E->off[ns];
+    int64_t *end_of = malloc((n ? n : 1) * sizeof *end_of); /* in event order */
+    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    E->end = malloc((n ? n : 1) * sizeof *E->end);
+    int rc = end_of && pos && tmp && E->end ? 0 : -1;
+    size_t w = 0;
+    for (size_t s = 0; s < ns && !rc; s++)
+        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+            if (is_gpu_work_layer(ev->layer[i])) {
+                pos[w] = (uint32_t)w;
+                end_of[w++] = ev->start_ns[i] + ev->dur_ns[i];
+            }
+    for (size_t s = 0; s < ns && !rc; s++)
+        teller_sort_by_key(pos + E->off[s], tmp, E->off[s + 1] - E->off[s], end_of);
+    for (size_t j = 0; j < n && !rc; j++)
+        E->end[j] = end_of[pos[j]];
+    free(end_of);
+    free(pos);
+    free(tmp);
+    if (rc)
+        diag_ends_free(E);
+    return rc;
+}
+
+void diag_ends_free(endidx *E)
+{
+    free(E->end);
+    free(E->off);
+    E->end = NULL;
+    E->off = NULL;
+}
+
+int64_t diag_overhang(const endidx *E, uint16_t src, int64_t start, int64_t end)
+{
+    size_t lo = E->off[src], hi = E->off[src + 1];
+    while (lo < hi) { /* past the last GPU end at or before the call's end */
+        size_t mid = (lo + hi) / 2;
+        if (E->end[mid] <= end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t last = lo > E->off[src] ? E->end[lo - 1] : INT64_MIN;
+    return end - (last > start ? last : start);
+}
+
 void diag_busy_free(busyidx *B)
 {
     free(B->a);

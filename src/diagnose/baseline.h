@@ -76,6 +76,21 @@ int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32
                     size_t *nh);
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
 
+/* When each source's GPU work (kernels, copies, memsets) ended, sorted:
+ * those of source s at end[off[s] .. off[s + 1]). */
+typedef struct endidx {
+    int64_t *end;
+    size_t  *off;
+} endidx;
+
+int diag_ends_build(endidx *E, const struct dctx *D);
+void diag_ends_free(endidx *E);
+/* How long a call of source src running [start, end) went on after the
+ * last GPU work of its source that had ended by its end, or after its own
+ * start if none had ended since: a synchronize's overhang (diagnose.h
+ * TELLER_FACT_OVERHANG). */
+int64_t diag_overhang(const endidx *E, uint16_t src, int64_t start, int64_t end);
+
 /* Per source, its kernels in start order (those of source s at off[s] ..
  * off[s + 1]): when each started, its step, and for a kernel of a
  * collective with two or more members how late it arrived (started after

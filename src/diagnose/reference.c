@@ -97,6 +97,7 @@ typedef struct rtab {
 struct ref_state {
     rtab              *tab;   /* per source */
     busyidx            host;  /* when each source's host ops ran */
+    endidx             ends;  /* when each source's GPU work ended */
     kmap               xfer;  /* collective member kernel -> its instance's transfer */
     double            *xv;
     size_t             xcap;
@@ -180,23 +181,6 @@ static void entry_add(rt_entry *e, double t, double own, uint32_t event)
     }
 }
 
-/* When the GPU work of source src that had ended by t last ended: t when
- * the GPU was busy at t, INT64_MIN when none had. */
-static int64_t gpu_done_by(const busyidx *B, uint16_t src, int64_t t)
-{
-    size_t lo = B->off[src], hi = B->off[src + 1];
-    while (lo < hi) { /* the first interval starting after t */
-        size_t mid = lo + (hi - lo) / 2;
-        if (B->a[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == B->off[src])
-        return INT64_MIN;
-    return B->b[lo - 1] >= t ? t : B->b[lo - 1];
-}
-
 /* What of op i counts: a collective member's transfer, a synchronize's
  * overhang past its GPU's work, else its duration; -1 not tallied. */
 static double op_time(const dctx *D, const diag_state *S, uint32_t i)
@@ -211,10 +195,8 @@ static double op_time(const dctx *D, const diag_state *S, uint32_t i)
     if (gpu || !is_api(L))
         return -1;
     const char *nm = teller_store_str(D->st, ev->name[i]);
-    if (strstr(nm, "Synchronize")) {
-        int64_t end = ev->start_ns[i] + ev->dur_ns[i], done = gpu_done_by(&S->gpu, ev->source[i], end);
-        return (double)(end - (done > ev->start_ns[i] ? done : ev->start_ns[i]));
-    }
+    if (strstr(nm, "Synchronize"))
+        return (double)diag_overhang(&S->ref->ends, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
     return teller_name_is_launch(nm) || strstr(nm, "Malloc") || strstr(nm, "alloc") || strstr(nm, "Free") ||
                    strstr(nm, "MemAlloc")
                ? (double)ev->dur_ns[i]
@@ -334,11 +316,12 @@ static double ref_usual(const dctx *D, const diag_state *S, int32_t rank, const 
 }
 
 /* e against the reference's usual for its operator on rank in a step of
- * its kind: the candidate, or det NONE when it is within its usual. */
-static cand judge_entry(const dctx *D, const diag_state *S, int32_t rank, const rt_entry *e)
+ * its kind (into *usual, as ref_usual): the candidate, or det NONE when it
+ * is within its usual. */
+static cand judge_entry(const dctx *D, const diag_state *S, int32_t rank, const rt_entry *e, double *usual)
 {
     cand c = {.det = TELLER_FAULT_NONE, .rank = rank, .peer = -1};
-    double sd, u = ref_usual(D, S, rank, e, &sd);
+    double sd, u = *usual = ref_usual(D, S, rank, e, &sd);
     double ex = e->t - u;
     if (u < 0 || is_compute_sum(e) || ex < OP_SPREADS * sd || ex < OP_SHARE * u || ex < TELLER_FAULT_MATERIAL_NS)
         return c;
@@ -371,48 +354,49 @@ static int compare(const dctx *D, diag_state *S, uint16_t src, finds *out)
     int32_t rank = teller_store_source_c(D->st, src)->rank;
     size_t n = T->m.n;
     rt_entry **v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
-        return -1;
-    for (size_t i = 0; i < n; i++)
+    cand *c = malloc((n ? n : 1) * sizeof *c);
+    double *u = malloc((n ? n : 1) * sizeof *u), *rel = malloc((n ? n : 1) * sizeof *rel);
+    int rc = v && c && u && rel ? 0 : -1;
+    for (size_t i = 0; i < n && !rc; i++)
         v[i] = &T->e[i];
-    qsort(v, n, sizeof *v, cmp_entry);
-    double *rel = malloc((n ? n : 1) * sizeof *rel);
-    int rc = rel ? 0 : -1;
+    if (!rc)
+        qsort(v, n, sizeof *v, cmp_entry);
+    for (size_t i = 0; i < n && !rc; i++)
+        c[i] = judge_entry(D, S, rank, v[i], &u[i]);
     for (size_t a = 0, b; a < n && !rc; a = b) {
-        cand thr = {.det = TELLER_FAULT_NONE};
-        const rt_entry *all = NULL;
+        size_t all = SIZE_MAX, heavy = SIZE_MAX; /* every compute kernel; the slowed one with the most time */
         uint32_t slowed = 0;
         for (b = a; b < n && v[b]->step == v[a]->step; b++) {
             if (is_compute_sum(v[b]))
-                all = v[b];
-            cand c = judge_entry(D, S, rank, v[b]);
-            if (c.det == TELLER_FAULT_KERNEL_REGRESSION && !slowed++) /* the kernel with the most time */
-                thr = c;
+                all = b;
+            if (c[b].det == TELLER_FAULT_KERNEL_REGRESSION && !slowed++)
+                heavy = b;
         }
-        double sd, u = all ? ref_usual(D, S, rank, all, &sd) : -1;
-        if (slowed >= THROTTLE_NAMES && u > 0 && all->t > u) { /* every compute kernel against the reference's */
+        /* every compute kernel against the reference's */
+        int throttled = slowed >= THROTTLE_NAMES && all != SIZE_MAX && u[all] > 0 && v[all]->t > u[all];
+        if (throttled) {
+            cand thr = c[heavy];
             thr.det = TELLER_FAULT_GPU_THROTTLE;
-            thr.actual = all->t;
-            thr.usual = u;
-            thr.excess = all->t - u;
-            thr.ratio = all->t / u;
+            thr.actual = v[all]->t;
+            thr.usual = u[all];
+            thr.excess = v[all]->t - u[all];
+            thr.ratio = v[all]->t / u[all];
             rc = finds_add(out, v[a]->step, &thr);
-        } else
-            slowed = 0;
+        }
         size_t nrel = 0;
         for (size_t q = a; q < b && !rc; q++) {
-            cand c = judge_entry(D, S, rank, v[q]);
-            if (c.det != TELLER_FAULT_NONE && !(slowed >= THROTTLE_NAMES && c.det == TELLER_FAULT_KERNEL_REGRESSION))
-                rc = finds_add(out, v[q]->step, &c);
-            double sd, u = ref_usual(D, S, rank, v[q], &sd);
-            if (c.det == TELLER_FAULT_NONE && v[q]->name != TELLER_NONE && u >= TELLER_FAULT_MATERIAL_NS)
-                rel[nrel++] = fabs(v[q]->t / u - 1);
+            if (c[q].det != TELLER_FAULT_NONE && !(throttled && c[q].det == TELLER_FAULT_KERNEL_REGRESSION))
+                rc = finds_add(out, v[q]->step, &c[q]);
+            if (c[q].det == TELLER_FAULT_NONE && v[q]->name != TELLER_NONE && u[q] >= TELLER_FAULT_MATERIAL_NS)
+                rel[nrel++] = fabs(v[q]->t / u[q] - 1);
         }
         if (nrel)
             S->ref->dev[(size_t)v[a]->step * D->nsrc + src] = diag_median(rel, nrel);
     }
-    free(rel);
     free(v);
+    free(c);
+    free(u);
+    free(rel);
     return rc;
 }
 
@@ -572,6 +556,7 @@ static void ref_state_free(struct ref_state *R, size_t nsrc)
     }
     free(R->tab);
     diag_busy_free(&R->host);
+    diag_ends_free(&R->ends);
     kmap_free(&R->xfer);
     free(R->xv);
     free(R->cls);
@@ -591,7 +576,8 @@ static int reference_prepare(const dctx *D, diag_state *S)
         return -1;
     S->ref = R;
     R->tab = calloc(D->nsrc + 1, sizeof *R->tab);
-    if (!R->tab || diag_busy_build(&R->host, D, DIAG_BUSY_HOST, NULL) || index_transfers(D, R) || classify(D, R))
+    if (!R->tab || diag_busy_build(&R->host, D, DIAG_BUSY_HOST, NULL) || diag_ends_build(&R->ends, D) ||
+        index_transfers(D, R) || classify(D, R))
         return -1;
     return 0;
 }
@@ -612,7 +598,7 @@ static void reference_release(const dctx *D, diag_state *S)
 }
 
 const diag_detector diag_row_reference = {.name = "reference", .scope = DIAG_PER_SOURCE, .round = 2,
-                                          .reads = DIAG_S_GPU_BUSY, .writes = DIAG_S_REFERENCE | DIAG_S_STEPS,
+                                          .writes = DIAG_S_REFERENCE | DIAG_S_STEPS,
                                           .prepare = reference_prepare, .run = reference_run,
                                           .merge = reference_merge, .release = reference_release};
 

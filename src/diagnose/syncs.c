@@ -43,49 +43,11 @@ static int syncs_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
     (void)task;
     const teller_events *ev = D->ev;
-    size_t ns = D->nsrc;
-    /* GPU end times per source, sorted */
-    size_t *cnt = calloc(ns + 1, sizeof *cnt);
-    int64_t *ends = NULL;
+    endidx E;
     double *over = NULL;
     size_t nover = 0, ocap = 0;
-    if (!cnt)
+    if (diag_ends_build(&E, D))
         return -1;
-    for (size_t i = 0; i < ev->n; i++) {
-        uint8_t L = ev->layer[i];
-        if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET)
-            cnt[ev->source[i] + 1]++;
-    }
-    for (size_t s = 0; s < ns; s++)
-        cnt[s + 1] += cnt[s];
-    size_t n = cnt[ns];
-    int64_t *end_of = malloc((n ? n : 1) * sizeof *end_of); /* in event order */
-    ends = malloc((n ? n : 1) * sizeof *ends);
-    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!end_of || !ends || !pos || !tmp) {
-        free(cnt);
-        free(end_of);
-        free(ends);
-        free(pos);
-        free(tmp);
-        return -1;
-    }
-    size_t w = 0;
-    for (size_t s = 0; s < ns; s++)
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++) {
-            uint8_t L = ev->layer[i];
-            if (L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET) {
-                pos[w] = (uint32_t)w;
-                end_of[w++] = ev->start_ns[i] + ev->dur_ns[i];
-            }
-        }
-    for (size_t s = 0; s < ns; s++)
-        teller_sort_by_key(pos + cnt[s], tmp, cnt[s + 1] - cnt[s], end_of);
-    for (size_t j = 0; j < n; j++)
-        ends[j] = end_of[pos[j]];
-    free(end_of);
-    free(pos);
-    free(tmp);
     int rc = 0;
     for (int pass = 0; pass < 2 && !rc; pass++) {
         double usual = pass ? diag_median(over, nover) : 0;
@@ -93,18 +55,8 @@ static int syncs_run(const dctx *D, diag_state *S, size_t task, finds *out)
             if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !diag_blocks_on_gpu(D->st, ev->name[i]))
                 continue;
             uint16_t src = ev->source[i];
-            int64_t start = ev->start_ns[i], end = start + ev->dur_ns[i];
-            /* the last GPU end at or before the sync's end */
-            size_t lo = cnt[src], hi = cnt[src + 1];
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (ends[mid] <= end)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            int64_t last = lo > cnt[src] ? ends[lo - 1] : INT64_MIN;
-            double o = (double)(end - (last > start ? last : start));
+            int64_t end = ev->start_ns[i] + ev->dur_ns[i];
+            double o = (double)diag_overhang(&E, src, ev->start_ns[i], end);
             if (pass == 0) {
                 if (TELLER_GROW(over, ocap, nover + 1)) {
                     rc = -1;
@@ -129,8 +81,7 @@ static int syncs_run(const dctx *D, diag_state *S, size_t task, finds *out)
             }
         }
     }
-    free(cnt);
-    free(ends);
+    diag_ends_free(&E);
     free(over);
     return rc;
 }
