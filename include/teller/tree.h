@@ -113,6 +113,9 @@ const char *teller_step_kind_name(teller_step_kind k);
  * BFloat16, true>(long const*, ...)" -> "vllm::rotary_embedding_kernel".
  * Writes at most cap bytes (NUL-terminated); returns the length. */
 size_t teller_name_normalize(const char *name, char *out, size_t cap);
+/* Each run of digits of s becomes one '#', in place (names of one family
+ * that differ by sizes, ids or versions); returns the new length. */
+size_t teller_name_mask_digits(char *s);
 
 /* True when an API call of that name launches GPU work: a kernel (any
  * launch variant, CUDA or HIP, runtime or driver) or a graph; not a host

@@ -59,17 +59,6 @@ uint64_t *diff_kernel_ns(const teller_store *st, int with_comm)
     return by;
 }
 
-void diff_mask_digits(char *s)
-{
-    size_t w = 0;
-    for (size_t r = 0; s[r]; r++)
-        if (s[r] < '0' || s[r] > '9')
-            s[w++] = s[r];
-        else if (r == 0 || s[r - 1] < '0' || s[r - 1] > '9')
-            s[w++] = '#';
-    s[w] = 0;
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

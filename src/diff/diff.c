@@ -158,7 +158,7 @@ static uint32_t op_of(dctx *c, const teller_store *st, uint32_t e, int which, in
          * it) and its block; not its grid, which grows with the tokens of the step */
         what = TELLER_DIFF_KERNEL;
         teller_name_normalize(name, fam, sizeof fam);
-        diff_mask_digits(fam);
+        teller_name_mask_digits(fam);
         int n = a && a->block[0]
                     ? snprintf(label, sizeof label, "%s block %ux%ux%u", fam, a->block[0], a->block[1], a->block[2])
                     : snprintf(label, sizeof label, "%s", fam);
@@ -541,7 +541,7 @@ static int kernel_names(const teller_store *st, int which, kmap *m, kname **arr,
             continue;
         char nm[160];
         teller_name_normalize(teller_store_str(st, (uint32_t)id), nm, sizeof nm);
-        diff_mask_digits(nm);
+        teller_name_mask_digits(nm);
         kname *k = kmap_slot(m, kmap_hash_bytes(nm, strlen(nm)), (void **)arr, cap, sizeof **arr);
         if (!k) {
             free(by);

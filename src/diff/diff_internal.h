@@ -36,7 +36,5 @@ int diff_count_ranks(const teller_store *st, int32_t *world);
  * duration of its kernels, communication kernels with with_comm; calloc'd
  * (the caller frees), NULL out of memory. */
 uint64_t *diff_kernel_ns(const teller_store *st, int with_comm);
-/* Each run of digits becomes one '#', in place. */
-void diff_mask_digits(char *s);
 
 #endif

@@ -51,20 +51,6 @@ static int has_any(const char *s, const char *keys)
     return 0;
 }
 
-/* Each run of digits becomes one '#'; in place. */
-static size_t mask_digits(char *s)
-{
-    size_t w = 0;
-    for (size_t r = 0; s[r]; r++) {
-        if (!isdigit((unsigned char)s[r]))
-            s[w++] = s[r];
-        else if (r == 0 || !isdigit((unsigned char)s[r - 1]))
-            s[w++] = '#';
-    }
-    s[w] = 0;
-    return w;
-}
-
 static size_t put(char *out, size_t cap, const char *s)
 {
     size_t n = strlen(s);
@@ -131,7 +117,7 @@ static size_t lexical(const char *head, char *out, size_t cap)
         c++;
     put(t, sizeof t, *c ? c : head);
     lower(t);
-    size_t n = mask_digits(t);
+    size_t n = teller_name_mask_digits(t);
     static const char *const ends[] = {"_kernel", "kernel"};
     for (size_t k = 0; k < 2; k++) {
         size_t e = strlen(ends[k]);
@@ -380,7 +366,7 @@ static size_t frame_family(const char *name, char *out, size_t cap)
             e++;
         memmove(x, e, strlen(e) + 1);
     }
-    mask_digits(t);
+    teller_name_mask_digits(t);
     return put(out, cap, t[0] ? t : "?");
 }
 
@@ -422,7 +408,7 @@ static size_t family(teller_layer layer, const char *name, char *out, size_t cap
         for (char *q = t; *q; q++)
             if (!isalnum((unsigned char)*q))
                 *q = '_';
-        mask_digits(t);
+        teller_name_mask_digits(t);
         return put(out, cap, t);
     }
     case TELLER_LAYER_BACKEND:
@@ -440,7 +426,7 @@ static size_t family(teller_layer layer, const char *name, char *out, size_t cap
         sfx = strstr(head, ", op_id = ");
     if (sfx)
         *sfx = 0;
-    n = mask_digits(head);
+    n = teller_name_mask_digits(head);
     return n ? put(out, cap, head) : put(out, cap, "?");
 }
 

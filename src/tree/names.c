@@ -62,3 +62,16 @@ size_t teller_name_normalize(const char *name, char *out, size_t cap)
     out[len] = 0;
     return len;
 }
+
+size_t teller_name_mask_digits(char *s)
+{
+    size_t w = 0;
+    for (size_t r = 0; s[r]; r++) {
+        if (!isdigit((unsigned char)s[r]))
+            s[w++] = s[r];
+        else if (r == 0 || !isdigit((unsigned char)s[r - 1]))
+            s[w++] = '#';
+    }
+    s[w] = 0;
+    return w;
+}
