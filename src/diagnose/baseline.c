@@ -395,11 +395,6 @@ double diag_spend_lateness(const waitidx *W, double *left, uint16_t src, uint32_
     return x - cost;
 }
 
-static int is_gpu_work_layer(uint8_t L)
-{
-    return L == TELLER_LAYER_KERNEL || L == TELLER_LAYER_MEMCPY || L == TELLER_LAYER_MEMSET;
-}
-
 int diag_ends_build(endidx *E, const dctx *D)
 {
     const teller_events *ev = D->ev;
@@ -408,7 +403,7 @@ int diag_ends_build(endidx *E, const dctx *D)
     if (!(E->off = calloc(ns + 1, sizeof *E->off)))
         return -1;
     for (size_t i = 0; i < ev->n; i++)
-        if (is_gpu_work_layer(ev->layer[i]))
+        if (teller_layer_is_gpu_work(ev->layer[i]))
             E->off[ev->source[i] + 1]++;
     for (size_t s = 0; s < ns; s++)
         E->off[s + 1] += E->off[s];
@@ -420,7 +415,7 @@ int diag_ends_build(endidx *E, const dctx *D)
     size_t w = 0;
     for (size_t s = 0; s < ns && !rc; s++)
         for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
-            if (is_gpu_work_layer(ev->layer[i])) {
+            if (teller_layer_is_gpu_work(ev->layer[i])) {
                 pos[w] = (uint32_t)w;
                 end_of[w++] = ev->start_ns[i] + ev->dur_ns[i];
             }
