@@ -18,14 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include <zstd.h>
 
-#include "../collect/tlt_format.h"
+#include "tlt_chunk.h"
 #include "teller/ingest.h"
 #include "teller/tree.h"
 #include "../util/vec.h"
-
-#define MAX_STRING_IDS (1u << 26)
 
 typedef struct treader {
     teller_store *st;
@@ -36,8 +33,6 @@ typedef struct treader {
     size_t        smap_cap;
     tlt_rec      *recs;
     size_t        nrecs, recs_cap;
-    uint8_t      *raw;
-    size_t        raw_cap;
     int           got_end;
     uint32_t      host;
     int32_t       rank;
@@ -45,50 +40,27 @@ typedef struct treader {
     char          error[256];
 } treader;
 
-/* Finds the next chunk magic at or after pos, or len. */
-static size_t resync(const treader *r, size_t pos)
+static int add_string(void *ctx, uint32_t id, const char *s, size_t l)
 {
-    for (; pos + 4 <= r->len; pos++)
-        if (r->d[pos] == 'T' && tlt_get32(r->d + pos) == TLT_CHUNK_MAGIC)
-            return pos;
-    return r->len;
-}
-
-static int parse_strings(treader *r, const uint8_t *p, size_t n)
-{
-    if (n < 4)
-        return -1;
-    uint32_t cnt = tlt_get32(p);
-    size_t off = 4;
-    for (uint32_t i = 0; i < cnt; i++) {
-        if (n - off < 8)
+    treader *r = ctx;
+    if (id >= r->smap_cap) {
+        size_t old = r->smap_cap;
+        if (TELLER_GROW(r->smap, r->smap_cap, (size_t)id + 1))
             return -1;
-        uint32_t id = tlt_get32(p + off), l = tlt_get32(p + off + 4);
-        off += 8;
-        if (l > n - off || id == 0 || id >= MAX_STRING_IDS)
-            return -1;
-        if (id >= r->smap_cap) {
-            size_t old = r->smap_cap;
-            if (TELLER_GROW(r->smap, r->smap_cap, (size_t)id + 1))
-                return -2;
-            memset(r->smap + old, 0, (r->smap_cap - old) * sizeof *r->smap);
-        }
-        uint32_t sid = teller_store_intern(r->st, (const char *)p + off, l);
-        if (sid == TELLER_NONE)
-            return -2;
-        r->smap[id] = sid;
-        off += l;
+        memset(r->smap + old, 0, (r->smap_cap - old) * sizeof *r->smap);
     }
+    uint32_t sid = teller_store_intern(r->st, s, l);
+    if (sid == TELLER_NONE)
+        return -1;
+    r->smap[id] = sid;
     return 0;
 }
 
 static int parse_records(treader *r, const uint8_t *p, size_t n)
 {
-    if (n < 8)
-        return -1;
-    size_t rs = tlt_get16(p);
-    uint32_t cnt = tlt_get32(p + 4);
-    if (rs < TLT_REC_SIZE || (n - 8) / rs < cnt)
+    uint32_t cnt;
+    size_t rs;
+    if (tlt_payload_records(p, n, &cnt, &rs))
         return -1;
     if (TELLER_GROW(r->recs, r->recs_cap, r->nrecs + cnt))
         return -2;
@@ -97,37 +69,25 @@ static int parse_records(treader *r, const uint8_t *p, size_t n)
     return 0;
 }
 
-static void parse_note(treader *r, const uint8_t *p, size_t n)
+static void note_kv(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
 {
-    size_t i = 0;
-    while (i < n) {
-        size_t e = i;
-        while (e < n && p[e] != '\n')
-            e++;
-        const char *k = (const char *)p + i;
-        const char *eq = memchr(k, '=', e - i);
-        if (eq) {
-            size_t kl = (size_t)(eq - k), vl = e - i - kl - 1;
-            const char *v = eq + 1;
-            char num[32] = {0};
-            memcpy(num, v, vl < sizeof num - 1 ? vl : sizeof num - 1);
-            unsigned long long u = strtoull(num, NULL, 10);
-            if (kl == 4 && !memcmp(k, "host", 4)) {
-                uint32_t id = teller_store_intern(r->st, v, vl);
-                r->host = id == TELLER_NONE ? 0 : id;
-            } else if (kl == 4 && !memcmp(k, "RANK", 4) && vl && vl < 8) {
-                r->rank = (int32_t)u;
-            } else if (kl == 13 && !memcmp(k, "dropped_cupti", 13)) {
-                r->dropped_cupti = u;
-            } else if (kl == 14 && !memcmp(k, "dropped_buffer", 14)) {
-                r->dropped_buffer = u;
-            } else if (kl == 14 && !memcmp(k, "dropped_ranges", 14)) {
-                r->dropped_ranges = u;
-            } else if (kl == 5 && !memcmp(k, "error", 5)) {
-                snprintf(r->error, sizeof r->error, "%.*s", (int)(vl < 200 ? vl : 200), v);
-            }
-        }
-        i = e + 1;
+    treader *r = ctx;
+    char num[32] = {0};
+    memcpy(num, v, vl < sizeof num - 1 ? vl : sizeof num - 1);
+    unsigned long long u = strtoull(num, NULL, 10);
+    if (kl == 4 && !memcmp(k, "host", 4)) {
+        uint32_t id = teller_store_intern(r->st, v, vl);
+        r->host = id == TELLER_NONE ? 0 : id;
+    } else if (kl == 4 && !memcmp(k, "RANK", 4) && vl && vl < 8) {
+        r->rank = (int32_t)u;
+    } else if (kl == 13 && !memcmp(k, "dropped_cupti", 13)) {
+        r->dropped_cupti = u;
+    } else if (kl == 14 && !memcmp(k, "dropped_buffer", 14)) {
+        r->dropped_buffer = u;
+    } else if (kl == 14 && !memcmp(k, "dropped_ranges", 14)) {
+        r->dropped_ranges = u;
+    } else if (kl == 5 && !memcmp(k, "error", 5)) {
+        snprintf(r->error, sizeof r->error, "%.*s", (int)(vl < 200 ? vl : 200), v);
     }
 }
 
@@ -140,86 +100,51 @@ static int read_chunks(treader *r)
         pos = TLT_HEADER_SIZE;
     uint32_t expect_seq = 0;
     int warned_type = 0;
-    while (pos < r->len) {
-        if (r->len - pos < TLT_CHUNK_HEADER) {
-            teller_store_warn(st, r->path, pos, "the file ends inside a chunk header: %zu bytes lost",
-                              r->len - pos);
+    tlt_scratch sc = {0};
+    tlt_chunk c;
+    char msg[160];
+    for (;;) {
+        tlt_next nx = tlt_chunk_next(r->d, r->len, &pos, &c, &sc, msg, sizeof msg);
+        if (nx == TLT_NEXT_DONE)
+            break;
+        if (nx == TLT_NEXT_NOMEM) {
+            free(sc.raw);
+            return -1;
+        }
+        if (nx == TLT_NEXT_CUT) {
+            teller_store_warn(st, r->path, c.at,
+                              "%s: the process was probably killed while writing; that chunk is lost", msg);
             break;
         }
-        const uint8_t *h = r->d + pos;
-        if (tlt_get32(h) != TLT_CHUNK_MAGIC) {
-            size_t next = resync(r, pos + 1);
-            teller_store_warn(st, r->path, pos, "not a chunk: %zu bytes skipped", next - pos);
-            pos = next;
+        if (nx == TLT_NEXT_SKIP) {
+            teller_store_warn(st, r->path, c.at, "%s", msg);
             continue;
         }
-        uint16_t type = tlt_get16(h + 4), flags = tlt_get16(h + 6);
-        uint32_t raw = tlt_get32(h + 8), stored = tlt_get32(h + 12), seq = tlt_get32(h + 16);
-        if (raw > TLT_CHUNK_MAX || stored > TLT_CHUNK_MAX || (!(flags & TLT_CHUNK_ZSTD) && raw != stored)) {
-            size_t next = resync(r, pos + 1);
-            teller_store_warn(st, r->path, pos, "bad chunk header: %zu bytes skipped", next - pos);
-            pos = next;
-            continue;
-        }
-        if (r->len - pos - TLT_CHUNK_HEADER < stored) {
-            teller_store_warn(st, r->path, pos,
-                              "the file ends inside a chunk (%zu of %u bytes): the process was probably killed "
-                              "while writing; that chunk is lost",
-                              r->len - pos - TLT_CHUNK_HEADER, stored);
-            break;
-        }
-        const uint8_t *body = h + TLT_CHUNK_HEADER;
-        uLong crc = crc32(0, h, 20);
-        crc = crc32(crc, body, stored);
-        if ((uint32_t)crc != tlt_get32(h + 20)) {
-            size_t next = resync(r, pos + 4);
-            teller_store_warn(st, r->path, pos, "chunk %u has a wrong checksum: %zu bytes skipped", seq,
-                              next - pos);
-            pos = next;
-            continue;
-        }
-        if (seq != expect_seq)
-            teller_store_warn(st, r->path, pos, "chunks %u to %u are missing", expect_seq, seq - 1);
-        expect_seq = seq + 1;
-        pos += TLT_CHUNK_HEADER + stored;
-        const uint8_t *p = body;
-        size_t n = stored;
-        if (flags & TLT_CHUNK_ZSTD) {
-            if (raw > r->raw_cap) {
-                uint8_t *nb = realloc(r->raw, raw);
-                if (!nb)
-                    return -1;
-                r->raw = nb;
-                r->raw_cap = raw;
-            }
-            size_t got = ZSTD_decompress(r->raw, raw, body, stored);
-            if (ZSTD_isError(got) || got != raw) {
-                teller_store_warn(st, r->path, pos - stored, "chunk %u does not decompress; skipped", seq);
-                continue;
-            }
-            p = r->raw;
-            n = raw;
-        }
+        if (c.seq != expect_seq)
+            teller_store_warn(st, r->path, c.at, "chunks %u to %u are missing", expect_seq, c.seq - 1);
+        expect_seq = c.seq + 1;
         int res = 0;
-        switch (type) {
-        case TLT_CHUNK_STRINGS: res = parse_strings(r, p, n); break;
-        case TLT_CHUNK_RECORDS: res = parse_records(r, p, n); break;
-        case TLT_CHUNK_NOTE: parse_note(r, p, n); break;
+        switch (c.type) {
+        case TLT_CHUNK_STRINGS: res = tlt_payload_strings(c.p, c.n, add_string, r); break;
+        case TLT_CHUNK_RECORDS: res = parse_records(r, c.p, c.n); break;
+        case TLT_CHUNK_NOTE: tlt_payload_note(c.p, c.n, note_kv, r); break;
         case TLT_CHUNK_END:
-            parse_note(r, p, n);
+            tlt_payload_note(c.p, c.n, note_kv, r);
             r->got_end = 1;
             break;
         default:
             if (!warned_type++)
-                teller_store_warn(st, r->path, pos - stored, "chunk type %u unknown (a newer writer?); skipped",
-                                  type);
+                teller_store_warn(st, r->path, c.at, "chunk type %u unknown (a newer writer?); skipped", c.type);
             break;
         }
-        if (res == -2)
+        if (res == -2) {
+            free(sc.raw);
             return -1;
+        }
         if (res == -1)
-            teller_store_warn(st, r->path, pos - stored, "chunk %u is malformed; the rest of it is skipped", seq);
+            teller_store_warn(st, r->path, c.at, "chunk %u is malformed; the rest of it is skipped", c.seq);
     }
+    free(sc.raw);
     return 0;
 }
 
@@ -458,7 +383,6 @@ teller_status teller_ingest_tlt_mem(teller_store *st, const char *name, const vo
         so->rank = r.rank;
     free(r.smap);
     free(r.recs);
-    free(r.raw);
     return s;
 }
 
