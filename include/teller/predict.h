@@ -51,6 +51,10 @@ void teller_pred_write(FILE *f, const teller_step_pred *steps, size_t n);
  * written as `"key": value,\n`), and after each step's fields with i its index (members written as
  * `, "key": value`). */
 typedef void (*teller_pred_extra)(FILE *f, void *ctx, size_t i);
+/* One step's object, as teller_pred_write writes it (no newline), with
+ * extra's members for index i (extra NULL: none): a line of `teller watch
+ * --json`. */
+void teller_pred_write_step(FILE *f, const teller_step_pred *p, teller_pred_extra extra, void *ctx, size_t i);
 /* teller_pred_write with extra members from extra (NULL: none). */
 void teller_pred_write_ex(FILE *f, const teller_step_pred *steps, size_t n, teller_pred_extra extra, void *ctx);
 

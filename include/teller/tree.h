@@ -33,6 +33,9 @@ typedef struct teller_tree_opts {
 } teller_tree_opts;
 
 teller_tree_opts teller_tree_defaults(void);
+/* The built-in step-marker pattern (a POSIX extended regex), used when
+ * step_pattern is NULL. */
+const char *teller_step_pattern_default(void);
 
 teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err);
 

@@ -226,6 +226,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_steps(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_perturb(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

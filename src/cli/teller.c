@@ -22,6 +22,7 @@ static const struct command {
     {"diff", cmd_diff, "what changed between a reference run and a run: steps, operators, ranks"},
     {"eval", cmd_eval, "score predictions against truth (BENCHMARK.md metrics)"},
     {"baseline", cmd_baseline, "reference predictions: zscore or gmm (the paper's candidate stage)"},
+    {"watch", cmd_watch, "diagnose a run while the collector writes it: each step as every rank ends it"},
     {"run", cmd_run, "run a program under the collector: traces, logs, manifest"},
     {"requests", cmd_requests, "per request: lifecycle, steps, latency breakdown, call-chain tree"},
     {"tpe", cmd_tpe, "Trace Pair Encoding: train a vocabulary, encode steps, compression stats"},

@@ -980,6 +980,8 @@ static int can_mark_step(uint8_t layer) { return layer == TELLER_LAYER_ENGINE ||
 static const char *const k_step_patterns =
     "^ProfilerStep#[0-9]+$|^execute_([0-9]+_)?context_|^execute_new_[0-9]+_cached_|^step\\[";
 
+const char *teller_step_pattern_default(void) { return k_step_patterns; }
+
 typedef struct marker {
     int32_t  rank;
     int64_t  start, end;
