@@ -13,31 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-#include "collect/tlt_format.h"
+#include "tlt_fix.h"
 #include "teller/ingest.h"
 #include "teller/store.h"
 #include "teller/tree.h"
-
-static void fix_checksums(uint8_t *d, size_t n)
-{
-    if (n < TLT_HEADER_SIZE)
-        return;
-    tlt_put32(d + 28, (uint32_t)crc32(0, d, 28));
-    size_t pos = TLT_HEADER_SIZE;
-    while (pos + TLT_CHUNK_HEADER <= n) {
-        uint8_t *h = d + pos;
-        tlt_put32(h, TLT_CHUNK_MAGIC);
-        uint32_t stored = tlt_get32(h + 12);
-        if (stored > n - pos - TLT_CHUNK_HEADER)
-            break;
-        uLong c = crc32(0, h, 20);
-        c = crc32(c, h + TLT_CHUNK_HEADER, stored);
-        tlt_put32(h + 20, (uint32_t)c);
-        pos += TLT_CHUNK_HEADER + stored;
-    }
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -49,6 +49,7 @@ for t in "${targets[@]}"; do
   [ -d "fuzz/corpus/$name" ] && seeds+=("fuzz/corpus/$name")
   # the tokenizer also learns from whole traces; packed stores are made from them
   { [ "$name" = json ] || [ "$name" = pack ]; } && [ -d fuzz/corpus/kineto ] && seeds+=(fuzz/corpus/kineto)
+  [ "$name" = watch ] && seeds+=(fuzz/corpus/tlt)
   dict=()
   if [ -f "fuzz/$name.dict" ]; then
     dict=(-dict="fuzz/$name.dict")

@@ -448,6 +448,10 @@ static void test_wedged_engine(void)
     gen_flush(&g[0]);
     gen_flush(&g[1]);
     CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
+    /* no requests: no step and nothing begun is idle, not a hang */
+    for (int k = 0; k < 8; k++)
+        CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
+    CHECK_EQ_INT(s.nhang, 0);
     /* both block in a synchronize: their collectors still flush what
      * came before it, then nothing that ends a step */
     for (int r = 0; r < 2; r++) {

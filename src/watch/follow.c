@@ -27,6 +27,9 @@
 #include "../util/vec.h"
 
 #define READ_CHUNK (1u << 20)
+/* the most read of one file in one pass: a long backlog (a watch begun
+ * late) is taken a piece at a time, each diagnosed and released */
+#define READ_BUDGET (32u << 20)
 #define MAX_LOG_LINE (64u << 10)
 /* a file that has not grown for this long while a newer file of its rank
  * has begun is a restarted collector's old one (two flush intervals) */
@@ -355,7 +358,13 @@ static int file_read(teller_watch *w, wfile *f, int64_t now)
     if (f->fd < 0)
         return 0;
     int grew = 0;
+    size_t budget = READ_BUDGET;
     for (;;) {
+        if (budget < READ_CHUNK) {
+            w->backlog = 1;
+            break;
+        }
+        budget -= READ_CHUNK;
         if (TELLER_GROW(f->buf, f->cap, f->len + READ_CHUNK))
             return -1;
         ssize_t k = read(f->fd, f->buf + f->len, READ_CHUNK);

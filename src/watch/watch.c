@@ -80,10 +80,11 @@ teller_status teller_watch_open(const teller_watch_opts *opts, teller_watch **ou
 /* ---- finished steps ---- */
 
 /* Moves each rank's count of finished steps on; the steps every rank that
- * is waited for finished are [0, return). */
+ * is waited for finished are [0, return) (with final, the steps any rank
+ * has: the run ends, nothing more will come). */
 static uint64_t finished(teller_watch *w, int final)
 {
-    uint64_t all = UINT64_MAX;
+    uint64_t all = final ? 0 : UINT64_MAX;
     int any = 0;
     for (size_t i = 0; i < w->nranks; i++) {
         wrank *r = w->ranks[i];
@@ -102,7 +103,7 @@ static uint64_t finished(teller_watch *w, int final)
         if (r->left || (r->mk_base + r->nmk == 0))
             continue;
         any = 1;
-        if (r->done < all)
+        if (final ? r->done > all : r->done < all)
             all = r->done;
     }
     return any ? all : 0;
@@ -225,10 +226,13 @@ static teller_status read_image(void *ctx, size_t i, const char *path, teller_st
     return teller_ingest_tlt_mem(into, path, win->img[i].d, win->img[i].n, &win->w->o.load.ingest, err);
 }
 
-/* Writes each log's lines from t0 on into the watcher's directory, under
+/* Writes each log's lines of [t0, t1] into the watcher's directory, under
  * the log's own name (its node comes from it), for the diagnosis; keeps
- * which line of the log each written line is. 0, or -1 (errno). */
-static int window_logs(teller_watch *w, window *win, int64_t t0)
+ * which line of the log each written line is. Lines after the window's
+ * last step wait for the window of the steps they come in (a watchdog's
+ * line about a later step would land on this window's last). 0, or -1
+ * (errno). */
+static int window_logs(teller_watch *w, window *win, int64_t t0, int64_t t1)
 {
     if (w->nlogs == 0)
         return 0;
@@ -250,7 +254,7 @@ static int window_logs(teller_watch *w, window *win, int64_t t0)
             return -1;
         size_t n = 0;
         for (size_t j = 0; j < l->nlines; j++)
-            if (l->lines[j].t >= t0) {
+            if (l->lines[j].t >= t0 && l->lines[j].t <= t1) {
                 fwrite(l->lines[j].s, 1, l->lines[j].n, f);
                 fputc('\n', f);
                 win->lnum[i][n++] = l->lines[j].lnum;
@@ -287,30 +291,35 @@ static teller_status diagnose_window(teller_watch *w, uint64_t s0, uint64_t s1, 
     teller_store *st = NULL;
     teller_diagnosis *d = NULL;
     teller_status s = TELLER_OK;
-    int64_t t_first = INT64_MAX;
+    int64_t t_first = INT64_MAX, t_last = INT64_MIN;
     if (!win.ranks || !win.img || !names) {
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(watch)", 0, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < w->nranks; i++) {
         wrank *r = w->ranks[i];
-        if (r->left || s0 < r->mk_base || s1 >= r->mk_base + r->nmk)
+        uint64_t held = r->mk_base + r->nmk;
+        if (r->left || s0 < r->mk_base || s0 >= held || (!final && s1 >= held))
             continue; /* it does not hold these steps */
         int64_t t0 = r->mk[s0 - r->mk_base].start;
-        int64_t t1 = final && s1 + 1 == r->mk_base + r->nmk ? INT64_MAX : r->mk[s1 - r->mk_base].end;
+        /* at the end, all it has after its last marker too (a step it was
+         * taken down in) */
+        int64_t t1 = final && s1 + 1 >= held ? INT64_MAX : r->mk[s1 - r->mk_base].end;
         if (rank_image(r, t0, t1, &win.img[win.n])) {
             s = teller_error_set(err, TELLER_ERR_NOMEM, "(watch)", 0, "out of memory");
             goto out;
         }
         if (t0 < t_first)
             t_first = t0;
+        if (t1 > t_last)
+            t_last = t1;
         win.ranks[win.n] = r;
         names[win.n] = r->name;
         win.n++;
     }
     if (win.n == 0)
         goto out;
-    if (window_logs(w, &win, t_first - 1000000000LL)) {
+    if (window_logs(w, &win, t_first - 1000000000LL, t_last)) {
         s = teller_error_set(err, TELLER_ERR_IO, w->tmpdir, 0, "cannot write the window's logs: %s", strerror(errno));
         goto out;
     }
@@ -460,12 +469,16 @@ static void say_hang(teller_watch *w, int all)
     free(sp);
 }
 
+/* A hang: ranks that did not finish step `next` hang_ns after a peer did;
+ * or no rank finishing a step for hang_ns while one of them began work
+ * after its last step (a service with no requests runs no steps and
+ * begins nothing: it is idle, not wedged). */
 static void check_hang(teller_watch *w)
 {
-    size_t waited = 0, past = 0;
-    int64_t last = w->start_wall;
+    size_t waited = 0, past = 0, begun = 0;
+    int64_t last = w->start_wall, since = 0;
     for (size_t i = 0; i < w->nranks; i++) {
-        const wrank *r = w->ranks[i];
+        wrank *r = w->ranks[i];
         if (watch_rank_ended(r) || r->mk_base + r->nmk == 0)
             continue;
         waited++;
@@ -473,10 +486,18 @@ static void check_hang(teller_watch *w)
             past++;
         if (r->last_step_wall > last)
             last = r->last_step_wall;
+        if (r->nmk && r->last_ns > r->mk[r->nmk - 1].end) {
+            if (r->begun_after != r->mk[r->nmk - 1].end) { /* since when: the first poll that saw it */
+                r->begun_after = r->mk[r->nmk - 1].end;
+                r->begun_wall = w->now;
+            }
+            if (!begun++ || r->begun_wall < since)
+                since = r->begun_wall;
+        }
     }
     if (waited == 0 || w->hang_said == w->next + 1)
         return;
-    if (past == 0 && w->now - last >= w->o.hang_ns) {
+    if (past == 0 && begun && w->now - last >= w->o.hang_ns && w->now - since >= w->o.hang_ns) {
         w->hang_said = w->next + 1;
         say_hang(w, 1);
     } else if (past > 0 && past < waited && w->next_first_wall && w->now - w->next_first_wall >= w->o.hang_ns) {
@@ -504,6 +525,8 @@ static void leave_stuck(teller_watch *w)
     }
 }
 
+static teller_status diagnose_ready(teller_watch *w, int64_t now, int final, teller_error *err);
+
 /* The first step of the window that diagnoses w->next: `window` steps
  * before it, or the earliest every waited-for rank still holds. */
 static uint64_t window_start(const teller_watch *w)
@@ -520,8 +543,32 @@ teller_status teller_watch_poll(teller_watch *w, int64_t now, int final, teller_
     w->now = now;
     if (!w->start_wall)
         w->start_wall = now;
-    if (watch_read(w, now))
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(watch)", 0, "out of memory");
+    do {
+        w->backlog = 0;
+        if (watch_read(w, now))
+            return teller_error_set(err, TELLER_ERR_NOMEM, "(watch)", 0, "out of memory");
+        teller_status s = diagnose_ready(w, now, final && !w->backlog, err);
+        if (s != TELLER_OK)
+            return s;
+    } while (w->backlog);
+    if (!final) {
+        check_hang(w);
+        leave_stuck(w);
+    }
+    uint64_t held = 0;
+    for (size_t i = 0; i < w->nranks; i++)
+        held += w->ranks[i]->nrecs;
+    w->stats.records_held = held;
+    uint64_t lines = 0;
+    for (size_t i = 0; i < w->nlogs; i++)
+        lines += w->logs[i]->nlines;
+    w->stats.log_lines_held = lines;
+    return TELLER_OK;
+}
+
+/* Diagnoses the steps every rank finished, a batch at a time. */
+static teller_status diagnose_ready(teller_watch *w, int64_t now, int final, teller_error *err)
+{
     for (;;) {
         uint64_t ready = finished(w, final);
         for (size_t i = 0; !w->next_first_wall && i < w->nranks; i++)
@@ -550,18 +597,6 @@ teller_status teller_watch_poll(teller_watch *w, int64_t now, int final, teller_
             return s;
         w->final_done = 1;
     }
-    if (!final) {
-        check_hang(w);
-        leave_stuck(w);
-    }
-    uint64_t held = 0;
-    for (size_t i = 0; i < w->nranks; i++)
-        held += w->ranks[i]->nrecs;
-    w->stats.records_held = held;
-    uint64_t lines = 0;
-    for (size_t i = 0; i < w->nlogs; i++)
-        lines += w->logs[i]->nlines;
-    w->stats.log_lines_held = lines;
     return TELLER_OK;
 }
 

@@ -42,6 +42,7 @@ typedef struct wrank {
     uint64_t   done;           /* its steps [0, done) are finished */
     uint64_t   chunks;         /* chunks its files brought */
     int64_t    last_chunk_wall, last_step_wall;
+    int64_t    begun_after, begun_wall; /* host work after the marker ending begun_after, seen since */
     int64_t    last_ns;        /* the latest end of its host records (trace clock) */
     char       last_op[160];   /* the name of that record */
     int        open_files, ended_files;
@@ -102,6 +103,7 @@ struct teller_watch {
     tlt_scratch        scratch;
     uint64_t           next;        /* the first step not diagnosed */
     int64_t            next_first_wall; /* when the first rank finished step `next`, 0 none */
+    int                backlog;     /* the last read left bytes unread (READ_BUDGET) */
     int                final_done;  /* the last window was diagnosed as the trace ends */
     uint64_t           hang_said;   /* 1 + the step a hang was said for, 0 none */
     char               tmpdir[PATH_MAX]; /* the window's log files */
