@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -265,6 +266,52 @@ static void test_metrics_window_bounds_memory(void)
     teller_watch_metrics_free(m);
 }
 
+/* Runs cmd with sh, its output (stdout and stderr) in out; its exit
+ * status, -1 when it did not run. */
+static int run_shell(const char *cmd, char *out, size_t cap)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* contrib/grafana/teller-watch.json passes tests/tools/check_dashboard.py
+ * (its schema, its grid and variables, and every metric it reads rendered
+ * by metrics_sample); a copy with a misspelt metric, and one without
+ * panels, do not. */
+static void test_metrics_dashboard_reads_rendered_metrics(void)
+{
+    char dir[] = "/tmp/teller_dash_XXXXXX", cmd[8192], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *dash = TELLER_SOURCE_DIR "/contrib/grafana/teller-watch.json";
+    const char *schema = TELLER_SOURCE_DIR "/contrib/grafana/dashboard.schema.json";
+    const char *tool = TELLER_SOURCE_DIR "/tests/tools/check_dashboard.py";
+    snprintf(cmd, sizeof cmd, "'%s' > '%s/sample.prom'", TELLER_METRICS_SAMPLE, dir);
+    CHECK_EQ_INT(run_shell(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' '%s' '%s/sample.prom'", tool, dash, schema, dir);
+    int rc = run_shell(cmd, out, sizeof out);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s", out);
+    CHECK(strstr(out, "teller_watch_abnormal_steps_total") && strstr(out, "teller_watch_step_duration_seconds"));
+
+    snprintf(cmd, sizeof cmd, "sed 's/teller_watch_silent_ranks{/teller_watch_silent_rank{/' '%s' > '%s/bad.json' && "
+                              "/usr/bin/python3 '%s' '%s/bad.json' '%s' '%s/sample.prom'", dash, dir, tool, dir, schema, dir);
+    CHECK_EQ_INT(run_shell(cmd, out, sizeof out), 1);
+    CHECK(strstr(out, "metric teller_watch_silent_rank is not in the exposition") != NULL);
+    snprintf(cmd, sizeof cmd, "sed 's/\"panels\":/\"panes\":/' '%s' > '%s/bad.json' && "
+                              "/usr/bin/python3 '%s' '%s/bad.json' '%s' '%s/sample.prom'", dash, dir, tool, dir, schema, dir);
+    CHECK_EQ_INT(run_shell(cmd, out, sizeof out), 1);
+    CHECK(strstr(out, "schema: (top): 'panels' is a required property") != NULL);
+    rm_rf(dir);
+}
+
 /* ---- the server, over a plain socket ---- */
 
 /* Sends req to 127.0.0.1:port (or ::1 when v6) and reads the answer until
@@ -346,6 +393,16 @@ static void test_metrics_served_over_http(void)
         CHECK(body && exposition_shape_ok(body + 4) > 30);
     }
     free(r);
+    /* and with curl, a real client */
+    char cmd[256], out[1 << 14];
+    snprintf(cmd, sizeof cmd, "curl -sS -i --max-time 5 http://127.0.0.1:%u/metrics", (unsigned)port);
+    CHECK_EQ_INT(run_shell(cmd, out, sizeof out), 0);
+    CHECK(!strncmp(out, "HTTP/1.1 200 ", 13) && strstr(out, k_content_type));
+    CHECK(strstr(out, "\nteller_watch_steps_total 1\n") != NULL);
+    snprintf(cmd, sizeof cmd, "curl -sS -o /dev/null -w '%%{http_code}' --max-time 5 http://127.0.0.1:%u/", (unsigned)port);
+    CHECK_EQ_INT(run_shell(cmd, out, sizeof out), 0);
+    CHECK(!strcmp(out, "404"));
+
     r = http_exchange(0, port, "GET /other HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     CHECK(r && !strncmp(r, "HTTP/1.1 404 ", 13));
     CHECK(r && !strstr(r, "teller_watch_"));
@@ -398,5 +455,6 @@ const test_case metrics_tests[] = {
     {"metrics hostile labels are escaped", test_metrics_hostile_labels_are_escaped},
     {"metrics window bounds memory", test_metrics_window_bounds_memory},
     {"metrics served over http", test_metrics_served_over_http},
+    {"metrics dashboard reads rendered metrics", test_metrics_dashboard_reads_rendered_metrics},
     {NULL, NULL},
 };
