@@ -7,8 +7,8 @@
  * The watcher's thread calls teller_watch_metrics_step once per diagnosed
  * step and the setters for what it knows beyond steps; the server's thread
  * renders on each scrape. One mutex guards the whole state; a render holds
- * it for the time to sort five windows of 1024 doubles (tens of
- * microseconds), so the watcher never waits long.
+ * it only to copy the state (about 50 KiB) and sorts and prints the copy,
+ * so the watcher never waits on a scrape.
  *
  * Memory is fixed at create: the durations a kind's quantiles are taken
  * over live in a ring of TELLER_WATCH_METRICS_WINDOW per kind, and the
@@ -55,21 +55,26 @@ typedef struct label_pair {
     uint64_t steps;
 } label_pair;
 
+/* What the metrics say: copied whole by a render, so that the copy is
+ * sorted and printed with the mutex released. */
+typedef struct metrics_state {
+    uint64_t      steps;
+    duration_ring rings[KINDS];
+    label_pair    pairs[TELLER_WATCH_METRICS_PAIRS];
+    size_t        npairs;
+    uint64_t      hangs;
+    int           found;     /* a finding was made: found_ns holds when */
+    int64_t       found_ns;
+    uint32_t      silent;
+    uint64_t      skipped[TELLER_WATCH_SKIP_COUNT];
+    double        start_s;   /* the process's start, Unix seconds */
+} metrics_state;
+
 struct teller_watch_metrics {
-    pthread_mutex_t mu;
-    uint64_t        steps;
-    duration_ring   rings[KINDS];
-    label_pair      pairs[TELLER_WATCH_METRICS_PAIRS];
-    size_t          npairs;
-    uint64_t        hangs;
-    int             found;      /* a finding was made: found_ns holds when */
-    int64_t         found_ns;
-    uint32_t        silent;
-    uint64_t        skipped[TELLER_WATCH_SKIP_COUNT];
-    double          start_s;    /* the process's start, Unix seconds */
-    double          sorted[TELLER_WATCH_METRICS_WINDOW]; /* a render's copy of a window */
-    struct MHD_Daemon *daemon;  /* NULL when not serving */
-    uint16_t        port;
+    pthread_mutex_t    mu; /* guards s */
+    metrics_state      s;
+    struct MHD_Daemon *daemon; /* NULL when not serving */
+    uint16_t           port;
 };
 
 /* The `what` labels of teller_watch_skipped_total, by teller_watch_skip;
@@ -98,24 +103,24 @@ static void label_copy(char *dst, const char *s)
     dst[n] = 0;
 }
 
-/* The pair (fault_type, view) of m, added when new; the pair
- * ("other", "other") once the table is full. Under m->mu. */
-static label_pair *pair_of(teller_watch_metrics *m, const char *fault_type, const char *view)
+/* The pair (fault_type, view) of s, added when new; the pair
+ * ("other", "other") once the table is full. */
+static label_pair *pair_of(metrics_state *s, const char *fault_type, const char *view)
 {
     char ft[LABEL_MAX], vw[LABEL_MAX];
     label_copy(ft, fault_type);
     label_copy(vw, view);
     for (int tries = 0; tries < 2; tries++) {
-        for (size_t i = 0; i < m->npairs; i++)
-            if (!strcmp(m->pairs[i].fault_type, ft) && !strcmp(m->pairs[i].view, vw))
-                return &m->pairs[i];
+        for (size_t i = 0; i < s->npairs; i++)
+            if (!strcmp(s->pairs[i].fault_type, ft) && !strcmp(s->pairs[i].view, vw))
+                return &s->pairs[i];
         /* the last row is kept for ("other", "other") */
-        if (m->npairs < TELLER_WATCH_METRICS_PAIRS - 1 || (!strcmp(ft, "other") && !strcmp(vw, "other")))
+        if (s->npairs < TELLER_WATCH_METRICS_PAIRS - 1 || (!strcmp(ft, "other") && !strcmp(vw, "other")))
             break;
         label_copy(ft, "other");
         label_copy(vw, "other");
     }
-    label_pair *p = &m->pairs[m->npairs++];
+    label_pair *p = &s->pairs[s->npairs++];
     memcpy(p->fault_type, ft, sizeof ft);
     memcpy(p->view, vw, sizeof vw);
     p->steps = 0;
@@ -135,11 +140,11 @@ teller_watch_metrics *teller_watch_metrics_create(void)
      * first abnormal step as an increase */
     for (int f = TELLER_FAULT_NONE + 1; f < TELLER_FAULT_COUNT; f++) {
         const teller_fault_def *d = teller_fault_def_of((teller_fault)f);
-        pair_of(m, d->type, d->view);
+        pair_of(&m->s, d->type, d->view);
     }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    m->start_s = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    m->s.start_s = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     return m;
 }
 
@@ -159,9 +164,9 @@ void teller_watch_metrics_step(teller_watch_metrics *m, teller_step_kind kind, d
     if ((int)kind < 0 || (int)kind >= KINDS)
         kind = TELLER_STEP_OTHER;
     pthread_mutex_lock(&m->mu);
-    m->steps++;
+    m->s.steps++;
     if (isfinite(seconds) && seconds >= 0) {
-        duration_ring *r = &m->rings[kind];
+        duration_ring *r = &m->s.rings[kind];
         r->v[r->next] = seconds;
         r->next = (r->next + 1) % TELLER_WATCH_METRICS_WINDOW;
         if (r->n < TELLER_WATCH_METRICS_WINDOW)
@@ -170,9 +175,9 @@ void teller_watch_metrics_step(teller_watch_metrics *m, teller_step_kind kind, d
         r->sum += seconds;
     }
     if (abnormal) {
-        pair_of(m, fault_type, view)->steps++;
-        m->found = 1;
-        m->found_ns = now_ns;
+        pair_of(&m->s, fault_type, view)->steps++;
+        m->s.found = 1;
+        m->s.found_ns = now_ns;
     }
     pthread_mutex_unlock(&m->mu);
 }
@@ -180,16 +185,16 @@ void teller_watch_metrics_step(teller_watch_metrics *m, teller_step_kind kind, d
 void teller_watch_metrics_hang(teller_watch_metrics *m, int64_t now_ns)
 {
     pthread_mutex_lock(&m->mu);
-    m->hangs++;
-    m->found = 1;
-    m->found_ns = now_ns;
+    m->s.hangs++;
+    m->s.found = 1;
+    m->s.found_ns = now_ns;
     pthread_mutex_unlock(&m->mu);
 }
 
 void teller_watch_metrics_silent_ranks(teller_watch_metrics *m, uint32_t n)
 {
     pthread_mutex_lock(&m->mu);
-    m->silent = n;
+    m->s.silent = n;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -198,7 +203,7 @@ void teller_watch_metrics_skipped(teller_watch_metrics *m, teller_watch_skip wha
     if ((int)what < 0 || what >= TELLER_WATCH_SKIP_COUNT)
         return;
     pthread_mutex_lock(&m->mu);
-    m->skipped[what] += n;
+    m->s.skipped[what] += n;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -266,18 +271,18 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The summary of one kind: quantiles by nearest rank (the value at
- * ceil(q n) in the sorted window), NaN while the window is empty. */
-static void put_summary(FILE *f, teller_watch_metrics *m, teller_step_kind k)
+ * ceil(q n) in the sorted window), NaN while the window is empty. Sorts
+ * the window of s, a render's copy. */
+static void put_summary(FILE *f, metrics_state *s, teller_step_kind k)
 {
-    const duration_ring *r = &m->rings[k];
+    duration_ring *r = &s->rings[k];
     const char *name = "teller_watch_step_duration_seconds";
-    memcpy(m->sorted, r->v, r->n * sizeof *r->v);
-    teller_sort(m->sorted, r->n, sizeof *m->sorted, cmp_double);
+    teller_sort(r->v, r->n, sizeof *r->v, cmp_double);
     for (size_t q = 0; q < sizeof k_quantiles / sizeof *k_quantiles; q++) {
         double v = NAN;
         if (r->n) {
             size_t rank = ((size_t)k_quantiles[q] * r->n + 999) / 1000; /* ceil(q n), >= 1 */
-            v = m->sorted[rank - 1];
+            v = r->v[rank - 1];
         }
         fprintf(f, "%s{kind=\"", name);
         put_label(f, teller_step_kind_name(k));
@@ -294,20 +299,20 @@ static void put_summary(FILE *f, teller_watch_metrics *m, teller_step_kind k)
     fprintf(f, "\"} %llu\n", (unsigned long long)r->count);
 }
 
-/* Every family, each family's samples together, under m->mu. */
-static void put_all(FILE *f, teller_watch_metrics *m, int64_t now_ns)
+/* Every family of s (a render's copy), each family's samples together. */
+static void put_all(FILE *f, metrics_state *s, int64_t now_ns)
 {
     put_family(f, "teller_watch_steps_total", "counter", "Steps diagnosed, once every rank finished them.");
-    fprintf(f, "teller_watch_steps_total %llu\n", (unsigned long long)m->steps);
+    fprintf(f, "teller_watch_steps_total %llu\n", (unsigned long long)s->steps);
 
     put_family(f, "teller_watch_abnormal_steps_total", "counter",
                "Steps diagnosed abnormal, by fault type and view (BENCHMARK.md's labels).");
-    for (size_t i = 0; i < m->npairs; i++) {
+    for (size_t i = 0; i < s->npairs; i++) {
         fputs("teller_watch_abnormal_steps_total{fault_type=\"", f);
-        put_label(f, m->pairs[i].fault_type);
+        put_label(f, s->pairs[i].fault_type);
         fputs("\",view=\"", f);
-        put_label(f, m->pairs[i].view);
-        fprintf(f, "\"} %llu\n", (unsigned long long)m->pairs[i].steps);
+        put_label(f, s->pairs[i].view);
+        fprintf(f, "\"} %llu\n", (unsigned long long)s->pairs[i].steps);
     }
 
     char help[160];
@@ -316,33 +321,33 @@ static void put_all(FILE *f, teller_watch_metrics *m, int64_t now_ns)
              TELLER_WATCH_METRICS_WINDOW);
     put_family(f, "teller_watch_step_duration_seconds", "summary", help);
     for (int k = 0; k < KINDS; k++)
-        put_summary(f, m, (teller_step_kind)k);
+        put_summary(f, s, (teller_step_kind)k);
 
     put_family(f, "teller_watch_hangs_total", "counter", "Hangs reported: ranks silent past the timeout.");
-    fprintf(f, "teller_watch_hangs_total %llu\n", (unsigned long long)m->hangs);
+    fprintf(f, "teller_watch_hangs_total %llu\n", (unsigned long long)s->hangs);
 
     /* absent until the first finding (see docs/METRICS.md) */
-    if (m->found) {
+    if (s->found) {
         put_family(f, "teller_watch_last_finding_age_seconds", "gauge",
                    "Seconds since the last finding (an abnormal step or a hang).");
         fputs("teller_watch_last_finding_age_seconds ", f);
-        put_value(f, (double)(now_ns - m->found_ns) / 1e9);
+        put_value(f, (double)(now_ns - s->found_ns) / 1e9);
         fputc('\n', f);
     }
 
     put_family(f, "teller_watch_silent_ranks", "gauge", "Ranks that have written nothing for the timeout, now.");
-    fprintf(f, "teller_watch_silent_ranks %u\n", (unsigned)m->silent);
+    fprintf(f, "teller_watch_silent_ranks %u\n", (unsigned)s->silent);
 
     put_family(f, "teller_watch_skipped_total", "counter",
                "What the watcher skipped: chunks with a bad checksum, files that vanished.");
     for (int w = 0; w < TELLER_WATCH_SKIP_COUNT; w++)
         if (k_skip_label[w])
             fprintf(f, "teller_watch_skipped_total{what=\"%s\"} %llu\n", k_skip_label[w],
-                    (unsigned long long)m->skipped[w]);
+                    (unsigned long long)s->skipped[w]);
     put_family(f, "teller_watch_skipped_bytes_total", "counter",
                "Bytes the watcher passed over to find the next chunk.");
     fprintf(f, "teller_watch_skipped_bytes_total %llu\n",
-            (unsigned long long)m->skipped[TELLER_WATCH_SKIP_GARBAGE_BYTES]);
+            (unsigned long long)s->skipped[TELLER_WATCH_SKIP_GARBAGE_BYTES]);
 
     put_family(f, "teller_watch_build_info", "gauge", "The teller version of the watcher; always 1.");
     fputs("teller_watch_build_info{version=\"", f);
@@ -351,20 +356,27 @@ static void put_all(FILE *f, teller_watch_metrics *m, int64_t now_ns)
 
     put_family(f, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
     fputs("process_start_time_seconds ", f);
-    put_value(f, m->start_s);
+    put_value(f, s->start_s);
     fputc('\n', f);
 }
 
 char *teller_watch_metrics_render(teller_watch_metrics *m, int64_t now_ns, size_t *len)
 {
+    /* the state copied under the mutex (about 50 KiB, microseconds),
+     * sorted and printed after */
+    metrics_state *snap = malloc(sizeof *snap);
     char  *buf = NULL;
     size_t n = 0;
-    FILE  *f = open_memstream(&buf, &n);
-    if (!f)
+    FILE  *f = snap ? open_memstream(&buf, &n) : NULL;
+    if (!f) {
+        free(snap);
         return NULL;
+    }
     pthread_mutex_lock(&m->mu);
-    put_all(f, m, now_ns);
+    *snap = m->s;
     pthread_mutex_unlock(&m->mu);
+    put_all(f, snap, now_ns);
+    free(snap);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);
