@@ -28,8 +28,15 @@ const char *shared_path(const char *rel)
 int run_cli(const char *args, char *out, size_t cap)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", TELLER_CLI, args);
-    FILE *p = popen(cmd, "r");
+    snprintf(cmd, sizeof cmd, "'%s' %s", TELLER_CLI, args);
+    return run_shell(cmd, out, cap);
+}
+
+int run_shell(const char *cmd, char *out, size_t cap)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
     if (!p)
         return -1;
     size_t n = fread(out, 1, cap - 1, p);

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -264,21 +263,6 @@ static void test_metrics_window_bounds_memory(void)
         teller_watch_metrics_step(m, (teller_step_kind)(i % 5), i * 1e-3, i % 3 == 0, "kernel", "vertical", i);
     CHECK_EQ_INT(mallinfo2().uordblks, before);
     teller_watch_metrics_free(m);
-}
-
-/* Runs cmd with sh, its output (stdout and stderr) in out; its exit
- * status, -1 when it did not run. */
-static int run_shell(const char *cmd, char *out, size_t cap)
-{
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* contrib/grafana/teller-watch.json passes tests/tools/check_dashboard.py
