@@ -16,6 +16,7 @@
  * so that a watcher running for days, or fed hostile names, does not grow.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -103,24 +104,33 @@ static void label_copy(char *dst, const char *s)
     dst[n] = 0;
 }
 
-/* The pair (fault_type, view) of s, added when new; the pair
- * ("other", "other") once the table is full. */
+static label_pair *pair_find(metrics_state *s, const char *ft, const char *vw)
+{
+    for (size_t i = 0; i < s->npairs; i++)
+        if (!strcmp(s->pairs[i].fault_type, ft) && !strcmp(s->pairs[i].view, vw))
+            return &s->pairs[i];
+    return NULL;
+}
+
+/* The pair (fault_type, view) of s, added when new. The table's last row
+ * is kept for ("other", "other"): once the rest is full, a new pair is
+ * counted there. */
 static label_pair *pair_of(metrics_state *s, const char *fault_type, const char *view)
 {
     char ft[LABEL_MAX], vw[LABEL_MAX];
     label_copy(ft, fault_type);
     label_copy(vw, view);
-    for (int tries = 0; tries < 2; tries++) {
-        for (size_t i = 0; i < s->npairs; i++)
-            if (!strcmp(s->pairs[i].fault_type, ft) && !strcmp(s->pairs[i].view, vw))
-                return &s->pairs[i];
-        /* the last row is kept for ("other", "other") */
-        if (s->npairs < TELLER_WATCH_METRICS_PAIRS - 1 || (!strcmp(ft, "other") && !strcmp(vw, "other")))
-            break;
+    label_pair *p = pair_find(s, ft, vw);
+    if (p)
+        return p;
+    if (s->npairs >= TELLER_WATCH_METRICS_PAIRS - 1) {
         label_copy(ft, "other");
         label_copy(vw, "other");
+        if ((p = pair_find(s, ft, vw)))
+            return p;
     }
-    label_pair *p = &s->pairs[s->npairs++];
+    assert(s->npairs < TELLER_WATCH_METRICS_PAIRS);
+    p = &s->pairs[s->npairs++];
     memcpy(p->fault_type, ft, sizeof ft);
     memcpy(p->view, vw, sizeof vw);
     p->steps = 0;
@@ -512,7 +522,7 @@ teller_status teller_watch_metrics_serve(teller_watch_metrics *m, const char *ho
                                  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_LIMIT, 32u,
                                  MHD_OPTION_END);
     if (!m->daemon) {
-        close(fd);
+        close(fd); /* a daemon that did not start leaves it open; one stopped closes it */
         return teller_error_set(err, TELLER_ERR_IO, NULL, 0, "listen on %s: libmicrohttpd did not start", hostport);
     }
     m->port = port;
