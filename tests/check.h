@@ -57,6 +57,7 @@ extern const test_case commfam_tests[];
 extern const test_case run_tests[];
 extern const test_case diff_tests[];
 extern const test_case watch_tests[];
+extern const test_case metrics_tests[];
 
 /* Loads DIR/rank<from>..rank<to-1>.trace.json.gz (a simulated case) and
  * builds trees, CHECKing every step. */
@@ -66,6 +67,9 @@ struct teller_store *load_case_ranks(const char *dir, int from, int to);
 /* Runs `teller ARGS 2>&1` (the program built beside the tests); returns
  * its exit status, its output in out (cap bytes, NUL-terminated). */
 int run_cli(const char *args, char *out, size_t cap);
+/* Runs `CMD 2>&1` with sh: its exit status (-1 when it did not run), its
+ * output in out (cap bytes, NUL-terminated). */
+int run_shell(const char *cmd, char *out, size_t cap);
 
 /* Path of a file under ../shared/data/traces (static buffer). */
 const char *shared_path(const char *rel);

@@ -28,8 +28,15 @@ const char *shared_path(const char *rel)
 int run_cli(const char *args, char *out, size_t cap)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", TELLER_CLI, args);
-    FILE *p = popen(cmd, "r");
+    snprintf(cmd, sizeof cmd, "'%s' %s", TELLER_CLI, args);
+    return run_shell(cmd, out, cap);
+}
+
+int run_shell(const char *cmd, char *out, size_t cap)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
     if (!p)
         return -1;
     size_t n = fread(out, 1, cap - 1, p);
@@ -240,7 +247,7 @@ int main(int argc, char **argv)
     }
     const test_case *tables[] = {json_tests, kineto_tests, real_trace_tests, nsys_tests, logs_tests, sim_tests, diagnose_tests, diagnose_mode_tests, check_tests, cli_tests,
                                      collect_tests, report_tests, tpe_tests, requests_tests, perturb_tests, load_tests, util_tests, model_tests, mpi_tests,
-                                     commfam_tests, run_tests, diff_tests, watch_tests};
+                                     commfam_tests, run_tests, diff_tests, watch_tests, metrics_tests};
     int passed = 0, failed = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
         for (const test_case *c = tables[t]; c->name; c++) {
