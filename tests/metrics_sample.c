@@ -39,8 +39,8 @@ int main(int argc, char **argv)
     teller_watch_metrics_step(m, TELLER_STEP_DECODE, 0.5, 1, "<td>\"a\\b\nc\x1b[0m", "vertical", now);
     teller_watch_metrics_hang(m, now);
     teller_watch_metrics_silent_ranks(m, 1);
-    teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_BAD_CHECKSUM, 2);
-    teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_VANISHED_FILE, 1);
+    teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_CHUNK, 2);
+    teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_FILE, 1);
     teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_GARBAGE_BYTES, 513);
     int rc = 0;
     if (serve) {

@@ -114,7 +114,7 @@ static void test_metrics_render_counts_steps_and_findings(void)
     teller_watch_metrics_step(m, TELLER_STEP_MIXED, 0.25, 1, "kernel", "vertical", t0 + 20);
     teller_watch_metrics_step(m, TELLER_STEP_MIXED, 0.5, 1, "kernel", "vertical", t0 + 30);
     teller_watch_metrics_silent_ranks(m, 2);
-    teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_BAD_CHECKSUM, 3);
+    teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_CHUNK, 3);
     teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_GARBAGE_BYTES, 4096);
     teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_GARBAGE_BYTES, 17);
     teller_watch_metrics_skipped(m, TELLER_WATCH_SKIP_COUNT, 99); /* out of range: ignored */
@@ -143,8 +143,8 @@ static void test_metrics_render_counts_steps_and_findings(void)
     CHECK(has_line(t, "teller_watch_last_finding_age_seconds 2.5"));
     CHECK(has_line(t, "teller_watch_hangs_total 0"));
     CHECK(has_line(t, "teller_watch_silent_ranks 2"));
-    CHECK(has_line(t, "teller_watch_skipped_total{what=\"bad_checksum_chunk\"} 3"));
-    CHECK(has_line(t, "teller_watch_skipped_total{what=\"vanished_file\"} 0"));
+    CHECK(has_line(t, "teller_watch_skipped_total{what=\"chunk\"} 3"));
+    CHECK(has_line(t, "teller_watch_skipped_total{what=\"file\"} 0"));
     CHECK(has_line(t, "teller_watch_skipped_bytes_total 4113"));
     CHECK(strstr(t, "teller_watch_build_info{version=\"") != NULL);
     CHECK(strstr(t, "\nprocess_start_time_seconds 1") != NULL);

@@ -156,9 +156,10 @@ static void on_hang(void *ctx, const teller_watch_hang *h)
     }
 }
 
-static void on_skip(void *ctx, const char *what, const char *file, uint64_t at, const char *msg)
+static void on_skip(void *ctx, teller_watch_skip what, uint64_t n, const char *file, uint64_t at, const char *msg)
 {
     (void)what;
+    (void)n;
     (void)file;
     (void)at;
     seen *s = ctx;

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "teller/report.h"
 #include "../util/textout.h"
+#include "../watch/metrics.h"
 #include "../watch/watch.h"
 
 static volatile sig_atomic_t g_stop, g_html;
@@ -51,11 +52,12 @@ typedef struct watch_args {
     int           json, all, once, poll_ms;
     uint64_t      window, batch;
     double        hang_s, html_every, spreads;
-    const char   *html;
+    const char   *html, *listen;
 } watch_args;
 
 typedef struct printer {
-    const watch_args *a;
+    const watch_args     *a;
+    teller_watch_metrics *metrics; /* NULL without --listen */
     uint64_t          steps, abnormal, hangs;
     double           *lat;  /* seconds from the read of a step's last marker to its line */
     size_t            nlat;
@@ -76,6 +78,10 @@ static void on_step(void *ctx, const teller_store *st, const teller_diagnosis *d
     double lat = flushed ? (double)(wall_ns() - flushed) / 1e9 : NAN;
     p->steps++;
     p->abnormal += (uint64_t)s->pred.abnormal;
+    if (p->metrics)
+        teller_watch_metrics_step(p->metrics, s->group < d->ngroups ? d->groups[s->group].kind : TELLER_STEP_OTHER,
+                                  s->dur_ns >= 0 ? (double)s->dur_ns / 1e9 : -1, s->pred.abnormal,
+                                  s->pred.fault_type, s->pred.view, teller_watch_metrics_now_ns());
     if (flushed && p->lat) {
         /* the first LAT_KEEP, then a reservoir over all */
         uint64_t j = p->lat_seen++;
@@ -105,6 +111,8 @@ static void on_hang(void *ctx, const teller_watch_hang *h)
 {
     printer *p = ctx;
     p->hangs++;
+    if (p->metrics)
+        teller_watch_metrics_hang(p->metrics, teller_watch_metrics_now_ns());
     if (p->a->json) {
         printf("{\"hang\": {\"step\": %llu, \"all\": %s, \"text\": ", (unsigned long long)h->step,
                h->all ? "true" : "false");
@@ -137,12 +145,14 @@ static void on_hang(void *ctx, const teller_watch_hang *h)
     fflush(stdout);
 }
 
-static void on_skip(void *ctx, const char *what, const char *file, uint64_t at, const char *msg)
+static void on_skip(void *ctx, teller_watch_skip what, uint64_t n, const char *file, uint64_t at, const char *msg)
 {
-    (void)ctx;
+    printer *p = ctx;
+    if (p->metrics)
+        teller_watch_metrics_skipped(p->metrics, what, n);
     fprintf(stderr, "teller watch: warning: ");
     cli_put_text(stderr, file);
-    fprintf(stderr, ":%llu: %s (skipped %s)\n", (unsigned long long)at, msg, what);
+    fprintf(stderr, ":%llu: %s\n", (unsigned long long)at, msg);
 }
 
 static void write_html(const teller_watch *w, const char *path)
@@ -213,6 +223,9 @@ int cmd_watch(int argc, char **argv)
         CLI_INT(0, "poll-ms", &a.poll_ms, "MS", 1, 60000, "how often the files are read (default 100)"),
         CLI_STR(0, "html", &a.html, "FILE", 0, "the report of the last window: every --html-every s, on SIGUSR1, at the end"),
         CLI_NUM(0, "html-every", &a.html_every, "S", 0, 86400, 0, "seconds between reports (default 0: SIGUSR1 and the end only)"),
+        CLI_STR(0, "listen", &a.listen, "ADDR",  0,
+                "serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464,\n"
+                "[::1]:9464; port 0: any free one, said on stderr)"),
         CLI_NUM(0, "spreads", &a.spreads, "K", 0, 100, 0, "the step alarm, as in teller diagnose (default 3)"),
         CLI_LOAD_OPTS(&a.o),
         CLI_END,
@@ -234,7 +247,20 @@ int cmd_watch(int argc, char **argv)
         return cli_parse_exit(n);
     if (a.html && cli_can_write(a.html))
         return 1;
-    printer p = {&a, 0, 0, 0, malloc(LAT_KEEP * sizeof(double)), 0, 0};
+    printer p = {&a, NULL, 0, 0, 0, malloc(LAT_KEEP * sizeof(double)), 0, 0};
+    teller_error err;
+    teller_error_clear(&err);
+    if (a.listen) {
+        if (!(p.metrics = teller_watch_metrics_create()) ||
+            teller_watch_metrics_serve(p.metrics, a.listen, &err) != TELLER_OK) {
+            fprintf(stderr, "teller: %s: %s\n", p.metrics ? err.file : "(metrics)", p.metrics ? err.msg : "out of memory");
+            teller_watch_metrics_free(p.metrics);
+            free(p.lat);
+            return 1;
+        }
+        fprintf(stderr, "teller watch: metrics at http://%s/metrics (port %u)\n", a.listen,
+                (unsigned)teller_watch_metrics_port(p.metrics));
+    }
     teller_watch_opts wo = teller_watch_defaults();
     wo.dirs = (const char *const *)argv + 1;
     wo.ndirs = (size_t)n;
@@ -247,10 +273,9 @@ int cmd_watch(int argc, char **argv)
         wo.diag.spreads = a.spreads;
     wo.cb = (teller_watch_cb){on_step, on_hang, on_skip, &p};
     teller_watch *w = NULL;
-    teller_error err;
-    teller_error_clear(&err);
     if (teller_watch_open(&wo, &w, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
+        teller_watch_metrics_free(p.metrics);
         free(p.lat);
         return err.code == TELLER_ERR_ARG ? 2 : 1;
     }
@@ -270,8 +295,17 @@ int cmd_watch(int argc, char **argv)
             rc = 1;
             break;
         }
-        if (final || g_stop)
+        if (p.metrics) {
+            teller_watch_stats ws;
+            teller_watch_stats_get(w, &ws);
+            teller_watch_metrics_silent_ranks(p.metrics, ws.silent_ranks);
+        }
+        if (final)
             break;
+        if (g_stop) { /* the end of the watch: what was read is all, its last steps diagnosed */
+            a.once = 1;
+            continue;
+        }
         int64_t now = wall_ns();
         if (a.html && (g_html || (a.html_every > 0 && (double)(now - last_html) / 1e9 >= a.html_every))) {
             g_html = 0;
@@ -285,6 +319,7 @@ int cmd_watch(int argc, char **argv)
         write_html(w, a.html);
     summary(&p, w);
     teller_watch_free(w);
+    teller_watch_metrics_free(p.metrics);
     free(p.lat);
     return rc;
 }

@@ -26,6 +26,8 @@ static tlt_next skip_to(const uint8_t *d, size_t len, size_t *pos, size_t from, 
 {
     size_t next = resync(d, len, from);
     c->at = *pos;
+    c->skipped = next - *pos;
+    c->garbage = from == *pos + 1;
     snprintf(msg, cap, "%s: %zu bytes skipped", what, next - *pos);
     *pos = next;
     return TLT_NEXT_SKIP;
@@ -77,6 +79,8 @@ tlt_next tlt_chunk_next(const uint8_t *d, size_t len, size_t *pos, tlt_chunk *c,
         }
         size_t got = ZSTD_decompress(s->raw, raw, body, stored);
         if (ZSTD_isError(got) || got != raw) {
+            c->skipped = TLT_CHUNK_HEADER + (size_t)stored;
+            c->garbage = 0;
             snprintf(msg, cap, "chunk %u does not decompress; skipped", c->seq);
             return TLT_NEXT_SKIP;
         }

@@ -28,6 +28,8 @@ typedef struct tlt_chunk {
     const uint8_t *p;  /* the payload, decompressed (into the scratch, or in place) */
     size_t         n;
     size_t         at; /* CHUNK: where its payload begins; SKIP, CUT: where the damage is */
+    size_t         skipped; /* SKIP: the bytes passed over */
+    int            garbage; /* SKIP: 1 when they were no chunk (garbage, a bad header), 0 when a chunk */
 } tlt_chunk;
 
 /* Where a decompressed payload goes; zero-initialised, freed by the caller. */

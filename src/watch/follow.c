@@ -41,11 +41,11 @@ static int has_suffix(const char *s, const char *suf)
     return n >= k && !strcmp(s + n - k, suf);
 }
 
-static void skip(teller_watch *w, const char *what, const char *file, uint64_t at, const char *msg)
+static void skip(teller_watch *w, teller_watch_skip what, uint64_t n, const char *file, uint64_t at, const char *msg)
 {
     w->stats.skipped++;
     if (w->o.cb.skip)
-        w->o.cb.skip(w->o.cb.ctx, what, file, at, msg);
+        w->o.cb.skip(w->o.cb.ctx, what, n, file, at, msg);
 }
 
 /* ---- ranks ---- */
@@ -191,7 +191,7 @@ static int take_records(teller_watch *w, wfile *f, const uint8_t *p, size_t n, u
     uint32_t cnt;
     size_t rs;
     if (tlt_payload_records(p, n, &cnt, &rs)) {
-        skip(w, "chunk", f->path, at, "a records chunk is malformed; skipped");
+        skip(w, TELLER_WATCH_SKIP_CHUNK, 1, f->path, at, "a records chunk is malformed; skipped");
         return 0;
     }
     wrank *r = file_rank(w, f);
@@ -245,12 +245,12 @@ static int take_chunks(teller_watch *w, wfile *f, int64_t now)
         if (f->len < TLT_HEADER_SIZE)
             return 0;
         if (memcmp(f->buf, TLT_MAGIC, 8)) {
-            skip(w, "file", f->path, 0, "not a teller .tlt file; not followed");
+            skip(w, TELLER_WATCH_SKIP_FILE, 1, f->path, 0, "not a teller .tlt file; not followed");
             f->dead = 1;
             return 0;
         }
         if ((uint32_t)crc32(0, f->buf, 28) != tlt_get32(f->buf + 28))
-            skip(w, "bytes", f->path, 28, "header checksum wrong; reading on");
+            skip(w, TELLER_WATCH_SKIP_CHUNK, 0, f->path, 28, "header checksum wrong; reading on");
         f->header = 1;
         f->pid = tlt_get32(f->buf + 12);
         f->start = (int64_t)tlt_get64(f->buf + 16);
@@ -272,14 +272,15 @@ static int take_chunks(teller_watch *w, wfile *f, int64_t now)
                 pos = before; /* the start of a chunk may be what is there: wait for the rest */
                 break;
             }
-            skip(w, "chunk", f->path, f->off_base + c.at, msg);
+            skip(w, c.garbage ? TELLER_WATCH_SKIP_GARBAGE_BYTES : TELLER_WATCH_SKIP_CHUNK, c.garbage ? c.skipped : 1,
+                 f->path, f->off_base + c.at, msg);
             continue;
         }
         w->stats.chunks++;
         if (c.seq != f->expect_seq) {
             char m[96];
             snprintf(m, sizeof m, "chunks %u to %u are missing", f->expect_seq, c.seq - 1);
-            skip(w, "chunk", f->path, f->off_base + c.at, m);
+            skip(w, TELLER_WATCH_SKIP_CHUNK, c.seq - f->expect_seq, f->path, f->off_base + c.at, m);
         }
         f->expect_seq = c.seq + 1;
         note_ctx nc = {"", -1};
@@ -384,7 +385,7 @@ static int file_read(teller_watch *w, wfile *f, int64_t now)
     struct stat sb;
     if (f->ended || f->dead || (fstat(f->fd, &sb) == 0 && sb.st_nlink == 0 && !grew)) {
         if (!f->ended && !f->dead && f->len)
-            skip(w, "chunk", f->path, f->off_base, "the file was removed with a chunk cut short; that chunk is lost");
+            skip(w, TELLER_WATCH_SKIP_CHUNK, 1, f->path, f->off_base, "the file was removed with a chunk cut short; that chunk is lost");
         file_close(w, f);
     }
     return 0;
@@ -408,7 +409,7 @@ static int open_tlt(teller_watch *w, const char *path, const struct stat *sb)
     if (f->fd < 0) {
         char m[160];
         snprintf(m, sizeof m, "cannot open: %s", strerror(errno));
-        skip(w, "file", path, 0, m);
+        skip(w, TELLER_WATCH_SKIP_FILE, 1, path, 0, m);
         f->closed = 1;
     }
     return 0;
@@ -459,7 +460,7 @@ static int log_read(teller_watch *w, wlog *l, int64_t now_trace)
     }
     struct stat own;
     if (fstat(l->fd, &own) == 0 && (off_t)l->off > own.st_size) {
-        skip(w, "log", l->path, l->off, "the log was cut shorter (copied and truncated?): read again from its start");
+        skip(w, TELLER_WATCH_SKIP_LOG, 1, l->path, l->off, "the log was cut shorter (copied and truncated?): read again from its start");
         lseek(l->fd, 0, SEEK_SET);
         l->off = 0;
         l->lnum = 0;
@@ -597,7 +598,7 @@ int watch_read(teller_watch *w, int64_t now)
         for (size_t j = i + 1; j < w->nfiles; j++)
             if (w->files[j]->rank == f->rank && w->files[j]->header && !f->closed) {
                 if (f->len)
-                    skip(w, "chunk", f->path, f->off_base,
+                    skip(w, TELLER_WATCH_SKIP_CHUNK, 1, f->path, f->off_base,
                          "a newer file of its rank began while this one ends inside a chunk: that chunk is lost");
                 file_close(w, f);
             }

@@ -81,8 +81,9 @@ struct teller_watch_metrics {
 /* The `what` labels of teller_watch_skipped_total, by teller_watch_skip;
  * NULL for what is counted in a metric of its own. */
 static const char *const k_skip_label[TELLER_WATCH_SKIP_COUNT] = {
-    [TELLER_WATCH_SKIP_BAD_CHECKSUM] = "bad_checksum_chunk",
-    [TELLER_WATCH_SKIP_VANISHED_FILE] = "vanished_file",
+    [TELLER_WATCH_SKIP_CHUNK] = "chunk",
+    [TELLER_WATCH_SKIP_FILE] = "file",
+    [TELLER_WATCH_SKIP_LOG] = "log",
     [TELLER_WATCH_SKIP_GARBAGE_BYTES] = NULL,
 };
 
@@ -349,7 +350,7 @@ static void put_all(FILE *f, metrics_state *s, int64_t now_ns)
     fprintf(f, "teller_watch_silent_ranks %u\n", (unsigned)s->silent);
 
     put_family(f, "teller_watch_skipped_total", "counter",
-               "What the watcher skipped: chunks with a bad checksum, files that vanished.");
+               "What the watcher skipped: chunks (bad, missing or cut short), files not followed, logs read again.");
     for (int w = 0; w < TELLER_WATCH_SKIP_COUNT; w++)
         if (k_skip_label[w])
             fprintf(f, "teller_watch_skipped_total{what=\"%s\"} %llu\n", k_skip_label[w],

@@ -18,6 +18,7 @@
 
 #include "teller/error.h"
 #include "teller/tree.h"
+#include "watch.h"
 
 /* The durations a step kind's quantiles are taken over: its last 1024
  * steps (8 KiB a kind). */
@@ -26,16 +27,6 @@
  * room for more. Abnormal steps of a pair beyond are counted under
  * fault_type="other", view="other". Each label is cut at 63 bytes. */
 #define TELLER_WATCH_METRICS_PAIRS 64
-
-/* What the watcher skipped; the `what` label of teller_watch_skipped_total,
- * except bytes, counted in teller_watch_skipped_bytes_total (one unit per
- * metric). */
-typedef enum teller_watch_skip {
-    TELLER_WATCH_SKIP_BAD_CHECKSUM = 0, /* a .tlt chunk whose checksum did not match: one a chunk */
-    TELLER_WATCH_SKIP_VANISHED_FILE,    /* a file that went before it was read whole: one a file */
-    TELLER_WATCH_SKIP_GARBAGE_BYTES,    /* bytes passed over to find the next chunk: one a byte */
-    TELLER_WATCH_SKIP_COUNT
-} teller_watch_skip;
 
 typedef struct teller_watch_metrics teller_watch_metrics;
 

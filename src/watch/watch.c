@@ -556,9 +556,14 @@ teller_status teller_watch_poll(teller_watch *w, int64_t now, int final, teller_
         leave_stuck(w);
     }
     uint64_t held = 0;
-    for (size_t i = 0; i < w->nranks; i++)
-        held += w->ranks[i]->nrecs;
+    uint32_t silent = 0;
+    for (size_t i = 0; i < w->nranks; i++) {
+        const wrank *r = w->ranks[i];
+        held += r->nrecs;
+        silent += !watch_rank_ended(r) && now - (r->last_chunk_wall ? r->last_chunk_wall : w->start_wall) >= w->o.hang_ns;
+    }
     w->stats.records_held = held;
+    w->stats.silent_ranks = silent;
     uint64_t lines = 0;
     for (size_t i = 0; i < w->nlogs; i++)
         lines += w->logs[i]->nlines;

@@ -25,6 +25,18 @@
 #include "teller/error.h"
 #include "teller/load.h"
 
+/* What the watcher skipped (watch callbacks, the `what` label of the
+ * metric teller_watch_skipped_total; bytes are counted apart, in
+ * teller_watch_skipped_bytes_total). */
+typedef enum teller_watch_skip {
+    TELLER_WATCH_SKIP_CHUNK = 0,     /* a chunk skipped or lost: a bad checksum, malformed, missing, or
+                                      * cut short where its file ended: one a chunk */
+    TELLER_WATCH_SKIP_FILE,          /* a file not followed (no .tlt, unreadable): one a file */
+    TELLER_WATCH_SKIP_LOG,           /* a log cut shorter under the watcher, read again: one a time */
+    TELLER_WATCH_SKIP_GARBAGE_BYTES, /* bytes passed over to find the next chunk: one a byte */
+    TELLER_WATCH_SKIP_COUNT
+} teller_watch_skip;
+
 /* Where a rank stopped, when the watcher says it hangs. */
 typedef struct teller_watch_stop {
     int32_t  rank;      /* -1 when its files do not say */
@@ -52,9 +64,9 @@ typedef struct teller_watch_cb {
     void (*step)(void *ctx, const teller_store *st, const teller_diagnosis *d, size_t k, int64_t flushed_wall_ns);
     /* a hang found, once per stall; the ranks array lives for the call */
     void (*hang)(void *ctx, const teller_watch_hang *h);
-    /* what was skipped or could not be read: the file, where, the sentence;
-     * what is a fixed word ("chunk", "bytes", "file", "log") */
-    void (*skip)(void *ctx, const char *what, const char *file, uint64_t at, const char *msg);
+    /* what was skipped or could not be read (n of what), the file, where,
+     * the sentence */
+    void (*skip)(void *ctx, teller_watch_skip what, uint64_t n, const char *file, uint64_t at, const char *msg);
     void *ctx;
 } teller_watch_cb;
 
@@ -103,6 +115,7 @@ typedef struct teller_watch_stats {
     uint64_t records_held; /* records held now, every rank */
     uint64_t chunks, skipped;
     uint64_t log_lines_held;
+    uint32_t silent_ranks; /* ranks not ended whose files brought nothing for hang_ns */
 } teller_watch_stats;
 void teller_watch_stats_get(const teller_watch *w, teller_watch_stats *out);
 
