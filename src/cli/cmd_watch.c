@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "teller/report.h"
@@ -51,7 +52,7 @@ typedef struct watch_args {
     cli_load_opts o;
     int           json, all, once, poll_ms;
     uint64_t      window, batch;
-    double        hang_s, html_every, spreads;
+    double        hang_s, html_every, spreads, progress;
     const char   *html, *listen;
 } watch_args;
 
@@ -173,6 +174,28 @@ static void write_html(const teller_watch *w, const char *path)
         fprintf(stderr, "teller watch: %s: cannot write the report\n", path);
 }
 
+/* Resident memory of this process, in KiB (0 when /proc does not say). */
+static unsigned long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &pages) != 2)
+            pages = 0;
+        fclose(f);
+    }
+    return pages * (unsigned long)(sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void progress(const printer *p, const teller_watch *w)
+{
+    teller_watch_stats ws;
+    teller_watch_stats_get(w, &ws);
+    fprintf(stderr, "teller watch: %llu steps, %llu abnormal, %llu hangs; holding %llu records, %llu log lines; RSS %lu KiB\n",
+            (unsigned long long)p->steps, (unsigned long long)p->abnormal, (unsigned long long)p->hangs,
+            (unsigned long long)ws.records_held, (unsigned long long)ws.log_lines_held, rss_kib());
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -226,6 +249,9 @@ int cmd_watch(int argc, char **argv)
         CLI_STR(0, "listen", &a.listen, "ADDR",  0,
                 "serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464,\n"
                 "[::1]:9464; port 0: any free one, said on stderr)"),
+        CLI_NUM(0, "progress", &a.progress, "S", 0, 86400, 0,
+                "a status line on stderr every S seconds: steps, records and log lines\n"
+                "held, resident memory (default 0: none)"),
         CLI_NUM(0, "spreads", &a.spreads, "K", 0, 100, 0, "the step alarm, as in teller diagnose (default 3)"),
         CLI_LOAD_OPTS(&a.o),
         CLI_END,
@@ -287,7 +313,7 @@ int cmd_watch(int argc, char **argv)
     sa.sa_handler = on_html;
     sigaction(SIGUSR1, &sa, NULL);
     int rc = 0;
-    int64_t last_html = wall_ns();
+    int64_t last_html = wall_ns(), last_progress = last_html;
     for (;;) {
         int final = a.once || teller_watch_ended(w);
         if (teller_watch_poll(w, wall_ns(), final, &err) != TELLER_OK) {
@@ -307,6 +333,10 @@ int cmd_watch(int argc, char **argv)
             continue;
         }
         int64_t now = wall_ns();
+        if (a.progress > 0 && (double)(now - last_progress) / 1e9 >= a.progress) {
+            last_progress = now;
+            progress(&p, w);
+        }
         if (a.html && (g_html || (a.html_every > 0 && (double)(now - last_html) / 1e9 >= a.html_every))) {
             g_html = 0;
             last_html = now;
