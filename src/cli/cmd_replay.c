@@ -95,8 +95,8 @@ int cmd_replay(int argc, char **argv)
     }
     double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     fprintf(stderr,
-            "teller replay: %s%llu files, %llu records, %llu steps, %llu log lines, %.1f MB in %.2f s "
-            "(%.1f MB/s, %.0f steps/s); %llu records cut at rotations\n",
+            "teller replay: %s%llu files, %llu records, %llu step markers, %llu log lines, %.1f MB in %.2f s "
+            "(%.1f MB/s, %.0f markers/s); %llu records cut at rotations\n",
             S.stopped ? "stopped by a signal: " : "", (unsigned long long)S.files, (unsigned long long)S.records,
             (unsigned long long)S.steps, (unsigned long long)S.log_lines, (double)S.bytes / 1e6, wall,
             wall > 0 ? (double)S.bytes / 1e6 / wall : 0, wall > 0 ? (double)S.steps / wall : 0,

@@ -50,7 +50,7 @@ replay_opts replay_defaults(void);
 typedef struct replay_stats {
     uint64_t files;      /* .tlt files written (those --keep deleted too) */
     uint64_t records;    /* records written (correlation records included) */
-    uint64_t steps;      /* step markers written */
+    uint64_t steps;      /* step markers written (every rank's: a step of 2 ranks is 2) */
     uint64_t log_lines;  /* log lines written */
     uint64_t bytes;      /* bytes written, traces and logs */
     uint64_t cut;        /* records dropped at rotations: they began before their rank's file ended */
