@@ -58,6 +58,7 @@ extern const test_case run_tests[];
 extern const test_case diff_tests[];
 extern const test_case watch_tests[];
 extern const test_case metrics_tests[];
+extern const test_case replay_tests[];
 
 /* Loads DIR/rank<from>..rank<to-1>.trace.json.gz (a simulated case) and
  * builds trees, CHECKing every step. */

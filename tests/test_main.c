@@ -247,7 +247,7 @@ int main(int argc, char **argv)
     }
     const test_case *tables[] = {json_tests, kineto_tests, real_trace_tests, nsys_tests, logs_tests, sim_tests, diagnose_tests, diagnose_mode_tests, check_tests, cli_tests,
                                      collect_tests, report_tests, tpe_tests, requests_tests, perturb_tests, load_tests, util_tests, model_tests, mpi_tests,
-                                     commfam_tests, run_tests, diff_tests, watch_tests, metrics_tests};
+                                     commfam_tests, run_tests, diff_tests, watch_tests, metrics_tests, replay_tests};
     int passed = 0, failed = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
         for (const test_case *c = tables[t]; c->name; c++) {

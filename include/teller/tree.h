@@ -106,6 +106,9 @@ typedef struct teller_step_class {
 
 /* Classifies an annotation's name (NULL or "" for a step without one). */
 void teller_step_classify(const char *annotation, teller_step_class *out);
+/* N of a PyTorch "ProfilerStep#N" annotation, or -1 for any other name
+ * (digits only after the '#', within an int64). */
+int64_t teller_step_iteration(const char *annotation);
 /* "prefill", "decode", "mixed", "iteration", "other"; static storage. */
 const char *teller_step_kind_name(teller_step_kind k);
 

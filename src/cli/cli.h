@@ -233,6 +233,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_baseline(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 int cmd_requests(int argc, char **argv);
 int cmd_tpe(int argc, char **argv);
 int cmd_slice(int argc, char **argv);

@@ -24,6 +24,7 @@ static const struct command {
     {"baseline", cmd_baseline, "reference predictions: zscore or gmm (the paper's candidate stage)"},
     {"watch", cmd_watch, "diagnose a run while the collector writes it: each step as every rank ends it"},
     {"run", cmd_run, "run a program under the collector: traces, logs, manifest"},
+    {"replay", cmd_replay, "write a recorded or simulated run as `teller run` would, at real time or faster"},
     {"requests", cmd_requests, "per request: lifecycle, steps, latency breakdown, call-chain tree"},
     {"tpe", cmd_tpe, "Trace Pair Encoding: train a vocabulary, encode steps, compression stats"},
     {"slice", cmd_slice, "the causal-context slice around an operator or a rank's step"},

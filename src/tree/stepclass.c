@@ -120,6 +120,19 @@ void teller_step_classify(const char *a, teller_step_class *c)
     }
 }
 
+int64_t teller_step_iteration(const char *name)
+{
+    if (strncmp(name, "ProfilerStep#", 13) || !name[13])
+        return -1;
+    int64_t v = 0;
+    for (const char *p = name + 13; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
+}
+
 const char *teller_step_kind_name(teller_step_kind k)
 {
     switch (k) {

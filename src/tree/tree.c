@@ -1133,20 +1133,6 @@ static int eventless_steps(const teller_store *st, const size_t *range, marker *
     return 0;
 }
 
-/* N of a "ProfilerStep#N" annotation, or -1. */
-static int64_t iteration_of(const char *name)
-{
-    if (strncmp(name, "ProfilerStep#", 13) || !name[13])
-        return -1;
-    int64_t v = 0;
-    for (const char *p = name + 13; *p; p++) {
-        if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
-            return -1;
-        v = v * 10 + (*p - '0');
-    }
-    return v;
-}
-
 /* Numbers the steps mk[0..n) (sorted by rank and start) into num: by
  * iteration when every annotation is a ProfilerStep#N and each rank's N
  * rise with time (the place of N among every rank's N: a rank whose profile
@@ -1164,7 +1150,7 @@ static int number_steps(const teller_store *st, const marker *mk, size_t n, uint
     size_t na = 0;
     int by_iter = 1;
     for (size_t k = 0; k < n; k++) {
-        it[k] = mk[k].ev != TELLER_NONE ? iteration_of(teller_store_str(st, st->ev.name[mk[k].ev])) : -1;
+        it[k] = mk[k].ev != TELLER_NONE ? teller_step_iteration(teller_store_str(st, st->ev.name[mk[k].ev])) : -1;
         if (mk[k].ev != TELLER_NONE && it[k] < 0)
             by_iter = 0;
         for (size_t j = k; by_iter && it[k] >= 0 && j-- > 0 && mk[j].rank == mk[k].rank;)
