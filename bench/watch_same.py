@@ -38,9 +38,11 @@ def main(argv):
     diff = [k for k in after if k in seen and key(seen[k]) != key(off[k])]
     warm = [k for k in off if k < first and k in seen and key(seen[k]) != key(off[k])]
     nab = sum(1 for k in after if off[k].get("abnormal"))
+    texts = sum(1 for k in after if k in seen and off[k].get("abnormal") and
+                seen[k].get("explanation") != off[k].get("explanation"))
     print("%d steps after the first %d (%d abnormal offline): %d differ, %d missing, %d extra, %d twice; "
-          "warm-up steps differing: %d of %d" % (len(after), first, nab, len(diff), len(missing), len(extra), twice,
-                                                 len(warm), min(first, len(off))))
+          "warm-up steps differing: %d of %d; abnormal steps whose explanation reads otherwise: %d"
+          % (len(after), first, nab, len(diff), len(missing), len(extra), twice, len(warm), min(first, len(off)), texts))
     if lat:
         lat.sort()
         print("latency p50 %.3f s p99 %.3f s over %d steps" % (lat[len(lat) // 2], lat[int((len(lat) - 1) * 0.99)],

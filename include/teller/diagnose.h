@@ -232,6 +232,10 @@ typedef struct teller_diag_opts {
      * them a second usual, so that what slows every step alike shows;
      * NULL: the run alone */
     const struct teller_diag_reference *reference;
+    /* the number in the run of the store's step 0 (`teller watch` diagnoses
+     * a window of a longer run): added to every step number the diagnosis
+     * says (pred.step, the explanations); 0 for a whole run */
+    uint32_t step_base;
 } teller_diag_opts;
 
 #define TELLER_DIAG_SPREADS 3.0
@@ -249,6 +253,7 @@ typedef struct teller_diagnosis {
     uint32_t         *group_steps;   /* every group's steps, group after group */
     uint32_t         *ref_steps;     /* every group's reference steps, group after group */
     uint32_t         *near_steps;    /* the steps small groups' steps are judged against */
+    uint32_t          step_base; /* teller_diag_opts.step_base: steps[k].pred.step is k + step_base */
     int               model;   /* 1 when a model judged the steps (scores are its probabilities) */
     char            **notes; /* what the analysis could not see or trust, for the user */
     size_t            nnotes;

@@ -732,6 +732,10 @@ done:
         teller_diagnosis_free(d);
         return rc > 0 ? S.status : teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");
     }
+    /* the steps by their number in the run, once nothing indexes by it */
+    d->step_base = o->step_base;
+    for (size_t k = 0; k < d->n; k++)
+        d->steps[k].pred.step += o->step_base;
     *out = d;
     return TELLER_OK;
 }

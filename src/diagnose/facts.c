@@ -318,11 +318,12 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, tell
         say(L, "the median of %s%u %s steps%s)", g->nref < g->n ? "the " : "its ", g->nref, kw,
             g->nref < g->n ? " that no finding flags" : "");
     else if (s->near_n == 1)
-        say(L, "step %u, the %s step nearest to it%s)", d->near_steps[s->near_first], kw, s->work >= 0 ? " in work" : "");
+        say(L, "step %u, the %s step nearest to it%s)", d->near_steps[s->near_first] + D->opts->step_base, kw, s->work >= 0 ? " in work" : "");
     else {
         say(L, "the median of steps");
         for (uint32_t i = 0; i < s->near_n; i++)
-            say(L, "%s %u", i == 0 ? "" : i + 1 == s->near_n ? " and" : ",", d->near_steps[s->near_first + i]);
+            say(L, "%s %u", i == 0 ? "" : i + 1 == s->near_n ? " and" : ",",
+                d->near_steps[s->near_first + i] + D->opts->step_base);
         say(L, ", the %s steps nearest to it%s)", kw, s->work >= 0 ? " in work" : "");
     }
     return slower ? fo : UINT32_MAX;
@@ -519,7 +520,8 @@ static uint32_t say_root(const dctx *D, diag_state *S, line *L, teller_diag_step
             uint32_t fj = fact_step(D, S, s, j, S->out->steps[j].dur_rank);
             if (fj != UINT32_MAX && at(S, s, dur)->value > at(S, s, fj)->value) {
                 ex = fact_diff(S, s, dur, fj);
-                say(L, "; step %u, the shortest of the steps on either side, took %s, %s less", j, txt(S, s, fj),
+                say(L, "; step %u, the shortest of the steps on either side, took %s, %s less", j + D->opts->step_base,
+                    txt(S, s, fj),
                     txt(S, s, ex));
             }
         }
@@ -578,7 +580,7 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
     uint32_t fover = say_step(D, S, &T, &O, s, k);
     if (c->carried)
         snprintf(aside, sizeof aside, ", carried from step %u: this step's GPU work queued behind that step's, which ended late",
-                 c->from);
+                 c->from + D->opts->step_base);
     /* a hang's root never launched the collective: a rank whose trace is
      * not loaded is no operator of the trace */
     int hang = c->det == TELLER_FAULT_NCCL_HANG;
@@ -586,7 +588,7 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
         say(&R, "which it never launched; ");
     uint32_t ex = hang ? say_hang(D, S, &R, s, k, c)
                        : say_root(D, S, &R, s, k, c, 0 /* say_step's first fact: the step's duration */);
-    teller_fault_sentence(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, (int)k, took, over, aside,
+    teller_fault_sentence(c->det, teller_fault_def_of(c->det)->by_node ? node : c->rank, (int)(k + D->opts->step_base), took, over, aside,
                           said_name(D, c->name, said, sizeof said), c->rank, node, hang && c->rank < 0 ? NULL : root,
                           L.b, L.cap);
     L.n = strlen(L.b);
@@ -649,7 +651,7 @@ void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
     char took[96] = "", over[800] = "";
     line T = {took, sizeof took, 0}, O = {over, sizeof over, 0};
     say_step(D, S, &T, &O, s, k);
-    say(&L, "Step %u took %s, %s; no finding explains it", k, took, over);
+    say(&L, "Step %u took %s, %s; no finding explains it", k + D->opts->step_base, took, over);
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D->st, k, &hi);
     int32_t src = teller_store_source_of_rank(D->st, s->dur_rank);

@@ -199,6 +199,10 @@ static void pick_main_rows(hw *w)
 
 /* The number of step s's facts that the diagnosis holds (0 for a
  * hand-made diagnosis without them). */
+/* Step k of the store by its number in the run (a watch window's steps
+ * are numbered from its diagnosis's step_base; a diff page has none). */
+static uint32_t run_step(const hw *w, uint32_t k) { return k + (w->d ? w->d->step_base : 0); }
+
 static uint32_t nfacts(const hw *w, const teller_diag_step *s)
 {
     const teller_diagnosis *d = w->d;
@@ -752,7 +756,7 @@ static void step_bands(const hw *w, const tl *t, uint32_t k, int64_t k0, int64_t
         fprintf(t->f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", dk ? "band" : "bandk",
                 x0, TL_TOP - 14, x1 - x0 > 0.5 ? x1 - x0 : 0.5, y - TL_TOP + 14);
         fprintf(t->f, "<text x=\"%.1f\" y=\"%d\"%s>step %u</text>\n", x0 + 3, TL_TOP - 4,
-                dk ? "" : " font-weight=\"600\"", j);
+                dk ? "" : " font-weight=\"600\"", run_step(w, j));
     }
 }
 
@@ -849,11 +853,11 @@ static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     int y;
     size_t nl = timeline_lanes(w, s, draw, &t, ln, &y);
     svg_open(f, TL_W, y + TL_AXIS_H);
-    fprintf(f, "timeline of step %u\">\n", k);
+    fprintf(f, "timeline of step %u\">\n", run_step(w, k));
     fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
             TL_X1 - TL_X0, y - TL_TOP + 14);
     step_bands(w, &t, k, k0, k1, y);
-    time_axis(&t, k, k0, y);
+    time_axis(&t, run_step(w, k), k0, y);
     draw_lanes(w, &t, ln, nl);
     mark_blame(w, s, bl, &t, ln, nl, k0);
     svg_close(f);
@@ -1008,7 +1012,7 @@ static void call_chain(hw *w, const teller_diag_step *s, const rep_blame *b)
         put_event_dur(w, s, e);
         uint32_t of = i == 0 ? op_fact(w, s, rank, ev->name[e]) : UINT32_MAX;
         if (of != UINT32_MAX && fact_at(w, s, of)->count > 1) {
-            fprintf(f, " (its %u calls in step %u: ", fact_at(w, s, of)->count, fact_at(w, s, of)->step);
+            fprintf(f, " (its %u calls in step %u: ", fact_at(w, s, of)->count, fact_at(w, s, of)->step + w->d->step_base);
             put_fact(w, s, of);
             fputc(')', f);
         }
@@ -1035,7 +1039,7 @@ static void fact_label(const hw *w, const teller_diag_step *s, uint32_t i)
     uint32_t n = nfacts(w, s);
     switch (g->kind) {
     case TELLER_FACT_STEP:
-        fprintf(f, "step %u's window on rank %d", g->step, g->rank);
+        fprintf(f, "step %u's window on rank %d", g->step + w->d->step_base, g->rank);
         break;
     case TELLER_FACT_USUAL:
         fputs("what a step of its kind and work usually takes", f);
@@ -1059,7 +1063,7 @@ static void fact_label(const hw *w, const teller_diag_step *s, uint32_t i)
         } else
             fputs("every compute kernel", f);
         if (g->kind == TELLER_FACT_OP)
-            fprintf(f, " on rank %d in step %u: %u %s together", g->rank, g->step, g->count,
+            fprintf(f, " on rank %d in step %u: %u %s together", g->rank, g->step + w->d->step_base, g->count,
                     g->count == 1 ? "call" : "calls");
         else
             fprintf(f, " on rank %d: the median over %u other steps of its kind", g->rank, g->count);
@@ -1081,7 +1085,7 @@ static void fact_label(const hw *w, const teller_diag_step *s, uint32_t i)
         break;
     case TELLER_FACT_QUIET:
         fprintf(f, "rank %d: neither GPU work nor a host op ran (the longest such stretch of step %u)", g->rank,
-                g->step);
+                g->step + w->d->step_base);
         break;
     case TELLER_FACT_REFERENCE:
         if (nm) {
@@ -1143,7 +1147,7 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     int any = 0;
     for (size_t i = 0; i < w->nsum; i++) {
         const teller_step_summary *m = &w->sum[i];
-        if (m->step != s->pred.step)
+        if (m->step + w->d->step_base != s->pred.step)
             continue;
         size_t r = rank_index(w, m->rank);
         if (r != SIZE_MAX && !draw[r])
@@ -1509,7 +1513,7 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
     for (size_t i = 0; i < r->n && shown < 20; i++) {
         const teller_request *q = &r->req[i];
         for (uint32_t j = 0; j < q->nsteps; j++) {
-            if (q->steps[j].step != s->pred.step)
+            if (q->steps[j].step + w->d->step_base != s->pred.step)
                 continue;
             char a[32], b[32];
             fputs("<tr><td><code>", f);
@@ -1945,11 +1949,11 @@ static int rank_timeline(hw *w, int32_t rank, uint32_t k, int64_t w0, int64_t sp
             y += TL_GPU_H + TL_GAP;
         }
     svg_open(f, TL_W, y + TL_AXIS_H);
-    fprintf(f, "%s: step %u on rank %d\">\n", label, k, rank);
+    fprintf(f, "%s: step %u on rank %d\">\n", label, run_step(w, k), rank);
     fprintf(f, "<rect class=\"bg\" x=\"%.0f\" y=\"%d\" width=\"%.0f\" height=\"%d\"/>\n", TL_X0, TL_TOP - 14,
             TL_X1 - TL_X0, y - TL_TOP + 14);
     step_bands(w, &t, k, k0, k1, y);
-    time_axis(&t, k, k0, y);
+    time_axis(&t, run_step(w, k), k0, y);
     draw_lanes(w, &t, ln, nl);
     svg_close(f);
     free(ln);

@@ -62,6 +62,8 @@ typedef struct rrank {
     uint64_t  copy;   /* the cursor: rec[i] of copy `copy` is next */
     size_t    i;
     int       done;   /* every copy written */
+    int       killed; /* its trace ends inside a step (a process taken down, as by PyTorch's
+                       * watchdog): its last file gets no END chunk, as a killed collector's */
     /* the open file (fd >= 0) */
     int         fd;
     char        path[4352];
@@ -213,6 +215,10 @@ static teller_status build_rank(rp *R, uint32_t s, rrank *k)
     k->pid0 = so->pid > 0 ? so->pid : -1;
     k->rank = so->rank;
     k->world = so->world_size;
+    const teller_step *sp = teller_store_steps(st);
+    for (size_t i = 0; i < teller_store_num_steps(st); i++)
+        if (sp[i].rank == so->rank && sp[i].marker == TELLER_NONE && sp[i].step > 0)
+            k->killed = 1;
     if (so->host)
         put_host(k->host, sizeof k->host, teller_store_str(st, so->host));
     if (!k->host[0])
@@ -511,7 +517,9 @@ static teller_status feed_rank(rp *R, rrank *k, int64_t iv)
             s = rotate_file(R, k, q->r.end + (int64_t)copy * R->P);
     }
     if (s == TELLER_OK)
-        s = k->done ? close_file(R, k, 1) : flush_file(R, k, 0);
+        s = flush_file(R, k, 0);
+    if (s == TELLER_OK && k->done)
+        s = close_file(R, k, !k->killed);
     return s;
 }
 

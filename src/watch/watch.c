@@ -336,14 +336,14 @@ static teller_status diagnose_window(teller_watch *w, uint64_t s0, uint64_t s1, 
     teller_diag_opts dop = w->o.diag;
     dop.logs = (const char *const *)win.logs;
     dop.nlogs = win.nlogs;
+    dop.step_base = (uint32_t)s0;
     if ((s = teller_diagnose(st, &dop, &d, err)) != TELLER_OK)
         goto out;
     w->stats.windows++;
     for (size_t k = 0; k < d->n; k++) {
-        uint64_t g = s0 + d->steps[k].pred.step;
+        uint64_t g = d->steps[k].pred.step;
         if (g < w->next || (!final && g > s1))
             continue;
-        d->steps[k].pred.step = (uint32_t)g;
         evidence_to_logs(w, &win, &d->steps[k].pred);
         w->stats.steps++;
         int64_t flushed = 0; /* when the last rank's marker of it was read */
