@@ -28,9 +28,11 @@
 
 #define READ_CHUNK (1u << 20)
 /* the most read of one file in one pass: a long backlog (a watch begun
- * late) is taken a piece at a time, each diagnosed and released */
-#define READ_BUDGET (32u << 20)
+ * late) is taken a piece at a time, each diagnosed and released (4 MiB of
+ * zstd chunks hold up to about 50 MiB of records) */
+#define READ_BUDGET (4u << 20)
 #define MAX_LOG_LINE (64u << 10)
+#define LOG_AHEAD_NS 10000000000LL
 /* a file that has not grown for this long while a newer file of its rank
  * has begun is a restarted collector's old one (two flush intervals) */
 #define RESTART_QUIET_NS 2000000000LL
@@ -439,13 +441,20 @@ static int log_take_line(wlog *l, const char *s, size_t n, int64_t now_trace)
     memcpy(c, s, n);
     c[n] = 0;
     l->lines[l->nlines++] = (wline){t, ++l->lnum, c, n};
+    if (t > l->max_t)
+        l->max_t = t;
     return 0;
 }
 
 /* Reads new lines of l; a replaced file is read to its end, then the new
- * one from its start; a shorter one from 0 again. 0, or -1 out of memory. */
+ * one from its start; a shorter one from 0 again. A log already read past
+ * the traces (now_trace, 0 before any) by LOG_AHEAD_NS waits for them: a
+ * watcher behind the service holds no more of it than that. 0, or -1 out
+ * of memory. */
 static int log_read(teller_watch *w, wlog *l, int64_t now_trace)
 {
+    if (now_trace && l->nlines && l->max_t > now_trace + LOG_AHEAD_NS)
+        return 0;
     struct stat sb;
     int at_path = stat(l->path, &sb) == 0;
     if (l->fd < 0) {

@@ -26,6 +26,8 @@
 #include "teller/tree.h"
 #include "../util/vec.h"
 
+#define BACKLOG_PASSES 8
+
 teller_watch_opts teller_watch_defaults(void)
 {
     teller_watch_opts o;
@@ -414,11 +416,14 @@ static void release(teller_watch *w, uint64_t keep)
     t_min -= 1000000000LL; /* the window keeps a second of lines before its first step */
     for (size_t i = 0; i < w->nlogs; i++) {
         wlog *l = w->logs[i];
-        size_t drop = 0;
-        while (drop < l->nlines && l->lines[drop].t < t_min)
-            free(l->lines[drop++].s);
-        memmove(l->lines, l->lines + drop, (l->nlines - drop) * sizeof *l->lines);
-        l->nlines -= drop;
+        size_t j = 0; /* not always in time order: a line without a time takes the one before's */
+        for (size_t i2 = 0; i2 < l->nlines; i2++) {
+            if (l->lines[i2].t < t_min)
+                free(l->lines[i2].s);
+            else
+                l->lines[j++] = l->lines[i2];
+        }
+        l->nlines = j;
     }
 }
 
@@ -543,14 +548,18 @@ teller_status teller_watch_poll(teller_watch *w, int64_t now, int final, teller_
     w->now = now;
     if (!w->start_wall)
         w->start_wall = now;
-    do {
+    /* a backlog a piece at a time: all of it at the end, else a few pieces
+     * a poll, so that the caller's clock work (hangs, reports) goes on */
+    for (int pass = 0; final || pass < BACKLOG_PASSES; pass++) {
         w->backlog = 0;
         if (watch_read(w, now))
             return teller_error_set(err, TELLER_ERR_NOMEM, "(watch)", 0, "out of memory");
         teller_status s = diagnose_ready(w, now, final && !w->backlog, err);
         if (s != TELLER_OK)
             return s;
-    } while (w->backlog);
+        if (!w->backlog)
+            break;
+    }
     if (!final) {
         check_hang(w);
         leave_stuck(w);

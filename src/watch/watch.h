@@ -91,8 +91,9 @@ typedef struct teller_watch teller_watch;
  * memory. */
 teller_status teller_watch_open(const teller_watch_opts *opts, teller_watch **out, teller_error *err);
 
-/* Reads what was written since the last call and diagnoses the steps that
- * every rank finished; now_wall_ns is CLOCK_REALTIME. With final, what has
+/* Reads what was written since the last call (a long backlog a few pieces
+ * a call) and diagnoses the steps that every rank finished; now_wall_ns is
+ * CLOCK_REALTIME. With final, what has
  * been read is all there will be: every step is diagnosed, the last as the
  * trace leaves it. Errors only for what stops the watch (out of memory, a
  * window that cannot be diagnosed); damage in the files is skipped. */

@@ -87,6 +87,7 @@ typedef struct wlog {
     char    *part;  /* a line without its newline yet */
     size_t   plen, part_cap;
     wline   *lines; /* lines of the window and after, in file order */
+    int64_t  max_t; /* the latest time of a line read */
     size_t   nlines, lines_cap;
 } wlog;
 
