@@ -494,6 +494,8 @@ static int log_read(teller_watch *w, wlog *l, int64_t now_trace)
                 l->part[l->plen++] = buf[i];
             }
         }
+        if (now_trace && l->max_t > now_trace + LOG_AHEAD_NS)
+            return 0; /* far enough: the rest when the traces come */
     }
     if (at_path && sb.st_ino != l->ino) { /* rotated: the old one is read, the new one is next */
         close(l->fd);
