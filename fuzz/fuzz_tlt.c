@@ -23,16 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int has_magic = size >= 8 && !memcmp(data, TLT_MAGIC, 8);
-    size_t n = has_magic ? size : size + 8;
-    uint8_t *buf = malloc(n ? n : 1);
+    size_t n;
+    uint8_t *buf = tlt_fuzz_file(data, size, &n);
     if (!buf)
         return 0;
-    if (!has_magic)
-        memcpy(buf, TLT_MAGIC, 8);
-    memcpy(buf + (has_magic ? 0 : 8), data, size);
-    if (size & 1)
-        fix_checksums(buf, n);
     teller_store *st = teller_store_create();
     if (st) {
         teller_error err;

@@ -49,17 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     unlink(g_tlt);
     unlink(g_log);
-    size_t body = size - 1;
-    int has_magic = body >= 8 && !memcmp(data + 1, TLT_MAGIC, 8);
-    size_t n = has_magic ? body : body + 8;
-    uint8_t *buf = malloc(n ? n : 1);
+    size_t n;
+    uint8_t *buf = tlt_fuzz_file(data + 1, size - 1, &n);
     if (!buf)
         return 0;
-    if (!has_magic)
-        memcpy(buf, TLT_MAGIC, 8);
-    memcpy(buf + (has_magic ? 0 : 8), data + 1, body);
-    if (body & 1)
-        fix_checksums(buf, n);
     size_t split = n * data[0] / 255;
     const char *dirs[1] = {g_dir};
     teller_watch_opts o = teller_watch_defaults();

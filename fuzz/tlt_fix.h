@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 
 #include "collect/tlt_format.h"
@@ -30,6 +32,25 @@ static inline void fix_checksums(uint8_t *d, size_t n)
         tlt_put32(h + 20, (uint32_t)c);
         pos += TLT_CHUNK_HEADER + stored;
     }
+}
+
+/* The fuzzer's bytes as a .tlt file: prefixed with the magic when they
+ * lack it; checksums rewritten for odd lengths (inputs of even length keep
+ * theirs and exercise the damage paths). malloc'd, exactly *n bytes (so
+ * AddressSanitizer sees reads past the end); NULL out of memory. */
+static inline uint8_t *tlt_fuzz_file(const uint8_t *data, size_t size, size_t *n)
+{
+    int has_magic = size >= 8 && !memcmp(data, TLT_MAGIC, 8);
+    *n = has_magic ? size : size + 8;
+    uint8_t *buf = malloc(*n ? *n : 1);
+    if (!buf)
+        return NULL;
+    if (!has_magic)
+        memcpy(buf, TLT_MAGIC, 8);
+    memcpy(buf + (has_magic ? 0 : 8), data, size);
+    if (size & 1)
+        fix_checksums(buf, *n);
+    return buf;
 }
 
 #endif

@@ -199,6 +199,36 @@ static void rm_dir(const char *dir)
     CHECK(system(cmd) == 0);
 }
 
+/* Two ranks' collectors writing into a fresh directory (its traces/
+ * when sub), and a watch of it. */
+typedef struct fx {
+    char          dir[64];
+    gen           g[2];
+    seen          s;
+    teller_watch *w;
+} fx;
+
+static fx *fx_open(const char *sub, uint32_t window, uint32_t batch)
+{
+    static fx f;
+    memset(&f, 0, sizeof f);
+    CHECK(tmpdir(f.dir) != NULL);
+    char traces[128];
+    snprintf(traces, sizeof traces, "%s%s%s", f.dir, sub ? "/" : "", sub ? sub : "");
+    if (sub)
+        CHECK(mkdir(traces, 0755) == 0);
+    gen_open(&f.g[0], traces, 0, 100, T0);
+    gen_open(&f.g[1], traces, 1, 101, T0);
+    f.w = watch_dir(f.dir, &f.s, window, batch);
+    return &f;
+}
+
+static void fx_free(fx *f)
+{
+    teller_watch_free(f->w);
+    rm_dir(f->dir);
+}
+
 static teller_status poll_at(teller_watch *w, int64_t wall, int final)
 {
     teller_error err;
@@ -206,6 +236,16 @@ static teller_status poll_at(teller_watch *w, int64_t wall, int final)
     if (s != TELLER_OK)
         fprintf(stderr, "  poll: %s: %s\n", err.file, err.msg);
     return s;
+}
+
+/* n healthy steps on both ranks, one flush, a poll a second later. */
+static void run_steps(fx *f, int n, int64_t *wall)
+{
+    for (int k = 0; k < n; k++)
+        two_steps(f->g, 0);
+    gen_flush(&f->g[0]);
+    gen_flush(&f->g[1]);
+    CHECK(poll_at(f->w, *wall += 1000 * MS, 0) == TELLER_OK);
 }
 
 /* The whole run's diagnosis of dir: abnormal per step into ab. */
@@ -235,14 +275,10 @@ static size_t offline(const char *dir, int *ab, size_t cap)
 
 static void test_steps_once_as_offline(void)
 {
-    char dir[64];
-    CHECK(tmpdir(dir) != NULL);
-    gen g[2];
-    gen_open(&g[0], dir, 0, 100, T0);
-    gen_open(&g[1], dir, 1, 101, T0);
-    static seen s;
-    memset(&s, 0, sizeof s);
-    teller_watch *w = watch_dir(dir, &s, 16, 8);
+    fx *f = fx_open(NULL, 16, 8);
+    gen *g = f->g;
+    seen *s = &f->s;
+    teller_watch *w = f->w;
     int64_t wall = T0;
     const int nsteps = 120;
     for (int k = 0; k < nsteps; k++) {
@@ -260,25 +296,24 @@ static void test_steps_once_as_offline(void)
     CHECK(teller_watch_ended(w));
     CHECK(poll_at(w, wall + 2 * MS, 1) == TELLER_OK);
     int ab[4096] = {0};
-    size_t n = offline(dir, ab, 4096);
+    size_t n = offline(f->dir, ab, 4096);
     CHECK_EQ_INT(n, nsteps);
     int once = 1, same = 1, nab = 0;
     for (int k = 0; k < nsteps; k++) {
-        once &= s.steps[k] == 1;
+        once &= s->steps[k] == 1;
         if (k >= 16)
-            same &= s.abnormal[k] == ab[k];
-        nab += s.abnormal[k];
+            same &= s->abnormal[k] == ab[k];
+        nab += s->abnormal[k];
     }
     CHECK(once);
     CHECK(same);
     CHECK(nab >= 3);                    /* the slow steps 30, 67, 104 */
-    CHECK(s.abnormal[67] && s.abnormal[104]);
-    CHECK_EQ_INT(s.nhang, 0);
+    CHECK(s->abnormal[67] && s->abnormal[104]);
+    CHECK_EQ_INT(s->nhang, 0);
     teller_watch_stats ws;
     teller_watch_stats_get(w, &ws);
     CHECK(ws.records_held <= (16 + 8 + 5) * 5 * 2); /* the window, a batch and a flush: 5 records a step */
-    teller_watch_free(w);
-    rm_dir(dir);
+    fx_free(f);
 }
 
 /* Appends the first `n` bytes of src's new part to dst (the collector
@@ -350,20 +385,12 @@ static void test_half_chunk_waits(void)
 
 static void test_restart_goes_on(void)
 {
-    char dir[64];
-    CHECK(tmpdir(dir) != NULL);
-    gen g[2];
-    gen_open(&g[0], dir, 0, 100, T0);
-    gen_open(&g[1], dir, 1, 101, T0);
-    static seen s;
-    memset(&s, 0, sizeof s);
-    teller_watch *w = watch_dir(dir, &s, 4, 4);
+    fx *f = fx_open(NULL, 4, 4);
+    gen *g = f->g;
+    seen *s = &f->s;
+    teller_watch *w = f->w;
     int64_t wall = T0;
-    for (int k = 0; k < 10; k++)
-        two_steps(g, 0);
-    gen_flush(&g[0]);
-    gen_flush(&g[1]);
-    CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
+    run_steps(f, 10, &wall);
     /* rank 0's collector is killed mid-write (half a chunk, no END) and
      * starts again in a new file; the steps go on */
     for (int k = 0; k < 2; k++)
@@ -374,7 +401,7 @@ static void test_restart_goes_on(void)
     gen_flush(&g[1]);
     int64_t t = g[0].t;
     uint32_t step = g[0].step;
-    gen_open(&g[0], dir, 0, 200, t);
+    gen_open(&g[0], f->dir, 0, 200, t);
     g[0].step = step;
     for (int k = 0; k < 10; k++) {
         two_steps(g, 0);
@@ -389,70 +416,52 @@ static void test_restart_goes_on(void)
     CHECK(poll_at(w, wall + MS, 1) == TELLER_OK);
     int twice = 0, seen_after = 0;
     for (int k = 0; k < 40; k++) {
-        twice += s.steps[k] > 1;
-        seen_after += k >= 12 && s.steps[k] == 1;
+        twice += s->steps[k] > 1;
+        seen_after += k >= 12 && s->steps[k] == 1;
     }
     CHECK_EQ_INT(twice, 0);
     CHECK_EQ_INT(seen_after, 10); /* the steps after the restart */
-    CHECK(s.skips >= 1);          /* the lost half chunk is said */
-    teller_watch_free(w);
-    rm_dir(dir);
+    CHECK(s->skips >= 1);          /* the lost half chunk is said */
+    fx_free(f);
 }
 
 static void test_silent_rank_hangs(void)
 {
-    char dir[64];
-    CHECK(tmpdir(dir) != NULL);
-    gen g[2];
-    gen_open(&g[0], dir, 0, 100, T0);
-    gen_open(&g[1], dir, 1, 101, T0);
-    static seen s;
-    memset(&s, 0, sizeof s);
-    teller_watch *w = watch_dir(dir, &s, 4, 4);
+    fx *f = fx_open(NULL, 4, 4);
+    gen *g = f->g;
+    seen *s = &f->s;
+    teller_watch *w = f->w;
     int64_t wall = T0;
-    for (int k = 0; k < 6; k++)
-        two_steps(g, 0);
-    gen_flush(&g[0]);
-    gen_flush(&g[1]);
-    CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
+    run_steps(f, 6, &wall);
     /* rank 1 stops writing; rank 0 goes on with its host side */
     for (int k = 0; k < 6; k++) {
         gen_step(&g[0], 10 * MS, g[0].t + 20 * MS);
         gen_flush(&g[0]);
         CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
     }
-    CHECK_EQ_INT(s.nhang, 1); /* said once, after 5 s */
-    CHECK_EQ_INT(s.hang_all, 0);
-    CHECK_EQ_INT(s.hang_step, 6);
-    CHECK(!s.hang_stuck[0] && s.hang_stuck[1]);
+    CHECK_EQ_INT(s->nhang, 1); /* said once, after 5 s */
+    CHECK_EQ_INT(s->hang_all, 0);
+    CHECK_EQ_INT(s->hang_step, 6);
+    CHECK(!s->hang_stuck[0] && s->hang_stuck[1]);
     CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
-    CHECK_EQ_INT(s.nhang, 1);
+    CHECK_EQ_INT(s->nhang, 1);
     gen_close(&g[0]);
     gen_close(&g[1]);
-    teller_watch_free(w);
-    rm_dir(dir);
+    fx_free(f);
 }
 
 static void test_wedged_engine(void)
 {
-    char dir[64];
-    CHECK(tmpdir(dir) != NULL);
-    gen g[2];
-    gen_open(&g[0], dir, 0, 100, T0);
-    gen_open(&g[1], dir, 1, 101, T0);
-    static seen s;
-    memset(&s, 0, sizeof s);
-    teller_watch *w = watch_dir(dir, &s, 4, 4);
+    fx *f = fx_open(NULL, 4, 4);
+    gen *g = f->g;
+    seen *s = &f->s;
+    teller_watch *w = f->w;
     int64_t wall = T0;
-    for (int k = 0; k < 6; k++)
-        two_steps(g, 0);
-    gen_flush(&g[0]);
-    gen_flush(&g[1]);
-    CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
+    run_steps(f, 6, &wall);
     /* no requests: no step and nothing begun is idle, not a hang */
     for (int k = 0; k < 8; k++)
         CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
-    CHECK_EQ_INT(s.nhang, 0);
+    CHECK_EQ_INT(s->nhang, 0);
     /* both block in a synchronize: their collectors still flush what
      * came before it, then nothing that ends a step */
     for (int r = 0; r < 2; r++) {
@@ -463,17 +472,16 @@ static void test_wedged_engine(void)
     }
     for (int k = 0; k < 4; k++)
         CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
-    CHECK_EQ_INT(s.nhang, 0); /* 4 s: not yet */
+    CHECK_EQ_INT(s->nhang, 0); /* 4 s: not yet */
     for (int k = 0; k < 3; k++)
         CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
-    CHECK_EQ_INT(s.nhang, 1);
-    CHECK_EQ_INT(s.hang_all, 1);
-    CHECK(s.hang_stuck[0] && s.hang_stuck[1]);
-    CHECK(!strcmp(s.hang_op, "cudaLaunchKernel"));
+    CHECK_EQ_INT(s->nhang, 1);
+    CHECK_EQ_INT(s->hang_all, 1);
+    CHECK(s->hang_stuck[0] && s->hang_stuck[1]);
+    CHECK(!strcmp(s->hang_op, "cudaLaunchKernel"));
     gen_close(&g[0]);
     gen_close(&g[1]);
-    teller_watch_free(w);
-    rm_dir(dir);
+    fx_free(f);
 }
 
 static void test_log_rotated(void)
@@ -524,14 +532,10 @@ static void test_log_rotated(void)
 
 static void test_garbage_skipped(void)
 {
-    char dir[64];
-    CHECK(tmpdir(dir) != NULL);
-    gen g[2];
-    gen_open(&g[0], dir, 0, 100, T0);
-    gen_open(&g[1], dir, 1, 101, T0);
-    static seen s;
-    memset(&s, 0, sizeof s);
-    teller_watch *w = watch_dir(dir, &s, 4, 4);
+    fx *f = fx_open(NULL, 4, 4);
+    gen *g = f->g;
+    seen *s = &f->s;
+    teller_watch *w = f->w;
     int64_t wall = T0;
     for (int k = 0; k < 8; k++) {
         two_steps(g, 0);
@@ -542,21 +546,20 @@ static void test_garbage_skipped(void)
         CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
     }
     char junk[600];
-    snprintf(junk, sizeof junk, "%s/node9-1.tlt", dir);
-    FILE *f = fopen(junk, "w");
-    fputs("not a trace at all, but long enough to have a header", f);
-    fclose(f);
+    snprintf(junk, sizeof junk, "%s/node9-1.tlt", f->dir);
+    FILE *jf = fopen(junk, "w");
+    fputs("not a trace at all, but long enough to have a header", jf);
+    fclose(jf);
     gen_end(&g[0]);
     gen_end(&g[1]);
     CHECK(poll_at(w, wall += 1000 * MS, 0) == TELLER_OK);
     CHECK(poll_at(w, wall + MS, 1) == TELLER_OK);
-    CHECK(s.skips >= 2);
+    CHECK(s->skips >= 2);
     int all = 1;
     for (int k = 0; k < 8; k++)
-        all &= s.steps[k] == 1;
+        all &= s->steps[k] == 1;
     CHECK(all);
-    teller_watch_free(w);
-    rm_dir(dir);
+    fx_free(f);
 }
 
 const test_case watch_tests[] = {

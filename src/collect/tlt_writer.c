@@ -175,15 +175,41 @@ int tlt_writer_open(tlt_writer *w, int fd, uint32_t pid, int64_t start_ns)
         errno = ENOMEM;
         return -1;
     }
-    uint8_t h[TLT_HEADER_SIZE] = {0};
-    memcpy(h, TLT_MAGIC, 8);
-    tlt_put16(h + 8, TLT_VERSION);
-    tlt_put16(h + 10, TLT_HEADER_SIZE);
-    tlt_put32(h + 12, pid);
-    tlt_put64(h + 16, (uint64_t)start_ns);
-    tlt_put32(h + 24, 0);
-    tlt_put32(h + 28, (uint32_t)crc32(0, h, 28));
+    uint8_t h[TLT_HEADER_SIZE];
+    tlt_header_pack(h, pid, start_ns);
     return write_all(fd, h, sizeof h);
+}
+
+void tlt_header_pack(uint8_t *out, uint32_t pid, int64_t start_ns)
+{
+    memcpy(out, TLT_MAGIC, 8);
+    tlt_put16(out + 8, TLT_VERSION);
+    tlt_put16(out + 10, TLT_HEADER_SIZE);
+    tlt_put32(out + 12, pid);
+    tlt_put64(out + 16, (uint64_t)start_ns);
+    tlt_put32(out + 24, 0);
+    tlt_put32(out + 28, (uint32_t)crc32(0, out, 28));
+}
+
+void tlt_chunk_seal(uint8_t *h, uint16_t type, uint16_t flags, uint32_t raw, uint32_t stored, uint32_t seq)
+{
+    tlt_put32(h, TLT_CHUNK_MAGIC);
+    tlt_put16(h + 4, type);
+    tlt_put16(h + 6, flags);
+    tlt_put32(h + 8, raw);
+    tlt_put32(h + 12, stored);
+    tlt_put32(h + 16, seq);
+    uLong crc = crc32(0, h, 20);
+    crc = crc32(crc, h + TLT_CHUNK_HEADER, (uInt)stored);
+    tlt_put32(h + 20, (uint32_t)crc);
+}
+
+size_t tlt_chunk_pack(uint8_t *out, uint16_t type, uint32_t seq, const void *payload, uint32_t n)
+{
+    if (n)
+        memcpy(out + TLT_CHUNK_HEADER, payload, n);
+    tlt_chunk_seal(out, type, 0, n, n, seq);
+    return TLT_CHUNK_HEADER + (size_t)n;
 }
 
 int tlt_writer_chunk(tlt_writer *w, uint16_t type, const void *payload, size_t len)
@@ -215,15 +241,7 @@ int tlt_writer_chunk(tlt_writer *w, uint16_t type, const void *payload, size_t l
     }
     if (!flags && len)
         memcpy(body, payload, len);
-    tlt_put32(h, TLT_CHUNK_MAGIC);
-    tlt_put16(h + 4, type);
-    tlt_put16(h + 6, flags);
-    tlt_put32(h + 8, (uint32_t)len);
-    tlt_put32(h + 12, (uint32_t)stored);
-    tlt_put32(h + 16, w->seq++);
-    uLong crc = crc32(0, h, 20);
-    crc = crc32(crc, body, (uInt)stored);
-    tlt_put32(h + 20, (uint32_t)crc);
+    tlt_chunk_seal(h, type, flags, (uint32_t)len, (uint32_t)stored, w->seq++);
     return write_all(w->fd, w->out, TLT_CHUNK_HEADER + stored);
 }
 

@@ -69,6 +69,16 @@ int tlt_writer_chunk(tlt_writer *w, uint16_t type, const void *payload, size_t l
 int tlt_writer_strings(tlt_writer *w, const tlt_strtab *t, uint32_t from);
 /* Writes recs as one RECORDS chunk (none when n is 0). 0 or -1. */
 int tlt_writer_records(tlt_writer *w, const tlt_rec *recs, size_t n);
+/* Packing into memory, for writers of .tlt bytes other than a file (the
+ * watcher's window images): the file header (pid, start ns,
+ * CLOCK_REALTIME) at out (TLT_HEADER_SIZE bytes); a chunk's header at h
+ * with its checksum, its stored payload already at h + TLT_CHUNK_HEADER;
+ * an uncompressed chunk (header and payload) at out, which has room for
+ * TLT_CHUNK_HEADER + n bytes, returning what it wrote. */
+void tlt_header_pack(uint8_t *out, uint32_t pid, int64_t start_ns);
+void tlt_chunk_seal(uint8_t *h, uint16_t type, uint16_t flags, uint32_t raw, uint32_t stored, uint32_t seq);
+size_t tlt_chunk_pack(uint8_t *out, uint16_t type, uint32_t seq, const void *payload, uint32_t n);
+
 /* Frees scratch memory; does not close the descriptor. */
 void tlt_writer_free(tlt_writer *w);
 

@@ -141,30 +141,3 @@ void tlt_payload_note(const uint8_t *p, size_t n,
         i = e + 1;
     }
 }
-
-size_t tlt_chunk_pack(uint8_t *out, uint16_t type, uint32_t seq, const void *payload, uint32_t n)
-{
-    tlt_put32(out, TLT_CHUNK_MAGIC);
-    tlt_put16(out + 4, type);
-    tlt_put16(out + 6, 0);
-    tlt_put32(out + 8, n);
-    tlt_put32(out + 12, n);
-    tlt_put32(out + 16, seq);
-    if (n)
-        memcpy(out + TLT_CHUNK_HEADER, payload, n);
-    uLong crc = crc32(0, out, 20);
-    crc = crc32(crc, out + TLT_CHUNK_HEADER, n);
-    tlt_put32(out + 20, (uint32_t)crc);
-    return TLT_CHUNK_HEADER + (size_t)n;
-}
-
-void tlt_header_pack(uint8_t *out, uint32_t pid, int64_t start_ns)
-{
-    memcpy(out, TLT_MAGIC, 8);
-    tlt_put16(out + 8, TLT_VERSION);
-    tlt_put16(out + 10, TLT_HEADER_SIZE);
-    tlt_put32(out + 12, pid);
-    tlt_put64(out + 16, (uint64_t)start_ns);
-    tlt_put32(out + 24, 0);
-    tlt_put32(out + 28, (uint32_t)crc32(0, out, 28));
-}

@@ -60,14 +60,4 @@ void tlt_payload_note(const uint8_t *p, size_t n,
 /* Largest file string id a reader accepts. */
 #define TLT_MAX_STRING_IDS (1u << 26)
 
-
-
-/* Writes an uncompressed chunk (header and payload) at out, which has room
- * for TLT_CHUNK_HEADER + n bytes; returns what it wrote. */
-size_t tlt_chunk_pack(uint8_t *out, uint16_t type, uint32_t seq, const void *payload, uint32_t n);
-
-/* Writes a file header (pid, start ns, CLOCK_REALTIME) at out, which has
- * room for TLT_HEADER_SIZE bytes. */
-void tlt_header_pack(uint8_t *out, uint32_t pid, int64_t start_ns);
-
 #endif
