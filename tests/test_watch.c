@@ -562,6 +562,31 @@ static void test_garbage_skipped(void)
     fx_free(f);
 }
 
+/* A process that runs no steps (an API server under the collector) is in
+ * no window: only its last 10 s are held, however long it runs. */
+static void test_stepless_process_bounded(void)
+{
+    fx *f = fx_open(NULL, 4, 4);
+    gen x;
+    gen_open(&x, f->dir, 7, 300, T0);
+    int64_t wall = T0;
+    for (int k = 0; k < 60; k++) {
+        for (int j = 0; j < 100; j++, x.t += 10 * MS)
+            x.recs[x.n++] = (tlt_rec){.kind = TLT_REC_RUNTIME, .name = name(&x, "cudaMemcpyAsync"), .start = x.t,
+                                      .end = x.t + 5000, .dev = x.pid, .stream = x.pid, .corr = x.corr++, .aux = 41};
+        gen_flush(&x);
+        run_steps(f, 2, &wall);
+    }
+    teller_watch_stats ws;
+    teller_watch_stats_get(f->w, &ws);
+    CHECK(ws.records_held < 1100 + (4 + 4 + 2) * 5 * 2); /* its last 10 s (1000 calls) and the window */
+    CHECK(f->s.steps[100] == 1);                          /* the steps went on */
+    gen_close(&x);
+    gen_close(&f->g[0]);
+    gen_close(&f->g[1]);
+    fx_free(f);
+}
+
 const test_case watch_tests[] = {
     {"watch: every step once, as the whole run's diagnosis after the window; memory held to the window",
      test_steps_once_as_offline},
@@ -572,6 +597,7 @@ const test_case watch_tests[] = {
     {"watch: a wedged engine (every rank stops finishing steps) hangs after the timeout, with the last call",
      test_wedged_engine},
     {"watch: a rotated log is read to its end, then the new one", test_log_rotated},
+    {"watch: a process that runs no steps is held to its last 10 s", test_stepless_process_bounded},
     {"watch: garbage between chunks and a file that is no trace are skipped and said", test_garbage_skipped},
     {NULL, NULL},
 };

@@ -427,6 +427,25 @@ static void release(teller_watch *w, uint64_t keep)
     }
 }
 
+/* A rank with no step marker yet (a process that runs none, or one still
+ * warming up) is in no window: of its records only the last UNSTEPPED_NS
+ * are kept, for the step it may begin. */
+#define UNSTEPPED_NS 10000000000LL
+
+static void trim_unstepped(teller_watch *w)
+{
+    for (size_t i = 0; i < w->nranks; i++) {
+        wrank *r = w->ranks[i];
+        if (r->mk_base + r->nmk > 0 || r->last_ns <= UNSTEPPED_NS)
+            continue;
+        size_t j = 0;
+        for (size_t k = 0; k < r->nrecs; k++)
+            if (r->recs[k].start >= r->last_ns - UNSTEPPED_NS)
+                r->recs[j++] = r->recs[k];
+        r->nrecs = j;
+    }
+}
+
 /* ---- hangs ---- */
 
 static void say_hang(teller_watch *w, int all)
@@ -561,6 +580,7 @@ teller_status teller_watch_poll(teller_watch *w, int64_t now, int final, teller_
             break;
     }
     if (!final) {
+        trim_unstepped(w);
         check_hang(w);
         leave_stuck(w);
     }
