@@ -569,7 +569,7 @@ static int scan_dir(teller_watch *w, size_t di, const char *dir, int logs)
     return rc;
 }
 
-int watch_read(teller_watch *w, int64_t now)
+int watch_read(teller_watch *w, int64_t now, int hold)
 {
     char dir[PATH_MAX];
     size_t first = w->nfiles;
@@ -590,9 +590,25 @@ int watch_read(teller_watch *w, int64_t now)
             w->files[j] = w->files[j - 1];
             w->files[j - 1] = t;
         }
-    for (size_t i = 0; i < w->nfiles; i++)
+    /* with hold, a rank a batch of steps ahead of the slowest one waits for
+     * it: its steps cannot be diagnosed before, and a backlog read evenly
+     * by bytes would pile them up */
+    uint64_t floor = UINT64_MAX;
+    for (size_t i = 0; hold && i < w->nranks; i++) {
+        const wrank *r = w->ranks[i];
+        uint64_t held = r->mk_base + r->nmk;
+        if (!r->left && !watch_rank_ended(r) && held > 0 && held < floor)
+            floor = held;
+    }
+    for (size_t i = 0; i < w->nfiles; i++) {
+        const wrank *r = w->files[i]->rank;
+        if (floor != UINT64_MAX && r && r->mk_base + r->nmk > floor + w->o.batch) {
+            w->held_back = 1;
+            continue;
+        }
         if (file_read(w, w->files[i], now))
             return -1;
+    }
     int64_t t = 0;
     for (size_t i = 0; i < w->nranks; i++)
         if (w->ranks[i]->last_ns > t)

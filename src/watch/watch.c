@@ -569,15 +569,17 @@ teller_status teller_watch_poll(teller_watch *w, int64_t now, int final, teller_
         w->start_wall = now;
     /* a backlog a piece at a time: all of it at the end, else a few pieces
      * a poll, so that the caller's clock work (hangs, reports) goes on */
+    int hold = 1;
     for (int pass = 0; final || pass < BACKLOG_PASSES; pass++) {
-        w->backlog = 0;
-        if (watch_read(w, now))
+        w->backlog = w->held_back = 0;
+        if (watch_read(w, now, hold))
             return teller_error_set(err, TELLER_ERR_NOMEM, "(watch)", 0, "out of memory");
-        teller_status s = diagnose_ready(w, now, final && !w->backlog, err);
+        teller_status s = diagnose_ready(w, now, final && !w->backlog && !w->held_back, err);
         if (s != TELLER_OK)
             return s;
-        if (!w->backlog)
+        if (!w->backlog && !w->held_back)
             break;
+        hold = w->backlog; /* the slow ranks have nothing more: read the others whatever they lead by */
     }
     if (!final) {
         trim_unstepped(w);

@@ -105,6 +105,7 @@ struct teller_watch {
     uint64_t           next;        /* the first step not diagnosed */
     int64_t            next_first_wall; /* when the first rank finished step `next`, 0 none */
     int                backlog;     /* the last read left bytes unread (READ_BUDGET) */
+    int                held_back;   /* the last read left a rank's files unread: it was ahead */
     int                final_done;  /* the last window was diagnosed as the trace ends */
     uint64_t           hang_said;   /* 1 + the step a hang was said for, 0 none */
     char               tmpdir[PATH_MAX]; /* the window's log files */
@@ -114,7 +115,9 @@ struct teller_watch {
 };
 
 /* follow.c */
-int  watch_read(teller_watch *w, int64_t now_wall);
+/* Reads what is new; with hold, not the files of a rank a batch of steps
+ * ahead of the slowest (held_back says some were left). */
+int  watch_read(teller_watch *w, int64_t now_wall, int hold);
 int  watch_rank_ended(const wrank *r);
 int  watch_record_is_cpu(uint8_t kind);
 void watch_rank_free(wrank *r);
