@@ -437,10 +437,10 @@ static void yardless_note(diag_state *S)
         return;
     char note[400];
     if (n == 1)
-        snprintf(note, sizeof note, "step %u has no yardstick (no other step of its kind and work)", first);
+        snprintf(note, sizeof note, "step %u has no yardstick (no other step of its kind and work)", first + d->step_base);
     else
         snprintf(note, sizeof note, "%zu steps (the first, step %u) have no yardstick (no other step of their kind and work)",
-                 n, first);
+                 n, first + d->step_base);
     size_t w = strlen(note);
     snprintf(note + w, sizeof note - w,
              ": only what needs none can flag %s (a hang, an OOM, log lines, a blocking wait the trace shows)%s",
@@ -699,6 +699,8 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     teller_diagnosis *d = diagnosis_new(D.nsteps);
     int rc = -1;
     S.out = d;
+    if (d)
+        d->step_base = o->step_base;
     S.steps = calloc(D.nsteps ? D.nsteps : 1, sizeof *S.steps);
     D.group = calloc(D.nsrc + 1, sizeof *D.group);
     D.pipe = calloc(D.nsrc + 1, sizeof *D.pipe);
@@ -733,7 +735,6 @@ done:
         return rc > 0 ? S.status : teller_error_set(err, TELLER_ERR_NOMEM, "(diagnose)", 0, "out of memory");
     }
     /* the steps by their number in the run, once nothing indexes by it */
-    d->step_base = o->step_base;
     for (size_t k = 0; k < d->n; k++)
         d->steps[k].pred.step += o->step_base;
     *out = d;

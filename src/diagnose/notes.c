@@ -68,7 +68,7 @@ void diag_notes(const dctx *D, diag_state *S)
                  "%zu rank%s launched work after %s last step annotation ended: %s trace%s end%s in step %u, which "
                  "never ended (a process taken down in it: a watchdog, a crash)%s",
                  cut, cut == 1 ? "" : "s", cut == 1 ? "its" : "their", cut == 1 ? "its" : "their", cut == 1 ? "" : "s",
-                 cut == 1 ? "s" : "", cut_step,
+                 cut == 1 ? "s" : "", cut_step + S->out->step_base,
                  S->req ? ""
                         : "; the service logs (--log) would say whether a collective's watchdog fired, and who it "
                           "waited for");

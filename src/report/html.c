@@ -200,8 +200,11 @@ static void pick_main_rows(hw *w)
 /* The number of step s's facts that the diagnosis holds (0 for a
  * hand-made diagnosis without them). */
 /* Step k of the store by its number in the run (a watch window's steps
- * are numbered from its diagnosis's step_base; a diff page has none). */
+ * are numbered from its diagnosis's step_base; a diff page has none), and
+ * a diagnosed step by its number in the store (what facts, summaries and
+ * requests say). */
 static uint32_t run_step(const hw *w, uint32_t k) { return k + (w->d ? w->d->step_base : 0); }
+static uint32_t store_step(const hw *w, const teller_diag_step *s) { return (uint32_t)(s - w->d->steps); }
 
 static uint32_t nfacts(const hw *w, const teller_diag_step *s)
 {
@@ -240,7 +243,7 @@ static int is_usual(const teller_fact *f)
 static uint32_t usual_fact(const hw *w, const teller_diag_step *s)
 {
     for (uint32_t i = 0; i < nfacts(w, s); i++)
-        if (fact_at(w, s, i)->step == s->pred.step && is_usual(fact_at(w, s, i)))
+        if (fact_at(w, s, i)->step == store_step(w, s) && is_usual(fact_at(w, s, i)))
             return i;
     return UINT32_MAX;
 }
@@ -282,7 +285,7 @@ static void put_event_dur(const hw *w, const teller_diag_step *s, uint32_t e)
 /* Step s's duration: the fact of its longest rank's window when it has one. */
 static void put_step_dur(const hw *w, const teller_diag_step *s)
 {
-    uint32_t i = find_fact(w, s, TELLER_FACT_STEP, s->pred.step, s->dur_rank, TELLER_NONE);
+    uint32_t i = find_fact(w, s, TELLER_FACT_STEP, store_step(w, s), s->dur_rank, TELLER_NONE);
     char du[32];
     if (i != UINT32_MAX)
         put_fact(w, s, i);
@@ -669,7 +672,7 @@ static int timeline_window(const hw *w, const teller_diag_step *s, int64_t *k0, 
                            int64_t *w1)
 {
     FILE *f = w->f;
-    uint32_t k = s->pred.step;
+    uint32_t k = store_step(w, s);
     *k0 = *k1 = 0;
     if (s->dur_ns > 0) {
         *k0 = s->start_ns;
@@ -842,7 +845,7 @@ static void mark_blame(const hw *w, const teller_diag_step *s, const rep_blame *
 static int timeline(hw *w, const teller_diag_step *s, const rep_blame *bl, const uint8_t *draw)
 {
     FILE *f = w->f;
-    uint32_t k = s->pred.step;
+    uint32_t k = store_step(w, s);
     int64_t k0, k1, w0, w1;
     if (!timeline_window(w, s, &k0, &k1, &w0, &w1))
         return 0;
@@ -1147,7 +1150,7 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     int any = 0;
     for (size_t i = 0; i < w->nsum; i++) {
         const teller_step_summary *m = &w->sum[i];
-        if (m->step + w->d->step_base != s->pred.step)
+        if (m->step != store_step(w, s))
             continue;
         size_t r = rank_index(w, m->rank);
         if (r != SIZE_MAX && !draw[r])
@@ -1184,7 +1187,7 @@ static void numbers(hw *w, const teller_diag_step *s, const rep_blame *bl, const
     if (any && bl->missing) {
         int seen = 0;
         for (size_t i = 0; i < w->nsum; i++)
-            seen |= w->sum[i].step == s->pred.step && w->sum[i].rank == s->root_rank;
+            seen |= w->sum[i].step == store_step(w, s) && w->sum[i].rank == s->root_rank;
         if (!seen)
             fprintf(f, "<tr class=\"root\"><td class=\"n\">%d</td><td class=\"n\">%d</td><td colspan=\"6\">no record of "
                        "this step in its trace</td></tr>\n",
@@ -1499,7 +1502,7 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
     size_t n = 0, shown = 0;
     for (size_t i = 0; i < r->n; i++)
         for (uint32_t j = 0; j < r->req[i].nsteps; j++)
-            n += r->req[i].steps[j].step == s->pred.step;
+            n += r->req[i].steps[j].step == store_step(w, s);
     fprintf(f, "<h4>Requests delayed</h4>\n");
     if (!n) {
         fputs("<p class=\"note\">No known request was served in this step.</p>\n", f);
@@ -1513,7 +1516,7 @@ static void delayed_requests(hw *w, const teller_diag_step *s)
     for (size_t i = 0; i < r->n && shown < 20; i++) {
         const teller_request *q = &r->req[i];
         for (uint32_t j = 0; j < q->nsteps; j++) {
-            if (q->steps[j].step + w->d->step_base != s->pred.step)
+            if (q->steps[j].step != store_step(w, s))
                 continue;
             char a[32], b[32];
             fputs("<tr><td><code>", f);
@@ -1685,7 +1688,7 @@ static void summary_slow(hw *w, const worst *order, size_t n, const uint8_t *sec
         else
             fprintf(f, "<tr><td class=\"n\">%u</td>", s->pred.step);
         fprintf(f, "<td>%s</td>", teller_step_kind_name(kind_of(w, s)));
-        fact_cell(w, s, find_fact(w, s, TELLER_FACT_STEP, s->pred.step, s->dur_rank, TELLER_NONE));
+        fact_cell(w, s, find_fact(w, s, TELLER_FACT_STEP, store_step(w, s), s->dur_rank, TELLER_NONE));
         fact_cell(w, s, usual_fact(w, s));
         fact_cell(w, s, excess_fact(w, s));
         fputs("</tr>\n<tr class=\"ex\"><td colspan=\"5\">", f);

@@ -628,7 +628,8 @@ static void breakdown(teller_requests *R, teller_request *q, const teller_diagno
         if (q->abnormal_steps > 1)
             snprintf(more, sizeof more, "; %u abnormal steps, +%s in all", q->abnormal_steps,
                      teller_fmt_dur(all, sizeof all, (double)q->excess_ns));
-        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%s over its usual%s)", q->worst_step,
+        snprintf(q->cause, sizeof q->cause, "abnormal step %u: %.31s%s (+%s over its usual%s)",
+                 q->worst_step + (diag ? diag->step_base : 0),
                  d && d->fault[0] ? d->fault : d ? d->pred.fault_type : "fault", op, own, more);
         return;
     }
