@@ -11,6 +11,10 @@
 #         collector's 1 s flush while `teller watch` follows it: the same
 #         comparison, and the latency from reading a step's last marker to
 #         its line
+# metrics the simulated run replayed at real time while
+#         `teller watch --listen 127.0.0.1:0` follows it: /metrics fetched
+#         with curl during the run, checked by promtool when it is there
+#         (Debian's prometheus package: TELLER_WANT_PROMTOOL=1 scripts/install-deps)
 # memory  a healthy 2-rank pipeline run (2 nodes x 1 GPU, 100 steps) looped
 #         MEMORY_LOOPS times (default 10000: 1 M steps) as fast as it writes,
 #         followed by `teller watch --progress 20`: resident memory against
@@ -55,6 +59,26 @@ for w in "${what[@]}"; do
     wait $pid
     "$T" diagnose -q --json "$OUT/live.offline.json" "$OUT/live" > /dev/null
     echo "live (speed 1, flush 1 s): $(python3 "$HERE/watch_same.py" "$OUT/live.offline.json" "$OUT/live.watch.jsonl" --from 64 | head -2 | tr '\n' ' ')"
+    ;;
+  metrics)
+    sim "$OUT/sim_nohang" slow_link,pp_send_delay,gpu_throttle,kernel_regression,launch_latency,sync_stall,malloc_storm,pcie_degradation,kv_swap,cpu_contention,preemption
+    rm -rf "$OUT/m" && mkdir -p "$OUT/m"
+    "$T" watch --listen 127.0.0.1:0 "$OUT/m" > /dev/null 2> "$OUT/m.err" &
+    pid=$!
+    sleep 0.5
+    port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$OUT/m.err" | head -1)
+    "$T" replay -q -o "$OUT/m" --speed 1 "$OUT/sim_nohang" > /dev/null 2>&1 &
+    rpid=$!
+    sleep 2 # in the middle of the run
+    curl -sS -D "$OUT/m.headers" "http://127.0.0.1:$port/metrics" > "$OUT/m.metrics"
+    wait $rpid
+    wait $pid
+    echo "metrics: $(grep -i '^content-type' "$OUT/m.headers" | tr -d '\r'); $(grep -c '^teller_watch_' "$OUT/m.metrics") samples; steps $(grep '^teller_watch_steps_total' "$OUT/m.metrics" | cut -d' ' -f2)"
+    if command -v promtool > /dev/null; then
+      promtool check metrics < "$OUT/m.metrics" && echo "promtool check metrics: ok"
+    else
+      echo "promtool: not installed"
+    fi
     ;;
   memory)
     [ -d "$OUT/pp2" ] || "$T" simulate -o "$OUT/pp2" --nodes 2 --gpus-per-node 1 --steps 100 --seed 31 > /dev/null
