@@ -69,7 +69,7 @@ for w in "${what[@]}"; do
     port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$OUT/m.err" | head -1)
     "$T" replay -q -o "$OUT/m" --speed 1 "$OUT/sim_nohang" > /dev/null 2>&1 &
     rpid=$!
-    sleep 2 # in the middle of the run
+    sleep 3 # in the middle of the run (about 5 s)
     curl -sS -D "$OUT/m.headers" "http://127.0.0.1:$port/metrics" > "$OUT/m.metrics"
     wait $rpid
     wait $pid
