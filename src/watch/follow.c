@@ -321,7 +321,7 @@ static int take_chunks(teller_watch *w, wfile *f, int64_t now)
     return 0;
 }
 
-static void file_close(teller_watch *w, wfile *f)
+static void file_close(wfile *f)
 {
     if (f->fd >= 0)
         close(f->fd);
@@ -339,7 +339,6 @@ static void file_close(teller_watch *w, wfile *f)
     f->smap = NULL;
     f->smap_cap = 0;
     tlt_strtab_free(&f->strs);
-    (void)w;
 }
 
 void watch_file_free(wfile *f)
@@ -388,7 +387,7 @@ static int file_read(teller_watch *w, wfile *f, int64_t now)
     if (f->ended || f->dead || (fstat(f->fd, &sb) == 0 && sb.st_nlink == 0 && !grew)) {
         if (!f->ended && !f->dead && f->len)
             skip(w, TELLER_WATCH_SKIP_CHUNK, 1, f->path, f->off_base, "the file was removed with a chunk cut short; that chunk is lost");
-        file_close(w, f);
+        file_close(f);
     }
     return 0;
 }
@@ -627,7 +626,7 @@ int watch_read(teller_watch *w, int64_t now, int hold)
                 if (f->len)
                     skip(w, TELLER_WATCH_SKIP_CHUNK, 1, f->path, f->off_base,
                          "a newer file of its rank began while this one ends inside a chunk: that chunk is lost");
-                file_close(w, f);
+                file_close(f);
             }
     }
     return 0;
