@@ -7,7 +7,8 @@
 #         report seed 200011), each replayed into a directory: `teller watch
 #         --once` against `teller diagnose` of that directory, step by step
 #         after the 64-step window (bench/watch_same.py)
-# live    the simulated run (without its hang) replayed at real time with the
+# live    the simulated run (without its hang) replayed ten times over (about
+#         30 s) at real time with the
 #         collector's 1 s flush while `teller watch` follows it: the same
 #         comparison, and the latency from reading a step's last marker to
 #         its line
@@ -55,7 +56,7 @@ for w in "${what[@]}"; do
     "$T" watch --json --all "$OUT/live" > "$OUT/live.watch.jsonl" 2> "$OUT/live.watch.err" &
     pid=$!
     sleep 0.5
-    "$T" replay -q -o "$OUT/live" --speed 1 "$OUT/sim_nohang" > /dev/null
+    "$T" replay -q -o "$OUT/live" --speed 1 --loop 10 "$OUT/sim_nohang" > /dev/null 2>&1
     wait $pid
     "$T" diagnose -q --json "$OUT/live.offline.json" "$OUT/live" > /dev/null
     echo "live (speed 1, flush 1 s): $(python3 "$HERE/watch_same.py" "$OUT/live.offline.json" "$OUT/live.watch.jsonl" --from 64 | head -2 | tr '\n' ' ')"

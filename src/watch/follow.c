@@ -232,7 +232,7 @@ static int take_records(teller_watch *w, wfile *f, const uint8_t *p, size_t n, u
             snprintf(r->last_op, sizeof r->last_op, "%s", tlt_strtab_str(&r->strs, nm));
         }
         if (x.kind == TLT_REC_RANGE && nm && x.start > 0 && x.end >= x.start && is_marker_name(w, r, nm) &&
-            add_marker(r, &x, r->chunks, w->now))
+            add_marker(r, &x, r->flushes, w->now))
             return -1;
         r->recs[r->nrecs++] = x;
     }
@@ -311,7 +311,7 @@ static int take_chunks(teller_watch *w, wfile *f, int64_t now)
         }
         wrank *r = f->rank ? f->rank : (c.type == TLT_CHUNK_RECORDS ? file_rank(w, f) : NULL);
         if (r) {
-            r->chunks++;
+            r->flushes += c.type == TLT_CHUNK_RECORDS;
             r->last_chunk_wall = now;
         }
     }

@@ -3,10 +3,11 @@
  * finished, the window they are diagnosed in, what is released after,
  * and when a rank, or every rank, is said to hang.
  *
- * A step is finished on a rank once its marker is in and a later chunk of
+ * A step is finished on a rank once its marker is in and a later flush of
  * the rank came (the collector flushes GPU records as they complete, so
- * the work a step launched is in by the flush after its marker), or the
- * rank's files ended. The steps every rank finished are diagnosed in a
+ * the work a step launched is in by the flush after its marker), or 2 s
+ * passed without one (an idle service writes nothing), or the rank's
+ * files ended. The steps every rank finished are diagnosed in a
  * window that also holds the `window` steps before them: each rank's
  * records of those steps are written as one .tlt image (the records whose
  * host side starts inside the window's markers, and the GPU work those
@@ -27,6 +28,10 @@
 #include "../util/vec.h"
 
 #define BACKLOG_PASSES 8
+/* A step whose marker came this long ago is finished even if no later
+ * flush came: the collector writes nothing while the service is idle, and
+ * it flushed what was pending within its interval (two default ones). */
+#define QUIET_NS 2000000000LL
 
 teller_watch_opts teller_watch_defaults(void)
 {
@@ -92,7 +97,8 @@ static uint64_t finished(teller_watch *w, int final)
         wrank *r = w->ranks[i];
         int ended = final || watch_rank_ended(r);
         uint64_t d = r->done;
-        while (d - r->mk_base < r->nmk && (ended || r->mk[d - r->mk_base].chunk < r->chunks))
+        while (d - r->mk_base < r->nmk && (ended || r->mk[d - r->mk_base].flush + 1 < r->flushes ||
+                                            w->now - r->mk[d - r->mk_base].read_wall >= QUIET_NS))
             d++;
         if (d > r->done) {
             r->done = d;

@@ -14,12 +14,12 @@
 #include "../collect/tlt_writer.h"
 #include "../ingest/tlt_chunk.h"
 
-/* A step marker of a rank: its range, its thread, and the rank's chunk
- * count when it came (a later chunk means its GPU work is in). */
+/* A step marker of a rank: its range, its thread, and the RECORDS chunk of
+ * the rank that brought it (a later one means its GPU work is in). */
 typedef struct wmark {
     int64_t  start, end;
     int32_t  pid, tid;
-    uint64_t chunk;
+    uint64_t flush;
     int64_t  read_wall; /* when the watcher read it */
 } wmark;
 
@@ -40,7 +40,7 @@ typedef struct wrank {
     size_t     nmk, mk_cap;
     uint64_t   mk_base;
     uint64_t   done;           /* its steps [0, done) are finished */
-    uint64_t   chunks;         /* chunks its files brought */
+    uint64_t   flushes;        /* RECORDS chunks its files brought */
     int64_t    last_chunk_wall, last_step_wall;
     int64_t    begun_after, begun_wall; /* host work after the marker ending begun_after, seen since */
     int64_t    last_ns;        /* the latest end of its host records (trace clock) */
