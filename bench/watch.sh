@@ -47,7 +47,7 @@ for w in "${what[@]}"; do
       "$T" replay -q -o "$OUT/$c.run" --speed 0 "$OUT/$c" > /dev/null
       "$T" diagnose -q --json "$OUT/$c.offline.json" "$OUT/$c.run" > /dev/null
       "$T" watch --once --json --all "$OUT/$c.run" > "$OUT/$c.watch.jsonl" 2> "$OUT/$c.watch.err"
-      echo "$c (--once): $(python3 "$HERE/watch_same.py" "$OUT/$c.offline.json" "$OUT/$c.watch.jsonl" --from 64 | head -1)"
+      echo "$c (--once): $(python3 "$HERE/watch_same.py" "$OUT/$c.offline.json" "$OUT/$c.watch.jsonl" --from 64 | sed -n 1p)"
     done
     ;;
   live)
@@ -59,7 +59,7 @@ for w in "${what[@]}"; do
     "$T" replay -q -o "$OUT/live" --speed 1 --loop 10 "$OUT/sim_nohang" > /dev/null 2>&1
     wait $pid
     "$T" diagnose -q --json "$OUT/live.offline.json" "$OUT/live" > /dev/null
-    echo "live (speed 1, flush 1 s): $(python3 "$HERE/watch_same.py" "$OUT/live.offline.json" "$OUT/live.watch.jsonl" --from 64 | head -2 | tr '\n' ' ')"
+    echo "live (speed 1, flush 1 s): $(python3 "$HERE/watch_same.py" "$OUT/live.offline.json" "$OUT/live.watch.jsonl" --from 64 | sed -n 1,2p | tr '\n' ' ')"
     ;;
   metrics)
     sim "$OUT/sim_nohang" slow_link,pp_send_delay,gpu_throttle,kernel_regression,launch_latency,sync_stall,malloc_storm,pcie_degradation,kv_swap,cpu_contention,preemption
