@@ -41,10 +41,12 @@ ndecl=$(grep -c '^    teller_' "$BUILD/teller.map")
 export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
 cc -std=c11 -Wall -Wextra -Wpedantic -Werror -o "$TMP/prog" "$ROOT/tests/install_prog.c" \
    $(pkg-config --cflags --libs teller) -Wl,-rpath,"$LIBDIR"
-ldd "$TMP/prog" | grep -q "libteller.so.0 => $LIBDIR" || fail "the program does not use the installed library"
+# grep without -q: one that stops at its match kills ldd with SIGPIPE, which
+# pipefail reports as a failure
+ldd "$TMP/prog" | grep "libteller.so.0 => $LIBDIR" > /dev/null || fail "the program does not use the installed library"
 out=$("$TMP/prog" "$SHARED/hta/trace_filter/sampled_rank-0.json.gz" "$SHARED/hta/trace_filter/sampled_rank-1.json.gz")
 echo "$out" | sed 's/^/  /'
-echo "$out" | grep -q "2 sources" || fail "the program did not load both traces"
+grep -q "2 sources" <<< "$out" || fail "the program did not load both traces"
 man -l "$PREFIX/share/man/man1/teller-diagnose.1" 2>/dev/null | grep -q -- "--log" ||
   grep -q -- '--log' "$PREFIX/share/man/man1/teller-diagnose.1" || fail "teller-diagnose(1) lacks --log"
 
