@@ -60,7 +60,7 @@ class CollRow(Structure):
 class DiagOpts(Structure):
     _fields_ = [("logs", POINTER(c_char_p)), ("nlogs", c_size_t), ("log_tz_offset_s", c_int32),
                 ("threshold", c_double), ("model", c_void_p), ("model_alone", c_int), ("jobs", c_int),
-                ("spreads", c_double), ("reference", c_void_p)]
+                ("spreads", c_double), ("reference", c_void_p), ("step_base", c_uint32)]
 
 
 def _find():
