@@ -44,7 +44,7 @@ for w in "${what[@]}"; do
     fi
     for c in sim real; do
       rm -rf "$OUT/$c.run"
-      "$T" replay -q -o "$OUT/$c.run" --speed 0 "$OUT/$c" > /dev/null
+      "$T" replay -q -o "$OUT/$c.run" --speed 0 "$OUT/$c" > /dev/null 2>&1
       "$T" diagnose -q --json "$OUT/$c.offline.json" "$OUT/$c.run" > /dev/null
       "$T" watch --once --json --all "$OUT/$c.run" > "$OUT/$c.watch.jsonl" 2> "$OUT/$c.watch.err"
       echo "$c (--once): $(python3 "$HERE/watch_same.py" "$OUT/$c.offline.json" "$OUT/$c.watch.jsonl" --from 64 | sed -n 1p)"
