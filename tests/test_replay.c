@@ -16,6 +16,9 @@
 #include "teller/load.h"
 #include "teller/sim.h"
 #include "watch/replay.h"
+#include "ingest/tlt_chunk.h"
+#include <dirent.h>
+#include <stdio.h>
 
 /* the tests' --start-ns: 2027-01-15 08:00 UTC */
 static const int64_t T_START = 1800000000000000000LL;
@@ -581,7 +584,70 @@ static void test_replay_bad_inputs_say_which_file(void)
     rm_rf(dir);
 }
 
+/* Of the .tlt files under dir/traces: how many end with an END chunk, and
+ * how many there are. */
+static int files_ended(const char *dir, int *nfiles)
+{
+    char td[4300], path[4600];
+    snprintf(td, sizeof td, "%s/traces", dir);
+    DIR *d = opendir(td);
+    int ended = 0;
+    *nfiles = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strstr(e->d_name, ".tlt"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", td, e->d_name);
+        FILE *f = fopen(path, "rb");
+        uint8_t *buf = malloc(64u << 20);
+        size_t n = f && buf ? fread(buf, 1, 64u << 20, f) : 0;
+        if (f)
+            fclose(f);
+        size_t pos = TLT_HEADER_SIZE;
+        tlt_scratch sc = {0};
+        tlt_chunk c;
+        char msg[160];
+        int last = 0;
+        while (buf && tlt_chunk_next(buf, n, &pos, &c, &sc, msg, sizeof msg) == TLT_NEXT_CHUNK)
+            last = c.type;
+        ended += last == TLT_CHUNK_END;
+        (*nfiles)++;
+        free(sc.raw);
+        free(buf);
+    }
+    if (d)
+        closedir(d);
+    return ended;
+}
+
+/* A run whose processes the watchdog took down mid-step leaves files with
+ * no END, as killed collectors do; a run that ended cleanly, END in each. */
+static void test_replay_taken_down_no_end(void)
+{
+    for (int hang = 0; hang < 2; hang++) {
+        char dir[] = "/tmp/teller_replay_down_XXXXXX", out[4200], args[9000], txt[4096];
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 1;
+        o.gpus_per_node = o.tp = 2;
+        o.pp = 1;
+        o.steps = 12;
+        o.seed = 5;
+        o.faults = hang ? 1u << TELLER_FAULT_NCCL_HANG : 0;
+        o.fault_rate = hang ? 1 : 0;
+        sim_case(dir, &o);
+        snprintf(out, sizeof out, "%s/out", dir);
+        snprintf(args, sizeof args, "replay -q --speed 0 -o '%s' '%s'", out, dir);
+        CHECK_EQ_INT(run_cli(args, txt, sizeof txt), 0);
+        int n = 0, ended = files_ended(out, &n);
+        CHECK_EQ_INT(n, 2);
+        CHECK_EQ_INT(ended, hang ? 0 : 2);
+        snprintf(args, sizeof args, "rm -rf '%s'", dir);
+        CHECK(system(args) == 0);
+    }
+}
+
 const test_case replay_tests[] = {
+    {"replay: a run taken down mid-step leaves no END; a clean one ends every file", test_replay_taken_down_no_end},
     {"replay: a 2-rank simulated case reads back as the same events, steps and log lines",
      test_replay_sim_two_ranks_reads_back_the_same},
     {"replay: a 2-node simulated case keeps its node clock offsets", test_replay_sim_two_nodes_keeps_clock_offsets},
