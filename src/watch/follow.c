@@ -24,6 +24,7 @@
 #include <zlib.h>
 
 #include "watch_internal.h"
+#include "../logs/logs_internal.h"
 #include "../util/vec.h"
 
 #define READ_CHUNK (1u << 20)
@@ -187,6 +188,17 @@ static wrank *file_rank(teller_watch *w, wfile *f)
     return f->rank;
 }
 
+/* The rank's id of the file's string id (0 stays 0); a file id no STRINGS
+ * chunk defined is `lost` (the reader says "<lost name>" for a name).
+ * UINT32_MAX out of memory. */
+static uint32_t rank_string(const wfile *f, wrank *r, uint32_t id, const char *lost)
+{
+    if (!id)
+        return 0;
+    const char *s = id < f->smap_cap && f->smap[id] ? tlt_strtab_str(&f->strs, f->smap[id]) : lost;
+    return tlt_strtab_intern(&r->strs, s, strlen(s));
+}
+
 /* Takes the records of one RECORDS payload. 0, or -1 out of memory. */
 static int take_records(teller_watch *w, wfile *f, const uint8_t *p, size_t n, uint64_t at)
 {
@@ -202,24 +214,15 @@ static int take_records(teller_watch *w, wfile *f, const uint8_t *p, size_t n, u
     for (uint32_t i = 0; i < cnt; i++) {
         tlt_rec x;
         tlt_rec_unpack(&x, p + 8 + (size_t)i * rs);
-        /* names move from the file's ids to the rank's */
-        uint32_t nm = 0;
-        if (x.name) {
-            const char *s = x.name < f->smap_cap && f->smap[x.name] ? tlt_strtab_str(&f->strs, f->smap[x.name]) : NULL;
-            nm = tlt_strtab_intern(&r->strs, s ? s : "<lost name>", strlen(s ? s : "<lost name>"));
-            if (nm == UINT32_MAX)
-                return -1;
-        }
-        if (x.kind == TLT_REC_RANGE && x.ctx) {
-            /* the domain: only NCCL's is read (the reader's COMM ranges) */
-            const char *d = x.ctx < f->smap_cap && f->smap[x.ctx] ? tlt_strtab_str(&f->strs, f->smap[x.ctx]) : "";
-            x.ctx = tlt_strtab_intern(&r->strs, d, strlen(d));
-            if (x.ctx == UINT32_MAX)
-                return -1;
-        }
+        /* names move from the file's ids to the rank's, and so do the
+         * domains of ranges and markers (the reader tells NCCL's by them) */
+        uint32_t nm = rank_string(f, r, x.name, "<lost name>");
+        if (nm == UINT32_MAX)
+            return -1;
+        if (x.kind == TLT_REC_RANGE && (x.ctx = rank_string(f, r, x.ctx, "")) == UINT32_MAX)
+            return -1;
         if (x.kind == TLT_REC_MARKER && x.val) {
-            const char *d = x.val < f->smap_cap && f->smap[x.val] ? tlt_strtab_str(&f->strs, f->smap[x.val]) : "";
-            uint32_t id = tlt_strtab_intern(&r->strs, d, strlen(d));
+            uint32_t id = rank_string(f, r, (uint32_t)x.val, "");
             if (id == UINT32_MAX)
                 return -1;
             x.val = id;
@@ -420,17 +423,9 @@ static int open_tlt(teller_watch *w, const char *path, const struct stat *sb)
 
 static int log_take_line(wlog *l, const char *s, size_t n, int64_t now_trace)
 {
-    /* `teller run`'s capture form: epoch ns, a space, the line */
-    int64_t t = INT64_MIN;
-    size_t i = 0;
-    while (i < n && i < 20 && s[i] >= '0' && s[i] <= '9')
-        i++;
-    if (i >= 16 && i < n && s[i] == ' ') {
-        t = 0;
-        for (size_t j = 0; j < i; j++)
-            t = t * 10 + (s[j] - '0');
-    }
-    if (t == INT64_MIN)
+    /* `teller run`'s capture form, as the log reader reads it */
+    int64_t t;
+    if (!log_capture_prefix(s, n, &t))
         t = l->nlines ? l->lines[l->nlines - 1].t : now_trace;
     if (TELLER_GROW(l->lines, l->lines_cap, l->nlines + 1))
         return -1;
@@ -634,4 +629,3 @@ int watch_read(teller_watch *w, int64_t now, int hold)
 
 int watch_rank_ended(const wrank *r) { return r->open_files == 0 && r->ended_files > 0; }
 
-int watch_record_is_cpu(uint8_t kind) { return is_cpu_kind(kind); }

@@ -106,10 +106,8 @@ static uint64_t finished(teller_watch *w, int final)
             if (r->left && d > w->next)
                 r->left = 0; /* it caught up */
         }
-        if (r->mk_base + r->nmk == 0 && !ended)
-            continue; /* no step yet: a process that runs none, or one that has not begun */
-        if (r->left || (r->mk_base + r->nmk == 0))
-            continue;
+        if (r->left || r->mk_base + r->nmk == 0)
+            continue; /* not waited for, or no step yet: a process that runs none, or one not begun */
         any = 1;
         if (final ? r->done > all : r->done < all)
             all = r->done;
@@ -181,8 +179,8 @@ static int rank_image(const wrank *r, int64_t t0, int64_t t1, image *m)
         goto out;
     for (size_t i = 0; i < r->nrecs; i++) {
         const tlt_rec *x = &r->recs[i];
-        if (watch_record_is_cpu(x->kind) && x->start >= t0 && x->start <= t1 && x->corr &&
-            (x->kind == TLT_REC_RUNTIME || x->kind == TLT_REC_DRIVER)) {
+        if ((x->kind == TLT_REC_RUNTIME || x->kind == TLT_REC_DRIVER) && x->corr && x->start >= t0 &&
+            x->start <= t1) {
             if (TELLER_GROW(corr, cc, nc + 1))
                 goto out;
             corr[nc++] = x->corr;
@@ -225,6 +223,7 @@ typedef struct window {
     size_t        n;
     char        **logs;  /* the window's copies of the logs, one per followed log */
     uint64_t    **lnum;  /* per copy, per line: its line in the log */
+    size_t       *nlnum; /* per copy: its lines */
     size_t        nlogs;
 } window;
 
@@ -244,7 +243,8 @@ static int window_logs(teller_watch *w, window *win, int64_t t0, int64_t t1)
 {
     if (w->nlogs == 0)
         return 0;
-    if (!(win->logs = calloc(w->nlogs, sizeof *win->logs)) || !(win->lnum = calloc(w->nlogs, sizeof *win->lnum)))
+    if (!(win->logs = calloc(w->nlogs, sizeof *win->logs)) || !(win->lnum = calloc(w->nlogs, sizeof *win->lnum)) ||
+        !(win->nlnum = calloc(w->nlogs, sizeof *win->nlnum)))
         return -1;
     for (size_t i = 0; i < w->nlogs; i++) {
         wlog *l = w->logs[i];
@@ -260,12 +260,12 @@ static int window_logs(teller_watch *w, window *win, int64_t t0, int64_t t1)
         FILE *f = fopen(path, "w");
         if (!f)
             return -1;
-        size_t n = 0;
+        size_t *n = &win->nlnum[i];
         for (size_t j = 0; j < l->nlines; j++)
             if (l->lines[j].t >= t0 && l->lines[j].t <= t1) {
                 fwrite(l->lines[j].s, 1, l->lines[j].n, f);
                 fputc('\n', f);
-                win->lnum[i][n++] = l->lines[j].lnum;
+                win->lnum[i][(*n)++] = l->lines[j].lnum;
             }
         if (fclose(f))
             return -1;
@@ -281,7 +281,7 @@ static void evidence_to_logs(const teller_watch *w, const window *win, teller_st
         teller_evidence *ev = &p->ev[e];
         for (size_t i = 0; i < win->nlogs; i++)
             if (!strcmp(ev->file, win->logs[i])) {
-                if (ev->line >= 1)
+                if (ev->line >= 1 && ev->line <= win->nlnum[i])
                     ev->line = win->lnum[i][ev->line - 1];
                 snprintf(ev->file, sizeof ev->file, "%s", w->logs[i]->path);
                 break;
@@ -294,7 +294,7 @@ static void evidence_to_logs(const teller_watch *w, const window *win, teller_st
 static teller_status diagnose_window(teller_watch *w, uint64_t s0, uint64_t s1, int final, teller_error *err)
 {
     window win = {w, calloc(w->nranks ? w->nranks : 1, sizeof *win.ranks),
-                  calloc(w->nranks ? w->nranks : 1, sizeof *win.img), 0, NULL, NULL, 0};
+                  calloc(w->nranks ? w->nranks : 1, sizeof *win.img), 0, NULL, NULL, NULL, 0};
     char **names = calloc(w->nranks ? w->nranks : 1, sizeof *names);
     teller_store *st = NULL;
     teller_diagnosis *d = NULL;
@@ -385,6 +385,7 @@ out:
     }
     free(win.logs);
     free(win.lnum);
+    free(win.nlnum);
     teller_diagnosis_free(d);
     teller_store_free(st);
     return s;

@@ -119,7 +119,6 @@ struct teller_watch {
  * ahead of the slowest (held_back says some were left). */
 int  watch_read(teller_watch *w, int64_t now_wall, int hold);
 int  watch_rank_ended(const wrank *r);
-int  watch_record_is_cpu(uint8_t kind);
 void watch_rank_free(wrank *r);
 void watch_file_free(wfile *f);
 void watch_log_free(wlog *l);
