@@ -303,8 +303,8 @@ out:
 }
 
 /* Several slow pipeline transfers in one step, or slow cross-node
- * collectives, are one degraded link; the root is on the node they share,
- * the receiving (higher) node when they share more than one. */
+ * collectives, are one degraded link; the root is on the node they share
+ * (link_root). */
 static int is_transfer(const cand *c)
 {
     return (c->det == TELLER_FAULT_PP_SEND_DELAY || c->det == TELLER_FAULT_SLOW_LINK) && !c->reference;
@@ -352,6 +352,52 @@ static int cmp_xfer(const void *x, const void *y)
 {
     const xfer *a = x, *b = y;
     return a->name != b->name ? (a->name < b->name ? -1 : 1) : (a->at > b->at) - (a->at < b->at);
+}
+
+static int32_t cand_node(const teller_store *st, int32_t rank)
+{
+    int32_t src = rank >= 0 ? teller_store_source_of_rank(st, rank) : -1;
+    return src >= 0 ? teller_store_source_c(st, (uint32_t)src)->node : -1;
+}
+
+/* The degraded link's node among step s's transfer candidates, marked
+ * settled: the node the most of them touch at either end (a node's link
+ * slows its transfers to both neighbours of a pipeline, so the node they
+ * share is the one between them), the higher (receiving) node when two
+ * touch as many (one link's two ends, which its transfers cannot tell
+ * apart); its lowest rank. -1 when no candidate's node is known. */
+static int32_t link_root(const teller_store *st, step_acc *s)
+{
+    int32_t best = -1;
+    uint32_t best_n = 0;
+    for (size_t a = 0; a < s->n; a++) {
+        if (!is_transfer(&s->c[a]))
+            continue;
+        int32_t ends[2] = {cand_node(st, s->c[a].rank), cand_node(st, s->c[a].peer)};
+        for (int e = 0; e < 2; e++) {
+            if (ends[e] < 0 || (e == 1 && ends[1] == ends[0]))
+                continue;
+            uint32_t n = 0;
+            for (size_t b = 0; b < s->n; b++)
+                if (is_transfer(&s->c[b]) &&
+                    (cand_node(st, s->c[b].rank) == ends[e] || cand_node(st, s->c[b].peer) == ends[e]))
+                    n++;
+            if (n > best_n || (n == best_n && ends[e] > best)) {
+                best = ends[e];
+                best_n = n;
+            }
+        }
+    }
+    for (size_t a = 0; a < s->n; a++)
+        if (is_transfer(&s->c[a]))
+            s->c[a].det = TELLER_FAULT_NONE;
+    int32_t root = INT32_MAX;
+    for (size_t q = 0; q < teller_store_num_sources(st); q++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)q);
+        if (best >= 0 && so->node == best && so->rank < root)
+            root = so->rank;
+    }
+    return root == INT32_MAX ? -1 : root;
 }
 
 /* Several slow pipeline transfers in step k, or slow cross-node
@@ -407,28 +453,10 @@ static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
         a = b;
     }
     cand t = s->c[best];
-    int32_t hi = -1;
-    for (size_t a = 0; a < s->n; a++) {
-        if (!is_transfer(&s->c[a]))
-            continue;
-        /* both ends of the transfer count: the root is on the receiving (higher) node */
-        for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
-            const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
-            if ((so->rank == s->c[a].rank || so->rank == s->c[a].peer) && so->node > hi)
-                hi = so->node;
-        }
-        s->c[a].det = TELLER_FAULT_NONE;
-    }
-    /* the lowest rank of that node */
-    int32_t root = INT32_MAX;
-    for (size_t q = 0; q < teller_store_num_sources(D->st); q++) {
-        const teller_source *so = teller_store_source_c(D->st, (uint32_t)q);
-        if (so->node == hi && so->rank < root)
-            root = so->rank;
-    }
+    int32_t root = link_root(D->st, s);
     t.det = TELLER_FAULT_SLOW_LINK;
     t.excess = sum;
-    t.rank = root == INT32_MAX ? t.rank : root;
+    t.rank = root < 0 ? t.rank : root;
     s->c[best] = t;
     free(idx);
     return 0;

@@ -487,6 +487,37 @@ static int same_work(const waited *a, const waited *b)
     return a->seq == b->seq && !strcmp(a->op, b->op);
 }
 
+/* The engine collective source q's GPU was in when a hang took it down
+ * before it ran any in the step: what followed the step's last kernel
+ * the last time that kernel ran on its stream in an earlier step (a CUDA
+ * graph replays the same kernels in order), when that is an engine
+ * collective; else TELLER_NONE. */
+static uint32_t engine_next(const dctx *D, int32_t q, uint32_t step)
+{
+    const teller_events *ev = D->ev;
+    size_t lo = D->range[q], hi = D->range[q + 1], last = SIZE_MAX, prev = SIZE_MAX;
+    for (size_t e = lo; e < hi; e++)
+        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->step[e] == step &&
+            (last == SIZE_MAX || ev->start_ns[e] > ev->start_ns[last]))
+            last = e;
+    if (last == SIZE_MAX)
+        return TELLER_NONE;
+    for (size_t e = lo; e < hi; e++)
+        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->name[e] == ev->name[last] && ev->track[e] == ev->track[last] &&
+            ev->step[e] < step && (prev == SIZE_MAX || ev->start_ns[e] > ev->start_ns[prev]))
+            prev = e;
+    size_t next = SIZE_MAX;
+    for (size_t e = lo; e < hi && prev != SIZE_MAX; e++)
+        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->track[e] == ev->track[last] &&
+            ev->start_ns[e] > ev->start_ns[prev] && (next == SIZE_MAX || ev->start_ns[e] < ev->start_ns[next]))
+            next = e;
+    if (next == SIZE_MAX || !(ev->flags[next] & TELLER_F_COMM))
+        return TELLER_NONE;
+    const teller_comm_family *fam =
+        teller_comm_family_get(teller_comm_family_of(teller_store_str(D->st, ev->name[next]), NULL, 0));
+    return fam && fam->match == TELLER_COMM_MATCH_ORDER ? ev->name[next] : TELLER_NONE;
+}
+
 /* A hang only the watchdog shows. PyTorch's default error handling takes
  * the process down at a collective's timeout without aborting it, so the
  * collective that never ended is not in the trace, nor the annotation of
@@ -615,12 +646,17 @@ static int log_hangs(const dctx *D, diag_state *S, finds *out, const waits_seen 
          * rank that hung in one went on enqueueing the step's work and its
          * watchdog fired on the next NCCL work, which it never ran. So when
          * the step holds no kernel of the line's kind but one of those, the
-         * latest of them in the step is what the rank was in. */
+         * latest of them in the step is what the rank was in; when it ran
+         * none yet, the one that follows its last kernel (engine_next). */
         uint32_t name = TELLER_NONE, engine = TELLER_NONE;
         int64_t latest = INT64_MIN, latest_engine = INT64_MIN;
         int kind_in_step = 0;
         for (size_t e = D->range[q]; e < D->range[q + 1]; e++) {
-            if (!(ev->flags[e] & TELLER_F_COMM) || !(ev->flags[e] & TELLER_F_GPU) || (double)ev->start_ns[e] > w->at)
+            /* the line's time, minutes after the trace ends, moves onto its
+             * clock by the node's offset and rate as fitted in the trace:
+             * milliseconds off, so the hung step's kernels all count */
+            if (!(ev->flags[e] & TELLER_F_COMM) || !(ev->flags[e] & TELLER_F_GPU) ||
+                ((double)ev->start_ns[e] > w->at && ev->step[e] != w->step))
                 continue;
             const char *nm = teller_store_str(D->st, ev->name[e]);
             int kind = !w->op[0] || strstr(nm, w->op);
@@ -636,6 +672,8 @@ static int log_hangs(const dctx *D, diag_state *S, finds *out, const waits_seen 
                 engine = ev->name[e];
             }
         }
+        if (!kind_in_step && engine == TELLER_NONE)
+            engine = engine_next(D, q, w->step);
         if (!kind_in_step && engine != TELLER_NONE)
             name = engine;
         const char *fallback = w->optype[0] ? w->optype : "collective";

@@ -13,12 +13,15 @@
  *      record_param_comms "Seq", the same counter the watchdog prints) equal
  *      to N; else, assuming the trace holds the process group's collectives
  *      from its first one, the instance with 0-based seq N-1
- *      (TELLER_LOGF_SEQ_ASSUMED). With a known rank only instances that rank
- *      took part in count. The step is that rank's kernel's step (or the
- *      first member's). Limits: a trace cut in the middle of a run without
- *      Seq gives a wrong instance under the assumption; several process
- *      groups number their collectives separately and the watchdog line's
- *      "[PG n]" is not yet used to pick one (the first key that matches wins).
+ *      (TELLER_LOGF_SEQ_ASSUMED), unless the line says how long its work
+ *      ran and that instance's kernel on the rank ended sooner: then by
+ *      time (rule 3). Only instances of the group the line names count
+ *      ("[PG ... GUID G ...]", where the trace names groups), and with a
+ *      known rank only those that rank took part in. The step is that
+ *      rank's kernel's step (or the first member's). Limits: a trace cut in
+ *      the middle of a run without Seq gives a wrong instance under the
+ *      assumption; a line of the default group, or of none, takes the first
+ *      group whose numbering matches.
  *   3. Otherwise by time: the record's time moved onto node 0's clock
  *      (minus the node's offset) falls inside a step of its rank (any rank
  *      when unknown); a watchdog timeout that says how long its collective
@@ -105,7 +108,17 @@ static int32_t pg_global_rank(const teller_store *st, const teller_log_str *pg, 
     return -1;
 }
 
-static uint32_t coll_by_seq(const teller_store *st, int64_t seq, int32_t rank, int assumed,
+/* Whether event e's collective is of the process group a watchdog line
+ * names (pg: empty when the line names none or the default group; a
+ * collective the trace names no group for may be of any). */
+static int of_group(const teller_store *st, uint32_t e, const teller_log_str *pg)
+{
+    const teller_comm *cm = teller_store_event_comm(st, e);
+    const char *name = cm ? teller_store_str(st, cm->pg_name) : "";
+    return !pg->n || !name[0] || (strlen(name) == pg->n && !memcmp(name, pg->p, pg->n));
+}
+
+static uint32_t coll_by_seq(const teller_store *st, int64_t seq, const teller_log_str *pg, int32_t rank, int assumed,
                             uint32_t *kernel)
 {
     const teller_collective *cs = teller_store_collectives(st);
@@ -118,7 +131,7 @@ static uint32_t coll_by_seq(const teller_store *st, int64_t seq, int32_t rank, i
          * collectives (numbered by their order in a step) are none of it */
         const teller_comm_family *fam = teller_comm_family_get(teller_comm_family_of(
             teller_store_str(st, teller_store_events(st)->name[mem[cs[c].first_member].kernel]), NULL, 0));
-        if (fam && fam->match == TELLER_COMM_MATCH_ORDER)
+        if ((fam && fam->match == TELLER_COMM_MATCH_ORDER) || !of_group(st, mem[cs[c].first_member].kernel, pg))
             continue;
         uint32_t pick = TELLER_NONE;
         int seq_ok = assumed;
@@ -138,6 +151,17 @@ static uint32_t coll_by_seq(const teller_store *st, int64_t seq, int32_t rank, i
         }
     }
     return TELLER_NONE;
+}
+
+/* Whether the kernel of an instance found by an assumed sequence number
+ * can be the work a watchdog line names that says how long its work ran
+ * without ending: it lasted that long, give or take a second and 100 ppm
+ * (an aborted work's kernel ends at the abort; one whose process was taken
+ * down is never written). A kernel that ended sooner is another work: the
+ * trace numbers the group's collectives otherwise than assumed. */
+static int ran_as_long(const teller_events *ev, uint32_t kernel, const teller_log_record *rec)
+{
+    return rec->ran_ns <= 0 || ev->dur_ns[kernel] >= rec->ran_ns - 1000000000 - rec->ran_ns / 10000;
 }
 
 void teller_log_align_record(const teller_store *st, int32_t node, const teller_log_record *rec,
@@ -160,14 +184,18 @@ void teller_log_align_record(const teller_store *st, int32_t node, const teller_
 
     if (rec->seq >= 0) {
         uint32_t kernel = TELLER_NONE;
-        uint32_t c = coll_by_seq(st, rec->seq, out->rank, 0, &kernel);
+        uint32_t c = coll_by_seq(st, rec->seq, &rec->pg, out->rank, 0, &kernel);
         if (c == TELLER_NONE && rec->seq >= 1) {
-            c = coll_by_seq(st, rec->seq, out->rank, 1, &kernel);
+            c = coll_by_seq(st, rec->seq, &rec->pg, out->rank, 1, &kernel);
             if (c != TELLER_NONE)
                 out->flags |= TELLER_LOGF_SEQ_ASSUMED;
         }
+        const teller_events *ev = teller_store_events(st);
+        if (c != TELLER_NONE && (out->flags & TELLER_LOGF_SEQ_ASSUMED) && !ran_as_long(ev, kernel, rec)) {
+            c = TELLER_NONE;
+            out->flags &= ~TELLER_LOGF_SEQ_ASSUMED;
+        }
         if (c != TELLER_NONE) {
-            const teller_events *ev = teller_store_events(st);
             out->coll = c;
             out->step = ev->step ? ev->step[kernel] : TELLER_NONE;
             if (out->step != TELLER_NONE)

@@ -215,6 +215,12 @@ typedef struct sim {
 static int rank_node(const sim *S, int r) { return r / S->o.gpus_per_node; }
 static int rank_stage(const sim *S, int r) { return r / S->o.tp; }
 
+/* A pipeline stage's share of the model's layers. */
+static int stage_layers(const sim *S, int stage)
+{
+    return S->m->layers / S->o.pp + (stage < S->m->layers % S->o.pp ? 1 : 0);
+}
+
 /* true time -> the rank's node clock */
 static int64_t local_ns(const sim *S, int node, int64_t t)
 {
@@ -370,7 +376,8 @@ static void log_engine(sim *S, int node, int64_t t, const char *level, const cha
     add_log(S, node, t, line);
 }
 
-/* PyTorch ProcessGroupNCCL glog-style line */
+/* PyTorch ProcessGroupNCCL glog-style line of the rank's tensor-parallel
+ * group, named as the trace names it (put_comm_md: 1 + the stage) */
 static void log_pg(sim *S, int rank, int64_t t, const char *msg)
 {
     int node = rank_node(S, rank);
@@ -379,9 +386,9 @@ static void log_pg(sim *S, int rank, int64_t t, const char *msg)
     struct tm tm;
     gmtime_r(&sec, &tm);
     char line[1024];
-    snprintf(line, sizeof line, "[rank%d]:[E%02d%02d %02d:%02d:%02d.%09lld ProcessGroupNCCL.cpp:632] [PG ID 1 PG GUID 1 Rank %d] %s",
+    snprintf(line, sizeof line, "[rank%d]:[E%02d%02d %02d:%02d:%02d.%09lld ProcessGroupNCCL.cpp:632] [PG ID %d PG GUID %d Rank %d] %s",
              rank, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(l % 1000000000),
-             rank % S->o.tp, msg);
+             1 + rank_stage(S, rank), 1 + rank_stage(S, rank), rank % S->o.tp, msg);
     add_log(S, node, t, line);
 }
 
@@ -434,7 +441,7 @@ static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
     int tp = S->o.tp, pp = S->o.pp;
     double T = b->prefill_tokens + b->decode_seqs;
     double h = m->hidden, hd = (double)m->hidden / m->heads, kvh = m->kv_heads;
-    int layers = m->layers / pp + (stage < m->layers % pp ? 1 : 0);
+    int layers = stage_layers(S, stage);
     size_t n = 0;
     int g = b->graph;
 #define ADD(...) (ops[n++] = (op){__VA_ARGS__, 0})
@@ -753,11 +760,18 @@ static int slow_copy(fx *c, int r, const op *p, double *d)
     return 1;
 }
 
-/* nccl_hang: one of the two all-reduces per layer of the first stage */
+/* nccl_hang: one of the two all-reduces per layer of the rank's stage; a
+ * rank of a stage without layers (more stages than layers) is moved to
+ * the same place in a stage with some, whose collectives can hang */
 static void pick_hung(sim *S, fault_inst *F)
 {
-    int layers0 = S->m->layers / S->o.pp + (0 < S->m->layers % S->o.pp ? 1 : 0);
-    F->coll = uni_int(&S->r, 2 * layers0 > 0 ? 2 * layers0 : 1);
+    int st = rank_stage(S, F->rank);
+    if (stage_layers(S, st) == 0) {
+        F->rank = st % S->m->layers * S->o.tp + F->rank % S->o.tp;
+        F->node = rank_node(S, F->rank);
+        st = rank_stage(S, F->rank);
+    }
+    F->coll = uni_int(&S->r, 2 * stage_layers(S, st));
 }
 
 static int hangs(fx *c, int r, int coll) { return on_rank(c, r) && coll == c->F->coll; }
