@@ -87,12 +87,13 @@ void sim_faulty(char *dir, int nodes, int gpus, int steps, uint64_t seed, int ha
  * nodes x gpus GPUs, tp x pp parallel, steps steps, the seed. */
 void sim_healthy(char *dir, int nodes, int gpus, int tp, int pp, int steps, uint64_t seed);
 
-/* The logs of the two nodes of a simulated case, DIR/logs/node0.log and
- * node1.log: node_logs_of fills l and returns its list, which lives as long
- * as l. */
+/* The logs of the first nodes of a simulated case, DIR/logs/node0.log,
+ * node1.log, ... (NODE_LOGS of them): node_logs_of fills l and returns its
+ * list, which lives as long as l. */
+#define NODE_LOGS 8
 typedef struct node_logs {
-    char        path[2][4200];
-    const char *v[2];
+    char        path[NODE_LOGS][4200];
+    const char *v[NODE_LOGS];
 } node_logs;
 const char **node_logs_of(node_logs *l, const char *dir);
 

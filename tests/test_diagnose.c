@@ -334,6 +334,64 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
+/* A four-stage pipeline, a stage per node: a middle node's degraded link
+ * slows its transfers to both neighbours; the root is that node (the one
+ * the slowed transfers share), not the next one down the pipeline. */
+static void test_diagnose_slow_link_middle_node(void)
+{
+    char dir[] = "/tmp/teller_diag_midlink_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 4;
+    o.gpus_per_node = 2;
+    o.tp = 2;
+    o.pp = 4;
+    o.steps = 40;
+    o.fault_rate = 0.3;
+    o.faults = 1u << TELLER_FAULT_SLOW_LINK;
+    o.seed = 1;
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 8, 0, &st, &d, &s);
+    CHECK(s.step_f1 >= 0.9);
+    CHECK(s.rank_ac1 >= 0.9);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
+/* An eight-stage pipeline whose hang takes the processes down: the
+ * watchdog lines name the tensor-parallel group's next NCCL work by a
+ * number the trace cannot hold (it never ran), so the hang is placed by
+ * the line's time in the step it hung, with the engine collective the
+ * rank never launched as its operator (seeds whose lines' numbers matched
+ * an earlier step's instance of another group). */
+static void test_diagnose_hang_deep_pipeline(void)
+{
+    static const uint64_t seeds[] = {2, 4, 8};
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        char dir[] = "/tmp/teller_diag_deephang_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 8;
+        o.gpus_per_node = 2;
+        o.tp = 2;
+        o.pp = 8;
+        o.steps = 30;
+        o.fault_rate = 0.3;
+        o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+        o.seed = seeds[i];
+        teller_store *st = NULL;
+        teller_diagnosis *d = NULL;
+        teller_eval_summary s;
+        diagnose_scored(dir, &o, 16, 8, &st, &d, &s);
+        CHECK(s.step_f1 >= 0.99);
+        CHECK(s.op_ac1 >= 0.99);
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 /* The shared trace rel (with rel2, a second rank's, when not NULL),
  * loaded as one run, trees built. */
 static teller_store *load_real(const char *rel, const char *rel2)
@@ -2048,6 +2106,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: healthy one-step traces' kernels match their work at the trace's own throughput",
      test_diagnose_one_step_kernels_match_their_work},
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
+    {"diagnose: a middle node's slow link is put on that node", test_diagnose_slow_link_middle_node},
+    {"diagnose: a hang deep in a pipeline, placed by its watchdog line's time", test_diagnose_hang_deep_pipeline},
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},

@@ -83,7 +83,7 @@ void sim_healthy(char *dir, int nodes, int gpus, int tp, int pp, int steps, uint
 
 const char **node_logs_of(node_logs *l, const char *dir)
 {
-    for (int n = 0; n < 2; n++) {
+    for (int n = 0; n < NODE_LOGS; n++) {
         snprintf(l->path[n], sizeof l->path[n], "%s/logs/node%d.log", dir, n);
         l->v[n] = l->path[n];
     }

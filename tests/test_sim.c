@@ -424,6 +424,48 @@ static void test_sim_draws_by_the_fault_table(void)
     }
 }
 
+/* More pipeline stages than the model has layers (the 8B's 32 over 40
+ * stages): a stage without layers has no collective to hang in, so a hang
+ * drawn on one of its ranks is moved to a stage with layers, and every
+ * hang the truth records happened (its watchdog lines are in the log). */
+static void test_sim_hang_only_where_a_collective_runs(void)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        char dir[] = "/tmp/teller_simH_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 40, o.gpus_per_node = 2, o.tp = 2, o.pp = 40;
+        o.steps = 6;
+        o.fault_rate = 1;
+        o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+        o.seed = seed;
+        sim_case(dir, &o);
+        char tp[600];
+        snprintf(tp, sizeof tp, "%s/truth.json", dir);
+        teller_error err;
+        jv *truth = jdom_load(tp, &err);
+        CHECK(truth != NULL);
+        const jv *steps = truth ? jdom_get(truth, "steps") : NULL;
+        int hangs = 0;
+        for (size_t i = 0; steps && i < steps->n; i++) {
+            const jv *root = jdom_get(&steps->items[i], "root");
+            if (!root)
+                continue;
+            int rank = (int)jdom_num(root, "rank", -1);
+            CHECK(rank >= 0 && rank / o.tp < 32);
+            char log[700];
+            snprintf(log, sizeof log, "%s/logs/node%d.log", dir, rank / o.gpus_per_node);
+            size_t len = 0;
+            char *text = read_file(log, &len);
+            CHECK(text && strstr(text, "Watchdog caught collective operation timeout"));
+            free(text);
+            hangs++;
+        }
+        CHECK_EQ_INT(hangs, 1);
+        jdom_free(truth);
+        rm_rf(dir);
+    }
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -571,6 +613,7 @@ const test_case sim_tests[] = {
     {"sim: every log line is a real engine, PyTorch or NCCL format", test_sim_logs_are_real_formats},
     {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
     {"sim: a kind is drawn where its row's needs are met, at its row's target", test_sim_draws_by_the_fault_table},
+    {"sim: a hang is drawn only where a collective runs, and happens", test_sim_hang_only_where_a_collective_runs},
     {"fault table: every kind has a whole row", test_fault_table_rows_are_whole},
     {"fault table: the truth's sentence is one frame around formatted numbers", test_fault_sentence_frame},
     {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},
