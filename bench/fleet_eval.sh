@@ -7,21 +7,22 @@
 #
 # usage: bench/fleet_eval.sh BUILD OUT [SEED0 [SEEDS [SHAPE...]]]
 #   SHAPE: "NODES GPUS" (the simulator's default topology: tensor parallel
-#   inside a node, a pipeline stage per node) or "NODES GPUS TP PP"
+#   inside a node, a pipeline stage per node) or "NODES GPUS TP PP DP"
+#   (DP data-parallel replicas of TP x PP)
 set -euo pipefail
 BUILD=${1:?usage: bench/fleet_eval.sh BUILD OUT [SEED0 [SEEDS [SHAPE...]]]}
 OUT=${2:?usage: bench/fleet_eval.sh BUILD OUT [SEED0 [SEEDS [SHAPE...]]]}
 SEED0=${3:-2000}
 SEEDS=${4:-4}
 shift $(( $# < 4 ? $# : 4 ))
-[ $# -gt 0 ] || set -- "2 8" "8 8" "32 8" "64 16"
+[ $# -gt 0 ] || set -- "2 8" "8 8" "32 8" "64 16" "64 16 8 2 64"
 T=$BUILD/teller
 mkdir -p "$OUT"
 printf "%-22s %6s %6s %6s %8s %8s\n" "shape" "steps" "abn" "F1" "h.rec" "h.opAC1"
 for shape in "$@"; do
-  read -r nodes gpus tp pp <<<"$shape"
+  read -r nodes gpus tp pp dp <<<"$shape"
   topo=(--nodes "$nodes" --gpus-per-node "$gpus")
-  [ -z "${tp:-}" ] || topo+=(--tp "$tp" --pp "$pp")
+  [ -z "${tp:-}" ] || topo+=(--tp "$tp" --pp "$pp" --dp "$dp")
   tag=$(echo "$shape" | tr ' ' _)
   C=$OUT/$tag/cases P=$OUT/$tag/pred
   rm -rf "$OUT/$tag"

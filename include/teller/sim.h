@@ -22,7 +22,9 @@ extern "C" {
 typedef struct teller_sim_opts {
     int         nodes;          /* >= 1 */
     int         gpus_per_node;  /* >= 1 */
-    int         tp, pp;         /* tp * pp == nodes * gpus_per_node */
+    int         tp, pp;         /* a replica's tensor- and pipeline-parallel sizes */
+    int         dp;             /* data-parallel replicas, each its own tp x pp group of consecutive
+                                 * ranks, requests spread over them; tp * pp * dp == nodes * gpus_per_node */
     int         steps;          /* >= 1 */
     const char *model;          /* "8b", "70b", "moe" */
     const char *engine;         /* "vllm" or "sglang" */

@@ -137,24 +137,46 @@ static double step_dur(const chk *C, uint32_t k)
     return best;
 }
 
-/* What step k did, by the lowest rank's marker that says it; its work
- * the marker's, else the kernels launched in the step on that rank. */
+/* The rank step k took longest on (added), the lowest of those tied; -1
+ * when no rank has an event in it. */
+static int32_t longest_rank(const chk *C, uint32_t k)
+{
+    double best = -1;
+    int32_t who = -1;
+    for (size_t q = 0; q < teller_store_num_sources(C->st); q++) {
+        int32_t r = teller_store_source_c(C->st, (uint32_t)q)->rank;
+        double w = added(C, k, r);
+        if (w >= 0 && (w > best || (w == best && r < who))) {
+            best = w;
+            who = r;
+        }
+    }
+    return who;
+}
+
+/* What step k did, by the marker of the rank it took longest on, else the
+ * lowest rank's that says it; its work the marker's, else the kernels
+ * launched in the step on that rank. */
 static void step_class(const chk *C, uint32_t k, teller_step_class *cls)
 {
     const teller_step *rows = teller_store_steps(C->st);
+    int32_t rank = longest_rank(C, k);
+    size_t pick = SIZE_MAX;
     for (size_t i = 0; i < teller_store_num_steps(C->st); i++)
-        if (rows[i].step == k && rows[i].marker != TELLER_NONE) {
-            teller_step_classify(teller_store_str(C->st, C->ev->name[rows[i].marker]), cls);
-            size_t lo, hi;
-            if (cls->work < 0 && rank_events(C, rows[i].rank, &lo, &hi)) {
-                cls->work = 0;
-                for (size_t j = lo; j < hi; j++)
-                    cls->work += C->ev->step[j] == k && C->ev->layer[j] == TELLER_LAYER_KERNEL &&
-                                 (C->ev->flags[j] & TELLER_F_GPU);
-            }
-            return;
-        }
-    teller_step_classify(NULL, cls);
+        if (rows[i].step == k && rows[i].marker != TELLER_NONE && (pick == SIZE_MAX || rows[i].rank == rank) &&
+            (pick == SIZE_MAX || rows[pick].rank != rank))
+            pick = i;
+    if (pick == SIZE_MAX) {
+        teller_step_classify(NULL, cls);
+        return;
+    }
+    teller_step_classify(teller_store_str(C->st, C->ev->name[rows[pick].marker]), cls);
+    size_t lo, hi;
+    if (cls->work < 0 && rank_events(C, rows[pick].rank, &lo, &hi)) {
+        cls->work = 0;
+        for (size_t j = lo; j < hi; j++)
+            cls->work += C->ev->step[j] == k && C->ev->layer[j] == TELLER_LAYER_KERNEL && (C->ev->flags[j] & TELLER_F_GPU);
+    }
 }
 
 /* The time the compute kernels of step k's fastest rank took, -1 when
@@ -441,8 +463,9 @@ static double remake(chk *C, const teller_diag_step *s, uint32_t i, const double
 /* ---- the numbers of a sentence ---- */
 
 /* Whether integer x is one the step may state: its step, its facts'
- * steps, ranks, the nodes of those ranks, counts; its group's sizes, its
- * work and the steps its usual is made of. */
+ * steps, ranks, the nodes of those ranks, counts; its candidates' ranks
+ * and their nodes; its group's sizes, its work and the steps its usual is
+ * made of. */
 static int identifier(const chk *C, const teller_diag_step *s, long long x)
 {
     const teller_diagnosis *d = C->d;
@@ -453,9 +476,11 @@ static int identifier(const chk *C, const teller_diag_step *s, long long x)
     for (uint32_t i = 0; i < s->near_n; i++)
         if (x == d->near_steps[s->near_first + i])
             return 1;
-    for (int i = 0; i < s->pred.ncand; i++)
-        if (x == s->pred.cand[i].rank)
+    for (int i = 0; i < s->pred.ncand; i++) {
+        int32_t src = s->pred.cand[i].rank >= 0 ? teller_store_source_of_rank(C->st, s->pred.cand[i].rank) : -1;
+        if (x == s->pred.cand[i].rank || (src >= 0 && x == teller_store_source_c(C->st, (uint32_t)src)->node))
             return 1;
+    }
     for (uint32_t i = 0; i < s->nfacts; i++) {
         const teller_fact *f = &d->facts[s->first_fact + i];
         int32_t src = f->rank >= 0 ? teller_store_source_of_rank(C->st, f->rank) : -1;

@@ -10,14 +10,17 @@ int cmd_simulate(int argc, char **argv)
 {
     teller_sim_opts o = teller_sim_defaults();
     const char *out = NULL;
-    int corpus = 0, nodes = 0, gpus = 0, tp = 0, pp = 0; /* 0: not given */
+    int corpus = 0, nodes = 0, gpus = 0, tp = 0, pp = 0, dp = 0; /* 0: not given */
     const int most = 2147483647;
     const cli_opt opts[] = {
         CLI_STR('o', NULL, &out, "DIR", CLI_REQUIRED, "the case directory (or the corpus's, with --corpus)"),
-        CLI_INT(0, "nodes", &nodes, "N", 1, most, "nodes (topology: tp x pp = nodes x gpus-per-node)"),
+        CLI_INT(0, "nodes", &nodes, "N", 1, most, "nodes (topology: tp x pp x dp = nodes x gpus-per-node)"),
         CLI_INT(0, "gpus-per-node", &gpus, "G", 1, most, "GPUs per node"),
         CLI_INT(0, "tp", &tp, "T", 1, most, "tensor-parallel size (default: a node's GPUs)"),
-        CLI_INT(0, "pp", &pp, "P", 1, most, "pipeline-parallel size (default: the nodes)"),
+        CLI_INT(0, "pp", &pp, "P", 1, most, "pipeline-parallel size (default: the nodes a replica spans)"),
+        CLI_INT(0, "dp", &dp, "D", 1, most,
+                "data-parallel replicas, each its own tp x pp group, requests\n"
+                "spread over them (default 1)"),
         CLI_INT(0, "steps", &o.steps, "N", 1, most, "engine steps (default 60)"),
         CLI_STR(0, "model", &o.model, "8b|70b|moe", 0, "model preset"),
         CLI_STR(0, "engine", &o.engine, "vllm|sglang", 0, "log formats and step annotations"),
@@ -58,12 +61,15 @@ int cmd_simulate(int argc, char **argv)
         o.tp = tp;
     if (pp)
         o.pp = pp;
-    /* topology given without tp/pp: tensor parallel within a node, pipeline across nodes */
+    if (dp)
+        o.dp = dp;
+    /* topology given without tp/pp: tensor parallel within a node, pipeline
+     * across a replica's share of the nodes */
     if ((topo_set & 1) && !(topo_set & 6)) {
         o.tp = o.gpus_per_node;
-        o.pp = o.nodes;
+        o.pp = o.nodes / o.dp > 0 ? o.nodes / o.dp : 1;
     } else if ((topo_set & 2) && !(topo_set & 4) && o.tp > 0) {
-        long long pp_fit = (long long)o.nodes * o.gpus_per_node / o.tp; /* too large: the check refuses it */
+        long long pp_fit = (long long)o.nodes * o.gpus_per_node / o.tp / o.dp; /* too large: the check refuses it */
         o.pp = pp_fit > most ? most : (int)pp_fit;
     }
     teller_error err;

@@ -29,6 +29,8 @@ typedef struct cand {
     uint32_t     calls;    /* malloc_storm, oom: the slowed allocation calls */
     uint32_t     members;  /* nccl_hang: the members of the collective that waited */
     int32_t      peer;     /* transfers: the rank at the other end; a hang: a rank that waited; else -1 */
+    int          both_ends; /* slow_link: its transfers cannot tell the link's two nodes apart; peer is
+                             * the other node's lowest rank, the next candidate */
     /* ns the finding held its rank's host back: its slow calls' or stalls'
      * time over their usual, whatever of it the GPU's queue absorbed (zero
      * for work on the GPU); a host that runs ahead starts its next step

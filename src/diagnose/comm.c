@@ -360,22 +360,35 @@ static int32_t cand_node(const teller_store *st, int32_t rank)
     return src >= 0 ? teller_store_source_c(st, (uint32_t)src)->node : -1;
 }
 
+/* The lowest rank of node n, or -1 when no rank is on it. */
+static int32_t node_first_rank(const teller_store *st, int32_t n)
+{
+    int32_t root = INT32_MAX;
+    for (size_t q = 0; q < teller_store_num_sources(st); q++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)q);
+        if (n >= 0 && so->node == n && so->rank < root)
+            root = so->rank;
+    }
+    return root == INT32_MAX ? -1 : root;
+}
+
 /* The degraded link's node among step s's transfer candidates, marked
  * settled: the node the most of them touch at either end (a node's link
  * slows its transfers to both neighbours of a pipeline, so the node they
- * share is the one between them), the higher (receiving) node when two
+ * share is the one between them); the higher (receiving) node when two
  * touch as many (one link's two ends, which its transfers cannot tell
- * apart); its lowest rank. -1 when no candidate's node is known. */
-static int32_t link_root(const teller_store *st, step_acc *s)
+ * apart), the other one then in *other. Each as its lowest rank; -1 when
+ * no candidate's node is known, *other -1 when the node is clear. */
+static int32_t link_root(const teller_store *st, step_acc *s, int32_t *other)
 {
-    int32_t best = -1;
-    uint32_t best_n = 0;
+    int32_t best = -1, second = -1;
+    uint32_t best_n = 0, second_n = 0;
     for (size_t a = 0; a < s->n; a++) {
         if (!is_transfer(&s->c[a]))
             continue;
         int32_t ends[2] = {cand_node(st, s->c[a].rank), cand_node(st, s->c[a].peer)};
         for (int e = 0; e < 2; e++) {
-            if (ends[e] < 0 || (e == 1 && ends[1] == ends[0]))
+            if (ends[e] < 0 || ends[e] == best || ends[e] == second || (e == 1 && ends[1] == ends[0]))
                 continue;
             uint32_t n = 0;
             for (size_t b = 0; b < s->n; b++)
@@ -383,21 +396,18 @@ static int32_t link_root(const teller_store *st, step_acc *s)
                     (cand_node(st, s->c[b].rank) == ends[e] || cand_node(st, s->c[b].peer) == ends[e]))
                     n++;
             if (n > best_n || (n == best_n && ends[e] > best)) {
-                best = ends[e];
-                best_n = n;
+                second = best, second_n = best_n;
+                best = ends[e], best_n = n;
+            } else if (n > second_n || (n == second_n && ends[e] > second)) {
+                second = ends[e], second_n = n;
             }
         }
     }
     for (size_t a = 0; a < s->n; a++)
         if (is_transfer(&s->c[a]))
             s->c[a].det = TELLER_FAULT_NONE;
-    int32_t root = INT32_MAX;
-    for (size_t q = 0; q < teller_store_num_sources(st); q++) {
-        const teller_source *so = teller_store_source_c(st, (uint32_t)q);
-        if (best >= 0 && so->node == best && so->rank < root)
-            root = so->rank;
-    }
-    return root == INT32_MAX ? -1 : root;
+    *other = second >= 0 && second_n == best_n ? node_first_rank(st, second) : -1;
+    return node_first_rank(st, best);
 }
 
 /* Several slow pipeline transfers in step k, or slow cross-node
@@ -453,13 +463,22 @@ static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
         a = b;
     }
     cand t = s->c[best];
-    int32_t root = link_root(D->st, s);
+    int32_t other, root = link_root(D->st, s, &other);
     t.det = TELLER_FAULT_SLOW_LINK;
     t.excess = sum;
     t.rank = root < 0 ? t.rank : root;
     s->c[best] = t;
     free(idx);
-    return 0;
+    if (other < 0)
+        return 0;
+    /* both ends said: the other end's node, next (the same cost, a hair
+     * less, so that it ranks right after) */
+    s->c[best].both_ends = 1;
+    s->c[best].peer = other;
+    t.rank = other;
+    t.peer = s->c[best].rank;
+    t.excess = nextafter(sum, 0);
+    return steps_add(S->steps, D->nsteps, k, &t);
 }
 
 const diag_detector diag_row_collectives = {.name = "collectives", .scope = DIAG_PER_RUN, .round = 1,

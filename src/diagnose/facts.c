@@ -601,6 +601,9 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
             say(&L, " That is %s of the step's %s; %s of it no finding explains.", txt(S, s, ex), txt(S, s, fover),
                 txt(S, s, fact_diff(S, s, fover, ex)));
     }
+    if (c->det == TELLER_FAULT_SLOW_LINK && c->both_ends)
+        say(&L, " Its transfers cannot tell the link's two ends apart: it may be the link of node %d (rank %d).",
+            diag_node_of_rank(D->st, c->peer), c->peer);
     /* the horizontal view: the root's rank arrived last at most of the
      * step's collectives */
     int32_t src = c->rank >= 0 ? teller_store_source_of_rank(D->st, c->rank) : -1;

@@ -520,7 +520,7 @@ static int unmatched_work(const teller_step_class *c)
 }
 
 /* Each step's kind, and the reference's group and scale for it. */
-static int classify(const dctx *D, struct ref_state *R)
+static int classify(const dctx *D, const teller_diagnosis *d, struct ref_state *R)
 {
     uint32_t ns = D->nsteps ? D->nsteps : 1;
     R->cls = malloc(ns * sizeof *R->cls);
@@ -533,7 +533,7 @@ static int classify(const dctx *D, struct ref_state *R)
     for (size_t i = 0; i < ns * (D->nsrc + 1); i++)
         R->dev[i] = -1;
     for (uint32_t k = 0; k < D->nsteps; k++) {
-        diag_step_class(D, k, &R->cls[k]);
+        diag_step_class(D, k, d->steps[k].dur_rank, &R->cls[k]);
         const teller_diag_reference *ref = D->opts->reference;
         const ref_group *g = ref && !unmatched_work(&R->cls[k]) ? find_group(ref, &R->cls[k]) : NULL;
         double u = g ? group_usual(g, R->cls[k].work) : -1;
@@ -577,7 +577,7 @@ static int reference_prepare(const dctx *D, diag_state *S)
     S->ref = R;
     R->tab = calloc(D->nsrc + 1, sizeof *R->tab);
     if (!R->tab || diag_busy_build(&R->host, D, DIAG_BUSY_HOST, NULL) || diag_ends_build(&R->ends, D) ||
-        index_transfers(D, R) || classify(D, R))
+        index_transfers(D, R) || classify(D, S->out, R))
         return -1;
     return 0;
 }

@@ -40,20 +40,29 @@
  * sampled evenly (256 steps give 32,640 slopes). */
 #define FIT_STEPS 256
 
-/* The annotation a step is classified by: the lowest rank's that has one. */
-static uint32_t step_marker(const dctx *D, uint32_t k)
+/* The annotation a step is classified by: that of the rank it took
+ * longest on (its duration's), else the lowest rank's that has one. The
+ * ranks of one engine annotate a step alike; data-parallel replicas each
+ * run a batch of their own, and the step lasts as long as the slowest. */
+static uint32_t step_marker(const dctx *D, uint32_t k, int32_t rank)
 {
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D->st, k, &hi);
-    for (size_t i = lo; i < hi; i++)
-        if (rows[i].marker != TELLER_NONE)
+    uint32_t first = TELLER_NONE;
+    for (size_t i = lo; i < hi; i++) {
+        if (rows[i].marker == TELLER_NONE)
+            continue;
+        if (rows[i].rank == rank)
             return rows[i].marker;
-    return TELLER_NONE;
+        if (first == TELLER_NONE)
+            first = rows[i].marker;
+    }
+    return first;
 }
 
-void diag_step_class(const dctx *D, uint32_t k, teller_step_class *out)
+void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class *out)
 {
-    uint32_t mk = step_marker(D, k);
+    uint32_t mk = step_marker(D, k, rank);
     teller_step_classify(mk != TELLER_NONE ? teller_store_str(D->st, D->ev->name[mk]) : NULL, out);
     if (mk == TELLER_NONE) /* the whole trace, or the step a rank's trace ends in: a kind of its own */
         snprintf(out->family, sizeof out->family, "(no annotation %u)", k);
@@ -248,7 +257,7 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double
         goto done;
     compute_work(D, cwork, crank);
     for (uint32_t k = 0; k < ns; k++) {
-        diag_step_class(D, k, &cls[k]);
+        diag_step_class(D, k, d->steps[k].dur_rank, &cls[k]);
         dur[k] = (double)d->steps[k].dur_ns;
         work[k] = cls[k].work;
         d->steps[k].work = work[k];

@@ -210,15 +210,22 @@ typedef struct sim {
     int             car;       /* the tensor-parallel group is inside one node of 2, 4, 6 or 8 GPUs: the
                                 * engine's custom all-reduce serves its small all-reduces */
     char            car_name[2][192]; /* its one-stage and two-stage kernels for the group's size */
+    struct batch   *batches;   /* per replica, the step's */
 } sim;
 
 static int rank_node(const sim *S, int r) { return r / S->o.gpus_per_node; }
+/* Ranks are numbered replica by replica (dp of them), each replica's stage
+ * by stage, each stage's tensor-parallel ranks in a row: a stage is
+ * numbered across the run (replica x pp + its place in its pipeline). */
 static int rank_stage(const sim *S, int r) { return r / S->o.tp; }
+static int stage_in_pipe(const sim *S, int stage) { return stage % S->o.pp; }
+static int rank_replica(const sim *S, int r) { return r / (S->o.tp * S->o.pp); }
 
 /* A pipeline stage's share of the model's layers. */
 static int stage_layers(const sim *S, int stage)
 {
-    return S->m->layers / S->o.pp + (stage < S->m->layers % S->o.pp ? 1 : 0);
+    int st = stage_in_pipe(S, stage);
+    return S->m->layers / S->o.pp + (st < S->m->layers % S->o.pp ? 1 : 0);
 }
 
 /* true time -> the rank's node clock */
@@ -281,8 +288,9 @@ static void ev_api(sim *S, int r, const char *cat, const char *name, int64_t t, 
 
 /* comm metadata as Kineto copies it from record_param_comms. Process
  * groups are named as PyTorch names them, by creation order on every
- * rank: "0" the world, then one tensor-parallel group per stage, then one
- * pipeline group per tensor-parallel index. */
+ * rank: "0" the world, then one tensor-parallel group per stage (of every
+ * replica, rank_stage's numbering), then one pipeline group per replica
+ * and tensor-parallel index. */
 typedef struct comm_md {
     const char *coll;
     int64_t     in_n, out_n;
@@ -438,7 +446,7 @@ static size_t all_reduce(const sim *S, op *o, double bytes, int g)
 static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
 {
     const model *m = S->m;
-    int tp = S->o.tp, pp = S->o.pp;
+    int tp = S->o.tp, pp = S->o.pp, at = stage_in_pipe(S, stage);
     double T = b->prefill_tokens + b->decode_seqs;
     double h = m->hidden, hd = (double)m->hidden / m->heads, kvh = m->kv_heads;
     int layers = stage_layers(S, stage);
@@ -447,12 +455,12 @@ static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
 #define ADD(...) (ops[n++] = (op){__VA_ARGS__, 0})
     ADD(OP_H2D, 0, "aten::copy_", "cudaMemcpyAsync", M_H2D, T * 16 + 4096, 9000, 0);
     ADD(OP_H2D, 0, "aten::copy_", "cudaMemcpyAsync", M_H2D, T * 8 + 2048, 7000, 0);
-    if (stage > 0)
+    if (at > 0)
         ADD(OP_RECV, 0, "record_param_comms", "cudaLaunchKernel", K_SENDRECV, T * h * 2, 12000, 0);
     else
         ADD(OP_COMPUTE, 0, "aten::embedding", "cudaLaunchKernel", K_GATHER, mem_ns(T * h * 2), 15000, g);
     for (int l = 0; l < layers; l++) {
-        int first = stage == 0 && l == 0;
+        int first = at == 0 && l == 0;
         ADD(OP_COMPUTE, 0, first ? "_C::rms_norm" : "_C::fused_add_rms_norm", "cudaLaunchKernel",
             first ? K_RMSNORM : K_ADDNORM, mem_ns(T * h * 2 * 3), 14000, g);
         ADD(OP_COMPUTE, 1, "aten::linear", "cuLaunchKernelEx", K_GEMM_QKV,
@@ -483,7 +491,7 @@ static size_t build_ops(const sim *S, const batch *b, int stage, op *ops)
         if (tp > 1)
             n += all_reduce(S, ops + n, T * h * 2, g);
     }
-    if (stage < pp - 1) {
+    if (at < pp - 1) {
         ADD(OP_SEND, 0, "record_param_comms", "cudaLaunchKernel", K_SENDRECV, T * h * 2, 12000, 0);
     } else {
         double seqs = b->prefill_seqs + b->decode_seqs;
@@ -767,7 +775,8 @@ static void pick_hung(sim *S, fault_inst *F)
 {
     int st = rank_stage(S, F->rank);
     if (stage_layers(S, st) == 0) {
-        F->rank = st % S->m->layers * S->o.tp + F->rank % S->o.tp;
+        int first = st - stage_in_pipe(S, st);
+        F->rank = (first + stage_in_pipe(S, st) % S->m->layers) * S->o.tp + F->rank % S->o.tp;
         F->node = rank_node(S, F->rank);
         st = rank_stage(S, F->rank);
     }
@@ -794,14 +803,16 @@ static double slow_link_transfer(fx *c, const xfer_site *x, double t)
     return t;
 }
 
-/* the root: the first slowed kernel (a collective on the node, or a send across it) */
+/* the root: the first slowed kernel (a collective of a group that spans
+ * nodes, on the node, or a send across it) */
 static void slow_link_done(fx *c, int r, int peer, const char *kernel, int64_t dur)
 {
     const sim *S = c->S;
-    int node = c->F->node, a = rank_node(S, r);
+    int node = c->F->node, a = rank_node(S, r), g0 = rank_stage(S, r) * S->o.tp;
     if (c->out->root_op)
         return;
-    if (peer < 0 ? a == node : a != rank_node(S, peer) && (a == node || rank_node(S, peer) == node))
+    if (peer < 0 ? a == node && rank_node(S, g0) != rank_node(S, g0 + S->o.tp - 1)
+                 : a != rank_node(S, peer) && (a == node || rank_node(S, peer) == node))
         set_root(c, kernel, dur);
 }
 
@@ -1120,18 +1131,29 @@ static int coll_end(stage *g, const op *p)
     return 1;
 }
 
+/* The metadata of a pipeline transfer (send or recv) of the stage's i-th
+ * tensor-parallel rank: its pipeline group is its replica's ranks of that
+ * index, named after every tensor-parallel group (put_comm_md). */
+static comm_md pipe_md(const stage *g, const char *coll, const op *p, int i)
+{
+    const sim *S = g->S;
+    int tp = S->o.tp, pp = S->o.pp, d = rank_replica(S, g->r0);
+    return (comm_md){coll, (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, d * tp * pp + i, tp,
+                     1 + S->o.dp * pp + d * tp + i};
+}
+
 /* The stage's ranks have launched send p to the next stage, which posted
  * its receive early: the transfer ends both. */
 static void send_end(stage *g, const op *p)
 {
     sim *S = g->S;
-    int tp = g->tp, pp = S->o.pp;
+    int tp = g->tp;
     for (int i = 0; i < tp; i++) {
         int r = g->r0 + i;
         int64_t arrive = g->send_arrive[i];
         int64_t end = arrive + p2p_ns(g->c, g->e, r, r + tp, p->gpu_ns);
         g->send_done[i] = end;
-        comm_md md = {"send", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
+        comm_md md = pipe_md(g, "send", p, i);
         ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, arrive, end - arrive, g->cs[i].corr, g->cs[i].ext, -1, &md);
         S->ranks[r].gpu = end;
         if (g->e->comm_done)
@@ -1144,12 +1166,12 @@ static void send_end(stage *g, const op *p)
 static void recv_end(stage *g, const op *p)
 {
     sim *S = g->S;
-    int tp = g->tp, pp = S->o.pp;
+    int tp = g->tp;
     for (int i = 0; i < tp; i++) {
         int r = g->r0 + i;
         const coll_state *cs = &g->cs[i];
         int64_t end = g->send_done[i] > cs->arrive ? g->send_done[i] : cs->arrive + 5000;
-        comm_md md = {"recv", (int64_t)(p->gpu_ns / 2), (int64_t)(p->gpu_ns / 2), pp, i, tp, 1 + pp + i};
+        comm_md md = pipe_md(g, "recv", p, i);
         ev_gpu(S, r, "kernel", p->kernel, STREAM_P2P, cs->arrive, end - cs->arrive, cs->corr, cs->ext, -1, &md);
         S->ranks[r].gpu = end;
     }
@@ -1241,7 +1263,7 @@ static void stage_end(stage *g, const char *marker)
  * (NULL: the clean step) acting through its k_effects row, stage after
  * stage: the ranks come into the model runner, run the stage's ops (a graph
  * launch at the first op of a CUDA graph) and synchronise. Fills out. */
-static void sim_step(sim *S, const batch *b, const fault_inst *F, int64_t t0, step_out *out)
+static void sim_step(sim *S, const batch *b, const fault_inst *F, int64_t t0, int replica, step_out *out)
 {
     S->cur_tokens = b->prefill_tokens + b->decode_seqs;
     int tp = S->o.tp, pp = S->o.pp;
@@ -1264,7 +1286,7 @@ static void sim_step(sim *S, const batch *b, const fault_inst *F, int64_t t0, st
         g.graph_t = per + 4 * tp;
     }
     step_marker(S, b, out->marker, sizeof out->marker);
-    for (int st = 0; st < pp && !S->nomem && !out->hung; st++) {
+    for (int st = replica * pp; st < (replica + 1) * pp && !S->nomem && !out->hung; st++) {
         size_t nops = build_ops(S, b, st, ops);
         g.st = st;
         g.r0 = st * tp;
@@ -1294,8 +1316,9 @@ static void sim_step(sim *S, const batch *b, const fault_inst *F, int64_t t0, st
 
 static void make_requests(sim *S, int nsteps)
 {
-    /* enough requests to keep the engine busy: arrivals over the run */
-    S->nreqs = 24 + nsteps / 2;
+    /* enough requests to keep every replica busy: arrivals over the run,
+     * request i served by replica i % dp (the front end's round robin) */
+    S->nreqs = (24 + nsteps / 2) * S->o.dp;
     S->reqs = calloc((size_t)S->nreqs, sizeof *S->reqs);
     if (!S->reqs) {
         S->nomem = 1;
@@ -1306,7 +1329,7 @@ static void make_requests(sim *S, int nsteps)
     for (int i = 0; i < S->nreqs; i++) {
         request *q = &S->reqs[i];
         if (i >= 8)
-            t += (int64_t)(-log(1.0 - uni(&S->r) + 1e-12) * 40e6); /* ~25 req/s */
+            t += (int64_t)(-log(1.0 - uni(&S->r) + 1e-12) * 40e6 / S->o.dp); /* ~25 req/s a replica */
         q->arrival = t;
         q->prompt = (int)(300 * jit(&S->r, 0.8)) + 16;
         if (q->prompt > 6000)
@@ -1328,14 +1351,15 @@ static void recompute(batch *b, int tokens, int sign)
     b->prefill_ctx += sign * ((int64_t)tokens * tokens / 2);
 }
 
-/* Picks the batch of a step at time now; records which requests took part. */
-static void schedule(sim *S, uint32_t step, int64_t now, batch *b, int extra_recompute)
+/* Picks replica d's batch of a step at time now; records which requests
+ * took part. */
+static void schedule(sim *S, uint32_t step, int64_t now, int d, batch *b, int extra_recompute)
 {
     memset(b, 0, sizeof *b);
-    int running = 0, budget = MAX_BATCH_TOKENS;
-    for (int i = 0; i < S->nreqs; i++)
+    int running = 0, budget = MAX_BATCH_TOKENS, dp = S->o.dp;
+    for (int i = d; i < S->nreqs; i += dp)
         running += S->reqs[i].state == 1;
-    for (int i = 0; i < S->nreqs && budget > 0; i++) {
+    for (int i = d; i < S->nreqs && budget > 0; i += dp) {
         request *q = &S->reqs[i];
         if (q->state == 2 || q->arrival > now)
             continue;
@@ -1395,8 +1419,8 @@ static void finish_requests(sim *S, int64_t now)
 static int fault_applicable(const sim *S, const teller_fault_def *d)
 {
     uint32_t needs = d->sim.needs;
-    /* a collective or a send crosses nodes: the TP group spans them, or the stages do */
-    int cross = S->o.nodes >= 2 && (rank_node(S, 0) != rank_node(S, S->o.tp - 1) || S->o.pp > 1);
+    /* a collective or a send crosses nodes: a replica's ranks span them */
+    int cross = rank_node(S, 0) != rank_node(S, S->o.tp * S->o.pp - 1);
     return !((needs & TELLER_FAULT_NEEDS_CROSS) && !cross) && !((needs & TELLER_FAULT_NEEDS_TP) && S->o.tp < 2) &&
            !((needs & TELLER_FAULT_NEEDS_PP) && S->o.pp < 2);
 }
@@ -1418,9 +1442,11 @@ static void pick_fault(sim *S, teller_fault kind, fault_inst *F)
     case TELLER_FAULT_AT_NODE:
         F->rank = (1 + uni_int(&S->r, S->o.nodes - 1)) * S->o.gpus_per_node;
         break;
-    case TELLER_FAULT_AT_SENDER:
-        F->rank = uni_int(&S->r, S->world - S->o.tp);
+    case TELLER_FAULT_AT_SENDER: { /* a rank of a stage before its pipeline's last */
+        int senders = (S->o.pp - 1) * S->o.tp, i = uni_int(&S->r, S->o.dp * senders);
+        F->rank = i / senders * S->o.tp * S->o.pp + i % senders;
         break;
+    }
     case TELLER_FAULT_AT_LEAD:
         F->rank = 0;
         break;
@@ -1488,8 +1514,11 @@ static teller_status write_truth(sim *S, int nsteps, teller_error *err)
     if (!f)
         return teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write");
     fprintf(f, "{\"version\": 1,\n \"workload\": {\"engine\": \"%s\", \"model\": \"%s\", \"nodes\": %d, "
-               "\"gpus_per_node\": %d, \"tp\": %d, \"pp\": %d, \"seed\": %llu},\n",
-            S->o.engine, S->m->hf, S->o.nodes, S->o.gpus_per_node, S->o.tp, S->o.pp, (unsigned long long)S->o.seed);
+               "\"gpus_per_node\": %d, \"tp\": %d, \"pp\": %d, ",
+            S->o.engine, S->m->hf, S->o.nodes, S->o.gpus_per_node, S->o.tp, S->o.pp);
+    if (S->o.dp > 1)
+        fprintf(f, "\"dp\": %d, ", S->o.dp);
+    fprintf(f, "\"seed\": %llu},\n", (unsigned long long)S->o.seed);
     fprintf(f, " \"clock_offsets_ns\": [");
     for (int n = 0; n < S->o.nodes; n++)
         fprintf(f, "%s%lld", n ? ", " : "", (long long)(S->node_off[n] - S->node_off[0]));
@@ -1678,6 +1707,7 @@ static void sim_free(sim *S)
     free(S->saved);
     free(S->ts);
     free(S->markers);
+    free(S->batches);
 }
 
 teller_sim_opts teller_sim_defaults(void)
@@ -1687,6 +1717,7 @@ teller_sim_opts teller_sim_defaults(void)
     o.gpus_per_node = 4;
     o.tp = 4;
     o.pp = 2;
+    o.dp = 1;
     o.steps = 60;
     o.model = "8b";
     o.engine = "vllm";
@@ -1701,10 +1732,10 @@ teller_status teller_sim_check(const teller_sim_opts *o, teller_error *err)
 {
     if (o->nodes < 1 || o->nodes > 64 || o->gpus_per_node < 1 || o->gpus_per_node > 16)
         return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--nodes must be 1..64 and --gpus-per-node 1..16");
-    if (o->tp < 1 || o->pp < 1 || o->tp * o->pp != o->nodes * o->gpus_per_node)
+    if (o->tp < 1 || o->pp < 1 || o->dp < 1 || (long long)o->tp * o->pp * o->dp != o->nodes * o->gpus_per_node)
         return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0,
-                                "tp (%d) x pp (%d) must equal the GPUs in the run (%d nodes x %d GPUs = %d)", o->tp, o->pp,
-                                o->nodes, o->gpus_per_node, o->nodes * o->gpus_per_node);
+                                "tp (%d) x pp (%d) x dp (%d) must equal the GPUs in the run (%d nodes x %d GPUs = %d)",
+                                o->tp, o->pp, o->dp, o->nodes, o->gpus_per_node, o->nodes * o->gpus_per_node);
     if (o->steps < 1 || o->steps > 100000)
         return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--steps must be 1..100000, not %d", o->steps);
     if (!find_model(o->model))
@@ -1748,7 +1779,8 @@ static teller_status sim_open(sim *S, const teller_sim_opts *o, const char *dir,
     S->saved = calloc((size_t)S->world, sizeof *S->saved);
     S->ts = calloc((size_t)o->steps, sizeof *S->ts);
     S->markers = calloc((size_t)o->steps, sizeof *S->markers);
-    if (!S->ranks || !S->node_off || !S->node_drift || !S->saved || !S->ts || !S->markers)
+    S->batches = calloc((size_t)o->dp, sizeof *S->batches);
+    if (!S->ranks || !S->node_off || !S->node_drift || !S->saved || !S->ts || !S->markers || !S->batches)
         return teller_error_set(err, TELLER_ERR_NOMEM, dir, 0, "out of memory");
     for (int n = 0; n < o->nodes; n++) {
         /* NTP-synchronised hosts: offsets of up to a few ms, drift of a ppm or two */
@@ -1798,6 +1830,7 @@ static int draw_fault(sim *S, int k, int nsteps, fault_inst *F)
  * after it. */
 static void sim_clean_step(sim *S, const batch *b, const fault_inst *F, int64_t t, step_out *clean)
 {
+    int d = rank_replica(S, F->rank);
     rng saved_rng = S->r;
     for (int r = 0; r < S->world; r++)
         S->saved[r] = (saved_rank){S->ranks[r].host, S->ranks[r].gpu, S->ranks[r].corr, S->ranks[r].ext,
@@ -1808,7 +1841,7 @@ static void sim_clean_step(sim *S, const batch *b, const fault_inst *F, int64_t 
         recompute(&bc, F->tokens, -1);
         bc.graph = bc.prefill_seqs == 0 && bc.decode_seqs > 0;
     }
-    sim_step(S, &bc, NULL, t, clean);
+    sim_step(S, &bc, NULL, t, d, clean);
     S->r = saved_rng;
     for (int r = 0; r < S->world; r++) {
         S->ranks[r].host = S->saved[r].host;
@@ -1840,6 +1873,36 @@ static void record_truth(sim *S, int k, const fault_inst *F, const step_out *out
     T->root_layer = out->root_layer ? out->root_layer : layer_of_root(F->kind, T->root_op);
 }
 
+/* Step k of every replica at once, from time t: each replica's own batch
+ * (bs), the fault F (or NULL) in its rank's replica. out is the step as a
+ * whole: it ends with its slowest replica, and its root, marker and hang
+ * are the faulty replica's (replica 0's without a fault); the faulty
+ * replica's counterfactual clean likewise ends no sooner than the others.
+ * Replicas start their steps together, as engines whose data-parallel
+ * ranks agree on each step's batch sizes first (vLLM's DP coordination). */
+static void sim_replicas(sim *S, int k, const batch *bs, const fault_inst *F, int64_t t, int64_t *last_metrics,
+                         step_out *out, step_out *clean)
+{
+    int fd = F ? rank_replica(S, F->rank) : 0;
+    memset(out, 0, sizeof *out);
+    if (F)
+        sim_clean_step(S, &bs[fd], F, t, clean);
+    step_logs(S, k, &bs[0], t, F, last_metrics);
+    int64_t end = t;
+    for (int d = 0; d < S->o.dp && !S->nomem; d++) {
+        step_out o;
+        sim_step(S, &bs[d], F, t, d, &o);
+        if (d == fd)
+            *out = o;
+        else if (o.end > end)
+            end = o.end;
+    }
+    if (out->end < end)
+        out->end = end;
+    if (F && clean->end < end)
+        clean->end = end;
+}
+
 /* Simulates the steps, each after the last with an idle gap; returns how
  * many the case has (a hang ends it). */
 static int sim_steps(sim *S)
@@ -1849,13 +1912,11 @@ static int sim_steps(sim *S)
     for (int k = 0; k < nsteps; k++) {
         fault_inst F, *Fp = draw_fault(S, k, nsteps, &F) ? &F : NULL;
         S->cur_step = k;
-        batch b;
-        schedule(S, (uint32_t)k, t, &b, Fp && effect_of(Fp)->recomputes ? Fp->tokens : 0);
+        for (int d = 0; d < S->o.dp; d++)
+            schedule(S, (uint32_t)k, t, d, &S->batches[d],
+                     Fp && effect_of(Fp)->recomputes && rank_replica(S, Fp->rank) == d ? Fp->tokens : 0);
         step_out clean, out;
-        if (Fp)
-            sim_clean_step(S, &b, Fp, t, &clean);
-        step_logs(S, k, &b, t, Fp, &last_metrics);
-        sim_step(S, &b, Fp, t, &out);
+        sim_replicas(S, k, S->batches, Fp, t, &last_metrics, &out, &clean);
         if (S->nomem)
             break;
         record_truth(S, k, Fp, &out, &clean);
