@@ -392,6 +392,33 @@ static void test_diagnose_hang_deep_pipeline(void)
     }
 }
 
+/* Four data-parallel replicas, a node each, running batches of their own:
+ * a step is judged by the annotation of the replica it took longest on
+ * (replica 0's annotation called some steps slow that were not, and left
+ * some slow ones silent). */
+static void test_diagnose_replicas_judged_by_slowest(void)
+{
+    static const uint64_t seeds[] = {11, 12};
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        char dir[] = "/tmp/teller_diag_dp_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = 4, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.dp = 4;
+        o.steps = 40;
+        o.fault_rate = 0.3;
+        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        o.seed = seeds[i];
+        teller_store *st = NULL;
+        teller_diagnosis *d = NULL;
+        teller_eval_summary s;
+        diagnose_scored(dir, &o, 8, 4, &st, &d, &s);
+        CHECK(s.step_precision >= 0.99);
+        CHECK(s.step_recall >= 0.99);
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 /* The shared trace rel (with rel2, a second rank's, when not NULL),
  * loaded as one run, trees built. */
 static teller_store *load_real(const char *rel, const char *rel2)
@@ -2108,6 +2135,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a middle node's slow link is put on that node", test_diagnose_slow_link_middle_node},
     {"diagnose: a hang deep in a pipeline, placed by its watchdog line's time", test_diagnose_hang_deep_pipeline},
+    {"diagnose: data-parallel replicas, each step judged by its slowest", test_diagnose_replicas_judged_by_slowest},
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},

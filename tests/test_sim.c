@@ -466,6 +466,49 @@ static void test_sim_hang_only_where_a_collective_runs(void)
     }
 }
 
+/* Data-parallel replicas: every collective's members are of one replica,
+ * each replica's tensor-parallel group is a process group of its own, and
+ * the replicas run batches of their own (their annotations differ). */
+static void test_sim_replicas(void)
+{
+    char dir[] = "/tmp/teller_simDP_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 4, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.dp = 4;
+    o.steps = 20;
+    o.faults = 0;
+    o.seed = 21;
+    sim_case(dir, &o);
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    teller_error err;
+    jv *truth = jdom_load(tp, &err);
+    CHECK(truth != NULL && (int)jdom_num(jdom_get(truth, "workload"), "dp", 1) == 4);
+    jdom_free(truth);
+    teller_store *st = load_case_ranks(dir, 0, 8);
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    size_t across = 0, n = teller_store_num_collectives(st);
+    for (size_t c = 0; c < n; c++)
+        for (uint32_t m = 1; m < co[c].num_members; m++)
+            across += mem[co[c].first_member + m].rank / 2 != mem[co[c].first_member].rank / 2;
+    CHECK(n > 0);
+    CHECK_EQ_INT(across, 0);
+    const teller_comm *cm;
+    int groups = 0;
+    for (uint32_t i = 0; (cm = teller_store_comm(st, i)) != NULL; i++)
+        groups |= 1 << (atoi(teller_store_str(st, cm->pg_name)) & 15);
+    CHECK_EQ_INT(groups & 0x1E, 0x1E); /* groups 1..4: one per replica */
+    const teller_step *rows = teller_store_steps(st);
+    int differ = 0;
+    for (size_t i = 0; i + 1 < teller_store_num_steps(st); i++)
+        if (rows[i].marker != TELLER_NONE && rows[i + 1].step == rows[i].step && rows[i + 1].marker != TELLER_NONE)
+            differ += strcmp(teller_store_str(st, teller_store_events(st)->name[rows[i].marker]),
+                             teller_store_str(st, teller_store_events(st)->name[rows[i + 1].marker])) != 0;
+    CHECK(differ > 0);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -614,6 +657,7 @@ const test_case sim_tests[] = {
     {"sim: impossible options are refused with a message", test_sim_rejects_impossible_options},
     {"sim: a kind is drawn where its row's needs are met, at its row's target", test_sim_draws_by_the_fault_table},
     {"sim: a hang is drawn only where a collective runs, and happens", test_sim_hang_only_where_a_collective_runs},
+    {"sim: --dp replicas have their own collectives, groups and batches", test_sim_replicas},
     {"fault table: every kind has a whole row", test_fault_table_rows_are_whole},
     {"fault table: the truth's sentence is one frame around formatted numbers", test_fault_sentence_frame},
     {"eval: metrics on hand-made truth and predictions; bad files name the step", test_eval_metrics_by_hand},
