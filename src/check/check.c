@@ -154,18 +154,24 @@ static int32_t longest_rank(const chk *C, uint32_t k)
     return who;
 }
 
-/* What step k did, by the marker of the rank it took longest on, else the
- * lowest rank's that says it; its work the marker's, else the kernels
- * launched in the step on that rank. */
+/* What step k did, by the marker that states the most work, else the one
+ * of the rank it took longest on, else the lowest rank's that says it; its
+ * work the marker's, else the kernels launched in the step on that rank. */
 static void step_class(const chk *C, uint32_t k, teller_step_class *cls)
 {
     const teller_step *rows = teller_store_steps(C->st);
     int32_t rank = longest_rank(C, k);
     size_t pick = SIZE_MAX;
-    for (size_t i = 0; i < teller_store_num_steps(C->st); i++)
-        if (rows[i].step == k && rows[i].marker != TELLER_NONE && (pick == SIZE_MAX || rows[i].rank == rank) &&
-            (pick == SIZE_MAX || rows[pick].rank != rank))
+    int64_t most = -1;
+    for (size_t i = 0; i < teller_store_num_steps(C->st); i++) {
+        if (rows[i].step != k || rows[i].marker == TELLER_NONE)
+            continue;
+        teller_step_classify(teller_store_str(C->st, C->ev->name[rows[i].marker]), cls);
+        if (pick == SIZE_MAX || cls->work > most || (cls->work == most && rows[i].rank == rank && rows[pick].rank != rank)) {
             pick = i;
+            most = cls->work;
+        }
+    }
     if (pick == SIZE_MAX) {
         teller_step_classify(NULL, cls);
         return;

@@ -40,24 +40,30 @@
  * sampled evenly (256 steps give 32,640 slopes). */
 #define FIT_STEPS 256
 
-/* The annotation a step is classified by: that of the rank it took
- * longest on (its duration's), else the lowest rank's that has one. The
- * ranks of one engine annotate a step alike; data-parallel replicas each
- * run a batch of their own, and the step lasts as long as the slowest. */
+/* The annotation a step is classified by: the one that states the most
+ * work, else that of the rank it took longest on (its duration's), else
+ * the lowest rank's that has one. The ranks of one engine annotate a step
+ * alike; data-parallel replicas each run a batch of their own, and the
+ * step lasts as long as the heaviest, unless a fault holds another back. */
 static uint32_t step_marker(const dctx *D, uint32_t k, int32_t rank)
 {
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D->st, k, &hi);
-    uint32_t first = TELLER_NONE;
+    uint32_t pick = TELLER_NONE;
+    int64_t most = -1;
+    int on_rank = 0;
     for (size_t i = lo; i < hi; i++) {
         if (rows[i].marker == TELLER_NONE)
             continue;
-        if (rows[i].rank == rank)
-            return rows[i].marker;
-        if (first == TELLER_NONE)
-            first = rows[i].marker;
+        teller_step_class c;
+        teller_step_classify(teller_store_str(D->st, D->ev->name[rows[i].marker]), &c);
+        if (pick == TELLER_NONE || c.work > most || (c.work == most && rows[i].rank == rank && !on_rank)) {
+            pick = rows[i].marker;
+            most = c.work;
+            on_rank = rows[i].rank == rank;
+        }
     }
-    return first;
+    return pick;
 }
 
 void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class *out)
