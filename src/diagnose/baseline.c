@@ -587,6 +587,11 @@ int diag_build_groups(dctx *D)
         D->group[s] = uf_find(D->group, (int32_t)s);
         D->pipe[s] = uf_find(D->pipe, (int32_t)s);
     }
+    /* ranks in pipelines apart: sources of two ranks that no collectives link */
+    D->apart = 0;
+    for (size_t s = 1; s < ns && !D->apart; s++)
+        D->apart = D->pipe[s] != D->pipe[0] &&
+                   teller_store_source_c(D->st, (uint32_t)s)->rank != teller_store_source_c(D->st, 0)->rank;
     return list_members(ns, D->group, &D->peers, &D->gfirst, &D->gcount) ||
                    list_members(ns, D->pipe, &D->linked, &D->pfirst, &D->pcount)
                ? -1

@@ -29,6 +29,7 @@ typedef struct dctx {
     uint32_t            *mrow;    /* per (step, source): the row of its step annotation in the step table, or TELLER_NONE */
     double              *step_start; /* per step: its earliest rank's start, node 0's clock */
     int64_t             *compute;    /* per (step, source): the time its compute kernels took */
+    int64_t             *src_dur;    /* per (step, source): what the step added to its run (step_windows) */
     double              *step_work;  /* per step: the compute kernel time of the lowest rank (the batch's size) */
     double               t_first, t_last; /* the traced steps' span, node 0's clock */
     /* peer groups: ranks that share all-reduce/all-gather collectives do
@@ -39,6 +40,7 @@ typedef struct dctx {
     int32_t             *pipe;    /* per source: its pipeline */
     uint32_t            *linked;  /* the sources, grouped by pipeline */
     uint32_t            *pfirst, *pcount; /* per source: where its pipeline starts in linked, and its size */
+    int                  apart;   /* some ranks share no pipeline (data-parallel replicas, unlinked traces) */
 } dctx;
 
 /* What the diagnosis builds as it goes. Each index is written by one row

@@ -277,19 +277,24 @@ static void step_judged(const dctx *D, diag_state *S, uint32_t k, const cand *to
 
 /* ---- the context ---- */
 
-/* Each step's start and duration (d->steps[].start_ns, dur_ns, dur_rank):
+/* Each step's start and duration (d->steps[].start_ns, dur_ns, dur_rank)
+ * and its duration on each source (D->src_dur):
  * a step's duration on a rank is the time it added to the rank's run,
  * from its window's start (its annotation's), or the end of the rank's
  * window of the step before when that is later (a host that runs ahead
  * queues the step's work behind the last step's), to its window's end
  * (its last GPU work's); the step's duration is its longest rank's.
  * 0, or -1 out of memory. */
-static int step_windows(const teller_store *st, teller_diagnosis *d)
+static int step_windows(dctx *D, teller_diagnosis *d)
 {
+    const teller_store *st = D->st;
     const teller_step *steps = teller_store_steps(st);
     int64_t *prev_end = malloc((teller_store_num_sources(st) + 1) * sizeof *prev_end);
-    if (!prev_end)
+    D->src_dur = calloc((size_t)D->nsteps * D->nsrc + 1, sizeof *D->src_dur);
+    if (!prev_end || !D->src_dur) {
+        free(prev_end);
         return -1;
+    }
     for (size_t q = 0; q < teller_store_num_sources(st); q++)
         prev_end[q] = INT64_MIN;
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
@@ -302,6 +307,8 @@ static int step_windows(const teller_store *st, teller_diagnosis *d)
             prev_end[src] = steps[i].end_ns;
         }
         int64_t w = steps[i].end_ns - from;
+        if (src >= 0 && steps[i].step < D->nsteps)
+            D->src_dur[(size_t)steps[i].step * D->nsrc + (size_t)src] = w;
         if (w > s->dur_ns || (w == s->dur_ns && steps[i].rank < s->dur_rank)) {
             s->dur_ns = w;
             s->dur_rank = steps[i].rank;
@@ -407,6 +414,7 @@ static void ctx_free(dctx *D, diag_state *S)
     free(D->step_start);
     free(D->step_work);
     free(D->compute);
+    free(D->src_dur);
     free(D->group);
     free(D->peers);
     free(D->gfirst);
@@ -460,6 +468,25 @@ typedef struct judging {
     size_t model_blank;          /* steps the model gave no number for */
 } judging;
 
+/* The most a finding on rank could have cost step k (s): unbounded when
+ * every rank is linked to it by collectives; when the run holds ranks it
+ * shares no collective with (data-parallel replicas, each running a batch
+ * of its own), how far its linked ranks' step ran past the step's usual:
+ * a replica that finished within it held nothing back, whatever slowed it. */
+static double replica_cost(const dctx *D, const teller_diag_step *s, int32_t rank, uint32_t k)
+{
+    int32_t q = rank >= 0 ? teller_store_source_of_rank(D->st, rank) : -1;
+    if (!D->apart || q < 0 || s->usual_ns <= 0)
+        return INFINITY;
+    int64_t dur = 0;
+    for (uint32_t i = 0; i < D->pcount[q]; i++) {
+        int64_t w = D->src_dur[(size_t)k * D->nsrc + D->linked[D->pfirst[q] + i]];
+        if (w > dur)
+            dur = w;
+    }
+    return dur > s->usual_ns ? (double)(dur - s->usual_ns) : 0;
+}
+
 /* Scores step k's findings (its carried one added first) and ranks them,
  * best first; a fault of the step's own that flags it is its root, before
  * a carried one however much that cost. 0, or -1 out of memory. */
@@ -478,8 +505,13 @@ static int rank_findings(const dctx *D, diag_state *S, const judging *J, uint32_
      * that also holds the profiler's stop is longer than a fault makes
      * it), else against the step */
     double base = s->usual_ns > 0 ? (double)s->usual_ns : (double)s->dur_ns;
-    for (size_t a = 0; a < sa->n; a++)
-        sa->c[a].score = cand_score(&sa->c[a], base, s->pred.nev > 0);
+    for (size_t a = 0; a < sa->n; a++) {
+        cand c = sa->c[a];
+        double most = replica_cost(D, s, c.rank, k);
+        if (c.excess > most)
+            c.excess = most;
+        sa->c[a].score = cand_score(&c, base, s->pred.nev > 0);
+    }
     teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
     for (size_t a = 1; sa->n && sa->c[0].carried && sa->c[0].score >= J->threshold && a < sa->n; a++)
         if (sa->c[a].score >= J->threshold) {
@@ -704,7 +736,7 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     S.steps = calloc(D.nsteps ? D.nsteps : 1, sizeof *S.steps);
     D.group = calloc(D.nsrc + 1, sizeof *D.group);
     D.pipe = calloc(D.nsrc + 1, sizeof *D.pipe);
-    if (!d || !S.steps || !D.group || !D.pipe || step_windows(st, d))
+    if (!d || !S.steps || !D.group || !D.pipe || step_windows(&D, d))
         goto done;
     if ((rc = ctx_steps(&D, d)) == 1) {
         ctx_free(&D, &S);
