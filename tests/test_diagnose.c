@@ -334,30 +334,35 @@ static void test_diagnose_slow_link_operator(void)
     rm_rf(dir);
 }
 
+/* The scores of case o (its ranks [0, nranks), the first nlogs nodes'
+ * logs) against its truth; the case is simulated and removed. */
+static teller_eval_summary scored(const teller_sim_opts *o, int nranks, size_t nlogs)
+{
+    char dir[] = "/tmp/teller_diag_scored_XXXXXX";
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, o, nranks, nlogs, &st, &d, &s);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+    return s;
+}
+
 /* A four-stage pipeline, a stage per node: a middle node's degraded link
  * slows its transfers to both neighbours; the root is that node (the one
  * the slowed transfers share), not the next one down the pipeline. */
 static void test_diagnose_slow_link_middle_node(void)
 {
-    char dir[] = "/tmp/teller_diag_midlink_XXXXXX";
     teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 4;
-    o.gpus_per_node = 2;
-    o.tp = 2;
-    o.pp = 4;
+    o.nodes = 4, o.gpus_per_node = 2, o.tp = 2, o.pp = 4;
     o.steps = 40;
     o.fault_rate = 0.3;
     o.faults = 1u << TELLER_FAULT_SLOW_LINK;
     o.seed = 1;
-    teller_store *st = NULL;
-    teller_diagnosis *d = NULL;
-    teller_eval_summary s;
-    diagnose_scored(dir, &o, 8, 0, &st, &d, &s);
+    teller_eval_summary s = scored(&o, 8, 0);
     CHECK(s.step_f1 >= 0.9);
     CHECK(s.rank_ac1 >= 0.9);
-    teller_diagnosis_free(d);
-    teller_store_free(st);
-    rm_rf(dir);
 }
 
 /* An eight-stage pipeline whose hang takes the processes down: the
@@ -370,52 +375,35 @@ static void test_diagnose_hang_deep_pipeline(void)
 {
     static const uint64_t seeds[] = {2, 4, 8};
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
-        char dir[] = "/tmp/teller_diag_deephang_XXXXXX";
         teller_sim_opts o = teller_sim_defaults();
-        o.nodes = 8;
-        o.gpus_per_node = 2;
-        o.tp = 2;
-        o.pp = 8;
+        o.nodes = 8, o.gpus_per_node = 2, o.tp = 2, o.pp = 8;
         o.steps = 30;
         o.fault_rate = 0.3;
         o.faults = 1u << TELLER_FAULT_NCCL_HANG;
         o.seed = seeds[i];
-        teller_store *st = NULL;
-        teller_diagnosis *d = NULL;
-        teller_eval_summary s;
-        diagnose_scored(dir, &o, 16, 8, &st, &d, &s);
+        teller_eval_summary s = scored(&o, 16, 8);
         CHECK(s.step_f1 >= 0.99);
         CHECK(s.op_ac1 >= 0.99);
-        teller_diagnosis_free(d);
-        teller_store_free(st);
-        rm_rf(dir);
     }
 }
 
 /* Four data-parallel replicas, a node each, running batches of their own:
- * a step is judged by the annotation of the replica it took longest on
- * (replica 0's annotation called some steps slow that were not, and left
- * some slow ones silent). */
-static void test_diagnose_replicas_judged_by_slowest(void)
+ * a step is judged by the annotation that states the most work (replica
+ * 0's annotation called some steps slow that were not, and left some slow
+ * ones silent). */
+static void test_diagnose_replicas_judged_by_heaviest(void)
 {
     static const uint64_t seeds[] = {11, 12};
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
-        char dir[] = "/tmp/teller_diag_dp_XXXXXX";
         teller_sim_opts o = teller_sim_defaults();
         o.nodes = 4, o.gpus_per_node = 2, o.tp = 2, o.pp = 1, o.dp = 4;
         o.steps = 40;
         o.fault_rate = 0.3;
         o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
         o.seed = seeds[i];
-        teller_store *st = NULL;
-        teller_diagnosis *d = NULL;
-        teller_eval_summary s;
-        diagnose_scored(dir, &o, 8, 4, &st, &d, &s);
+        teller_eval_summary s = scored(&o, 8, 4);
         CHECK(s.step_precision >= 0.99);
         CHECK(s.step_recall >= 0.99);
-        teller_diagnosis_free(d);
-        teller_store_free(st);
-        rm_rf(dir);
     }
 }
 
@@ -2135,7 +2123,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a middle node's slow link is put on that node", test_diagnose_slow_link_middle_node},
     {"diagnose: a hang deep in a pipeline, placed by its watchdog line's time", test_diagnose_hang_deep_pipeline},
-    {"diagnose: data-parallel replicas, each step judged by its slowest", test_diagnose_replicas_judged_by_slowest},
+    {"diagnose: data-parallel replicas, each step judged by its heaviest batch", test_diagnose_replicas_judged_by_heaviest},
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},

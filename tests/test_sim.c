@@ -363,6 +363,19 @@ static void test_fault_sentence_frame(void)
           !strcmp(out + strlen(out) - strlen(tail), tail) && !strstr(out, "root operator"));
 }
 
+/* Simulates o into dir (made from its template) and loads its truth.json
+ * (CHECKed; the caller frees it and removes dir). */
+static jv *sim_truth(char *dir, const teller_sim_opts *o)
+{
+    sim_case(dir, o);
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    teller_error err;
+    jv *truth = jdom_load(tp, &err);
+    CHECK(truth != NULL);
+    return truth;
+}
+
 /* The simulator draws a kind only where its row's needs are met, strikes
  * the rank its row's target names, and a kind that ends the run only in
  * the run's second half. */
@@ -380,12 +393,7 @@ static void test_sim_draws_by_the_fault_table(void)
         o.fault_rate = 0.9;
         o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
         o.seed = 300 + sh;
-        sim_case(dir, &o);
-        char tp[600];
-        snprintf(tp, sizeof tp, "%s/truth.json", dir);
-        teller_error err;
-        jv *truth = jdom_load(tp, &err);
-        CHECK(truth != NULL);
+        jv *truth = sim_truth(dir, &o);
         const jv *steps = truth ? jdom_get(truth, "steps") : NULL;
         int world = o.nodes * o.gpus_per_node, cross = o.nodes > 1;
         for (size_t i = 0; steps && i < steps->n; i++) {
@@ -438,12 +446,7 @@ static void test_sim_hang_only_where_a_collective_runs(void)
         o.fault_rate = 1;
         o.faults = 1u << TELLER_FAULT_NCCL_HANG;
         o.seed = seed;
-        sim_case(dir, &o);
-        char tp[600];
-        snprintf(tp, sizeof tp, "%s/truth.json", dir);
-        teller_error err;
-        jv *truth = jdom_load(tp, &err);
-        CHECK(truth != NULL);
+        jv *truth = sim_truth(dir, &o);
         const jv *steps = truth ? jdom_get(truth, "steps") : NULL;
         int hangs = 0;
         for (size_t i = 0; steps && i < steps->n; i++) {
@@ -477,11 +480,7 @@ static void test_sim_replicas(void)
     o.steps = 20;
     o.faults = 0;
     o.seed = 21;
-    sim_case(dir, &o);
-    char tp[600];
-    snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    teller_error err;
-    jv *truth = jdom_load(tp, &err);
+    jv *truth = sim_truth(dir, &o);
     CHECK(truth != NULL && (int)jdom_num(jdom_get(truth, "workload"), "dp", 1) == 4);
     jdom_free(truth);
     teller_store *st = load_case_ranks(dir, 0, 8);
