@@ -378,34 +378,39 @@ static int32_t node_first_rank(const teller_store *st, int32_t n)
  * share is the one between them); the higher (receiving) node when two
  * touch as many (one link's two ends, which its transfers cannot tell
  * apart), the other one then in *other. Each as its lowest rank; -1 when
- * no candidate's node is known, *other -1 when the node is clear. */
+ * no candidate's node is known, *other -1 when the node is clear; -2 out
+ * of memory. */
 static int32_t link_root(const teller_store *st, step_acc *s, int32_t *other)
 {
+    int32_t (*ends)[2] = malloc((s->n ? s->n : 1) * sizeof *ends); /* per transfer: its two ends' nodes */
+    size_t n = 0;
+    if (!ends)
+        return -2;
+    for (size_t a = 0; a < s->n; a++)
+        if (is_transfer(&s->c[a])) {
+            ends[n][0] = cand_node(st, s->c[a].rank);
+            ends[n][1] = cand_node(st, s->c[a].peer);
+            n++;
+            s->c[a].det = TELLER_FAULT_NONE;
+        }
     int32_t best = -1, second = -1;
     uint32_t best_n = 0, second_n = 0;
-    for (size_t a = 0; a < s->n; a++) {
-        if (!is_transfer(&s->c[a]))
-            continue;
-        int32_t ends[2] = {cand_node(st, s->c[a].rank), cand_node(st, s->c[a].peer)};
+    for (size_t a = 0; a < n; a++)
         for (int e = 0; e < 2; e++) {
-            if (ends[e] < 0 || ends[e] == best || ends[e] == second || (e == 1 && ends[1] == ends[0]))
+            int32_t x = ends[a][e];
+            if (x < 0 || x == best || x == second || (e == 1 && ends[a][1] == ends[a][0]))
                 continue;
-            uint32_t n = 0;
-            for (size_t b = 0; b < s->n; b++)
-                if (is_transfer(&s->c[b]) &&
-                    (cand_node(st, s->c[b].rank) == ends[e] || cand_node(st, s->c[b].peer) == ends[e]))
-                    n++;
-            if (n > best_n || (n == best_n && ends[e] > best)) {
+            uint32_t touch = 0;
+            for (size_t b = 0; b < n; b++)
+                touch += ends[b][0] == x || ends[b][1] == x;
+            if (touch > best_n || (touch == best_n && x > best)) {
                 second = best, second_n = best_n;
-                best = ends[e], best_n = n;
-            } else if (n > second_n || (n == second_n && ends[e] > second)) {
-                second = ends[e], second_n = n;
+                best = x, best_n = touch;
+            } else if (touch > second_n || (touch == second_n && x > second)) {
+                second = x, second_n = touch;
             }
         }
-    }
-    for (size_t a = 0; a < s->n; a++)
-        if (is_transfer(&s->c[a]))
-            s->c[a].det = TELLER_FAULT_NONE;
+    free(ends);
     *other = second >= 0 && second_n == best_n ? node_first_rank(st, second) : -1;
     return node_first_rank(st, best);
 }
@@ -464,6 +469,10 @@ static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
     }
     cand t = s->c[best];
     int32_t other, root = link_root(D->st, s, &other);
+    if (root == -2) {
+        free(idx);
+        return -1;
+    }
     t.det = TELLER_FAULT_SLOW_LINK;
     t.excess = sum;
     t.rank = root < 0 ? t.rank : root;

@@ -22,10 +22,11 @@ int diag_yardsticks(const dctx *D, diag_state *S, const uint8_t *flagged, double
  * spreads, at least 1 % and 20 us over): 0.5 at the edge, towards 1
  * beyond, 0 when no slower than usual or without a yardstick. */
 double diag_slowness(const teller_diag_step *s, double spreads);
-/* Step k's kind, from the annotation of rank (the rank the step took
- * longest on), else of its lowest rank that has one (a step without one
- * is a kind of its own), and its work: what the annotation states, else
- * the kernels the annotation's rank launched. */
+/* Step k's kind, from the annotation that states the most work among its
+ * ranks', else that of rank (the rank the step took longest on), else of
+ * its lowest rank that has one (a step without one is a kind of its own),
+ * and its work: what the annotation states, else the kernels the
+ * annotation's rank launched. */
 void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class *out);
 /* reference.c: with a reference run, each step (its own yardstick set)
  * judged against the reference's usual for its kind and work instead

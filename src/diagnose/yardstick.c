@@ -55,6 +55,12 @@ static uint32_t step_marker(const dctx *D, uint32_t k, int32_t rank)
     for (size_t i = lo; i < hi; i++) {
         if (rows[i].marker == TELLER_NONE)
             continue;
+        /* the ranks of one engine share the annotation's text: classified once */
+        if (pick != TELLER_NONE && D->ev->name[rows[i].marker] == D->ev->name[pick]) {
+            if (rows[i].rank == rank && !on_rank)
+                pick = rows[i].marker, on_rank = 1;
+            continue;
+        }
         teller_step_class c;
         teller_step_classify(teller_store_str(D->st, D->ev->name[rows[i].marker]), &c);
         if (pick == TELLER_NONE || c.work > most || (c.work == most && rows[i].rank == rank && !on_rank)) {
