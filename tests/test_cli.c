@@ -165,12 +165,14 @@ static void test_cli_train_and_model(void)
     } abl[] = {
         {"train -o %s/ma.tmod --epochs 2 --without logs --without numbers %s/c", 0, "validation: step F1 "},
         {"train -o %s/mt.tmod --epochs 2 --without trace %s/c", 0, "validation: step F1 "},
-        {"diagnose --model %s/mt.tmod --model-alone %s/c/case_0000", 0, "judged by the model"},
+        {"diagnose --model %s/mt.tmod --model-alone %s/c/case_0000", 0, " (teller train)\n"},
         {"train -o %s/ma.tmod --without time %s/c", 2, "--without takes trace, logs or numbers, not 'time'"},
         {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "raw tokens, vocabulary of"},
         {"train -o %s/mr.tmod --epochs 2 --trace-tokens raw %s/c", 0, "(0 merges)"},
         {"train -o %s/mv.tmod --epochs 2 --tpe-vocab 8 %s/c", 0, "(8 merges)"},
-        {"diagnose --model %s/mv.tmod %s/c/case_0000", 0, "judged by the model"},
+        {"diagnose --model %s/mv.tmod %s/c/case_0000", 0, " (teller train)\n"},
+        {"train -o %s/mx.tmod --recipe 0123456789012345678901234567890123456789012345678901234567890123 %s/c", 2,
+         "--recipe takes at most 63 bytes"},
         {"train -o %s/mx.tmod --tpe-vocab 8 --trace-tokens raw %s/c", 2, "exclude each other"},
         {"diagnose --no-model --model-alone --model %s/m.tmod %s/c/case_0000", 2, "--no-model excludes"},
     };
@@ -179,12 +181,42 @@ static void test_cli_train_and_model(void)
         CHECK_EQ_INT(run_cli(args, out, sizeof out), abl[i].rc);
         CHECK(strstr(out, abl[i].want) != NULL);
     }
-    snprintf(args, sizeof args, "diagnose --model %s/m.tmod %s/c/case_0000", dir, dir);
+    /* the predictions say who judged: the model by its file's checksum
+     * (its last 8 bytes) and recipe, or the numeric stage */
+    snprintf(args, sizeof args, "train -o %s/mn.tmod --epochs 2 --recipe 'nightly <b>' %s/c", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
-    CHECK(strstr(out, "judged by the model") != NULL);
-    snprintf(args, sizeof args, "diagnose --no-model %s/c/case_0000", dir);
+    snprintf(args, sizeof args, "%s/mn.tmod", dir);
+    size_t nm = 0;
+    unsigned char *mb = (unsigned char *)read_file(args, &nm);
+    CHECK(mb != NULL && nm > 8);
+    unsigned long long id = 0;
+    for (int i = 0; mb && i < 8; i++)
+        id |= (unsigned long long)mb[nm - 8 + i] << (8 * i);
+    free(mb);
+    char want[256];
+    snprintf(args, sizeof args, "diagnose --model %s/mn.tmod --json %s/p.json --html %s/r.html %s/c/case_0000", dir, dir,
+             dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
-    CHECK(strstr(out, "judged by the model") == NULL);
+    snprintf(want, sizeof want, "; judged by model %016llx (nightly <b>)\n", id);
+    CHECK(strstr(out, want) != NULL);
+    snprintf(args, sizeof args, "%s/p.json", dir);
+    size_t njs = 0;
+    char *js = read_file(args, &njs);
+    snprintf(want, sizeof want, "\"judged_by\": {\"by\": \"model\", \"model\": \"%016llx\", \"recipe\": \"nightly <b>\"}", id);
+    CHECK(js && strstr(js, want) != NULL);
+    free(js);
+    snprintf(args, sizeof args, "%s/r.html", dir);
+    char *html = read_file(args, &njs);
+    snprintf(want, sizeof want, "judged by model %016llx (nightly &lt;b&gt;)</p>", id);
+    CHECK(html && strstr(html, want) != NULL);
+    free(html);
+    snprintf(args, sizeof args, "diagnose --no-model --json %s/p.json %s/c/case_0000", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "; judged by the numeric stage\n") != NULL);
+    snprintf(args, sizeof args, "%s/p.json", dir);
+    js = read_file(args, &njs);
+    CHECK(js && strstr(js, "\"judged_by\": {\"by\": \"numeric stage\"}") != NULL);
+    free(js);
     snprintf(args, sizeof args, "diagnose --no-model --model %s/m.tmod %s/c/case_0000", dir, dir);
     CHECK_EQ_INT(run_cli(args, out, sizeof out), 2);
     snprintf(args, sizeof args, "diagnose --model %s/c/case_0000/truth.json %s/c/case_0000", dir, dir);

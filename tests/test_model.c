@@ -492,11 +492,11 @@ static void test_model_judges_diagnosis(void)
         teller_model_out mo;
         CHECK_EQ_INT(teller_model_step(tr, d0, k, &x, &mo, &err), TELLER_OK);
         double wscore = teller_model_step_score(&mo, d0->cands[a->first_cand].score,
-                                              d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE], a->peer_colls > 0, 0.5);
+                                              d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE], 0.5);
         if (!b->fact && wscore > b->slowness) /* the step alarm (diagnose.h) */
             wscore = b->slowness;
         CHECK(fabs(b->pred.score - wscore) < 1e-6);
-        CHECK(x.peers == (a->peer_colls > 0));
+        CHECK(x.step[4] == (a->peer_colls > 0)); /* the model sees whether the step has peers */
         /* its root first, the others in the numeric stage's order */
         uint32_t r = teller_model_root(&x, &mo, TELLER_MODEL_ROOT_CONFIDENCE,
                                        d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE]),
@@ -665,27 +665,24 @@ static void test_model_rules_around_numeric_stage(void)
     CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, 0.01), 1);
 
     o.p_abnormal = 0.3f;
-    CHECK(teller_model_step_score(&o, 0.8, 0.01, 1, 0.5) == 0.5);          /* a numeric alarm stands */
-    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.01, 1, 0.5) - 0.3) < 1e-6); /* no alarm: the model's P */
+    CHECK(teller_model_step_score(&o, 0.8, 0.01, 0.5) == 0.5);          /* a numeric alarm stands */
+    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.01, 0.5) - 0.3) < 1e-6); /* no alarm: the model's P */
     o.p_abnormal = 0.1f;
-    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.01, 1, 0.5) - 0.1) < 1e-6); /* vetoed: the model is sure */
+    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.01, 0.5) - 0.1) < 1e-6); /* vetoed: the model is sure */
     o.p_abnormal = 0.7f;
-    CHECK(teller_model_step_score(&o, 0.8, 0.01, 1, 0.5) == 0.7f);          /* it agrees: its P */
+    CHECK(teller_model_step_score(&o, 0.8, 0.01, 0.5) == 0.7f);          /* it agrees: its P */
     /* the model does not add a step the numeric stage did not flag */
-    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.01, 1, 0.5) - 0.2) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.01, 0.5) - 0.2) < 1e-6);
 
     /* a numeric alarm whose finding costs a tenth of the step or more is
      * not vetoed, however sure the model is (held-out real runs: a GPU
      * throttled for a third of every step, P 0.004-0.14); just under that
      * share it is */
     o.p_abnormal = 0.01f;
-    CHECK(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE, 1, 0.5) == 0.5);
-    CHECK(teller_model_step_score(&o, 1.0, 0.3, 1, 0.5) == 0.5);
-    CHECK(fabs(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE - 0.001, 1, 0.5) - 0.01) < 1e-6);
-    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.3, 1, 0.5) - 0.01) < 1e-6); /* no alarm to keep: the model's P */
-    /* nor on a step without peers (a single rank: no late or wait share to
-     * read), however small the finding */
-    CHECK(teller_model_step_score(&o, 1.0, 0.01, 0, 0.5) == 0.5);
+    CHECK(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);
+    CHECK(teller_model_step_score(&o, 1.0, 0.3, 0.5) == 0.5);
+    CHECK(fabs(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE - 0.001, 0.5) - 0.01) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.3, 0.5) - 0.01) < 1e-6); /* no alarm to keep: the model's P */
 
     /* calibration: a few epochs on noisy samples, then P >= 0.5 on the
      * validation samples gives the best F1 of any threshold */

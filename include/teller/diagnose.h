@@ -255,6 +255,8 @@ typedef struct teller_diagnosis {
     uint32_t         *near_steps;    /* the steps small groups' steps are judged against */
     uint32_t          step_base; /* teller_diag_opts.step_base: steps[k].pred.step is k + step_base */
     int               model;   /* 1 when a model judged the steps (scores are its probabilities) */
+    uint64_t          model_id;        /* then its id (model.h teller_model_id) */
+    char              model_recipe[64]; /* and its recipe (teller_model_recipe, TELLER_MODEL_RECIPE_MAX) */
     char            **notes; /* what the analysis could not see or trust, for the user */
     size_t            nnotes;
     struct teller_requests *requests; /* with logs: each request's lifecycle and breakdown against
@@ -263,6 +265,10 @@ typedef struct teller_diagnosis {
 } teller_diagnosis;
 
 teller_diag_opts teller_diag_defaults(void);
+
+/* Who judged the steps, for a summary's line: "the numeric stage" or
+ * "model 0123456789abcdef (RECIPE)"; into buf of n bytes (96 hold it). */
+void teller_diag_judge(const teller_diagnosis *d, char *buf, size_t n);
 
 /* What a healthy reference run says is usual (src/diagnose/reference.c):
  * its kinds of step with their yardsticks, and per kind, rank and

@@ -34,7 +34,8 @@
 extern "C" {
 #endif
 
-#define TELLER_MODEL_STEP_FEATURES 4   /* log2(step / usual step), log lines aligned, candidates / 16, best score */
+#define TELLER_MODEL_STEP_FEATURES 5   /* log2(step / usual step), log lines aligned, candidates / 16, best score,
+                                        * whether the step has peers (a collective with two or more members) */
 #define TELLER_MODEL_MAX_LOGS      6   /* log tokens per step (the step's log evidence) */
 #define TELLER_MODEL_LOG_BUCKETS   128 /* log templates are hashed into this many embeddings */
 #define TELLER_MODEL_TRACE_CANDS   2   /* slices: around the step's first candidates (K) */
@@ -75,7 +76,6 @@ typedef struct teller_model_sample {
     uint8_t  abnormal;
     uint8_t  kind;  /* teller_fault, NONE for a normal step */
     int8_t   root;  /* index of the true root among the candidates, -1 when none is */
-    uint8_t  peers; /* 1 when the step has a collective with two or more members (teller_diag_step.peer_colls) */
 } teller_model_sample;
 
 /* Step k of a diagnosis as a sample (labels: normal, no root), without
@@ -154,6 +154,15 @@ int teller_model_out_valid(const teller_model_out *o, uint32_t ncands);
 teller_model *teller_model_create(uint64_t seed);
 void teller_model_free(teller_model *m);
 
+/* Who a model is, for the predictions to say who judged: its recipe (the
+ * name of what trained it, `teller train --recipe`, at most
+ * TELLER_MODEL_RECIPE_MAX - 1 bytes) and its id, the checksum of its file
+ * (0 for a model neither loaded nor saved). */
+#define TELLER_MODEL_RECIPE_MAX 64
+void teller_model_set_recipe(teller_model *m, const char *recipe);
+const char *teller_model_recipe(const teller_model *m);
+uint64_t teller_model_id(const teller_model *m);
+
 /* Reads a model file; a file that is not one, is truncated, fails its
  * checksum, was written by another version or for other dimensions, or
  * holds a vocabulary that does not parse is an error naming it. */
@@ -187,19 +196,17 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
 /* The step's score under the model. The model only takes alarms away: an
  * alarm of the numeric stage (its score `numeric` >= threshold) stands,
  * scored threshold (or P when higher), unless the model is sure the step
- * is normal (P below TELLER_MODEL_VETO), the numeric stage's first
+ * is normal (P below TELLER_MODEL_VETO) and the numeric stage's first
  * candidate explains little of the step (its excess share, `share`, the
- * candidate's TELLER_CF_EXCESS_SHARE, under TELLER_MODEL_VETO_SHARE) and
- * the step has peers (`peers`: a collective with two or more members) —
+ * candidate's TELLER_CF_EXCESS_SHARE, under TELLER_MODEL_VETO_SHARE) —
  * then the score is P. A step the numeric stage does not flag scores the
  * smaller of P and its numeric score. Why each condition: docs/MODEL.md
- * (a finding of a tenth of the step is not noise on any workload; without
- * peers the late and wait shares the model learned on runs with peers are
- * 0 by construction; the steps the model added on the tuning cases were
- * mostly false alarms). A step is abnormal when the score >= threshold. */
+ * (a finding of a tenth of the step is not noise on any workload; the
+ * steps the model added on the tuning cases were mostly false alarms). A
+ * step is abnormal when the score >= threshold. */
 #define TELLER_MODEL_VETO       0.15
 #define TELLER_MODEL_VETO_SHARE 0.1
-double teller_model_step_score(const teller_model_out *o, double numeric, double share, int peers, double threshold);
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold);
 
 typedef struct teller_train_opts {
     uint64_t seed;       /* shuffling */

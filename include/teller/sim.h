@@ -53,8 +53,11 @@ teller_status teller_sim_check(const teller_sim_opts *o, teller_error *err);
 teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_error *err);
 
 /* Simulates n cases into dir/case_0000 ..., each with a workload and fault
- * mix drawn from base->seed; base gives the fault set, rate and severity. */
-teller_status teller_simulate_corpus(const teller_sim_opts *base, int n, const char *dir, teller_error *err);
+ * mix drawn from base->seed; base gives the fault set, rate and severity,
+ * and with keep_topology its nodes, GPUs, tp, pp and dp (the mix draws them
+ * all the same, so that a corpus keeps every other draw). */
+teller_status teller_simulate_corpus(const teller_sim_opts *base, int keep_topology, int n, const char *dir,
+                                     teller_error *err);
 
 #ifdef __cplusplus
 }

@@ -312,8 +312,10 @@ static void print_worst(const teller_store *st, const teller_diagnosis *d, size_
     if (order)
         qsort(order, d->n, sizeof *order, step_cmp);
     size_t nranks = teller_store_num_sources(st);
-    printf("%zu step%s, %zu abnormal, %zu rank%s%s%s\n", d->n, d->n == 1 ? "" : "s", nab, nranks,
-           nranks == 1 ? "" : "s", nlogs ? "" : " (no logs given)", d->model ? " (judged by the model)" : "");
+    char judge[128];
+    teller_diag_judge(d, judge, sizeof judge);
+    printf("%zu step%s, %zu abnormal, %zu rank%s%s; judged by %s\n", d->n, d->n == 1 ? "" : "s", nab, nranks,
+           nranks == 1 ? "" : "s", nlogs ? "" : " (no logs given)", judge);
     for (size_t k = 0; order && k < d->n && k < 10 && order[k]->pred.abnormal; k++) {
         const teller_diag_step *s = order[k];
         printf("\nstep %u  score %.2f  %s/%s  rank %d  ", s->pred.step, s->pred.score, s->pred.fault_type, s->fault,

@@ -28,7 +28,7 @@ int cmd_simulate(int argc, char **argv)
         CLI_NUM(0, "fault-rate", &o.fault_rate, "P", 0, 1, 0, "share of faulty steps (default 0.3)"),
         CLI_NUM(0, "severity", &o.severity, "S", 0, 1e6, CLI_ABOVE, "scales fault magnitudes (default 1)"),
         CLI_U64(0, "seed", &o.seed, "N", 0, 9007199254740992.0, "same seed, same bytes"),
-        CLI_INT(0, "corpus", &corpus, "N", 0, most, "write N cases DIR/case_0000... with a seeded workload mix"),
+        CLI_INT(0, "corpus", &corpus, "N", 0, most, "write N cases DIR/case_0000... with a seeded workload mix (the topology too, unless given)"),
         CLI_BOOL(0, "log-capture", &o.log_capture,
                  "log lines as `teller run` captures them: epoch ns, a space,\n"
                  "the line (default: the engines' lines alone)"),
@@ -74,7 +74,8 @@ int cmd_simulate(int argc, char **argv)
     }
     teller_error err;
     teller_error_clear(&err);
-    teller_status s = corpus ? teller_simulate_corpus(&o, corpus, out, &err) : teller_simulate(&o, out, &err);
+    teller_status s = corpus ? teller_simulate_corpus(&o, topo_set != 0 || dp, corpus, out, &err)
+                             : teller_simulate(&o, out, &err);
     if (s != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         return s == TELLER_ERR_ARG ? 2 : 1;

@@ -198,7 +198,7 @@ _Static_assert(TELLER_MODEL_TOKENS_TPE == 0 && TELLER_MODEL_TOKENS_RAW == 1, "TO
 /* What the command line asks of train. */
 typedef struct train_args {
     cli_load_opts lo;
-    const char   *out, *base;
+    const char   *out, *base, *recipe;
     uint64_t      seed;
     int           epochs, patience, val_every, vocab_n, without, tokens;
 } train_args;
@@ -218,6 +218,9 @@ static int parse_args(train_args *a, int argc, char **argv)
         CLI_STR(0, "base", &a->base, "MODEL", 0,
                 "fine-tune that model (and keep its vocabulary and tokens)\n"
                 "instead of starting from seeded weights"),
+        CLI_STR(0, "recipe", &a->recipe, "NAME", 0,
+                "what trained it, which predictions judged by the model name\n"
+                "(default \"teller train\")"),
         CLI_U64(0, "seed", &a->seed, "N", 0, 4294967295.0, "the seed of the weights and of the sample order (default 1)"),
         CLI_INT(0, "epochs", &a->epochs, "N", 1, 10000, "at most N epochs"),
         CLI_INT(0, "patience", &a->patience, "N", 1, 10000, "stop after N epochs without a better validation loss"),
@@ -332,14 +335,17 @@ static int train_and_save(const train_args *a, teller_model *m, const sample_set
     to.patience = a->patience;
     to.fine_tune = a->base != NULL;
     to.progress = progress;
+    teller_model_set_recipe(m, a->recipe);
     teller_train_report rep;
     if (teller_model_train(m, ss->tr, ss->ntr, ss->va, ss->nva, &to, &rep, &err) != TELLER_OK ||
         teller_model_save(m, a->out, &err) != TELLER_OK) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         return -1;
     }
-    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s\n",
-           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, a->out);
+    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s, "
+           "model %016llx (%s)\n",
+           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, a->out,
+           (unsigned long long)teller_model_id(m), a->recipe);
     printf("validation: step F1 %.3f (the model alone %.3f, the numeric stage %.3f), kind accuracy %.3f, root accuracy "
            "%.3f\n",
            rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc);
@@ -369,7 +375,8 @@ static int train(const train_args *a, const cli_strs *cases, teller_model *m, te
 
 int cmd_train(int argc, char **argv)
 {
-    train_args a = {.lo = cli_load_defaults(), .seed = 1, .val_every = 5, .tokens = TELLER_MODEL_TOKENS_TPE};
+    train_args a = {.lo = cli_load_defaults(), .seed = 1, .val_every = 5, .tokens = TELLER_MODEL_TOKENS_TPE,
+                    .recipe = "teller train"};
     a.lo.quiet = 1;
     cli_strs cases = {NULL, 0};
     sample_sets ss = {0};
@@ -385,6 +392,11 @@ int cmd_train(int argc, char **argv)
         (a.base || (a.vocab_n > 0 && a.tokens == TELLER_MODEL_TOKENS_RAW))) {
         cli_error("train", "--tpe-vocab and --trace-tokens raw exclude each other and --base (a base model keeps its "
                            "vocabulary and tokens)");
+        rc = 2;
+        goto done;
+    }
+    if (strlen(a.recipe) >= TELLER_MODEL_RECIPE_MAX) {
+        cli_error("train", "--recipe takes at most %d bytes", TELLER_MODEL_RECIPE_MAX - 1);
         rc = 2;
         goto done;
     }

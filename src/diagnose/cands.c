@@ -39,12 +39,29 @@ const char *teller_fact_kind_name(teller_fact_kind k)
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "?";
 }
 
-/* What a diagnosis adds to the benchmark's predictions: the run's kinds of
- * step and their yardsticks, and per step its duration, kind and usual. */
+void teller_diag_judge(const teller_diagnosis *d, char *buf, size_t n)
+{
+    if (d->model)
+        snprintf(buf, n, "model %016llx (%s)", (unsigned long long)d->model_id,
+                 d->model_recipe[0] ? d->model_recipe : "no recipe named");
+    else
+        snprintf(buf, n, "the numeric stage");
+}
+
+/* What a diagnosis adds to the benchmark's predictions: who judged, the
+ * run's kinds of step and their yardsticks, and per step its duration,
+ * kind and usual. */
 static void diag_extra(FILE *f, void *ctx, size_t i)
 {
     const teller_diagnosis *d = ctx;
     if (i == SIZE_MAX) {
+        if (d->model) {
+            fprintf(f, " \"judged_by\": {\"by\": \"model\", \"model\": \"%016llx\", \"recipe\": ",
+                    (unsigned long long)d->model_id);
+            teller_json_put(f, d->model_recipe);
+            fprintf(f, "},\n");
+        } else
+            fprintf(f, " \"judged_by\": {\"by\": \"numeric stage\"},\n");
         fprintf(f, " \"step_kinds\": [");
         for (size_t g = 0; g < d->ngroups; g++) {
             const teller_step_group *sg = &d->groups[g];

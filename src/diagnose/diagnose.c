@@ -587,7 +587,7 @@ static int model_judge(const dctx *D, diag_state *S, judging *J, uint32_t k, siz
     sc[0] = tc, idx[0] = ti;
     s->pred.score = J->o->model_alone
                         ? mo.p_abnormal
-                        : teller_model_step_score(&mo, s->pred.score, share, s->peer_colls > 0, J->threshold);
+                        : teller_model_step_score(&mo, s->pred.score, share, J->threshold);
     return 0;
 }
 
@@ -669,6 +669,11 @@ static int run_shape(const dctx *D, diag_state *S, judging *J)
 static int judge_steps(const dctx *D, diag_state *S, judging *J, teller_error *err)
 {
     S->out->model = J->o->model != NULL;
+    if (J->o->model) {
+        _Static_assert(sizeof S->out->model_recipe == TELLER_MODEL_RECIPE_MAX, "a model's recipe fits");
+        S->out->model_id = teller_model_id(J->o->model);
+        snprintf(S->out->model_recipe, sizeof S->out->model_recipe, "%s", teller_model_recipe(J->o->model));
+    }
     if (run_shape(D, S, J))
         return -1;
     if (J->o->model && teller_model_tracer_create(J->o->model, NULL, D->st, &J->tracer, err) != TELLER_OK)

@@ -117,6 +117,8 @@ struct teller_model {
     uint32_t nsym;     /* its symbols: ids at or beyond are unknown */
     teller_model_tokens tokens;
     uint32_t without;  /* TELLER_MODEL_WITHOUT_* */
+    char     recipe[TELLER_MODEL_RECIPE_MAX]; /* what trained it, NUL-terminated */
+    uint64_t id;       /* its file's checksum; 0 before it is loaded or saved */
 };
 
 /* ---- random numbers (splitmix64), deterministic on every platform ---- */
@@ -262,7 +264,7 @@ void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sa
     out->step[1] = (float)out->nlogs;
     out->step[2] = (float)out->ncands / MC;
     out->step[3] = best;
-    out->peers = s->peer_colls > 0;
+    out->step[4] = s->peer_colls > 0;
 }
 
 /* ---- one step forward and backward ---- */
@@ -575,12 +577,12 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
     return sum > 0 && q[best] >= confidence * sum ? best : 0;
 }
 
-double teller_model_step_score(const teller_model_out *o, double numeric, double share, int peers, double threshold)
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold)
 {
     double p = o->p_abnormal;
     if (numeric < threshold)
         return p < numeric ? p : numeric;
-    int stands = p >= TELLER_MODEL_VETO || share >= TELLER_MODEL_VETO_SHARE || !peers;
+    int stands = p >= TELLER_MODEL_VETO || share >= TELLER_MODEL_VETO_SHARE;
     return stands && p < threshold ? threshold : p;
 }
 
@@ -733,7 +735,7 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
         forward(m, &s[i], a);
         teller_model_out o; /* as teller_diagnose judges the step; step[3] is the numeric stage's score */
         o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
-        int flag = teller_model_step_score(&o, s[i].step[3], s[i].feat[0][TELLER_CF_EXCESS_SHARE], s[i].peers, 0.5) >= 0.5,
+        int flag = teller_model_step_score(&o, s[i].step[3], s[i].feat[0][TELLER_CF_EXCESS_SHARE], 0.5) >= 0.5,
             mflag = o.p_abnormal >= 0.5f;
         pp += flag;
         tp += flag && s[i].abnormal;
@@ -861,14 +863,16 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
  * tokens; symbol embeddings, depths, duration buckets, slices, slice
  * relations, attention bias classes, trace tokens a slice, slice events,
  * base tokens a slice), u64 parameter count, u32 the trace tokens (0 TPE,
- * 1 raw), u32 the inputs left out (TELLER_MODEL_WITHOUT_*), u64 the
- * vocabulary's length and its bytes (a TPE vocabulary
- * file, tpe.h), the normalisation (f32 candidate feature means, spreads,
- * step feature means, spreads), the f32 parameters, and the FNV-1a 64
- * hash of every byte before it. Version 1 had no trace modality. */
+ * 1 raw), u32 the inputs left out (TELLER_MODEL_WITHOUT_*), the recipe
+ * (TELLER_MODEL_RECIPE_MAX bytes, NUL-padded), u64 the vocabulary's
+ * length and its bytes (a TPE vocabulary file, tpe.h), the normalisation
+ * (f32 candidate feature means, spreads, step feature means, spreads), the
+ * f32 parameters, and the FNV-1a 64 hash of every byte before it, which
+ * is the model's id. Version 1 had no trace modality, version 2 no recipe
+ * and no peers among the step's features. */
 
 #define MODEL_MAGIC   "TLRMODEL"
-#define MODEL_VERSION 2
+#define MODEL_VERSION 3
 #define NDIMS         21
 #define MAX_VOCAB     ((size_t)16 << 20) /* bytes; a larger vocabulary is not a model's */
 
@@ -876,7 +880,8 @@ static const uint32_t model_dims[NDIMS] = {MD,   ML,  MH,   MHID, MMOD, MF,  MSF
                                            TELLER_MODEL_MAX_LOGS, MV, MDEP, MBK, MSEG, MREL, MNB,
                                            TELLER_MODEL_TRACE_TOKENS, TELLER_MODEL_SLICE_EVENTS, TELLER_MODEL_SLICE_BASE};
 
-enum { HEADER = 8 + 4 + 4 * NDIMS + 8 + 4 + 4 + 8 }; /* up to the vocabulary's bytes */
+enum { HEADER = 8 + 4 + 4 * NDIMS + 8 + 4 + 4 + TELLER_MODEL_RECIPE_MAX + 8 }; /* up to the vocabulary's bytes */
+enum { RECIPE_AT = 8 + 4 + 4 * NDIMS + 8 + 4 + 4, VLEN_AT = RECIPE_AT + TELLER_MODEL_RECIPE_MAX };
 
 static size_t file_size(size_t vocab_len) { return HEADER + vocab_len + 4 * (2 * MF + 2 * MSF) + 4 * num_params() + 8; }
 
@@ -934,8 +939,10 @@ teller_status teller_model_save(const teller_model *m, const char *path, teller_
     put_u64(b, num_params());
     put_u32(b + 8, (uint32_t)m->tokens);
     put_u32(b + 12, m->without);
-    put_u64(b + 16, m->vocab_len);
-    b += 24;
+    memset(b + 16, 0, TELLER_MODEL_RECIPE_MAX);
+    memcpy(b + 16, m->recipe, strlen(m->recipe));
+    put_u64(b + 16 + TELLER_MODEL_RECIPE_MAX, m->vocab_len);
+    b += 24 + TELLER_MODEL_RECIPE_MAX;
     memcpy(b, m->vocab, m->vocab_len);
     b += m->vocab_len;
     put_floats(&b, m->fmean, MF);
@@ -943,12 +950,15 @@ teller_status teller_model_save(const teller_model *m, const char *path, teller_
     put_floats(&b, m->smean, MSF);
     put_floats(&b, m->sstd, MSF);
     put_floats(&b, m->w, num_params());
-    put_u64(b, kmap_hash_bytes(buf, (size_t)(b - buf)));
+    uint64_t id = kmap_hash_bytes(buf, (size_t)(b - buf));
+    put_u64(b, id);
     FILE *f = fopen(path, "wb");
     int ok = f && fwrite(buf, 1, size, f) == size;
     if (f && fclose(f) != 0)
         ok = 0;
     free(buf);
+    if (ok)
+        ((teller_model *)m)->id = id; /* what it is known by from now on */
     return ok ? TELLER_OK : teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write the model file");
 }
 
@@ -974,7 +984,7 @@ teller_status teller_model_load_bytes(const void *p, size_t n, const char *name,
                                     "model dimension %d is %u, this teller's model has %u (written by another version)", i,
                                     get_u32(b + 12 + 4 * i), model_dims[i]);
     const unsigned char *h = b + 12 + 4 * NDIMS;
-    uint64_t vlen = get_u64(h + 16);
+    uint64_t vlen = get_u64(b + VLEN_AT);
     uint32_t tok = get_u32(h + 8), without = get_u32(h + 12);
     if (get_u64(h) != num_params() || vlen > MAX_VOCAB || n > file_size((size_t)vlen))
         return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(12 + 4 * NDIMS),
@@ -991,22 +1001,26 @@ teller_status teller_model_load_bytes(const void *p, size_t n, const char *name,
     if (without & ~(uint32_t)(TELLER_MODEL_WITHOUT_TRACE | TELLER_MODEL_WITHOUT_LOGS | TELLER_MODEL_WITHOUT_NUMBERS))
         return teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(h + 12 - b), "model file leaves out inputs %#x",
                                 without);
+    if (!memchr(b + RECIPE_AT, 0, TELLER_MODEL_RECIPE_MAX))
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, RECIPE_AT, "model file's recipe is not a string");
     teller_model *m = teller_model_create(0);
     if (!m)
         return teller_error_set(err, TELLER_ERR_NOMEM, name, 0, "out of memory");
     teller_tpe_vocab *v = NULL;
     teller_error verr;
-    teller_status vs = teller_tpe_vocab_parse((const char *)h + 24, (size_t)vlen, name, &v, &verr);
+    teller_status vs = teller_tpe_vocab_parse((const char *)b + HEADER, (size_t)vlen, name, &v, &verr);
     if (vs != TELLER_OK || teller_model_set_vocab(m, v, (teller_model_tokens)tok, &verr) != TELLER_OK) {
         teller_tpe_vocab_free(v);
         teller_model_free(m);
         return vs == TELLER_ERR_NOMEM ? teller_error_set(err, vs, name, 0, "out of memory")
-                                      : teller_error_set(err, TELLER_ERR_FORMAT, name, (uint64_t)(h + 24 - b),
+                                      : teller_error_set(err, TELLER_ERR_FORMAT, name, HEADER,
                                                          "model file's TPE vocabulary: %s", verr.msg);
     }
     teller_tpe_vocab_free(v);
     m->without = without;
-    b = h + 24 + vlen;
+    teller_model_set_recipe(m, (const char *)b + RECIPE_AT);
+    m->id = get_u64(b + n - 8);
+    b += HEADER + vlen;
     if (get_floats(&b, m->fmean, MF) || get_floats(&b, m->fstd, MF) || get_floats(&b, m->smean, MSF) ||
         get_floats(&b, m->sstd, MSF) || get_floats(&b, m->w, num_params())) {
         teller_model_free(m);
@@ -1025,6 +1039,15 @@ teller_status teller_model_load_bytes(const void *p, size_t n, const char *name,
     *out = m;
     return TELLER_OK;
 }
+
+void teller_model_set_recipe(teller_model *m, const char *recipe)
+{
+    snprintf(m->recipe, sizeof m->recipe, "%s", recipe);
+}
+
+const char *teller_model_recipe(const teller_model *m) { return m->recipe; }
+
+uint64_t teller_model_id(const teller_model *m) { return m->id; }
 
 teller_status teller_model_load(const char *path, teller_model **out, teller_error *err)
 {

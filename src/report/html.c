@@ -1770,6 +1770,10 @@ static void put_head(const hw *w, const char *title)
             w->ev->n, teller_fmt_dur(du, sizeof du, w->ev->n ? (double)(t1 - t0) : 0));
     if (teller_store_num_warnings(w->st))
         fprintf(f, " \xc2\xb7 %" PRIu64 " events skipped with warnings", teller_store_num_warnings(w->st));
+    char judge[128];
+    teller_diag_judge(w->d, judge, sizeof judge);
+    fputs(" \xc2\xb7 judged by ", f);
+    rep_html(f, judge, 0);
     fputs("</p>\n", f);
 }
 

@@ -1992,7 +1992,8 @@ teller_status teller_simulate(const teller_sim_opts *o, const char *dir, teller_
     return st;
 }
 
-teller_status teller_simulate_corpus(const teller_sim_opts *base, int n, const char *dir, teller_error *err)
+teller_status teller_simulate_corpus(const teller_sim_opts *base, int keep_topology, int n, const char *dir,
+                                     teller_error *err)
 {
     if (n < 1 || n > 100000)
         return teller_error_set(err, TELLER_ERR_ARG, "simulate", 0, "--corpus wants 1..100000 cases");
@@ -2011,6 +2012,12 @@ teller_status teller_simulate_corpus(const teller_sim_opts *base, int n, const c
         else
             o.tp = uni(&r) < 0.3 ? world : o.gpus_per_node;
         o.pp = world / o.tp;
+        if (keep_topology) {
+            o.nodes = base->nodes;
+            o.gpus_per_node = base->gpus_per_node;
+            o.tp = base->tp;
+            o.pp = base->pp;
+        }
         o.steps = 24 + uni_int(&r, 25);
         o.severity = base->severity * uni_in(&r, 0.6, 1.4);
         o.seed = rng_next(&r) % 1000000007ull;
