@@ -3,9 +3,9 @@
 # baselines, teller baseline) on held-out cases, with bootstrap 95 %
 # intervals (cases resampled, model and numeric stage paired), then per
 # view and per fault kind:
-#   - simulated: seeds 7000, 7001, 7002 at fault rates 0.3, 0.05, 0.01 (never
-#     used for training, 3000; tuning, 1000; or the numeric stage's
-#     reporting, 2000);
+#   - simulated: seeds 7000, 7001, 7002 at fault rates 0.3, 0.05, 0.01, and
+#     single-GPU runs of seed 7003 at 0.3 (never used for training, 3000 and
+#     3001; tuning, 1000; or the numeric stage's reporting, 2000);
 #   - perturbed real: bench/perturb_corpus.sh's report seeds (200000+) of
 #     the trace sets `make model` never trains on (HELDOUT), and, apart, of
 #     those it trains on with other seeds (SEEN);
@@ -24,15 +24,16 @@ SEEN="tracelens_b200_vllm tracelens_h100_hf tracelens_sglang_decode tracelens_vl
 HELDOUT="tracelens_mi300_hf tracelens_sglang_prefilldecode hta_ns_resolution hta_mi250 hta_trace_compare"
 mkdir -p "$OUT"
 
-sim() { # seed rate
-  local C="$OUT/sim_s$1_r$2_n$N"
+sim() { # seed rate [prefix simulate's topology options...]
+  local seed=$1 rate=$2 pre=${3:-sim}; shift 2; shift $(($# > 0 ? 1 : 0))
+  local C="$OUT/${pre}_s${seed}_r${rate}_n$N"
   if [ ! -f "$C/.done" ]; then
     rm -rf "$C"
-    "$T" simulate --corpus "$N" --seed "$1" --fault all --fault-rate "$2" -o "$C" > /dev/null
+    "$T" simulate --corpus "$N" --seed "$seed" --fault all --fault-rate "$rate" "$@" -o "$C" > /dev/null
     touch "$C/.done"
   fi
 }
-sim 7000 0.3; sim 7001 0.05; sim 7002 0.01
+sim 7000 0.3; sim 7001 0.05; sim 7002 0.01; sim 7003 0.3 sim1 --nodes 1 --gpus-per-node 1
 "$HERE/perturb_corpus.sh" "$BUILD" "$OUT/perturb" report "$NP" 0.3 > /dev/null
 
 # per-case metrics of one method on one group of cases: OUT/eval/GROUP/METHOD/<i>.json
@@ -58,6 +59,7 @@ for m in numeric model zscore gmm; do
     set -- $s
     judge "sim_r$2" $m "$OUT/sim_s$1_r$2_n$N"/case_*
   done
+  judge "sim_1gpu_r0.3" $m "$OUT/sim1_s7003_r0.3_n$N"/case_*
   for grp in HELDOUT SEEN; do
     cs=()
     for set in ${!grp}; do cs+=("$OUT/perturb/report_r0.3/$set"/case_*); done

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "teller/model.h"
 
 static void test_cli_option_values(void)
 {
@@ -232,6 +233,75 @@ static void test_cli_train_and_model(void)
     rm_rf(dir);
 }
 
+/* teller calibrate perturbs a healthy run into training and held-out
+ * cases, fine-tunes the base model on the first and prints the numeric
+ * stage, the base and the calibrated model side by side on the second;
+ * its scratch directory is kept with --keep, removed otherwise. */
+static void test_cli_calibrate(void)
+{
+    char out[32768], args[4600], want[256];
+    char dir[] = "/tmp/teller_cli_calib_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args,
+             "simulate --corpus 4 --steps 20 --nodes 1 --gpus-per-node 1 --fault all --seed 41 -o %s/c", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "train -o %s/base.tmod --epochs 2 --recipe base-of-test %s/c", dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "simulate --steps 30 --nodes 1 --gpus-per-node 1 --fault-rate 0 --seed 42 -o %s/h", dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "%s/tmp", dir);
+    CHECK(mkdir(args, 0777) == 0);
+    snprintf(args, sizeof args,
+             "calibrate -o %s/cal.tmod --base %s/base.tmod --cases 4 --held-out 2 --epochs 2 --keep %s/k %s/h", dir, dir,
+             dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 0);
+    CHECK(strstr(out, "held out: 2 cases, 60 steps, ") != NULL);
+    CHECK(strstr(out, "\nthe numeric stage ") != NULL && strstr(out, " (base-of-test) ") != NULL);
+    teller_model *m = NULL;
+    teller_error err;
+    snprintf(args, sizeof args, "%s/cal.tmod", dir);
+    CHECK_EQ_INT(teller_model_load(args, &m, &err), TELLER_OK);
+    if (m) {
+        CHECK(strcmp(teller_model_recipe(m), "teller calibrate") == 0);
+        snprintf(want, sizeof want, "\nmodel %016llx (teller calibrate) ", (unsigned long long)teller_model_id(m));
+        CHECK(strstr(out, want) != NULL);
+    }
+    teller_model_free(m);
+    /* the cases kept: training and held-out ones of other seeds, each a case */
+    static const char *const kept[] = {"train/run0_0003/truth.json", "held_out/run0_0001/truth.json", "pred"};
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+        struct stat sb;
+        snprintf(args, sizeof args, "%s/k/%s", dir, kept[i]);
+        CHECK(stat(args, &sb) == 0);
+    }
+    snprintf(args, sizeof args, "%s/k/train/run0_0000/truth.json", dir);
+    size_t nt = 0;
+    char *t0 = read_file(args, &nt);
+    snprintf(args, sizeof args, "%s/k/held_out/run0_0000/truth.json", dir);
+    char *h0 = read_file(args, &nt);
+    CHECK(t0 && h0 && strcmp(t0, h0) != 0);
+    free(t0);
+    free(h0);
+    /* without --keep: nothing left in TMPDIR */
+    snprintf(args, sizeof args,
+             "calibrate -o %s/cal2.tmod --base %s/base.tmod --cases 2 --held-out 1 --epochs 1 %s/h", dir, dir, dir);
+    char env[4800];
+    snprintf(env, sizeof env, "TMPDIR=%s/tmp '%s' %s", dir, TELLER_CLI, args);
+    CHECK_EQ_INT(run_shell(env, out, sizeof out), 0);
+    snprintf(env, sizeof env, "ls -A %s/tmp | wc -l", dir);
+    CHECK_EQ_INT(run_shell(env, out, sizeof out), 0);
+    CHECK(atoi(out) == 0);
+    /* a run without steps cannot be perturbed: the error names it */
+    snprintf(args, sizeof args, "calibrate -o %s/cal3.tmod --base %s/base.tmod %s", dir, dir,
+             shared_path("hta/critical_path/simple_add"));
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "simple_add: the run has no step annotations") != NULL);
+    snprintf(args, sizeof args, "calibrate -o %s/cal3.tmod --base %s/c/case_0000/truth.json %s/h", dir, dir, dir);
+    CHECK_EQ_INT(run_cli(args, out, sizeof out), 1);
+    CHECK(strstr(out, "not a teller model file") != NULL);
+    rm_rf(dir);
+}
+
 /* Every command's options come from its table: --help is its "Usage:"
  * line, what it does and one line per option (help2man's layout), exit 0;
  * an unknown option, a missing value or a count past an int's range is a
@@ -438,6 +508,8 @@ const test_case cli_tests[] = {
     {"cli: a tree 100,000 deep prints; values past their range are refused", test_cli_deep_trees_and_out_of_range_values},
     {"cli: train writes a model; diagnose --model uses it, --no-model does not, a foreign file is an error",
      test_cli_train_and_model},
+    {"cli: calibrate fine-tunes a model on a healthy run's perturbed cases and judges held-out ones three ways",
+     test_cli_calibrate},
     {"cli: diagnose --candidates and eval --candidates: candidate recall@K", test_cli_candidates},
     {"cli: bad option values are errors naming what was wanted; --version", test_cli_option_values},
     {"cli: tree names a rank the trace does not have", test_cli_missing_rank},

@@ -380,12 +380,41 @@ static void test_model_file_and_determinism(void)
     teller_model_free(m3);
     CHECK((b = read_file(f3, &nb)) != NULL && nb == na && memcmp(a, b, na));
     free(b);
-    /* round trip: the loaded model says what the saved one said */
+    /* round trip: the loaded model says what the saved one said; its id is
+     * the file's checksum (its last 8 bytes), its recipe (empty here) */
     teller_model *m = NULL;
     CHECK_EQ_INT(teller_model_load(f1, &m, &err), TELLER_OK);
     teller_model_out o1;
     CHECK(m && teller_model_predict(m, &s[1], &o1) == 0 && o1.p_abnormal > 0 && o1.p_abnormal < 1);
+    uint64_t id = 0;
+    for (int i = 0; i < 8; i++)
+        id |= (uint64_t)(unsigned char)a[na - 8 + i] << (8 * i);
+    CHECK(m && teller_model_id(m) == id && !strcmp(teller_model_recipe(m), ""));
+    /* a recipe travels in the file and makes another id */
+    if (m) {
+        teller_model_set_recipe(m, "recipe of the test");
+        CHECK_EQ_INT(teller_model_save(m, f3, &err), TELLER_OK);
+        CHECK(teller_model_id(m) != id);
+        teller_model *r = NULL;
+        CHECK_EQ_INT(teller_model_load(f3, &r, &err), TELLER_OK);
+        CHECK(r && !strcmp(teller_model_recipe(r), "recipe of the test") && teller_model_id(r) == teller_model_id(m));
+        teller_model_free(r);
+    }
     teller_model_free(m);
+    /* a recipe that is not a string (no NUL in its 64 bytes, the checksum
+     * made to agree) */
+    {
+        unsigned char *r = malloc(na);
+        memcpy(r, a, na);
+        memset(r + 8 + 4 + 4 * 21 + 8 + 4 + 4, 'x', TELLER_MODEL_RECIPE_MAX);
+        uint64_t h = kmap_hash_bytes(r, na - 8);
+        for (int i = 0; i < 8; i++)
+            r[na - 8 + i] = (unsigned char)(h >> (8 * i));
+        put_file(f3, r, na);
+        free(r);
+        CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+        CHECK(m == NULL && strstr(err.msg, "recipe") && !strcmp(err.file, f3));
+    }
     /* one flipped bit in the weights */
     a[na / 2] ^= 0x10;
     put_file(f3, a, na);

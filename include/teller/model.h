@@ -204,7 +204,7 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
  * (a finding of a tenth of the step is not noise on any workload; the
  * steps the model added on the tuning cases were mostly false alarms). A
  * step is abnormal when the score >= threshold. */
-#define TELLER_MODEL_VETO       0.15
+#define TELLER_MODEL_VETO       0.12
 #define TELLER_MODEL_VETO_SHARE 0.1
 double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold);
 
@@ -215,7 +215,8 @@ typedef struct teller_train_opts {
     int      batch;      /* 0: 16 */
     float    lr;         /* 0: 1e-3 */
     float    weight_decay; /* AdamW; 0: 0.01 (negative: none) */
-    int      fine_tune;  /* keep the model's feature normalisation (a --base model) */
+    int      fine_tune;  /* a --base model: keep its feature normalisation, and its weights (best
+                          * epoch 0) unless an epoch's validation loss is lower than theirs */
     /* called after every epoch (may be NULL) */
     void   (*progress)(void *ctx, int epoch, double train_loss, double val_loss, int best);
     void    *ctx;
@@ -232,10 +233,17 @@ typedef struct teller_train_report {
      * abnormal steps, the pointer's over abnormal steps whose root is a
      * candidate */
     double f1, f1_model, f1_numeric, kind_acc, root_acc;
+    /* fine-tuning (with validation steps): 1 when the base was kept, every
+     * figure above its, because the tuned model's step F1 (f1_tuned) was
+     * no higher */
+    int    kept_base;
+    double f1_tuned;
 } teller_train_report;
 
 /* Trains m on train (AdamW, class-weighted losses), keeping the weights of
- * the epoch with the lowest loss on val (all of train's when nval is 0),
+ * the epoch with the lowest loss on val (all of train's when nval is 0;
+ * fine-tuning, the model's own weights count as epoch 0, and the model is
+ * left as it was unless the tuned one's step F1 on val is higher),
  * then moves the abnormal head's bias so that P(abnormal) >= 0.5 is the
  * threshold with the best step F1 on val (train's when nval is 0).
  * Deterministic: same model, samples and options, same weights. */

@@ -167,6 +167,14 @@ FILE *cli_open_out(const char *path);
  * failed, said as cli_open_out says it. */
 int cli_close_out(FILE *f, const char *path);
 
+/* A directory of the command's own (a scratch directory) created: 0, or
+ * -1 with "teller CMD: DIR: cannot create: why" printed. An existing
+ * directory is fine. */
+int cli_make_dir(const char *cmd, const char *dir);
+/* Removes the directory and everything under it (links are removed, not
+ * followed): 0, or -1 when something could not be removed. */
+int cli_rm_rf(const char *path);
+
 /* ---- loading traces ---- */
 
 /* Options every trace-reading command accepts. */
@@ -238,6 +246,7 @@ int cmd_requests(int argc, char **argv);
 int cmd_tpe(int argc, char **argv);
 int cmd_slice(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
 #endif

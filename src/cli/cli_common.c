@@ -105,6 +105,44 @@ int cli_can_write(const char *path)
     return -1;
 }
 
+int cli_make_dir(const char *cmd, const char *dir)
+{
+    struct stat sb;
+    if (mkdir(dir, 0777) == 0 || (errno == EEXIST && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)))
+        return 0;
+    fprintf(stderr, "teller %s: %s: cannot create: %s\n", cmd, dir, strerror(errno));
+    return -1;
+}
+
+int cli_rm_rf(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb))
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode))
+        return unlink(path) ? -1 : 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        size_t n = strlen(path) + strlen(de->d_name) + 2;
+        char *p = malloc(n);
+        if (!p) {
+            rc = -1;
+            break;
+        }
+        snprintf(p, n, "%s/%s", path, de->d_name);
+        rc |= cli_rm_rf(p);
+        free(p);
+    }
+    closedir(d);
+    return rmdir(path) ? -1 : rc;
+}
+
 FILE *cli_open_out(const char *path)
 {
     FILE *f = fopen(path, "w");

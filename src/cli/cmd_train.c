@@ -342,13 +342,20 @@ static int train_and_save(const train_args *a, teller_model *m, const sample_set
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         return -1;
     }
-    printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s, "
-           "model %016llx (%s)\n",
-           rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, a->out,
-           (unsigned long long)teller_model_id(m), a->recipe);
+    if (rep.kept_base)
+        printf("trained %d epochs, kept the base model's weights (training loss %.4f, validation loss %.4f): tuned, its "
+               "validation step F1 was %.3f, no higher than the base's: %s, model %016llx (%s)\n",
+               rep.epochs, rep.train_loss, rep.val_loss, rep.f1_tuned, a->out, (unsigned long long)teller_model_id(m),
+               a->recipe);
+    else
+        printf("trained %d epochs, kept epoch %d (training loss %.4f, validation loss %.4f, abnormal from P %.2f): %s, "
+               "model %016llx (%s)\n",
+               rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, a->out,
+               (unsigned long long)teller_model_id(m), a->recipe);
     printf("validation: step F1 %.3f (the model alone %.3f, the numeric stage %.3f), kind accuracy %.3f, root accuracy "
            "%.3f\n",
            rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc);
+
     return 0;
 }
 

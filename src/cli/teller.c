@@ -29,6 +29,7 @@ static const struct command {
     {"tpe", cmd_tpe, "Trace Pair Encoding: train a vocabulary, encode steps, compression stats"},
     {"slice", cmd_slice, "the causal-context slice around an operator or a rank's step"},
     {"train", cmd_train, "train the root-cause model on cases with a truth.json"},
+    {"calibrate", cmd_calibrate, "fit the root-cause model to your workload from healthy runs"},
 };
 enum { NCOMMANDS = sizeof COMMANDS / sizeof *COMMANDS };
 

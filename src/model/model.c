@@ -768,7 +768,7 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
 {
     int max_epochs = o->max_epochs > 0 ? o->max_epochs : 60, patience = o->patience > 0 ? o->patience : 6;
     int batch = o->batch > 0 ? o->batch : 16;
-    float lr = o->lr > 0 ? o->lr : 1e-3f, wd = o->weight_decay > 0 ? o->weight_decay : o->weight_decay < 0 ? 0 : 0.01f;
+    float lr = o->lr > 0 ? o->lr : o->fine_tune ? 1e-4f : 1e-3f, wd = o->weight_decay > 0 ? o->weight_decay : o->weight_decay < 0 ? 0 : 0.01f;
     if (!ntrain)
         return teller_error_set(err, TELLER_ERR_ARG, "(train)", 0, "no training samples");
     if (!o->fine_tune)
@@ -791,7 +791,24 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
     for (size_t i = 0; i < ntrain; i++)
         order[i] = i;
     uint64_t rng = o->seed;
+    /* fine-tuning keeps the base's weights (epoch 0) unless an epoch does
+     * better on the validation steps, and keeps the base itself unless the
+     * tuned model's step F1 on them is higher than the base's (w0) */
     double best_loss = INFINITY, best_train = 0;
+    teller_train_report base_rep = {0};
+    float *w0 = NULL;
+    if (o->fine_tune && nval) {
+        if (!(w0 = malloc(n * sizeof *w0))) {
+            free(grad), free(am), free(av), free(best), free(order), free(a), free(dl);
+            return teller_error_set(err, TELLER_ERR_NOMEM, "(train)", 0, "out of memory");
+        }
+        memcpy(w0, m->w, n * sizeof *w0);
+        best_loss = mean_loss(m, val, nval, &w, a);
+        best_train = mean_loss(m, train, ntrain, &w, a);
+        score_samples(m, val, nval, a, &base_rep);
+        base_rep.train_loss = best_train;
+        base_rep.val_loss = best_loss;
+    }
     int best_epoch = 0, since = 0, epoch = 0;
     long t = 0;
     while (epoch < max_epochs && since < patience) {
@@ -844,15 +861,24 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
     const teller_model_sample *cs = nval ? val : train;
     size_t ncs = nval ? nval : ntrain;
     float thr = calibrate(m, cs, ncs, a);
-    if (rep) {
-        score_samples(m, cs, ncs, a, rep);
-        rep->threshold = thr;
-        rep->epochs = epoch;
-        rep->best_epoch = best_epoch;
-        rep->train_loss = best_train;
-        rep->val_loss = best_loss;
+    teller_train_report r = {0};
+    score_samples(m, cs, ncs, a, &r);
+    r.threshold = thr;
+    r.epochs = epoch;
+    r.best_epoch = best_epoch;
+    r.train_loss = best_train;
+    r.val_loss = best_loss;
+    if (w0 && r.f1 <= base_rep.f1) { /* no better as teller_diagnose decides: the base */
+        memcpy(m->w, w0, n * sizeof *w0);
+        double tuned = r.f1;
+        r = base_rep;
+        r.kept_base = 1;
+        r.epochs = epoch;
+        r.f1_tuned = tuned;
     }
-    free(grad), free(am), free(av), free(best), free(order), free(a), free(dl);
+    if (rep)
+        *rep = r;
+    free(grad), free(am), free(av), free(best), free(order), free(a), free(dl), free(w0);
     return TELLER_OK;
 }
 
