@@ -753,6 +753,24 @@ static void test_model_rules_around_numeric_stage(void)
     fprintf(stderr, "  calibrated at P %.2f: validation F1 %.3f at 0.5, %.3f at the best threshold\n", rep.threshold,
             f_half, f_best);
     CHECK(f_half >= f_best - 1e-9);
+    CHECK(!rep.kept_base);
+    /* fine-tuning that does no better on the validation steps (steps too
+     * small to move the weights) leaves the base as it was, bit for bit:
+     * its weights and its calibration */
+    float pb[NS];
+    for (int i = 0; i < NS; i++) {
+        CHECK_EQ_INT(teller_model_predict(m, &va[i], &o), 0);
+        pb[i] = o.p_abnormal;
+    }
+    to.fine_tune = 1;
+    to.lr = 1e-12f;
+    to.max_epochs = 2;
+    CHECK_EQ_INT(teller_model_train(m, tr, NS, va, NS, &to, &rep, &err), TELLER_OK);
+    CHECK(rep.kept_base && rep.best_epoch == 0 && rep.f1_tuned <= rep.f1);
+    for (int i = 0; i < NS; i++) {
+        CHECK_EQ_INT(teller_model_predict(m, &va[i], &o), 0);
+        CHECK(o.p_abnormal == pb[i]);
+    }
     teller_model_free(m);
 }
 

@@ -175,6 +175,12 @@ int cli_make_dir(const char *cmd, const char *dir);
  * followed): 0, or -1 when something could not be removed. */
 int cli_rm_rf(const char *path);
 
+/* The root-cause model that judges the steps (model.h): path's, else the
+ * built-in one (NULL when there is none); NULL with none (--no-model). 0,
+ * or -1 with why said. */
+struct teller_model;
+int cli_load_model(const char *path, int none, struct teller_model **out);
+
 /* ---- loading traces ---- */
 
 /* Options every trace-reading command accepts. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "teller/model.h"
 #include "../util/textout.h"
 
 cli_load_opts cli_load_defaults(void)
@@ -103,6 +104,21 @@ int cli_can_write(const char *path)
         return 0;
     fprintf(stderr, "teller: %s: cannot write: %s: %s\n", path, dir, why);
     return -1;
+}
+
+int cli_load_model(const char *path, int none, teller_model **out)
+{
+    *out = NULL;
+    if (none)
+        return 0;
+    teller_error err;
+    teller_error_clear(&err);
+    teller_status s = path ? teller_model_load(path, out, &err) : teller_model_load_default(out, &err);
+    if (s != TELLER_OK) {
+        fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 int cli_make_dir(const char *cmd, const char *dir)

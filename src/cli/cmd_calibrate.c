@@ -71,6 +71,19 @@ static int parse_args(calib_args *a, int argc, char **argv)
     return cli_parse(&cmd, argc, argv);
 }
 
+/* Loads one run (name: a trace, or a directory of one run's traces or a
+ * case, whose log files go into *logs). NULL with why said. */
+static teller_store *load_run(const calib_args *a, const char *name, cli_strs *logs)
+{
+    struct stat sb;
+    char *path = (char *)name;
+    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode) && cli_case_logs(name, logs)) {
+        cli_error("calibrate", "out of memory");
+        return NULL;
+    }
+    return cli_load(&a->lo, &path, 1);
+}
+
 /* Perturbs run i (argument name) into n cases DIR/<what>/run<i>_<j>, seeds
  * seed0 + j; every case's directory is added to *cases. 0, or -1 with why
  * said. */
@@ -78,14 +91,8 @@ static int perturb_run(const calib_args *a, const char *name, int i, const char 
                        uint64_t seed0, int n, cli_strs *cases)
 {
     cli_strs logs = {NULL, 0};
-    struct stat sb;
-    char *path = (char *)name;
     int rc = -1;
-    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode) && cli_case_logs(name, &logs)) {
-        cli_error("calibrate", "out of memory");
-        return -1;
-    }
-    teller_store *st = cli_load(&a->lo, &path, 1);
+    teller_store *st = load_run(a, name, &logs);
     if (!st)
         goto done;
     teller_perturb_opts o = teller_perturb_defaults();
@@ -143,14 +150,8 @@ static int judge_run(const calib_args *a, const char *name, teller_model *const 
                      const char *tag, teller_eval *const *ev, long *flagged, long *steps)
 {
     cli_strs logs = {NULL, 0};
-    char *path = (char *)name;
     int rc = -1;
-    struct stat sb;
-    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode) && cli_case_logs(name, &logs)) {
-        cli_error("calibrate", "out of memory");
-        return -1;
-    }
-    teller_store *st = cli_load(&a->lo, &path, 1);
+    teller_store *st = load_run(a, name, &logs);
     if (!st)
         goto done;
     for (int j = 0; j < NJUDGES; j++) {

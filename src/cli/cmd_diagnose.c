@@ -213,22 +213,6 @@ static int parse_args(diag_args *a, int argc, char **argv)
     return cli_parse(&cmd, argc, argv);
 }
 
-/* The model that judges the steps: --model's, else the built-in one (NULL
- * when there is none); none with --no-model. 0, or -1 with why said. */
-static int load_model(const diag_args *a, teller_model **model)
-{
-    if (a->no_model)
-        return 0;
-    teller_error err;
-    teller_error_clear(&err);
-    teller_status s = a->model_path ? teller_model_load(a->model_path, model, &err) : teller_model_load_default(model, &err);
-    if (s != TELLER_OK) {
-        fprintf(stderr, "teller: %s:%llu: %s\n", err.file, (unsigned long long)err.offset, err.msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* The diagnosis options the command line sets; the logs stay a's. */
 static teller_diag_opts diag_opts(const diag_args *a, const teller_model *model)
 {
@@ -442,7 +426,7 @@ int cmd_diagnose(int argc, char **argv)
     else if (a.no_model && (a.model_path || a.model_alone)) {
         cli_error("diagnose", "--no-model excludes --model and --model-alone");
         rc = 2;
-    } else if (load_model(&a, &model) == 0)
+    } else if (cli_load_model(a.model_path, a.no_model, &model) == 0)
         rc = diagnose_traces(&a, model, argv + 1, np);
     teller_model_free(model);
     cli_strs_free(&a.logs);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "teller/model.h"
 #include "teller/report.h"
 #include "../util/textout.h"
 #include "../watch/metrics.h"
@@ -53,7 +54,8 @@ typedef struct watch_args {
     int           json, all, once, poll_ms;
     uint64_t      window, batch;
     double        hang_s, html_every, spreads, progress;
-    const char   *html, *listen;
+    const char   *html, *listen, *model_path;
+    int           no_model;
 } watch_args;
 
 typedef struct printer {
@@ -224,53 +226,10 @@ static void summary(const printer *p, const teller_watch *w)
     fprintf(stderr, "\n");
 }
 
-int cmd_watch(int argc, char **argv)
+/* Watches the directories argv[1..n] as a asks, the steps judged by
+ * model (NULL: the numeric stage). The exit status. */
+static int watch_run(watch_args a, const teller_model *model, char **argv, int n)
 {
-    watch_args a;
-    memset(&a, 0, sizeof a);
-    a.o = cli_load_defaults();
-    a.poll_ms = 100;
-    a.window = 64;
-    a.batch = 256;
-    a.hang_s = 10;
-    a.spreads = -1;
-    const cli_opt opts[] = {
-        CLI_BOOL(0, "once", &a.once, "diagnose what is there now, every step, and exit (a recorded run)"),
-        CLI_BOOL(0, "json", &a.json, "JSON lines: each step as in the predictions JSON, each hang as {\"hang\": ...}"),
-        CLI_BOOL(0, "all", &a.all, "a line for every step, not only the abnormal ones"),
-        CLI_U64(0, "window", &a.window, "N", 1, 100000, "steps before the diagnosed ones that judge them (default 64)"),
-        CLI_U64(0, "batch", &a.batch, "N", 1, 100000, "the most steps diagnosed in one window (default 256)"),
-        CLI_NUM(0, "hang-after", &a.hang_s, "S", 0, 86400, CLI_ABOVE,
-                "a rank that finishes no step for S seconds while a peer did, or every\n"
-                "rank, hangs (default 10)"),
-        CLI_INT(0, "poll-ms", &a.poll_ms, "MS", 1, 60000, "how often the files are read (default 100)"),
-        CLI_STR(0, "html", &a.html, "FILE", 0, "the report of the last window: every --html-every s, on SIGUSR1, at the end"),
-        CLI_NUM(0, "html-every", &a.html_every, "S", 0, 86400, 0, "seconds between reports (default 0: SIGUSR1 and the end only)"),
-        CLI_STR(0, "listen", &a.listen, "ADDR",  0,
-                "serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464,\n"
-                "[::1]:9464; port 0: any free one, said on stderr)"),
-        CLI_NUM(0, "progress", &a.progress, "S", 0, 86400, 0,
-                "a status line on stderr every S seconds: steps, records and log lines\n"
-                "held, resident memory (default 0: none)"),
-        CLI_NUM(0, "spreads", &a.spreads, "K", 0, 100, 0, "the step alarm, as in teller diagnose (default 3)"),
-        CLI_LOAD_OPTS(&a.o),
-        CLI_END,
-    };
-    const cli_cmd cmd = {
-        .name = "watch",
-        .usage = "[--json] [--once] [--html FILE] [options] DIR...",
-        .about = "Diagnoses a run while the collector writes it: each step once every rank has\n"
-                 "finished it, one line per abnormal step; a rank, or every rank, that stops\n"
-                 "finishing steps is said to hang, with where each stopped.",
-        .args = "DIR  a `teller run -o DIR` directory (traces/*.tlt, logs/*.log) or a directory of .tlt files",
-        .opts = opts,
-        .min_args = 1,
-        .missing = "no directory given",
-        .max_args = -1,
-    };
-    int n = cli_parse(&cmd, argc, argv);
-    if (n < 0)
-        return cli_parse_exit(n);
     if (a.html && cli_can_write(a.html))
         return 1;
     printer p = {&a, NULL, 0, 0, 0, malloc(LAT_KEEP * sizeof(double)), 0, 0};
@@ -295,6 +254,7 @@ int cmd_watch(int argc, char **argv)
     wo.hang_ns = (int64_t)(a.hang_s * 1e9);
     wo.load = a.o.load;
     wo.diag.jobs = a.o.load.jobs;
+    wo.diag.model = model;
     if (a.spreads >= 0)
         wo.diag.spreads = a.spreads;
     wo.cb = (teller_watch_cb){on_step, on_hang, on_skip, &p};
@@ -305,6 +265,11 @@ int cmd_watch(int argc, char **argv)
         free(p.lat);
         return err.code == TELLER_ERR_ARG ? 2 : 1;
     }
+    if (model)
+        fprintf(stderr, "teller watch: steps judged by model %016llx (%s)\n", (unsigned long long)teller_model_id(model),
+                teller_model_recipe(model));
+    else
+        fprintf(stderr, "teller watch: steps judged by the numeric stage\n");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -351,5 +316,66 @@ int cmd_watch(int argc, char **argv)
     teller_watch_free(w);
     teller_watch_metrics_free(p.metrics);
     free(p.lat);
+    return rc;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    watch_args a;
+    memset(&a, 0, sizeof a);
+    a.o = cli_load_defaults();
+    a.poll_ms = 100;
+    a.window = 64;
+    a.batch = 256;
+    a.hang_s = 10;
+    a.spreads = -1;
+    const cli_opt opts[] = {
+        CLI_BOOL(0, "once", &a.once, "diagnose what is there now, every step, and exit (a recorded run)"),
+        CLI_BOOL(0, "json", &a.json, "JSON lines: each step as in the predictions JSON, each hang as {\"hang\": ...}"),
+        CLI_BOOL(0, "all", &a.all, "a line for every step, not only the abnormal ones"),
+        CLI_U64(0, "window", &a.window, "N", 1, 100000, "steps before the diagnosed ones that judge them (default 64)"),
+        CLI_U64(0, "batch", &a.batch, "N", 1, 100000, "the most steps diagnosed in one window (default 256)"),
+        CLI_NUM(0, "hang-after", &a.hang_s, "S", 0, 86400, CLI_ABOVE,
+                "a rank that finishes no step for S seconds while a peer did, or every\n"
+                "rank, hangs (default 10)"),
+        CLI_INT(0, "poll-ms", &a.poll_ms, "MS", 1, 60000, "how often the files are read (default 100)"),
+        CLI_STR(0, "html", &a.html, "FILE", 0, "the report of the last window: every --html-every s, on SIGUSR1, at the end"),
+        CLI_NUM(0, "html-every", &a.html_every, "S", 0, 86400, 0, "seconds between reports (default 0: SIGUSR1 and the end only)"),
+        CLI_STR(0, "listen", &a.listen, "ADDR",  0,
+                "serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464,\n"
+                "[::1]:9464; port 0: any free one, said on stderr)"),
+        CLI_NUM(0, "progress", &a.progress, "S", 0, 86400, 0,
+                "a status line on stderr every S seconds: steps, records and log lines\n"
+                "held, resident memory (default 0: none)"),
+        CLI_NUM(0, "spreads", &a.spreads, "K", 0, 100, 0, "the step alarm, as in teller diagnose (default 3)"),
+        CLI_STR(0, "model", &a.model_path, "FILE", 0, "the root-cause model to use (default: the built-in one, if any)"),
+        CLI_BOOL(0, "no-model", &a.no_model, "the numeric stage alone"),
+        CLI_LOAD_OPTS(&a.o),
+        CLI_END,
+    };
+    const cli_cmd cmd = {
+        .name = "watch",
+        .usage = "[--json] [--once] [--html FILE] [options] DIR...",
+        .about = "Diagnoses a run while the collector writes it: each step once every rank has\n"
+                 "finished it, one line per abnormal step; a rank, or every rank, that stops\n"
+                 "finishing steps is said to hang, with where each stopped.",
+        .args = "DIR  a `teller run -o DIR` directory (traces/*.tlt, logs/*.log) or a directory of .tlt files",
+        .opts = opts,
+        .min_args = 1,
+        .missing = "no directory given",
+        .max_args = -1,
+    };
+    int n = cli_parse(&cmd, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
+    if (a.no_model && a.model_path) {
+        cli_error("watch", "--no-model excludes --model");
+        return 2;
+    }
+    teller_model *model = NULL;
+    if (cli_load_model(a.model_path, a.no_model, &model))
+        return 1;
+    int rc = watch_run(a, model, argv, n);
+    teller_model_free(model);
     return rc;
 }
