@@ -721,8 +721,8 @@ static void test_model_rules_around_numeric_stage(void)
         int ab = i % 3 == 0;
         make_sample(&tr[i], 2, ab, ab ? 4 : 0, ab ? 0 : -1);
         make_sample(&va[i], 2, ab, ab ? 4 : 0, ab ? 0 : -1);
-        tr[i].step[3] = (float)ab + 0.8f * urand(); /* overlapping classes */
-        va[i].step[3] = (float)ab + 0.8f * urand();
+        tr[i].step[3] = tr[i].numeric = (float)ab + 0.8f * urand(); /* overlapping classes */
+        va[i].step[3] = va[i].numeric = (float)ab + 0.8f * urand();
     }
     teller_model *m = teller_model_create(9);
     teller_train_opts to = {0};

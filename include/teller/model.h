@@ -72,6 +72,10 @@ typedef struct teller_model_sample {
     uint8_t  tseg[TELLER_MODEL_MAX_TRACE];    /* the slice's candidate, 0..K-1 */
     uint8_t  trel[TELLER_MODEL_MAX_TRACE];    /* the most relevant slice relation of the nodes it covers */
     uint8_t  tparent[TELLER_MODEL_MAX_TRACE]; /* index among the trace tokens, TELLER_MODEL_NO_PARENT */
+    /* what teller_diagnose weighs beside the model's answer (not inputs: an
+     * ablation leaves them): the numeric stage's best score, its first
+     * candidate's excess share */
+    float    numeric, share;
     /* labels */
     uint8_t  abnormal;
     uint8_t  kind;  /* teller_fault, NONE for a normal step */

@@ -265,6 +265,8 @@ void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sa
     out->step[2] = (float)out->ncands / MC;
     out->step[3] = best;
     out->step[4] = s->peer_colls > 0;
+    out->numeric = best;
+    out->share = out->ncands ? out->feat[0][TELLER_CF_EXCESS_SHARE] : 0;
 }
 
 /* ---- one step forward and backward ---- */
@@ -720,7 +722,7 @@ static float calibrate(teller_model *m, const teller_model_sample *s, size_t n, 
 /* The calibrated model's figures on samples: step F1 as teller_diagnose
  * decides (a step without candidates is normal), of the model alone
  * (P >= 0.5, no numeric alarm standing) and of the numeric stage alone
- * (its best score, step[3], >= 0.5), and over the abnormal steps the kind's accuracy
+ * (its best score, numeric, >= 0.5), and over the abnormal steps the kind's accuracy
  * and, where the root is a candidate, the pointer's. */
 static void score_samples(const teller_model *m, const teller_model_sample *s, size_t n, acts *a,
                           teller_train_report *rep)
@@ -730,12 +732,12 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
         pos += s[i].abnormal != 0;
         if (!s[i].ncands)
             continue;
-        npp += s[i].step[3] >= 0.5f;
-        ntp += s[i].step[3] >= 0.5f && s[i].abnormal;
+        npp += s[i].numeric >= 0.5f;
+        ntp += s[i].numeric >= 0.5f && s[i].abnormal;
         forward(m, &s[i], a);
-        teller_model_out o; /* as teller_diagnose judges the step; step[3] is the numeric stage's score */
+        teller_model_out o; /* as teller_diagnose judges the step */
         o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
-        int flag = teller_model_step_score(&o, s[i].step[3], s[i].feat[0][TELLER_CF_EXCESS_SHARE], 0.5) >= 0.5,
+        int flag = teller_model_step_score(&o, s[i].numeric, s[i].share, 0.5) >= 0.5,
             mflag = o.p_abnormal >= 0.5f;
         pp += flag;
         tp += flag && s[i].abnormal;
