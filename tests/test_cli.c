@@ -310,7 +310,7 @@ static void test_cli_options_from_one_table(void)
 {
     static const char *const cmds[] = {"stats", "tree", "steps", "logs", "simulate", "perturb", "diagnose", "eval",
                                        "baseline", "run", "requests", "tpe", "tpe train", "tpe encode", "tpe stats",
-                                       "slice", "train"};
+                                       "slice", "train", "calibrate"};
     char out[16384], args[4800], want[128];
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         snprintf(args, sizeof args, "%s --help", cmds[i]);
