@@ -390,6 +390,7 @@ static void test_model_file_and_determinism(void)
     for (int i = 0; i < 8; i++)
         id |= (uint64_t)(unsigned char)a[na - 8 + i] << (8 * i);
     CHECK(m && teller_model_id(m) == id && !strcmp(teller_model_recipe(m), ""));
+    CHECK(m && teller_model_veto_share(m) == (float)TELLER_MODEL_VETO_SHARE);
     /* a recipe travels in the file and makes another id */
     if (m) {
         teller_model_set_recipe(m, "recipe of the test");
@@ -414,6 +415,20 @@ static void test_model_file_and_determinism(void)
         free(r);
         CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
         CHECK(m == NULL && strstr(err.msg, "recipe") && !strcmp(err.file, f3));
+    }
+    /* a veto share out of (0, 1], the checksum made to agree */
+    {
+        unsigned char *r = malloc(na);
+        memcpy(r, a, na);
+        float bad = 1.5f;
+        memcpy(r + 8 + 4 + 4 * 21 + 8 + 4 + 4 + TELLER_MODEL_RECIPE_MAX, &bad, 4); /* little-endian hosts */
+        uint64_t h = kmap_hash_bytes(r, na - 8);
+        for (int i = 0; i < 8; i++)
+            r[na - 8 + i] = (unsigned char)(h >> (8 * i));
+        put_file(f3, r, na);
+        free(r);
+        CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
+        CHECK(m == NULL && strstr(err.msg, "veto share") && !strcmp(err.file, f3));
     }
     /* one flipped bit in the weights */
     a[na / 2] ^= 0x10;
@@ -521,7 +536,8 @@ static void test_model_judges_diagnosis(void)
         teller_model_out mo;
         CHECK_EQ_INT(teller_model_step(tr, d0, k, &x, &mo, &err), TELLER_OK);
         double wscore = teller_model_step_score(&mo, d0->cands[a->first_cand].score,
-                                              d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE], 0.5);
+                                                d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE],
+                                                teller_model_veto_share(m), 0.5);
         if (!b->fact && wscore > b->slowness) /* the step alarm (diagnose.h) */
             wscore = b->slowness;
         CHECK(fabs(b->pred.score - wscore) < 1e-6);
@@ -694,24 +710,27 @@ static void test_model_rules_around_numeric_stage(void)
     CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, 0.01), 1);
 
     o.p_abnormal = 0.3f;
-    CHECK(teller_model_step_score(&o, 0.8, 0.01, 0.5) == 0.5);          /* a numeric alarm stands */
-    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.01, 0.5) - 0.3) < 1e-6); /* no alarm: the model's P */
+    CHECK(teller_model_step_score(&o, 0.8, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);          /* a numeric alarm stands */
+    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) - 0.3) < 1e-6); /* no alarm: the model's P */
     o.p_abnormal = 0.1f;
-    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.01, 0.5) - 0.1) < 1e-6); /* vetoed: the model is sure */
+    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) - 0.1) < 1e-6); /* vetoed: the model is sure */
     o.p_abnormal = 0.7f;
-    CHECK(teller_model_step_score(&o, 0.8, 0.01, 0.5) == 0.7f);          /* it agrees: its P */
+    CHECK(teller_model_step_score(&o, 0.8, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) == 0.7f);          /* it agrees: its P */
     /* the model does not add a step the numeric stage did not flag */
-    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.01, 0.5) - 0.2) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) - 0.2) < 1e-6);
 
     /* a numeric alarm whose finding costs a tenth of the step or more is
      * not vetoed, however sure the model is (held-out real runs: a GPU
      * throttled for a third of every step, P 0.004-0.14); just under that
      * share it is */
     o.p_abnormal = 0.01f;
-    CHECK(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);
-    CHECK(teller_model_step_score(&o, 1.0, 0.3, 0.5) == 0.5);
-    CHECK(fabs(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE - 0.001, 0.5) - 0.01) < 1e-6);
-    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.3, 0.5) - 0.01) < 1e-6); /* no alarm to keep: the model's P */
+    CHECK(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);
+    CHECK(teller_model_step_score(&o, 1.0, 0.3, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);
+    CHECK(fabs(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE - 0.001, TELLER_MODEL_VETO_SHARE, 0.5) - 0.01) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.3, TELLER_MODEL_VETO_SHARE, 0.5) - 0.01) < 1e-6); /* no alarm to keep: the model's P */
+    /* a model whose veto share was calibrated higher vetoes larger findings */
+    CHECK(fabs(teller_model_step_score(&o, 1.0, 0.3, 0.5, 0.5) - 0.01) < 1e-6);
+    CHECK(teller_model_step_score(&o, 1.0, 0.5, 0.5, 0.5) == 0.5);
 
     /* calibration: a few epochs on noisy samples, then P >= 0.5 on the
      * validation samples gives the best F1 of any threshold */

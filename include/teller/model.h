@@ -202,7 +202,8 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
  * scored threshold (or P when higher), unless the model is sure the step
  * is normal (P below TELLER_MODEL_VETO) and the numeric stage's first
  * candidate explains little of the step (its excess share, `share`, the
- * candidate's TELLER_CF_EXCESS_SHARE, under TELLER_MODEL_VETO_SHARE) —
+ * candidate's TELLER_CF_EXCESS_SHARE, under `veto_share`: the model's,
+ * teller_model_veto_share, TELLER_MODEL_VETO_SHARE unless calibrated) —
  * then the score is P. A step the numeric stage does not flag scores the
  * smaller of P and its numeric score. Why each condition: docs/MODEL.md
  * (a finding of a tenth of the step is not noise on any workload; the
@@ -210,7 +211,12 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
  * step is abnormal when the score >= threshold. */
 #define TELLER_MODEL_VETO       0.12
 #define TELLER_MODEL_VETO_SHARE 0.1
-double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold);
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, double veto_share,
+                               double threshold);
+/* The largest share of the step a finding the model vetoes may explain:
+ * TELLER_MODEL_VETO_SHARE, or what fine-tuning on a user's cases chose
+ * (teller_train_opts.fine_tune). */
+double teller_model_veto_share(const teller_model *m);
 
 typedef struct teller_train_opts {
     uint64_t seed;       /* shuffling */
@@ -220,7 +226,9 @@ typedef struct teller_train_opts {
     float    lr;         /* 0: 1e-3 */
     float    weight_decay; /* AdamW; 0: 0.01 (negative: none) */
     int      fine_tune;  /* a --base model: keep its feature normalisation, and its weights (best
-                          * epoch 0) unless an epoch's validation loss is lower than theirs */
+                          * epoch 0) unless an epoch's validation loss is lower than theirs; then
+                          * the veto's share (TELLER_MODEL_VETO_SHARES) is chosen on the validation
+                          * steps, and the base's weights kept unless the tuned ones do better */
     /* called after every epoch (may be NULL) */
     void   (*progress)(void *ctx, int epoch, double train_loss, double val_loss, int best);
     void    *ctx;
@@ -237,12 +245,17 @@ typedef struct teller_train_report {
      * abnormal steps, the pointer's over abnormal steps whose root is a
      * candidate */
     double f1, f1_model, f1_numeric, kind_acc, root_acc;
-    /* fine-tuning (with validation steps): 1 when the base was kept, every
-     * figure above its, because the tuned model's step F1 (f1_tuned) was
-     * no higher */
+    /* fine-tuning (with validation steps): 1 when the base's weights were
+     * kept, every figure above theirs, because the tuned model's step F1
+     * (f1_tuned, at its best veto share) was no higher; the veto share
+     * chosen (the model's teller_model_veto_share) */
     int    kept_base;
-    double f1_tuned;
+    double f1_tuned, veto_share;
 } teller_train_report;
+
+/* The shares fine-tuning chooses the veto's among: the largest share of
+ * the step a vetoed finding may explain (1: any). */
+#define TELLER_MODEL_VETO_SHARES {TELLER_MODEL_VETO_SHARE, 0.2, 0.3, 0.5, 1.0}
 
 /* Trains m on train (AdamW, class-weighted losses), keeping the weights of
  * the epoch with the lowest loss on val (all of train's when nval is 0;

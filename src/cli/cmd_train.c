@@ -353,8 +353,8 @@ static int train_and_save(const train_args *a, teller_model *m, const sample_set
                rep.epochs, rep.best_epoch, rep.train_loss, rep.val_loss, rep.threshold, a->out,
                (unsigned long long)teller_model_id(m), a->recipe);
     printf("validation: step F1 %.3f (the model alone %.3f, the numeric stage %.3f), kind accuracy %.3f, root accuracy "
-           "%.3f\n",
-           rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc);
+           "%.3f; it vetoes findings under %.2f of the step\n",
+           rep.f1, rep.f1_model, rep.f1_numeric, rep.kind_acc, rep.root_acc, teller_model_veto_share(m));
 
     return 0;
 }

@@ -587,7 +587,8 @@ static int model_judge(const dctx *D, diag_state *S, judging *J, uint32_t k, siz
     sc[0] = tc, idx[0] = ti;
     s->pred.score = J->o->model_alone
                         ? mo.p_abnormal
-                        : teller_model_step_score(&mo, s->pred.score, share, J->threshold);
+                        : teller_model_step_score(&mo, s->pred.score, share, teller_model_veto_share(J->o->model),
+                                                  J->threshold);
     return 0;
 }
 

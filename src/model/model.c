@@ -118,6 +118,7 @@ struct teller_model {
     teller_model_tokens tokens;
     uint32_t without;  /* TELLER_MODEL_WITHOUT_* */
     char     recipe[TELLER_MODEL_RECIPE_MAX]; /* what trained it, NUL-terminated */
+    float    veto_share; /* teller_model_veto_share */
     uint64_t id;       /* its file's checksum; 0 before it is loaded or saved */
 };
 
@@ -152,6 +153,7 @@ teller_model *teller_model_create(uint64_t seed)
         return NULL;
     }
     teller_tpe_vocab_free(v);
+    m->veto_share = (float)TELLER_MODEL_VETO_SHARE;
     point_params(&m->p, m->w);
     uint64_t s = seed;
     for (size_t i = 0; i < n; i++)
@@ -579,12 +581,13 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
     return sum > 0 && q[best] >= confidence * sum ? best : 0;
 }
 
-double teller_model_step_score(const teller_model_out *o, double numeric, double share, double threshold)
+double teller_model_step_score(const teller_model_out *o, double numeric, double share, double veto_share,
+                               double threshold)
 {
     double p = o->p_abnormal;
     if (numeric < threshold)
         return p < numeric ? p : numeric;
-    int stands = p >= TELLER_MODEL_VETO || share >= TELLER_MODEL_VETO_SHARE;
+    int stands = p >= TELLER_MODEL_VETO || share >= veto_share;
     return stands && p < threshold ? threshold : p;
 }
 
@@ -725,7 +728,7 @@ static float calibrate(teller_model *m, const teller_model_sample *s, size_t n, 
  * (its best score, numeric, >= 0.5), and over the abnormal steps the kind's accuracy
  * and, where the root is a candidate, the pointer's. */
 static void score_samples(const teller_model *m, const teller_model_sample *s, size_t n, acts *a,
-                          teller_train_report *rep)
+                          double veto_share, teller_train_report *rep)
 {
     size_t pos = 0, pp = 0, tp = 0, mpp = 0, mtp = 0, npp = 0, ntp = 0, kind_hit = 0, ptr_n = 0, ptr_hit = 0;
     for (size_t i = 0; i < n; i++) {
@@ -737,7 +740,7 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
         forward(m, &s[i], a);
         teller_model_out o; /* as teller_diagnose judges the step */
         o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
-        int flag = teller_model_step_score(&o, s[i].numeric, s[i].share, 0.5) >= 0.5,
+        int flag = teller_model_step_score(&o, s[i].numeric, s[i].share, veto_share, 0.5) >= 0.5,
             mflag = o.p_abnormal >= 0.5f;
         pp += flag;
         tp += flag && s[i].abnormal;
@@ -762,6 +765,26 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
     rep->f1_numeric = pos + npp ? 2.0 * (double)ntp / (double)(pos + npp) : 0;
     rep->kind_acc = pos ? (double)kind_hit / (double)pos : 0;
     rep->root_acc = ptr_n ? (double)ptr_hit / (double)ptr_n : 0;
+}
+
+/* The veto share among TELLER_MODEL_VETO_SHARES (the model's own first,
+ * then the others from small to large) with the best step F1 on the
+ * samples, the first when several tie; *rep gets its figures. */
+static double best_veto_share(const teller_model *m, const teller_model_sample *s, size_t n, acts *a,
+                              teller_train_report *rep)
+{
+    static const double shares[] = TELLER_MODEL_VETO_SHARES;
+    double best = m->veto_share;
+    score_samples(m, s, n, a, best, rep);
+    for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
+        teller_train_report r = {0};
+        score_samples(m, s, n, a, shares[i], &r);
+        if (r.f1 > rep->f1 + 1e-12) {
+            *rep = r;
+            best = shares[i];
+        }
+    }
+    return best;
 }
 
 teller_status teller_model_train(teller_model *m, const teller_model_sample *train, size_t ntrain,
@@ -807,7 +830,6 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
         memcpy(w0, m->w, n * sizeof *w0);
         best_loss = mean_loss(m, val, nval, &w, a);
         best_train = mean_loss(m, train, ntrain, &w, a);
-        score_samples(m, val, nval, a, &base_rep);
         base_rep.train_loss = best_train;
         base_rep.val_loss = best_loss;
     }
@@ -864,19 +886,31 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
     size_t ncs = nval ? nval : ntrain;
     float thr = calibrate(m, cs, ncs, a);
     teller_train_report r = {0};
-    score_samples(m, cs, ncs, a, &r);
+    double share = w0 ? best_veto_share(m, val, nval, a, &r) : m->veto_share;
+    if (!w0)
+        score_samples(m, cs, ncs, a, share, &r);
     r.threshold = thr;
     r.epochs = epoch;
     r.best_epoch = best_epoch;
     r.train_loss = best_train;
     r.val_loss = best_loss;
-    if (w0 && r.f1 <= base_rep.f1) { /* no better as teller_diagnose decides: the base */
+    r.veto_share = share;
+    if (w0) { /* the base's weights, at their own best share, unless the tuned ones do better */
+        memcpy(best, m->w, n * sizeof *best);
         memcpy(m->w, w0, n * sizeof *w0);
-        double tuned = r.f1;
-        r = base_rep;
-        r.kept_base = 1;
-        r.epochs = epoch;
-        r.f1_tuned = tuned;
+        double bshare = best_veto_share(m, val, nval, a, &base_rep);
+        if (r.f1 > base_rep.f1)
+            memcpy(m->w, best, n * sizeof *best);
+        else {
+            double tuned = r.f1;
+            r = base_rep;
+            r.kept_base = 1;
+            r.epochs = epoch;
+            r.f1_tuned = tuned;
+            share = bshare;
+            r.veto_share = bshare;
+        }
+        m->veto_share = (float)share;
     }
     if (rep)
         *rep = r;
@@ -892,7 +926,8 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
  * relations, attention bias classes, trace tokens a slice, slice events,
  * base tokens a slice), u64 parameter count, u32 the trace tokens (0 TPE,
  * 1 raw), u32 the inputs left out (TELLER_MODEL_WITHOUT_*), the recipe
- * (TELLER_MODEL_RECIPE_MAX bytes, NUL-padded), u64 the vocabulary's
+ * (TELLER_MODEL_RECIPE_MAX bytes, NUL-padded), f32 the veto's share
+ * (teller_model_veto_share), u64 the vocabulary's
  * length and its bytes (a TPE vocabulary file, tpe.h), the normalisation
  * (f32 candidate feature means, spreads, step feature means, spreads), the
  * f32 parameters, and the FNV-1a 64 hash of every byte before it, which
@@ -908,8 +943,8 @@ static const uint32_t model_dims[NDIMS] = {MD,   ML,  MH,   MHID, MMOD, MF,  MSF
                                            TELLER_MODEL_MAX_LOGS, MV, MDEP, MBK, MSEG, MREL, MNB,
                                            TELLER_MODEL_TRACE_TOKENS, TELLER_MODEL_SLICE_EVENTS, TELLER_MODEL_SLICE_BASE};
 
-enum { HEADER = 8 + 4 + 4 * NDIMS + 8 + 4 + 4 + TELLER_MODEL_RECIPE_MAX + 8 }; /* up to the vocabulary's bytes */
-enum { RECIPE_AT = 8 + 4 + 4 * NDIMS + 8 + 4 + 4, VLEN_AT = RECIPE_AT + TELLER_MODEL_RECIPE_MAX };
+enum { HEADER = 8 + 4 + 4 * NDIMS + 8 + 4 + 4 + TELLER_MODEL_RECIPE_MAX + 4 + 8 }; /* up to the vocabulary's bytes */
+enum { RECIPE_AT = 8 + 4 + 4 * NDIMS + 8 + 4 + 4, SHARE_AT = RECIPE_AT + TELLER_MODEL_RECIPE_MAX, VLEN_AT = SHARE_AT + 4 };
 
 static size_t file_size(size_t vocab_len) { return HEADER + vocab_len + 4 * (2 * MF + 2 * MSF) + 4 * num_params() + 8; }
 
@@ -969,8 +1004,10 @@ teller_status teller_model_save(const teller_model *m, const char *path, teller_
     put_u32(b + 12, m->without);
     memset(b + 16, 0, TELLER_MODEL_RECIPE_MAX);
     memcpy(b + 16, m->recipe, strlen(m->recipe));
-    put_u64(b + 16 + TELLER_MODEL_RECIPE_MAX, m->vocab_len);
-    b += 24 + TELLER_MODEL_RECIPE_MAX;
+    b += 16 + TELLER_MODEL_RECIPE_MAX;
+    put_floats(&b, &m->veto_share, 1);
+    put_u64(b, m->vocab_len);
+    b += 8;
     memcpy(b, m->vocab, m->vocab_len);
     b += m->vocab_len;
     put_floats(&b, m->fmean, MF);
@@ -1031,6 +1068,10 @@ teller_status teller_model_load_bytes(const void *p, size_t n, const char *name,
                                 without);
     if (!memchr(b + RECIPE_AT, 0, TELLER_MODEL_RECIPE_MAX))
         return teller_error_set(err, TELLER_ERR_FORMAT, name, RECIPE_AT, "model file's recipe is not a string");
+    float vshare;
+    const unsigned char *sp = b + SHARE_AT;
+    if (get_floats(&sp, &vshare, 1) || !(vshare > 0 && vshare <= 1))
+        return teller_error_set(err, TELLER_ERR_FORMAT, name, SHARE_AT, "model file's veto share is not in (0, 1]");
     teller_model *m = teller_model_create(0);
     if (!m)
         return teller_error_set(err, TELLER_ERR_NOMEM, name, 0, "out of memory");
@@ -1047,6 +1088,7 @@ teller_status teller_model_load_bytes(const void *p, size_t n, const char *name,
     teller_tpe_vocab_free(v);
     m->without = without;
     teller_model_set_recipe(m, (const char *)b + RECIPE_AT);
+    m->veto_share = vshare;
     m->id = get_u64(b + n - 8);
     b += HEADER + vlen;
     if (get_floats(&b, m->fmean, MF) || get_floats(&b, m->fstd, MF) || get_floats(&b, m->smean, MSF) ||
@@ -1074,6 +1116,8 @@ void teller_model_set_recipe(teller_model *m, const char *recipe)
 }
 
 const char *teller_model_recipe(const teller_model *m) { return m->recipe; }
+
+double teller_model_veto_share(const teller_model *m) { return m->veto_share; }
 
 uint64_t teller_model_id(const teller_model *m) { return m->id; }
 
