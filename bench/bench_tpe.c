@@ -178,7 +178,7 @@ int main(int argc, char **argv)
                     return 1;
                 }
             base_syms = teller_tpe_vocab_size(v);
-            teller_tpe_train_opts to = {vocabs[vi], 2};
+            teller_tpe_train_opts to = {vocabs[vi], 2, 3};
             teller_error err;
             double t0 = now_s();
             if (teller_tpe_train(v, tr.s, tr.n, &to, &err)) {
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
                 if (!ho.s[k].n)
                     continue;
                 steps++;
-                nodes += (double)ho.s[k].n / 2;
+                nodes += (double)ho.s[k].n; /* one base token a node */
                 before += (double)ho.s[k].n;
                 after += (double)teller_tpe_encode_syms(e, &ho.s[k], buf);
             }

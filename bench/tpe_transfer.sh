@@ -6,8 +6,10 @@
 # learned (`teller tpe train`) on all the other sets and measured (`teller
 # tpe stats`) on the one left out, at 256 and 1024 merges. Node reduction is
 # 1 - tokens after / nodes (the paper's -83.9 %), token reduction 1 - tokens
-# after / tokens before. "all@256" is the same set measured with a vocabulary
-# learned on every set, itself included (in distribution).
+# after / tokens before (the same figure since a node is one base token, tpe.h).
+# "all@256" is the same set measured with a vocabulary learned on every set,
+# itself included (in distribution). Each file is one run of `tpe train`: the
+# names the merges know are those 3 runs or more hold (tpe.h, "Known names").
 #
 # The simulator set: a seeded corpus (made once in WORK/sim); its first two
 # thirds of cases are the simulator's share of every training mix, the rest

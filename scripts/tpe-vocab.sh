@@ -5,7 +5,8 @@
 # Inputs: the trace sets of src/tpe/default_vocab_sets.txt (every shared
 # real trace with step annotations) and the first two thirds of a seeded
 # simulator corpus; 256 merges, default options (frames left out, crossing
-# levels, duration buckets, runs balanced). Deterministic: the same inputs
+# levels, duration buckets, runs balanced, names known to the merges when 3
+# runs or more hold them, each file a run). Deterministic: the same inputs
 # give the same bytes (the trainer breaks ties by symbol id, and symbols
 # are numbered in input order).
 #

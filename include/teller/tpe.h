@@ -5,9 +5,10 @@
  * Serialisation. A step on one rank (or any set of events, such as a
  * causal-context slice, see slice.h) becomes a forest: an event's parent is
  * its nearest ancestor inside the set. The forest is walked depth first,
- * roots and children in time order, and every node becomes two tokens:
- *   1. the TAG token: the layer tag ("KERNEL", "BACKEND", ...);
- *   2. the NAME token: the event's name family (teller_tpe_name_family):
+ * roots and children in time order, and every node becomes one base token
+ * whose symbol is "TAG/NAME" ("KERNEL/gemm", "RUNTIME/LaunchKernel"):
+ *   - TAG: the layer tag ("KERNEL", "BACKEND", ...);
+ *   - NAME: the event's name family (teller_tpe_name_family):
  *      kernels by what they compute ("gemm", "attention", "norm",
  *      "comm.allreduce.ring", ...) whatever the vendor, library or tile
  *      size; runtime and driver calls without vendor prefix or version
@@ -19,12 +20,14 @@
  *      Python frames are left out altogether (their children hang from
  *      the nearest kept ancestor) when the vocabulary's frames option is
  *      off.
- * Parallel arrays give, per token, the parent (index in the sequence of the
- * parent node's TAG token; TELLER_NONE at a root), the depth (0 at the
- * roots of the serialised forest, so a parent is always the nearest earlier
- * node one level up), the duration (the node's duration on its TAG token
- * and 0 on its NAME token, so a merged token's summed duration counts each
- * node once) and the duration bucket (below).
+ * One token a node (not a TAG and a NAME token) because the pair is what
+ * repeats: a vocabulary then spends no merge on joining a node's two
+ * halves, and a node whose name a vocabulary never saw costs one token,
+ * not two (measured: docs/ARCHITECTURE.md, TPE). Parallel arrays give, per
+ * token, the parent (index of the parent node's token; TELLER_NONE at a
+ * root), the depth (0 at the roots of the serialised forest, so a parent
+ * is always the nearest earlier node one level up), the node's duration
+ * and its duration bucket (below).
  *
  * Duration buckets. The bucket compares the node's duration with the median
  * duration of its operator (layer and teller_name_normalize'd name, digit
@@ -33,7 +36,7 @@
  * in [0.5, 1.41); "2x" in [1.41, 2.83); "4x" in [2.83, 5.66); "8x" at 5.66x
  * and more (log2 scale, bucket edges halfway between powers of two). An
  * operator whose median is 0 (instants) is always "1x". The bucket array
- * holds it on the TAG tokens of the layers whose duration is their own work
+ * holds it on the tokens of the layers whose duration is their own work
  * (ENGINE, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, SYNC), when the
  * vocabulary's buckets option is on; every other token holds "1x" (BACKEND,
  * FRONTEND and OTHER spans include their children, whose buckets already
@@ -63,17 +66,31 @@
  * and depth (it hangs where the copied unit hangs, a sibling of it); its
  * duration is the sum over its base tokens (every node of the copies
  * counted once) and its bucket the most unusual of theirs. Units are whole
- * sibling items (an item is a base token and the deeper tokens after it: a
- * node's TAG, or its NAME with its subtree), so a run never cuts a node
- * from its children.
+ * sibling items (an item is a node with its subtree), so a run never cuts
+ * a node from its children. A run must stand for 3 nodes or more (it then
+ * saves two tokens or more; fewer are left to merges).
  *
- * Vocabulary. An ordered table of symbols: a base symbol is a string (a TAG
- * or NAME token), a merged symbol is a pair of earlier symbols. The merge
- * rank of a merged symbol is its order among merged symbols. Base symbols
- * seen for the first time after training get new ids and never merge.
+ * Vocabulary. An ordered table of symbols: a base symbol is a string (a
+ * node's "TAG/NAME", or a layer's "TAG"), a merged symbol is a pair of
+ * earlier symbols. The merge rank of a merged symbol is its order among
+ * merged symbols. Base symbols seen for the first time after training get
+ * new ids.
  *
- * Training (teller_tpe_train): word-level BPE over many sequences, their
- * repeat runs collapsed first, as encoding sees them. Identical
+ * Known names. Merges pair symbols by what they merge as
+ * (teller_tpe_vocab_merges_as): a merged symbol, a layer symbol and a
+ * known name as themselves; any other name (one that fewer than min_runs
+ * training runs held, or one no training run showed, such as every name
+ * interned after training) as its layer's symbol "TAG". So a name one
+ * workload alone shows spends no merge, and an op a held-out workload
+ * calls by a name of its own still merges with the launches and kernels
+ * around it ("BACKEND RUNTIME/LaunchKernel KERNEL/elementwise"). A token
+ * no merge takes keeps its own symbol; a merged token's symbol spells the
+ * layer where a name was not known, and the encoded sequence keeps every
+ * base symbol (base_sym) so that decoding is exact.
+ *
+ * Training (teller_tpe_train): first the known names (above), then
+ * word-level BPE over many sequences, their repeat runs collapsed first,
+ * and every symbol as what it merges as, as encoding sees them. Identical
  * sequences are counted once with a weight (their number, or the sum of
  * the weights given to teller_tpe_train_weighted). Adjacent pairs are counted
  * once; then the most frequent pair is merged everywhere, left to right
@@ -82,12 +99,13 @@
  * next pair. A merged token keeps the first token's parent and depth, sums
  * the durations. With cross_levels (the default, as in the paper) any
  * adjacent pair may merge; without it, only tokens with the same parent
- * and depth (a TAG with its NAME, a node with its next sibling), so a
+ * and depth (a node with its next sibling), so a
  * merged token never spans a parent-child boundary: the tree stays
  * readable from the tokens, at the price of much less compression.
  *
- * Encoding (teller_tpe_encode) collapses repeat runs, then applies merges by
- * rank over what is left: candidate pairs wait in one bucket per merge,
+ * Encoding (teller_tpe_encode) collapses repeat runs (on the symbols
+ * themselves), then applies merges by rank over what is left, on what the
+ * symbols merge as: candidate pairs wait in one bucket per merge,
  * taken in rank order (a merge only creates pairs of later rank), leftmost
  * first where occurrences overlap: O(n + V/64) for n tokens and V symbols,
  * the same result as applying the merges one after another, and no restart
@@ -95,20 +113,24 @@
  * covers, and the encoded sequence keeps each base token's parent, depth
  * (relative to its token), duration and bucket, the interior a merged
  * token cannot carry, so that teller_tpe_decode gives back the base
- * sequence exactly: symbols by expanding merges through the vocabulary and
- * copying repeat tokens' base symbols from one unit back, structure and
- * buckets from the side arrays, after checking that every token's parent,
- * depth, duration, bucket and span agree with them.
+ * sequence exactly: symbols by expanding merges through the vocabulary
+ * (checked against base_sym, which gives the names a layer symbol stands
+ * for) and copying repeat tokens' base symbols from one unit back,
+ * structure and buckets from the side arrays, after checking that every
+ * token's parent, depth, duration, bucket and span agree with them.
  *
- * Vocabulary file (teller_tpe_vocab_save/load), text, version 3 (version 1
- * held raw names, version 2 buckets in TAG symbols and no repeat runs; both
- * are refused: learn it again):
- *   teller-tpe-vocab 3
+ * Vocabulary file (teller_tpe_vocab_save/load), text, version 4 (version 1
+ * held raw names, version 2 buckets in TAG symbols and no repeat runs,
+ * version 3 a TAG and a NAME token a node; all are refused: learn it
+ * again):
+ *   teller-tpe-vocab 4
  *   options buckets=B cross=C frames=F
  *   symbols N               the symbols after the repeat symbols (not written)
  *   b ESCAPED_STRING        one line per symbol, in id order from id 7: a base
- *   m LEFT RIGHT            symbol, or a merge of two earlier ids (never a
- *                           repeat symbol)
+ *   u ESCAPED_STRING        symbol the merges know ('b'), one they know by its
+ *   m LEFT RIGHT            layer ('u': "TAG/NAME", whose "TAG" must be an
+ *                           earlier 'b' symbol), or a merge of two earlier ids
+ *                           (never a repeat symbol)
  *   end HASH
  * Strings escape '\\' as "\\\\", bytes below 0x20, 0x7f and ' ' as "\\xHH".
  * HASH is the FNV-1a 64-bit hash, 16 hex digits, of every byte before the
@@ -128,7 +150,7 @@
 extern "C" {
 #endif
 
-#define TELLER_TPE_VERSION 3
+#define TELLER_TPE_VERSION 4
 #define TELLER_TPE_BUCKETS 5 /* lo, 1x, 2x, 4x, 8x */
 #define TELLER_TPE_REPEATS 7 /* repeat symbols, ids 0..6 of every vocabulary */
 
@@ -148,14 +170,15 @@ typedef struct teller_tpe_seq {
     uint32_t *len;         /* [n] base tokens covered */
     uint32_t *event;       /* [n] store event of the first base token (TELLER_NONE when built by hand) */
     uint32_t *unit;        /* [n] a repeat token: the base tokens one copy back (its unit's length); else 0 */
-    uint8_t  *bucket;      /* [n] duration bucket 0..4 (lo..8x); base: the node's on its TAG token, 1 (1x)
-                            * elsewhere; encoded: the most unusual of its base tokens' (see above) */
+    uint8_t  *bucket;      /* [n] duration bucket 0..4 (lo..8x); base: the node's (1, 1x, on the layers
+                            * that carry none); encoded: the most unusual of its base tokens' (see above) */
     size_t    nbase;       /* encoded: base tokens; base sequences: == n */
     uint32_t *base_parent; /* encoded: [nbase] the base sequence's parent array; NULL in base sequences */
     int32_t  *base_ddepth; /* encoded: [nbase] base depth minus its token's depth */
     int64_t  *base_dur_ns; /* encoded: [nbase] */
     uint32_t *base_event;  /* encoded: [nbase] */
     uint8_t  *base_bucket; /* encoded: [nbase] */
+    uint32_t *base_sym;    /* encoded: [nbase] the base symbols (a merged token may stand for names by their layer) */
 } teller_tpe_seq;
 
 /* Allocates the per-token arrays for n tokens (zeroed; buckets 1x), freeing what s held. */
@@ -182,6 +205,10 @@ teller_tpe_vocab_opts teller_tpe_vocab_options(const teller_tpe_vocab *v);
 uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len);
 size_t teller_tpe_vocab_size(const teller_tpe_vocab *v);   /* all symbols */
 size_t teller_tpe_vocab_merges(const teller_tpe_vocab *v); /* merged symbols */
+/* The symbol id pairs as in merges: itself for a merged symbol and a known
+ * name, its layer's symbol for a name the merges do not know (see "Known
+ * names"); TELLER_NONE for an unknown id. */
+uint32_t teller_tpe_vocab_merges_as(const teller_tpe_vocab *v, uint32_t id);
 /* 1 for a merged symbol (left/right filled), 0 for a base symbol (its text
  * in *text, living as long as the vocabulary), -1 for an unknown id. */
 int teller_tpe_vocab_symbol(const teller_tpe_vocab *v, uint32_t id, const char **text, uint32_t *left,
@@ -211,10 +238,10 @@ teller_status teller_tpe_vocab_parse(const char *data, size_t n, const char *nam
 
 /* ---- serialisation ---- */
 
-/* The NAME token of an event of the given layer: its family (see above
- * and the table in docs/ARCHITECTURE.md, TPE section). Writes at most cap
- * bytes, NUL-terminated, never an empty string ("?" for an empty name);
- * returns the length. */
+/* The NAME part of the symbol of an event of the given layer: its family
+ * (see above and the table in docs/ARCHITECTURE.md, TPE section). Writes
+ * at most cap bytes, NUL-terminated, never an empty string ("?" for an
+ * empty name); returns the length. */
 size_t teller_tpe_name_family(teller_layer layer, const char *name, char *out, size_t cap);
 
 /* Per loaded run: normalised names and family medians (see above). Built
@@ -244,6 +271,8 @@ teller_status teller_tpe_serialize_steps(teller_tpe_ctx *c, teller_tpe_seq **out
 typedef struct teller_tpe_train_opts {
     uint32_t vocab;     /* merged symbols to learn (the learned vocabulary; base symbols are extra) */
     uint32_t min_count; /* stop when the best pair occurs fewer times (default 2) */
+    uint32_t min_runs;  /* a name is known to the merges when at least this many runs hold it (default 3;
+                         * 0 or 1: every name training sees); the others merge as their layer */
 } teller_tpe_train_opts;
 
 teller_tpe_train_opts teller_tpe_train_defaults(void);
@@ -256,6 +285,13 @@ teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, 
  * workload its say however many steps it has (`teller tpe train`). */
 teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
                                         size_t nseqs, const teller_tpe_train_opts *opts, teller_error *err);
+/* The same, with runs[k] the run (trace, case, workload) sequence k comes
+ * from, which decides the known names (opts->min_runs); runs NULL: every
+ * sequence is its own run, as in teller_tpe_train and _weighted. weights
+ * may be NULL (all 1). */
+teller_status teller_tpe_train_runs(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
+                                    const uint32_t *runs, size_t nseqs, const teller_tpe_train_opts *opts,
+                                    teller_error *err);
 
 /* Encodes a base sequence with v's merges. out is replaced. */
 teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq *base, teller_tpe_seq *out,

@@ -83,7 +83,7 @@ static int do_train(tpe_args *a)
     teller_tpe_vocab *v = teller_tpe_vocab_create(&vo);
     teller_tpe_seq *seqs = NULL;
     size_t n = 0, *run_end = calloc((size_t)a->np, sizeof *run_end);
-    uint32_t *w = NULL;
+    uint32_t *w = NULL, *run = NULL;
     int rc = 1;
     if (!v || !run_end)
         goto done;
@@ -118,7 +118,12 @@ static int do_train(tpe_args *a)
     teller_error err;
     teller_error_clear(&err);
     size_t base = teller_tpe_vocab_size(v);
-    if (teller_tpe_train_weighted(v, seqs, w, n, &to, &err) || teller_tpe_vocab_save(v, a->out, &err)) {
+    if (!(run = malloc((n ? n : 1) * sizeof *run)))
+        goto done;
+    for (int i = 0, k = 0; i < a->np; i++) /* each argument is one run */
+        for (; (size_t)k < run_end[i]; k++)
+            run[k] = (uint32_t)i;
+    if (teller_tpe_train_runs(v, seqs, w, run, n, &to, &err) || teller_tpe_vocab_save(v, a->out, &err)) {
         fprintf(stderr, "teller: %s: %s\n", err.file, err.msg);
         goto done;
     }
@@ -127,6 +132,7 @@ static int do_train(tpe_args *a)
     rc = 0;
 done:
     free(run_end);
+    free(run);
     free(w);
     free_seqs(seqs, n);
     teller_tpe_vocab_free(v);
@@ -181,10 +187,10 @@ static int do_encode(tpe_args *a)
         }
         if (a->json)
             printf("%s\n {\"step\": %u, \"rank\": %d, \"nodes\": %zu, \"tokens_before\": %zu, \"tokens\": [",
-                   firstout ? "" : ",", steps[k].step, steps[k].rank, seqs[k].n / 2, seqs[k].n);
+                   firstout ? "" : ",", steps[k].step, steps[k].rank, seqs[k].n, seqs[k].n);
         else
             printf("step %u rank %d: %zu nodes, %zu tokens before, %zu after\n", steps[k].step, steps[k].rank,
-                   seqs[k].n / 2, seqs[k].n, enc.n);
+                   seqs[k].n, seqs[k].n, enc.n);
         firstout = 0;
         for (size_t t = 0; t < enc.n; t++) {
             teller_tpe_symbol_text(v, enc.sym[t], text, tcap);
@@ -250,7 +256,7 @@ static int do_stats(tpe_args *a)
         if (!seqs[k].n)
             continue;
         used++;
-        nodes += (double)seqs[k].n / 2;
+        nodes += (double)seqs[k].n;
         before += (double)seqs[k].n;
         after += (double)teller_tpe_encode_syms(e, &seqs[k], buf);
     }
@@ -288,7 +294,7 @@ int cmd_tpe(int argc, char **argv)
         CLI_FLAG(0, "cross", &a.cross, 1, CLI_NEG,
                  "merges may span a parent-child boundary, as in the paper (default);\n"
                  "--no-cross: they stay inside one level (same parent and depth)"),
-        CLI_FLAG(0, "buckets", &a.buckets, 1, CLI_NEG, "a duration bucket on TAG tokens (default)"),
+        CLI_FLAG(0, "buckets", &a.buckets, 1, CLI_NEG, "a duration bucket on the tokens of timed layers (default)"),
         CLI_FLAG(0, "frames", &a.frames, 1, CLI_NEG, "Python frames are nodes (by default they are left out)"),
         CLI_FLAG(0, "balance", &a.balance, 1, CLI_NEG,
                  "every run weighs as much as the largest, up to 1000x, so a one-step\n"

@@ -139,7 +139,7 @@ static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
     for (size_t i = 0; i + 1 < n; i++) {
         if (!cross && (par[at[i]] != par[at[i + 1]] || dep[at[i]] != dep[at[i + 1]]))
             continue;
-        uint32_t c = tpe_pair_lookup(v, sym[i], sym[i + 1]);
+        uint32_t c = tpe_pair_lookup(v, tpe_key(v, sym[i]), tpe_key(v, sym[i + 1]));
         if (c != TELLER_NONE)
             bucket_add(e, c, (uint32_t)i);
     }
@@ -158,7 +158,7 @@ static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
                 qsort(e->work, m, sizeof *e->work, cmp_u32);
             for (size_t k = 0; k < m; k++) {
                 uint32_t p = e->work[k], q = nxt[p];
-                if (q == TELLER_NONE || sym[p] != l || sym[q] != r0)
+                if (q == TELLER_NONE || tpe_key(v, sym[p]) != l || tpe_key(v, sym[q]) != r0)
                     continue; /* stale: a neighbour merged first */
                 uint32_t r = nxt[q];
                 sym[p] = c;
@@ -168,12 +168,12 @@ static int run_merges(teller_tpe_encoder *e, const teller_tpe_seq *b)
                     prv[r] = p;
                 uint32_t pp = prv[p];
                 if (pp != TELLER_NONE && (cross || (par[at[pp]] == par[at[p]] && dep[at[pp]] == dep[at[p]]))) {
-                    uint32_t x = tpe_pair_lookup(v, sym[pp], c);
+                    uint32_t x = tpe_pair_lookup(v, tpe_key(v, sym[pp]), c);
                     if (x != TELLER_NONE)
                         bucket_add(e, x, pp);
                 }
                 if (r != TELLER_NONE && (cross || (par[at[r]] == par[at[p]] && dep[at[r]] == dep[at[p]]))) {
-                    uint32_t x = tpe_pair_lookup(v, c, sym[r]);
+                    uint32_t x = tpe_pair_lookup(v, c, tpe_key(v, sym[r]));
                     if (x != TELLER_NONE)
                         bucket_add(e, x, p);
                 }
@@ -234,7 +234,9 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
     out->base_dur_ns = malloc(nb * sizeof *out->base_dur_ns);
     out->base_event = malloc(nb * sizeof *out->base_event);
     out->base_bucket = malloc(nb * sizeof *out->base_bucket);
-    if (!out->base_parent || !out->base_ddepth || !out->base_dur_ns || !out->base_event || !out->base_bucket)
+    out->base_sym = malloc(nb * sizeof *out->base_sym);
+    if (!out->base_parent || !out->base_ddepth || !out->base_dur_ns || !out->base_event || !out->base_bucket ||
+        !out->base_sym)
         goto oom;
     k = 0;
     if (base->n)
@@ -264,6 +266,7 @@ teller_status teller_tpe_encode(const teller_tpe_vocab *v, const teller_tpe_seq 
     memcpy(out->base_parent, base->parent, base->n * sizeof *base->parent);
     memcpy(out->base_dur_ns, base->dur_ns, base->n * sizeof *base->dur_ns);
     memcpy(out->base_bucket, base->bucket, base->n * sizeof *base->bucket);
+    memcpy(out->base_sym, base->sym, base->n * sizeof *base->sym);
     for (size_t i = 0; i < base->n; i++)
         out->base_event[i] = base->event ? base->event[i] : TELLER_NONE;
     goto done;
@@ -276,15 +279,19 @@ done:
     return st;
 }
 
-/* Base token pos of the decoded sequence, symbol s, inside token k: its
- * structure and bucket from the side arrays. -1 when its depth or bucket
- * is out of range. */
-static int put_base(teller_tpe_seq *out, const teller_tpe_seq *enc, size_t k, size_t pos, uint32_t s)
+/* Base token pos of the decoded sequence, inside token k, whose expansion
+ * through the merges gave s: its symbol, structure and bucket from the
+ * side arrays. -1 when the symbol is not s or a name s stands for (a layer
+ * symbol stands for the names the merges do not know), or its depth or
+ * bucket is out of range. */
+static int put_base(const teller_tpe_vocab *v, teller_tpe_seq *out, const teller_tpe_seq *enc, size_t k, size_t pos,
+                    uint32_t s)
 {
     int64_t dd = (int64_t)enc->depth[k] + enc->base_ddepth[pos];
-    if (dd < 0 || dd > UINT16_MAX)
+    uint32_t b = enc->base_sym[pos];
+    if (dd < 0 || dd > UINT16_MAX || b >= v->n || tpe_is_repeat(b) || tpe_key(v, b) != tpe_key(v, s))
         return -1;
-    out->sym[pos] = s;
+    out->sym[pos] = b;
     out->depth[pos] = (uint16_t)dd;
     out->parent[pos] = enc->base_parent[pos];
     out->dur_ns[pos] = enc->base_dur_ns[pos];
@@ -299,7 +306,7 @@ teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq 
                                 teller_error *err)
 {
     if (!enc->base_parent || !enc->base_ddepth || !enc->base_dur_ns || !enc->base_event || !enc->base_bucket ||
-        !enc->unit)
+        !enc->base_sym || !enc->unit)
         return teller_error_set(err, TELLER_ERR_ARG, "(tpe)", 0, "not an encoded sequence");
     teller_status st = teller_tpe_seq_alloc(out, enc->nbase, err);
     if (st)
@@ -316,7 +323,7 @@ teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq 
             goto bad;
         /* a repeat token copies the base symbols one unit back */
         for (; u && pos < end; pos++)
-            if (put_base(out, enc, k, pos, out->sym[pos - u]))
+            if (put_base(v, out, enc, k, pos, out->sym[pos - u]) || out->sym[pos] != out->sym[pos - u])
                 goto bad;
         /* any other expands through the merges, left to right */
         if (TELLER_GROW(stack, scap, 1))
@@ -334,7 +341,7 @@ teller_status teller_tpe_decode(const teller_tpe_vocab *v, const teller_tpe_seq 
                 stack[sp++] = v->left[s];
                 continue;
             }
-            if (pos >= end || put_base(out, enc, k, pos, s))
+            if (pos >= end || put_base(v, out, enc, k, pos, s))
                 goto bad;
             pos++;
         }

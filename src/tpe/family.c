@@ -1,8 +1,9 @@
 /*
- * family.c - the NAME token of an event: its name reduced to a family that
- * holds across GPU vendors, library versions and workloads, so that a
- * vocabulary learned on one deployment still reads another (include/
- * teller/tpe.h; the table is in docs/ARCHITECTURE.md, TPE section).
+ * family.c - the NAME part of an event's symbol ("TAG/NAME"): its name
+ * reduced to a family that holds across GPU vendors, library versions and
+ * workloads, so that a vocabulary learned on one deployment still reads
+ * another (include/teller/tpe.h; the table is in docs/ARCHITECTURE.md, TPE
+ * section).
  *
  * Kernels go to families by keyword tables, checked in order on the
  * kernel's head (its name without template arguments and parameters, with

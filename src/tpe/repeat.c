@@ -28,7 +28,7 @@
 #include "tpe_internal.h"
 
 #define RUN_CANDIDATES 64 /* alike siblings tried as the start of the second copy */
-#define RUN_MIN_COVER  4  /* base tokens a run must cover (fewer: merges do as well) */
+#define RUN_MIN_COVER  3  /* base tokens (nodes) a run must stand for: it saves two tokens or more */
 #define HASH_BASE      0x9e3779b97f4a7c15ull
 
 void tpe_runs_free(tpe_runs *r)

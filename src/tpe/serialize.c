@@ -1,10 +1,10 @@
 /*
  * serialize.c - a step's call-chain forest (or any set of events) as TPE
- * base tokens: TAG and NAME per node, depth first, with parent, depth and
- * duration arrays. Rules and bucket edges are in include/teller/tpe.h.
+ * base tokens: one per node, "TAG/NAME", depth first, with parent, depth
+ * and duration arrays. Rules and bucket edges are in include/teller/tpe.h.
  *
- * The context computes, once per store, every event's NAME symbol (its
- * family, family.c) and duration bucket (against the median of its
+ * The context computes, once per store, every event's symbol (layer tag
+ * and name family, family.c) and duration bucket (against the median of its
  * operator: layer and teller_name_normalize'd name, digits masked on
  * annotations, so a bucket still says "slow for this op", not "slow for a
  * GEMM"), so that serialising a step is a sort of its events plus one walk.
@@ -21,9 +21,8 @@
 struct teller_tpe_ctx {
     const teller_store *st;
     teller_tpe_vocab   *v;
-    uint32_t           *name_sym;  /* [events] NAME symbol */
+    uint32_t           *name_sym;  /* [events] the node's symbol, "TAG/NAME" */
     uint8_t            *bucket;    /* [events] */
-    uint32_t            tag_sym[TELLER_LAYER_COUNT];
 };
 
 static const char *const k_bucket_names[TELLER_TPE_BUCKETS] = {"lo", "1x", "2x", "4x", "8x"};
@@ -121,12 +120,15 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
     if (!c->name_sym || !c->bucket || !fam || !mkey || !mval || !mop)
         goto oom;
     memset(mkey, 0xff, mcap * sizeof *mkey);
+    /* the layer symbols first, in layer order (the symbols the names a
+     * vocabulary does not know merge as), so that symbol ids do not depend
+     * on which layer a run happens to show first */
     for (int L = 0; L < TELLER_LAYER_COUNT; L++) {
         const char *tag = teller_layer_tag((teller_layer)L);
-        if ((c->tag_sym[L] = teller_tpe_vocab_intern(v, tag, strlen(tag))) == TELLER_NONE)
+        if (teller_tpe_vocab_intern(v, tag, strlen(tag)) == TELLER_NONE)
             goto oom;
     }
-    /* NAME symbols and operator keys: one pass per distinct (name id, layer) */
+    /* node symbols and operator keys: one pass per distinct (name id, layer) */
     size_t used = 0, nfam = 0;
     char norm[1024];
     for (size_t i = 0; i < n; i++) {
@@ -139,8 +141,12 @@ teller_status teller_tpe_ctx_create(const teller_store *st, teller_tpe_vocab *v,
         if (mkey[j] != key) {
             const char *name = teller_store_str(st, ev->name[i]);
             uint32_t sym = TELLER_NONE; /* no symbol for frames no sequence holds (a layer, so in the key) */
-            if (v->opts.frames || L != TELLER_LAYER_FRONTEND) {
-                size_t len = teller_tpe_name_family((teller_layer)L, name, norm, sizeof norm);
+            if (v->opts.frames || L != TELLER_LAYER_FRONTEND) { /* "TAG/NAME" */
+                const char *tag = teller_layer_tag((teller_layer)L);
+                size_t tl = strlen(tag);
+                memcpy(norm, tag, tl);
+                norm[tl] = '/';
+                size_t len = tl + 1 + teller_tpe_name_family((teller_layer)L, name, norm + tl + 1, sizeof norm - tl - 1);
                 if ((sym = teller_tpe_vocab_intern(v, norm, len)) == TELLER_NONE)
                     goto oom;
             }
@@ -267,6 +273,7 @@ void teller_tpe_seq_free(teller_tpe_seq *s)
     free(s->base_dur_ns);
     free(s->base_event);
     free(s->base_bucket);
+    free(s->base_sym);
     memset(s, 0, sizeof *s);
 }
 
@@ -290,7 +297,7 @@ static teller_status ser_group(const teller_tpe_ctx *c, mem_item *mem, size_t m,
                                uint32_t *loc, teller_tpe_seq *out, teller_error *err)
 {
     const teller_events *ev = teller_store_events(c->st);
-    teller_status s = teller_tpe_seq_alloc(out, 2 * m, err);
+    teller_status s = teller_tpe_seq_alloc(out, m, err);
     if (s)
         return s;
     teller_sort(mem, m, sizeof *mem, mem_cmp);
@@ -330,16 +337,15 @@ static teller_status ser_group(const teller_tpe_ctx *c, mem_item *mem, size_t m,
         uint32_t par = fp[cur] == TELLER_NONE ? TELLER_NONE : tok[fp[cur]];
         uint16_t d = depth > UINT16_MAX ? UINT16_MAX : (uint16_t)depth;
         tok[cur] = (uint32_t)t;
-        for (int k = 0; k < 2; k++, t++) {
-            out->sym[t] = k ? c->name_sym[e] : c->tag_sym[L];
-            out->bucket[t] = !k && c->v->opts.buckets && bucketed(L) ? c->bucket[e] : 1;
-            out->parent[t] = par;
-            out->depth[t] = d;
-            out->dur_ns[t] = k ? 0 : ev->dur_ns[e];
-            out->first[t] = (uint32_t)t;
-            out->len[t] = 1;
-            out->event[t] = e;
-        }
+        out->sym[t] = c->name_sym[e];
+        out->bucket[t] = c->v->opts.buckets && bucketed(L) ? c->bucket[e] : 1;
+        out->parent[t] = par;
+        out->depth[t] = d;
+        out->dur_ns[t] = ev->dur_ns[e];
+        out->first[t] = (uint32_t)t;
+        out->len[t] = 1;
+        out->event[t] = e;
+        t++;
         if (fc[cur] != TELLER_NONE) {
             cur = fc[cur];
             depth++;

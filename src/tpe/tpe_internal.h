@@ -15,6 +15,8 @@ struct teller_tpe_vocab {
     size_t    n, cap;      /* symbols */
     uint32_t *left;        /* [n] TELLER_NONE for base symbols */
     uint32_t *right;       /* [n] */
+    uint32_t *cls;         /* [n] the symbol it merges as: itself, or for a base symbol the merges do not
+                            * know (a name too few training runs held), its layer's symbol (tpe.h) */
     uint32_t *text_off;    /* [n] base symbols: offset of the NUL-terminated text in text */
     uint32_t *text_len;    /* [n] */
     char     *text;
@@ -53,6 +55,19 @@ static inline uint32_t tpe_pair_lookup(const struct teller_tpe_vocab *v, uint32_
             return TELLER_NONE;
         j = (j + 1) & m;
     }
+}
+
+/* The symbol a base or merged symbol s pairs as in merges (tpe.h,
+ * "Known names"); TELLER_NONE stays TELLER_NONE (a position merged away). */
+static inline uint32_t tpe_key(const struct teller_tpe_vocab *v, uint32_t s)
+{
+    return s == TELLER_NONE ? s : v->cls[s];
+}
+
+/* Marks base symbol id as one the merges know by its own name. */
+static inline void tpe_vocab_set_known(struct teller_tpe_vocab *v, uint32_t id)
+{
+    v->cls[id] = id;
 }
 
 /* The default vocabulary file's bytes (generated from src/tpe/default.vocab

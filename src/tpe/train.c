@@ -2,6 +2,11 @@
  * train.c - TPE training: word-level BPE over base token sequences, with
  * their repeat runs collapsed first (repeat.c), as the encoder sees them.
  *
+ * First the names the merges will know are chosen: those that at least
+ * min_runs runs hold (a name one workload alone shows teaches merges no
+ * other workload can use); every other name pairs as its layer's symbol,
+ * in training as in encoding (tpe.h, "Known names").
+ *
  * All distinct sequences (identical ones are counted once, with the sum of
  * their weights), collapsed, are laid end to end in one array of positions
  * linked as doubly linked lists; a merge overwrites the left position's
@@ -24,7 +29,7 @@
 
 teller_tpe_train_opts teller_tpe_train_defaults(void)
 {
-    teller_tpe_train_opts o = {256, 2};
+    teller_tpe_train_opts o = {256, 2, 3};
     return o;
 }
 
@@ -261,7 +266,65 @@ static int cmp_u32(const void *a, const void *b)
 teller_status teller_tpe_train(teller_tpe_vocab *v, const teller_tpe_seq *seqs, size_t nseqs,
                                const teller_tpe_train_opts *opts, teller_error *err)
 {
-    return teller_tpe_train_weighted(v, seqs, NULL, nseqs, opts, err);
+    return teller_tpe_train_runs(v, seqs, NULL, NULL, nseqs, opts, err);
+}
+
+teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
+                                        size_t nseqs, const teller_tpe_train_opts *opts, teller_error *err)
+{
+    return teller_tpe_train_runs(v, seqs, weights, NULL, nseqs, opts, err);
+}
+
+/* Step 0: the names the merges know by their own symbol: the base symbols
+ * that at least min_runs runs hold (runs[k] the run of sequence k; NULL:
+ * every sequence its own run), sequences of weight 0 left out. Counted
+ * with one hash set of (symbol, run). A name once known stays known. */
+static teller_status mark_known(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
+                                const uint32_t *runs, size_t nseqs, uint32_t min_runs, teller_error *err)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < nseqs; k++)
+        total += weights && !weights[k] ? 0 : seqs[k].n;
+    if (min_runs <= 1) {
+        for (size_t k = 0; k < nseqs; k++)
+            for (size_t i = 0; i < seqs[k].n && !(weights && !weights[k]); i++)
+                if (seqs[k].sym[i] < v->n)
+                    tpe_vocab_set_known(v, seqs[k].sym[i]);
+        return TELLER_OK;
+    }
+    size_t cap = 64;
+    while (cap < total * 2)
+        cap *= 2;
+    uint64_t *set = malloc(cap * sizeof *set);
+    uint32_t *nruns = calloc(v->n ? v->n : 1, sizeof *nruns);
+    if (!set || !nruns) {
+        free(set);
+        free(nruns);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(tpe)", 0, "out of memory while training");
+    }
+    memset(set, 0xff, cap * sizeof *set);
+    for (size_t k = 0; k < nseqs; k++) {
+        if (weights && !weights[k])
+            continue;
+        uint64_t run = runs ? runs[k] : (uint64_t)k;
+        for (size_t i = 0; i < seqs[k].n; i++) {
+            uint32_t sym = seqs[k].sym[i];
+            if (sym >= v->n)
+                continue; /* lay_out reports it */
+            uint64_t key = ((uint64_t)sym << 32) ^ run; /* runs beyond 32 bits only cost a collision's count */
+            size_t j = tpe_mix64(key) & (cap - 1);
+            while (set[j] != UINT64_MAX && set[j] != key)
+                j = (j + 1) & (cap - 1);
+            if (set[j] == key)
+                continue;
+            set[j] = key;
+            if (++nruns[sym] == min_runs)
+                tpe_vocab_set_known(v, sym);
+        }
+    }
+    free(set);
+    free(nruns);
+    return TELLER_OK;
 }
 
 /* Step 1: the distinct sequences of two tokens or more with a weight
@@ -339,7 +402,7 @@ static teller_status lay_out(trainer *t, const teller_tpe_vocab *v, const teller
             st = TELLER_ERR_NOMEM;
         for (size_t i = 0; st == TELLER_OK && i < runs.m; i++, pos++) {
             uint32_t f = runs.first[i];
-            t->sym[pos] = runs.sym[i];
+            t->sym[pos] = tpe_key(v, runs.sym[i]); /* a name the merges do not know pairs as its layer */
             t->prv[pos] = i ? (uint32_t)pos - 1 : TELLER_NONE;
             t->nxt[pos] = i + 1 < runs.m ? (uint32_t)pos + 1 : TELLER_NONE;
             /* parents compare by base token, which need not be a position */
@@ -441,8 +504,9 @@ static int learn_merges(trainer *t, teller_tpe_vocab *v, const teller_tpe_train_
     return 0;
 }
 
-teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
-                                        size_t nseqs, const teller_tpe_train_opts *opts, teller_error *err)
+teller_status teller_tpe_train_runs(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
+                                    const uint32_t *runs, size_t nseqs, const teller_tpe_train_opts *opts,
+                                    teller_error *err)
 {
     teller_tpe_train_opts o = opts ? *opts : teller_tpe_train_defaults();
     if (o.min_count < 1)
@@ -452,7 +516,9 @@ teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_se
     t.cross = v->opts.cross_levels;
     uint32_t *uniq = NULL, *weight = NULL;
     size_t nuniq = 0, total = 0;
-    teller_status st = distinct_seqs(seqs, weights, nseqs, &uniq, &weight, &nuniq, &total, err);
+    teller_status st = mark_known(v, seqs, weights, runs, nseqs, o.min_runs, err);
+    if (st == TELLER_OK)
+        st = distinct_seqs(seqs, weights, nseqs, &uniq, &weight, &nuniq, &total, err);
     if (st == TELLER_OK)
         st = lay_out(&t, v, seqs, uniq, weight, nuniq, total, err);
     if (st == TELLER_OK && (count_pairs(&t, o.min_count) || learn_merges(&t, v, &o)))

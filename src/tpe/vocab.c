@@ -17,7 +17,7 @@ teller_tpe_vocab_opts teller_tpe_vocab_defaults(void)
     return o;
 }
 
-static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed);
+static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed, uint32_t cls);
 
 /* The repeat symbols, ids 0 .. TELLER_TPE_REPEATS - 1 (tpe.h): how many
  * copies of its unit the run holds in all, unit included (at most 2, 4,
@@ -35,7 +35,7 @@ teller_tpe_vocab *teller_tpe_vocab_create(const teller_tpe_vocab_opts *opts)
     v->opts.cross_levels = v->opts.cross_levels != 0;
     v->opts.frames = v->opts.frames != 0;
     for (int k = 0; k < TELLER_TPE_REPEATS; k++)
-        if (add_base(v, k_repeat_names[k], strlen(k_repeat_names[k]), 0) == TELLER_NONE) {
+        if (add_base(v, k_repeat_names[k], strlen(k_repeat_names[k]), 0, TELLER_NONE) == TELLER_NONE) {
             teller_tpe_vocab_free(v);
             return NULL;
         }
@@ -56,6 +56,7 @@ void teller_tpe_vocab_free(teller_tpe_vocab *v)
         return;
     free(v->left);
     free(v->right);
+    free(v->cls);
     free(v->text_off);
     free(v->text_len);
     free(v->text);
@@ -83,6 +84,9 @@ static int grow_symbols(teller_tpe_vocab *v)
     if (!(a = realloc(v->right, nc * sizeof *a)))
         return -1;
     v->right = a;
+    if (!(a = realloc(v->cls, nc * sizeof *a)))
+        return -1;
+    v->cls = a;
     if (!(a = realloc(v->text_off, nc * sizeof *a)))
         return -1;
     v->text_off = a;
@@ -159,15 +163,37 @@ static uint32_t find_string(const teller_tpe_vocab *v, const char *s, size_t len
     }
 }
 
+/* The layer part of a node's symbol "TAG/NAME": its length, or 0 when s
+ * has no '/' after a non-empty prefix (a layer symbol, or a hand-made one:
+ * those merge as themselves). */
+static size_t layer_part(const char *s, size_t len)
+{
+    const char *sl = memchr(s, '/', len);
+    return sl && sl > s ? (size_t)(sl - s) : 0;
+}
+
 uint32_t teller_tpe_vocab_intern(teller_tpe_vocab *v, const char *s, size_t len)
 {
     uint32_t id = find_string(v, s, len, NULL);
-    return id != TELLER_NONE ? id : add_base(v, s, len, 1);
+    if (id != TELLER_NONE)
+        return id;
+    /* a new name: the merges know it by its layer until training says otherwise */
+    size_t tl = layer_part(s, len);
+    uint32_t cls = tl ? teller_tpe_vocab_intern(v, s, tl) : TELLER_NONE;
+    if (tl && cls == TELLER_NONE)
+        return TELLER_NONE;
+    return add_base(v, s, len, 1, cls);
 }
 
-/* Appends a base symbol; hashed: findable by its text (every base symbol
- * but the repeat symbols, so that no name ever interns to one). */
-static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed)
+uint32_t teller_tpe_vocab_merges_as(const teller_tpe_vocab *v, uint32_t id)
+{
+    return id < v->n ? v->cls[id] : TELLER_NONE;
+}
+
+/* Appends a base symbol that merges as cls (TELLER_NONE: as itself);
+ * hashed: findable by its text (every base symbol but the repeat symbols,
+ * so that no name ever interns to one). */
+static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int hashed, uint32_t cls)
 {
     uint32_t id;
     if (len > UINT32_MAX / 2 || v->text_n + len + 1 > UINT32_MAX)
@@ -183,6 +209,7 @@ static uint32_t add_base(teller_tpe_vocab *v, const char *s, size_t len, int has
     v->text_off[id] = (uint32_t)v->text_n;
     v->text_len[id] = (uint32_t)len;
     v->left[id] = v->right[id] = TELLER_NONE;
+    v->cls[id] = cls == TELLER_NONE ? id : cls;
     v->text_n += len + 1;
     if (hashed) {
         size_t slot = 0;
@@ -201,6 +228,7 @@ uint32_t tpe_vocab_add_merge(teller_tpe_vocab *v, uint32_t l, uint32_t r)
     uint32_t id = (uint32_t)v->n++;
     v->left[id] = l;
     v->right[id] = r;
+    v->cls[id] = id;
     v->text_off[id] = v->text_len[id] = 0;
     v->nmerges++;
     uint64_t key = ((uint64_t)l << 32) | r;
@@ -319,7 +347,7 @@ teller_status teller_tpe_vocab_write(const teller_tpe_vocab *v, char **out, size
             wprintf_(&b, "m %llu %llu\n", v->left[id], v->right[id], 0);
             continue;
         }
-        wput(&b, "b ", 2);
+        wput(&b, v->cls[id] == id ? "b " : "u ", 2);
         const unsigned char *s = (const unsigned char *)v->text + v->text_off[id];
         for (size_t k = 0; k < v->text_len[id]; k++) {
             char e[5];
@@ -442,6 +470,10 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
             FAIL(TELLER_ERR_FORMAT, "vocabulary version 2 spells duration buckets in TAG symbols and has no "
                                     "repeat symbols; its merges fit sequences this build no longer makes: learn it "
                                     "again (teller tpe train)");
+        if (ver == 3)
+            FAIL(TELLER_ERR_FORMAT, "vocabulary version 3 has a TAG and a NAME token per node; this build makes "
+                                    "one token per node, so its merges fit no sequence: learn it again (teller tpe "
+                                    "train)");
         if (ver != TELLER_TPE_VERSION)
             FAIL(TELLER_ERR_FORMAT, "vocabulary version %llu is not supported (this build reads version %d)", ver,
                  TELLER_TPE_VERSION);
@@ -492,7 +524,7 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
                 FAIL(TELLER_ERR_FORMAT, "merge (%llu, %llu) appears twice", l, r);
             if (tpe_vocab_add_merge(v, (uint32_t)l, (uint32_t)r) == TELLER_NONE)
                 FAIL(TELLER_ERR_NOMEM, "out of memory");
-        } else if (ll >= 2 && ls[0] == 'b' && ls[1] == ' ') {
+        } else if (ll >= 2 && (ls[0] == 'b' || ls[0] == 'u') && ls[1] == ' ') {
             free(tmp);
             tmp = malloc(ll + 1);
             if (!tmp)
@@ -520,10 +552,18 @@ teller_status teller_tpe_vocab_parse(const char *d, size_t n, const char *name, 
             }
             if (find_string(v, tmp, tl, NULL) != TELLER_NONE)
                 FAIL(TELLER_ERR_FORMAT, "base symbol %llu appears twice", id);
-            if (teller_tpe_vocab_intern(v, tmp, tl) == TELLER_NONE)
+            uint32_t cls = TELLER_NONE; /* 'b': merges as itself */
+            if (ls[0] == 'u') {
+                /* 'u': merges as its layer, an earlier base symbol */
+                size_t pl = layer_part(tmp, tl);
+                if (!pl || (cls = find_string(v, tmp, pl, NULL)) == TELLER_NONE || v->cls[cls] != cls)
+                    FAIL(TELLER_ERR_FORMAT, "symbol %llu ('u') has no earlier layer symbol to merge as", id);
+            }
+            if (add_base(v, tmp, tl, 1, cls) == TELLER_NONE)
                 FAIL(TELLER_ERR_NOMEM, "out of memory");
         } else
-            FAIL(TELLER_ERR_FORMAT, "symbol line %llu is neither 'b TEXT' nor 'm LEFT RIGHT'", id - TELLER_TPE_REPEATS);
+            FAIL(TELLER_ERR_FORMAT, "symbol line %llu is neither 'b TEXT', 'u TEXT' nor 'm LEFT RIGHT'",
+                 id - TELLER_TPE_REPEATS);
     }
     size_t hashed = pos;
     LINE("end line");
