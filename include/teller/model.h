@@ -40,7 +40,7 @@ extern "C" {
 #define TELLER_MODEL_LOG_BUCKETS   128 /* log templates are hashed into this many embeddings */
 #define TELLER_MODEL_TRACE_CANDS   2   /* slices: around the step's first candidates (K) */
 #define TELLER_MODEL_SLICE_EVENTS  48  /* events a slice keeps (the most relevant, slice.h) */
-#define TELLER_MODEL_SLICE_BASE    (2 * TELLER_MODEL_SLICE_EVENTS) /* its base tokens at most (TAG, NAME a node) */
+#define TELLER_MODEL_SLICE_BASE    (2 * TELLER_MODEL_SLICE_EVENTS) /* room for its base tokens (one a node) */
 #define TELLER_MODEL_TRACE_TOKENS  24  /* trace tokens a slice gives the model (T), around its seed */
 #define TELLER_MODEL_MAX_TRACE     (TELLER_MODEL_TRACE_CANDS * TELLER_MODEL_TRACE_TOKENS)
 #define TELLER_MODEL_NO_PARENT     0xff /* a trace token whose parent is not among the step's tokens */
@@ -59,7 +59,7 @@ typedef struct teller_model_sample {
      * the run was read with, relation of each node in the slice), then the
      * tokens the model reads (teller_model_tokenize) */
     uint32_t nbase[TELLER_MODEL_TRACE_CANDS];
-    uint32_t seed_pos[TELLER_MODEL_TRACE_CANDS]; /* the seed's TAG token in the base sequence */
+    uint32_t seed_pos[TELLER_MODEL_TRACE_CANDS]; /* the seed's token in the base sequence */
     uint32_t base_sym[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE];
     uint8_t  base_parent[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE]; /* TELLER_MODEL_NO_PARENT at a root */
     uint8_t  base_depth[TELLER_MODEL_TRACE_CANDS][TELLER_MODEL_SLICE_BASE];
