@@ -346,6 +346,36 @@ static void put_file(const char *path, const void *b, size_t n)
     fclose(f);
 }
 
+/* Writes the n bytes of a model file to path with its checksum made to
+ * agree, so that the reader's other checks see what was altered. */
+static void put_rehashed(const char *path, unsigned char *b, size_t n)
+{
+    uint64_t h = kmap_hash_bytes(b, n - 8);
+    for (int i = 0; i < 8; i++)
+        b[n - 8 + i] = (unsigned char)(h >> (8 * i));
+    put_file(path, b, n);
+}
+
+/* The model file's field at byte off of a (na bytes) altered to the
+ * nb bytes of v, written to path (checksum agreeing): refused as a format
+ * error naming the file and saying want. */
+static void refused_altered(const char *a, size_t na, size_t off, const void *v, size_t nb, const char *path,
+                            const char *want)
+{
+    unsigned char *r = malloc(na);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    memcpy(r, a, na);
+    memcpy(r + off, v, nb);
+    put_rehashed(path, r, na);
+    free(r);
+    teller_model *m = NULL;
+    teller_error err;
+    CHECK_EQ_INT(teller_model_load(path, &m, &err), TELLER_ERR_FORMAT);
+    CHECK(m == NULL && strstr(err.msg, want) && !strcmp(err.file, path));
+}
+
 /* same seed, same samples: the same file byte for byte; the file round-trips;
  * corrupt, truncated and foreign files are errors naming the file */
 static void test_model_file_and_determinism(void)
@@ -402,34 +432,14 @@ static void test_model_file_and_determinism(void)
         teller_model_free(r);
     }
     teller_model_free(m);
-    /* a recipe that is not a string (no NUL in its 64 bytes, the checksum
-     * made to agree) */
-    {
-        unsigned char *r = malloc(na);
-        memcpy(r, a, na);
-        memset(r + 8 + 4 + 4 * 21 + 8 + 4 + 4, 'x', TELLER_MODEL_RECIPE_MAX);
-        uint64_t h = kmap_hash_bytes(r, na - 8);
-        for (int i = 0; i < 8; i++)
-            r[na - 8 + i] = (unsigned char)(h >> (8 * i));
-        put_file(f3, r, na);
-        free(r);
-        CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
-        CHECK(m == NULL && strstr(err.msg, "recipe") && !strcmp(err.file, f3));
-    }
-    /* a veto share out of (0, 1], the checksum made to agree */
-    {
-        unsigned char *r = malloc(na);
-        memcpy(r, a, na);
-        float bad = 1.5f;
-        memcpy(r + 8 + 4 + 4 * 21 + 8 + 4 + 4 + TELLER_MODEL_RECIPE_MAX, &bad, 4); /* little-endian hosts */
-        uint64_t h = kmap_hash_bytes(r, na - 8);
-        for (int i = 0; i < 8; i++)
-            r[na - 8 + i] = (unsigned char)(h >> (8 * i));
-        put_file(f3, r, na);
-        free(r);
-        CHECK_EQ_INT(teller_model_load(f3, &m, &err), TELLER_ERR_FORMAT);
-        CHECK(m == NULL && strstr(err.msg, "veto share") && !strcmp(err.file, f3));
-    }
+    /* a recipe that is not a string (no NUL in its 64 bytes), a veto share
+     * out of (0, 1] */
+    enum { RECIPE_AT = 8 + 4 + 4 * 21 + 8 + 4 + 4 };
+    char xs[TELLER_MODEL_RECIPE_MAX];
+    memset(xs, 'x', sizeof xs);
+    refused_altered(a, na, RECIPE_AT, xs, sizeof xs, f3, "recipe");
+    float bad = 1.5f; /* little-endian hosts */
+    refused_altered(a, na, RECIPE_AT + TELLER_MODEL_RECIPE_MAX, &bad, 4, f3, "veto share");
     /* one flipped bit in the weights */
     a[na / 2] ^= 0x10;
     put_file(f3, a, na);
@@ -662,10 +672,7 @@ static void test_model_trace_tokens(void)
     CHECK(at != NULL);
     if (at) {
         at[2] = 'O'; /* the vocabulary's own hash now fails; the file's is made to agree */
-        uint64_t h = kmap_hash_bytes(b, nb - 8);
-        for (int i = 0; i < 8; i++)
-            b[nb - 8 + i] = (unsigned char)(h >> (8 * i));
-        put_file(path, b, nb);
+        put_rehashed(path, b, nb);
         teller_model *bad = NULL;
         CHECK_EQ_INT(teller_model_load(path, &bad, &err), TELLER_ERR_FORMAT);
         CHECK(bad == NULL && strstr(err.msg, "vocabulary") && !strcmp(err.file, path));
