@@ -95,12 +95,17 @@ def test_baseline_as_the_cli(cli, tmp_path):
     case, out = str(tmp_path / "case"), str(tmp_path / "pred.json")
     subprocess.run([cli, "perturb", "-q", "-o", case, "--fault", "kernel_regression", "--rate", "1", "--seed",
                     "100003", ref], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([cli, "diagnose", "-q", "--baseline", ref, "--json", out, case], check=True,
+    subprocess.run([cli, "diagnose", "-q", "--no-model", "--baseline", ref, "--json", out, case], check=True,
                    stdout=subprocess.DEVNULL)
     with open(out) as f:
         want = json.load(f)
     got = teller.diagnose(case, baseline=ref, model=False)
-    assert got.predictions == want
+    assert got.predictions == want and want["judged_by"] == {"by": "numeric stage"}
+    # without model=, the built-in model judges, as the command does without --no-model
+    subprocess.run([cli, "diagnose", "-q", "--baseline", ref, "--json", out, case], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        assert teller.diagnose(case, baseline=ref).predictions == json.load(f)
     assert want["steps"][0]["abnormal"] and got.steps.iloc[0]["by_reference"]
     assert not teller.diagnose(case, model=False).predictions["steps"][0]["abnormal"]
     assert teller.load(ref).reference().steps == 1
