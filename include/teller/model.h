@@ -166,6 +166,9 @@ void teller_model_free(teller_model *m);
 void teller_model_set_recipe(teller_model *m, const char *recipe);
 const char *teller_model_recipe(const teller_model *m);
 uint64_t teller_model_id(const teller_model *m);
+/* How every report names a model: "model 0123456789abcdef (RECIPE)", from
+ * its id and recipe; into buf of n bytes (96 hold it). */
+void teller_model_label(uint64_t id, const char *recipe, char *buf, size_t n);
 
 /* Reads a model file; a file that is not one, is truncated, fails its
  * checksum, was written by another version or for other dimensions, or
@@ -173,7 +176,8 @@ uint64_t teller_model_id(const teller_model *m);
 teller_status teller_model_load(const char *path, teller_model **out, teller_error *err);
 /* The same from bytes in memory; name is used in errors. */
 teller_status teller_model_load_bytes(const void *p, size_t n, const char *name, teller_model **out, teller_error *err);
-teller_status teller_model_save(const teller_model *m, const char *path, teller_error *err);
+/* Writes the model file; the model's id becomes the file's checksum. */
+teller_status teller_model_save(teller_model *m, const char *path, teller_error *err);
 /* The default model built into the library (`make model`); *out = NULL
  * and TELLER_OK when none was built in. */
 teller_status teller_model_load_default(teller_model **out, teller_error *err);
@@ -247,10 +251,10 @@ typedef struct teller_train_report {
     double f1, f1_model, f1_numeric, kind_acc, root_acc;
     /* fine-tuning (with validation steps): 1 when the base's weights were
      * kept, every figure above theirs, because the tuned model's step F1
-     * (f1_tuned, at its best veto share) was no higher; the veto share
-     * chosen (the model's teller_model_veto_share) */
+     * (f1_tuned, at its best veto share) was no higher; the share chosen
+     * is the model's teller_model_veto_share */
     int    kept_base;
-    double f1_tuned, veto_share;
+    double f1_tuned;
 } teller_train_report;
 
 /* The shares fine-tuning chooses the veto's among: the largest share of

@@ -133,13 +133,13 @@ static int fine_tune(const calib_args *a, const char *base, const char *train_di
 {
     char epochs[16];
     snprintf(epochs, sizeof epochs, "%d", a->epochs);
-    char *argv[] = {"train", "-o", (char *)a->out, "--base", (char *)base, "--recipe", "teller calibrate",
-                    "--epochs", epochs, "-q", (char *)train_dir, NULL};
-    if (a->epochs <= 0) /* train's own default */
-        memmove(&argv[7], &argv[9], 3 * sizeof *argv);
-    int argc = 0;
-    while (argv[argc])
-        argc++;
+    char *argv[12] = {"train", "-o", (char *)a->out, "--base", (char *)base, "--recipe", "teller calibrate", "-q"};
+    int argc = 8;
+    if (a->epochs > 0) { /* else train's own default */
+        argv[argc++] = "--epochs";
+        argv[argc++] = epochs;
+    }
+    argv[argc++] = (char *)train_dir;
     return cmd_train(argc, argv) ? -1 : 0;
 }
 
@@ -221,8 +221,7 @@ static void print_table(teller_model *const *models, teller_eval *const *ev, con
     for (int j = 0; j < NJUDGES; j++) {
         char who[128] = "the numeric stage";
         if (models[j])
-            snprintf(who, sizeof who, "model %016llx (%s)", (unsigned long long)teller_model_id(models[j]),
-                     teller_model_recipe(models[j])[0] ? teller_model_recipe(models[j]) : "no recipe named");
+            teller_model_label(teller_model_id(models[j]), teller_model_recipe(models[j]), who, sizeof who);
         print_row(who, ev[j], hflag[j], hsteps);
     }
 }
@@ -235,9 +234,9 @@ static int calibrate(const calib_args *a, char **runs, int nruns, const char *di
     teller_eval *ev[NJUDGES] = {NULL};
     long hflag[NJUDGES] = {0}, tflag[NJUDGES] = {0}, hsteps = 0, tsteps = 0;
     int rc = -1;
-    char train_dir[4200], base_path[4200], pred_dir[4200];
+    char train_dir[4200], saved[4200], pred_dir[4200];
+    const char *base_path = a->base;
     snprintf(train_dir, sizeof train_dir, "%s/train", dir);
-    snprintf(base_path, sizeof base_path, "%s/base.tmod", dir);
     snprintf(pred_dir, sizeof pred_dir, "%s/pred", dir);
     teller_error err;
     teller_error_clear(&err);
@@ -246,9 +245,13 @@ static int calibrate(const calib_args *a, char **runs, int nruns, const char *di
             perturb_run(a, runs[i], i, dir, "held_out", CALIBRATE_HELD_OUT_SEED + 1000ull * (uint64_t)i, a->held_out,
                         &test))
             goto done;
-    if (teller_model_save(base, base_path, &err) != TELLER_OK) {
-        fprintf(stderr, "teller calibrate: %s: %s\n", err.file, err.msg);
-        goto done;
+    if (!base_path) { /* the built-in model, as a file for teller train --base */
+        snprintf(saved, sizeof saved, "%s/base.tmod", dir);
+        if (teller_model_save(base, saved, &err) != TELLER_OK) {
+            fprintf(stderr, "teller calibrate: %s: %s\n", err.file, err.msg);
+            goto done;
+        }
+        base_path = saved;
     }
     if (fine_tune(a, base_path, train_dir))
         goto done;

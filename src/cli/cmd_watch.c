@@ -265,11 +265,10 @@ static int watch_run(watch_args a, const teller_model *model, char **argv, int n
         free(p.lat);
         return err.code == TELLER_ERR_ARG ? 2 : 1;
     }
+    char judge[128] = "the numeric stage";
     if (model)
-        fprintf(stderr, "teller watch: steps judged by model %016llx (%s)\n", (unsigned long long)teller_model_id(model),
-                teller_model_recipe(model));
-    else
-        fprintf(stderr, "teller watch: steps judged by the numeric stage\n");
+        teller_model_label(teller_model_id(model), teller_model_recipe(model), judge, sizeof judge);
+    fprintf(stderr, "teller watch: steps judged by %s\n", judge);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;

@@ -10,6 +10,7 @@
 
 #include "teller/diagnose.h"
 #include "teller/fault.h"
+#include "teller/model.h"
 #include "../util/textout.h"
 
 static const char *const feature_names[TELLER_CAND_FEATURES] = {
@@ -42,8 +43,7 @@ const char *teller_fact_kind_name(teller_fact_kind k)
 void teller_diag_judge(const teller_diagnosis *d, char *buf, size_t n)
 {
     if (d->model)
-        snprintf(buf, n, "model %016llx (%s)", (unsigned long long)d->model_id,
-                 d->model_recipe[0] ? d->model_recipe : "no recipe named");
+        teller_model_label(d->model_id, d->model_recipe, buf, n);
     else
         snprintf(buf, n, "the numeric stage");
 }

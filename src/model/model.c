@@ -894,7 +894,6 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
     r.best_epoch = best_epoch;
     r.train_loss = best_train;
     r.val_loss = best_loss;
-    r.veto_share = share;
     if (w0) { /* the base's weights, at their own best share, unless the tuned ones do better */
         memcpy(best, m->w, n * sizeof *best);
         memcpy(m->w, w0, n * sizeof *w0);
@@ -908,7 +907,6 @@ teller_status teller_model_train(teller_model *m, const teller_model_sample *tra
             r.epochs = epoch;
             r.f1_tuned = tuned;
             share = bshare;
-            r.veto_share = bshare;
         }
         m->veto_share = (float)share;
     }
@@ -988,7 +986,7 @@ static int get_floats(const unsigned char **b, float *x, size_t n)
     return bad ? -1 : 0;
 }
 
-teller_status teller_model_save(const teller_model *m, const char *path, teller_error *err)
+teller_status teller_model_save(teller_model *m, const char *path, teller_error *err)
 {
     size_t size = file_size(m->vocab_len);
     unsigned char *buf = malloc(size), *b = buf;
@@ -1023,7 +1021,7 @@ teller_status teller_model_save(const teller_model *m, const char *path, teller_
         ok = 0;
     free(buf);
     if (ok)
-        ((teller_model *)m)->id = id; /* what it is known by from now on */
+        m->id = id; /* what it is known by from now on */
     return ok ? TELLER_OK : teller_error_set(err, TELLER_ERR_IO, path, 0, "cannot write the model file");
 }
 
@@ -1120,6 +1118,11 @@ const char *teller_model_recipe(const teller_model *m) { return m->recipe; }
 double teller_model_veto_share(const teller_model *m) { return m->veto_share; }
 
 uint64_t teller_model_id(const teller_model *m) { return m->id; }
+
+void teller_model_label(uint64_t id, const char *recipe, char *buf, size_t n)
+{
+    snprintf(buf, n, "model %016llx (%s)", (unsigned long long)id, recipe[0] ? recipe : "no recipe named");
+}
 
 teller_status teller_model_load(const char *path, teller_model **out, teller_error *err)
 {

@@ -282,9 +282,6 @@ teller_status teller_tpe_train_weighted(teller_tpe_vocab *v, const teller_tpe_se
 static teller_status mark_known(teller_tpe_vocab *v, const teller_tpe_seq *seqs, const uint32_t *weights,
                                 const uint32_t *runs, size_t nseqs, uint32_t min_runs, teller_error *err)
 {
-    size_t total = 0;
-    for (size_t k = 0; k < nseqs; k++)
-        total += weights && !weights[k] ? 0 : seqs[k].n;
     if (min_runs <= 1) {
         for (size_t k = 0; k < nseqs; k++)
             for (size_t i = 0; i < seqs[k].n && !(weights && !weights[k]); i++)
@@ -292,7 +289,9 @@ static teller_status mark_known(teller_tpe_vocab *v, const teller_tpe_seq *seqs,
                     tpe_vocab_set_known(v, seqs[k].sym[i]);
         return TELLER_OK;
     }
-    size_t cap = 64;
+    size_t total = 0, cap = 64;
+    for (size_t k = 0; k < nseqs; k++)
+        total += weights && !weights[k] ? 0 : seqs[k].n;
     while (cap < total * 2)
         cap *= 2;
     uint64_t *set = malloc(cap * sizeof *set);
