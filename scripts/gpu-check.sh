@@ -1,45 +1,76 @@
 #!/usr/bin/env bash
 # gpu-check.sh - what only a GPU can show: the collector on a real CUDA
-# program. Runs build/gemm_app (cuBLAS GEMMs in NVTX steps) bare and under
-# `teller run`, three times each, and reports the step rate ratio and whether
-# every kernel was recorded and linked to its launch.
-#   scripts/gpu-check.sh [BUILD_DIR] [STEPS] [N]
-# Writes $OUT/gpu-check.txt ($OUT defaults to ./gpu-check-out) plus the
-# collector's run directories. Exit 0 when the traced run recorded kernels
-# and linked them all; 1 otherwise; 2 without a GPU or the programs.
+# program. Runs build/gemm_app (cuBLAS bf16 GEMMs in NVTX steps) bare and
+# under `teller run`, alternating, three times each, on three workloads:
+#   prefill  200 steps of 4 GEMMs of n 4096 (long kernels)
+#   decode   STEPS steps of GEMMS GEMMs of n 128 (few-us kernels, each in an
+#            NVTX range, launched one by one: where tracing costs the most)
+#   graph    the decode step captured once into a CUDA graph, launched each step
+# and reports for each the step rate traced against bare (the best of three
+# each), the time tracing added per kernel, whether every kernel was recorded
+# and linked to its launch, what `teller steps` and `teller diagnose` make of
+# the traced run (a healthy run: every flagged step is a false alarm), and
+# the most time CUPTI's own work (its buffer requests and flushes) took
+# inside one step.
+#   scripts/gpu-check.sh [BUILD_DIR] [STEPS] [GEMMS]   (defaults build, 50, 2000)
+# Writes $OUT/gpu-check.txt ($OUT defaults to ./gpu-check-out), each
+# workload's last traced run and what was read from it. Exit 0 when every
+# traced run recorded all its kernels and linked them all; 1 otherwise; 2
+# without a GPU or the programs.
 set -euo pipefail
 build=${1:-build}
-steps=${2:-200}
-n=${3:-4096}
+dsteps=${2:-50}
+dgemms=${3:-2000}
 out=${OUT:-gpu-check-out}
 mkdir -p "$out"
 report="$out/gpu-check.txt"
 for f in "$build/teller" "$build/libteller_inject.so" "$build/gemm_app"; do
-    [ -x "$f" ] || [ -f "$f" ] || { echo "gpu-check: $f missing (build with the CUDA toolkit present)" >&2; exit 2; }
+    [ -f "$f" ] || { echo "gpu-check: $f missing (build with the CUDA toolkit present)" >&2; exit 2; }
 done
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1 || true
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 || true)
 
-rate() { awk '/steps_per_s/ { for (i = 1; i < NF; i++) if ($i == "steps_per_s") print $(i + 1) }'; }
-bare=() traced=()
-for i in 1 2 3; do
-    r=$("$build/gemm_app" "$steps" "$n") || { echo "gpu-check: gemm_app failed (no GPU?)" >&2; exit 2; }
-    bare+=("$(rate <<< "$r")")
-    "$build/teller" run -o "$out/run$i" -- "$build/gemm_app" "$steps" "$n" > /dev/null
-    traced+=("$(rate < "$out/run$i/logs/stdout.log")")
-done
+rate() { awk '{ for (i = 1; i < NF; i++) if ($i == "steps_per_s") print $(i + 1) }'; }
 best() { printf '%s\n' "$@" | sort -g | tail -1; }
-b=$(best "${bare[@]}") t=$(best "${traced[@]}")
-"$build/teller" stats --json "$out/run3" > "$out/stats.json"
-kernels=$(grep -o '"kernels": *[0-9]*' "$out/stats.json" | head -1 | grep -o '[0-9]*$' || echo 0)
-linked=$(grep -o '"kernels_linked": *[0-9]*' "$out/stats.json" | head -1 | grep -o '[0-9]*$' || echo 0)
-"$build/teller" steps "$out/run3" > "$out/steps.txt" 2>&1 || true
+json_num() { grep -o "\"$1\": *[0-9]*" "$2" | head -1 | grep -o '[0-9]*$' || echo 0; }
+
+check() { # NAME STEPS N GEMMS GRAPH
+    local name=$1 steps=$2 n=$3 gemms=$4 graph=$5 bare=() traced=() r i
+    local args=("$steps" "$n" "$gemms" "$graph")
+    for i in 1 2 3; do
+        r=$("$build/gemm_app" "${args[@]}") || { echo "gpu-check: gemm_app ${args[*]} failed (no GPU?)" >&2; exit 2; }
+        bare+=("$(rate <<< "$r")")
+        rm -rf "$out/$name"
+        "$build/teller" run -o "$out/$name" -- "$build/gemm_app" "${args[@]}" > /dev/null
+        traced+=("$(rate < "$out/$name/logs/stdout.log")")
+    done
+    local b t
+    b=$(best "${bare[@]}") t=$(best "${traced[@]}")
+    "$build/teller" stats --json "$out/$name" > "$out/$name.stats.json"
+    local kernels linked warnings want
+    kernels=$(json_num kernels "$out/$name.stats.json")
+    linked=$(json_num kernels_linked "$out/$name.stats.json")
+    warnings=$(json_num warnings "$out/$name.stats.json")
+    want=$(( (steps + graph) * gemms + 1 ))
+    "$build/teller" steps "$out/$name" > "$out/$name.steps.txt" 2>&1 || true
+    "$build/teller" diagnose -q --no-model --json "$out/$name.pred.json" "$out/$name" > "$out/$name.diagnose.txt" 2>&1 || true
+    local flagged
+    flagged=$(grep -c '"abnormal": *true' "$out/$name.pred.json" 2>/dev/null || true)
+    echo "== $name: gemm_app $steps steps, n $n, $gemms GEMMs a step, graph $graph"
+    echo "bare steps/s:   ${bare[*]} -> $b"
+    echo "traced steps/s: ${traced[*]} -> $t"
+    awk -v b="$b" -v t="$t" -v k="$gemms" 'BEGIN {
+        printf "traced/bare step rate: %.4f (overhead %.2f%%); added per kernel: %.2f us\n",
+               t / b, (1 - t / b) * 100, (1 / t - 1 / b) / k * 1e6 }'
+    echo "kernels recorded: $kernels (the program launched at least $want), linked to a launch: $linked; warnings: $warnings"
+    echo "steps cut from the trace: $(grep -c 'ProfilerStep' "$out/$name.steps.txt" || true); flagged by diagnose: $flagged"
+    grep -o "the profiler's own work.*inside step [0-9]* on rank [0-9]*" "$out/$name.diagnose.txt" || echo "the profiler's own work: under 20 us in every step"
+    [ "$kernels" -ge "$want" ] && [ "$kernels" = "$linked" ] && echo "result $name: pass" || echo "result $name: FAIL"
+}
 {
-    echo "gpu: $(cat "$out/gpu.txt")"
-    echo "gemm_app $steps steps, n=$n; steps/s best of 3"
-    echo "bare:   ${bare[*]} -> $b"
-    echo "traced: ${traced[*]} -> $t"
-    awk -v b="$b" -v t="$t" 'BEGIN { printf "traced/bare step rate: %.4f (overhead %.2f%%)\n", t / b, (1 - t / b) * 100 }'
-    echo "kernels recorded: $kernels, linked to a launch: $linked"
-    echo "steps cut from the trace: $(grep -c 'ProfilerStep' "$out/steps.txt" || true)"
-} | tee "$report"
-[ "$kernels" -gt 0 ] && [ "$kernels" = "$linked" ]
+    echo "gpu: $gpu"
+    check prefill 200 4096 4 0
+    check decode "$dsteps" 128 "$dgemms" 0
+    check graph "$dsteps" 128 "$dgemms" 1
+} 2>&1 | tee "$report"
+[ "$(grep -c '^result' "$report")" = 3 ] || exit 2
+! grep -q '^result.*FAIL' "$report"
