@@ -27,7 +27,8 @@
  *   TELLER_FLUSH_MS    flush interval (default 1000)
  *   TELLER_BUFFER_MB   size of each CUPTI activity buffer (default 8); at
  *                      most 16 times that is held between flushes, beyond
- *                      that records are dropped and counted
+ *                      that records are dropped and counted; two buffers
+ *                      wait ready, up to four are kept for reuse (bufpool.h)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,7 @@
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include "bufpool.h"
 #include "convert.h"
 #include "tlt_writer.h"
 
@@ -149,6 +151,7 @@ static struct {
     unsigned        kinds;
     int             flush_ms;
     size_t          cupti_buf, max_recs;
+    bufpool         pool; /* CUPTI's activity buffers, resident and ready (bufpool.h) */
     char            dir[2048], path[2400], host[256], error[512];
     uint32_t        pid;
     tlt_strtab      strs;
@@ -175,6 +178,7 @@ static struct {
     .once = PTHREAD_ONCE_INIT,
     .full_tail = &G.full,
     .fd = -1,
+    .pool = BUFPOOL_INIT,
 };
 
 static int64_t now_ns(void)
@@ -565,6 +569,8 @@ static void *flusher(void *arg)
         if (G.cupti_on)
             cuptiActivityFlushAll(0);
         flush_now(0);
+        if (G.cupti_on)
+            bufpool_fill(&G.pool, 2); /* out of memory: CUPTI's next request makes its own */
         pthread_mutex_lock(&G.fmu);
     }
     pthread_mutex_unlock(&G.fmu);
@@ -601,6 +607,7 @@ static void finish(void)
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     G.on = 0;
     flush_now(1);
+    bufpool_free(&G.pool);
 }
 
 /* ---- fork ---- */
@@ -614,10 +621,12 @@ static void before_fork(void)
     pthread_mutex_lock(&G.fmu);
     pthread_mutex_lock(&G.io);
     pthread_mutex_lock(&G.mu);
+    pthread_mutex_lock(&G.pool.mu);
 }
 
 static void after_fork_parent(void)
 {
+    pthread_mutex_unlock(&G.pool.mu);
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
     pthread_mutex_unlock(&G.fmu);
@@ -629,6 +638,7 @@ static void after_fork_parent(void)
  * here. */
 static void after_fork_child(void)
 {
+    pthread_mutex_unlock(&G.pool.mu);
     pthread_mutex_unlock(&G.mu);
     pthread_mutex_unlock(&G.io);
     pthread_mutex_unlock(&G.fmu);
@@ -689,6 +699,7 @@ static void start_once(void)
     G.flush_ms = (int)env_long("TELLER_FLUSH_MS", 1000, 1, 3600000);
     G.cupti_buf = (size_t)env_long("TELLER_BUFFER_MB", 8, 1, 1024) << 20;
     G.max_recs = G.cupti_buf * 16 / sizeof(tlt_rec);
+    G.pool.size = G.cupti_buf;
     const char *d = getenv("TELLER_TRACE_DIR");
     snprintf(G.dir, sizeof G.dir, "%s", d && *d ? d : "teller-traces");
     if (gethostname(G.host, sizeof G.host - 1))
@@ -736,9 +747,9 @@ static int start(void)
 
 static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_records)
 {
-    void *p = NULL;
+    void *p = G.on ? bufpool_take(&G.pool) : NULL;
     *max_records = 0;
-    if (!G.on || posix_memalign(&p, 8, G.cupti_buf)) {
+    if (!p) {
         *buf = NULL; /* CUPTI drops the records and counts them */
         *size = 0;
         return;
@@ -773,7 +784,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
         }
     }
     pthread_mutex_unlock(&G.mu);
-    free(buf);
+    bufpool_put(&G.pool, buf);
 }
 
 /* Turns collection off again after a failed enable; errors ignored. */
@@ -815,6 +826,7 @@ EXPORT int InitializeInjection(void)
     }
     if (!(G.kinds & ~K_NVTX))
         return 1;
+    bufpool_fill(&G.pool, 2); /* before the first request; out of memory: requests make their own */
     CUptiResult r = cuptiActivityRegisterCallbacks(buf_request, buf_complete);
     const char *what = "cuptiActivityRegisterCallbacks";
     static const struct { unsigned k; CUpti_ActivityKind a; const char *n; } kinds[] = {
