@@ -625,6 +625,88 @@ static void test_diagnose_jittery_peer(void)
     rm_rf(dir);
 }
 
+/* One rank of ten steps, each one launch (5 us) of a 300 us kernel and a
+ * synchronize; in step 6 the launch call takes 4.005 ms, the GPU idling
+ * meanwhile. With profiler 1, a Kineto "Activity Buffer Request" overhead
+ * event (pid -1, as Kineto writes it) covers 4 ms of that call: CUPTI
+ * asking for a buffer inside the call, as the collector's traces of a CUDA
+ * graph decode on an H200 showed. */
+static teller_store *stalled_launch(char *dir, int profiler)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/rank0.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return NULL;
+    fprintf(f, "{\"traceEvents\": [\n");
+    double t = 0;
+    for (int k = 0; k < 10; k++) {
+        double call = k == 6 ? 4005 : 5, ks = t + 5 + call + 2, end = ks + 300 + 10;
+        fprintf(f,
+                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f},\n"
+                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d}},\n"
+                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":300,\"args\":{\"correlation\":%d}},\n"
+                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaDeviceSynchronize\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d}},\n",
+                k, t, end - t, t + 5, call, 2 * k + 1, ks, 2 * k + 1, t + 5 + call + 1, end - 5 - (t + 5 + call + 1), 2 * k + 2);
+        if (k == 6 && profiler)
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"overhead\",\"name\":\"Activity Buffer Request\",\"pid\":-1,\"tid\":0,\"ts\":%.3f,\"dur\":4000},\n",
+                    t + 6);
+        t = end + 5;
+    }
+    /* CUDA's own work is not the profiler's: lazy loading stays the program's */
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"overhead\",\"name\":\"Lazy Function Loading\",\"pid\":-1,\"tid\":0,\"ts\":%.3f,\"dur\":50}\n]}\n", t + 50);
+    fclose(f);
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    return st;
+}
+
+/* A launch call held by the profiler's own work is not a slow launch: the
+ * call is timed without the "Activity Buffer Request" inside it, and the
+ * step's sentence and the run's notes say whose time it was. Without the
+ * overhead event the same stall is a launch latency fault. */
+static void test_diagnose_profiler_stall_is_not_the_programs(void)
+{
+    for (int profiler = 0; profiler < 2; profiler++) {
+        char dir[] = "/tmp/teller_diag_prof_XXXXXX";
+        teller_store *st = stalled_launch(dir, profiler);
+        const teller_events *ev = st ? teller_store_events(st) : NULL;
+        size_t flagged = 0, lazy = 0;
+        for (size_t i = 0; ev && i < ev->n; i++) {
+            const char *nm = teller_store_str(st, ev->name[i]);
+            flagged += (ev->flags[i] & TELLER_F_PROFILER) != 0;
+            lazy += !strcmp(nm, "Lazy Function Loading") && !(ev->flags[i] & TELLER_F_PROFILER);
+        }
+        CHECK_EQ_INT(flagged, profiler);
+        CHECK_EQ_INT(lazy, 1);
+        teller_diagnosis *d = NULL;
+        teller_error err;
+        teller_error_clear(&err);
+        CHECK_EQ_INT(st ? teller_diagnose(st, NULL, &d, &err) : TELLER_ERR_IO, TELLER_OK);
+        CHECK_EQ_INT(d ? d->n : 0, 10);
+        if (d && d->n == 10) {
+            if (!profiler) {
+                CHECK(d->steps[6].pred.abnormal);
+                CHECK(!strcmp(top_kind(d, 6), "launch_latency"));
+            } else {
+                CHECK(!d->steps[6].pred.abnormal);
+                CHECK(strcmp(top_kind(d, 6), "launch_latency"));
+                CHECK(strstr(d->steps[6].pred.explanation, "the profiler's own work took 4.000 ms of it (1 \"Activity "
+                                                             "Buffer Request\" record)") != NULL);
+                CHECK(has_note(d, "took 4.000 ms in all inside step 6 on rank 0"));
+            }
+        }
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 #define TWO_RANKS "hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"
 
 /* HTA's two ranks of a DDP job (two steps), every kernel launch of one
@@ -2130,6 +2212,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a GPU that runs a kernel steadily slower than its peer is judged against that", test_diagnose_steady_slower_peer},
     {"diagnose: a kernel whose ratio to its peer jitters is judged beyond three spreads of it", test_diagnose_jittery_peer},
     {"diagnose: slowed launches in both steps of a two-step run are not its normal", test_diagnose_short_run_launches_both_steps},
+    {"diagnose: a launch held by the profiler's own work is no slow launch", test_diagnose_profiler_stall_is_not_the_programs},
     {"diagnose: a copy costs nothing through a kernel of another stream that started well after it", test_diagnose_copy_not_waited_for},
     {"diagnose: a hang in a group's first collective names the rank its process group lists and misses", test_diagnose_hang_names_rank_from_group},
     {"diagnose: a host stall before a recv that waited for its peer costs nothing",

@@ -57,7 +57,12 @@ enum {
     TELLER_F_INSTANT = 1u << 2, /* instant event (ph "i"), dur is 0 */
     TELLER_F_COUNTER = 1u << 3, /* counter sample (ph "C") */
     TELLER_F_STEP    = 1u << 4, /* this event is a step marker */
-    TELLER_F_GRAPH   = 1u << 5  /* CUDA/HIP graph launch (one launch, many kernels) */
+    TELLER_F_GRAPH   = 1u << 5, /* CUDA/HIP graph launch (one launch, many kernels) */
+    /* the profiler's own work (CUPTI's activity buffer requests and
+     * flushes, its instrumentation and resources), which the program
+     * would not have done untraced; CUDA's own (module loading, JIT, a
+     * full command buffer) is not */
+    TELLER_F_PROFILER = 1u << 6
 };
 
 /* Input formats a source came from. */

@@ -61,7 +61,7 @@ enum tlt_rec_kind {
     TLT_REC_MEMSET  = 5, /* dev, stream, ctx, corr; val bytes; aux memory kind; grid[0] value; grid[1] graph id */
     TLT_REC_SYNC    = 6, /* stream, ctx, corr; sub sync type; grid[0] CUDA event id; val return value; dev unknown (0xffffffff) */
     TLT_REC_EXTCORR = 7, /* corr; sub external kind; val external id; no time */
-    TLT_REC_OVERHEAD= 8, /* sub overhead kind; aux object kind; dev/stream object ids (pid/tid or device/stream); ctx */
+    TLT_REC_OVERHEAD= 8, /* grid[0] overhead kind (CUpti_ActivityOverheadKind); aux object kind; dev/stream object ids (pid/tid or device/stream); ctx */
     TLT_REC_MARKER  = 9, /* CUPTI Marker2: start = timestamp; ctx marker id; sub flags; val domain string id; dev/stream pid/tid */
     TLT_REC_RANGE   = 10,/* NVTX range: dev = pid, stream = tid, ctx = domain string id (0 default), aux depth, sub payload type, val payload */
     TLT_REC_MARK    = 11 /* NVTX mark: as RANGE with end == start */

@@ -643,6 +643,27 @@ void diag_explain(const dctx *D, diag_state *S, teller_diag_step *s, const cand 
     s->nfacts = (uint32_t)(S->out->nfacts - s->first_fact);
 }
 
+/* The profiler's own work inside step k on source src (TELLER_F_PROFILER),
+ * said when it took a material time: the records named as its longest. */
+static void profiler_work(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k, int32_t src)
+{
+    const teller_events *ev = D->ev;
+    uint32_t top = TELLER_NONE;
+    for (size_t i = src >= 0 ? D->range[src] : 0; src >= 0 && i < D->range[src + 1]; i++)
+        if (ev->step[i] == k && (ev->flags[i] & TELLER_F_PROFILER) && (top == TELLER_NONE || ev->dur_ns[i] > ev->dur_ns[top]))
+            top = (uint32_t)i;
+    if (top == TELLER_NONE)
+        return;
+    int64_t sum = 0;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
+        sum += ev->step[i] == k && ev->name[i] == ev->name[top] ? ev->dur_ns[i] : 0;
+    if (sum < TELLER_FAULT_MATERIAL_NS)
+        return;
+    uint32_t fo = fact_op(D, S, s, k, s->dur_rank, ev->name[top]);
+    say(L, "; the profiler's own work took %s of it (%u \"%s\" record%s), time the program untraced would not have spent",
+        txt(S, s, fo), at(S, s, fo)->count, teller_store_str(D->st, ev->name[top]), at(S, s, fo)->count == 1 ? "" : "s");
+}
+
 /* Step k is slower than its usual beyond the alarm, and no finding flags
  * it: it is said, with where the trace shows neither GPU work nor a host
  * op on its longest rank. */
@@ -688,6 +709,7 @@ void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
         free(H);
         break;
     }
+    profiler_work(D, S, &L, s, k, src);
     say(&L, ".");
     const char *last = recording_end(D, k, s->dur_rank);
     if (last)

@@ -50,7 +50,8 @@ enum cat_kind {
     CAT_USER_ANN,
     CAT_GPU_ANN,
     CAT_COLLECTIVE,
-    CAT_FLOW_AC2G
+    CAT_FLOW_AC2G,
+    CAT_OVERHEAD
 };
 
 /* One parsed event, slices into the window; committed only when whole. */
@@ -140,6 +141,7 @@ static enum cat_kind cat_kind(const json_str *c)
         break;
     case 8:
         if (JSON_EQ(c, "Operator")) return CAT_CPU_OP;
+        if (JSON_EQ(c, "overhead")) return CAT_OVERHEAD;
         break;
     case 9:
         if (JSON_EQ(c, "cuda_sync") || JSON_EQ(c, "async_gpu") || JSON_EQ(c, "xpu_sync"))
@@ -657,6 +659,17 @@ static int event_kept(reader *r, const ev_fields *f, char ph, enum cat_kind ck, 
     return 1;
 }
 
+/* Whether a Kineto "overhead" event named n is the profiler's own work
+ * (CUPTI's buffer flushes and activity buffer requests, its
+ * instrumentation and resources): every one but those named as Kineto
+ * names CUDA's own, which happen untraced too (module and function
+ * loading, the JIT, a full command buffer). */
+static int profiler_overhead(const json_str *n)
+{
+    return !JSON_EQ(n, "Driver Compiler") && !JSON_EQ(n, "Runtime Triggered Module Loading") &&
+           !JSON_EQ(n, "Lazy Function Loading") && !JSON_EQ(n, "Command Buffer Full");
+}
+
 /* The layer and flags the category and phase give row; an event with
  * collective metadata is communication. Returns whether the event is a
  * GPU op (kernel, copy or set), which has a correlation id to count. */
@@ -675,6 +688,10 @@ static int classify(const ev_fields *f, char ph, enum cat_kind ck, teller_event_
     case CAT_PYTHON: row->layer = TELLER_LAYER_FRONTEND; break;
     case CAT_USER_ANN: row->layer = TELLER_LAYER_ENGINE; break;
     case CAT_GPU_ANN: row->layer = TELLER_LAYER_ENGINE; row->flags |= TELLER_F_GPU; break;
+    case CAT_OVERHEAD:
+        if (f->has_name && profiler_overhead(&f->name))
+            row->flags |= TELLER_F_PROFILER;
+        break;
     default: break;
     }
     if (ph == 'i' || ph == 'I') {

@@ -13,7 +13,10 @@
  *   CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _SYNCHRONIZATION  GPU rows
  *   CUPTI_ACTIVITY_KIND_RUNTIME   runtime (eventClass 0) and driver (1) calls
  *   NVTX_EVENTS                   completed ranges (eventType 59 and 60)
- *   StringIds, ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND,
+ *   PROFILER_OVERHEAD, and CUPTI_ACTIVITY_KIND_OVERHEAD rows whose type's
+ *   label in ENUM_CUPTI_OVERHEAD_TYPE says "(Profiler)": the profiler's
+ *   own work (TELLER_F_PROFILER), on processes that have a source
+ *   StringIds, ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND, ENUM_CUPTI_OVERHEAD_TYPE,
  *   TARGET_INFO_SESSION_START_TIME, TARGET_INFO_SYSTEM_ENV,
  *   TARGET_INFO_GPU, TARGET_INFO_CUDA_DEVICE  names and file-level facts
  * A file with none of KERNEL, RUNTIME and NVTX_EVENTS is not a trace.
@@ -48,6 +51,7 @@ static int32_t gid_tid(int64_t g) { return (int32_t)((uint64_t)g & 0xFFFFFF); }
 enum {
     T_KERNEL = 0, T_RUNTIME, T_MEMCPY, T_MEMSET, T_SYNC, T_NVTX, T_STRINGS,
     T_ENUM_MEMCPY, T_ENUM_MEMKIND, T_SESSION, T_SYSENV, T_GPU, T_CUDA_DEVICE,
+    T_OVERHEAD, T_PROFILER, T_ENUM_OVERHEAD,
     T_COUNT
 };
 
@@ -56,6 +60,7 @@ static const char *const k_tables[T_COUNT] = {
     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS", "StringIds",
     "ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND", "TARGET_INFO_SESSION_START_TIME",
     "TARGET_INFO_SYSTEM_ENV", "TARGET_INFO_GPU", "TARGET_INFO_CUDA_DEVICE",
+    "CUPTI_ACTIVITY_KIND_OVERHEAD", "PROFILER_OVERHEAD", "ENUM_CUPTI_OVERHEAD_TYPE",
 };
 
 /* Small enums (copy kinds, memory kinds) are read into fixed tables. */
@@ -104,6 +109,7 @@ typedef struct reader {
     char copy_code[ENUM_N][ENUM_LEN];  /* "HtoD" */
     char copy_label[ENUM_N][ENUM_LEN]; /* "Host-to-Device" */
     char mem_label[ENUM_N][ENUM_LEN];  /* "Pageable" */
+    uint8_t  profiler_type[ENUM_N];    /* per overhead type: its label says "(Profiler)" */
     uint32_t sync_name[5];
 } reader;
 
@@ -392,6 +398,17 @@ static teller_status load_enums(reader *r)
             int64_t id = sqlite3_column_int64(q, 0);
             if (id >= 0 && id < ENUM_N && sqlite3_column_text(q, 1))
                 copy_text(r->mem_label[id], ENUM_LEN, q, 1);
+        }
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (r->has[T_ENUM_OVERHEAD] &&
+        sqlite3_prepare_v2(r->db, "SELECT id, label FROM ENUM_CUPTI_OVERHEAD_TYPE", -1, &q, NULL) == SQLITE_OK) {
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            int64_t id = sqlite3_column_int64(q, 0);
+            const char *label = (const char *)sqlite3_column_text(q, 1);
+            if (id >= 0 && id < ENUM_N && label)
+                r->profiler_type[id] = strstr(label, "(Profiler)") != NULL;
         }
     }
     sqlite3_finalize(q);
@@ -725,6 +742,52 @@ static teller_status read_runtime(reader *r)
     }
     if (s == TELLER_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
         s = step_fail(r, T_RUNTIME);
+    sqlite3_finalize(q);
+    return s;
+}
+
+/* The profiler's own work: every row of PROFILER_OVERHEAD (t T_PROFILER),
+ * the rows of CUPTI_ACTIVITY_KIND_OVERHEAD of a profiler's type (t
+ * T_OVERHEAD); CUDA's own (module loading, JIT, a full command buffer) is
+ * left out. Rows of processes without a source are skipped. */
+static teller_status read_overhead(reader *r, int t)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT rowid, start, end, %s, %s, %s FROM %s", col_or_null(r, t, "globalTid"),
+             col_or_null(r, t, "nameId"), col_or_null(r, t, "overheadType"), k_tables[t]);
+    sqlite3_stmt *q;
+    teller_status s = prepare(r, sql, t, &q);
+    if (s)
+        return s;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t rowid = sqlite3_column_int64(q, 0), start, dur, type = sqlite3_column_int64(q, 5);
+        if (t == T_OVERHEAD && (type < 0 || type >= ENUM_N || !r->profiler_type[type]))
+            continue;
+        if (!row_time(r, q, 1, t, rowid, &start, &dur))
+            continue;
+        uint32_t src = row_source(r, q, 3, t, rowid, 0, &s);
+        if (src == TELLER_NONE) {
+            if (s)
+                break;
+            continue;
+        }
+        uint32_t name = 0;
+        int got = sqlite3_column_type(q, 4) == SQLITE_NULL ? 0 : string_id(r, sqlite3_column_int64(q, 4), 0, &name, &s);
+        if (got < 0)
+            break;
+        if (!got && (name = teller_store_intern(r->st, "profiler overhead", 17)) == TELLER_NONE) {
+            s = oom(r);
+            break;
+        }
+        int64_t g = sqlite3_column_int64(q, 3);
+        teller_event_row row = {start, dur, name, TELLER_LAYER_OTHER, TELLER_F_PROFILER, (uint16_t)src, gid_pid(g),
+                                gid_tid(g), 0, TELLER_NONE};
+        if ((s = add_event(r, &row, NULL)))
+            break;
+    }
+    if (s == TELLER_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        s = step_fail(r, t);
     sqlite3_finalize(q);
     return s;
 }
@@ -1105,6 +1168,10 @@ teller_status teller_ingest_nsys(teller_store *st, const char *path, const telle
     if (r.has[T_RUNTIME] && (s = read_runtime(&r)))
         goto done;
     if (r.has[T_NVTX] && (s = read_nvtx(&r)))
+        goto done;
+    if (r.has[T_OVERHEAD] && (s = read_overhead(&r, T_OVERHEAD)))
+        goto done;
+    if (r.has[T_PROFILER] && (s = read_overhead(&r, T_PROFILER)))
         goto done;
     s = finish(&r, first);
 done:

@@ -181,6 +181,21 @@ typedef struct marker_ref {
     uint32_t idx;
 } marker_ref;
 
+/* Whether a CUPTI overhead record of this kind (CUpti_ActivityOverheadKind)
+ * is the profiler's own work: its buffer flushes (1 << 16),
+ * instrumentation (2 << 16), resources (3 << 16), activity buffer
+ * requests (7 << 16) and UVM activity set-up (8 << 16). CUDA's module and
+ * function loading, its JIT and a full command buffer happen untraced too. */
+static int profiler_overhead(uint32_t kind)
+{
+    switch (kind >> 16) {
+    case 1: case 2: case 3: case 7: case 8:
+        return (kind & 0xFFFF) == 0;
+    default:
+        return 0;
+    }
+}
+
 static int marker_cmp(const void *a, const void *b)
 {
     const marker_ref *x = a, *y = b;
@@ -256,7 +271,11 @@ static int emit_events(treader *r, uint16_t src)
             row.flags = TELLER_F_INSTANT;
             row.dur_ns = 0;
             break;
-        case TLT_REC_OVERHEAD: row.layer = TELLER_LAYER_OTHER; break;
+        case TLT_REC_OVERHEAD:
+            row.layer = TELLER_LAYER_OTHER;
+            if (profiler_overhead(x->grid[0]))
+                row.flags = TELLER_F_PROFILER;
+            break;
         case TLT_REC_MARKER: {
             if (x->sub & 1) { /* instantaneous */
                 row.layer = TELLER_LAYER_OTHER;

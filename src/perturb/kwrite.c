@@ -30,7 +30,7 @@ static const char *cat_of(const teller_events *ev, uint32_t i, const char *name)
     case TELLER_LAYER_MEMCPY: return "gpu_memcpy";
     case TELLER_LAYER_MEMSET: return "gpu_memset";
     case TELLER_LAYER_SYNC: return "cuda_sync";
-    default: return "Trace";
+    default: return ev->flags[i] & TELLER_F_PROFILER ? "overhead" : "Trace";
     }
 }
 

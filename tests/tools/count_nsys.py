@@ -6,8 +6,11 @@ prints, per file: processes with CUDA activity, kernels, devices, NCCL
 kernels, kernels whose correlationId matches a CUPTI_ACTIVITY_KIND_RUNTIME
 row of the same process (linked; the exports are trimmed windows, so some
 launches fall outside), NVTX ranges kept (eventType 59/60, end > start, with
-text, in a process with CUDA activity), NCCL-domain NVTX ranges, and all
-events (GPU rows + runtime/driver rows + NVTX ranges). tests/test_nsys.c
+text, in a process with CUDA activity), NCCL-domain NVTX ranges, the
+profiler's own work (PROFILER_OVERHEAD rows and CUPTI_ACTIVITY_KIND_OVERHEAD
+rows whose type's label says "(Profiler)", in a process with CUDA activity),
+and all events (GPU rows + runtime/driver rows + NVTX ranges + the
+profiler's work). tests/test_nsys.c
 holds these numbers; rerun this script when a test's expectation is in doubt:
 
     python3 tests/tools/count_nsys.py ../shared/data/traces/nsys-ai
@@ -75,6 +78,16 @@ def count(path):
                 # windowed exports lose the DomainCreate (75) rows; NCCL's own
                 # domain then shows only through its API names
                 nccl_ranges += (domains[dom] == 'NCCL') if dom in domains else name.startswith('nccl')
+    profiler = 0
+    types = ({i for (i, label) in db.execute('SELECT id, label FROM ENUM_CUPTI_OVERHEAD_TYPE') if '(Profiler)' in label}
+             if 'ENUM_CUPTI_OVERHEAD_TYPE' in tables else set())
+    for t in ('CUPTI_ACTIVITY_KIND_OVERHEAD', 'PROFILER_OVERHEAD'):
+        if t not in tables:
+            continue
+        for s, e, g, ty in db.execute('SELECT start, end, globalTid, overheadType FROM ' + t):
+            if s is None or e is None or e < s or g is None or pid_of(g) not in procs:
+                continue
+            profiler += t == 'PROFILER_OVERHEAD' or ty in types
     out['procs'] = len(procs)
     out['kernels'] = len(kernels)
     out['devices'] = len({k[3] for k in kernels})
@@ -82,7 +95,8 @@ def count(path):
     out['linked'] = sum((k[0], k[1]) in api for k in kernels)
     out['nvtx'] = nvtx
     out['nccl_ranges'] = nccl_ranges
-    out['events'] = gpu_rows + api_rows + nvtx
+    out['profiler'] = profiler
+    out['events'] = gpu_rows + api_rows + nvtx + profiler
     return out
 
 
