@@ -474,6 +474,51 @@ out:
     free(d);
 }
 
+/* CUPTI's overhead records are the profiler's own work when their kind is
+ * the profiler's (an activity buffer request, 7 << 16), not when it is
+ * CUDA's own (lazy function loading, 5 << 16). */
+static void test_tlt_flags_the_profilers_own_work(void)
+{
+    char path[] = "/tmp/teller_tlt_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    unlink(path);
+    tlt_writer w;
+    tlt_strtab t;
+    tlt_strtab_init(&t);
+    tlt_writer_open(&w, fd, 4321, 1000);
+    uint32_t req = tlt_strtab_intern(&t, "CUPTI overhead: activity buffer request", 39),
+             lazy = tlt_strtab_intern(&t, "CUPTI overhead: lazy function loading", 37);
+    tlt_rec r[2] = {
+        {.kind = TLT_REC_OVERHEAD, .name = req, .start = 1000, .end = 5000, .dev = 4321, .stream = 4330, .grid = {7u << 16}},
+        {.kind = TLT_REC_OVERHEAD, .name = lazy, .start = 6000, .end = 7000, .dev = 4321, .stream = 4330, .grid = {5u << 16}}};
+    tlt_writer_strings(&w, &t, 1);
+    tlt_writer_records(&w, r, 2);
+    tlt_writer_chunk(&w, TLT_CHUNK_END, "records=2\n", 10);
+    tlt_writer_free(&w);
+    tlt_strtab_free(&t);
+    off_t sz = lseek(fd, 0, SEEK_END);
+    uint8_t *buf = sz > 0 ? malloc((size_t)sz) : NULL;
+    CHECK(buf && pread(fd, buf, (size_t)sz, 0) == sz);
+    close(fd);
+    teller_store *st = teller_store_create();
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(buf ? teller_ingest_tlt_mem(st, "node7-4321.tlt", buf, (size_t)sz, NULL, &err) : TELLER_ERR_IO, TELLER_OK);
+    uint32_t a = find_ev(st, "CUPTI overhead: activity buffer request"), b = find_ev(st, "CUPTI overhead: lazy function loading");
+    const teller_events *ev = teller_store_events(st);
+    CHECK(a != TELLER_NONE && b != TELLER_NONE);
+    if (a != TELLER_NONE && b != TELLER_NONE) {
+        CHECK(ev->flags[a] & TELLER_F_PROFILER);
+        CHECK(!(ev->flags[b] & TELLER_F_PROFILER));
+        CHECK_EQ_INT(ev->layer[a], TELLER_LAYER_OTHER);
+    }
+    teller_store_free(st);
+    free(buf);
+}
+
 static void test_tlt_truncated_anywhere_reads_a_prefix(void)
 {
     size_t len = 0;
@@ -1047,6 +1092,7 @@ const test_case collect_tests[] = {
     {"collect: default API selection keeps launches, copies, allocations, syncs",
      test_default_api_selection_keeps_launches_copies_syncs},
     {"collect: tlt reader maps records like the Kineto reader", test_tlt_reader_maps_records_like_kineto},
+    {"collect: tlt reader flags the profiler's own overhead, not CUDA's", test_tlt_flags_the_profilers_own_work},
     {"collect: tlt truncated anywhere reads a prefix and says so", test_tlt_truncated_anywhere_reads_a_prefix},
     {"collect: tlt bad checksum skips a chunk, newer version warns", test_tlt_bad_checksum_and_newer_version},
     {"collect: NVTX injection end to end (ranges, domains, nesting)", test_nvtx_injection_end_to_end},
