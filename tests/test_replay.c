@@ -469,6 +469,18 @@ static void test_replay_paces_chunks_by_speed(void)
     rm_rf(dir);
 }
 
+/* Whether directory d exists and holds an entry besides . and .. */
+static int dir_has_entry(const char *d)
+{
+    DIR *h = opendir(d);
+    int found = 0;
+    for (struct dirent *e; h && !found && (e = readdir(h));)
+        found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (h)
+        closedir(h);
+    return found;
+}
+
 static void test_replay_sigterm_ends_every_file(void)
 {
     char dir[] = "/tmp/teller_replay_sig_XXXXXX", out[4200];
@@ -483,7 +495,13 @@ static void test_replay_sigterm_ends_every_file(void)
         _exit(127);
     }
     CHECK(p > 0);
-    usleep(400000);
+    /* its handler is set before it writes a file: signal once one is there
+     * (a loaded machine may take long to start it) */
+    char traces[4300];
+    snprintf(traces, sizeof traces, "%s/traces", out);
+    for (int i = 0; i < 3000 && !dir_has_entry(traces); i++)
+        usleep(10000);
+    usleep(100000);
     kill(p, SIGTERM);
     int status = 0;
     CHECK_EQ_INT(waitpid(p, &status, 0), p);
