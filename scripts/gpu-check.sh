@@ -11,8 +11,13 @@
 # and linked to its launch, what `teller steps` and `teller diagnose` make of
 # the traced run (a healthy run: every flagged step is a false alarm), and
 # the most time CUPTI's own work (its buffer requests and flushes) took
-# inside one step.
+# inside one step. Then what each activity kind costs (the decode steps
+# traced with TELLER_KINDS kernel; kernel,driver,runtime; kernel,nvtx; the
+# default), and, where PyTorch sees a GPU, the same decode step in PyTorch
+# (tests/gpu/torch_decode.py) bare, under torch.profiler (Kineto) and under
+# `teller run`: what the standard tool costs on the same step.
 #   scripts/gpu-check.sh [BUILD_DIR] [STEPS] [GEMMS]   (defaults build, 50, 2000)
+# env: OUT; PY, the command that runs PyTorch's python (default python3).
 # Writes $OUT/gpu-check.txt ($OUT defaults to ./gpu-check-out), each
 # workload's last traced run and what was read from it. Exit 0 when every
 # traced run recorded all its kernels and linked them all; 1 otherwise; 2
@@ -66,11 +71,55 @@ check() { # NAME STEPS N GEMMS GRAPH
     grep -o "the profiler's own work.*inside step [0-9]* on rank [0-9]*" "$out/$name.diagnose.txt" || echo "the profiler's own work: under 20 us in every step"
     [ "$kernels" -ge "$want" ] && [ "$kernels" = "$linked" ] && echo "result $name: pass" || echo "result $name: FAIL"
 }
+kinds() { # GRAPH: the decode step's rate bare and traced with each kind set, two rounds
+    local graph=$1 round k line
+    for round in 1 2; do
+        line="graph $graph, round $round: bare $("$build/gemm_app" "$dsteps" 128 "$dgemms" "$graph" | rate)"
+        for k in kernel kernel,driver,runtime kernel,nvtx default; do
+            rm -rf "$out/kinds"
+            if [ $k = default ]; then
+                env -u TELLER_KINDS "$build/teller" run -o "$out/kinds" -- "$build/gemm_app" "$dsteps" 128 "$dgemms" "$graph" > /dev/null 2>&1
+            else
+                TELLER_KINDS=$k "$build/teller" run -o "$out/kinds" -- "$build/gemm_app" "$dsteps" 128 "$dgemms" "$graph" > /dev/null 2>&1
+            fi
+            line="$line | $k $(rate < "$out/kinds/logs/stdout.log")"
+        done
+        echo "$line"
+    done
+    rm -rf "$out/kinds"
+}
+py=${PY:-python3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+pytorch() { # GRAPH: torch_decode.py bare, under Kineto and under teller run, two rounds
+    local graph=$1 round m line
+    for round in 1 2; do
+        line="graph $graph, round $round:"
+        for m in bare kineto_cuda kineto_all; do
+            line="$line $m $($py "$here/tests/gpu/torch_decode.py" $m "$graph" "$dsteps" "$dgemms" 2>> "$out/torch.err" | rate)"
+        done
+        rm -rf "$out/torch$graph"
+        "$build/teller" run -o "$out/torch$graph" -- $py "$here/tests/gpu/torch_decode.py" bare "$graph" "$dsteps" "$dgemms" \
+            > /dev/null 2>> "$out/torch.err"
+        echo "$line teller $(rate < "$out/torch$graph/logs/stdout.log")"
+    done
+    "$build/teller" stats --json "$out/torch$graph" > "$out/torch$graph.stats.json" 2>> "$out/torch.err"
+    echo "teller run on PyTorch: kernels $(json_num kernels "$out/torch$graph.stats.json"), linked $(json_num kernels_linked "$out/torch$graph.stats.json"), steps $(json_num steps "$out/torch$graph.stats.json")"
+}
 {
     echo "gpu: $gpu"
     check prefill 200 4096 4 0
     check decode "$dsteps" 128 "$dgemms" 0
     check graph "$dsteps" 128 "$dgemms" 1
+    echo "== what each activity kind costs: decode steps/s by TELLER_KINDS"
+    kinds 0
+    kinds 1
+    if $py -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+        echo "== PyTorch, the same decode step: steps/s bare, under torch.profiler (CUDA; CPU and CUDA), under teller run"
+        pytorch 0
+        pytorch 1
+    else
+        echo "== PyTorch with a GPU not found ($py): no comparison with torch.profiler"
+    fi
 } 2>&1 | tee "$report"
 [ "$(grep -c '^result' "$report")" = 3 ] || exit 2
 ! grep -q '^result.*FAIL' "$report"
