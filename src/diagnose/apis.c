@@ -97,82 +97,14 @@ typedef struct apiscan {
     size_t      acap;
     lost_t     *lost;            /* every slow launch call: the host time it lost, where, and its slot */
     size_t      nlost, lcap;
-    int64_t    *prof;            /* the profiler's own work: disjoint [start, end) pairs, by source, then time */
-    size_t     *pfirst;          /* per source: its first pair in prof (nsrc + 1) */
+    busyidx     prof;            /* when the profiler's own work ran, per source */
 } apiscan;
-
-static int span_cmp(const void *x, const void *y)
-{
-    const int64_t *a = x, *b = y;
-    return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* Each source's spans of the profiler's own work, joined where they overlap. */
-static int profiler_spans(apiscan *A)
-{
-    const dctx *D = A->D;
-    const teller_events *ev = D->ev;
-    if (!(A->pfirst = calloc(D->nsrc + 1, sizeof *A->pfirst)))
-        return -1;
-    size_t n = 0;
-    for (size_t i = 0; i < ev->n; i++)
-        if ((ev->flags[i] & TELLER_F_PROFILER) && ev->dur_ns[i] > 0) {
-            A->pfirst[ev->source[i] + 1]++;
-            n++;
-        }
-    if (!(A->prof = malloc((2 * n + 1) * sizeof *A->prof)))
-        return -1;
-    for (size_t s = 0; s < D->nsrc; s++)
-        A->pfirst[s + 1] += A->pfirst[s];
-    size_t *at = malloc((D->nsrc + 1) * sizeof *at);
-    if (!at)
-        return -1;
-    memcpy(at, A->pfirst, (D->nsrc + 1) * sizeof *at);
-    for (size_t i = 0; i < ev->n; i++)
-        if ((ev->flags[i] & TELLER_F_PROFILER) && ev->dur_ns[i] > 0) {
-            size_t q = at[ev->source[i]]++;
-            A->prof[2 * q] = ev->start_ns[i];
-            A->prof[2 * q + 1] = ev->start_ns[i] + ev->dur_ns[i];
-        }
-    size_t w = 0;
-    for (size_t s = 0; s < D->nsrc; s++) {
-        size_t q0 = A->pfirst[s], q1 = A->pfirst[s + 1];
-        teller_sort(A->prof + 2 * q0, q1 - q0, 2 * sizeof *A->prof, span_cmp);
-        A->pfirst[s] = w;
-        for (size_t q = q0; q < q1; q++) {
-            if (w > A->pfirst[s] && A->prof[2 * q] <= A->prof[2 * w - 1]) {
-                if (A->prof[2 * q + 1] > A->prof[2 * w - 1])
-                    A->prof[2 * w - 1] = A->prof[2 * q + 1];
-                continue;
-            }
-            A->prof[2 * w] = A->prof[2 * q];
-            A->prof[2 * w + 1] = A->prof[2 * q + 1];
-            w++;
-        }
-    }
-    A->pfirst[D->nsrc] = w;
-    free(at);
-    return 0;
-}
 
 /* What API call i took without the profiler's own work inside it. */
 static double call_ns(const apiscan *A, size_t i)
 {
     const teller_events *ev = A->D->ev;
-    int64_t a = ev->start_ns[i], b = a + ev->dur_ns[i], own = ev->dur_ns[i];
-    size_t lo = A->pfirst[ev->source[i]], hi = A->pfirst[ev->source[i] + 1];
-    while (lo < hi) { /* the first span ending after the call starts */
-        size_t mid = lo + (hi - lo) / 2;
-        if (A->prof[2 * mid + 1] <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t q = lo; q < A->pfirst[ev->source[i] + 1] && A->prof[2 * q] < b; q++) {
-        int64_t s = A->prof[2 * q] > a ? A->prof[2 * q] : a, e = A->prof[2 * q + 1] < b ? A->prof[2 * q + 1] : b;
-        own -= e - s;
-    }
-    return (double)own;
+    return diag_idle_in(&A->prof, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
 }
 
 /* Each API's median call, over the run and per (step, source), and how
@@ -389,12 +321,11 @@ static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
     (void)task;
     apiscan A = {.D = D, .S = S};
-    int rc = profiler_spans(&A) || call_medians(&A) || tally_calls(&A) || cost_slow_launches(&A) ||
-                     api_findings(&A, out)
+    int rc = diag_busy_build(&A.prof, D, DIAG_BUSY_PROFILER, NULL) || call_medians(&A) || tally_calls(&A) ||
+                     cost_slow_launches(&A) || api_findings(&A, out)
                  ? -1
                  : 0;
-    free(A.prof);
-    free(A.pfirst);
+    diag_busy_free(&A.prof);
     free(A.acc);
     free(A.lost);
     free(A.use);

@@ -178,6 +178,8 @@ static int busy_counts(const teller_events *ev, uint32_t i, diag_busy_what what,
 {
     if (ev->dur_ns[i] <= 0)
         return 0;
+    if (what == DIAG_BUSY_PROFILER)
+        return (ev->flags[i] & TELLER_F_PROFILER) != 0;
     int gpu = (ev->flags[i] & TELLER_F_GPU) != 0;
     if (gpu)
         return (what == DIAG_BUSY_GPU || what == DIAG_BUSY_ANY) && teller_layer_is_gpu_work(ev->layer[i]);

@@ -56,8 +56,11 @@ typedef struct busyidx {
 
 /* What a busy index holds: GPU work; the outermost host ops of each
  * source's threads but its stepping one (step_tid); either, of every
- * thread; the outermost host ops of every thread. */
-typedef enum diag_busy_what { DIAG_BUSY_GPU, DIAG_BUSY_OTHER_THREADS, DIAG_BUSY_ANY, DIAG_BUSY_HOST } diag_busy_what;
+ * thread; the outermost host ops of every thread; the profiler's own work
+ * (TELLER_F_PROFILER), on any thread. */
+typedef enum diag_busy_what {
+    DIAG_BUSY_GPU, DIAG_BUSY_OTHER_THREADS, DIAG_BUSY_ANY, DIAG_BUSY_HOST, DIAG_BUSY_PROFILER
+} diag_busy_what;
 int diag_busy_build(busyidx *B, const struct dctx *D, diag_busy_what what, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 
