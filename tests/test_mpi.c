@@ -397,6 +397,73 @@ static void test_mpi_killed_process_fails_the_run(void)
     rm_rf(dir);
 }
 
+/* A process that stalls without dying (SIGSTOPped by a watcher in its
+ * wrapper once it has a rank file open, until process 0 has spoken): the
+ * run waits for it, and process 0 says every TELLER_MPI_WAIT seconds which
+ * file it waits for and from which process; the run then ends as usual. */
+static void test_mpi_stalled_process_is_named(void)
+{
+    if (mpirun_missing())
+        return;
+    if (access("/usr/bin/python3", X_OK)) { /* the watcher; a shim's start-up (pyenv) is too slow to catch the read */
+        fprintf(stderr, "  skipped: /usr/bin/python3 not found\n");
+        return;
+    }
+    char dir[] = "/tmp/teller_mpi_stall_XXXXXX", cmd[4096], path[300], out[256];
+    sim_faulty(dir, 2, 4, 600, 5, 0); /* 3 MB files: a read long enough to be caught open */
+    snprintf(path, sizeof path, "%s/stop.py", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        /* stopped while it reads a rank file; let go once process 0 has
+         * said what it waits for (run.err), or after 60 s */
+        fputs("import os, signal, sys, time\n"
+              "pid, said, t0 = int(sys.argv[1]), sys.argv[2], time.time()\n"
+              "def waited():\n"
+              "    try:\n"
+              "        return 'has waited' in open(said).read()\n"
+              "    except OSError:\n"
+              "        return False\n"
+              "while time.time() - t0 < 120:\n"
+              "    for fd in os.listdir('/proc/%d/fd' % pid) if os.path.isdir('/proc/%d' % pid) else sys.exit(1):\n"
+              "        try:\n"
+              "            if os.readlink('/proc/%d/fd/%s' % (pid, fd)).endswith('.trace.json.gz'):\n"
+              "                os.kill(pid, signal.SIGSTOP)\n"
+              "                t1 = time.time()\n"
+              "                while not waited() and time.time() - t1 < 60:\n"
+              "                    time.sleep(0.05)\n"
+              "                os.kill(pid, signal.SIGCONT)\n"
+              "                sys.exit(0)\n"
+              "        except OSError:\n"
+              "            pass\n"
+              "    time.sleep(0.001)\n",
+              f);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/stall2.sh", dir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) {
+        rm_rf(dir);
+        return;
+    }
+    fprintf(f, "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then /usr/bin/python3 '%s/stop.py' $$ '%s/run.err' & fi\n"
+               "exec \"$@\"\n",
+            dir, dir);
+    fclose(f);
+    CHECK(chmod(path, 0755) == 0);
+    snprintf(out, sizeof out, "%s/run", dir);
+    snprintf(cmd, sizeof cmd, "env TELLER_MPI_WAIT=1 " MPIRUN " 4 '%s' '%s' diagnose -q --json '%s/p.json' '%s'", path,
+             TELLER_MPI, dir, dir);
+    CHECK_EQ_INT(run(cmd, out), 0);
+    snprintf(path, sizeof path, "%s.err", out);
+    size_t n = 0;
+    char *err = read_file(path, &n);
+    CHECK(err && strstr(err, "teller-mpi: process 0 has waited ") && strstr(err, ".trace.json.gz from process 2\n"));
+    free(err);
+    rm_rf(dir);
+}
+
 #endif
 
 const test_case mpi_tests[] = {
@@ -409,6 +476,7 @@ const test_case mpi_tests[] = {
     {"mpi: a file one process cannot read fails the run on every process, no hang", test_mpi_unreadable_file_fails_every_process},
     {"mpi: a process killed mid-run ends the run, named by mpirun, no process left waiting",
      test_mpi_killed_process_fails_the_run},
+    {"mpi: a process that stalls is named while process 0 waits for its file", test_mpi_stalled_process_is_named},
 #endif
     {NULL, NULL},
 };

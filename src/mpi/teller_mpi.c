@@ -20,7 +20,9 @@
  * waits at a barrier before it ends, so that mpirun does not stop process 0
  * before it has said so. When process 0
  * stops before loading (bad options, --help, a missing name) it tells the
- * others there is nothing to read.
+ * others there is nothing to read. A process that stalls without dying
+ * stalls the run: process 0 then says every TELLER_MPI_WAIT seconds (60 by
+ * default) which file it is waiting for, from which process.
  *
  * What this is not yet (docs/SCALE.md): process 0 still receives every
  * event and does the whole analysis; only the reading is spread. Sending
@@ -47,6 +49,7 @@ static int me, nproc;
 static int threaded;  /* MPI may be called from the load's threads, one at a time */
 static int announced; /* process 0 told the others what to read */
 static pthread_mutex_t mpi_mu = PTHREAD_MUTEX_INITIALIZER;
+static double wait_note_s = 60; /* how often process 0 says what it waits for (TELLER_MPI_WAIT) */
 
 /* What every process must know before reading: sent by process 0. */
 typedef struct plan {
@@ -82,37 +85,50 @@ typedef struct remote {
     uint64_t                  bytes;    /* received so far (under mpi_mu with threads) */
 } remote;
 
-/* Receives len bytes from process `from` with tag. With the load's threads
- * it does not hold mpi_mu while it waits: a reader sends a batch of files
- * only once process 0 has taken its earlier ones, which another thread
- * may be taking meanwhile. */
-static void recv_bytes(void *p, size_t len, int from, int tag)
+static double mono_s(void)
 {
-    if (!threaded) {
-        MPI_Recv(p, (int)len, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        return;
-    }
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Receives len bytes of file `path` from process `from` with tag. With
+ * the load's threads it does not hold mpi_mu while it waits: a reader
+ * sends a batch of files only once process 0 has taken its earlier ones,
+ * which another thread may be taking meanwhile. Every wait_note_s seconds
+ * of waiting it says so: a process that stalls is named. */
+static void recv_bytes(void *p, size_t len, int from, int tag, const char *path)
+{
     MPI_Request rq;
-    pthread_mutex_lock(&mpi_mu);
+    if (threaded)
+        pthread_mutex_lock(&mpi_mu);
     MPI_Irecv(p, (int)len, MPI_BYTE, from, tag, MPI_COMM_WORLD, &rq);
+    double t0 = mono_s(), next = wait_note_s;
     for (;;) {
         int done = 0;
         MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
-        pthread_mutex_unlock(&mpi_mu);
+        if (threaded)
+            pthread_mutex_unlock(&mpi_mu);
         if (done)
             return;
         nanosleep(&(struct timespec){0, 20000}, NULL);
-        pthread_mutex_lock(&mpi_mu);
+        double waited = mono_s() - t0;
+        if (waited >= next) {
+            fprintf(stderr, "teller-mpi: process 0 has waited %.0f s for %s from process %d\n", waited, path, from);
+            next += wait_note_s;
+        }
+        if (threaded)
+            pthread_mutex_lock(&mpi_mu);
     }
 }
 
 /* Receives file i's header and, when it was read, its packed store (a
  * malloc'd buffer in *buf). */
-static void recv_file(size_t i, size_t n, file_head *h, char **buf)
+static void recv_file(size_t i, size_t n, const char *path, file_head *h, char **buf)
 {
     int from = owner(i, n);
     *buf = NULL;
-    recv_bytes(h, sizeof *h, from, (int)i);
+    recv_bytes(h, sizeof *h, from, (int)i, path);
     if (h->err.code != TELLER_OK)
         return;
     char *b = malloc(h->size ? h->size : 1);
@@ -121,7 +137,7 @@ static void recv_file(size_t i, size_t n, file_head *h, char **buf)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (size_t off = 0; off < h->size; off += CHUNK)
-        recv_bytes(b + off, h->size - off < CHUNK ? h->size - off : CHUNK, from, (int)i);
+        recv_bytes(b + off, h->size - off < CHUNK ? h->size - off : CHUNK, from, (int)i, path);
     *buf = b;
 }
 
@@ -134,7 +150,7 @@ static teller_status read_remote(void *ctx, size_t i, const char *path, teller_s
         return teller_ingest_file(into, path, R->ingest, err);
     file_head h;
     char *buf;
-    recv_file(i, R->n, &h, &buf);
+    recv_file(i, R->n, path, &h, &buf);
     R->received[i] = 1;
     if (threaded)
         pthread_mutex_lock(&mpi_mu);
@@ -209,7 +225,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
             continue;
         file_head h;
         char *buf;
-        recv_file(i, n, &h, &buf);
+        recv_file(i, n, files[i], &h, &buf);
         free(buf);
     }
     free(R.received);
@@ -372,6 +388,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nproc);
     threaded = provided >= MPI_THREAD_SERIALIZED;
+    const char *w = getenv("TELLER_MPI_WAIT");
+    if (w && atof(w) > 0)
+        wait_note_s = atof(w);
     int rc;
     if (me != 0) {
         rc = serve();
