@@ -129,6 +129,9 @@ static void recv_file(size_t i, size_t n, const char *path, file_head *h, char *
     int from = owner(i, n);
     *buf = NULL;
     recv_bytes(h, sizeof *h, from, (int)i, path);
+    /* what crosses is input like a file: its texts end in the struct */
+    h->err.file[sizeof h->err.file - 1] = 0;
+    h->err.msg[sizeof h->err.msg - 1] = 0;
     if (h->err.code != TELLER_OK)
         return;
     char *b = malloc(h->size ? h->size : 1);
