@@ -17,17 +17,17 @@
 
 typedef struct nsys_expect {
     const char *path;
-    long procs, kernels, devices, nccl_kernels, linked, nvtx, nccl_ranges, profiler, events;
+    long procs, kernels, devices, nccl_kernels, linked, nvtx, nccl_ranges, profiler, profiler_ns, events;
 } nsys_expect;
 
 /* From `python3 tests/tools/count_nsys.py ../shared/data/traces/nsys-ai`.
  * The exports are trimmed windows: some kernels' launches fall outside, so
  * fewer kernels are linked than there are kernels. */
 static const nsys_expect k_nsys[] = {
-    {"nsys-ai/h100_2gpu_1s.sqlite", 2, 3442, 2, 0, 1632, 16782, 0, 0, 27190},
-    {"nsys-ai/mfu_2gpu_after.sqlite", 2, 3587, 2, 62, 3577, 17113, 420, 6, 28868},
-    {"nsys-ai/mfu_2gpu_before.sqlite", 2, 4010, 2, 66, 3986, 19118, 462, 6, 32255},
-    {"nsys-ai/mock.sqlite", 1, 2, 1, 0, 2, 0, 0, 25, 38},
+    {"nsys-ai/h100_2gpu_1s.sqlite", 2, 3442, 2, 0, 1632, 16782, 0, 0, 0, 27190},
+    {"nsys-ai/mfu_2gpu_after.sqlite", 2, 3587, 2, 62, 3577, 17113, 420, 6, 8071657, 28868},
+    {"nsys-ai/mfu_2gpu_before.sqlite", 2, 4010, 2, 66, 3986, 19118, 462, 6, 2009505, 32255},
+    {"nsys-ai/mock.sqlite", 1, 2, 1, 0, 2, 0, 0, 25, 338875790, 38},
 };
 
 static teller_store *load_nsys(const char *rel)
@@ -80,15 +80,17 @@ static void test_every_export_matches_independent_counts(void)
         int bad = (long)teller_store_num_sources(st) != x->procs || (long)s.kernels != x->kernels ||
                   kernel_devices(st) != x->devices || (long)s.comm_kernels != x->nccl_kernels ||
                   (long)s.kernels_linked != x->linked || nvtx != x->nvtx || nccl_ranges != x->nccl_ranges ||
-                  profiler != x->profiler || (long)s.events != x->events;
+                  profiler != x->profiler || (long)s.profiler != x->profiler || s.profiler_ns != x->profiler_ns ||
+                  (long)s.events != x->events;
         if (bad)
             fprintf(stderr,
                     "  %s: procs %zu/%ld kernels %llu/%ld devices %ld/%ld nccl %llu/%ld linked %llu/%ld nvtx %ld/%ld "
-                    "nccl ranges %ld/%ld profiler %ld/%ld events %llu/%ld\n",
+                    "nccl ranges %ld/%ld profiler %ld/%ld (%lld/%ld ns) events %llu/%ld\n",
                     x->path, teller_store_num_sources(st), x->procs, (unsigned long long)s.kernels, x->kernels,
                     kernel_devices(st), x->devices, (unsigned long long)s.comm_kernels, x->nccl_kernels,
                     (unsigned long long)s.kernels_linked, x->linked, nvtx, x->nvtx, nccl_ranges, x->nccl_ranges,
-                    profiler, x->profiler, (unsigned long long)s.events, x->events);
+                    profiler, x->profiler, (long long)s.profiler_ns, x->profiler_ns, (unsigned long long)s.events,
+                    x->events);
         CHECK(!bad);
         CHECK_EQ_INT(teller_store_num_warnings(st), 0);
         /* every source is an nsys process whose events are contiguous */

@@ -50,6 +50,8 @@ typedef struct teller_tree_stats {
     uint64_t graph_launches;  /* API calls that launched a graph */
     uint64_t max_graph_fanout;/* most GPU ops under one graph launch */
     uint64_t by_layer[TELLER_LAYER_COUNT];
+    uint64_t profiler;        /* records of the profiler's own work (TELLER_F_PROFILER) */
+    int64_t  profiler_ns;     /* their time together */
     uint32_t max_depth;
 } teller_tree_stats;
 

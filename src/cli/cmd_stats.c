@@ -55,12 +55,13 @@ int cmd_stats(int argc, char **argv)
                "\"gpu_ops_linked\": %llu, \"ranks\": %d, \"nodes\": %zu, \"steps\": %u, \"comm_kernels\": %llu, "
                "\"collectives\": %zu, \"collective_instances\": %zu, \"graph_launches\": %llu, "
                "\"max_graph_fanout\": %llu, \"max_depth\": %u, \"warnings\": %llu, \"string_bytes\": %zu, "
-               "\"by_layer\": {",
+               "\"profiler_records\": %llu, \"profiler_ns\": %lld, \"by_layer\": {",
                (unsigned long long)s.events, (unsigned long long)s.kernels, (unsigned long long)s.kernels_linked,
                (unsigned long long)s.gpu_ops, (unsigned long long)s.gpu_ops_linked, ranks,
                teller_store_num_nodes(st), teller_store_step_count(st), (unsigned long long)s.comm_kernels, matched,
                ncoll, (unsigned long long)s.graph_launches, (unsigned long long)s.max_graph_fanout, s.max_depth,
-               (unsigned long long)teller_store_num_warnings(st), teller_store_str_bytes(st));
+               (unsigned long long)teller_store_num_warnings(st), teller_store_str_bytes(st),
+               (unsigned long long)s.profiler, (long long)s.profiler_ns);
         for (int l = 0; l < TELLER_LAYER_COUNT; l++)
             printf("%s\"%s\": %llu", l ? ", " : "", teller_layer_name((teller_layer)l),
                    (unsigned long long)s.by_layer[l]);
@@ -82,6 +83,10 @@ int cmd_stats(int argc, char **argv)
         printf("graph launches    %llu (largest fans out to %llu GPU ops)\n", (unsigned long long)s.graph_launches,
                (unsigned long long)s.max_graph_fanout);
         printf("max depth         %u\n", s.max_depth);
+        if (s.profiler)
+            printf("profiler's work   %llu records, %.3f ms (CUPTI's buffer requests and flushes, its "
+                   "instrumentation: not the program's)\n",
+                   (unsigned long long)s.profiler, (double)s.profiler_ns / 1e6);
         printf("by layer         ");
         for (int l = 0; l < TELLER_LAYER_COUNT; l++)
             if (s.by_layer[l])

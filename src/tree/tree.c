@@ -1352,6 +1352,10 @@ void teller_tree_stats_get(const teller_store *st, teller_tree_stats *out)
             out->gpu_ops++;
             out->gpu_ops_linked += (uint64_t)launched;
         }
+        if (ev->flags[i] & TELLER_F_PROFILER) {
+            out->profiler++;
+            out->profiler_ns += ev->dur_ns[i];
+        }
         if (ev->flags[i] & TELLER_F_GRAPH) {
             out->graph_launches++;
             uint64_t fan = 0;

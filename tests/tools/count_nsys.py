@@ -10,7 +10,7 @@ text, in a process with CUDA activity), NCCL-domain NVTX ranges, the
 profiler's own work (PROFILER_OVERHEAD rows and CUPTI_ACTIVITY_KIND_OVERHEAD
 rows whose type's label says "(Profiler)", in a process with CUDA activity),
 and all events (GPU rows + runtime/driver rows + NVTX ranges + the
-profiler's work). tests/test_nsys.c
+profiler's work), and the profiler's work's time. tests/test_nsys.c
 holds these numbers; rerun this script when a test's expectation is in doubt:
 
     python3 tests/tools/count_nsys.py ../shared/data/traces/nsys-ai
@@ -78,7 +78,7 @@ def count(path):
                 # windowed exports lose the DomainCreate (75) rows; NCCL's own
                 # domain then shows only through its API names
                 nccl_ranges += (domains[dom] == 'NCCL') if dom in domains else name.startswith('nccl')
-    profiler = 0
+    profiler = profiler_ns = 0
     types = ({i for (i, label) in db.execute('SELECT id, label FROM ENUM_CUPTI_OVERHEAD_TYPE') if '(Profiler)' in label}
              if 'ENUM_CUPTI_OVERHEAD_TYPE' in tables else set())
     for t in ('CUPTI_ACTIVITY_KIND_OVERHEAD', 'PROFILER_OVERHEAD'):
@@ -87,7 +87,9 @@ def count(path):
         for s, e, g, ty in db.execute('SELECT start, end, globalTid, overheadType FROM ' + t):
             if s is None or e is None or e < s or g is None or pid_of(g) not in procs:
                 continue
-            profiler += t == 'PROFILER_OVERHEAD' or ty in types
+            if t == 'PROFILER_OVERHEAD' or ty in types:
+                profiler += 1
+                profiler_ns += e - s
     out['procs'] = len(procs)
     out['kernels'] = len(kernels)
     out['devices'] = len({k[3] for k in kernels})
@@ -96,6 +98,7 @@ def count(path):
     out['nvtx'] = nvtx
     out['nccl_ranges'] = nccl_ranges
     out['profiler'] = profiler
+    out['profiler_ns'] = profiler_ns
     out['events'] = gpu_rows + api_rows + nvtx + profiler
     return out
 
