@@ -293,6 +293,18 @@ static void test_mpi_unreadable_file_fails_every_process(void)
     rm_rf(dir);
 }
 
+/* Writes text to dir/name, executable; its path in path. 0 when written. */
+static int write_script(const char *dir, const char *name, const char *text, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int bad = fputs(text, f) < 0;
+    bad |= fclose(f) != 0;
+    return bad || chmod(path, 0755) ? -1 : 0;
+}
+
 /* Whether a live process (not a zombie) runs prog with mark in its arguments. */
 static int alive_with(const char *prog, const char *mark)
 {
@@ -346,16 +358,11 @@ static void test_mpi_killed_process_fails_the_run(void)
         return;
     char dir[] = "/tmp/teller_mpi_kill_XXXXXX", cmd[4096], path[300], out[300];
     sim_faulty(dir, 2, 4, 6, 3, 0);
-    snprintf(path, sizeof path, "%s/kill2.sh", dir);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f) {
-        rm_rf(dir);
-        return;
-    }
-    fputs("#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then (sleep 0.2; kill -9 $$) & fi\nexec \"$@\"\n", f);
-    fclose(f);
-    CHECK(chmod(path, 0755) == 0);
+    CHECK_EQ_INT(write_script(dir, "kill2.sh",
+                              "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then (sleep 0.2; kill -9 $$) & fi\n"
+                              "exec \"$@\"\n",
+                              path, sizeof path),
+                 0);
     snprintf(out, sizeof out, "%s/run.out", dir);
     snprintf(cmd, sizeof cmd, MPIRUN " 4 '%s' '%s' diagnose -q --json '%s/p.json' '%s' >'%s' 2>&1", path, TELLER_MPI,
              dir, dir, out);
@@ -411,47 +418,35 @@ static void test_mpi_stalled_process_is_named(void)
     }
     char dir[] = "/tmp/teller_mpi_stall_XXXXXX", cmd[4096], path[300], out[256];
     sim_faulty(dir, 2, 4, 600, 5, 0); /* 3 MB files: a read long enough to be caught open */
-    snprintf(path, sizeof path, "%s/stop.py", dir);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (f) {
-        /* stopped while it reads a rank file; let go once process 0 has
-         * said what it waits for (run.err), or after 60 s */
-        fputs("import os, signal, sys, time\n"
-              "pid, said, t0 = int(sys.argv[1]), sys.argv[2], time.time()\n"
-              "def waited():\n"
-              "    try:\n"
-              "        return 'has waited' in open(said).read()\n"
-              "    except OSError:\n"
-              "        return False\n"
-              "while time.time() - t0 < 120:\n"
-              "    for fd in os.listdir('/proc/%d/fd' % pid) if os.path.isdir('/proc/%d' % pid) else sys.exit(1):\n"
-              "        try:\n"
-              "            if os.readlink('/proc/%d/fd/%s' % (pid, fd)).endswith('.trace.json.gz'):\n"
-              "                os.kill(pid, signal.SIGSTOP)\n"
-              "                t1 = time.time()\n"
-              "                while not waited() and time.time() - t1 < 60:\n"
-              "                    time.sleep(0.05)\n"
-              "                os.kill(pid, signal.SIGCONT)\n"
-              "                sys.exit(0)\n"
-              "        except OSError:\n"
-              "            pass\n"
-              "    time.sleep(0.001)\n",
-              f);
-        fclose(f);
-    }
-    snprintf(path, sizeof path, "%s/stall2.sh", dir);
-    f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f) {
-        rm_rf(dir);
-        return;
-    }
-    fprintf(f, "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then /usr/bin/python3 '%s/stop.py' $$ '%s/run.err' & fi\n"
-               "exec \"$@\"\n",
-            dir, dir);
-    fclose(f);
-    CHECK(chmod(path, 0755) == 0);
+    /* stopped while it reads a rank file; let go once process 0 has said
+     * what it waits for (run.err), or after 60 s */
+    static const char watcher[] = "import os, signal, sys, time\n"
+                                  "pid, said, t0 = int(sys.argv[1]), sys.argv[2], time.time()\n"
+                                  "def waited():\n"
+                                  "    try:\n"
+                                  "        return 'has waited' in open(said).read()\n"
+                                  "    except OSError:\n"
+                                  "        return False\n"
+                                  "while time.time() - t0 < 120:\n"
+                                  "    for fd in os.listdir('/proc/%d/fd' % pid) if os.path.isdir('/proc/%d' % pid) else sys.exit(1):\n"
+                                  "        try:\n"
+                                  "            if os.readlink('/proc/%d/fd/%s' % (pid, fd)).endswith('.trace.json.gz'):\n"
+                                  "                os.kill(pid, signal.SIGSTOP)\n"
+                                  "                t1 = time.time()\n"
+                                  "                while not waited() and time.time() - t1 < 60:\n"
+                                  "                    time.sleep(0.05)\n"
+                                  "                os.kill(pid, signal.SIGCONT)\n"
+                                  "                sys.exit(0)\n"
+                                  "        except OSError:\n"
+                                  "            pass\n"
+                                  "    time.sleep(0.001)\n";
+    char wrapper[1024];
+    snprintf(wrapper, sizeof wrapper,
+             "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then /usr/bin/python3 '%s/stop.py' $$ '%s/run.err' & fi\n"
+             "exec \"$@\"\n",
+             dir, dir);
+    CHECK_EQ_INT(write_script(dir, "stop.py", watcher, path, sizeof path), 0);
+    CHECK_EQ_INT(write_script(dir, "stall2.sh", wrapper, path, sizeof path), 0);
     snprintf(out, sizeof out, "%s/run", dir);
     snprintf(cmd, sizeof cmd, "env TELLER_MPI_WAIT=1 " MPIRUN " 4 '%s' '%s' diagnose -q --json '%s/p.json' '%s'", path,
              TELLER_MPI, dir, dir);
