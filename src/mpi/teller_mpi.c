@@ -40,6 +40,7 @@
 #include "teller/load.h"
 #include "../cli/cli.h"
 #include "../store/store_internal.h"
+#include "../util/clock.h"
 #include "../util/pool.h"
 #include "pack.h"
 
@@ -85,13 +86,6 @@ typedef struct remote {
     uint64_t                  bytes;    /* received so far (under mpi_mu with threads) */
 } remote;
 
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Receives len bytes of file `path` from process `from` with tag. With
  * the load's threads it does not hold mpi_mu while it waits: a reader
  * sends a batch of files only once process 0 has taken its earlier ones,
@@ -103,7 +97,8 @@ static void recv_bytes(void *p, size_t len, int from, int tag, const char *path)
     if (threaded)
         pthread_mutex_lock(&mpi_mu);
     MPI_Irecv(p, (int)len, MPI_BYTE, from, tag, MPI_COMM_WORLD, &rq);
-    double t0 = mono_s(), next = wait_note_s;
+    int64_t t0 = teller_mono_ns();
+    double next = wait_note_s;
     for (;;) {
         int done = 0;
         MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
@@ -112,7 +107,7 @@ static void recv_bytes(void *p, size_t len, int from, int tag, const char *path)
         if (done)
             return;
         nanosleep(&(struct timespec){0, 20000}, NULL);
-        double waited = mono_s() - t0;
+        double waited = (double)(teller_mono_ns() - t0) / 1e9;
         if (waited >= next) {
             fprintf(stderr, "teller-mpi: process 0 has waited %.0f s for %s from process %d\n", waited, path, from);
             next += wait_note_s;

@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "teller/fault.h"
 #include "teller/version.h"
+#include "../util/clock.h"
 #include "../util/textout.h"
 #include "../util/vec.h"
 
@@ -90,12 +91,7 @@ static const char *const k_skip_label[TELLER_WATCH_SKIP_COUNT] = {
 /* the quantiles, in thousandths: exact ranks in integers */
 static const unsigned k_quantiles[] = {500, 900, 990};
 
-int64_t teller_watch_metrics_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t teller_watch_metrics_now_ns(void) { return teller_mono_ns(); }
 
 /* Copies s into a label of LABEL_MAX bytes, cut there. */
 static void label_copy(char *dst, const char *s)

@@ -32,6 +32,7 @@
 #include "replay.h"
 #include "../collect/tlt_writer.h"
 #include "../logs/logs_internal.h"
+#include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/vec.h"
 #include "teller/logs.h"
@@ -124,13 +125,6 @@ replay_opts replay_defaults(void)
  * in: 0 for what precedes the run (written when the files are made), k >=
  * 1 for [T0 + (k-1) F, T0 + k F). */
 static int64_t interval_of(const rp *R, int64_t t) { return t < R->T0 ? 0 : (t - R->T0) / R->F + 1; }
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -770,7 +764,7 @@ static teller_status replay_loop(rp *R)
     }
     for (size_t i = 0; i < R->nl && s == TELLER_OK; i++)
         s = feed_log(R, &R->lg[i], 0);
-    int64_t t0 = mono_ns(), iv = 0;
+    int64_t t0 = teller_mono_ns(), iv = 0;
     while (s == TELLER_OK) {
         int64_t next = INT64_MAX;
         for (size_t i = 0; i < R->nr; i++) {
