@@ -111,6 +111,109 @@ static int roots_found(const char *dir, const teller_store *st, const teller_dia
     return found;
 }
 
+/* How many of the case's abnormal steps whose fault is one of kinds (a
+ * NULL-ended list; *n of them) the diagnosis flagged, and whether every
+ * one of them it flagged is flagged as a fault of that kind. */
+static int kinds_flagged(const char *dir, const teller_diagnosis *d, const char *const *kinds, int *n)
+{
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    teller_error err;
+    teller_error_clear(&err);
+    jv *t = jdom_load(tp, &err);
+    const jv *ts = t ? jdom_get(t, "steps") : NULL;
+    CHECK(ts != NULL && d != NULL);
+    int flagged = 0;
+    *n = 0;
+    for (size_t i = 0; ts && d && i < ts->n; i++) {
+        const jv *x = &ts->items[i];
+        size_t k = (size_t)jdom_num(x, "step", -1);
+        int of = 0;
+        for (size_t q = 0; kinds[q]; q++)
+            of |= !strcmp(jdom_str(x, "fault", ""), kinds[q]);
+        if (!of || !jdom_bool(x, "abnormal", 0) || k >= d->n)
+            continue;
+        (*n)++;
+        if (d->steps[k].pred.abnormal) {
+            flagged++;
+            CHECK(!strcmp(d->steps[k].fault, jdom_str(x, "fault", "")));
+        }
+    }
+    jdom_free(t);
+    return flagged;
+}
+
+/* A deep pipeline (8 stages of 8 GPUs): a throttled GPU costs the step a
+ * few percent, and fewer than three of its kernel names lose 10 us each;
+ * its other kernels, together slower than their peers', show the whole
+ * GPU slow: every throttled step is flagged, as gpu_throttle (a seed of
+ * the tuning range whose throttle was missed before). */
+static void test_diagnose_throttle_deep_pipeline(void)
+{
+    static const char *const kinds[] = {"gpu_throttle", NULL};
+    const int shape[][3] = {{8, 8, 1001}};
+    for (size_t c = 0; c < sizeof shape / sizeof *shape; c++) {
+        char dir[] = "/tmp/teller_diag_deep_XXXXXX";
+        teller_sim_opts o = teller_sim_defaults();
+        o.nodes = shape[c][0];
+        o.gpus_per_node = shape[c][1];
+        o.tp = o.gpus_per_node; /* the simulator's default topology: a pipeline stage per node */
+        o.pp = o.nodes;
+        o.dp = 1;
+        o.steps = 30;
+        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+        o.fault_rate = 0.3;
+        o.seed = (uint64_t)shape[c][2];
+        teller_store *st = NULL;
+        teller_diagnosis *d = NULL;
+        teller_eval_summary s;
+        diagnose_scored(dir, &o, o.nodes * o.gpus_per_node, 0, &st, &d, &s);
+        int n = 0, f = kinds_flagged(dir, d, kinds, &n);
+        fprintf(stderr, "  %d ranks, seed %d: %d of %d throttled steps flagged, step precision %.3f\n",
+                o.nodes * o.gpus_per_node, shape[c][2], f, n, s.step_precision);
+        CHECK(n >= 1 && f == n);
+        CHECK(s.step_precision >= 0.95);
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
+/* A step with no yardstick (the only prefill of its size) is flagged by a
+ * transfer whose fastest member took far over its op's usual per byte:
+ * the run's transfers measure it, not the steps of its kind (a pipeline
+ * send that stalled in step 1, a degraded link in step 23 of this seed). */
+static void test_diagnose_transfer_without_yardstick(void)
+{
+    static const char *const kinds[] = {"pp_send_delay", "slow_link", NULL};
+    char dir[] = "/tmp/teller_diag_xfer_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 8;
+    o.gpus_per_node = 8;
+    o.tp = 8;
+    o.pp = 8;
+    o.dp = 1;
+    o.steps = 30;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.fault_rate = 0.3;
+    o.seed = 1030;
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 64, 0, &st, &d, &s);
+    int n = 0, f = kinds_flagged(dir, d, kinds, &n), yardless = 0;
+    for (size_t k = 0; d && k < d->n; k++)
+        yardless += d->steps[k].usual_ns < 0 && d->steps[k].pred.abnormal &&
+                    (!strcmp(d->steps[k].fault, "pp_send_delay") || !strcmp(d->steps[k].fault, "slow_link"));
+    fprintf(stderr, "  %d of %d transfer faults flagged, %d in steps without a yardstick\n", f, n, yardless);
+    CHECK(n >= 2 && f == n);
+    CHECK(yardless >= 1);
+    CHECK(s.step_precision >= 0.95);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* How many of the case's abnormal steps the diagnosis flagged with its
  * finding's cost within 20 % of the truth's excess. */
 static int costed_close(const char *dir, const teller_diagnosis *d)
@@ -2254,6 +2357,8 @@ const test_case diagnose_tests[] = {
      test_diagnose_carried_real_run},
     {"diagnose: a throttled GPU is named after the kernel with the most time (perturbed real DDP run)",
      test_diagnose_throttle_names_heaviest_kernel},
+    {"diagnose: a throttled GPU of a deep pipeline is flagged (64 ranks)", test_diagnose_throttle_deep_pipeline},
+    {"diagnose: a slow transfer flags a step that has no yardstick", test_diagnose_transfer_without_yardstick},
     {"diagnose: a stepping thread waiting on autograd's thread is not stalled (real mi250, ns_resolution)",
      test_diagnose_waiting_thread_not_stalled},
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",

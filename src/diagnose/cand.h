@@ -39,6 +39,10 @@ typedef struct cand {
     /* copies: the time the work after the rank's slow copies of the step,
      * of every name, waited through, each moment once (copies.c) */
     double       link_wait;
+    /* kernels: the rank's compute time in the step over its peers', every
+     * kernel name each against its usual over the fastest peer (what a
+     * throttled GPU cost, names below the bar for one slowed kernel too) */
+    double       over_peers;
     int64_t      hole_from, hole_to; /* host gaps: the hole the finding is named after, ended by event */
     int          reference; /* 1: judged against the reference run's usual (reference.c), not the run's */
     /* zero for a finding of the step's own */

@@ -64,7 +64,10 @@ static double cand_score(const cand *c, double step_dur, int has_log)
 /* Whether finding c states a fact that needs no yardstick: a collective
  * that never ended, a preemption the logs state, an OOM or a swap with its
  * log line, and in a step without a yardstick a blocking wait the trace
- * shows (a synchronize that held the host long after the GPU's work). */
+ * shows (a synchronize that held the host long after the GPU's work) or a
+ * transfer whose fastest member took far over the usual for its op and
+ * size (comm.c judge_transfer: the whole run's transfers are its measure,
+ * not the steps of its kind). */
 static int fact_based(const cand *c, const teller_diag_step *s)
 {
     switch (c->det) {
@@ -77,6 +80,9 @@ static int fact_based(const cand *c, const teller_diag_step *s)
         return s->pred.nev > 0;
     case TELLER_FAULT_SYNC_STALL:
         return s->usual_ns < 0;
+    case TELLER_FAULT_SLOW_LINK:
+    case TELLER_FAULT_PP_SEND_DELAY:
+        return s->usual_ns < 0 && !c->reference;
     default:
         return 0;
     }

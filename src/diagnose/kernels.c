@@ -259,11 +259,13 @@ static double name_usual(ktab *me, uint32_t k, uint32_t name, uint32_t nsteps)
 }
 
 /* The fastest time of key (a step and kernel name) on source s's peers,
- * and in *peers how many ran it; INFINITY when none did. */
-static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *peers)
+ * in *peers how many ran it and in *calls how many calls of it that one
+ * made; INFINITY when none did. */
+static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *peers, uint32_t *calls)
 {
     double best = INFINITY;
     *peers = 0;
+    *calls = 0;
     for (uint32_t q = D->gfirst[s]; q < D->gfirst[s] + D->gcount[s]; q++) {
         uint32_t p = D->peers[q];
         if (p == s)
@@ -272,10 +274,66 @@ static double fastest_peer(const dctx *D, size_t s, ktab *K, uint64_t key, int *
         if (pi == TELLER_NONE)
             continue;
         (*peers)++;
-        if (K[p].tot[pi].t < best)
+        if (K[p].tot[pi].t < best) {
             best = K[p].tot[pi].t;
+            *calls = K[p].tot[pi].count;
+        }
     }
     return best;
+}
+
+/* Whether the rank's whole GPU was slow in the steps of its candidates
+ * out->v[first..): its kernel names judged against peers with a history
+ * that made as many calls of them in the step (pbase[ix] >= 0: a step a
+ * rank's cut gave more of the run's kernels than its peers' is no
+ * slowdown), those without a candidate of their own (hit) summed
+ * per step, over their peers' times: a step where they too took 15 %
+ * more than their peers usually allow, and three spreads of that ratio
+ * over the steps, slowed every kernel, as throttled clocks do; a kernel
+ * that regressed alone leaves the others be. Such a step's candidates get
+ * over_peers: what every name took over its peers there, 10 us or more.
+ * 0, or -1 out of memory. */
+static int whole_gpu(const dctx *D, const ktab *me, const double *pbase, const uint8_t *hit, finds *out, size_t first)
+{
+    if (first == out->n)
+        return 0;
+    uint32_t ns = D->nsteps;
+    double *acc = calloc(3 * (size_t)ns + 1, sizeof *acc); /* per step: over, the others' time, their peers' */
+    double *r = malloc(((size_t)ns + 1) * sizeof *r);
+    if (!acc || !r) {
+        free(acc);
+        free(r);
+        return -1;
+    }
+    for (size_t ix = 0; ix < me->m.n; ix++) {
+        uint32_t k = (uint32_t)(me->keys[ix] >> 28);
+        if (pbase[ix] < 0 || k >= ns)
+            continue;
+        acc[3 * k] += me->tot[ix].t - pbase[ix];
+        if (!hit[ix]) {
+            acc[3 * k + 1] += me->tot[ix].t;
+            acc[3 * k + 2] += pbase[ix];
+        }
+    }
+    uint32_t nr = 0;
+    for (uint32_t k = 0; k < ns; k++)
+        if (acc[3 * k + 2] > 0)
+            r[nr++] = acc[3 * k + 1] / acc[3 * k + 2];
+    double med = nr >= 3 ? diag_median(r, nr) : 0, bar = 0;
+    if (nr >= 3) {
+        for (uint32_t i = 0; i < nr; i++)
+            r[i] = fabs(r[i] - med);
+        bar = med + 3 * 1.4826 * diag_median(r, nr);
+    }
+    for (size_t q = first; q < out->n && nr >= 3; q++) {
+        uint32_t k = out->v[q].step;
+        double rk = k < ns && acc[3 * k + 2] > 0 ? acc[3 * k + 1] / acc[3 * k + 2] : 0;
+        if (rk > 1.15 && rk > bar && acc[3 * k] >= 10000)
+            out->v[q].c.over_peers = acc[3 * k];
+    }
+    free(acc);
+    free(r);
+    return 0;
 }
 
 /* Source s's kernel names against its peers' (K: every source's tally):
@@ -292,9 +350,17 @@ static int kernels_run(const dctx *D, diag_state *S, size_t s, finds *out)
     ktab *K = S->kernel_tally, *me = &K[s];
     groups rg = {0}; /* per name: the rank's time over its fastest peer, per step */
     double *over = NULL, *spread = NULL; /* per name: the ratio's median and spread */
+    /* per (step, name) judged against peers with a history: its peer's
+     * time times the usual ratio, -1 otherwise; hit: a candidate of its own */
+    double *pbase = malloc((me->m.n + 1) * sizeof *pbase);
+    uint8_t *hit = calloc(me->m.n + 1, 1);
+    size_t first = out->n;
     int peers, rc = -1;
+    uint32_t calls;
+    if (!pbase || !hit)
+        goto done;
     for (size_t ix = 0; ix < me->m.n; ix++) {
-        double best = fastest_peer(D, s, K, me->keys[ix], &peers);
+        double best = fastest_peer(D, s, K, me->keys[ix], &peers, &calls);
         if (peers && best > 0 && diag_groups_add(&rg, me->keys[ix] & 0xFFFFFFF, me->tot[ix].t / best))
             goto done;
     }
@@ -303,10 +369,13 @@ static int kernels_run(const dctx *D, diag_state *S, size_t s, finds *out)
         goto done;
     for (size_t ix = 0; ix < me->m.n; ix++) {
         uint64_t key = me->keys[ix];
-        double best = fastest_peer(D, s, K, key, &peers), t = me->tot[ix].t; /* against best */
+        double best = fastest_peer(D, s, K, key, &peers, &calls), t = me->tot[ix].t; /* against best */
+        pbase[ix] = -1;
         if (peers) {
             uint32_t g = kmap_get(&rg.keys, key & 0xFFFFFFF, 0);
             if (g != TELLER_NONE && rg.s[g].n >= 3) {
+                if (calls == me->tot[ix].count)
+                    pbase[ix] = best * (over[g] > 1 ? over[g] : 1);
                 if (t <= best * (over[g] + 3 * spread[g]))
                     continue; /* within how far the rank strays from its peer anyway */
                 if (over[g] > 1)
@@ -349,9 +418,12 @@ static int kernels_run(const dctx *D, diag_state *S, size_t s, finds *out)
                   .ratio = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};
         if (finds_add(out, (uint32_t)(key >> 28), &c))
             goto done;
+        hit[ix] = 1;
     }
-    rc = 0;
+    rc = whole_gpu(D, me, pbase, hit, out, first);
 done:
+    free(pbase);
+    free(hit);
     free(over);
     free(spread);
     diag_groups_free(&rg);
@@ -402,7 +474,7 @@ static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, do
  * over the slowed names' mean slowdown. */
 static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
-    if (n < 3)
+    if (n < 3 && !(n && c[idx[0]].over_peers > 0))
         return SIZE_MAX;
     size_t best = idx[0];
     double sum = 0, ratio_sum = 0;
@@ -429,7 +501,7 @@ static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n
         }
     }
     c[best].det = TELLER_FAULT_GPU_THROTTLE;
-    c[best].excess = sum;
+    c[best].excess = sum > c[best].over_peers ? sum : c[best].over_peers;
     c[best].ratio = sig;
     return best;
 }
