@@ -79,18 +79,28 @@ static void diagnose_scored(char *dir, const teller_sim_opts *o, int nranks, siz
     score_case(*d, dir, s);
 }
 
+/* The case's truth.json (free it with jdom_free) and in *ts its steps,
+ * checked to be there, as is the diagnosis d they are scored against. */
+static jv *truth_steps(const char *dir, const teller_diagnosis *d, const jv **ts)
+{
+    char tp[600];
+    snprintf(tp, sizeof tp, "%s/truth.json", dir);
+    teller_error err;
+    teller_error_clear(&err);
+    jv *t = jdom_load(tp, &err);
+    *ts = t ? jdom_get(t, "steps") : NULL;
+    CHECK(*ts != NULL && d != NULL);
+    return t;
+}
+
 /* How many of the case's abnormal steps (*n of them) have the truth's root
  * (rank and operator, names normalised) as their first candidate, whether
  * or not the step alarm flagged them: what the detectors found. */
 static int roots_found(const char *dir, const teller_store *st, const teller_diagnosis *d, int *n)
 {
-    char tp[600], a[512], b[512];
-    snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    teller_error err;
-    teller_error_clear(&err);
-    jv *t = jdom_load(tp, &err);
-    const jv *ts = t ? jdom_get(t, "steps") : NULL;
-    CHECK(ts != NULL && d != NULL);
+    char a[512], b[512];
+    const jv *ts;
+    jv *t = truth_steps(dir, d, &ts);
     int found = 0;
     *n = 0;
     for (size_t i = 0; ts && d && i < ts->n; i++) {
@@ -116,13 +126,8 @@ static int roots_found(const char *dir, const teller_store *st, const teller_dia
  * one of them it flagged is flagged as a fault of that kind. */
 static int kinds_flagged(const char *dir, const teller_diagnosis *d, const char *const *kinds, int *n)
 {
-    char tp[600];
-    snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    teller_error err;
-    teller_error_clear(&err);
-    jv *t = jdom_load(tp, &err);
-    const jv *ts = t ? jdom_get(t, "steps") : NULL;
-    CHECK(ts != NULL && d != NULL);
+    const jv *ts;
+    jv *t = truth_steps(dir, d, &ts);
     int flagged = 0;
     *n = 0;
     for (size_t i = 0; ts && d && i < ts->n; i++) {
@@ -143,6 +148,19 @@ static int kinds_flagged(const char *dir, const teller_diagnosis *d, const char 
     return flagged;
 }
 
+/* 64 ranks as 8 pipeline stages of 8 GPUs (the simulator's default
+ * topology: a stage per node), 30 steps, every fault kind at rate 0.3. */
+static teller_sim_opts deep_pipeline(uint64_t seed)
+{
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 8, o.gpus_per_node = 8, o.tp = 8, o.pp = 8, o.dp = 1;
+    o.steps = 30;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.fault_rate = 0.3;
+    o.seed = seed;
+    return o;
+}
+
 /* A deep pipeline (8 stages of 8 GPUs): a throttled GPU costs the step a
  * few percent, and fewer than three of its kernel names lose 10 us each;
  * its other kernels, together slower than their peers', show the whole
@@ -151,32 +169,20 @@ static int kinds_flagged(const char *dir, const teller_diagnosis *d, const char 
 static void test_diagnose_throttle_deep_pipeline(void)
 {
     static const char *const kinds[] = {"gpu_throttle", NULL};
-    const int shape[][3] = {{8, 8, 1001}};
-    for (size_t c = 0; c < sizeof shape / sizeof *shape; c++) {
-        char dir[] = "/tmp/teller_diag_deep_XXXXXX";
-        teller_sim_opts o = teller_sim_defaults();
-        o.nodes = shape[c][0];
-        o.gpus_per_node = shape[c][1];
-        o.tp = o.gpus_per_node; /* the simulator's default topology: a pipeline stage per node */
-        o.pp = o.nodes;
-        o.dp = 1;
-        o.steps = 30;
-        o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-        o.fault_rate = 0.3;
-        o.seed = (uint64_t)shape[c][2];
-        teller_store *st = NULL;
-        teller_diagnosis *d = NULL;
-        teller_eval_summary s;
-        diagnose_scored(dir, &o, o.nodes * o.gpus_per_node, 0, &st, &d, &s);
-        int n = 0, f = kinds_flagged(dir, d, kinds, &n);
-        fprintf(stderr, "  %d ranks, seed %d: %d of %d throttled steps flagged, step precision %.3f\n",
-                o.nodes * o.gpus_per_node, shape[c][2], f, n, s.step_precision);
-        CHECK(n >= 1 && f == n);
-        CHECK(s.step_precision >= 0.95);
-        teller_diagnosis_free(d);
-        teller_store_free(st);
-        rm_rf(dir);
-    }
+    char dir[] = "/tmp/teller_diag_deep_XXXXXX";
+    teller_sim_opts o = deep_pipeline(1001);
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 64, 0, &st, &d, &s);
+    int n = 0, f = kinds_flagged(dir, d, kinds, &n);
+    fprintf(stderr, "  64 ranks, seed 1001: %d of %d throttled steps flagged, step precision %.3f\n", f, n,
+            s.step_precision);
+    CHECK(n >= 1 && f == n);
+    CHECK(s.step_precision >= 0.95);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
 }
 
 /* A step with no yardstick (the only prefill of its size) is flagged by a
@@ -187,16 +193,7 @@ static void test_diagnose_transfer_without_yardstick(void)
 {
     static const char *const kinds[] = {"pp_send_delay", "slow_link", NULL};
     char dir[] = "/tmp/teller_diag_xfer_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 8;
-    o.gpus_per_node = 8;
-    o.tp = 8;
-    o.pp = 8;
-    o.dp = 1;
-    o.steps = 30;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.fault_rate = 0.3;
-    o.seed = 1030;
+    teller_sim_opts o = deep_pipeline(1030);
     teller_store *st = NULL;
     teller_diagnosis *d = NULL;
     teller_eval_summary s;
@@ -218,13 +215,8 @@ static void test_diagnose_transfer_without_yardstick(void)
  * finding's cost within 20 % of the truth's excess. */
 static int costed_close(const char *dir, const teller_diagnosis *d)
 {
-    char tp[600];
-    snprintf(tp, sizeof tp, "%s/truth.json", dir);
-    teller_error err;
-    teller_error_clear(&err);
-    jv *t = jdom_load(tp, &err);
-    const jv *ts = t ? jdom_get(t, "steps") : NULL;
-    CHECK(ts != NULL && d != NULL);
+    const jv *ts;
+    jv *t = truth_steps(dir, d, &ts);
     int close_ = 0;
     for (size_t i = 0; ts && d && i < ts->n; i++) {
         const jv *x = &ts->items[i];

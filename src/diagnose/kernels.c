@@ -61,6 +61,11 @@ typedef struct cfg_acc {
  * configuration's usual time there. */
 enum { LOCAL_STEPS = 4 };
 
+/* A kernel name, or the rank's other names together, is slower than its
+ * yardstick when over this factor of it and this many ns more. */
+#define SLOWER 1.15
+#define SLOWER_NS 10000
+
 /* The median of v[0..n) into *med, and whether its values agree (median
  * absolute deviation within a quarter of the median): a yardstick that
  * varies more says nothing. Reorders and overwrites v. */
@@ -297,43 +302,46 @@ static int whole_gpu(const dctx *D, const ktab *me, const double *pbase, const u
 {
     if (first == out->n)
         return 0;
-    uint32_t ns = D->nsteps;
-    double *acc = calloc(3 * (size_t)ns + 1, sizeof *acc); /* per step: over, the others' time, their peers' */
-    double *r = malloc(((size_t)ns + 1) * sizeof *r);
-    if (!acc || !r) {
-        free(acc);
-        free(r);
+    /* per step: every judged name's time over its peers', and the others'
+     * (no candidate of their own) time and their peers' */
+    struct {
+        double over, t, peers;
+    } *acc = calloc((size_t)D->nsteps + 1, sizeof *acc);
+    groups ratio = {0}; /* one group: the others' time over their peers', per step */
+    double *med = NULL, *spread = NULL;
+    int rc = -1;
+    if (!acc)
         return -1;
-    }
     for (size_t ix = 0; ix < me->m.n; ix++) {
         uint32_t k = (uint32_t)(me->keys[ix] >> 28);
-        if (pbase[ix] < 0 || k >= ns)
+        if (pbase[ix] < 0 || k >= D->nsteps)
             continue;
-        acc[3 * k] += me->tot[ix].t - pbase[ix];
+        acc[k].over += me->tot[ix].t - pbase[ix];
         if (!hit[ix]) {
-            acc[3 * k + 1] += me->tot[ix].t;
-            acc[3 * k + 2] += pbase[ix];
+            acc[k].t += me->tot[ix].t;
+            acc[k].peers += pbase[ix];
         }
     }
-    uint32_t nr = 0;
-    for (uint32_t k = 0; k < ns; k++)
-        if (acc[3 * k + 2] > 0)
-            r[nr++] = acc[3 * k + 1] / acc[3 * k + 2];
-    double med = nr >= 3 ? diag_median(r, nr) : 0, bar = 0;
-    if (nr >= 3) {
-        for (uint32_t i = 0; i < nr; i++)
-            r[i] = fabs(r[i] - med);
-        bar = med + 3 * 1.4826 * diag_median(r, nr);
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        if (acc[k].peers > 0 && diag_groups_add(&ratio, 0, acc[k].t / acc[k].peers))
+            goto done;
+    if (ratio.keys.n && ratio.s[0].n >= 3) {
+        if (!(med = diag_groups_medians(&ratio)) || !(spread = diag_groups_spreads(&ratio, med)))
+            goto done;
+        for (size_t q = first; q < out->n; q++) {
+            uint32_t k = out->v[q].step;
+            double rk = k < D->nsteps && acc[k].peers > 0 ? acc[k].t / acc[k].peers : 0;
+            if (rk > SLOWER && rk > med[0] + 3 * spread[0] && acc[k].over >= SLOWER_NS)
+                out->v[q].c.over_peers = acc[k].over;
+        }
     }
-    for (size_t q = first; q < out->n && nr >= 3; q++) {
-        uint32_t k = out->v[q].step;
-        double rk = k < ns && acc[3 * k + 2] > 0 ? acc[3 * k + 1] / acc[3 * k + 2] : 0;
-        if (rk > 1.15 && rk > bar && acc[3 * k] >= 10000)
-            out->v[q].c.over_peers = acc[3 * k];
-    }
+    rc = 0;
+done:
     free(acc);
-    free(r);
-    return 0;
+    free(med);
+    free(spread);
+    diag_groups_free(&ratio);
+    return rc;
 }
 
 /* Source s's kernel names against its peers' (K: every source's tally):
@@ -411,7 +419,7 @@ static int kernels_run(const dctx *D, diag_state *S, size_t s, finds *out)
                 best = me->ref[ix];
             }
         }
-        if (!(best > 0) || t <= best * 1.15 || t - best < 10000)
+        if (!(best > 0) || t <= best * SLOWER || t - best < SLOWER_NS)
             continue; /* a yardstick of nothing (a peer's zero-length record) says nothing */
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = teller_store_source_c(D->st, (uint32_t)s)->rank,
                   .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t - best,
@@ -465,8 +473,10 @@ static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, do
     return best;
 }
 
-/* Three or more slowed kernel names on one rank are one throttled GPU.
- * Throttled clocks slow every kernel by about the same factor, so the
+/* Three or more slowed kernel names on one rank are one throttled GPU,
+ * and so are fewer when its other names were slow too (whole_gpu: its
+ * cost is then at least over_peers). Throttled clocks slow every kernel
+ * by about the same factor, so the
  * kernel that lost the most is the one with the most time on the rank in
  * the step: it names the finding, whether or not its own calls could be
  * judged (calls of one name whose launch configurations vary, or whose
@@ -474,7 +484,7 @@ static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, do
  * over the slowed names' mean slowdown. */
 static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
-    if (n < 3 && !(n && c[idx[0]].over_peers > 0))
+    if (n < 3 && !(c[idx[0]].over_peers > 0))
         return SIZE_MAX;
     size_t best = idx[0];
     double sum = 0, ratio_sum = 0;
