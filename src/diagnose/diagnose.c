@@ -61,14 +61,40 @@ static double cand_score(const cand *c, double step_dur, int has_log)
     return s;
 }
 
+/* The most a finding on rank could have cost step k (s): unbounded when
+ * every rank is linked to it by collectives; when the run holds ranks it
+ * shares no collective with (data-parallel replicas, each running a batch
+ * of its own), how far its linked ranks' step ran past both the step's
+ * usual and the other replicas' longest: a replica that finished within
+ * either held nothing back, whatever slowed it. */
+static double replica_cost(const dctx *D, const teller_diag_step *s, int32_t rank, uint32_t k)
+{
+    int32_t q = rank >= 0 ? teller_store_source_of_rank(D->st, rank) : -1;
+    if (!D->apart || q < 0 || s->usual_ns <= 0)
+        return INFINITY;
+    int64_t dur = 0, others = s->usual_ns;
+    for (size_t i = 0; i < D->nsrc; i++) {
+        int64_t w = D->src_dur[(size_t)k * D->nsrc + i], *at = D->pipe[i] == D->pipe[q] ? &dur : &others;
+        if (w > *at)
+            *at = w;
+    }
+    return dur > others ? (double)(dur - others) : 0;
+}
+
 /* Whether finding c states a fact that needs no yardstick: a collective
  * that never ended, a preemption the logs state, an OOM or a swap with its
- * log line, and in a step without a yardstick a blocking wait the trace
- * shows (a synchronize that held the host long after the GPU's work) or a
+ * log line; in a step without a yardstick a blocking wait the trace shows
+ * (a synchronize that held the host long after the GPU's work) or a
  * transfer whose fastest member took far over the usual for its op and
  * size (comm.c judge_transfer: the whole run's transfers are its measure,
- * not the steps of its kind). */
-static int fact_based(const cand *c, const teller_diag_step *s)
+ * not the steps of its kind); and a GPU slower than its tensor-parallel
+ * peers at the same work in the same step (kernels.c whole_gpu), where
+ * the step lost a material share and at least half what the GPU cost
+ * reached the step's end (a throttle on one of many pipeline stages costs
+ * the step less than steps of its kind vary, but its peers measure it
+ * within the step; one hidden in a replica's or the GPU's slack costs
+ * nothing). Step k is s. */
+static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
     switch (c->det) {
     case TELLER_FAULT_NCCL_HANG:
@@ -83,6 +109,13 @@ static int fact_based(const cand *c, const teller_diag_step *s)
     case TELLER_FAULT_SLOW_LINK:
     case TELLER_FAULT_PP_SEND_DELAY:
         return s->usual_ns < 0 && !c->reference;
+    case TELLER_FAULT_GPU_THROTTLE: {
+        if (!(c->over_peers > 0) || c->reference || s->usual_ns <= 0 ||
+            !teller_fault_material(c->det, s->excess_ns, s->usual_ns))
+            return 0;
+        double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
+        return 2.0 * (double)s->excess_ns >= cost && teller_fault_material(c->det, (long long)cost, s->usual_ns);
+    }
     default:
         return 0;
     }
@@ -474,25 +507,6 @@ typedef struct judging {
     size_t model_blank;          /* steps the model gave no number for */
 } judging;
 
-/* The most a finding on rank could have cost step k (s): unbounded when
- * every rank is linked to it by collectives; when the run holds ranks it
- * shares no collective with (data-parallel replicas, each running a batch
- * of its own), how far its linked ranks' step ran past the step's usual:
- * a replica that finished within it held nothing back, whatever slowed it. */
-static double replica_cost(const dctx *D, const teller_diag_step *s, int32_t rank, uint32_t k)
-{
-    int32_t q = rank >= 0 ? teller_store_source_of_rank(D->st, rank) : -1;
-    if (!D->apart || q < 0 || s->usual_ns <= 0)
-        return INFINITY;
-    int64_t dur = 0;
-    for (uint32_t i = 0; i < D->pcount[q]; i++) {
-        int64_t w = D->src_dur[(size_t)k * D->nsrc + D->linked[D->pfirst[q] + i]];
-        if (w > dur)
-            dur = w;
-    }
-    return dur > s->usual_ns ? (double)(dur - s->usual_ns) : 0;
-}
-
 /* Scores step k's findings (its carried one added first) and ranks them,
  * best first; a fault of the step's own that flags it is its root, before
  * a carried one however much that cost. 0, or -1 out of memory. */
@@ -572,7 +586,6 @@ static int list_cands(const dctx *D, diag_state *S, judging *J, uint32_t k, size
  * the numeric stage's order. 0, or -1 out of memory. */
 static int model_judge(const dctx *D, diag_state *S, judging *J, uint32_t k, size_t *idx, teller_error *err)
 {
-    (void)D;
     teller_diagnosis *d = S->out;
     teller_diag_step *s = &d->steps[k];
     teller_diag_cand *sc = d->cands + s->first_cand;
@@ -591,10 +604,16 @@ static int model_judge(const dctx *D, diag_state *S, judging *J, uint32_t k, siz
     for (; r > 0; r--)
         sc[r] = sc[r - 1], idx[r] = idx[r - 1];
     sc[0] = tc, idx[0] = ti;
+    double numeric = s->pred.score;
     s->pred.score = J->o->model_alone
                         ? mo.p_abnormal
-                        : teller_model_step_score(&mo, s->pred.score, share, teller_model_veto_share(J->o->model),
+                        : teller_model_step_score(&mo, numeric, share, teller_model_veto_share(J->o->model),
                                                   J->threshold);
+    /* the model weighs what the numbers only suggest; a fact the trace
+     * or the logs state stands */
+    if (!J->o->model_alone && numeric >= J->threshold && s->pred.score < J->threshold &&
+        fact_based(D, &S->steps[k].c[ti], s, k))
+        s->pred.score = numeric;
     return 0;
 }
 
@@ -611,7 +630,7 @@ static void verdict(const dctx *D, diag_state *S, const judging *J, uint32_t k, 
     const step_acc *sa = &S->steps[k];
     s->slowness = diag_slowness(s, J->spreads);
     s->slow = s->slowness >= 0.5;
-    s->fact = s->ncands && fact_based(&sa->c[idx[0]], s);
+    s->fact = s->ncands && fact_based(D, &sa->c[idx[0]], s, k);
     if (!s->fact && s->pred.score > s->slowness)
         s->pred.score = s->slowness;
     s->pred.abnormal = s->pred.score >= J->threshold;
