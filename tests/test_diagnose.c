@@ -514,6 +514,26 @@ static void test_diagnose_hang_deep_pipeline(void)
     }
 }
 
+/* A hang that took a deep pipeline's stage down before the first
+ * all-reduce of a step: the custom all-reduce's kernel (one stage or two)
+ * follows the batch's size, so the one it hung in is what followed the
+ * same kernels in the earlier step whose kernels took the nearest time,
+ * not in the step just before (seed 1015 of the tuning range: step 19's
+ * batch is smaller than step 18's prefill of 159 tokens, whose all-reduce
+ * ran the two-stage kernel, and was named after it). */
+static void test_diagnose_hang_names_kernel_of_its_size(void)
+{
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 8, o.gpus_per_node = 4, o.tp = 4, o.pp = 8;
+    o.steps = 30;
+    o.fault_rate = 0.3;
+    o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+    o.seed = 1015;
+    teller_eval_summary s = scored(&o, 32, 8);
+    CHECK(s.step_f1 >= 0.99);
+    CHECK(s.op_ac1 >= 0.99);
+}
+
 /* Four data-parallel replicas, a node each, running batches of their own:
  * a step is judged by the annotation that states the most work (replica
  * 0's annotation called some steps slow that were not, and left some slow
@@ -2332,6 +2352,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a middle node's slow link is put on that node", test_diagnose_slow_link_middle_node},
     {"diagnose: a hang deep in a pipeline, placed by its watchdog line's time", test_diagnose_hang_deep_pipeline},
+    {"diagnose: a hang before a step's first all-reduce names the kernel of the step's size",
+     test_diagnose_hang_names_kernel_of_its_size},
     {"diagnose: data-parallel replicas, each step judged by its heaviest batch", test_diagnose_replicas_judged_by_heaviest},
     {"diagnose: a preemption warning of a whole second is not placed on the run's opening prefill",
      test_diagnose_preemption_not_first_step},

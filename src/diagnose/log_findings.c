@@ -487,31 +487,74 @@ static int same_work(const waited *a, const waited *b)
     return a->seq == b->seq && !strcmp(a->op, b->op);
 }
 
+/* The first kernel of events [i, b), b when none. */
+static size_t kernel_from(const teller_events *ev, size_t i, size_t b)
+{
+    while (i < b && ev->layer[i] != TELLER_LAYER_KERNEL)
+        i++;
+    return i;
+}
+
 /* The engine collective source q's GPU was in when a hang took it down
- * before it ran any in the step: what followed the step's last kernel
- * the last time that kernel ran on its stream in an earlier step (a CUDA
- * graph replays the same kernels in order), when that is an engine
- * collective; else TELLER_NONE. */
+ * before it ran any in the step: the kernel that followed the step's
+ * kernels on their stream in the earlier step that began with the same
+ * kernels taking the nearest time (a CUDA graph replays a step's kernels
+ * in order, and the engine picks its all-reduce's algorithm by the batch's
+ * size, which the kernels' times follow: a decode step is told by a decode
+ * step, not by the prefill just before it; the latest of equals); else what
+ * followed the step's last kernel the last time that kernel ran on its
+ * stream. The one it hung in when that is an engine collective; else
+ * TELLER_NONE. */
 static uint32_t engine_next(const dctx *D, int32_t q, uint32_t step)
 {
     const teller_events *ev = D->ev;
-    size_t lo = D->range[q], hi = D->range[q + 1], last = SIZE_MAX, prev = SIZE_MAX;
+    size_t lo = D->range[q], hi = D->range[q + 1], last = SIZE_MAX;
     for (size_t e = lo; e < hi; e++)
         if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->step[e] == step &&
             (last == SIZE_MAX || ev->start_ns[e] > ev->start_ns[last]))
             last = e;
     if (last == SIZE_MAX)
         return TELLER_NONE;
-    for (size_t e = lo; e < hi; e++)
-        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->name[e] == ev->name[last] && ev->track[e] == ev->track[last] &&
-            ev->step[e] < step && (prev == SIZE_MAX || ev->start_ns[e] > ev->start_ns[prev]))
-            prev = e;
-    size_t next = SIZE_MAX;
-    for (size_t e = lo; e < hi && prev != SIZE_MAX; e++)
-        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->track[e] == ev->track[last] &&
-            ev->start_ns[e] > ev->start_ns[prev] && (next == SIZE_MAX || ev->start_ns[e] < ev->start_ns[next]))
-            next = e;
-    if (next == SIZE_MAX || !(ev->flags[next] & TELLER_F_COMM))
+    /* the stream's events: one run of the source's, in start order (tree.c) */
+    size_t a = last, b = last + 1, first = SIZE_MAX, n = 0;
+    while (a > lo && ev->track[a - 1] == ev->track[last])
+        a--;
+    while (b < hi && ev->track[b] == ev->track[last])
+        b++;
+    for (size_t e = a; e < b; e++)
+        if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->step[e] == step) {
+            first = n ? first : e;
+            n++;
+        }
+    double took = 0, off = INFINITY; /* the step's kernels' time; the nearest match's distance from it */
+    for (size_t p = first; p < b; p = kernel_from(ev, p + 1, b))
+        took += ev->step[p] == step ? (double)ev->dur_ns[p] : 0;
+    size_t next = b, prev_k = b; /* prev_k: the kernel before j on the stream */
+    for (size_t j = kernel_from(ev, a, b); j < b; prev_k = j, j = kernel_from(ev, j + 1, b)) {
+        if (ev->step[j] >= step || (prev_k < b && ev->step[prev_k] == ev->step[j]))
+            continue; /* not the first kernel of an earlier step */
+        size_t i = j, p = first, same = 0;
+        double t = 0;
+        while (same < n && i < b && p < b && ev->name[i] == ev->name[p] && ev->step[i] == ev->step[j]) {
+            same++;
+            t += (double)ev->dur_ns[i];
+            i = kernel_from(ev, i + 1, b);
+            p = kernel_from(ev, p + 1, b);
+        }
+        double d = fabs(log((t + 1) / (took + 1)));
+        if (same == n && i < b && d <= off) {
+            next = i;
+            off = d;
+        }
+    }
+    if (next == b) {
+        size_t prev = b;
+        for (size_t e = a; e < b; e++)
+            if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->name[e] == ev->name[last] && ev->step[e] < step)
+                prev = e;
+        next = prev < b ? kernel_from(ev, prev + 1, b) : b;
+    }
+    if (next == b || !(ev->flags[next] & TELLER_F_COMM))
         return TELLER_NONE;
     const teller_comm_family *fam =
         teller_comm_family_get(teller_comm_family_of(teller_store_str(D->st, ev->name[next]), NULL, 0));
@@ -646,8 +689,9 @@ static int log_hangs(const dctx *D, diag_state *S, finds *out, const waits_seen 
          * rank that hung in one went on enqueueing the step's work and its
          * watchdog fired on the next NCCL work, which it never ran. So when
          * the step holds no kernel of the line's kind but one of those, the
-         * latest of them in the step is what the rank was in; when it ran
-         * none yet, the one that follows its last kernel (engine_next). */
+         * latest of them in the step is what the rank was in (its batch
+         * sets their size, and the size the kernel); when it ran none yet,
+         * the one that follows its last kernel (engine_next). */
         uint32_t name = TELLER_NONE, engine = TELLER_NONE;
         int64_t latest = INT64_MIN, latest_engine = INT64_MIN;
         int kind_in_step = 0;
