@@ -514,6 +514,43 @@ static void test_diagnose_hang_deep_pipeline(void)
     }
 }
 
+/* Four data-parallel replicas of tp 2 x pp 2 on two nodes of 8 GPUs: a
+ * node holds four tensor-parallel groups whose custom all-reduces no
+ * process group names. Matched as one group per node they made false hangs
+ * and late arrivals (10 false alarms in this seed of the tuning range);
+ * the ranks whose all-reduces end together are each instance's members. */
+static void test_diagnose_replicas_sharing_a_node(void)
+{
+    char dir[] = "/tmp/teller_diag_dpnode_XXXXXX";
+    teller_sim_opts o = teller_sim_defaults();
+    o.nodes = 2, o.gpus_per_node = 8, o.tp = 2, o.pp = 2, o.dp = 4;
+    o.steps = 30;
+    o.fault_rate = 0.3;
+    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
+    o.seed = 1009;
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 16, 2, &st, &d, &s);
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    size_t engine = 0, apart = 0;
+    for (size_t c = 0; c < teller_store_num_collectives(st); c++) {
+        if (strncmp(teller_store_str(st, co[c].key), "fam ", 4))
+            continue;
+        engine++;
+        for (uint32_t m = 0; m < co[c].num_members; m++) /* tp pairs are ranks 2i, 2i + 1 */
+            apart += mem[co[c].first_member + m].rank / 2 != mem[co[c].first_member].rank / 2;
+    }
+    fprintf(stderr, "  %zu engine all-reduces, %zu members outside their pair; step precision %.3f\n", engine, apart,
+            s.step_precision);
+    CHECK(engine > 0 && apart == 0);
+    CHECK(s.step_precision >= 0.99);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A hang that took a deep pipeline's stage down before the first
  * all-reduce of a step: the custom all-reduce's kernel (one stage or two)
  * follows the batch's size, so the one it hung in is what followed the
@@ -2352,6 +2389,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow link's root is the operator its transfers cost most together", test_diagnose_slow_link_operator},
     {"diagnose: a middle node's slow link is put on that node", test_diagnose_slow_link_middle_node},
     {"diagnose: a hang deep in a pipeline, placed by its watchdog line's time", test_diagnose_hang_deep_pipeline},
+    {"diagnose: data-parallel replicas sharing a node all-reduce within their own pairs", test_diagnose_replicas_sharing_a_node},
     {"diagnose: a hang before a step's first all-reduce names the kernel of the step's size",
      test_diagnose_hang_names_kernel_of_its_size},
     {"diagnose: data-parallel replicas, each step judged by its heaviest batch", test_diagnose_replicas_judged_by_heaviest},

@@ -625,6 +625,98 @@ static void find_collectives(void *ctx, size_t s)
     f->n[s] = n;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Two ranks' engine collectives end together: within 2 us (a custom
+ * all-reduce's members leave its closing barrier at once, on one node's
+ * clock); kernels of unrelated groups meet that by chance. */
+#define TOGETHER_NS 2000
+
+/* The share of ends a[0..na) that some end of b (sorted) meets. */
+static double ends_met(const int64_t *a, size_t na, const int64_t *b, size_t nb)
+{
+    size_t met = 0, j = 0;
+    for (size_t i = 0; i < na; i++) {
+        while (j < nb && b[j] < a[i] - TOGETHER_NS)
+            j++;
+        met += j < nb && b[j] <= a[i] + TOGETHER_NS;
+    }
+    return na ? (double)met / (double)na : 0;
+}
+
+static int32_t uf_root(int32_t *up, int32_t x)
+{
+    while (up[x] != x)
+        x = up[x] = up[up[x]];
+    return x;
+}
+
+/* The groups of a node's ranks whose engine collectives (matched by order,
+ * without a process group, DeepEP's aside) run together: data-parallel
+ * replicas that share a node each all-reduce within their own tensor-
+ * parallel group, which the trace names nowhere. Two sources are of one
+ * group when at least half the kernels of each end with one of the
+ * other's (TOGETHER_NS). Per source into grp: the lowest rank of its group,
+ * or -1 where its node holds one group (or it ran none). 0, or -1 out of
+ * memory. */
+static int engine_groups(const teller_store *st, coll_found *const *found, const size_t *nfound, int32_t *grp)
+{
+    const teller_events *ev = &st->ev;
+    size_t ns = st->nsources;
+    int64_t **ends = calloc(ns ? ns : 1, sizeof *ends);
+    size_t *nend = calloc(ns ? ns : 1, sizeof *nend);
+    int32_t *up = malloc((ns ? ns : 1) * sizeof *up);
+    int bad = !ends || !nend || !up;
+    for (size_t s = 0; s < ns && !bad; s++) {
+        grp[s] = -1;
+        up[s] = (int32_t)s;
+        for (size_t k = 0; k < nfound[s]; k++) {
+            const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
+            uint32_t i = found[s][k].ev;
+            const teller_comm *cm = found[s][k].cm;
+            if (found[s][k].pg || !fam || fam->match != TELLER_COMM_MATCH_ORDER ||
+                found[s][k].fam == TELLER_COMM_DEEP_EP || (cm && cm->seq >= 0 && cm->seq < UINT32_MAX))
+                continue;
+            if (!ends[s] && !(ends[s] = malloc(nfound[s] * sizeof **ends))) {
+                bad = 1;
+                break;
+            }
+            ends[s][nend[s]++] = ev->start_ns[i] + ev->dur_ns[i];
+        }
+        if (nend[s])
+            teller_sort(ends[s], nend[s], sizeof **ends, cmp_i64);
+    }
+    for (size_t a = 0; a < ns && !bad; a++)
+        for (size_t b = a + 1; b < ns && nend[a]; b++)
+            if (nend[b] && st->sources[a].node == st->sources[b].node &&
+                ends_met(ends[a], nend[a], ends[b], nend[b]) >= 0.5 && ends_met(ends[b], nend[b], ends[a], nend[a]) >= 0.5)
+                up[uf_root(up, (int32_t)b)] = uf_root(up, (int32_t)a);
+    /* a node of more than one group names each by its lowest rank */
+    for (size_t a = 0; a < ns && !bad; a++) {
+        if (!nend[a])
+            continue;
+        int32_t low = st->sources[a].rank, other = 0;
+        for (size_t b = 0; b < ns; b++)
+            if (nend[b] && st->sources[b].node == st->sources[a].node) {
+                if (uf_root(up, (int32_t)b) != uf_root(up, (int32_t)a))
+                    other = 1;
+                else if (st->sources[b].rank < low)
+                    low = st->sources[b].rank;
+            }
+        grp[a] = other ? low : -1;
+    }
+    for (size_t s = 0; ends && s < ns; s++)
+        free(ends[s]);
+    free(ends);
+    free(nend);
+    free(up);
+    return bad ? -1 : 0;
+}
+
 /* Collectives are matched by (key, seq): the key is the process group
  * when the trace names it (Kineto copies it onto the NCCL kernel), else
  * the NCCL operation from the kernel name; seq is the trace's own sequence
@@ -657,12 +749,15 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
     uint32_t *key_of = NULL;
     size_t kcap = 0;
     int bad = !found || !nfound || !failed;
+    int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups */
+    bad |= !egrp;
     if (!bad) {
         coll_find f = {st, range, found, nfound, failed};
         teller_parallel_for(jobs, ns, find_collectives, &f);
         for (size_t s = 0; s < ns; s++)
             bad |= failed[s];
     }
+    bad = bad || engine_groups(st, found, nfound, egrp);
     /* one item per NCCL kernel found: sized once, so never copied to grow */
     for (size_t s = 0; s < ns && !bad; s++)
         icap += nfound[s];
@@ -681,13 +776,16 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
             uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
             const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
             if (fam && fam->match == TELLER_COMM_MATCH_ORDER && seq == TELLER_NONE) {
-                /* without a group, the node: the all-reduces over NVLink
-                 * (all but DeepEP's) never leave it */
+                /* without a group, the node's ranks that run them
+                 * together: the all-reduces over NVLink (all but DeepEP's)
+                 * never leave it */
                 const teller_args *a = teller_store_event_args(st, i);
                 teller_comm_family_of(teller_store_str(st, ev->name[i]), op, sizeof op);
                 char grp[160];
                 if (pg)
                     snprintf(grp, sizeof grp, " pg %.120s", teller_store_str(st, pg));
+                else if (found[s][k].fam != TELLER_COMM_DEEP_EP && egrp[s] >= 0)
+                    snprintf(grp, sizeof grp, " node %d ranks from %d", st->sources[ev->source[i]].node, egrp[s]);
                 else if (found[s][k].fam != TELLER_COMM_DEEP_EP)
                     snprintf(grp, sizeof grp, " node %d", st->sources[ev->source[i]].node);
                 else
@@ -731,6 +829,7 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
     free(found);
     free(nfound);
     free(failed);
+    free(egrp);
     kmap_free(&keys);
     free(key_of);
     if (bad)
@@ -786,12 +885,6 @@ oom:
 }
 
 /* ---- pass 5: clock offsets ---- */
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int64_t median_i64(int64_t *v, size_t n)
 {
