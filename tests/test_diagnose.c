@@ -148,18 +148,22 @@ static int kinds_flagged(const char *dir, const teller_diagnosis *d, const char 
     return flagged;
 }
 
-/* 64 ranks as 8 pipeline stages of 8 GPUs (the simulator's default
- * topology: a stage per node), 30 steps, every fault kind at rate 0.3. */
-static teller_sim_opts deep_pipeline(uint64_t seed)
+/* A case of bench/fleet_eval.sh's: NODES x GPUS as DP replicas of TP x
+ * PP, 30 steps, every fault kind at rate 0.3. */
+static teller_sim_opts fleet_case(int nodes, int gpus, int tp, int pp, int dp, uint64_t seed)
 {
     teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 8, o.gpus_per_node = 8, o.tp = 8, o.pp = 8, o.dp = 1;
+    o.nodes = nodes, o.gpus_per_node = gpus, o.tp = tp, o.pp = pp, o.dp = dp;
     o.steps = 30;
     o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
     o.fault_rate = 0.3;
     o.seed = seed;
     return o;
 }
+
+/* 64 ranks as 8 pipeline stages of 8 GPUs (the simulator's default
+ * topology: a stage per node). */
+static teller_sim_opts deep_pipeline(uint64_t seed) { return fleet_case(8, 8, 8, 8, 1, seed); }
 
 /* A deep pipeline (8 stages of 8 GPUs): a throttled GPU costs the step a
  * few percent, less than steps of its kind vary, and fewer than three of
@@ -199,8 +203,7 @@ static void test_diagnose_throttle_deep_pipeline(void)
 static void test_diagnose_fault_past_other_replicas(void)
 {
     char dir[] = "/tmp/teller_diag_dp_XXXXXX";
-    teller_sim_opts o = deep_pipeline(1003);
-    o.tp = 8, o.pp = 2, o.dp = 4;
+    teller_sim_opts o = fleet_case(8, 8, 8, 2, 4, 1003);
     teller_store *st = NULL;
     teller_diagnosis *d = NULL;
     teller_eval_summary s;
@@ -522,12 +525,7 @@ static void test_diagnose_hang_deep_pipeline(void)
 static void test_diagnose_replicas_sharing_a_node(void)
 {
     char dir[] = "/tmp/teller_diag_dpnode_XXXXXX";
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 2, o.gpus_per_node = 8, o.tp = 2, o.pp = 2, o.dp = 4;
-    o.steps = 30;
-    o.fault_rate = 0.3;
-    o.faults = ((1u << TELLER_FAULT_COUNT) - 1) & ~1u;
-    o.seed = 1009;
+    teller_sim_opts o = fleet_case(2, 8, 2, 2, 4, 1009);
     teller_store *st = NULL;
     teller_diagnosis *d = NULL;
     teller_eval_summary s;
@@ -560,12 +558,8 @@ static void test_diagnose_replicas_sharing_a_node(void)
  * ran the two-stage kernel, and was named after it). */
 static void test_diagnose_hang_names_kernel_of_its_size(void)
 {
-    teller_sim_opts o = teller_sim_defaults();
-    o.nodes = 8, o.gpus_per_node = 4, o.tp = 4, o.pp = 8;
-    o.steps = 30;
-    o.fault_rate = 0.3;
+    teller_sim_opts o = fleet_case(8, 4, 4, 8, 1, 1015);
     o.faults = 1u << TELLER_FAULT_NCCL_HANG;
-    o.seed = 1015;
     teller_eval_summary s = scored(&o, 32, 8);
     CHECK(s.step_f1 >= 0.99);
     CHECK(s.op_ac1 >= 0.99);

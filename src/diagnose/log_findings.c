@@ -516,19 +516,18 @@ static uint32_t engine_next(const dctx *D, int32_t q, uint32_t step)
     if (last == SIZE_MAX)
         return TELLER_NONE;
     /* the stream's events: one run of the source's, in start order (tree.c) */
-    size_t a = last, b = last + 1, first = SIZE_MAX, n = 0;
+    size_t a = last, b = last + 1, first = last, n = 0;
     while (a > lo && ev->track[a - 1] == ev->track[last])
         a--;
     while (b < hi && ev->track[b] == ev->track[last])
         b++;
+    double took = 0, off = INFINITY; /* the step's kernels' time; the nearest match's distance from it */
     for (size_t e = a; e < b; e++)
         if (ev->layer[e] == TELLER_LAYER_KERNEL && ev->step[e] == step) {
-            first = n ? first : e;
-            n++;
+            if (!n++)
+                first = e;
+            took += (double)ev->dur_ns[e];
         }
-    double took = 0, off = INFINITY; /* the step's kernels' time; the nearest match's distance from it */
-    for (size_t p = first; p < b; p = kernel_from(ev, p + 1, b))
-        took += ev->step[p] == step ? (double)ev->dur_ns[p] : 0;
     size_t next = b, prev_k = b; /* prev_k: the kernel before j on the stream */
     for (size_t j = kernel_from(ev, a, b); j < b; prev_k = j, j = kernel_from(ev, j + 1, b)) {
         if (ev->step[j] >= step || (prev_k < b && ev->step[prev_k] == ev->step[j]))
