@@ -217,6 +217,7 @@ static void make_sample(teller_model_sample *s, int n, int abnormal, int kind, i
     for (int j = 0; j < TELLER_MODEL_STEP_FEATURES; j++)
         s->step[j] = urand();
     s->ncands = (uint32_t)n;
+    s->slowness = 1; /* a step past its alarm: the verdict does not cap its score */
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < TELLER_CAND_FEATURES; j++)
             s->feat[i][j] = urand();
@@ -547,7 +548,7 @@ static void test_model_judges_diagnosis(void)
         CHECK_EQ_INT(teller_model_step(tr, d0, k, &x, &mo, &err), TELLER_OK);
         double wscore = teller_model_step_score(&mo, d0->cands[a->first_cand].score,
                                                 d0->cands[a->first_cand].feat[TELLER_CF_EXCESS_SHARE],
-                                                teller_model_veto_share(m), 0.5);
+                                                teller_model_veto_share(m), 0.5, b->fact);
         if (!b->fact && wscore > b->slowness) /* the step alarm (diagnose.h) */
             wscore = b->slowness;
         CHECK(fabs(b->pred.score - wscore) < 1e-6);
@@ -717,27 +718,30 @@ static void test_model_rules_around_numeric_stage(void)
     CHECK_EQ_INT(teller_model_root(&s, &o, TELLER_MODEL_ROOT_CONFIDENCE, 0.01), 1);
 
     o.p_abnormal = 0.3f;
-    CHECK(teller_model_step_score(&o, 0.8, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);          /* a numeric alarm stands */
-    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) - 0.3) < 1e-6); /* no alarm: the model's P */
+    CHECK(teller_model_step_score(&o, 0.8, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 0) == 0.5);          /* a numeric alarm stands */
+    CHECK(fabs(teller_model_step_score(&o, 0.4, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 0) - 0.3) < 1e-6); /* no alarm: the model's P */
     o.p_abnormal = 0.1f;
-    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) - 0.1) < 1e-6); /* vetoed: the model is sure */
+    CHECK(fabs(teller_model_step_score(&o, 0.99, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 0) - 0.1) < 1e-6); /* vetoed: the model is sure */
     o.p_abnormal = 0.7f;
-    CHECK(teller_model_step_score(&o, 0.8, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) == 0.7f);          /* it agrees: its P */
+    CHECK(teller_model_step_score(&o, 0.8, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 0) == 0.7f);          /* it agrees: its P */
     /* the model does not add a step the numeric stage did not flag */
-    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.01, TELLER_MODEL_VETO_SHARE, 0.5) - 0.2) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.2, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 0) - 0.2) < 1e-6);
 
     /* a numeric alarm whose finding costs a tenth of the step or more is
      * not vetoed, however sure the model is (held-out real runs: a GPU
      * throttled for a third of every step, P 0.004-0.14); just under that
      * share it is */
     o.p_abnormal = 0.01f;
-    CHECK(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);
-    CHECK(teller_model_step_score(&o, 1.0, 0.3, TELLER_MODEL_VETO_SHARE, 0.5) == 0.5);
-    CHECK(fabs(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE - 0.001, TELLER_MODEL_VETO_SHARE, 0.5) - 0.01) < 1e-6);
-    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.3, TELLER_MODEL_VETO_SHARE, 0.5) - 0.01) < 1e-6); /* no alarm to keep: the model's P */
+    CHECK(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE, TELLER_MODEL_VETO_SHARE, 0.5, 0) == 0.5);
+    CHECK(teller_model_step_score(&o, 1.0, 0.3, TELLER_MODEL_VETO_SHARE, 0.5, 0) == 0.5);
+    CHECK(fabs(teller_model_step_score(&o, 1.0, TELLER_MODEL_VETO_SHARE - 0.001, TELLER_MODEL_VETO_SHARE, 0.5, 0) - 0.01) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.3, TELLER_MODEL_VETO_SHARE, 0.5, 0) - 0.01) < 1e-6); /* no alarm to keep: the model's P */
+    /* a fact (a hang, a log line) is not vetoed: it keeps the numeric score */
+    CHECK(fabs(teller_model_step_score(&o, 0.9, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 1) - 0.9) < 1e-6);
+    CHECK(fabs(teller_model_step_score(&o, 0.3, 0.01, TELLER_MODEL_VETO_SHARE, 0.5, 1) - 0.01) < 1e-6);
     /* a model whose veto share was calibrated higher vetoes larger findings */
-    CHECK(fabs(teller_model_step_score(&o, 1.0, 0.3, 0.5, 0.5) - 0.01) < 1e-6);
-    CHECK(teller_model_step_score(&o, 1.0, 0.5, 0.5, 0.5) == 0.5);
+    CHECK(fabs(teller_model_step_score(&o, 1.0, 0.3, 0.5, 0.5, 0) - 0.01) < 1e-6);
+    CHECK(teller_model_step_score(&o, 1.0, 0.5, 0.5, 0.5, 0) == 0.5);
 
     /* calibration: a few epochs on noisy samples, then P >= 0.5 on the
      * validation samples gives the best F1 of any threshold */
@@ -800,6 +804,35 @@ static void test_model_rules_around_numeric_stage(void)
     teller_model_free(m);
 }
 
+/* teller train's validation figures judge a step as teller_diagnose's
+ * verdict does: a fact's alarm stands whatever the model says, and a
+ * score that is no fact is at most the step's slowness */
+static void test_model_validation_judges_as_diagnose(void)
+{
+    enum { NS = 30 };
+    teller_model_sample tr[NS], va[NS];
+    for (int i = 0; i < NS; i++) {
+        int ab = i % 3 == 0;
+        for (int v = 0; v < 2; v++) {
+            teller_model_sample *x = v ? &va[i] : &tr[i];
+            make_sample(x, 2, ab, ab ? 1 : 0, ab ? 0 : -1);
+            x->numeric = 0.9f;   /* every step a numeric alarm */
+            x->share = 0.01f;    /* each small enough for the model to veto */
+            x->fact = (uint8_t)ab;     /* the abnormal ones facts, without a yardstick */
+            x->slowness = ab ? 0 : 0.2f; /* the normal ones within their spread */
+        }
+    }
+    teller_model *m = teller_model_create(5);
+    teller_train_opts to = {0};
+    to.max_epochs = 3;
+    teller_train_report rep;
+    teller_error err;
+    CHECK_EQ_INT(teller_model_train(m, tr, NS, va, NS, &to, &rep, &err), TELLER_OK);
+    CHECK(fabs(rep.f1 - 1) < 1e-9);         /* whatever P the model gives */
+    CHECK(fabs(rep.f1_numeric - 1) < 1e-9); /* the alarms past the spread only */
+    teller_model_free(m);
+}
+
 /* the library carries the default model exactly when the source tree has
  * src/model/default.tmod (make model), byte for byte, and it answers */
 static void test_model_default_matches_source(void)
@@ -855,6 +888,8 @@ static void test_model_answer_out_of_range_is_none(void)
 
 const test_case model_tests[] = {
     {"model: an answer out of [0, 1] (a damaged model's NaN) is no opinion", test_model_answer_out_of_range_is_none},
+    {"model: teller train's validation judges facts and the step alarm as teller diagnose does",
+     test_model_validation_judges_as_diagnose},
     {"model: the built-in default model is src/model/default.tmod when there is one, none otherwise",
      test_model_default_matches_source},
     {"model: teller_diagnose with a model: its verdicts, its order, sentences grounded in the chosen candidate",

@@ -74,8 +74,11 @@ typedef struct teller_model_sample {
     uint8_t  tparent[TELLER_MODEL_MAX_TRACE]; /* index among the trace tokens, TELLER_MODEL_NO_PARENT */
     /* what teller_diagnose weighs beside the model's answer (not inputs: an
      * ablation leaves them): the numeric stage's best score, its first
-     * candidate's excess share */
-    float    numeric, share;
+     * candidate's excess share, the step's slowness (teller_diag_step) and
+     * whether its first candidate is a fact (a diagnosis without a model:
+     * what teller_train's validation judges as teller_diagnose would) */
+    float    numeric, share, slowness;
+    uint8_t  fact;
     /* labels */
     uint8_t  abnormal;
     uint8_t  kind;  /* teller_fault, NONE for a normal step */
@@ -208,15 +211,18 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
  * candidate explains little of the step (its excess share, `share`, the
  * candidate's TELLER_CF_EXCESS_SHARE, under `veto_share`: the model's,
  * teller_model_veto_share, TELLER_MODEL_VETO_SHARE unless calibrated) —
- * then the score is P. A step the numeric stage does not flag scores the
- * smaller of P and its numeric score. Why each condition: docs/MODEL.md
- * (a finding of a tenth of the step is not noise on any workload; the
- * steps the model added on the tuning cases were mostly false alarms). A
- * step is abnormal when the score >= threshold. */
+ * then the score is P, unless the alarm is a fact (teller_diag_step.fact:
+ * a hang, a log line, what the trace states): the model does not veto
+ * what the trace says, and the score stays `numeric`. A step the numeric
+ * stage does not flag scores the smaller of P and its numeric score. Why
+ * each condition: docs/MODEL.md (a finding of a tenth of the step is not
+ * noise on any workload; the steps the model added on the tuning cases
+ * were mostly false alarms). A step is abnormal when the score >=
+ * threshold. */
 #define TELLER_MODEL_VETO       0.12
 #define TELLER_MODEL_VETO_SHARE 0.1
 double teller_model_step_score(const teller_model_out *o, double numeric, double share, double veto_share,
-                               double threshold);
+                               double threshold, int fact);
 /* The largest share of the step a finding the model vetoes may explain:
  * TELLER_MODEL_VETO_SHARE, or what fine-tuning on a user's cases chose
  * (teller_train_opts.fine_tune). */

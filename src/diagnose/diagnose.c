@@ -604,16 +604,12 @@ static int model_judge(const dctx *D, diag_state *S, judging *J, uint32_t k, siz
     for (; r > 0; r--)
         sc[r] = sc[r - 1], idx[r] = idx[r - 1];
     sc[0] = tc, idx[0] = ti;
-    double numeric = s->pred.score;
-    s->pred.score = J->o->model_alone
-                        ? mo.p_abnormal
-                        : teller_model_step_score(&mo, numeric, share, teller_model_veto_share(J->o->model),
-                                                  J->threshold);
     /* the model weighs what the numbers only suggest; a fact the trace
      * or the logs state stands */
-    if (!J->o->model_alone && numeric >= J->threshold && s->pred.score < J->threshold &&
-        fact_based(D, &S->steps[k].c[ti], s, k))
-        s->pred.score = numeric;
+    s->pred.score = J->o->model_alone
+                        ? mo.p_abnormal
+                        : teller_model_step_score(&mo, s->pred.score, share, teller_model_veto_share(J->o->model),
+                                                  J->threshold, fact_based(D, &S->steps[k].c[ti], s, k));
     return 0;
 }
 

@@ -269,6 +269,8 @@ void teller_model_sample_of(const teller_diagnosis *d, size_t k, teller_model_sa
     out->step[4] = s->peer_colls > 0;
     out->numeric = best;
     out->share = out->ncands ? out->feat[0][TELLER_CF_EXCESS_SHARE] : 0;
+    out->slowness = (float)s->slowness;
+    out->fact = (uint8_t)(s->fact != 0);
 }
 
 /* ---- one step forward and backward ---- */
@@ -582,13 +584,14 @@ uint32_t teller_model_root(const teller_model_sample *s, const teller_model_out 
 }
 
 double teller_model_step_score(const teller_model_out *o, double numeric, double share, double veto_share,
-                               double threshold)
+                               double threshold, int fact)
 {
     double p = o->p_abnormal;
     if (numeric < threshold)
         return p < numeric ? p : numeric;
-    int stands = p >= TELLER_MODEL_VETO || share >= veto_share;
-    return stands && p < threshold ? threshold : p;
+    if (p >= threshold)
+        return p;
+    return p >= TELLER_MODEL_VETO || share >= veto_share ? threshold : fact ? numeric : p;
 }
 
 static double mean_loss(const teller_model *m, const teller_model_sample *s, size_t n, const lossw *w, acts *a)
@@ -722,6 +725,13 @@ static float calibrate(teller_model *m, const teller_model_sample *s, size_t n, 
     return (float)t;
 }
 
+/* A step's score as teller_diagnose's verdict leaves it: one that is no
+ * fact is at most the step's slowness. */
+static double judged(const teller_model_sample *s, double score)
+{
+    return s->fact || score <= s->slowness ? score : s->slowness;
+}
+
 /* The calibrated model's figures on samples: step F1 as teller_diagnose
  * decides (a step without candidates is normal), of the model alone
  * (P >= 0.5, no numeric alarm standing) and of the numeric stage alone
@@ -735,12 +745,13 @@ static void score_samples(const teller_model *m, const teller_model_sample *s, s
         pos += s[i].abnormal != 0;
         if (!s[i].ncands)
             continue;
-        npp += s[i].numeric >= 0.5f;
-        ntp += s[i].numeric >= 0.5f && s[i].abnormal;
+        int nflag = judged(&s[i], s[i].numeric) >= 0.5;
+        npp += nflag;
+        ntp += nflag && s[i].abnormal;
         forward(m, &s[i], a);
         teller_model_out o; /* as teller_diagnose judges the step */
         o.p_abnormal = (float)(1.0 / (1.0 + exp(-(double)a->za)));
-        int flag = teller_model_step_score(&o, s[i].numeric, s[i].share, veto_share, 0.5) >= 0.5,
+        int flag = judged(&s[i], teller_model_step_score(&o, s[i].numeric, s[i].share, veto_share, 0.5, s[i].fact)) >= 0.5,
             mflag = o.p_abnormal >= 0.5f;
         pp += flag;
         tp += flag && s[i].abnormal;
