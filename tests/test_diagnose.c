@@ -194,6 +194,31 @@ static void test_diagnose_throttle_deep_pipeline(void)
     }
 }
 
+/* Eight data-parallel replicas of tp 4, two a node: step 11 of this seed
+ * (tuning range) is one of the run's two decode-only steps, too few for a
+ * yardstick, and one GPU throttled in it cost its replica a fifth of the
+ * step past the other replicas. Its tensor-parallel peers measure it in
+ * the step: flagged as gpu_throttle, with no false alarm (it went
+ * unflagged while a throttle needed the step's usual). */
+static void test_diagnose_throttle_without_yardstick(void)
+{
+    static const char *const kinds[] = {"gpu_throttle", NULL};
+    char dir[] = "/tmp/teller_diag_thr_XXXXXX";
+    teller_sim_opts o = fleet_case(4, 8, 4, 1, 8, 1013);
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 32, 0, &st, &d, &s);
+    int n = 0, f = kinds_flagged(dir, d, kinds, &n);
+    fprintf(stderr, "  %d of %d throttled steps flagged, step precision %.3f\n", f, n, s.step_precision);
+    CHECK(d && d->n > 11 && d->steps[11].usual_ns <= 0 && d->steps[11].pred.abnormal && d->steps[11].fact);
+    CHECK(n >= 1 && f == n);
+    CHECK(s.step_precision >= 0.99);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Four data-parallel replicas of tp 8 x pp 2: the step ends with its
  * longest replica, so a fault in one costs the step at most how far that
  * replica ran past the others. In step 7 of this seed (tuning range) slowed
@@ -2436,6 +2461,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: a throttled GPU is named after the kernel with the most time (perturbed real DDP run)",
      test_diagnose_throttle_names_heaviest_kernel},
     {"diagnose: a throttled GPU of a deep pipeline is flagged (64 ranks)", test_diagnose_throttle_deep_pipeline},
+    {"diagnose: a throttle its peers measure flags a step without a yardstick", test_diagnose_throttle_without_yardstick},
     {"diagnose: a fault costs its step what its replica ran past the other replicas",
      test_diagnose_fault_past_other_replicas},
     {"diagnose: a slow transfer flags a step that has no yardstick", test_diagnose_transfer_without_yardstick},

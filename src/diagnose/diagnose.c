@@ -65,14 +65,14 @@ static double cand_score(const cand *c, double step_dur, int has_log)
  * every rank is linked to it by collectives; when the run holds ranks it
  * shares no collective with (data-parallel replicas, each running a batch
  * of its own), how far its linked ranks' step ran past both the step's
- * usual and the other replicas' longest: a replica that finished within
- * either held nothing back, whatever slowed it. */
+ * usual (when it has one) and the other replicas' longest: a replica that
+ * finished within either held nothing back, whatever slowed it. */
 static double replica_cost(const dctx *D, const teller_diag_step *s, int32_t rank, uint32_t k)
 {
     int32_t q = rank >= 0 ? teller_store_source_of_rank(D->st, rank) : -1;
-    if (!D->apart || q < 0 || s->usual_ns <= 0)
+    if (!D->apart || q < 0)
         return INFINITY;
-    int64_t dur = 0, others = s->usual_ns;
+    int64_t dur = 0, others = s->usual_ns > 0 ? s->usual_ns : 0;
     for (size_t i = 0; i < D->nsrc; i++) {
         int64_t w = D->src_dur[(size_t)k * D->nsrc + i], *at = D->pipe[i] == D->pipe[q] ? &dur : &others;
         if (w > *at)
@@ -110,11 +110,14 @@ static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, u
     case TELLER_FAULT_PP_SEND_DELAY:
         return s->usual_ns < 0 && !c->reference;
     case TELLER_FAULT_GPU_THROTTLE: {
-        if (!(c->over_peers > 0) || c->reference || s->usual_ns <= 0 ||
-            !teller_fault_material(c->det, s->excess_ns, s->usual_ns))
+        if (!(c->over_peers > 0) || c->reference)
             return 0;
         double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
-        return 2.0 * (double)s->excess_ns >= cost && teller_fault_material(c->det, (long long)cost, s->usual_ns);
+        if (s->usual_ns <= 0) /* no yardstick: what the peers measured, against the rest of the step */
+            return cost < (double)s->dur_ns &&
+                   teller_fault_material(c->det, (long long)cost, s->dur_ns - (long long)cost);
+        return teller_fault_material(c->det, s->excess_ns, s->usual_ns) && 2.0 * (double)s->excess_ns >= cost &&
+               teller_fault_material(c->det, (long long)cost, s->usual_ns);
     }
     default:
         return 0;
