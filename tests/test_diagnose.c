@@ -219,6 +219,31 @@ static void test_diagnose_throttle_without_yardstick(void)
     rm_rf(dir);
 }
 
+/* Four data-parallel replicas of tp 2 x pp 2 on two nodes: in step 15 of
+ * this seed (tuning range) rank 13's pipeline send stalled and cost the
+ * step 648 us (7 %), within how far mixed steps stray from their line.
+ * The run's transfers measure the send, and what it cost reached the
+ * step's end: flagged as pp_send_delay at rank 13 though the step is not
+ * past its alarm (it went unflagged while a transfer was a fact only in a
+ * step without a yardstick). */
+static void test_diagnose_transfer_reached_end(void)
+{
+    char dir[] = "/tmp/teller_diag_send_XXXXXX";
+    teller_sim_opts o = fleet_case(2, 8, 2, 2, 4, 1007);
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 16, 0, &st, &d, &s);
+    const teller_diag_step *k = d && d->n > 15 ? &d->steps[15] : NULL;
+    fprintf(stderr, "  step 15: %s at rank %d, slow %d; step precision %.3f\n", k ? k->fault : "-", k ? k->root_rank : -1,
+            k ? k->slow : -1, s.step_precision);
+    CHECK(k && k->pred.abnormal && k->fact && !k->slow && k->root_rank == 13 && !strcmp(k->fault, "pp_send_delay"));
+    CHECK(s.step_precision >= 0.95);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Four data-parallel replicas of tp 8 x pp 2: the step ends with its
  * longest replica, so a fault in one costs the step at most how far that
  * replica ran past the others. In step 7 of this seed (tuning range) slowed
@@ -2462,6 +2487,7 @@ const test_case diagnose_tests[] = {
      test_diagnose_throttle_names_heaviest_kernel},
     {"diagnose: a throttled GPU of a deep pipeline is flagged (64 ranks)", test_diagnose_throttle_deep_pipeline},
     {"diagnose: a throttle its peers measure flags a step without a yardstick", test_diagnose_throttle_without_yardstick},
+    {"diagnose: a slow transfer whose cost reached the step's end is a fact", test_diagnose_transfer_reached_end},
     {"diagnose: a fault costs its step what its replica ran past the other replicas",
      test_diagnose_fault_past_other_replicas},
     {"diagnose: a slow transfer flags a step that has no yardstick", test_diagnose_transfer_without_yardstick},

@@ -81,19 +81,31 @@ static double replica_cost(const dctx *D, const teller_diag_step *s, int32_t ran
     return dur > others ? (double)(dur - others) : 0;
 }
 
+/* Whether step k (s, with a yardstick) lost a material share over its
+ * usual and at least half of what finding c cost (at most what its
+ * replica ran past the other replicas) reached the step's end, that cost
+ * material too. */
+static int reached_end(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
+{
+    double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
+    return s->usual_ns > 0 && teller_fault_material(c->det, s->excess_ns, s->usual_ns) &&
+           2.0 * (double)s->excess_ns >= cost && teller_fault_material(c->det, (long long)cost, s->usual_ns);
+}
+
 /* Whether finding c states a fact that needs no yardstick: a collective
  * that never ended, a preemption the logs state, an OOM or a swap with its
  * log line; in a step without a yardstick a blocking wait the trace shows
- * (a synchronize that held the host long after the GPU's work) or a
+ * (a synchronize that held the host long after the GPU's work); a
  * transfer whose fastest member took far over the usual for its op and
  * size (comm.c judge_transfer: the whole run's transfers are its measure,
- * not the steps of its kind); and a GPU slower than its tensor-parallel
- * peers at the same work in the same step (kernels.c whole_gpu), where
- * the step lost a material share and at least half what the GPU cost
- * reached the step's end (a throttle on one of many pipeline stages costs
- * the step less than steps of its kind vary, but its peers measure it
- * within the step; one hidden in a replica's or the GPU's slack costs
- * nothing). Step k is s. */
+ * not the steps of its kind) in a step without a yardstick or one whose
+ * cost reached the step's end (reached_end); and a GPU slower than its
+ * tensor-parallel peers at the same work in the same step (kernels.c
+ * whole_gpu) whose cost reached the step's end, or in a step without a
+ * yardstick was a material share of the rest of the step (a throttle on
+ * one of many pipeline stages costs the step less than steps of its kind
+ * vary, but its peers measure it within the step; one hidden in a
+ * replica's or the GPU's slack costs nothing). Step k is s. */
 static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
     switch (c->det) {
@@ -108,16 +120,15 @@ static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, u
         return s->usual_ns < 0;
     case TELLER_FAULT_SLOW_LINK:
     case TELLER_FAULT_PP_SEND_DELAY:
-        return s->usual_ns < 0 && !c->reference;
+        return !c->reference && (s->usual_ns < 0 || reached_end(D, c, s, k));
     case TELLER_FAULT_GPU_THROTTLE: {
         if (!(c->over_peers > 0) || c->reference)
             return 0;
+        if (s->usual_ns > 0)
+            return reached_end(D, c, s, k);
+        /* no yardstick: what the peers measured, against the rest of the step */
         double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
-        if (s->usual_ns <= 0) /* no yardstick: what the peers measured, against the rest of the step */
-            return cost < (double)s->dur_ns &&
-                   teller_fault_material(c->det, (long long)cost, s->dur_ns - (long long)cost);
-        return teller_fault_material(c->det, s->excess_ns, s->usual_ns) && 2.0 * (double)s->excess_ns >= cost &&
-               teller_fault_material(c->det, (long long)cost, s->usual_ns);
+        return cost < (double)s->dur_ns && teller_fault_material(c->det, (long long)cost, s->dur_ns - (long long)cost);
     }
     default:
         return 0;
