@@ -655,25 +655,43 @@ static int32_t uf_root(int32_t *up, int32_t x)
     return x;
 }
 
+/* A source with engine collectives, by its node: sources of one node sit
+ * together, in source order. */
+typedef struct node_source {
+    int32_t  node;
+    uint32_t src;
+} node_source;
+
+static int node_source_cmp(const void *a, const void *b)
+{
+    const node_source *x = a, *y = b;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
 /* The groups of a node's ranks whose engine collectives (matched by order,
  * without a process group, DeepEP's aside) run together: data-parallel
  * replicas that share a node each all-reduce within their own tensor-
  * parallel group, which the trace names nowhere. Two sources are of one
  * group when at least half the kernels of each end with one of the
  * other's (TOGETHER_NS). Per source into grp: the lowest rank of its group,
- * or -1 where its node holds one group (or it ran none). 0, or -1 out of
- * memory. */
+ * or -1 where its node holds one group (or it ran none). Only sources of
+ * one node are paired: the cost is the sum over nodes of their sources
+ * squared, not the store's. 0, or -1 out of memory. */
 static int engine_groups(const teller_store *st, coll_found *const *found, const size_t *nfound, int32_t *grp)
 {
     const teller_events *ev = &st->ev;
-    size_t ns = st->nsources;
+    size_t ns = st->nsources, nby = 0;
     int64_t **ends = calloc(ns ? ns : 1, sizeof *ends);
     size_t *nend = calloc(ns ? ns : 1, sizeof *nend);
     int32_t *up = malloc((ns ? ns : 1) * sizeof *up);
-    int bad = !ends || !nend || !up;
+    int32_t *low = malloc((ns ? ns : 1) * sizeof *low); /* per group's root: its lowest rank */
+    node_source *by = malloc((ns ? ns : 1) * sizeof *by);
+    int bad = !ends || !nend || !up || !low || !by;
     for (size_t s = 0; s < ns && !bad; s++) {
         grp[s] = -1;
         up[s] = (int32_t)s;
+        low[s] = INT32_MAX;
         for (size_t k = 0; k < nfound[s]; k++) {
             const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
             uint32_t i = found[s][k].ev;
@@ -687,33 +705,41 @@ static int engine_groups(const teller_store *st, coll_found *const *found, const
             }
             ends[s][nend[s]++] = ev->start_ns[i] + ev->dur_ns[i];
         }
-        if (nend[s])
+        if (nend[s]) {
             teller_sort(ends[s], nend[s], sizeof **ends, cmp_i64);
+            by[nby++] = (node_source){st->sources[s].node, (uint32_t)s};
+        }
     }
-    for (size_t a = 0; a < ns && !bad; a++)
-        for (size_t b = a + 1; b < ns && nend[a]; b++)
-            if (nend[b] && st->sources[a].node == st->sources[b].node &&
-                ends_met(ends[a], nend[a], ends[b], nend[b]) >= 0.5 && ends_met(ends[b], nend[b], ends[a], nend[a]) >= 0.5)
-                up[uf_root(up, (int32_t)b)] = uf_root(up, (int32_t)a);
-    /* a node of more than one group names each by its lowest rank */
-    for (size_t a = 0; a < ns && !bad; a++) {
-        if (!nend[a])
-            continue;
-        int32_t low = st->sources[a].rank, other = 0;
-        for (size_t b = 0; b < ns; b++)
-            if (nend[b] && st->sources[b].node == st->sources[a].node) {
-                if (uf_root(up, (int32_t)b) != uf_root(up, (int32_t)a))
-                    other = 1;
-                else if (st->sources[b].rank < low)
-                    low = st->sources[b].rank;
+    if (!bad)
+        teller_sort(by, nby, sizeof *by, node_source_cmp);
+    for (size_t lo = 0, hi; lo < nby && !bad; lo = hi) {
+        for (hi = lo + 1; hi < nby && by[hi].node == by[lo].node; hi++)
+            ;
+        for (size_t x = lo; x < hi; x++)
+            for (size_t y = x + 1; y < hi; y++) {
+                uint32_t a = by[x].src, b = by[y].src;
+                if (ends_met(ends[a], nend[a], ends[b], nend[b]) >= 0.5 &&
+                    ends_met(ends[b], nend[b], ends[a], nend[a]) >= 0.5)
+                    up[uf_root(up, (int32_t)b)] = uf_root(up, (int32_t)a);
             }
-        grp[a] = other ? low : -1;
+        /* a node of more than one group names each by its lowest rank */
+        int several = 0;
+        for (size_t x = lo; x < hi; x++) {
+            int32_t r = uf_root(up, (int32_t)by[x].src), rank = st->sources[by[x].src].rank;
+            several |= r != uf_root(up, (int32_t)by[lo].src);
+            if (rank < low[r])
+                low[r] = rank;
+        }
+        for (size_t x = lo; x < hi && several; x++)
+            grp[by[x].src] = low[uf_root(up, (int32_t)by[x].src)];
     }
     for (size_t s = 0; ends && s < ns; s++)
         free(ends[s]);
     free(ends);
     free(nend);
     free(up);
+    free(low);
+    free(by);
     return bad ? -1 : 0;
 }
 
@@ -729,14 +755,20 @@ static int engine_groups(const teller_store *st, coll_found *const *found, const
  * that a kernel one rank lacks, or a rank whose profile began a step
  * later, shifts no other step's instances. Before steps are cut they
  * number in the run's order, which is enough for the clock offsets.
- * *ordered counts the kernels of such families.
+ * *ordered counts the kernels of such families. egrp (per source) takes
+ * engine_groups on the first call and is read as it is on the second
+ * (by_step): between the two the clock offsets move every source of a node
+ * by one offset, and the groups compare only the kernel ends of one node's
+ * sources with each other, so they cannot change; cutting steps changes
+ * no kernel.
  * A send or recv in a group of more than two ranks (a pipeline's stages)
  * is a transfer between two of them, which Kineto does not name: it is
  * taken to go from a stage to the next in the group's rank list, as an
  * inference pipeline passes its activations (a training pipeline's
  * backward sends go the other way and are matched wrongly). Keys are
  * interned in event order, whatever the threads. */
-static int match_collectives(teller_store *st, const size_t *range, int jobs, int by_step, size_t *ordered)
+static int match_collectives(teller_store *st, const size_t *range, int jobs, int by_step, int32_t *egrp,
+                             size_t *ordered)
 {
     teller_events *ev = &st->ev;
     size_t ns = st->nsources;
@@ -749,15 +781,13 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
     uint32_t *key_of = NULL;
     size_t kcap = 0;
     int bad = !found || !nfound || !failed;
-    int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups */
-    bad |= !egrp;
     if (!bad) {
         coll_find f = {st, range, found, nfound, failed};
         teller_parallel_for(jobs, ns, find_collectives, &f);
         for (size_t s = 0; s < ns; s++)
             bad |= failed[s];
     }
-    bad = bad || engine_groups(st, found, nfound, egrp);
+    bad = bad || (!by_step && engine_groups(st, found, nfound, egrp));
     /* one item per NCCL kernel found: sized once, so never copied to grow */
     for (size_t s = 0; s < ns && !bad; s++)
         icap += nfound[s];
@@ -829,7 +859,6 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
     free(found);
     free(nfound);
     free(failed);
-    free(egrp);
     kmap_free(&keys);
     free(key_of);
     if (bad)
@@ -1410,16 +1439,19 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
                           "%llu API calls reuse a correlation id already seen; GPU work links to the first",
                           (unsigned long long)ndup);
     size_t ordered = 0;
-    if (assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs, 0, &ordered) ||
+    int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups, for both matchings */
+    if (!egrp || assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs, 0, egrp, &ordered) ||
         estimate_offsets(st, range, o->jobs)) {
         free(range);
+        free(egrp);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     }
     teller_status s = cut_steps(st, range, o, err);
     /* the engines' own collectives line up within steps, known now */
-    if (s == TELLER_OK && ordered && match_collectives(st, range, o->jobs, 1, &ordered))
+    if (s == TELLER_OK && ordered && match_collectives(st, range, o->jobs, 1, egrp, &ordered))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     free(range);
+    free(egrp);
     return s;
 }
 
