@@ -84,8 +84,9 @@ typedef struct teller_log_str {
     size_t      n;
 } teller_log_str;
 
-/* One record. Slices point into the reader's buffers and live until the
- * callback returns (or, for teller_log_parse_line, as long as the line). */
+/* One record. Slices point into the reader's buffers or into the bytes
+ * being fed, and live until the callback returns (or, for
+ * teller_log_parse_line, as long as the line). */
 typedef struct teller_log_record {
     uint64_t       line;       /* 1-based number of the first input line */
     uint32_t       num_lines;  /* input lines in the record (>1 for tracebacks) */

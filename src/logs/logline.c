@@ -16,6 +16,7 @@
  * section 4.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "logs_internal.h"
@@ -56,12 +57,13 @@ static int64_t number(const char *s, size_t n, size_t *i)
 static int starts(const char *s, size_t n, size_t i, const char *lit)
 {
     size_t l = strlen(lit);
-    return i + l <= n && !memcmp(s + i, lit, l);
+    return i + l <= n && (l == 0 || (s[i] == lit[0] && !memcmp(s + i, lit, l)));
 }
 
 /* The first lit in s[0..n). memchr looks for the literal's first
  * character that is not a lower-case letter or a space (rarer in log text,
- * so fewer false starts), and each start is checked whole. */
+ * so fewer false starts), only where the literal would fit, and each start
+ * is checked by its first character, then whole. */
 static const char *find(const char *s, size_t n, const char *lit)
 {
     size_t l = strlen(lit), a = 0;
@@ -69,12 +71,10 @@ static const char *find(const char *s, size_t n, const char *lit)
         return NULL;
     while (a + 1 < l && ((lit[a] >= 'a' && lit[a] <= 'z') || lit[a] == ' '))
         a++;
-    for (const char *p = s + a; (p = memchr(p, lit[a], (size_t)(s + n - p))) != NULL; p++) {
-        if ((size_t)(s + n - p) < l - a)
-            return NULL;
-        if (!memcmp(p - a, lit, l))
+    const char *end = s + n - (l - 1 - a); /* one past the last place for lit[a] */
+    for (const char *p = s + a; p < end && (p = memchr(p, lit[a], (size_t)(end - p))) != NULL; p++)
+        if (p[-(ptrdiff_t)a] == lit[0] && !memcmp(p - a, lit, l))
             return p - a;
-    }
     return NULL;
 }
 
@@ -117,8 +117,10 @@ static void frac(const char *s, size_t n, size_t *i, log_time *t)
 /* "YYYY-MM-DD" at s[i] into t; returns 10 or 0. */
 static int ymd(const char *s, size_t n, size_t i, log_time *t)
 {
+    if (i + 10 > n || s[i + 4] != '-' || s[i + 7] != '-')
+        return 0;
     int y = digits(s, n, i, 4), mo = digits(s, n, i + 5, 2), d = digits(s, n, i + 8, 2);
-    if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || s[i + 4] != '-' || s[i + 7] != '-')
+    if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31)
         return 0;
     t->y = y;
     t->mo = mo;
@@ -154,23 +156,33 @@ static int year_of_day(int64_t z)
     return (int)(yoe + era * 400 + (m <= 2));
 }
 
+/* An upper-case level word at s[i] (WARNING before WARN); its length in
+ * *len. Picked by the first letter: this runs at several places of
+ * every line. */
 static int level_word(const char *s, size_t n, size_t i, size_t *len)
 {
-    static const struct {
-        const char *w;
-        uint8_t n, l;
-    } W[] = {{"DEBUG", 5, TELLER_LOGL_DEBUG},     {"INFO", 4, TELLER_LOGL_INFO},
-             {"WARNING", 7, TELLER_LOGL_WARNING}, {"ERROR", 5, TELLER_LOGL_ERROR},
-             {"CRITICAL", 8, TELLER_LOGL_CRITICAL}, {"WARN", 4, TELLER_LOGL_WARNING},
-             {"TRACE", 5, TELLER_LOGL_TRACE}};
-    if (i >= n || !s[i] || !strchr("DIWECT", s[i]))
+    const char *w;
+    size_t l;
+    int lv;
+    if (i >= n)
         return 0;
-    for (size_t k = 0; k < sizeof W / sizeof *W; k++)
-        if (W[k].w[0] == s[i] && i + W[k].n <= n && !memcmp(s + i, W[k].w, W[k].n)) {
-            *len = W[k].n;
-            return W[k].l;
-        }
-    return 0;
+    switch (s[i]) {
+    case 'D': w = "DEBUG", l = 5, lv = TELLER_LOGL_DEBUG; break;
+    case 'I': w = "INFO", l = 4, lv = TELLER_LOGL_INFO; break;
+    case 'W':
+        w = "WARNING", l = 7, lv = TELLER_LOGL_WARNING;
+        if (i + l > n || memcmp(s + i, w, l))
+            w = "WARN", l = 4;
+        break;
+    case 'E': w = "ERROR", l = 5, lv = TELLER_LOGL_ERROR; break;
+    case 'C': w = "CRITICAL", l = 8, lv = TELLER_LOGL_CRITICAL; break;
+    case 'T': w = "TRACE", l = 5, lv = TELLER_LOGL_TRACE; break;
+    default: return 0;
+    }
+    if (i + l > n || memcmp(s + i, w, l))
+        return 0;
+    *len = l;
+    return lv;
 }
 
 /* ---- wrappers ---------------------------------------------------------- */
@@ -182,16 +194,19 @@ static int level_word(const char *s, size_t n, size_t i, size_t *len)
 size_t log_capture_prefix(const char *s, size_t n, int64_t *ns)
 {
     size_t j = 0;
+    if (n < 17 || !is_digit(s[0]) || !is_digit(s[15])) /* most lines, at once */
+        return 0;
+    while (j < n && is_digit(s[j]))
+        j++;
+    if (j < 16 || j > 20 || j >= n || s[j] != ' ')
+        return 0;
     int64_t v = 0;
-    while (j < n && is_digit(s[j])) {
-        int d = s[j] - '0';
-        if (j == 20 || v > (INT64_MAX - d) / 10)
+    for (size_t k = 0; k < j; k++) {
+        int d = s[k] - '0';
+        if (v > (INT64_MAX - d) / 10)
             return 0;
         v = v * 10 + d;
-        j++;
     }
-    if (j < 16 || j >= n || s[j] != ' ')
-        return 0;
     if (ns)
         *ns = v;
     return j + 1;
@@ -218,7 +233,7 @@ static size_t wrap_docker(const char *s, size_t n, size_t i, log_time *t)
 /* journald: "Sep 22 23:46:42 host proc[PID]: " */
 static size_t wrap_journald(const char *s, size_t n, size_t i, log_time *t, int32_t *pid)
 {
-    if (i + 16 > n)
+    if (i + 16 > n || s[i + 3] != ' ')
         return 0;
     int mo = 0;
     for (int k = 0; k < 12; k++)
@@ -602,6 +617,20 @@ static size_t hdr_nccl(const char *s, size_t n, size_t i, teller_log_record *r)
     return 0;
 }
 
+/* Whether s[i] may start what unknown_prefix looks for: every header it
+ * tries and the level word begin with a level word, a '[', "NCCL " or
+ * an NCCL host token (one ending in a digit, then " ["). Only the first
+ * bytes are looked at, so most fields of a line are passed over at once. */
+static int header_may_start(const char *s, size_t n, size_t i)
+{
+    size_t ll;
+    if (s[i] == '[' || s[i] == 'N' || level_word(s, n, i, &ll))
+        return 1;
+    const char *sp = memchr(s + i, ' ', n - i);
+    size_t j = sp ? (size_t)(sp - s) : n;
+    return j > i && j + 2 < n && s[j + 1] == '[' && is_digit(s[j - 1]);
+}
+
 /* An unknown prefix before a known header or a level word: a launcher's
  * "[1] " before an NCCL line, a date before a uvicorn line. Up to four
  * fields that each hold a digit or are bracketed are passed over to find
@@ -640,6 +669,10 @@ static size_t unknown_prefix(const char *s, size_t n, size_t i, teller_log_recor
             q++;
         if (!ok || q == e || q >= n)
             return 0;
+        if (!header_may_start(s, n, q)) {
+            j = q;
+            continue;
+        }
         teller_log_record tmp = *r;
         log_time tt = {0};
         size_t k;

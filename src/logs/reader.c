@@ -10,7 +10,9 @@
  * lines (a NUL, or more than a quarter of the bytes control bytes or not
  * UTF-8) are counted and skipped, and the rest is parsed by logline.c. A `teller run` capture
  * prefix ("<epoch ns> ") is left out of the cleaning and of the blank test:
- * the captured line behind it is what is cleaned and judged.
+ * the captured line behind it is what is cleaned and judged. A line that
+ * lies whole in a fed piece and is all printable ASCII (most lines) is
+ * read where it lies, copied into neither buffer.
  *
  * Python tracebacks become one record. A record whose message is
  * "Traceback (most recent call last):" opens one; the lines that follow
@@ -38,7 +40,7 @@ struct teller_log_reader {
     char            *line;     /* the line being assembled */
     size_t           len;
     int              overflow; /* the current line passed cap */
-    char            *clean;    /* the cleaned line */
+    char            *clean;    /* a line that needed cleaning, cleaned */
     int              stopped;
     int              cb_status; /* the teller_status a callback stopped with (it returned -status) */
     uint64_t         cb_line;   /* the line of the record it was given */
@@ -245,12 +247,20 @@ static size_t plain_run(const char *s, size_t n)
     return i;
 }
 
-/* Cleans raw[0..n) into r->clean; returns the new length, or SIZE_MAX for a
- * binary line. Random bytes without a NUL are about 10 % control bytes and
- * 45 % bytes that are not UTF-8: counting both, such a line is binary (a
- * text line in another 8-bit encoding has a few such bytes, not a quarter). */
-static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32_t *flags)
+/* Cleans raw[0..n): *line is raw itself when it is all printable ASCII
+ * (most lines: nothing to clean, nothing to copy), else r->clean with the
+ * cleaned bytes. Returns the length, or SIZE_MAX for a binary line.
+ * Random bytes without a NUL are about 10 % control bytes and 45 % bytes
+ * that are not UTF-8: counting both, such a line is binary (a text line in
+ * another 8-bit encoding has a few such bytes, not a quarter). */
+static size_t clean_line(teller_log_reader *r, const char *raw, size_t n, uint32_t *flags,
+                         const char **line)
 {
+    if (plain_run(raw, n) == n) {
+        *line = raw;
+        return n;
+    }
+    *line = r->clean;
     /* `teller run`'s capture prefix is kept as it is; what follows it is
      * the captured line, and a redraw inside that must not lose the prefix */
     size_t pre = log_capture_prefix(raw, n, NULL);
@@ -344,7 +354,8 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
     while (n && raw[n - 1] == '\r')
         n--;
     uint32_t flags = truncated ? TELLER_LOGF_TRUNCATED : 0;
-    size_t m = clean_line(r, raw, n, &flags);
+    const char *line;
+    size_t m = clean_line(r, raw, n, &flags, &line);
     if (m == SIZE_MAX) {
         r->stats.binary++;
         return 0;
@@ -353,15 +364,15 @@ static int process_line(teller_log_reader *r, const char *raw, size_t n, int tru
         r->stats.ansi++;
     if (flags & TELLER_LOGF_BAD_UTF8)
         r->stats.bad_utf8++;
-    size_t b = log_capture_prefix(r->clean, m, NULL); /* a captured empty line is blank too */
-    while (b < m && (r->clean[b] == ' ' || r->clean[b] == '\t'))
+    size_t b = log_capture_prefix(line, m, NULL); /* a captured empty line is blank too */
+    while (b < m && (line[b] == ' ' || line[b] == '\t'))
         b++;
     if (b == m) {
         r->stats.blank++;
         return 0; /* a blank line never closes nor extends a traceback */
     }
     teller_log_record rec;
-    log_parse_line_ctx(&r->ctx, r->clean, m, &rec);
+    log_parse_line_ctx(&r->ctx, line, m, &rec);
     rec.line = r->stats.lines;
     rec.flags |= flags;
 
@@ -409,13 +420,14 @@ static void sample_line(teller_log_reader *r, const char *raw, size_t n)
     while (n && raw[n - 1] == '\r')
         n--;
     uint32_t flags = 0;
-    size_t m = clean_line(r, raw, n, &flags);
+    const char *line;
+    size_t m = clean_line(r, raw, n, &flags, &line);
     if (m == SIZE_MAX)
         return;
     parse_ctx c = r->ctx;
     c.layout = NULL;
     teller_log_record rec;
-    log_parse_line_ctx(&c, r->clean, m, &rec);
+    log_parse_line_ctx(&c, line, m, &rec);
     if (rec.family == TELLER_LOG_GENERIC && rec.msg.n && rec.msg.p[0] != ' ')
         log_layout_sample(&r->sampler, rec.msg.p, rec.msg.n);
 }
@@ -480,7 +492,12 @@ teller_status teller_log_reader_feed(teller_log_reader *r, const void *buf, size
     while (p < end && !r->stopped) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t chunk = (size_t)((nl ? nl : end) - p);
-        /* a whole line in the input and nothing pending: parse in place */
+        if (nl && r->len == 0 && chunk <= r->cap) {
+            /* a whole line in the input and nothing pending: read in place */
+            take_line(r, p, chunk, 0, fn, ctx);
+            p = nl + 1;
+            continue;
+        }
         size_t room = r->cap - r->len;
         size_t take = chunk < room ? chunk : room;
         if (chunk > room)
