@@ -219,6 +219,36 @@ static void test_diagnose_throttle_without_yardstick(void)
     rm_rf(dir);
 }
 
+/* A run with many faults leaves its seven mixed steps (238 to 2,393
+ * tokens) four that no finding flags: their usual is the line through
+ * those four, not their median (22.4 ms for an 11 ms step), and the
+ * throttle that cost step 7 13 % is flagged (16 ranks, tp 8 x pp 2, a
+ * seed of the tuning range). */
+static void test_diagnose_few_reference_steps_line(void)
+{
+    static const char *const kinds[] = {"gpu_throttle", NULL};
+    char dir[] = "/tmp/teller_diag_fewref_XXXXXX";
+    teller_sim_opts o = fleet_case(2, 8, 8, 2, 1, 1012);
+    teller_store *st = NULL;
+    teller_diagnosis *d = NULL;
+    teller_eval_summary s;
+    diagnose_scored(dir, &o, 16, 0, &st, &d, &s);
+    const teller_step_group *mixed = NULL;
+    for (size_t g = 0; d && g < d->ngroups; g++)
+        if (d->groups[g].kind == TELLER_STEP_MIXED)
+            mixed = &d->groups[g];
+    CHECK(mixed && mixed->n >= TELLER_DIAG_GROUP_STEPS && mixed->nref < TELLER_DIAG_GROUP_STEPS);
+    CHECK(mixed && mixed->by_work);
+    int n = 0, f = kinds_flagged(dir, d, kinds, &n);
+    fprintf(stderr, "  16 ranks, seed 1012: %d of %d throttled steps flagged, step precision %.3f\n", f, n,
+            s.step_precision);
+    CHECK(n >= 1 && f == n);
+    CHECK(s.step_precision >= 0.99);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Four data-parallel replicas of tp 2 x pp 2 on two nodes: in step 15 of
  * this seed (tuning range) rank 13's pipeline send stalled and cost the
  * step 648 us (7 %), within how far mixed steps stray from their line.
@@ -2490,6 +2520,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a slow transfer whose cost reached the step's end is a fact", test_diagnose_transfer_reached_end},
     {"diagnose: a fault costs its step what its replica ran past the other replicas",
      test_diagnose_fault_past_other_replicas},
+    {"diagnose: a group's few reference steps of works far apart are fitted a line",
+     test_diagnose_few_reference_steps_line},
     {"diagnose: a slow transfer flags a step that has no yardstick", test_diagnose_transfer_without_yardstick},
     {"diagnose: a stepping thread waiting on autograd's thread is not stalled (real mi250, ns_resolution)",
      test_diagnose_waiting_thread_not_stalled},

@@ -139,7 +139,8 @@ typedef struct teller_step_group {
     uint32_t first, n;    /* its steps: teller_diagnosis.group_steps[first .. first + n), in step order */
     uint32_t ref_first, nref; /* the steps its fit is made of: teller_diagnosis.ref_steps[ref_first ..
                            * + nref), in step order: those no finding of their own flags, when there are
-                           * TELLER_DIAG_GROUP_STEPS of them, else all its steps */
+                           * three or more, else all its steps; a line is fitted through them however
+                           * few they are */
     int      by_work;     /* 1: a step's usual duration follows its work (a line fitted through the
                            * group's steps, Theil-Sen); 0: the group's median */
     int      by_compute;  /* by_work where the work is no annotation's but the time the compute

@@ -114,7 +114,10 @@ static double spread_of(const teller_step_group *g, const uint32_t *ks, uint32_t
  * median, or a Theil-Sen line through them when every one states its work,
  * three or more works differ and the line strays less than the median
  * (a fifth less: a batch size that barely moves the duration is no line);
- * then the spread. v: scratch for the pairs. */
+ * then the spread. However few the reference steps: a run with many
+ * faults leaves a group of mixed batches three or four of them, whose
+ * median is the usual of no step when their works are far apart. v:
+ * scratch for the pairs. */
 static void fit_group(teller_step_group *g, const uint32_t *ks, uint32_t n, const double *dur, const int64_t *work,
                       double *v)
 {
@@ -152,8 +155,9 @@ static void fit_group(teller_step_group *g, const uint32_t *ks, uint32_t n, cons
     for (uint32_t i = 0; i < n; i++)
         v[i] = dur[ks[i]] - slope * (double)work[ks[i]];
     line.base_ns = diag_median(v, n);
-    line.spread = spread_of(&line, ks, n, dur, work, v);
-    if (n >= TELLER_DIAG_GROUP_STEPS && line.spread < 0.8 * spread_of(g, ks, n, dur, work, v))
+    double strays = spread_of(&line, ks, n, dur, work, v);
+    line.spread = n >= TELLER_DIAG_GROUP_STEPS ? strays : SPREAD_PRIOR;
+    if (strays < 0.8 * spread_of(g, ks, n, dur, work, v))
         *g = line;
 }
 
