@@ -225,7 +225,11 @@ static int on_record(void *vctx, const teller_log_record *rec)
         if (kind == 1) {
             for (size_t i = 0; i + 11 < rec->msg.n; i++)
                 if (!memcmp(rec->msg.p + i, "max_tokens=", 11) && isdigit((unsigned char)rec->msg.p[i + 11])) {
-                    long long v = strtoll(rec->msg.p + i + 11, NULL, 10);
+                    /* the digits within the message (its slice may lie in a
+                     * buffer that goes on, unterminated) */
+                    long long v = 0;
+                    for (size_t j = i + 11; j < rec->msg.n && isdigit((unsigned char)rec->msg.p[j]) && v <= INT32_MAX; j++)
+                        v = v * 10 + (rec->msg.p[j] - '0');
                     if (v <= INT32_MAX) /* past that: no bound the replay can use */
                         q->r.max_tokens = (int32_t)v;
                     break;
