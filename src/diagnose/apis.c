@@ -85,62 +85,99 @@ typedef struct acc_t {
     int      rare;
 } acc_t;
 
-/* The run's API calls, as the detector reads them. */
+/* What the row's tasks share, made once (apis_prepare): the run-wide
+ * input of a per-source search. Across processes it is a median and a
+ * count per API name over every rank's calls. */
+typedef struct apis_in {
+    busyidx prof;  /* when the profiler's own work ran, per source */
+    groups  durs;  /* call durations per name */
+    double *med;   /* their medians */
+    size_t *use;   /* per name: the (step, source) pairs calling it */
+} apis_in;
+
+/* A source's API calls, as the detector reads them. */
 typedef struct apiscan {
     const dctx *D;
     diag_state *S;
-    groups      durs, step_durs; /* call durations per name; per (name, step, source) */
-    double     *med, *step_med;  /* their medians */
-    size_t     *use;             /* per name: the (step, source) pairs calling it */
+    size_t      src;
+    apis_in    *in;              /* read only (kmap_get takes no const) */
+    groups      step_durs;       /* call durations per (name, step, source) */
+    double     *step_med;        /* their medians */
     kmap        slot;            /* (name, step, source) -> acc */
     acc_t      *acc;
     size_t      acap;
     lost_t     *lost;            /* every slow launch call: the host time it lost, where, and its slot */
     size_t      nlost, lcap;
-    busyidx     prof;            /* when the profiler's own work ran, per source */
 } apiscan;
 
 /* What API call i took without the profiler's own work inside it. */
-static double call_ns(const apiscan *A, size_t i)
+static double call_ns(const dctx *D, const apis_in *in, size_t i)
 {
-    const teller_events *ev = A->D->ev;
-    return diag_idle_in(&A->prof, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+    const teller_events *ev = D->ev;
+    return diag_idle_in(&in->prof, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
 }
 
-/* Each API's median call, over the run and per (step, source), and how
- * many (step, source) pairs call it. */
-static int call_medians(apiscan *A)
+/* The run's median call of API name nm. */
+static double run_median(apis_in *in, uint32_t nm) { return in->med[kmap_get(&in->durs.keys, nm, 0)]; }
+
+/* Each API's median call over the run, and how many (step, source) pairs
+ * call it. */
+static int apis_prepare(const dctx *D, diag_state *S)
 {
-    const dctx *D = A->D;
     const teller_events *ev = D->ev;
     size_t nstr_guess = 0;
     kmap pairs = {0};
-    int rc = -1;
+    apis_in *in = S->apis = calloc(1, sizeof *S->apis);
+    if (!in || diag_busy_build(&in->prof, D, DIAG_BUSY_PROFILER, NULL))
+        return -1;
     for (size_t i = 0; i < ev->n; i++)
         if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
             nstr_guess = ev->name[i] + 1;
-    if (!(A->use = calloc(nstr_guess ? nstr_guess : 1, sizeof *A->use)))
+    if (!(in->use = calloc(nstr_guess ? nstr_guess : 1, sizeof *in->use)))
         return -1;
+    int rc = -1;
     for (size_t i = 0; i < ev->n; i++) {
         if (!is_api(ev->layer[i]))
             continue;
         uint32_t nm = ev->name[i];
-        double d = call_ns(A, i);
-        if (diag_groups_add(&A->durs, nm, d) ||
-            (ev->step[i] < D->nsteps && diag_groups_add(&A->step_durs, nss_key(nm, ev->step[i], ev->source[i]), d)))
+        if (diag_groups_add(&in->durs, nm, call_ns(D, in, i)))
             goto out;
         if (ev->step[i] < D->nsteps) {
             size_t before = pairs.n;
             if (kmap_get(&pairs, nss_key(nm, ev->step[i], ev->source[i]), 1) == TELLER_NONE)
                 goto out;
-            A->use[nm] += pairs.n > before;
+            in->use[nm] += pairs.n > before;
         }
     }
-    if ((A->med = diag_groups_medians(&A->durs)) && (A->step_med = diag_groups_medians(&A->step_durs)))
+    if ((in->med = diag_groups_medians(&in->durs)))
         rc = 0;
 out:
     kmap_free(&pairs);
     return rc;
+}
+
+static void apis_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    if (S->apis) {
+        diag_busy_free(&S->apis->prof);
+        diag_groups_free(&S->apis->durs);
+        free(S->apis->med);
+        free(S->apis->use);
+    }
+    free(S->apis);
+}
+
+/* Each API's median call per step on the source. */
+static int step_medians(apiscan *A)
+{
+    const dctx *D = A->D;
+    const teller_events *ev = D->ev;
+    for (size_t i = D->range[A->src]; i < D->range[A->src + 1]; i++)
+        if (is_api(ev->layer[i]) && ev->step[i] < D->nsteps &&
+            diag_groups_add(&A->step_durs, nss_key(ev->name[i], ev->step[i], ev->source[i]), call_ns(D, A->in, i)))
+            return -1;
+    return (A->step_med = diag_groups_medians(&A->step_durs)) ? 0 : -1;
 }
 
 /* The median call of name in step k on source src. */
@@ -149,9 +186,9 @@ static double step_median(apiscan *A, uint32_t name, uint32_t k, uint16_t src)
     return A->step_med[kmap_get(&A->step_durs.keys, nss_key(name, k, src), 0)];
 }
 
-/* Every call over its usual into its (step, source, name) tally: what it
- * took over its usual, and what of that the GPU idled for; a slow launch
- * of a step whose calls are slow as a whole also into A->lost. */
+/* Every call of the source over its usual into its (step, name) tally:
+ * what it took over its usual, and what of that the GPU idled for; a slow
+ * launch of a step whose calls are slow as a whole also into A->lost. */
 static int tally_calls(apiscan *A)
 {
     const dctx *D = A->D;
@@ -161,12 +198,12 @@ static int tally_calls(apiscan *A)
     size_t total_pairs = teller_store_num_steps(st); /* (step, rank) pairs that exist */
     kmap seen = {0};
     int rc = -1;
-    for (size_t i = 0; i < ev->n; i++) {
+    for (size_t i = D->range[A->src]; i < D->range[A->src + 1]; i++) {
         if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps)
             continue;
         uint32_t nm = ev->name[i];
         /* allocation calls absent from most steps are expected not to happen at all */
-        int rare = is_alloc_api(teller_store_str(st, nm)) && A->use[nm] * 4 < total_pairs;
+        int rare = is_alloc_api(teller_store_str(st, nm)) && A->in->use[nm] * 4 < total_pairs;
         if (diag_blocks_on_gpu(st, nm))
             continue; /* the sync detector judges these */
         int first = first_launch(ev, (uint32_t)i, &seen);
@@ -174,7 +211,7 @@ static int tally_calls(apiscan *A)
             goto out;
         if (first)
             continue; /* loading the kernel's module (or uploading a graph) is no latency fault */
-        double d = call_ns(A, i), usual = usual_call(D, nm, A->med[kmap_get(&A->durs.keys, nm, 0)]);
+        double d = call_ns(D, A->in, i), usual = usual_call(D, nm, run_median(A->in, nm));
         /* a call is slow over 2x its usual + 4 us; what it then cost is
          * all it took over its usual */
         double ex = rare ? d : d > 2.0 * usual + 4000.0 ? d - usual : 0;
@@ -300,7 +337,7 @@ static int api_findings(apiscan *A, finds *out)
          * (its median call), not when a tail of calls is: every run has
          * launches and allocations that wait on a lock or a page fault;
          * a rare allocation is judged against not happening at all */
-        double run_med = usual_call(D, a->name, A->med[kmap_get(&A->durs.keys, a->name, 0)]);
+        double run_med = usual_call(D, a->name, run_median(A->in, a->name));
         if (!a->rare && step_median(A, a->name, a->step, a->src) <= 2.0 * run_med + 4000.0)
             continue;
         double usual = a->usual > 0 ? a->usual : 1000.0;
@@ -317,21 +354,13 @@ static int api_findings(apiscan *A, finds *out)
     return 0;
 }
 
-static int api_calls_run(const dctx *D, diag_state *S, size_t task, finds *out)
+static int api_calls_run(const dctx *D, diag_state *S, size_t src, finds *out)
 {
-    (void)task;
-    apiscan A = {.D = D, .S = S};
-    int rc = diag_busy_build(&A.prof, D, DIAG_BUSY_PROFILER, NULL) || call_medians(&A) || tally_calls(&A) ||
-                     cost_slow_launches(&A) || api_findings(&A, out)
-                 ? -1
-                 : 0;
-    diag_busy_free(&A.prof);
+    apiscan A = {.D = D, .S = S, .src = src, .in = S->apis};
+    int rc = step_medians(&A) || tally_calls(&A) || cost_slow_launches(&A) || api_findings(&A, out) ? -1 : 0;
     free(A.acc);
     free(A.lost);
-    free(A.use);
-    diag_groups_free(&A.durs);
     diag_groups_free(&A.step_durs);
-    free(A.med);
     free(A.step_med);
     kmap_free(&A.slot);
     return rc;
@@ -415,6 +444,6 @@ static int api_calls_merge(const dctx *D, diag_state *S, uint32_t k)
 }
 
 const diag_detector diag_row_api_calls = {
-    .name = "api_calls", .scope = DIAG_PER_RUN, .round = 2,
+    .name = "api_calls", .scope = DIAG_PER_SOURCE, .round = 2,
     .reads = DIAG_S_GPU_BUSY | DIAG_S_WAITS | DIAG_S_WAIT_LEFT, .writes = DIAG_S_WAIT_LEFT | DIAG_S_STEPS,
-    .run = api_calls_run, .merge = api_calls_merge};
+    .prepare = apis_prepare, .run = api_calls_run, .merge = api_calls_merge, .release = apis_release};

@@ -78,6 +78,11 @@ typedef struct diag_state {
     /* row reference: each source's operator time per step, and what it
      * needs; made when the run is judged against a reference or is one */
     struct ref_state *ref;
+    /* what the tasks of a per-source row share: the run-wide input its
+     * prepare found, read by that row's tasks alone (its file says what) */
+    struct apis_in   *apis;
+    struct syncs_in  *syncs;
+    struct copies_in *copies;
     int               ref_make;   /* the run is a reference being made (teller_diag_reference_make) */
     size_t            groups_cap, facts_cap; /* of out->groups, out->facts */
     int               nomem;      /* an allocation failed where no status could be returned */

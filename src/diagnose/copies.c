@@ -15,13 +15,13 @@
 
 static int size_bucket(int64_t bytes) { return bytes > 0 ? (int)log2((double)bytes) : 0; }
 
-/* The run's kernels, source after source, each source's by start: their
- * event ids into *out (*n of them). 0, or -1 out of memory. */
-static int kernels_by_start(const dctx *D, uint32_t **out, size_t *n)
+/* The kernels of source src by start: their event ids into *out (*n of
+ * them). 0, or -1 out of memory. */
+static int kernels_by_start(const dctx *D, size_t src, uint32_t **out, size_t *n)
 {
     const teller_events *ev = D->ev;
     size_t k = 0;
-    for (size_t i = 0; i < ev->n; i++)
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
         k += (ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL;
     uint32_t *ids = malloc((k ? k : 1) * sizeof *ids), *tmp = malloc((k ? k : 1) * sizeof *tmp);
     if (!ids || !tmp) {
@@ -30,13 +30,10 @@ static int kernels_by_start(const dctx *D, uint32_t **out, size_t *n)
         return -1;
     }
     k = 0;
-    for (size_t s = 0; s < D->nsrc; s++) {
-        size_t first = k;
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
-            if ((ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL)
-                ids[k++] = (uint32_t)i;
-        teller_sort_by_key(ids + first, tmp, k - first, ev->start_ns);
-    }
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
+        if ((ev->flags[i] & TELLER_F_GPU) && ev->layer[i] == TELLER_LAYER_KERNEL)
+            ids[k++] = (uint32_t)i;
+    teller_sort_by_key(ids, tmp, k, ev->start_ns);
     free(tmp);
     *out = ids;
     *n = k;
@@ -53,15 +50,15 @@ static int kernels_by_start(const dctx *D, uint32_t **out, size_t *n)
  * another stream that started later waited for something else: HTA's
  * two-rank DDP run prefetches its embeddings on a side stream 18-25 ms
  * before the compute stream's next kernel, and a 9 ms slowdown there cost
- * the step nothing. */
+ * the step nothing. kr[0..n): the kernels of the copy's source by start. */
 static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i, double u, int64_t *from_out)
 {
     const teller_events *ev = D->ev;
     int64_t end = ev->start_ns[i] + ev->dur_ns[i], slow_from = ev->start_ns[i] + (int64_t)u;
     size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first kernel of the source starting at or after the copy's end */
+    while (lo < hi) { /* the first kernel starting at or after the copy's end */
         size_t mid = (lo + hi) / 2;
-        if (ev->source[kr[mid]] < ev->source[i] || (ev->source[kr[mid]] == ev->source[i] && ev->start_ns[kr[mid]] < end))
+        if (ev->start_ns[kr[mid]] < end)
             lo = mid + 1;
         else
             hi = mid;
@@ -69,7 +66,7 @@ static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i,
     uint32_t p = ev->parent[i];
     int sync = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) && ev->start_ns[p] + ev->dur_ns[p] >= end - 1000;
     *from_out = slow_from;
-    if (sync || lo == n || ev->source[kr[lo]] != ev->source[i] || ev->step[kr[lo]] != ev->step[i])
+    if (sync || lo == n || ev->step[kr[lo]] != ev->step[i])
         return (double)(end - slow_from);
     uint32_t k = kr[lo];
     if (ev->track[k] != ev->track[i] && ev->start_ns[k] > end + 5000)
@@ -143,12 +140,20 @@ typedef struct cp {
     uint16_t src;
 } cp;
 
-/* The run's copies, as the detector reads them. */
+/* What the row's tasks share, made once (copies_prepare): the run-wide
+ * input of a per-source search. Across processes it is a median per
+ * (name, size) over every rank's copies. */
+typedef struct copies_in {
+    groups  bm;    /* durations per (name, size) */
+    double *usual; /* their medians */
+} copies_in;
+
+/* A source's copies, as the detector reads them. */
 typedef struct copyscan {
     const dctx *D;
     diag_state *S;
-    groups      bm;      /* durations per (name, size) */
-    double     *usual;   /* their medians */
+    size_t      src;
+    copies_in  *in; /* read only (kmap_get takes no const) */
     kmap        m;       /* (name, step, source) -> c */
     cp         *c;
     size_t      ccap;
@@ -157,7 +162,7 @@ typedef struct copyscan {
     waitiv     *iv;      /* every slow copy's wait */
     size_t      niv, ivcap;
     kmap        lk;      /* (source, step) -> link */
-    double     *link;    /* what each source's slow copies of each step cost together */
+    double     *link;    /* what the source's slow copies of each step cost together */
     size_t      lcap;
     groups      vg;      /* volumes per (name, source) */
     double     *vmeds;   /* their medians, absent steps counting zero */
@@ -172,25 +177,38 @@ static int64_t copy_bytes(const teller_store *st, const teller_events *ev, size_
     return a && a->bytes > 0 ? a->bytes : 0;
 }
 
-/* The usual duration of a copy of each name and size. */
-static int copy_medians(copyscan *C)
+/* The usual duration of a copy of each name and size, over the run. */
+static int copies_prepare(const dctx *D, diag_state *S)
 {
-    const teller_events *ev = C->D->ev;
+    const teller_events *ev = D->ev;
+    copies_in *in = S->copies = calloc(1, sizeof *S->copies);
+    if (!in)
+        return -1;
     for (size_t i = 0; i < ev->n; i++) {
-        int64_t bytes = copy_bytes(C->D->st, ev, i);
-        if (bytes && diag_groups_add(&C->bm, size_key(ev->name[i], bytes), (double)ev->dur_ns[i]))
+        int64_t bytes = copy_bytes(D->st, ev, i);
+        if (bytes && diag_groups_add(&in->bm, size_key(ev->name[i], bytes), (double)ev->dur_ns[i]))
             return -1;
     }
-    return (C->usual = diag_groups_medians(&C->bm)) ? 0 : -1;
+    return (in->usual = diag_groups_medians(&in->bm)) ? 0 : -1;
 }
 
-/* Every copy into its (name, step, source) tally; a slow one (over 3x its
- * usual + 2 us) with what the work after it waited through. */
+static void copies_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    if (S->copies) {
+        diag_groups_free(&S->copies->bm);
+        free(S->copies->usual);
+    }
+    free(S->copies);
+}
+
+/* Every copy of the source into its (name, step) tally; a slow one (over
+ * 3x its usual + 2 us) with what the work after it waited through. */
 static int tally_copies(copyscan *C)
 {
     const dctx *D = C->D;
     const teller_events *ev = D->ev;
-    for (size_t i = 0; i < ev->n; i++) {
+    for (size_t i = D->range[C->src]; i < D->range[C->src + 1]; i++) {
         int64_t bytes = copy_bytes(D->st, ev, i);
         if (!bytes || ev->step[i] >= D->nsteps)
             continue;
@@ -203,13 +221,13 @@ static int tally_copies(copyscan *C)
             x->name = ev->name[i];
             x->src = ev->source[i];
         }
-        double u = C->usual[kmap_get(&C->bm.keys, size_key(ev->name[i], bytes), 0)];
+        double u = C->in->usual[kmap_get(&C->in->bm.keys, size_key(ev->name[i], bytes), 0)];
         x->t += (double)ev->dur_ns[i];
         x->bytes += (double)bytes;
         x->usual += u;
         if ((double)ev->dur_ns[i] <= 3 * u + 2000)
             continue;
-        if (!C->kr && kernels_by_start(D, &C->kr, &C->nkr)) /* the first slow copy's */
+        if (!C->kr && kernels_by_start(D, C->src, &C->kr, &C->nkr)) /* the first slow copy's */
             return -1;
         int64_t from, end = ev->start_ns[i] + ev->dur_ns[i];
         double cost = copy_cost(D, C->kr, C->nkr, (uint32_t)i, u, &from);
@@ -224,7 +242,7 @@ static int tally_copies(copyscan *C)
     return 0;
 }
 
-/* What each source's slow copies of each step cost together. */
+/* What the source's slow copies of each step cost together. */
 static int link_waits(copyscan *C)
 {
     teller_sort(C->iv, C->niv, sizeof *C->iv, waitiv_cmp);
@@ -296,13 +314,10 @@ static int copy_findings(copyscan *C, finds *out)
     return 0;
 }
 
-static int copies_run(const dctx *D, diag_state *S, size_t task, finds *out)
+static int copies_run(const dctx *D, diag_state *S, size_t src, finds *out)
 {
-    (void)task;
-    copyscan C = {.D = D, .S = S};
-    int rc = copy_medians(&C) || tally_copies(&C) || link_waits(&C) || usual_volumes(&C) || copy_findings(&C, out) ? -1 : 0;
-    diag_groups_free(&C.bm);
-    free(C.usual);
+    copyscan C = {.D = D, .S = S, .src = src, .in = S->copies};
+    int rc = tally_copies(&C) || link_waits(&C) || usual_volumes(&C) || copy_findings(&C, out) ? -1 : 0;
     kmap_free(&C.m);
     free(C.c);
     free(C.kr);
@@ -375,5 +390,6 @@ static int copies_merge(const dctx *D, diag_state *S, uint32_t k)
     return 0;
 }
 
-const diag_detector diag_row_copies = {.name = "copies", .scope = DIAG_PER_RUN, .round = 2, .reads = DIAG_S_WAITS,
-                                       .writes = DIAG_S_STEPS, .run = copies_run, .merge = copies_merge};
+const diag_detector diag_row_copies = {.name = "copies", .scope = DIAG_PER_SOURCE, .round = 2, .reads = DIAG_S_WAITS,
+                                       .writes = DIAG_S_STEPS, .prepare = copies_prepare, .run = copies_run,
+                                       .merge = copies_merge, .release = copies_release};

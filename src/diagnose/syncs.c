@@ -36,55 +36,85 @@ static double beyond_others(const dctx *D, const waitidx *W, uint32_t k, uint16_
     return last - without;
 }
 
-/* A synchronize's overhang: how long it went on after the last GPU work
- * of its rank that had finished by then (0 when it returned as that work
- * finished). Stalls are overhangs far above the run's usual. */
-static int syncs_run(const dctx *D, diag_state *S, size_t task, finds *out)
+/* What the row's tasks share, made once (syncs_prepare): the run-wide
+ * input of a per-source search. Across processes it is one number, the
+ * median of every rank's overhangs. */
+typedef struct syncs_in {
+    endidx E;     /* each source's GPU work by end */
+    double usual; /* the run's median overhang */
+} syncs_in;
+
+/* 1 when event i is a call that blocks on the GPU, in a traced step */
+static int is_sync(const dctx *D, size_t i)
 {
-    (void)task;
     const teller_events *ev = D->ev;
-    endidx E;
-    double *over = NULL;
-    size_t nover = 0, ocap = 0;
-    if (diag_ends_build(&E, D))
-        return -1;
-    int rc = 0;
-    for (int pass = 0; pass < 2 && !rc; pass++) {
-        double usual = pass ? diag_median(over, nover) : 0;
-        for (size_t i = 0; i < ev->n; i++) {
-            if (!is_api(ev->layer[i]) || ev->step[i] >= D->nsteps || !diag_blocks_on_gpu(D->st, ev->name[i]))
-                continue;
-            uint16_t src = ev->source[i];
-            int64_t end = ev->start_ns[i] + ev->dur_ns[i];
-            double o = (double)diag_overhang(&E, src, ev->start_ns[i], end);
-            if (pass == 0) {
-                if (TELLER_GROW(over, ocap, nover + 1)) {
-                    rc = -1;
-                    break;
-                }
-                over[nover++] = o;
-                continue;
-            }
-            double ex = o - 3 * usual - 20000;
-            if (ex <= 0)
-                continue;
-            double held = ex; /* the host waited that much longer */
-            ex = beyond_others(D, &S->waits, ev->step[i], src, end, ex);
-            if (ex <= 0)
-                continue;
-            cand cd = {.det = TELLER_FAULT_SYNC_STALL, .rank = rank_of(D, (uint32_t)i), .name = ev->name[i],
-                       .layer = ev->layer[i], .excess = ex, .ratio = o / (usual + 1000), .actual = (double)ev->dur_ns[i],
-                       .usual = (double)ev->dur_ns[i] - ex, .event = (uint32_t)i, .peer = -1, .host_delay = held};
-            if (finds_add(out, ev->step[i], &cd)) {
-                rc = -1;
-                break;
-            }
-        }
-    }
-    diag_ends_free(&E);
-    free(over);
-    return rc;
+    return is_api(ev->layer[i]) && ev->step[i] < D->nsteps && diag_blocks_on_gpu(D->st, ev->name[i]);
 }
 
-const diag_detector diag_row_syncs = {.name = "syncs", .scope = DIAG_PER_RUN, .round = 2, .reads = DIAG_S_WAITS,
-                                      .run = syncs_run};
+/* A synchronize's overhang: how long it went on after the last GPU work
+ * of its rank that had finished by then (0 when it returned as that work
+ * finished). */
+static double overhang(const dctx *D, const endidx *E, size_t i)
+{
+    const teller_events *ev = D->ev;
+    return (double)diag_overhang(E, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+}
+
+/* The run's usual overhang, over every rank's synchronizes. */
+static int syncs_prepare(const dctx *D, diag_state *S)
+{
+    syncs_in *in = S->syncs = calloc(1, sizeof *S->syncs);
+    if (!in || diag_ends_build(&in->E, D))
+        return -1;
+    double *over = NULL;
+    size_t nover = 0, ocap = 0;
+    for (size_t i = 0; i < D->ev->n; i++) {
+        if (!is_sync(D, i))
+            continue;
+        if (TELLER_GROW(over, ocap, nover + 1)) {
+            free(over);
+            return -1;
+        }
+        over[nover++] = overhang(D, &in->E, i);
+    }
+    in->usual = diag_median(over, nover);
+    free(over);
+    return 0;
+}
+
+/* The synchronizes of source src whose overhang is far above the run's
+ * usual: stalls. */
+static int syncs_run(const dctx *D, diag_state *S, size_t src, finds *out)
+{
+    const teller_events *ev = D->ev;
+    const syncs_in *in = S->syncs;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+        if (!is_sync(D, i))
+            continue;
+        int64_t end = ev->start_ns[i] + ev->dur_ns[i];
+        double o = overhang(D, &in->E, i), ex = o - 3 * in->usual - 20000;
+        if (ex <= 0)
+            continue;
+        double held = ex; /* the host waited that much longer */
+        ex = beyond_others(D, &S->waits, ev->step[i], (uint16_t)src, end, ex);
+        if (ex <= 0)
+            continue;
+        cand cd = {.det = TELLER_FAULT_SYNC_STALL, .rank = rank_of(D, (uint32_t)i), .name = ev->name[i],
+                   .layer = ev->layer[i], .excess = ex, .ratio = o / (in->usual + 1000), .actual = (double)ev->dur_ns[i],
+                   .usual = (double)ev->dur_ns[i] - ex, .event = (uint32_t)i, .peer = -1, .host_delay = held};
+        if (finds_add(out, ev->step[i], &cd))
+            return -1;
+    }
+    return 0;
+}
+
+static void syncs_release(const dctx *D, diag_state *S)
+{
+    (void)D;
+    if (S->syncs)
+        diag_ends_free(&S->syncs->E);
+    free(S->syncs);
+}
+
+const diag_detector diag_row_syncs = {.name = "syncs", .scope = DIAG_PER_SOURCE, .round = 2, .reads = DIAG_S_WAITS,
+                                      .prepare = syncs_prepare, .run = syncs_run, .release = syncs_release};
