@@ -413,14 +413,10 @@ done:
     return rc;
 }
 
-static int work_run(const dctx *D, diag_state *S, size_t task, finds *out)
+static int work_run(const dctx *D, diag_state *S, size_t src, finds *out)
 {
     (void)S;
-    (void)task;
-    for (size_t s = 0; s < D->nsrc; s++)
-        if (unjudged(D, s) && judge_source(D, s, out))
-            return -1;
-    return 0;
+    return unjudged(D, src) ? judge_source(D, src, out) : 0;
 }
 
-const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_RUN, .round = 1, .run = work_run};
+const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_SOURCE, .round = 1, .run = work_run};
