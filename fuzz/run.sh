@@ -50,11 +50,15 @@ for t in "${targets[@]}"; do
   # the tokenizer also learns from whole traces; packed stores are made from them
   { [ "$name" = json ] || [ "$name" = pack ]; } && [ -d fuzz/corpus/kineto ] && seeds+=(fuzz/corpus/kineto)
   [ "$name" = watch ] && seeds+=(fuzz/corpus/tlt)
+  # the requests read service logs
+  [ "$name" = requests ] && seeds+=(fuzz/corpus/logs)
   dict=()
   if [ -f "fuzz/$name.dict" ]; then
     dict=(-dict="fuzz/$name.dict")
   elif [ "$name" = json ] && [ -f fuzz/kineto.dict ]; then
     dict=(-dict=fuzz/kineto.dict)
+  elif [ "$name" = requests ]; then
+    dict=(-dict=fuzz/logs.dict)
   fi
   work="$B/corpus/$t"
   mkdir -p "$work"
