@@ -274,6 +274,46 @@ static void test_diagnose_transfer_reached_end(void)
     rm_rf(dir);
 }
 
+/* Slowed launch calls, measured against the run's median call of their
+ * API (the step's calls slow as a whole), cost what the step would have
+ * ended earlier without them. In step 15 of the first seed (four replicas
+ * of tp 2 x pp 2, tuning range) rank 8's slowed launches put the step 2.6 %
+ * over its usual, within how far mixed steps stray from their line, and at
+ * least half of what they cost reached the step's end; in step 16 of the
+ * second (two stages of tp 8) the step is the only one of its kind near
+ * its work, with no yardstick, and rank 11's launches cost a material
+ * share of it. Both went unflagged while a launch finding needed the step
+ * alarm. */
+static void test_diagnose_launches_as_facts(void)
+{
+    static const struct {
+        int nodes, gpus, tp, pp, dp;
+        uint64_t seed;
+        uint32_t step;
+        int32_t rank;
+        int yardstick;
+    } cases[] = {{2, 8, 2, 2, 4, 1013, 15, 8, 1}, {2, 8, 8, 2, 1, 1015, 16, 11, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char dir[] = "/tmp/teller_diag_launch_XXXXXX";
+        teller_sim_opts o = fleet_case(cases[i].nodes, cases[i].gpus, cases[i].tp, cases[i].pp, cases[i].dp, cases[i].seed);
+        teller_store *st = NULL;
+        teller_diagnosis *d = NULL;
+        teller_eval_summary s;
+        diagnose_scored(dir, &o, 16, 0, &st, &d, &s);
+        uint32_t k = cases[i].step;
+        const teller_diag_step *x = d && d->n > k ? &d->steps[k] : NULL;
+        fprintf(stderr, "  seed %llu step %u: %s at rank %d, took %lld over usual %lld, slow %d; step precision %.3f\n",
+                (unsigned long long)cases[i].seed, k, x ? x->fault : "-", x ? x->root_rank : -1, x ? (long long)x->dur_ns : -1,
+                x ? (long long)x->usual_ns : -1, x ? x->slow : -1, s.step_precision);
+        CHECK(x && x->pred.abnormal && x->fact && !x->slow && x->root_rank == cases[i].rank &&
+              !strcmp(x->fault, "launch_latency") && (x->usual_ns > 0) == cases[i].yardstick);
+        CHECK(s.step_precision >= 0.98);
+        teller_diagnosis_free(d);
+        teller_store_free(st);
+        rm_rf(dir);
+    }
+}
+
 /* Four data-parallel replicas of tp 8 x pp 2: the step ends with its
  * longest replica, so a fault in one costs the step at most how far that
  * replica ran past the others. In step 7 of this seed (tuning range) slowed
@@ -2518,6 +2558,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a throttled GPU of a deep pipeline is flagged (64 ranks)", test_diagnose_throttle_deep_pipeline},
     {"diagnose: a throttle its peers measure flags a step without a yardstick", test_diagnose_throttle_without_yardstick},
     {"diagnose: a slow transfer whose cost reached the step's end is a fact", test_diagnose_transfer_reached_end},
+    {"diagnose: slowed launches the run's calls measure are a fact without the step alarm",
+     test_diagnose_launches_as_facts},
     {"diagnose: a fault costs its step what its replica ran past the other replicas",
      test_diagnose_fault_past_other_replicas},
     {"diagnose: a group's few reference steps of works far apart are fitted a line",

@@ -92,6 +92,15 @@ static int reached_end(const dctx *D, const cand *c, const teller_diag_step *s, 
            2.0 * (double)s->excess_ns >= cost && teller_fault_material(c->det, (long long)cost, s->usual_ns);
 }
 
+/* In step k (s) without a yardstick: whether what finding c cost (at most
+ * what its replica ran past the other replicas) was a material share of
+ * the rest of the step. */
+static int beyond_rest(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
+{
+    double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
+    return cost < (double)s->dur_ns && teller_fault_material(c->det, (long long)cost, s->dur_ns - (long long)cost);
+}
+
 /* Whether finding c states a fact that needs no yardstick: a collective
  * that never ended, a preemption the logs state, an OOM or a swap with its
  * log line; in a step without a yardstick a blocking wait the trace shows
@@ -121,15 +130,14 @@ static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, u
     case TELLER_FAULT_SLOW_LINK:
     case TELLER_FAULT_PP_SEND_DELAY:
         return !c->reference && (s->usual_ns < 0 || reached_end(D, c, s, k));
-    case TELLER_FAULT_GPU_THROTTLE: {
+    case TELLER_FAULT_LAUNCH_LATENCY:
+        if (c->reference || diag_launch_prior(D, c->name))
+            return 0;
+        return s->usual_ns > 0 ? reached_end(D, c, s, k) : beyond_rest(D, c, s, k);
+    case TELLER_FAULT_GPU_THROTTLE:
         if (!(c->over_peers > 0) || c->reference)
             return 0;
-        if (s->usual_ns > 0)
-            return reached_end(D, c, s, k);
-        /* no yardstick: what the peers measured, against the rest of the step */
-        double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
-        return cost < (double)s->dur_ns && teller_fault_material(c->det, (long long)cost, s->dur_ns - (long long)cost);
-    }
+        return s->usual_ns > 0 ? reached_end(D, c, s, k) : beyond_rest(D, c, s, k);
     default:
         return 0;
     }
