@@ -108,13 +108,17 @@ static int beyond_rest(const dctx *D, const cand *c, const teller_diag_step *s, 
  * transfer whose fastest member took far over the usual for its op and
  * size (comm.c judge_transfer: the whole run's transfers are its measure,
  * not the steps of its kind) in a step without a yardstick or one whose
- * cost reached the step's end (reached_end); and a GPU slower than its
- * tensor-parallel peers at the same work in the same step (kernels.c
- * whole_gpu) whose cost reached the step's end, or in a step without a
- * yardstick was a material share of the rest of the step (a throttle on
- * one of many pipeline stages costs the step less than steps of its kind
- * vary, but its peers measure it within the step; one hidden in a
- * replica's or the GPU's slack costs nothing). Step k is s. */
+ * cost reached the step's end (reached_end); and, whose cost reached the
+ * step's end or in a step without a yardstick was a material share of the
+ * rest of the step (beyond_rest), a GPU slower than its tensor-parallel
+ * peers at the same work in the same step (kernels.c whole_gpu: a
+ * throttle on one of many pipeline stages costs the step less than steps
+ * of its kind vary, but its peers measure it within the step; one hidden
+ * in a replica's or the GPU's slack costs nothing) and kernel launches
+ * slow as a whole in the step against the run's median call of their API
+ * (apis.c: what the step would have saved without the host's lost time),
+ * or in a run of fewer than three steps against a launch's prior, whose
+ * steps' yardstick is the other step: judged as without one. Step k is s. */
 static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
     switch (c->det) {
@@ -131,9 +135,11 @@ static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, u
     case TELLER_FAULT_PP_SEND_DELAY:
         return !c->reference && (s->usual_ns < 0 || reached_end(D, c, s, k));
     case TELLER_FAULT_LAUNCH_LATENCY:
-        if (c->reference || diag_launch_prior(D, c->name))
+        if (c->reference)
             return 0;
-        return s->usual_ns > 0 ? reached_end(D, c, s, k) : beyond_rest(D, c, s, k);
+        /* a run of fewer than three steps has no usual of its own, for its
+         * launches (the prior) nor its steps (the other step) */
+        return s->usual_ns > 0 && !diag_launch_prior(D, c->name) ? reached_end(D, c, s, k) : beyond_rest(D, c, s, k);
     case TELLER_FAULT_GPU_THROTTLE:
         if (!(c->over_peers > 0) || c->reference)
             return 0;
