@@ -1005,6 +1005,35 @@ static void test_diagnose_profiler_stall_is_not_the_programs(void)
     }
 }
 
+/* HTA's CUDA event sync trace (one step) with its host thread descheduled
+ * (tuning seed 112013): the gaps before its ops, against the rank's usual
+ * gaps, cost the step what its GPU idled in them, most of the step; with
+ * no other step to be its yardstick it was left a candidate. */
+static void test_diagnose_one_step_contention(void)
+{
+    char dir[] = "/tmp/teller_diag_cpu_XXXXXX";
+    teller_perturb_result res;
+    teller_store *st = perturbed_real(dir, "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", NULL,
+                                      1u << TELLER_FAULT_CPU_CONTENTION, 1.0, 112013, &res);
+    CHECK_EQ_INT((int)res.abnormal, 1);
+    teller_diagnosis *d = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 1);
+    if (d && d->n == 1) {
+        fprintf(stderr, "  step 0: %s, usual %lld, took %lld\n", top_kind(d, 0), (long long)d->steps[0].usual_ns,
+                (long long)d->steps[0].dur_ns);
+        CHECK(d->steps[0].pred.abnormal && d->steps[0].fact && d->steps[0].usual_ns < 0);
+        CHECK(!strcmp(top_kind(d, 0), "cpu_contention"));
+    }
+    int n, found = roots_found(dir, st, d, &n);
+    CHECK(n == 1 && found == 1);
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 #define TWO_RANKS "hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"
 
 /* HTA's two ranks of a DDP job (two steps), every kernel launch of one
@@ -2512,6 +2541,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: a preemption costs its step's time over the shortest step around it", test_diagnose_preemption_cost},
     {"diagnose: a GPU that runs a kernel steadily slower than its peer is judged against that", test_diagnose_steady_slower_peer},
     {"diagnose: a kernel whose ratio to its peer jitters is judged beyond three spreads of it", test_diagnose_jittery_peer},
+    {"diagnose: a one-step trace's host descheduled through most of the step is flagged",
+     test_diagnose_one_step_contention},
     {"diagnose: slowed launches in both steps of a two-step run are not its normal: both flagged",
      test_diagnose_short_run_launches_both_steps},
     {"diagnose: a launch held by the profiler's own work is no slow launch", test_diagnose_profiler_stall_is_not_the_programs},

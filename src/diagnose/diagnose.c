@@ -118,7 +118,10 @@ static int beyond_rest(const dctx *D, const cand *c, const teller_diag_step *s, 
  * slow as a whole in the step against the run's median call of their API
  * (apis.c: what the step would have saved without the host's lost time),
  * or in a run of fewer than three steps against a launch's prior, whose
- * steps' yardstick is the other step: judged as without one. Step k is s. */
+ * steps' yardstick is the other step: judged as without one; and in a
+ * step without a yardstick, host gaps against the rank's usual gaps
+ * (gaps.c: what the GPU idled in them) that cost a material share of the
+ * rest of the step. Step k is s. */
 static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
     switch (c->det) {
@@ -134,6 +137,8 @@ static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, u
     case TELLER_FAULT_SLOW_LINK:
     case TELLER_FAULT_PP_SEND_DELAY:
         return !c->reference && (s->usual_ns < 0 || reached_end(D, c, s, k));
+    case TELLER_FAULT_CPU_CONTENTION:
+        return !c->reference && s->usual_ns < 0 && beyond_rest(D, c, s, k);
     case TELLER_FAULT_LAUNCH_LATENCY:
         if (c->reference)
             return 0;
