@@ -515,7 +515,7 @@ static void yardless_note(diag_state *S)
     }
     if (!n)
         return;
-    char note[400];
+    char note[512];
     if (n == 1)
         snprintf(note, sizeof note, "step %u has no yardstick (no other step of its kind and work)", first + d->step_base);
     else
@@ -523,7 +523,8 @@ static void yardless_note(diag_state *S)
                  n, first + d->step_base);
     size_t w = strlen(note);
     snprintf(note + w, sizeof note - w,
-             ": only what needs none can flag %s (a hang, an OOM, log lines, a blocking wait the trace shows)%s",
+             ": only what needs none can flag %s (a hang, an OOM, log lines, a blocking wait; a slow transfer, a GPU "
+             "slower than its peers, slowed launches or host stalls that cost a material share of the step)%s",
              n == 1 ? "it" : "them", found ? "; the other findings there are listed as candidates, not alarms" : "");
     diag_add_note(S, note);
 }
