@@ -2117,8 +2117,9 @@ static teller_diagnosis *shaped_run(double slow, teller_store **stp)
 /* A kernel with no other step or peer to compare with is judged by the
  * work its op's shapes state at the trace's own throughput: the GEMM
  * running 6x longer than its shapes say is a kernel regression costing
- * its time over what the other GEMM names' pace predicts; at the common
- * pace nothing is flagged, and garbage shapes are never read as work. */
+ * its time over what the other GEMM names' pace predicts, a material
+ * share of the step (flagged without a yardstick); at the common pace
+ * nothing is flagged, and garbage shapes are never read as work. */
 static void test_diagnose_kernel_slower_than_its_work(void)
 {
     teller_store *st = NULL;
@@ -2126,8 +2127,7 @@ static void test_diagnose_kernel_slower_than_its_work(void)
     CHECK(d && d->n == 1);
     if (d && d->n == 1) {
         const teller_diag_step *s = &d->steps[0];
-        /* the only step: a candidate, not an alarm (nothing says the step was slow) */
-        CHECK(!s->pred.abnormal && s->usual_ns < 0);
+        CHECK(s->pred.abnormal && s->fact && s->usual_ns < 0);
         CHECK(!strcmp(top_kind(d, 0), "kernel_regression"));
         CHECK(!strcmp(top_op(st, d, 0), "gemm_e"));
         /* 8 calls of 21.5 us each ran 129 us: about 860 us over */
@@ -2418,8 +2418,9 @@ static teller_diag_reference *reference_of(const char *rel)
 
 /* A one-step recording (TraceLens's MI300 Hugging Face run) with one
  * kernel regressed (rate 1, tuning seed 100003): alone it has no
- * yardstick, so the step is only a candidate; against the unperturbed
- * recording it is flagged, the kernel and rank named, the explanation
+ * yardstick, and the kernel, judged by its own calls, cost a material
+ * share of the step (a fact); against the unperturbed recording the step
+ * is judged by the reference, the kernel and rank named, the explanation
  * saying the reference's numbers and --check making every other one
  * again. */
 static void test_baseline_flags_what_the_run_cannot(void)
@@ -2435,7 +2436,7 @@ static void test_baseline_flags_what_the_run_cannot(void)
     teller_eval_summary s;
     CHECK_EQ_INT(teller_diagnose(st, NULL, &d, &err), TELLER_OK);
     score_case(d, dir, &s);
-    CHECK(s.step_recall == 0.0);
+    CHECK(s.step_recall == 1.0 && d && d->steps[0].usual_ns < 0 && d->steps[0].fact);
     teller_diagnosis_free(d);
     teller_diag_opts o = teller_diag_defaults();
     o.reference = reference_of(rel);
@@ -2513,7 +2514,8 @@ static void test_baseline_healthy_pair_is_quiet(void)
 }
 
 const test_case diagnose_tests[] = {
-    {"diagnose: --baseline flags a one-step recording's fault its own run cannot", test_baseline_flags_what_the_run_cannot},
+    {"diagnose: --baseline judges a one-step recording's regressed kernel by the reference run",
+     test_baseline_flags_what_the_run_cannot},
     {"diagnose: --baseline sees a fault in every step", test_baseline_sees_a_fault_in_every_step},
     {"diagnose: --baseline between two healthy runs flags nothing", test_baseline_healthy_pair_is_quiet},
     {"diagnose: a kernel drifting with its context on one grid is no regression (healthy 1-GPU run)",

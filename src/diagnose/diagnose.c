@@ -120,8 +120,10 @@ static int beyond_rest(const dctx *D, const cand *c, const teller_diag_step *s, 
  * or in a run of fewer than three steps against a launch's prior, whose
  * steps' yardstick is the other step: judged as without one; and in a
  * step without a yardstick, host gaps against the rank's usual gaps
- * (gaps.c: what the GPU idled in them) that cost a material share of the
- * rest of the step. Step k is s. */
+ * (gaps.c: what the GPU idled in them) or a kernel against its peers, its
+ * launch configuration's usual calls or its op's shapes (kernels.c,
+ * roofline.c) that cost a material share of the rest of the step. Step k
+ * is s. */
 static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
     switch (c->det) {
@@ -138,6 +140,7 @@ static int fact_based(const dctx *D, const cand *c, const teller_diag_step *s, u
     case TELLER_FAULT_PP_SEND_DELAY:
         return !c->reference && (s->usual_ns < 0 || reached_end(D, c, s, k));
     case TELLER_FAULT_CPU_CONTENTION:
+    case TELLER_FAULT_KERNEL_REGRESSION:
         return !c->reference && s->usual_ns < 0 && beyond_rest(D, c, s, k);
     case TELLER_FAULT_LAUNCH_LATENCY:
         if (c->reference)
@@ -524,7 +527,8 @@ static void yardless_note(diag_state *S)
     size_t w = strlen(note);
     snprintf(note + w, sizeof note - w,
              ": only what needs none can flag %s (a hang, an OOM, log lines, a blocking wait; a slow transfer, a GPU "
-             "slower than its peers, slowed launches or host stalls that cost a material share of the step)%s",
+             "slower than its peers, a slow kernel, slowed launches or host stalls that cost a material share of the "
+             "step)%s",
              n == 1 ? "it" : "them", found ? "; the other findings there are listed as candidates, not alarms" : "");
     diag_add_note(S, note);
 }
