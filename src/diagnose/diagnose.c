@@ -81,23 +81,29 @@ static double replica_cost(const dctx *D, const teller_diag_step *s, int32_t ran
     return dur > others ? (double)(dur - others) : 0;
 }
 
+/* What finding c cost step k (s): its excess, at most what its replica
+ * ran past the other replicas (replica_cost). */
+static double capped_cost(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
+{
+    double most = replica_cost(D, s, c->rank, k);
+    return c->excess < most ? c->excess : most;
+}
+
 /* Whether step k (s, with a yardstick) lost a material share over its
- * usual and at least half of what finding c cost (at most what its
- * replica ran past the other replicas) reached the step's end, that cost
- * material too. */
+ * usual and at least half of what finding c cost (capped_cost) reached
+ * the step's end, that cost material too. */
 static int reached_end(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
-    double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
+    double cost = capped_cost(D, c, s, k);
     return s->usual_ns > 0 && teller_fault_material(c->det, s->excess_ns, s->usual_ns) &&
            2.0 * (double)s->excess_ns >= cost && teller_fault_material(c->det, (long long)cost, s->usual_ns);
 }
 
-/* In step k (s) without a yardstick: whether what finding c cost (at most
- * what its replica ran past the other replicas) was a material share of
- * the rest of the step. */
+/* In step k (s) without a yardstick: whether what finding c cost
+ * (capped_cost) was a material share of the rest of the step. */
 static int beyond_rest(const dctx *D, const cand *c, const teller_diag_step *s, uint32_t k)
 {
-    double most = replica_cost(D, s, c->rank, k), cost = c->excess < most ? c->excess : most;
+    double cost = capped_cost(D, c, s, k);
     return cost < (double)s->dur_ns && teller_fault_material(c->det, (long long)cost, s->dur_ns - (long long)cost);
 }
 
@@ -565,9 +571,7 @@ static int rank_findings(const dctx *D, diag_state *S, const judging *J, uint32_
     double base = s->usual_ns > 0 ? (double)s->usual_ns : (double)s->dur_ns;
     for (size_t a = 0; a < sa->n; a++) {
         cand c = sa->c[a];
-        double most = replica_cost(D, s, c.rank, k);
-        if (c.excess > most)
-            c.excess = most;
+        c.excess = capped_cost(D, &c, s, k);
         sa->c[a].score = cand_score(&c, base, s->pred.nev > 0);
     }
     teller_sort(sa->c, sa->n, sizeof *sa->c, cand_cmp);
