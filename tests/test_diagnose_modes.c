@@ -391,6 +391,50 @@ static void test_modes_queued_stall(void)
     unlink(path);
 }
 
+/* One step of 1,000 kernels of 100 us on one stream, queued back to back
+ * with the GPU's own 1.5 us between two; the host launches one every 10 us
+ * and, with stall set, stalls 3 ms after the 500th, 40 ms before the GPU
+ * reaches its launch. */
+static void write_deep_queue_trace(const char *path, int stall)
+{
+    tw w = {fopen(path, "w"), 0, 0, 0};
+    CHECK(w.f != NULL);
+    fputs("{\"traceEvents\": [", w.f);
+    double t = 5000000, h = t + 10, g = t + 20;
+    for (int j = 0; j < 1000; j++, h += 10) {
+        if (j == 500 && stall)
+            h += 3000;
+        double k0 = h + 8 > g ? h + 8 : g;
+        tw_ev(&w, "cpu_op", j == 500 ? "aten::mm" : "aten::add", 1, 1, h, 6, NULL);
+        tw_launch(&w, 1, h + 1, "gemm_kernel", k0, 100, 64);
+        g = k0 + 101.5;
+    }
+    tw_ev(&w, "user_annotation", "ProfilerStep#7", 1, 1, t, h - t, NULL);
+    fputs("]}\n", w.f);
+    fclose(w.f);
+}
+
+/* A stall the GPU's queue absorbs costs the step nothing, however many
+ * kernels follow it: the gap the GPU leaves between two queued kernels is
+ * its own, not time the host could give back (it was counted once per
+ * kernel, 1.5 ms over the queue, and flagged the step). */
+static void test_modes_deep_queue_stall(void)
+{
+    char path[] = "/tmp/teller_dqstall_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    teller_store *st = NULL;
+    write_deep_queue_trace(path, 1);
+    teller_diagnosis *d = diagnose_file(path, &st);
+    CHECK_EQ_INT(d ? d->n : 0, 1);
+    CHECK_EQ_INT(flagged(d), 0);
+    CHECK(d && (d->steps[0].ncands == 0 || top_cost(d, 0) < 1000));
+    teller_diagnosis_free(d);
+    teller_store_free(st);
+    unlink(path);
+}
+
 /* A log that cannot be read fails the diagnosis naming the file (it was
  * skipped silently, while teller requests reported it). */
 static void test_modes_unreadable_log(void)
@@ -946,6 +990,7 @@ const test_case diagnose_mode_tests[] = {
     {"diagnose modes: a stall is named after the op whose wait grew the most over its usual", test_modes_stall_over_usual_wait},
     {"diagnose modes: a stall while the GPU runs its queue costs where the GPU later waits for the host",
      test_modes_queued_stall},
+    {"diagnose modes: a stall the GPU's deep queue absorbs is no finding", test_modes_deep_queue_stall},
     {"diagnose modes: one-step launches judged against what a launch costs anywhere", test_modes_one_step_launches},
     {"diagnose modes: a slow copy costs only what queued behind it waited", test_modes_copy_cost},
     {"diagnose modes: copies slowed both ways on a rank are one finding, named after the heavier", test_modes_pcie_both_directions},

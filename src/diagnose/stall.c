@@ -194,7 +194,12 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
                 int same = ls[q].pid == o->pid && ls[q].tid == o->tid;
                 int near = ls[q].end >= o->start - DIAG_WAIT_NS - DIAG_ROUND_NS && ls[q].end <= o->start + DIAG_ROUND_NS;
                 if (same || near) {
-                    double c = (double)(o->start - ls[q].end) + ls[q].delay;
+                    /* queued when it ended, the operation follows it as
+                     * closely as it did (the GPU's own gap between two
+                     * operations is no host delay); launched after it
+                     * ended, it could start as early as it ends */
+                    double gap = o->ready <= ls[q].end ? 0 : (double)(o->start - ls[q].end);
+                    double c = gap + ls[q].delay;
                     if (c < d)
                         d = c;
                     waited |= near || o->ready < ls[q].end;
