@@ -951,6 +951,7 @@ static void test_modes_slow_step_said(void)
         CHECK(strstr(s->pred.explanation, "no finding explains it") != NULL);
         CHECK(strstr(s->pred.explanation, "74.020 ms at its end") != NULL); /* from its last kernel */
         CHECK(strstr(s->pred.explanation, "the recording's last step") != NULL);
+        CHECK(strstr(s->pred.explanation, "compute kernels") == NULL); /* they took their usual time */
         int quiet = 0;
         for (uint32_t i = 0; i < s->nfacts; i++)
             quiet |= d->facts[s->first_fact + i].kind == TELLER_FACT_QUIET && d->facts[s->first_fact + i].value == 74.02e6;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/perturb.h"
 #include "teller/sim.h"
@@ -1205,6 +1206,58 @@ static void test_preemption_recomputes_a_prefill(void)
     rm_rf(dir);
 }
 
+/* A preempted step diagnosed without its log line: every rank's compute
+ * kernels grew, which the kernels' yardsticks take for more work, so no
+ * finding explains the slow step; what is said of it names their growth
+ * (SGLang's decode annotations state the batch its steps are judged by). */
+static void test_unlogged_preemption_is_said(void)
+{
+    char dir[] = "/tmp/teller_perturb_XXXXXX";
+    teller_sim_opts so = teller_sim_defaults();
+    so.engine = "sglang";
+    so.nodes = 1;
+    so.gpus_per_node = 4;
+    so.tp = so.pp = 2;
+    so.steps = 40;
+    so.fault_rate = 0;
+    so.seed = 5;
+    sim_case(dir, &so);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    node_logs nl;
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = 0.15;
+    o.seed = 3;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.logs = node_logs_of(&nl, dir);
+    o.nlogs = 1;
+    char out[700];
+    snprintf(out, sizeof out, "%s/perturbed", dir);
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, out, NULL, &err), TELLER_OK);
+    teller_store *pt = load_written(out, st);
+    teller_diagnosis *d = NULL;
+    teller_diag_opts dopt = teller_diag_defaults();
+    CHECK_EQ_INT(teller_diagnose(pt, &dopt, &d, &err), TELLER_OK);
+    snprintf(out, sizeof out, "%s/perturbed/truth.json", dir);
+    jv *t = jdom_load(out, &err);
+    const jv *steps = t ? jdom_get(t, "steps") : NULL;
+    int said = 0;
+    for (size_t k = 0; d && steps && k < steps->n && k < d->n; k++) {
+        const teller_diag_step *s = &d->steps[k];
+        if (!strcmp(jdom_str(&steps->items[k], "fault", ""), "preemption")) {
+            CHECK(s->slow && !s->pred.abnormal);
+            said += strstr(s->pred.explanation, "its compute kernels on rank") != NULL;
+        }
+    }
+    CHECK(said >= 2);
+    jdom_free(t);
+    teller_diagnosis_free(d);
+    teller_store_free(pt);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* Found by review on hta/trace_filter's two ranks: a torn-down hang's
  * truth said its step took -7.5e18 ns (no rank kept the step's annotation);
  * a collective member that ended before the last member arrived (one of the
@@ -1268,6 +1321,8 @@ const test_case perturb_tests[] = {
      test_perturbed_multi_node_run_keeps_steps},
     {"perturb: preemption writes vLLM's warning into the scheduler node's log at the step's time", test_preemption_writes_the_engine_warning},
     {"perturb: a preempted step recomputes a prefill the size of the run's largest", test_preemption_recomputes_a_prefill},
+    {"perturb: a preempted step without its log line is said slow, its compute kernels' growth named",
+     test_unlogged_preemption_is_said},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
     {"perturb: a torn-down hang's truth lasts until the watchdog; a member that did not wait keeps its time",
      test_hangs_and_mismatched_members_keep_sane_times},

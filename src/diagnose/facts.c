@@ -667,6 +667,27 @@ static void profiler_work(const dctx *D, diag_state *S, line *L, teller_diag_ste
 /* Step k is slower than its usual beyond the alarm, and no finding flags
  * it: it is said, with where the trace shows neither GPU work nor a host
  * op on its longest rank. */
+/* In slow step k (s) that no finding explains: when the compute kernels
+ * of the rank it took longest on ran over their median in the other steps
+ * of its kind by a quarter of its excess or more, says so (more work than the
+ * step's annotation states, or every kernel slower: the trace alone does
+ * not tell which); nothing where the kind's yardstick already follows
+ * the compute kernels' time. */
+static void compute_grew(const dctx *D, diag_state *S, line *L, teller_diag_step *s, uint32_t k)
+{
+    const teller_step_group *g = &S->out->groups[s->group];
+    if (g->by_compute || s->excess_ns <= 0)
+        return;
+    size_t keep = S->out->nfacts;
+    uint32_t fa = fact_op(D, S, s, k, s->dur_rank, TELLER_NONE), fu = fact_op_usual(D, S, s, k, s->dur_rank, TELLER_NONE);
+    if (fa == UINT32_MAX || fu == UINT32_MAX || at(S, s, fa)->value - at(S, s, fu)->value < 0.25 * (double)s->excess_ns) {
+        S->out->nfacts = keep; /* not said: no fact */
+        return;
+    }
+    say(L, "; its compute kernels on rank %d took %s against %s in the median of its other %u %s steps", s->dur_rank,
+        txt(S, s, fa), txt(S, s, fu), at(S, s, fu)->count, kind_word(g));
+}
+
 void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
 {
     uint32_t k = s->pred.step;
@@ -709,6 +730,8 @@ void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
         free(H);
         break;
     }
+    if (src >= 0)
+        compute_grew(D, S, &L, s, k);
     profiler_work(D, S, &L, s, k, src);
     say(&L, ".");
     const char *last = recording_end(D, k, s->dur_rank);
