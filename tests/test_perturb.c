@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "teller/check.h"
 #include "teller/diagnose.h"
 #include "teller/ingest.h"
 #include "teller/perturb.h"
@@ -1251,6 +1252,9 @@ static void test_unlogged_preemption_is_said(void)
         }
     }
     CHECK(said >= 2);
+    teller_check_report r = {0};
+    CHECK_EQ_INT(teller_check_diagnosis(pt, d, &r, &err), TELLER_OK);
+    CHECK(r.facts > 0 && r.mismatches == 0);
     jdom_free(t);
     teller_diagnosis_free(d);
     teller_store_free(pt);
