@@ -868,9 +868,10 @@ static void test_modes_replicas_not_compared(void)
 /* Six training iterations of one rank: per step an elementwise kernel and
  * four GEMMs launched at once, each step annotation ending with its last
  * kernel. dur[k]: each GEMM's time in step k (us); launch[k]: each launch
- * call's time in step k; tail: nothing runs for that long at the end of
- * the last step (the profiler stopping, a host gone quiet). */
-static void write_iter_trace(const char *path, const double *gemm, const double *launch, double tail)
+ * call's time in step k; open: nothing runs for that long at the start of
+ * the first step (the profiler starting); tail: nothing runs for that long
+ * at the end of the last step (the profiler stopping, a host gone quiet). */
+static void write_iter_trace(const char *path, const double *gemm, const double *launch, double open, double tail)
 {
     tw w = {fopen(path, "w"), 0, 0, 0};
     CHECK(w.f != NULL);
@@ -878,7 +879,7 @@ static void write_iter_trace(const char *path, const double *gemm, const double 
     double t = 2000000;
     for (int k = 0; k < 6; k++) {
         w.launch_us = launch[k];
-        double h = t + 10, g = h + 20;
+        double h = t + 10 + (k ? 0 : open), g = h + 20;
         for (int q = 0; q < 5; q++, h += w.launch_us + 5) {
             double k0 = g > h + w.launch_us ? g : h + w.launch_us, kd = q ? gemm[k] : 30;
             tw_launch(&w, 1, h, q ? "sm90_xmma_gemm_bf16_128x128" : "elementwise_kernel", k0, kd, q ? 132 : 64);
@@ -909,7 +910,7 @@ static void test_modes_step_alarm(void)
     const double slow[6] = {5000, 5050, 4950, 5020, 4980, 5000}, lslow[6] = {5, 5, 5, 2000, 5, 5};
     const double *runs[3][2] = {{fast, lfast}, {even, leven}, {slow, lslow}};
     for (int r = 0; r < 3; r++) {
-        write_iter_trace(path, runs[r][0], runs[r][1], 0);
+        write_iter_trace(path, runs[r][0], runs[r][1], 0, 0);
         teller_store *st = NULL;
         teller_diagnosis *d = diagnose_file(path, &st);
         CHECK_EQ_INT(d ? d->n : 0, 6);
@@ -940,7 +941,7 @@ static void test_modes_slow_step_said(void)
     CHECK(fd >= 0);
     close(fd);
     const double gemm[6] = {5000, 5050, 4950, 5020, 4980, 5000}, launch[6] = {5, 5, 5, 5, 5, 5};
-    write_iter_trace(path, gemm, launch, 74000);
+    write_iter_trace(path, gemm, launch, 0, 74000);
     teller_store *st = NULL;
     teller_diagnosis *d = diagnose_file(path, &st);
     CHECK_EQ_INT(d ? d->n : 0, 6);
@@ -968,11 +969,56 @@ static void test_modes_slow_step_said(void)
     unlink(path);
 }
 
+/* Against a reference, a recording's first step is judged by the
+ * reference's first step when that one was longer than the reference's
+ * usual: both hold what starting the profiler cost. In both runs the host
+ * is quiet for the first 12 ms of the first step; the run's GEMMs take
+ * 5.6 ms where the reference's took 5 ms, but in its first step. Its
+ * first step is not slow; the others are. */
+static void test_modes_reference_first_step(void)
+{
+    char rpath[] = "/tmp/teller_ref_first_XXXXXX.json", path[] = "/tmp/teller_run_first_XXXXXX.json";
+    int fd = mkstemps(rpath, 5), fd2 = mkstemps(path, 5);
+    CHECK(fd >= 0 && fd2 >= 0);
+    close(fd);
+    close(fd2);
+    const double ref[6] = {5000, 5000, 5010, 4990, 5000, 5005}, run[6] = {5000, 5600, 5610, 5590, 5600, 5605},
+                 launch[6] = {5, 5, 5, 5, 5, 5};
+    write_iter_trace(rpath, ref, launch, 12000, 0);
+    write_iter_trace(path, run, launch, 12000, 0);
+    teller_store *rs = NULL, *st = NULL;
+    teller_diagnosis *rd = diagnose_file(rpath, &rs);
+    teller_diagnosis_free(rd);
+    teller_error err;
+    teller_error_clear(&err);
+    teller_diag_reference *ref_made = NULL;
+    CHECK_EQ_INT(teller_diag_reference_make(rs, NULL, &ref_made, &err), TELLER_OK);
+    teller_diagnosis_free(diagnose_file(path, &st));
+    teller_diag_opts o = teller_diag_defaults();
+    o.reference = ref_made;
+    teller_diagnosis *d = NULL;
+    CHECK_EQ_INT(teller_diagnose(st, &o, &d, &err), TELLER_OK);
+    CHECK_EQ_INT(d ? d->n : 0, 6);
+    if (d && d->n == 6) {
+        CHECK(d->steps[0].by_reference && !d->steps[0].slow && !d->steps[0].pred.abnormal);
+        CHECK(d->steps[0].usual_ns == d->steps[0].dur_ns);
+        for (uint32_t k = 1; k < 6; k++)
+            CHECK(d->steps[k].by_reference && d->steps[k].slow);
+    }
+    teller_diagnosis_free(d);
+    teller_diag_reference_free(ref_made);
+    teller_store_free(st);
+    teller_store_free(rs);
+    unlink(rpath);
+    unlink(path);
+}
+
 const test_case diagnose_mode_tests[] = {
     {"diagnose modes: the fastest step and a step within its run's spread are not slow; a slow one is flagged",
      test_modes_step_alarm},
     {"diagnose modes: a slow step no finding explains is said, with where nothing ran and that it is the last",
      test_modes_slow_step_said},
+    {"diagnose modes: against a reference, the first step is judged by the reference's first", test_modes_reference_first_step},
     {"diagnose modes: an unreadable log (missing, a directory) fails naming the file", test_modes_unreadable_log},
     {"diagnose modes: old-profiler training steps; regression found, blocked copy and first launch not blamed",
      test_modes_training_trace},

@@ -287,7 +287,10 @@ static uint32_t say_step(const dctx *D, diag_state *S, line *took, line *L, tell
         uint32_t steps;
         diag_ref_how how;
         diag_reference_kind(S, k, &steps, &how);
-        if (how == DIAG_REF_LINE)
+        if (how == DIAG_REF_FIRST)
+            say(L, "%s %s than in the reference run (%s: its first step, as this is the recording's first)",
+                txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu));
+        else if (how == DIAG_REF_LINE)
             say(L, "%s %s than in the reference run (%s: the line through its %u %s steps at this one's work)",
                 txt(S, s, fo), slower ? "more" : "less", txt(S, s, fu), steps, kw);
         else if (how == DIAG_REF_MEDIAN)

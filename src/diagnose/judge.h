@@ -35,10 +35,11 @@ void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class 
  * whole (their median): what slows every step alike. The other steps drop
  * the findings judged against the reference. 0, or -1 out of memory. */
 int diag_reference_yardsticks(const dctx *D, diag_state *S, double spreads);
-/* How the reference's usual of a kind of step is made: the median of its
+/* How the reference's usual for a step is made: the median of its kind's
  * steps, a line through them by their work, the median of those nearest
- * in work (a kind of too few steps to fit). */
-typedef enum diag_ref_how { DIAG_REF_MEDIAN, DIAG_REF_LINE, DIAG_REF_NEAR } diag_ref_how;
+ * in work (a kind of too few steps to fit), or (the run's first step) the
+ * reference's own first step, of that kind and longer. */
+typedef enum diag_ref_how { DIAG_REF_MEDIAN, DIAG_REF_LINE, DIAG_REF_NEAR, DIAG_REF_FIRST } diag_ref_how;
 /* reference.c: whether the reference has steps of step k's kind; how
  * many (*steps) and how their usual is made (*how). */
 int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, diag_ref_how *how);

@@ -71,6 +71,10 @@ typedef struct ref_op {
 struct teller_diag_reference {
     ref_group *g;
     size_t     ng;
+    /* its first step, when no finding flagged it: its kind (an index into
+     * g, SIZE_MAX none) and duration */
+    size_t     first_group;
+    double     first_ns;
     kmap       ops;   /* op_key -> op[] */
     ref_op    *op;
     size_t     opcap;
@@ -108,6 +112,8 @@ struct ref_state {
     double            *dev;   /* per (step, source): how far its operators within their usual strayed from it,
                                * the median of |time / usual - 1|; -1 none */
     const ref_group  **rg;    /* per step: the reference's group of its kind, NULL none */
+    double             first; /* step 0's usual when the reference's first step, of its kind and longer than
+                               * usual[0], is (classify); 0 otherwise */
 };
 
 /* ---- keys ---- */
@@ -541,6 +547,11 @@ static int classify(const dctx *D, const teller_diagnosis *d, struct ref_state *
             R->rg[k] = g;
             R->usual[k] = u;
             R->scale[k] = g->fitted && g->by_work ? u / g->med_ns : 1;
+            /* a recording's first step holds what starting the profiler
+             * cost, in the reference's as in this one's: the first step of
+             * a kind the reference's first step was is usual up to that */
+            if (k == 0 && ref->first_group < ref->ng && g == &ref->g[ref->first_group] && ref->first_ns > u)
+                R->first = ref->first_ns;
         }
     }
     return 0;
@@ -653,7 +664,7 @@ static teller_diag_step against_reference(const dctx *D, const diag_state *S, co
 {
     const ref_group *g = S->ref->rg[k];
     teller_diag_step alt = *s;
-    alt.usual_ns = (int64_t)llround(S->ref->usual[k]);
+    alt.usual_ns = (int64_t)llround(k == 0 && S->ref->first > 0 ? S->ref->first : S->ref->usual[k]);
     alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
     alt.spread = g->fitted ? g->spread : unfitted_spread(g, op_spread(D, S, k));
     alt.by_reference = 1;
@@ -730,7 +741,10 @@ int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, diag_r
 {
     const ref_group *g = S->ref ? S->ref->rg[k] : NULL;
     *steps = g ? g->n : 0;
-    *how = !g || !g->fitted ? DIAG_REF_NEAR : g->by_work ? DIAG_REF_LINE : DIAG_REF_MEDIAN;
+    *how = k == 0 && S->ref->first > 0 ? DIAG_REF_FIRST
+           : !g || !g->fitted      ? DIAG_REF_NEAR
+           : g->by_work            ? DIAG_REF_LINE
+                                   : DIAG_REF_MEDIAN;
     return g != NULL;
 }
 
@@ -888,6 +902,11 @@ int diag_reference_keep(const dctx *D, const diag_state *S, teller_diag_referenc
     free(v);
     for (size_t i = 0; i < r->ng; i++)
         r->steps += r->g[i].n;
+    r->first_group = SIZE_MAX;
+    if (S->out->n && !S->out->steps[0].pred.abnormal) {
+        r->first_group = S->out->steps[0].group;
+        r->first_ns = (double)S->out->steps[0].dur_ns;
+    }
     *out = r;
     return 0;
 }
