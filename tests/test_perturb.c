@@ -1210,7 +1210,8 @@ static void test_preemption_recomputes_a_prefill(void)
 /* A preempted step diagnosed without its log line: every rank's compute
  * kernels grew, which the kernels' yardsticks take for more work, so no
  * finding explains the slow step; what is said of it names their growth
- * (SGLang's decode annotations state the batch its steps are judged by). */
+ * (SGLang's decode annotations state the batch its steps are judged by).
+ * With the log, the warning perturb wrote is found at its step. */
 static void test_unlogged_preemption_is_said(void)
 {
     char dir[] = "/tmp/teller_perturb_XXXXXX";
@@ -1255,6 +1256,20 @@ static void test_unlogged_preemption_is_said(void)
     teller_check_report r = {0};
     CHECK_EQ_INT(teller_check_diagnosis(pt, d, &r, &err), TELLER_OK);
     CHECK(r.facts > 0 && r.mismatches == 0);
+    /* with its log, each warning lies among SGLang's "Prefill batch."
+     * lines where its step ran (they share whole seconds), and the
+     * diagnosis finds each preemption at its step and nowhere else */
+    char log[760];
+    snprintf(log, sizeof log, "%s/perturbed/logs/node0.log", dir);
+    const char *logs[] = {log};
+    dopt.logs = logs;
+    dopt.nlogs = 1;
+    teller_diagnosis *dl = NULL;
+    CHECK_EQ_INT(teller_diagnose(pt, &dopt, &dl, &err), TELLER_OK);
+    for (size_t k = 0; dl && steps && k < steps->n && k < dl->n; k++)
+        CHECK_EQ_INT(!strcmp(dl->steps[k].fault, "preemption"),
+                     !strcmp(jdom_str(&steps->items[k], "fault", ""), "preemption"));
+    teller_diagnosis_free(dl);
     jdom_free(t);
     teller_diagnosis_free(d);
     teller_store_free(pt);
@@ -1325,7 +1340,7 @@ const test_case perturb_tests[] = {
      test_perturbed_multi_node_run_keeps_steps},
     {"perturb: preemption writes vLLM's warning into the scheduler node's log at the step's time", test_preemption_writes_the_engine_warning},
     {"perturb: a preempted step recomputes a prefill the size of the run's largest", test_preemption_recomputes_a_prefill},
-    {"perturb: a preempted step without its log line is said slow, its compute kernels' growth named",
+    {"perturb: a preempted step's warning lies among the prefill lines where it ran; unlogged, it is said slow",
      test_unlogged_preemption_is_said},
     {"perturb: same seed, same bytes", test_same_seed_same_bytes},
     {"perturb: a torn-down hang's truth lasts until the watchdog; a member that did not wait keeps its time",

@@ -9,6 +9,7 @@
  * became in the rewritten trace. The physics of each kind and its limits
  * are in docs/PERTURB.md.
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ typedef struct pctx {
     uint32_t                   hang_kernel; /* the collective kernel the hung rank never launched */
     int32_t                    lead_node; /* the node of the lowest rank, where the scheduler runs */
     const char                *sched_log; /* that node's log (--log), or NULL */
+    uint32_t                  *prefills;  /* per step k: the steps up to k whose annotations say they
+                                           * prefill (write_case, for the logs), NULL before */
 } pctx;
 
 static int rank_of(const pctx *P, uint32_t i) { return teller_store_source_c(P->st, P->ev->source[i])->rank; }
@@ -825,20 +828,38 @@ static long log_node(const teller_perturb_opts *o, size_t i)
 }
 
 /* A line added to a node's log: its time on that node's clock and text;
- * before is the 1-based line of the log it goes in front of (0: the end). */
+ * before is the 1-based line of the log it goes in front of (0: the end).
+ * A preemption line also goes in front of the pre-th "Prefill batch." line
+ * of the traced time (counted from 0; UINT32_MAX: none), at pre_before. */
 typedef struct logline {
     int32_t  node;
     int64_t  t;
-    uint64_t before;
+    uint64_t before, pre_before;
+    uint32_t pre;
     char     text[768];
 } logline;
 
+/* The scheduler node's traced time, on its clock, and how many of the
+ * steps prefill by their annotations: SGLang logs one "Prefill batch."
+ * line for each, in step order (log_findings.c anchors preemption lines
+ * by them the same way). */
+typedef struct prefill_span {
+    int32_t  node;
+    int64_t  lo, hi;
+    uint32_t steps, prefilling;
+} prefill_span;
+
 typedef struct place_ctx {
-    logline *ins;
-    size_t   n;
+    logline            *ins;
+    size_t              n;
+    const prefill_span *ps;
+    uint32_t            npre; /* the "Prefill batch." lines of the traced time seen */
 } place_ctx;
 
-/* Each added line goes in front of the first record of a later second. */
+/* Each added line goes in front of the first record of a later second; a
+ * preemption line in front of the "Prefill batch." line of the first step
+ * after its own that prefills, when that comes sooner (a whole second
+ * holds many steps, and the lines of a log are in time order). */
 static int place_cb(void *ctx, const teller_log_record *rec)
 {
     place_ctx *pc = ctx;
@@ -847,13 +868,36 @@ static int place_cb(void *ctx, const teller_log_record *rec)
     for (size_t j = 0; j < pc->n; j++)
         if (!pc->ins[j].before && rec->time_ns / 1000000000 > pc->ins[j].t / 1000000000)
             pc->ins[j].before = rec->line;
+    int64_t end = rec->time_ns + ((rec->flags & TELLER_LOGF_NO_SUBSEC) ? 1000000000 : 0);
+    if (pc->ps && pc->ps->node == pc->ins[0].node && end >= pc->ps->lo && rec->time_ns <= pc->ps->hi &&
+        rec->msg.n && memmem(rec->msg.p, rec->msg.n, "Prefill batch.", 14)) {
+        for (size_t j = 0; j < pc->n; j++)
+            if (pc->ins[j].pre == pc->npre && !pc->ins[j].pre_before)
+                pc->ins[j].pre_before = rec->line;
+        pc->npre++;
+    }
     return 0;
+}
+
+/* Once the log is read: the prefill lines count as anchors only when
+ * they are one per prefilling step and some step only decodes; a line
+ * earlier in time never goes after a later one. */
+static void place_finish(const place_ctx *pc)
+{
+    int anchored = pc->ps && pc->ps->node == pc->ins[0].node && pc->npre == pc->ps->prefilling &&
+                   pc->ps->prefilling < pc->ps->steps;
+    for (size_t j = 0; anchored && j < pc->n; j++)
+        if (pc->ins[j].pre_before && (!pc->ins[j].before || pc->ins[j].pre_before < pc->ins[j].before))
+            pc->ins[j].before = pc->ins[j].pre_before;
+    for (size_t j = pc->n - 1; j-- > 0;)
+        if (pc->ins[j + 1].before && (!pc->ins[j].before || pc->ins[j + 1].before < pc->ins[j].before))
+            pc->ins[j].before = pc->ins[j + 1].before;
 }
 
 /* Copies the --log files to logs/node<N>.log, with the added lines of
  * their node in time order. */
 static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, logline *ins, size_t nins,
-                               teller_error *err)
+                               const prefill_span *ps, teller_error *err)
 {
     if (!o->nlogs)
         return TELLER_OK;
@@ -874,12 +918,13 @@ static teller_status copy_logs(const teller_perturb_opts *o, const char *dir, lo
         while (first + n < nins && ins[first + n].node == node)
             n++;
         if (n) {
-            place_ctx pc = {ins + first, n};
+            place_ctx pc = {ins + first, n, ps, 0};
             teller_log_opts lo = teller_log_defaults();
             lo.ref_ns = ins[first].t;
             teller_status r = teller_log_read_file(o->logs[i], &lo, place_cb, &pc, NULL, err);
             if (r != TELLER_OK)
                 return r;
+            place_finish(&pc);
         }
         FILE *in = fopen(o->logs[i], "rb");
         if (!in)
@@ -1057,6 +1102,7 @@ static logline *add_line(linebuf *b, int32_t node, int64_t t)
     memset(L, 0, sizeof *L);
     L->node = node;
     L->t = t;
+    L->pre = UINT32_MAX;
     return L;
 }
 
@@ -1069,6 +1115,7 @@ static int preemption_lines(const pctx *P, uint32_t k, const tstep *t, const int
     logline *L = add_line(out, P->lead_node, start[t->rt.ev] + node_offset_of(P->st, P->lead_node));
     if (!L)
         return -1;
+    L->pre = P->prefills[k]; /* the first step after k that prefills: its line's index */
     preemption_line(P, P->sched_log, k, L->t, L->text, sizeof L->text);
     return 0;
 }
@@ -1258,6 +1305,7 @@ static int pctx_open(pctx *P, const teller_store *st, const teller_perturb_opts 
 
 static void pctx_free(pctx *P)
 {
+    free(P->prefills);
     free(P->sfirst);
     free(P->sev);
     free(P->ed);
@@ -1343,6 +1391,41 @@ static teller_status label_steps(const pctx *P, tstep *ts, uint32_t nout, const 
     return TELLER_OK;
 }
 
+/* P->prefills (per step, how many steps up to it prefill by their lead
+ * annotations: the steps table is ordered by (step, rank)), and the
+ * scheduler node's traced time and counts into *ps, from the new times.
+ * 0, or -1 out of memory. */
+static int prefill_steps(pctx *P, const int64_t *start, const int64_t *dur, prefill_span *ps)
+{
+    const teller_step *rows = teller_store_steps(P->st);
+    size_t nrows = teller_store_num_steps(P->st);
+    if (!(P->prefills = calloc((size_t)P->nsteps + 1, sizeof *P->prefills)))
+        return -1;
+    int64_t off = node_offset_of(P->st, P->lead_node);
+    *ps = (prefill_span){P->lead_node, INT64_MAX, INT64_MIN, P->nsteps, 0};
+    uint32_t last = TELLER_NONE;
+    for (size_t j = 0; j < nrows; j++) {
+        uint32_t k = rows[j].step, m = rows[j].marker;
+        if (k >= P->nsteps || m == TELLER_NONE)
+            continue;
+        if (start[m] + off < ps->lo)
+            ps->lo = start[m] + off;
+        if (start[m] + dur[m] + off > ps->hi)
+            ps->hi = start[m] + dur[m] + off;
+        if (k == last)
+            continue;
+        last = k;
+        teller_step_class c;
+        teller_step_classify(name_of(P, m), &c);
+        P->prefills[k] = c.kind != TELLER_STEP_DECODE;
+    }
+    for (uint32_t k = 0; k < P->nsteps; k++) {
+        ps->prefilling += P->prefills[k];
+        P->prefills[k] = ps->prefilling;
+    }
+    return 0;
+}
+
 /* Writes the case into dir, which must be new or empty: the traces with
  * the new times (start, dur; keep: what a hang left, NULL all), the logs
  * with the lines the faults add, the truth of the first nout steps (win:
@@ -1365,6 +1448,9 @@ static teller_status write_case(pctx *P, const char *dir, const tstep *ts, uint3
     teller_status rc = teller_kineto_write(P->st, start, dur, keep, dir, err);
     if (rc != TELLER_OK)
         return rc;
+    prefill_span ps;
+    if (prefill_steps(P, start, dur, &ps))
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
     linebuf lines = {0};
     for (uint32_t k = 0; k < P->nsteps && rc == TELLER_OK; k++)
         if (ts[k].f != TELLER_FAULT_NONE && k_kinds[ts[k].f].lines &&
@@ -1372,7 +1458,7 @@ static teller_status write_case(pctx *P, const char *dir, const tstep *ts, uint3
             rc = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
     if (rc == TELLER_OK) {
         teller_sort(lines.v, lines.n, sizeof *lines.v, logline_cmp);
-        rc = copy_logs(o, dir, lines.v, lines.n, err);
+        rc = copy_logs(o, dir, lines.v, lines.n, &ps, err);
     }
     free(lines.v);
     if (rc == TELLER_OK)
