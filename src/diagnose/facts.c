@@ -667,9 +667,6 @@ static void profiler_work(const dctx *D, diag_state *S, line *L, teller_diag_ste
         txt(S, s, fo), at(S, s, fo)->count, teller_store_str(D->st, ev->name[top]), at(S, s, fo)->count == 1 ? "" : "s");
 }
 
-/* Step k is slower than its usual beyond the alarm, and no finding flags
- * it: it is said, with where the trace shows neither GPU work nor a host
- * op on its longest rank. */
 /* In slow step k (s) that no finding explains: when the compute kernels
  * of the rank it took longest on ran over their median in the other steps
  * of its kind by a quarter of its excess or more, says so (more work than the
@@ -691,6 +688,9 @@ static void compute_grew(const dctx *D, diag_state *S, line *L, teller_diag_step
         txt(S, s, fa), txt(S, s, fu), at(S, s, fu)->count, kind_word(g));
 }
 
+/* Step k is slower than its usual beyond the alarm, and no finding flags
+ * it: it is said, with where the trace shows neither GPU work nor a host
+ * op on its longest rank and how far its compute kernels grew there. */
 void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
 {
     uint32_t k = s->pred.step;

@@ -868,7 +868,9 @@ static int place_cb(void *ctx, const teller_log_record *rec)
     for (size_t j = 0; j < pc->n; j++)
         if (!pc->ins[j].before && rec->time_ns / 1000000000 > pc->ins[j].t / 1000000000)
             pc->ins[j].before = rec->line;
-    int64_t end = rec->time_ns + ((rec->flags & TELLER_LOGF_NO_SUBSEC) ? 1000000000 : 0);
+    int64_t end = (rec->flags & TELLER_LOGF_NO_SUBSEC) && rec->time_ns < INT64_MAX - 1000000000
+                      ? rec->time_ns + 1000000000
+                      : rec->time_ns; /* a whole second's line may be anywhere in it */
     if (pc->ps && pc->ps->node == pc->ins[0].node && end >= pc->ps->lo && rec->time_ns <= pc->ps->hi &&
         rec->msg.n && memmem(rec->msg.p, rec->msg.n, "Prefill batch.", 14)) {
         for (size_t j = 0; j < pc->n; j++)
