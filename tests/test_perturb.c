@@ -1153,6 +1153,29 @@ static void compute_ns(const teller_store *st, int64_t t[64][4])
     }
 }
 
+/* The healthy case st of dir (its first nlogs node logs given) with
+ * preemption drawn at rate (seed 3) into dir/perturbed: the written case,
+ * loaded, and its truth.json in *truth (the caller frees both). */
+static teller_store *preempted_case(const char *dir, const teller_store *st, double rate, size_t nlogs, jv **truth)
+{
+    node_logs nl;
+    teller_perturb_opts o = teller_perturb_defaults();
+    o.rate = rate;
+    o.seed = 3;
+    o.faults = 1u << TELLER_FAULT_PREEMPTION;
+    o.logs = node_logs_of(&nl, dir);
+    o.nlogs = nlogs;
+    char out[700];
+    snprintf(out, sizeof out, "%s/perturbed", dir);
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_perturb(st, &o, out, NULL, &err), TELLER_OK);
+    teller_store *pt = load_written(out, st);
+    snprintf(out, sizeof out, "%s/perturbed/truth.json", dir);
+    *truth = jdom_load(out, &err);
+    return pt;
+}
+
 /* A preempted step recomputes the preempted requests: a prefill that
  * fills much of the token budget, as the run's largest prefill did. On
  * every rank its compute kernels grow by 0.375-1x the most compute time a
@@ -1164,20 +1187,8 @@ static void test_preemption_recomputes_a_prefill(void)
     char dir[] = "/tmp/teller_perturb_XXXXXX";
     healthy_2x2(dir, 12, 5);
     teller_store *st = load_case_ranks(dir, 0, 4);
-    node_logs nl;
-    teller_perturb_opts o = teller_perturb_defaults();
-    o.rate = 0.5;
-    o.seed = 3;
-    o.faults = 1u << TELLER_FAULT_PREEMPTION;
-    o.logs = node_logs_of(&nl, dir);
-    o.nlogs = 2;
-    char out[700];
-    snprintf(out, sizeof out, "%s/perturbed", dir);
-    teller_perturb_result res;
-    teller_error err;
-    teller_error_clear(&err);
-    CHECK_EQ_INT(teller_perturb(st, &o, out, &res, &err), TELLER_OK);
-    teller_store *pt = load_written(out, st);
+    jv *t = NULL;
+    teller_store *pt = preempted_case(dir, st, 0.5, 2, &t);
     static int64_t before[64][4], after[64][4];
     compute_ns(st, before);
     compute_ns(pt, after);
@@ -1185,8 +1196,6 @@ static void test_preemption_recomputes_a_prefill(void)
     for (int k = 0; k < 64; k++)
         for (int r = 0; r < 4; r++)
             most[r] = before[k][r] > most[r] ? before[k][r] : most[r];
-    snprintf(out, sizeof out, "%s/perturbed/truth.json", dir);
-    jv *t = jdom_load(out, &err);
     const jv *steps = t ? jdom_get(t, "steps") : NULL;
     int preempted = 0;
     for (size_t k = 0; steps && k < steps->n && k < 64; k++) {
@@ -1225,24 +1234,13 @@ static void test_unlogged_preemption_is_said(void)
     so.seed = 5;
     sim_case(dir, &so);
     teller_store *st = load_case_ranks(dir, 0, 4);
-    node_logs nl;
-    teller_perturb_opts o = teller_perturb_defaults();
-    o.rate = 0.15;
-    o.seed = 3;
-    o.faults = 1u << TELLER_FAULT_PREEMPTION;
-    o.logs = node_logs_of(&nl, dir);
-    o.nlogs = 1;
-    char out[700];
-    snprintf(out, sizeof out, "%s/perturbed", dir);
+    jv *t = NULL;
+    teller_store *pt = preempted_case(dir, st, 0.15, 1, &t);
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_perturb(st, &o, out, NULL, &err), TELLER_OK);
-    teller_store *pt = load_written(out, st);
     teller_diagnosis *d = NULL;
     teller_diag_opts dopt = teller_diag_defaults();
     CHECK_EQ_INT(teller_diagnose(pt, &dopt, &d, &err), TELLER_OK);
-    snprintf(out, sizeof out, "%s/perturbed/truth.json", dir);
-    jv *t = jdom_load(out, &err);
     const jv *steps = t ? jdom_get(t, "steps") : NULL;
     int said = 0;
     for (size_t k = 0; d && steps && k < steps->n && k < d->n; k++) {

@@ -659,12 +659,20 @@ static double group_spread(const dctx *D, const diag_state *S, const teller_step
     return unfitted_spread(rg, n ? diag_median(v, n) : -1);
 }
 
+/* Step k's usual from the reference's first step (classify), 0 when it
+ * has none: step 0 of a run judged against a reference alone. */
+static double first_usual(const struct ref_state *R, uint32_t k)
+{
+    return R && k == 0 ? R->first : 0;
+}
+
 /* Step s against the reference's usual for its kind and work. */
 static teller_diag_step against_reference(const dctx *D, const diag_state *S, const teller_diag_step *s, uint32_t k)
 {
     const ref_group *g = S->ref->rg[k];
     teller_diag_step alt = *s;
-    alt.usual_ns = (int64_t)llround(k == 0 && S->ref->first > 0 ? S->ref->first : S->ref->usual[k]);
+    double first = first_usual(S->ref, k);
+    alt.usual_ns = (int64_t)llround(first > 0 ? first : S->ref->usual[k]);
     alt.excess_ns = s->dur_ns > alt.usual_ns ? s->dur_ns - alt.usual_ns : 0;
     alt.spread = g->fitted ? g->spread : unfitted_spread(g, op_spread(D, S, k));
     alt.by_reference = 1;
@@ -741,7 +749,7 @@ int diag_reference_kind(const diag_state *S, uint32_t k, uint32_t *steps, diag_r
 {
     const ref_group *g = S->ref ? S->ref->rg[k] : NULL;
     *steps = g ? g->n : 0;
-    *how = k == 0 && S->ref->first > 0 ? DIAG_REF_FIRST
+    *how = first_usual(S->ref, k) > 0 ? DIAG_REF_FIRST
            : !g || !g->fitted      ? DIAG_REF_NEAR
            : g->by_work            ? DIAG_REF_LINE
                                    : DIAG_REF_MEDIAN;
