@@ -17,6 +17,7 @@
 #include "teller/tree.h"
 #include "../store/store_internal.h"
 #include "../util/kmap.h"
+#include "tree_internal.h"
 #include "../util/pool.h"
 #include "../util/vec.h"
 
@@ -491,12 +492,94 @@ static int assign_ranks_nodes(teller_store *st, const teller_tree_opts *o)
 
 /* ---- pass 4: collectives ---- */
 
+/* The run-wide half of matching reads rows (tree_internal.h), one per
+ * communication kernel, found per source on the pool: a kernel without
+ * metadata (NCCL called directly, or captured in a CUDA graph) takes the
+ * process group that named kernels on the same stream carry; an engine's
+ * own collective (a family matched by order), which never has metadata and
+ * may run on another stream than NCCL's, else the group of the source's
+ * first collective that is not a send or receive (its tensor-parallel
+ * group, which the engine's all-reduce serves). */
+typedef struct coll_find {
+    const teller_store *st;
+    const size_t       *range;
+    teller_coll_row   **rows; /* per source */
+    size_t             *n;
+    int                *failed;
+} coll_find;
+
+static void find_collectives(void *ctx, size_t s)
+{
+    coll_find *f = ctx;
+    const teller_events *ev = &f->st->ev;
+    teller_coll_row *out = NULL;
+    size_t n = 0, cap = 0;
+    kmap streams = {0}; /* stream -> slot in spg: the first process group seen there */
+    uint32_t *spg = NULL, src_pg = 0;
+    size_t spcap = 0;
+    kmap names = {0}; /* kernel name -> slot in nfam: its family + 1, classified once */
+    uint8_t *nfam = NULL;
+    size_t nfcap = 0;
+    for (size_t i = f->range[s]; i < f->range[s + 1]; i++) {
+        if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
+            continue;
+        const teller_comm *cm = teller_store_event_comm(f->st, (uint32_t)i);
+        uint32_t pg = cm ? cm->pg_name : 0;
+        uint32_t stream = (uint32_t)teller_event_tid(ev, i);
+        uint32_t *slot = pg ? kmap_slot(&streams, stream, (void **)&spg, &spcap, sizeof *spg) : NULL;
+        uint8_t *fam = kmap_slot(&names, ev->name[i], (void **)&nfam, &nfcap, sizeof *nfam);
+        if ((pg && !slot) || !fam || TELLER_GROW(out, cap, n + 1)) {
+            f->failed[s] = 1;
+            break;
+        }
+        if (slot && !*slot)
+            *slot = pg;
+        if (!*fam)
+            *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(f->st, ev->name[i]), NULL, 0));
+        const char *coll = cm ? teller_store_str(f->st, cm->collective) : "";
+        int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
+        if (pg && !src_pg && !dir)
+            src_pg = pg;
+        const teller_args *a = teller_store_event_args(f->st, (uint32_t)i);
+        out[n++] = (teller_coll_row){
+            .ev = (uint32_t)i,
+            .name = ev->name[i],
+            .pg = pg,
+            .pg_ranks = cm ? cm->pg_ranks : 0,
+            .seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE,
+            .step = TELLER_NONE,
+            .grid = {a ? a->grid[0] : 0, a ? a->grid[1] : 0, a ? a->grid[2] : 0},
+            .group_size = cm ? cm->group_size : 0,
+            .dir = (int8_t)dir,
+            .fam = (uint8_t)(*fam - 1),
+            .start = ev->start_ns[i],
+            .dur = ev->dur_ns[i],
+        };
+    }
+    for (size_t k = 0; k < n && !f->failed[s]; k++) {
+        if (out[k].pg)
+            continue;
+        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, out[k].ev), 0);
+        out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
+        const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)out[k].fam);
+        if (!out[k].pg && fam && fam->match == TELLER_COMM_MATCH_ORDER)
+            out[k].pg = src_pg;
+    }
+    kmap_free(&streams);
+    free(spg);
+    kmap_free(&names);
+    free(nfam);
+    f->rows[s] = out;
+    f->n[s] = n;
+}
+
 typedef struct coll_item {
     uint32_t key, seq;
     int32_t  rank;
     uint32_t ev;
     uint32_t step; /* the kernel's step for a family matched by order once steps are cut, else TELLER_NONE */
-    int64_t  start;
+    uint32_t src;
+    int64_t  start, end;
 } coll_item;
 
 static int coll_item_cmp(const void *a, const void *b)
@@ -553,76 +636,13 @@ static int32_t pg_neighbour(const char *ranks, int32_t rank, int dir)
     return -1;
 }
 
-/* One source's communication kernels with their comm rows, families and
- * process groups, found on the pool (sources are independent here): a
- * kernel without metadata (NCCL called directly, or captured in a CUDA
- * graph) takes the process group that named kernels on the same stream
- * carry; an engine's own collective (a family matched by order), which
- * never has metadata and may run on another stream than NCCL's, else the
- * group of the source's first collective that is not a send or receive
- * (its tensor-parallel group, which the engine's all-reduce serves). */
-typedef struct coll_found {
-    uint32_t           ev, pg;
-    const teller_comm *cm;
-    uint8_t            fam; /* teller_comm_family_id */
-} coll_found;
-
-typedef struct coll_find {
-    const teller_store *st;
-    const size_t       *range;
-    coll_found        **found; /* per source */
-    size_t             *n;
-    int                *failed;
-} coll_find;
-
-static void find_collectives(void *ctx, size_t s)
+/* 1 when a row is an engine's own collective without a recorded sequence:
+ * numbered by its order in the step, keyed by its family, operation, group
+ * and launch grid. */
+static int by_order(const teller_coll_row *r)
 {
-    coll_find *f = ctx;
-    const teller_events *ev = &f->st->ev;
-    coll_found *out = NULL;
-    size_t n = 0, cap = 0;
-    kmap streams = {0}; /* stream -> slot in spg: the first process group seen there */
-    uint32_t *spg = NULL, src_pg = 0;
-    size_t spcap = 0;
-    kmap names = {0}; /* kernel name -> slot in nfam: its family + 1, classified once */
-    uint8_t *nfam = NULL;
-    size_t nfcap = 0;
-    for (size_t i = f->range[s]; i < f->range[s + 1]; i++) {
-        if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
-            continue;
-        const teller_comm *cm = teller_store_event_comm(f->st, (uint32_t)i);
-        uint32_t pg = cm ? cm->pg_name : 0;
-        uint32_t stream = (uint32_t)teller_event_tid(ev, i);
-        uint32_t *slot = pg ? kmap_slot(&streams, stream, (void **)&spg, &spcap, sizeof *spg) : NULL;
-        uint8_t *fam = kmap_slot(&names, ev->name[i], (void **)&nfam, &nfcap, sizeof *nfam);
-        if ((pg && !slot) || !fam || TELLER_GROW(out, cap, n + 1)) {
-            f->failed[s] = 1;
-            break;
-        }
-        if (slot && !*slot)
-            *slot = pg;
-        if (!*fam)
-            *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(f->st, ev->name[i]), NULL, 0));
-        const char *coll = cm ? teller_store_str(f->st, cm->collective) : "";
-        if (pg && !src_pg && strcmp(coll, "send") && strcmp(coll, "recv"))
-            src_pg = pg;
-        out[n++] = (coll_found){(uint32_t)i, pg, cm, (uint8_t)(*fam - 1)};
-    }
-    for (size_t k = 0; k < n && !f->failed[s]; k++) {
-        if (out[k].pg)
-            continue;
-        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, out[k].ev), 0);
-        out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
-        const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)out[k].fam);
-        if (!out[k].pg && fam && fam->match == TELLER_COMM_MATCH_ORDER)
-            out[k].pg = src_pg;
-    }
-    kmap_free(&streams);
-    free(spg);
-    kmap_free(&names);
-    free(nfam);
-    f->found[s] = out;
-    f->n[s] = n;
+    const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)r->fam);
+    return fam && fam->match == TELLER_COMM_MATCH_ORDER && r->seq == TELLER_NONE;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -678,9 +698,8 @@ static int node_source_cmp(const void *a, const void *b)
  * or -1 where its node holds one group (or it ran none). Only sources of
  * one node are paired: the cost is the sum over nodes of their sources
  * squared, not the store's. 0, or -1 out of memory. */
-static int engine_groups(const teller_store *st, coll_found *const *found, const size_t *nfound, int32_t *grp)
+static int engine_groups(const teller_store *st, teller_coll_row *const *rows, const size_t *nrows, int32_t *grp)
 {
-    const teller_events *ev = &st->ev;
     size_t ns = st->nsources, nby = 0;
     int64_t **ends = calloc(ns ? ns : 1, sizeof *ends);
     size_t *nend = calloc(ns ? ns : 1, sizeof *nend);
@@ -692,18 +711,15 @@ static int engine_groups(const teller_store *st, coll_found *const *found, const
         grp[s] = -1;
         up[s] = (int32_t)s;
         low[s] = INT32_MAX;
-        for (size_t k = 0; k < nfound[s]; k++) {
-            const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
-            uint32_t i = found[s][k].ev;
-            const teller_comm *cm = found[s][k].cm;
-            if (found[s][k].pg || !fam || fam->match != TELLER_COMM_MATCH_ORDER ||
-                found[s][k].fam == TELLER_COMM_DEEP_EP || (cm && cm->seq >= 0 && cm->seq < UINT32_MAX))
+        for (size_t k = 0; k < nrows[s]; k++) {
+            const teller_coll_row *r = &rows[s][k];
+            if (r->pg || !by_order(r) || r->fam == TELLER_COMM_DEEP_EP)
                 continue;
-            if (!ends[s] && !(ends[s] = malloc(nfound[s] * sizeof **ends))) {
+            if (!ends[s] && !(ends[s] = malloc(nrows[s] * sizeof **ends))) {
                 bad = 1;
                 break;
             }
-            ends[s][nend[s]++] = ev->start_ns[i] + ev->dur_ns[i];
+            ends[s][nend[s]++] = r->start + r->dur;
         }
         if (nend[s]) {
             teller_sort(ends[s], nend[s], sizeof **ends, cmp_i64);
@@ -743,6 +759,33 @@ static int engine_groups(const teller_store *st, coll_found *const *found, const
     return bad ? -1 : 0;
 }
 
+/* A matched member's source and end, for the clock offsets. */
+typedef struct member_end {
+    uint32_t src;
+    int64_t  end;
+} member_end;
+
+/* The key of an engine's own collective (by_order) into buf: its family,
+ * operation, group (without a process group, the node's ranks that run
+ * them together: the all-reduces over NVLink, all but DeepEP's, never
+ * leave it) and launch grid. */
+static void order_key(const teller_store *st, const teller_coll_row *r, int32_t node, int32_t egrp, char *buf,
+                      size_t cap)
+{
+    char op[64], grp[160];
+    teller_comm_family_of(teller_store_str(st, r->name), op, sizeof op);
+    if (r->pg)
+        snprintf(grp, sizeof grp, " pg %.120s", teller_store_str(st, r->pg));
+    else if (r->fam != TELLER_COMM_DEEP_EP && egrp >= 0)
+        snprintf(grp, sizeof grp, " node %d ranks from %d", node, egrp);
+    else if (r->fam != TELLER_COMM_DEEP_EP)
+        snprintf(grp, sizeof grp, " node %d", node);
+    else
+        grp[0] = 0;
+    snprintf(buf, cap, "fam %s %s%s grid %u,%u,%u", teller_comm_family_get((teller_comm_family_id)r->fam)->name, op,
+             grp, r->grid[0], r->grid[1], r->grid[2]);
+}
+
 /* Collectives are matched by (key, seq): the key is the process group
  * when the trace names it (Kineto copies it onto the NCCL kernel), else
  * the NCCL operation from the kernel name; seq is the trace's own sequence
@@ -766,99 +809,65 @@ static int engine_groups(const teller_store *st, coll_found *const *found, const
  * taken to go from a stage to the next in the group's rank list, as an
  * inference pipeline passes its activations (a training pipeline's
  * backward sends go the other way and are matched wrongly). Keys are
- * interned in event order, whatever the threads. */
-static int match_collectives(teller_store *st, const size_t *range, int jobs, int by_step, int32_t *egrp,
-                             size_t *ordered)
+ * interned in row order, whatever the threads. With mend, *mend receives
+ * per member its source and end (malloc'd). */
+static int match_collectives(teller_store *st, teller_coll_row *const *rows, const size_t *nrows, int jobs,
+                             int by_step, int32_t *egrp, size_t *ordered, member_end **mend)
 {
-    teller_events *ev = &st->ev;
     size_t ns = st->nsources;
     coll_item *items = NULL;
     size_t nitems = 0, icap = 0;
-    coll_found **found = calloc(ns ? ns : 1, sizeof *found);
-    size_t *nfound = calloc(ns ? ns : 1, sizeof *nfound);
-    int *failed = calloc(ns ? ns : 1, sizeof *failed);
     kmap keys = {0}; /* process group, or 2^32 + kernel name -> slot in key_of: its key, once made */
     uint32_t *key_of = NULL;
     size_t kcap = 0;
-    int bad = !found || !nfound || !failed;
-    if (!bad) {
-        coll_find f = {st, range, found, nfound, failed};
-        teller_parallel_for(jobs, ns, find_collectives, &f);
-        for (size_t s = 0; s < ns; s++)
-            bad |= failed[s];
-    }
-    bad = bad || (!by_step && engine_groups(st, found, nfound, egrp));
-    /* one item per NCCL kernel found: sized once, so never copied to grow */
+    int bad = !by_step && engine_groups(st, rows, nrows, egrp);
+    /* one item per row: sized once, so never copied to grow */
     for (size_t s = 0; s < ns && !bad; s++)
-        icap += nfound[s];
+        icap += nrows[s];
     if (!bad && icap && !(items = malloc(icap * sizeof *items)))
         bad = 1;
-    char buf[256], op[64];
+    char buf[256];
     *ordered = 0;
     for (size_t s = 0; s < ns && !bad; s++)
-        for (size_t k = 0; k < nfound[s] && !bad; k++) {
-            uint32_t i = found[s][k].ev, pg = found[s][k].pg;
-            const teller_comm *cm = found[s][k].cm;
-            const char *coll = cm ? teller_store_str(st, cm->collective) : "";
-            int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
-            int32_t me = st->sources[ev->source[i]].rank,
-                    peer = dir && cm->group_size > 2 ? pg_neighbour(teller_store_str(st, cm->pg_ranks), me, dir) : -1;
-            uint32_t seq = cm && cm->seq >= 0 && cm->seq < UINT32_MAX ? (uint32_t)cm->seq : TELLER_NONE;
-            const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)found[s][k].fam);
-            if (fam && fam->match == TELLER_COMM_MATCH_ORDER && seq == TELLER_NONE) {
-                /* without a group, the node's ranks that run them
-                 * together: the all-reduces over NVLink (all but DeepEP's)
-                 * never leave it */
-                const teller_args *a = teller_store_event_args(st, i);
-                teller_comm_family_of(teller_store_str(st, ev->name[i]), op, sizeof op);
-                char grp[160];
-                if (pg)
-                    snprintf(grp, sizeof grp, " pg %.120s", teller_store_str(st, pg));
-                else if (found[s][k].fam != TELLER_COMM_DEEP_EP && egrp[s] >= 0)
-                    snprintf(grp, sizeof grp, " node %d ranks from %d", st->sources[ev->source[i]].node, egrp[s]);
-                else if (found[s][k].fam != TELLER_COMM_DEEP_EP)
-                    snprintf(grp, sizeof grp, " node %d", st->sources[ev->source[i]].node);
-                else
-                    grp[0] = 0;
-                snprintf(buf, sizeof buf, "fam %s %s%s grid %u,%u,%u", fam->name, op, grp, a ? a->grid[0] : 0,
-                         a ? a->grid[1] : 0, a ? a->grid[2] : 0);
-                uint32_t key = teller_store_intern(st, buf, strlen(buf));
-                bad = key == TELLER_NONE;
-                if (!bad)
-                    items[nitems++] = (coll_item){key, TELLER_NONE, me, i, by_step ? ev->step[i] : TELLER_NONE,
-                                                  ev->start_ns[i]};
+        for (size_t k = 0; k < nrows[s] && !bad; k++) {
+            const teller_coll_row *r = &rows[s][k];
+            int32_t me = st->sources[s].rank;
+            coll_item it = {0, r->seq, me, r->ev, TELLER_NONE, (uint32_t)s, r->start, r->start + r->dur};
+            if (by_order(r)) {
+                order_key(st, r, st->sources[s].node, egrp[s], buf, sizeof buf);
+                it.key = teller_store_intern(st, buf, strlen(buf));
+                it.step = by_step ? r->step : TELLER_NONE;
+                bad = it.key == TELLER_NONE;
+                items[nitems++] = it;
                 ++*ordered;
                 continue;
             }
+            int32_t peer = r->dir && r->group_size > 2
+                               ? pg_neighbour(teller_store_str(st, r->pg_ranks), me, r->dir)
+                               : -1;
             /* the key's text, but for pipeline transfers, depends on the
              * group or the kernel's name alone: made once per group or name */
             uint32_t *known = peer >= 0 ? NULL
-                                        : kmap_slot(&keys, pg ? pg : 1ull << 32 | ev->name[i], (void **)&key_of,
+                                        : kmap_slot(&keys, r->pg ? r->pg : 1ull << 32 | r->name, (void **)&key_of,
                                                     &kcap, sizeof *key_of);
-            uint32_t key = known ? *known : 0;
-            if (!key) {
+            it.key = known ? *known : 0;
+            if (!it.key) {
                 const char *op;
-                size_t oplen = kernel_op(teller_store_str(st, ev->name[i]), &op);
-                if (pg && peer >= 0)
-                    snprintf(buf, sizeof buf, "pg %s p2p %d>%d", teller_store_str(st, pg), dir > 0 ? me : peer,
-                             dir > 0 ? peer : me);
-                else if (pg)
-                    snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, pg));
+                size_t oplen = kernel_op(teller_store_str(st, r->name), &op);
+                if (r->pg && peer >= 0)
+                    snprintf(buf, sizeof buf, "pg %s p2p %d>%d", teller_store_str(st, r->pg),
+                             r->dir > 0 ? me : peer, r->dir > 0 ? peer : me);
+                else if (r->pg)
+                    snprintf(buf, sizeof buf, "pg %s", teller_store_str(st, r->pg));
                 else
                     snprintf(buf, sizeof buf, "op %.*s", (int)(oplen < 200 ? oplen : 200), op);
-                key = teller_store_intern(st, buf, strlen(buf));
+                it.key = teller_store_intern(st, buf, strlen(buf));
                 if (known)
-                    *known = key;
+                    *known = it.key;
             }
-            bad = (peer < 0 && !known) || key == TELLER_NONE;
-            if (!bad)
-                items[nitems++] = (coll_item){key, seq, me, i, TELLER_NONE, ev->start_ns[i]};
+            bad = (peer < 0 && !known) || it.key == TELLER_NONE;
+            items[nitems++] = it;
         }
-    for (size_t s = 0; found && s < ns; s++)
-        free(found[s]);
-    free(found);
-    free(nfound);
-    free(failed);
     kmap_free(&keys);
     free(key_of);
     if (bad)
@@ -894,7 +903,7 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
     /* every item is a member, of at most as many collectives */
     st->colls = malloc((nitems ? nitems : 1) * sizeof *st->colls);
     st->members = malloc((nitems ? nitems : 1) * sizeof *st->members);
-    if (!st->colls || !st->members)
+    if (!st->colls || !st->members || (mend && !(*mend = malloc((nitems ? nitems : 1) * sizeof **mend))))
         goto oom;
     for (size_t a = 0; a < nitems;) {
         size_t b = a;
@@ -902,8 +911,11 @@ static int match_collectives(teller_store *st, const size_t *range, int jobs, in
             b++;
         st->colls[st->ncolls++] =
             (teller_collective){items[a].key, items[a].seq, (uint32_t)st->nmembers, (uint32_t)(b - a)};
-        for (size_t k = a; k < b; k++)
+        for (size_t k = a; k < b; k++) {
+            if (mend)
+                (*mend)[st->nmembers] = (member_end){items[k].src, items[k].end};
             st->members[st->nmembers++] = (teller_coll_member){items[k].rank, items[k].ev};
+        }
         a = b;
     }
     free(items);
@@ -944,19 +956,14 @@ static int node_end_cmp(const void *a, const void *b)
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* A node's clock offset is the median, over the collectives it shares with
- * an already known node, of (its members' median end) - (the first known
- * node's median end - that node's offset); nodes are taken in index order,
- * round after round, so that a node sharing nothing with node 0 chains
- * through others. Each collective's per-node medians are computed once,
- * and each node looks only at its own collectives: cost O(members log
- * members + nodes x their collectives) per round, not nodes^2 x every
- * collective's members. */
-/* Moving one source's events onto node 0's clock, on the pool. */
+/* Moving one source's events, and its rows, onto node 0's clock, on the
+ * pool. */
 typedef struct clock_shift {
-    teller_events *ev;
-    const size_t  *range;
-    const int64_t *offset; /* per source: its node's offset */
+    teller_events   *ev;
+    const size_t    *range;
+    const int64_t   *offset; /* per source: its node's offset */
+    teller_coll_row *const *rows;
+    const size_t    *nrows;
 } clock_shift;
 
 static void shift_source(void *ctx, size_t s)
@@ -964,9 +971,21 @@ static void shift_source(void *ctx, size_t s)
     const clock_shift *c = ctx;
     for (size_t i = c->range[s]; i < c->range[s + 1]; i++)
         c->ev->start_ns[i] -= c->offset[s];
+    for (size_t k = 0; k < c->nrows[s]; k++)
+        c->rows[s][k].start -= c->offset[s];
 }
 
-static int estimate_offsets(teller_store *st, const size_t *range, int jobs)
+/* A node's clock offset is the median, over the collectives it shares with
+ * an already known node, of (its members' median end) - (the first known
+ * node's median end - that node's offset); nodes are taken in index order,
+ * round after round, so that a node sharing nothing with node 0 chains
+ * through others. Each collective's per-node medians are computed once,
+ * and each node looks only at its own collectives: cost O(members log
+ * members + nodes x their collectives) per round, not nodes^2 x every
+ * collective's members. The members' ends are mend (match_collectives),
+ * not the events. */
+static int estimate_offsets(teller_store *st, const size_t *range, int jobs, const member_end *mend,
+                            teller_coll_row *const *rows, const size_t *nrows)
 {
     size_t nn = st->nnodes, ns = st->nsources;
     if (nn < 2)
@@ -990,10 +1009,10 @@ static int estimate_offsets(teller_store *st, const size_t *range, int jobs)
         if (co->num_members < 2)
             continue;
         for (uint32_t m = 0; m < co->num_members; m++) {
-            uint32_t e = st->members[co->first_member + m].kernel;
+            const member_end *e = &mend[co->first_member + m];
             if (TELLER_GROW(me, mcap, nme + 1))
                 goto oom;
-            me[nme++] = (node_end){srcnode[ev->source[e]], (uint32_t)c, ev->start_ns[e] + ev->dur_ns[e]};
+            me[nme++] = (node_end){srcnode[e->src], (uint32_t)c, e->end};
         }
     }
     teller_sort(me, nme, sizeof *me, node_end_cmp);
@@ -1069,7 +1088,7 @@ static int estimate_offsets(teller_store *st, const size_t *range, int jobs)
         goto oom;
     for (size_t s = 0; s < ns; s++)
         offset[s] = st->nodes[srcnode[s]].offset_ns;
-    teller_parallel_for(jobs, ns, shift_source, &(clock_shift){ev, range, offset});
+    teller_parallel_for(jobs, ns, shift_source, &(clock_shift){ev, range, offset, rows, nrows});
     free(offset);
     free(known);
     free(srcnode);
@@ -1428,10 +1447,10 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         bad |= failed[s];
         ndup += dups[s];
     }
-    free(failed);
     free(dups);
     if (bad) {
         free(range);
+        free(failed);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while linking events");
     }
     if (ndup)
@@ -1440,16 +1459,31 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
                           (unsigned long long)ndup);
     size_t ordered = 0;
     int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups, for both matchings */
-    if (!egrp || assign_ranks_nodes(st, o) || match_collectives(st, range, o->jobs, 0, egrp, &ordered) ||
-        estimate_offsets(st, range, o->jobs)) {
-        free(range);
-        free(egrp);
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
-    }
-    teller_status s = cut_steps(st, range, o, err);
+    teller_coll_row **rows = calloc(ns ? ns : 1, sizeof *rows);
+    size_t *nrows = calloc(ns ? ns : 1, sizeof *nrows);
+    member_end *mend = NULL;
+    bad = !egrp || !rows || !nrows || assign_ranks_nodes(st, o);
+    if (!bad)
+        teller_parallel_for(o->jobs, ns, find_collectives, &(coll_find){st, range, rows, nrows, failed});
+    for (size_t k = 0; k < ns && !bad; k++)
+        bad = failed[k];
+    free(failed);
+    bad = bad || match_collectives(st, rows, nrows, o->jobs, 0, egrp, &ordered, &mend) ||
+          estimate_offsets(st, range, o->jobs, mend, rows, nrows);
+    free(mend);
+    teller_status s = bad ? teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0,
+                                             "out of memory while matching collectives")
+                          : cut_steps(st, range, o, err);
     /* the engines' own collectives line up within steps, known now */
-    if (s == TELLER_OK && ordered && match_collectives(st, range, o->jobs, 1, egrp, &ordered))
+    for (size_t k = 0; s == TELLER_OK && ordered && k < ns; k++)
+        for (size_t r = 0; r < nrows[k]; r++)
+            rows[k][r].step = ev->step[rows[k][r].ev];
+    if (s == TELLER_OK && ordered && match_collectives(st, rows, nrows, o->jobs, 1, egrp, &ordered, NULL))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
+    for (size_t k = 0; rows && k < ns; k++)
+        free(rows[k]);
+    free(rows);
+    free(nrows);
     free(range);
     free(egrp);
     return s;
