@@ -19,52 +19,92 @@
 
 #include "check.h"
 #include "mpi/pack.h"
+#include "mpi/summary.h"
 #include "teller/diagnose.h"
 #include "teller/load.h"
 #include "teller/sim.h"
 
-/* ---- the packed store ---- */
+/* ---- the packed store and the summary of its collectives ---- */
 
-/* a teller_load reader that sends every file through a packed buffer */
+/* What read_packed keeps of each file for rows_packed: its sources and
+ * the summary of their collectives. */
+typedef struct packed_run {
+    size_t  nsources[16];
+    void   *summary[16];
+    size_t  size[16];
+} packed_run;
+
+/* Cut short anywhere, buf is refused by read, not read past its end. */
+#define REFUSED_CUT_SHORT(buf, n, read)                                                                         \
+    for (size_t cut = 0; cut < (n); cut += (n) / 7 + 1) {                                                      \
+        teller_store *scratch = teller_store_create();                                                        \
+        teller_error e;                                                                                       \
+        CHECK_EQ_INT(read, TELLER_ERR_FORMAT);                                                                \
+        teller_store_free(scratch);                                                                           \
+    }
+
+/* a teller_load reader that sends every file as teller-mpi's readers do:
+ * sorted, through a packed buffer, its collectives' rows in a summary */
 static teller_status read_packed(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err)
 {
-    (void)ctx;
-    (void)i;
+    packed_run *P = ctx;
     teller_store *part = teller_store_create();
-    if (!part)
+    if (!part || i >= 16)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
+    teller_source_rows *sr = NULL;
     teller_status s = teller_ingest_file(part, path, NULL, err);
-    size_t n = 0;
+    if (s == TELLER_OK)
+        s = teller_tree_rows(part, 1, &sr, err);
+    size_t n = 0, ns = 0, had = teller_store_num_sources(into), parts = teller_store_num_sources(part);
     void *buf = s == TELLER_OK ? teller_pack_store(part, &n) : NULL;
+    void *sum = s == TELLER_OK ? teller_summary_pack(part, sr, &ns) : NULL;
+    teller_source_rows_free(sr, parts);
     teller_store_free(part);
     if (s != TELLER_OK)
         return s;
-    CHECK(buf != NULL);
-    if (!buf)
+    CHECK(buf != NULL && sum != NULL);
+    if (!buf || !sum)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-    /* cut short anywhere, it is refused, not read past its end */
-    for (size_t cut = 0; cut < n; cut += n / 7 + 1) {
-        teller_store *scratch = teller_store_create();
-        teller_error e;
-        CHECK_EQ_INT(teller_pack_append(scratch, buf, cut, &e), TELLER_ERR_FORMAT);
-        teller_store_free(scratch);
-    }
+    REFUSED_CUT_SHORT(buf, n, teller_pack_append(scratch, buf, cut, &e));
+    teller_source_rows *none = calloc(parts ? parts : 1, sizeof *none);
+    REFUSED_CUT_SHORT(sum, ns, teller_summary_read(scratch, 0, parts, sum, cut, path, none, &e));
+    teller_source_rows_free(none, parts);
     s = teller_pack_append(into, buf, n, err);
     free(buf);
+    P->nsources[i] = teller_store_num_sources(into) - had;
+    P->summary[i] = sum;
+    P->size[i] = ns;
     return s;
 }
 
-/* the files loaded on 2 threads, read directly or through packed buffers */
+/* teller_load's rows from the summaries read_packed kept */
+static teller_status rows_packed(void *ctx, teller_store *st, struct teller_source_rows *sr, teller_error *err)
+{
+    packed_run *P = ctx;
+    teller_status s = TELLER_OK;
+    for (size_t i = 0, s0 = 0; i < 16 && P->summary[i] && s == TELLER_OK; s0 += P->nsources[i], i++)
+        s = teller_summary_read(st, s0, P->nsources[i], P->summary[i], P->size[i], "summary", sr, err);
+    return s;
+}
+
+/* the files loaded on 2 threads, read directly or as teller-mpi's
+ * readers send them */
 static teller_store *load_files(char **files, size_t n, int packed)
 {
     teller_load_opts o = teller_load_defaults();
+    packed_run P = {0};
     o.jobs = 2;
-    if (packed)
+    if (packed) {
         o.read = read_packed;
+        o.rows = rows_packed;
+        o.read_ctx = &P;
+    }
     teller_store *st = teller_store_create();
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_load(st, (const char *const *)files, n, &o, &err), TELLER_OK);
+    for (size_t i = 0; i < 16; i++)
+        free(P.summary[i]);
     return st;
 }
 
@@ -77,6 +117,7 @@ static void test_packed_store_appends_as_the_store(void)
     teller_error err;
     CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
     teller_store *ref = load_files(files, n, 0), *st = load_files(files, n, 1);
+    CHECK(teller_store_num_collectives(ref) > 20);
     CHECK(same_store(ref, st));
     char *want = diagnosis_json(ref, NULL), *got = diagnosis_json(st, NULL);
     CHECK(want && strlen(want) > 100);
@@ -86,6 +127,79 @@ static void test_packed_store_appends_as_the_store(void)
     teller_store_free(ref);
     teller_store_free(st);
     teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* A summary (src/mpi/summary.h) is input like any file: a damaged one is
+ * refused naming the file and where, and one whose rows were found over
+ * other events than its source holds fails the tree build. */
+static void test_summary_refused_when_damaged(void)
+{
+    char dir[] = "/tmp/teller_mpi_sum_XXXXXX";
+    sim_faulty(dir, 2, 2, 6, 9, 0);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rank0.trace.json.gz", dir);
+    teller_store *part = teller_store_create();
+    teller_source_rows *sr = NULL;
+    teller_error err;
+    teller_error_clear(&err);
+    CHECK_EQ_INT(teller_ingest_file(part, path, NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_rows(part, 1, &sr, &err), TELLER_OK);
+    size_t n = 0, nrows = sr ? sr[0].n : 0;
+    unsigned char *sum = teller_summary_pack(part, sr, &n);
+    CHECK(sum != NULL && nrows > 10);
+    teller_source_rows_free(sr, 1);
+    teller_store_free(part);
+    size_t rows_at = n - nrows * 56, src_at = rows_at - 8; /* one source: 8 bytes, then the rows */
+    /* where: 0 the magic, 1 the first row, 2 the source; the byte within
+     * it; the element whose offset the error gives starts there */
+    static const struct { int where; size_t byte; uint64_t value; int width; const char *what; } bad[] = {
+        {0, 0, 0x316d757372726c75ull, 8, "is not one"},
+        {1, 0, 0xFFFFFFF0u, 4, "holds a row out of bounds"},                  /* its event */
+        {1, 37, 200, 1, "holds a row out of bounds"},                         /* its family */
+        {1, 40, (uint64_t)TELLER_TIME_MAX + 1, 8, "holds a row out of bounds"}, /* its start */
+        {2, 4, 0xFFFFFFFFu, 4, "counts more rows than it holds"},             /* its row count */
+    };
+    for (size_t k = 0; sum && k < sizeof bad / sizeof *bad; k++) {
+        size_t elem = bad[k].where == 0 ? 0 : bad[k].where == 1 ? rows_at : src_at;
+        unsigned char *copy = malloc(n);
+        memcpy(copy, sum, n);
+        memcpy(copy + elem + bad[k].byte, &bad[k].value, (size_t)bad[k].width);
+        teller_store *st = teller_store_create();
+        teller_source_rows got = {0};
+        teller_error_clear(&err);
+        CHECK_EQ_INT(teller_summary_read(st, 0, 1, copy, n, path, &got, &err), TELLER_ERR_FORMAT);
+        CHECK(strstr(err.msg, bad[k].what) != NULL && !strcmp(err.file, path));
+        CHECK_EQ_INT(err.offset, elem);
+        CHECK(!got.given && got.rows == NULL);
+        teller_store_free(st);
+        free(copy);
+    }
+    /* another count of sources than the store's */
+    teller_store *st = teller_store_create();
+    teller_source_rows two[2] = {{0}};
+    CHECK_EQ_INT(teller_summary_read(st, 0, 2, sum, n, path, two, &err), TELLER_ERR_FORMAT);
+    teller_store_free(st);
+    /* whole, its rows build the tree; with one event more counted, the
+     * build names the file */
+    for (int more = 0; sum && more < 2; more++) {
+        uint32_t events;
+        memcpy(&events, sum + src_at, sizeof events);
+        events += (uint32_t)more;
+        memcpy(sum + src_at, &events, sizeof events);
+        st = teller_store_create();
+        teller_source_rows one = {0};
+        CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_summary_read(st, 0, 1, sum, n, path, &one, &err), TELLER_OK);
+        CHECK(one.given && one.n == nrows);
+        teller_status s = teller_tree_build_rows(st, NULL, &one, &err);
+        CHECK_EQ_INT(s, more ? TELLER_ERR_FORMAT : TELLER_OK);
+        CHECK(more ? strstr(err.msg, "its collectives were found over") != NULL
+                   : teller_store_num_collectives(st) > 10);
+        free(one.rows);
+        teller_store_free(st);
+    }
+    free(sum);
     rm_rf(dir);
 }
 
@@ -462,7 +576,10 @@ static void test_mpi_stalled_process_is_named(void)
 #endif
 
 const test_case mpi_tests[] = {
-    {"mpi: a packed store appends as the store itself; cut short, it is refused", test_packed_store_appends_as_the_store},
+    {"mpi: a packed store and its summary build the run as the store itself; cut short, each is refused",
+     test_packed_store_appends_as_the_store},
+    {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
+     test_summary_refused_when_damaged},
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",
      test_packed_store_keeps_the_trace_bounds},
 #ifdef TELLER_MPI

@@ -43,6 +43,7 @@
 #include "../util/clock.h"
 #include "../util/pool.h"
 #include "pack.h"
+#include "summary.h"
 
 #define CHUNK ((size_t)1 << 30) /* bytes per message at most: MPI counts are ints */
 
@@ -61,9 +62,10 @@ typedef struct plan {
     int32_t            jobs;
 } plan;
 
-/* Sent before each file's packed store: its size, or why there is none. */
+/* Sent before each file's packed store and the summary of its
+ * collectives (summary.h): their sizes, or why there are none. */
 typedef struct file_head {
-    uint64_t     size;
+    uint64_t     size, summary_size;
     teller_error err; /* code TELLER_OK, or the reader's error */
 } file_head;
 
@@ -81,9 +83,13 @@ static size_t tag_bound(void)
 
 typedef struct remote {
     size_t                    n;
+    const char *const        *files;
     uint8_t                  *received; /* per file: its messages were taken */
     const teller_ingest_opts *ingest;
-    uint64_t                  bytes;    /* received so far (under mpi_mu with threads) */
+    uint64_t                  bytes, summary_bytes; /* received so far (under mpi_mu with threads) */
+    size_t                   *nsources; /* per file: the sources its store holds */
+    char                    **summary;  /* per file another process read: the summary of its collectives */
+    uint64_t                 *summary_size;
 } remote;
 
 /* Receives len bytes of file `path` from process `from` with tag. With
@@ -117,26 +123,34 @@ static void recv_bytes(void *p, size_t len, int from, int tag, const char *path)
     }
 }
 
-/* Receives file i's header and, when it was read, its packed store (a
- * malloc'd buffer in *buf). */
-static void recv_file(size_t i, size_t n, const char *path, file_head *h, char **buf)
+/* Receives a buffer of size bytes (malloc'd) in messages of CHUNK bytes
+ * at most. */
+static char *recv_buffer(uint64_t size, int from, int tag, const char *path)
+{
+    char *b = malloc(size ? size : 1);
+    if (!b) { /* the sender waits on this file: there is no clean way on */
+        fprintf(stderr, "teller-mpi: process 0: out of memory receiving %llu bytes\n", (unsigned long long)size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t off = 0; off < size; off += CHUNK)
+        recv_bytes(b + off, size - off < CHUNK ? size - off : CHUNK, from, tag, path);
+    return b;
+}
+
+/* Receives file i's header and, when it was read, its packed store and
+ * its summary (malloc'd buffers in *buf and *sum). */
+static void recv_file(size_t i, size_t n, const char *path, file_head *h, char **buf, char **sum)
 {
     int from = owner(i, n);
-    *buf = NULL;
+    *buf = *sum = NULL;
     recv_bytes(h, sizeof *h, from, (int)i, path);
     /* what crosses is input like a file: its texts end in the struct */
     h->err.file[sizeof h->err.file - 1] = 0;
     h->err.msg[sizeof h->err.msg - 1] = 0;
     if (h->err.code != TELLER_OK)
         return;
-    char *b = malloc(h->size ? h->size : 1);
-    if (!b) { /* the sender waits on this file: there is no clean way on */
-        fprintf(stderr, "teller-mpi: process 0: out of memory receiving a file of %llu bytes\n", (unsigned long long)h->size);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    for (size_t off = 0; off < h->size; off += CHUNK)
-        recv_bytes(b + off, h->size - off < CHUNK ? h->size - off : CHUNK, from, (int)i, path);
-    *buf = b;
+    *buf = recv_buffer(h->size, from, (int)i, path);
+    *sum = recv_buffer(h->summary_size, from, (int)i, path);
 }
 
 /* teller_load's reader on process 0: its own files from disk, the others'
@@ -144,15 +158,20 @@ static void recv_file(size_t i, size_t n, const char *path, file_head *h, char *
 static teller_status read_remote(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err)
 {
     remote *R = ctx;
-    if (owner(i, R->n) == 0)
-        return teller_ingest_file(into, path, R->ingest, err);
+    size_t had = teller_store_num_sources(into);
+    if (owner(i, R->n) == 0) {
+        teller_status s = teller_ingest_file(into, path, R->ingest, err);
+        R->nsources[i] = teller_store_num_sources(into) - had;
+        return s;
+    }
     file_head h;
-    char *buf;
-    recv_file(i, R->n, path, &h, &buf);
+    char *buf, *sum;
+    recv_file(i, R->n, path, &h, &buf, &sum);
     R->received[i] = 1;
     if (threaded)
         pthread_mutex_lock(&mpi_mu);
-    R->bytes += sizeof h + (h.err.code == TELLER_OK ? h.size : 0);
+    R->bytes += sizeof h + (h.err.code == TELLER_OK ? h.size + h.summary_size : 0);
+    R->summary_bytes += h.err.code == TELLER_OK ? h.summary_size : 0;
     if (threaded)
         pthread_mutex_unlock(&mpi_mu);
     if (h.err.code != TELLER_OK) {
@@ -161,6 +180,32 @@ static teller_status read_remote(void *ctx, size_t i, const char *path, teller_s
     }
     teller_status s = teller_pack_append(into, buf, h.size, err);
     free(buf);
+    R->nsources[i] = teller_store_num_sources(into) - had;
+    R->summary[i] = sum;
+    R->summary_size[i] = h.summary_size;
+    return s;
+}
+
+static void remote_free(remote *R)
+{
+    for (size_t i = 0; R->summary && i < R->n; i++)
+        free(R->summary[i]);
+    free(R->summary);
+    free(R->summary_size);
+    free(R->nsources);
+    free(R->received);
+}
+
+/* teller_load's rows on process 0: the summaries of the files the others
+ * read, for their sources (files append their sources in order) */
+static teller_status remote_rows(void *ctx, teller_store *st, struct teller_source_rows *sr, teller_error *err)
+{
+    remote *R = ctx;
+    teller_status s = TELLER_OK;
+    for (size_t i = 0, s0 = 0; i < R->n && s == TELLER_OK; s0 += R->nsources[i], i++)
+        if (R->summary[i])
+            s = teller_summary_read(st, s0, R->nsources[i], R->summary[i], R->summary_size[i], R->files[i], sr,
+                                    err);
     return s;
 }
 
@@ -186,9 +231,18 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     p.names_len += n;
     char *names = malloc(p.names_len ? p.names_len : 1);
     size_t *same_as = malloc((n ? n : 1) * sizeof *same_as);
-    remote R = {n, calloc(n ? n : 1, 1), &opts->ingest, 0};
+    remote R = {n,
+                files,
+                calloc(n ? n : 1, 1),
+                &opts->ingest,
+                0,
+                0,
+                calloc(n ? n : 1, sizeof *R.nsources),
+                calloc(n ? n : 1, sizeof *R.summary),
+                calloc(n ? n : 1, sizeof *R.summary_size)};
     teller_status bad = TELLER_OK;
-    if (!names || !same_as || !R.received || teller_load_same_files(files, n, same_as, NULL))
+    if (!names || !same_as || !R.received || !R.nsources || !R.summary || !R.summary_size ||
+        teller_load_same_files(files, n, same_as, NULL))
         bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
     else if (n > tag_bound() || p.names_len > INT32_MAX)
         bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
@@ -197,7 +251,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         announce(&none, NULL);
         free(names);
         free(same_as);
-        free(R.received);
+        remote_free(&R);
         return bad;
     }
     size_t at = 0;
@@ -212,6 +266,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     free(names);
     teller_load_opts lo = *opts;
     lo.read = read_remote;
+    lo.rows = remote_rows;
     lo.read_ctx = &R;
     if (!threaded)
         lo.jobs = 1;
@@ -222,16 +277,17 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         if (owner(i, n) == 0 || R.received[i] || same_as[i] < n)
             continue;
         file_head h;
-        char *buf;
-        recv_file(i, n, files[i], &h, &buf);
+        char *buf, *sum;
+        recv_file(i, n, files[i], &h, &buf, &sum);
         free(buf);
+        free(sum);
     }
-    free(R.received);
     free(same_as);
     /* bench/scale.sh reads what crossed the wire from here */
     if (getenv("TELLER_MPI_STATS"))
-        fprintf(stderr, "teller-mpi: %d processes, %zu files; process 0 received %llu bytes\n", nproc, n,
-                (unsigned long long)R.bytes);
+        fprintf(stderr, "teller-mpi: %d processes, %zu files; process 0 received %llu bytes, %llu of them summaries\n",
+                nproc, n, (unsigned long long)R.bytes, (unsigned long long)R.summary_bytes);
+    remote_free(&R);
     return s;
 }
 
@@ -245,6 +301,7 @@ typedef struct share {
     size_t        first; /* the batch being read starts at file lo + first */
     file_head    *head;  /* per file of the share */
     char        **buf;   /* per file: its packed store */
+    char        **sum;   /* per file: the summary of its collectives */
 } share;
 
 static void read_pack(void *ctx, size_t b)
@@ -262,15 +319,36 @@ static void read_pack(void *ctx, size_t b)
         teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory");
         return;
     }
-    st->bare = 1; /* packed, then freed */
-    if (teller_ingest_file(st, path, &S->p->ingest, &h->err) == TELLER_OK) {
-        size_t n = 0;
+    /* sorted as the run's tree will sort it (the summary's rows name events
+     * by that order), packed, then freed */
+    teller_source_rows *sr = NULL;
+    if (teller_ingest_file(st, path, &S->p->ingest, &h->err) == TELLER_OK &&
+        teller_tree_rows(st, 1, &sr, &h->err) == TELLER_OK) {
+        size_t n = 0, ns = 0;
         S->buf[k] = teller_pack_store(st, &n);
+        S->sum[k] = S->buf[k] ? teller_summary_pack(st, sr, &ns) : NULL;
         h->size = n;
-        if (!S->buf[k])
+        h->summary_size = ns;
+        if (!S->sum[k])
             teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory packing the file");
     }
+    teller_source_rows_free(sr, teller_store_num_sources(st));
     teller_store_free(st);
+}
+
+/* The messages of a buffer of size bytes: CHUNK bytes each at most, as
+ * recv_buffer takes them. */
+static size_t chunks(uint64_t size) { return (size + CHUNK - 1) / CHUNK; }
+
+/* Posts the sends of a buffer into req; returns how many. */
+static size_t send_buffer(const char *b, uint64_t size, int tag, MPI_Request *req)
+{
+    size_t r = 0;
+    for (size_t off = 0; off < size; off += CHUNK) {
+        size_t len = size - off < CHUNK ? size - off : CHUNK;
+        MPI_Isend(b + off, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
+    }
+    return r;
 }
 
 /* Posts the sends of files [a, b) of the share; returns their requests
@@ -279,7 +357,7 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
 {
     size_t n = 0;
     for (size_t k = a; k < b; k++)
-        n += !S->repeat[S->lo + k] + (S->head[k].err.code == TELLER_OK ? (S->head[k].size + CHUNK - 1) / CHUNK : 0);
+        n += !S->repeat[S->lo + k] + (S->head[k].err.code == TELLER_OK ? chunks(S->head[k].size) + chunks(S->head[k].summary_size) : 0);
     MPI_Request *req = malloc((n ? n : 1) * sizeof *req);
     if (!req) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
@@ -298,10 +376,8 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
             *rc = 1;
             continue;
         }
-        for (size_t off = 0; off < h->size; off += CHUNK) {
-            size_t len = h->size - off < CHUNK ? h->size - off : CHUNK;
-            MPI_Isend(S->buf[k] + off, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
-        }
+        r += send_buffer(S->buf[k], h->size, tag, &req[r]);
+        r += send_buffer(S->sum[k], h->summary_size, tag, &req[r]);
     }
     *nreq = (int)r;
     return req;
@@ -338,9 +414,15 @@ static int serve(void)
     size_t mine = lo < hi ? hi - lo : 0, at = 0;
     for (size_t i = 0; i < n; i++)
         at += strlen(files[i]) + 1;
-    share S = {&p, files, names + at, lo, 0, calloc(mine ? mine : 1, sizeof *S.head),
-               calloc(mine ? mine : 1, sizeof *S.buf)};
-    if (!S.head || !S.buf) {
+    share S = {&p,
+               files,
+               names + at,
+               lo,
+               0,
+               calloc(mine ? mine : 1, sizeof *S.head),
+               calloc(mine ? mine : 1, sizeof *S.buf),
+               calloc(mine ? mine : 1, sizeof *S.sum)};
+    if (!S.head || !S.buf || !S.sum) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -355,8 +437,10 @@ static int serve(void)
         MPI_Request *cur = send_batch(&S, a, b, &ncur, &rc);
         if (prev) {
             MPI_Waitall(nprev, prev, MPI_STATUSES_IGNORE);
-            for (size_t k = prev_a; k < a; k++)
+            for (size_t k = prev_a; k < a; k++) {
                 free(S.buf[k]);
+                free(S.sum[k]);
+            }
             free(prev);
         }
         prev = cur;
@@ -365,12 +449,15 @@ static int serve(void)
     }
     if (prev) {
         MPI_Waitall(nprev, prev, MPI_STATUSES_IGNORE);
-        for (size_t k = prev_a; k < mine; k++)
+        for (size_t k = prev_a; k < mine; k++) {
             free(S.buf[k]);
+            free(S.sum[k]);
+        }
         free(prev);
     }
     free(S.head);
     free(S.buf);
+    free(S.sum);
     free(files);
     free(names);
     return rc;

@@ -400,6 +400,16 @@ typedef struct source_pass {
     uint64_t      *dups;   /* per source: API calls reusing an id */
 } source_pass;
 
+/* Pass 1 alone, for teller_tree_rows. */
+static void sort_one(void *ctx, size_t s)
+{
+    source_pass *p = ctx;
+    size_t *row_start = NULL;
+    long nrows = 0;
+    p->failed[s] = sort_source(p->ev, p->range[s], p->range[s + 1], &row_start, &nrows);
+    free(row_start);
+}
+
 static void sort_nest_link(void *ctx, size_t s)
 {
     source_pass *p = ctx;
@@ -503,14 +513,15 @@ static int assign_ranks_nodes(teller_store *st, const teller_tree_opts *o)
 typedef struct coll_find {
     const teller_store *st;
     const size_t       *range;
-    teller_coll_row   **rows; /* per source */
-    size_t             *n;
+    teller_source_rows *sr; /* per source */
     int                *failed;
 } coll_find;
 
 static void find_collectives(void *ctx, size_t s)
 {
     coll_find *f = ctx;
+    if (f->sr[s].given)
+        return;
     const teller_events *ev = &f->st->ev;
     teller_coll_row *out = NULL;
     size_t n = 0, cap = 0;
@@ -542,7 +553,7 @@ static void find_collectives(void *ctx, size_t s)
             src_pg = pg;
         const teller_args *a = teller_store_event_args(f->st, (uint32_t)i);
         out[n++] = (teller_coll_row){
-            .ev = (uint32_t)i,
+            .ev = (uint32_t)(i - f->range[s]),
             .name = ev->name[i],
             .pg = pg,
             .pg_ranks = cm ? cm->pg_ranks : 0,
@@ -559,7 +570,7 @@ static void find_collectives(void *ctx, size_t s)
     for (size_t k = 0; k < n && !f->failed[s]; k++) {
         if (out[k].pg)
             continue;
-        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, out[k].ev), 0);
+        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, f->range[s] + out[k].ev), 0);
         out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
         const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)out[k].fam);
         if (!out[k].pg && fam && fam->match == TELLER_COMM_MATCH_ORDER)
@@ -569,8 +580,9 @@ static void find_collectives(void *ctx, size_t s)
     free(spg);
     kmap_free(&names);
     free(nfam);
-    f->rows[s] = out;
-    f->n[s] = n;
+    f->sr[s].rows = out;
+    f->sr[s].n = n;
+    f->sr[s].events = (uint32_t)(f->range[s + 1] - f->range[s]);
 }
 
 typedef struct coll_item {
@@ -698,7 +710,7 @@ static int node_source_cmp(const void *a, const void *b)
  * or -1 where its node holds one group (or it ran none). Only sources of
  * one node are paired: the cost is the sum over nodes of their sources
  * squared, not the store's. 0, or -1 out of memory. */
-static int engine_groups(const teller_store *st, teller_coll_row *const *rows, const size_t *nrows, int32_t *grp)
+static int engine_groups(const teller_store *st, const teller_source_rows *sr, int32_t *grp)
 {
     size_t ns = st->nsources, nby = 0;
     int64_t **ends = calloc(ns ? ns : 1, sizeof *ends);
@@ -711,11 +723,11 @@ static int engine_groups(const teller_store *st, teller_coll_row *const *rows, c
         grp[s] = -1;
         up[s] = (int32_t)s;
         low[s] = INT32_MAX;
-        for (size_t k = 0; k < nrows[s]; k++) {
-            const teller_coll_row *r = &rows[s][k];
+        for (size_t k = 0; k < sr[s].n; k++) {
+            const teller_coll_row *r = &sr[s].rows[k];
             if (r->pg || !by_order(r) || r->fam == TELLER_COMM_DEEP_EP)
                 continue;
-            if (!ends[s] && !(ends[s] = malloc(nrows[s] * sizeof **ends))) {
+            if (!ends[s] && !(ends[s] = malloc(sr[s].n * sizeof **ends))) {
                 bad = 1;
                 break;
             }
@@ -811,8 +823,8 @@ static void order_key(const teller_store *st, const teller_coll_row *r, int32_t 
  * backward sends go the other way and are matched wrongly). Keys are
  * interned in row order, whatever the threads. With mend, *mend receives
  * per member its source and end (malloc'd). */
-static int match_collectives(teller_store *st, teller_coll_row *const *rows, const size_t *nrows, int jobs,
-                             int by_step, int32_t *egrp, size_t *ordered, member_end **mend)
+static int match_collectives(teller_store *st, const teller_source_rows *sr, int jobs, int by_step, int32_t *egrp,
+                             size_t *ordered, member_end **mend)
 {
     size_t ns = st->nsources;
     coll_item *items = NULL;
@@ -820,19 +832,20 @@ static int match_collectives(teller_store *st, teller_coll_row *const *rows, con
     kmap keys = {0}; /* process group, or 2^32 + kernel name -> slot in key_of: its key, once made */
     uint32_t *key_of = NULL;
     size_t kcap = 0;
-    int bad = !by_step && engine_groups(st, rows, nrows, egrp);
+    int bad = !by_step && engine_groups(st, sr, egrp);
     /* one item per row: sized once, so never copied to grow */
     for (size_t s = 0; s < ns && !bad; s++)
-        icap += nrows[s];
+        icap += sr[s].n;
     if (!bad && icap && !(items = malloc(icap * sizeof *items)))
         bad = 1;
     char buf[256];
     *ordered = 0;
     for (size_t s = 0; s < ns && !bad; s++)
-        for (size_t k = 0; k < nrows[s] && !bad; k++) {
-            const teller_coll_row *r = &rows[s][k];
+        for (size_t k = 0; k < sr[s].n && !bad; k++) {
+            const teller_coll_row *r = &sr[s].rows[k];
             int32_t me = st->sources[s].rank;
-            coll_item it = {0, r->seq, me, r->ev, TELLER_NONE, (uint32_t)s, r->start, r->start + r->dur};
+            coll_item it = {0,          r->seq,  me, st->sources[s].first_event + r->ev, TELLER_NONE, (uint32_t)s,
+                            r->start, r->start + r->dur};
             if (by_order(r)) {
                 order_key(st, r, st->sources[s].node, egrp[s], buf, sizeof buf);
                 it.key = teller_store_intern(st, buf, strlen(buf));
@@ -962,8 +975,7 @@ typedef struct clock_shift {
     teller_events   *ev;
     const size_t    *range;
     const int64_t   *offset; /* per source: its node's offset */
-    teller_coll_row *const *rows;
-    const size_t    *nrows;
+    teller_source_rows *sr;
 } clock_shift;
 
 static void shift_source(void *ctx, size_t s)
@@ -971,8 +983,8 @@ static void shift_source(void *ctx, size_t s)
     const clock_shift *c = ctx;
     for (size_t i = c->range[s]; i < c->range[s + 1]; i++)
         c->ev->start_ns[i] -= c->offset[s];
-    for (size_t k = 0; k < c->nrows[s]; k++)
-        c->rows[s][k].start -= c->offset[s];
+    for (size_t k = 0; k < c->sr[s].n; k++)
+        c->sr[s].rows[k].start -= c->offset[s];
 }
 
 /* A node's clock offset is the median, over the collectives it shares with
@@ -985,7 +997,7 @@ static void shift_source(void *ctx, size_t s)
  * collective's members. The members' ends are mend (match_collectives),
  * not the events. */
 static int estimate_offsets(teller_store *st, const size_t *range, int jobs, const member_end *mend,
-                            teller_coll_row *const *rows, const size_t *nrows)
+                            teller_source_rows *sr)
 {
     size_t nn = st->nnodes, ns = st->nsources;
     if (nn < 2)
@@ -1088,7 +1100,7 @@ static int estimate_offsets(teller_store *st, const size_t *range, int jobs, con
         goto oom;
     for (size_t s = 0; s < ns; s++)
         offset[s] = st->nodes[srcnode[s]].offset_ns;
-    teller_parallel_for(jobs, ns, shift_source, &(clock_shift){ev, range, offset, rows, nrows});
+    teller_parallel_for(jobs, ns, shift_source, &(clock_shift){ev, range, offset, sr});
     free(offset);
     free(known);
     free(srcnode);
@@ -1419,13 +1431,65 @@ oom:
     return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
 }
 
+/* Groups a store's events by source once reading is over: range[s]
+ * receives where source s begins (ns + 1 entries), as do the sources'
+ * first_event and num_events. 0, or -1 out of memory. */
+static int group_sources(teller_store *st, size_t *range)
+{
+    teller_store_drop_scratch(st);
+    if (group_by_source(st, range))
+        return -1;
+    for (size_t s = 0; s < st->nsources; s++) {
+        st->sources[s].first_event = (uint32_t)range[s];
+        st->sources[s].num_events = (uint32_t)(range[s + 1] - range[s]);
+    }
+    return 0;
+}
+
+teller_status teller_tree_rows(teller_store *st, int jobs, teller_source_rows **out, teller_error *err)
+{
+    size_t ns = st->nsources;
+    size_t *range = malloc((ns + 1) * sizeof *range);
+    int *failed = calloc(ns ? ns : 1, sizeof *failed);
+    teller_source_rows *sr = calloc(ns ? ns : 1, sizeof *sr);
+    int bad = !range || !failed || !sr || group_sources(st, range);
+    if (!bad)
+        teller_parallel_for(jobs, ns, sort_one, &(source_pass){&st->ev, range, failed, NULL});
+    for (size_t s = 0; s < ns && !bad; s++)
+        bad = failed[s];
+    if (!bad)
+        teller_parallel_for(jobs, ns, find_collectives, &(coll_find){st, range, sr, failed});
+    for (size_t s = 0; s < ns && !bad; s++)
+        bad = failed[s];
+    free(range);
+    free(failed);
+    if (bad) {
+        teller_source_rows_free(sr, ns);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while finding collectives");
+    }
+    *out = sr;
+    return TELLER_OK;
+}
+
+void teller_source_rows_free(teller_source_rows *sr, size_t n)
+{
+    for (size_t s = 0; sr && s < n; s++)
+        free(sr[s].rows);
+    free(sr);
+}
+
 teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err)
+{
+    return teller_tree_build_rows(st, opts, NULL, err);
+}
+
+teller_status teller_tree_build_rows(teller_store *st, const teller_tree_opts *opts, teller_source_rows *given,
+                                     teller_error *err)
 {
     teller_tree_opts def = teller_tree_defaults();
     const teller_tree_opts *o = opts ? opts : &def;
     teller_events *ev = &st->ev;
     size_t ns = st->nsources;
-    teller_store_drop_scratch(st); /* reading is over */
     size_t *range = malloc((ns + 1) * sizeof *range);
     int *failed = calloc(ns ? ns : 1, sizeof *failed);
     uint64_t *dups = calloc(ns ? ns : 1, sizeof *dups);
@@ -1434,10 +1498,6 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
         free(failed);
         free(dups);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while sorting events");
-    }
-    for (size_t s = 0; s < ns; s++) {
-        st->sources[s].first_event = (uint32_t)range[s];
-        st->sources[s].num_events = (uint32_t)(range[s + 1] - range[s]);
     }
     source_pass sp = {ev, range, failed, dups};
     teller_parallel_for(o->jobs, ns, sort_nest_link, &sp);
@@ -1459,31 +1519,35 @@ teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, 
                           (unsigned long long)ndup);
     size_t ordered = 0;
     int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups, for both matchings */
-    teller_coll_row **rows = calloc(ns ? ns : 1, sizeof *rows);
-    size_t *nrows = calloc(ns ? ns : 1, sizeof *nrows);
+    teller_source_rows *sr = given ? given : calloc(ns ? ns : 1, sizeof *sr);
     member_end *mend = NULL;
-    bad = !egrp || !rows || !nrows || assign_ranks_nodes(st, o);
-    if (!bad)
-        teller_parallel_for(o->jobs, ns, find_collectives, &(coll_find){st, range, rows, nrows, failed});
+    teller_status s = TELLER_OK;
+    for (size_t k = 0; given && k < ns && s == TELLER_OK; k++)
+        if (sr[k].given && sr[k].events != range[k + 1] - range[k])
+            s = teller_error_set(err, TELLER_ERR_FORMAT, teller_store_str(st, st->sources[k].path), 0,
+                                 "its collectives were found over %u events, but it has %zu",
+                                 (unsigned)sr[k].events, range[k + 1] - range[k]);
+    bad = !egrp || !sr || assign_ranks_nodes(st, o);
+    if (!bad && s == TELLER_OK)
+        teller_parallel_for(o->jobs, ns, find_collectives, &(coll_find){st, range, sr, failed});
     for (size_t k = 0; k < ns && !bad; k++)
         bad = failed[k];
     free(failed);
-    bad = bad || match_collectives(st, rows, nrows, o->jobs, 0, egrp, &ordered, &mend) ||
-          estimate_offsets(st, range, o->jobs, mend, rows, nrows);
+    bad = bad || (s == TELLER_OK && (match_collectives(st, sr, o->jobs, 0, egrp, &ordered, &mend) ||
+                                     estimate_offsets(st, range, o->jobs, mend, sr)));
     free(mend);
-    teller_status s = bad ? teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0,
-                                             "out of memory while matching collectives")
-                          : cut_steps(st, range, o, err);
+    if (bad)
+        s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
+    if (s == TELLER_OK)
+        s = cut_steps(st, range, o, err);
     /* the engines' own collectives line up within steps, known now */
     for (size_t k = 0; s == TELLER_OK && ordered && k < ns; k++)
-        for (size_t r = 0; r < nrows[k]; r++)
-            rows[k][r].step = ev->step[rows[k][r].ev];
-    if (s == TELLER_OK && ordered && match_collectives(st, rows, nrows, o->jobs, 1, egrp, &ordered, NULL))
+        for (size_t r = 0; r < sr[k].n; r++)
+            sr[k].rows[r].step = ev->step[st->sources[k].first_event + sr[k].rows[r].ev];
+    if (s == TELLER_OK && ordered && match_collectives(st, sr, o->jobs, 1, egrp, &ordered, NULL))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
-    for (size_t k = 0; rows && k < ns; k++)
-        free(rows[k]);
-    free(rows);
-    free(nrows);
+    if (!given)
+        teller_source_rows_free(sr, ns);
     free(range);
     free(egrp);
     return s;

@@ -1,0 +1,94 @@
+/*
+ * fuzz_summary.c - libFuzzer target for the reader of the summaries of
+ * collectives that teller-mpi's processes send with each rank file
+ * (src/mpi/summary.c): any bytes must give rows the tree build takes, or be
+ * refused, never crash.
+ *
+ * As fuzz_pack does, the input drives a real summary: the part before the
+ * first 0 byte is read as a Kineto trace (the seed corpus of
+ * fuzz/corpus/kineto serves), its rows are found (teller_tree_rows) and
+ * packed, and each following 4-byte group flips one byte of the summary (3
+ * bytes of position, 1 of XOR mask), or, the last, cuts it short. The summary
+ * is then read, from an exact-size heap copy, against the trace read again,
+ * and the trees are built from its rows. An unflipped summary must be taken
+ * and give the collectives a plain build finds.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/summary.h"
+#include "teller/ingest.h"
+#include "teller/store.h"
+#include "teller/tree.h"
+
+/* The trace read into a fresh store, or NULL. */
+static teller_store *read_trace(const char *trace, size_t n)
+{
+    teller_store *st = teller_store_create();
+    teller_error err;
+    if (st && teller_ingest_kineto_mem(st, "fuzz.json", trace, n, NULL, &err) == TELLER_OK)
+        return st;
+    teller_store_free(st);
+    return NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const uint8_t *zero = memchr(data, 0, size);
+    size_t tn = zero ? (size_t)(zero - data) : size;
+    char *trace = malloc(tn ? tn : 1);
+    if (!trace)
+        return 0;
+    memcpy(trace, data, tn);
+    teller_store *src = read_trace(trace, tn), *dst = src ? read_trace(trace, tn) : NULL,
+                 *plain = dst ? read_trace(trace, tn) : NULL;
+    teller_source_rows *sr = NULL, *got = NULL;
+    teller_error err;
+    size_t ns = src ? teller_store_num_sources(src) : 0, n = 0;
+    unsigned char *sum = plain && teller_tree_rows(src, 1, &sr, &err) == TELLER_OK
+                             ? teller_summary_pack(src, sr, &n)
+                             : NULL;
+    if (sum) {
+        int flipped = 0;
+        size_t keep = n;
+        for (size_t at = zero ? tn + 1 : size; at + 4 <= size; at += 4) {
+            size_t pos = ((size_t)data[at] | (size_t)data[at + 1] << 8 | (size_t)data[at + 2] << 16) % n;
+            if (at + 8 > size && data[at + 3] == 0xFF) {
+                keep = pos; /* the last group cuts the summary short instead */
+                flipped = 1;
+                continue;
+            }
+            sum[pos] ^= data[at + 3];
+            flipped |= data[at + 3] != 0;
+        }
+        unsigned char *copy = malloc(keep ? keep : 1);
+        got = calloc(ns ? ns : 1, sizeof *got);
+        if (copy && got) {
+            memcpy(copy, sum, keep);
+            teller_status s = teller_summary_read(dst, 0, ns, copy, keep, "fuzz.json", got, &err);
+            if (s == TELLER_OK)
+                s = teller_tree_build_rows(dst, NULL, got, &err);
+            if (!flipped && s != TELLER_OK && s != TELLER_ERR_NOMEM) {
+                fprintf(stderr, "fuzz_summary: an unflipped summary was refused: %s\n", err.msg);
+                abort();
+            }
+            if (!flipped && s == TELLER_OK && teller_tree_build(plain, NULL, &err) == TELLER_OK &&
+                teller_store_num_collectives(plain) != teller_store_num_collectives(dst)) {
+                fprintf(stderr, "fuzz_summary: an unflipped summary gave %zu collectives, a plain build %zu\n",
+                        teller_store_num_collectives(dst), teller_store_num_collectives(plain));
+                abort();
+            }
+        }
+        free(copy);
+    }
+    free(sum);
+    teller_source_rows_free(sr, ns);
+    teller_source_rows_free(got, ns);
+    teller_store_free(src);
+    teller_store_free(dst);
+    teller_store_free(plain);
+    free(trace);
+    return 0;
+}

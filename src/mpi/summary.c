@@ -1,0 +1,213 @@
+/*
+ * summary.c - see summary.h.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "summary.h"
+#include "../store/store_internal.h"
+#include "../util/kmap.h"
+#include "../util/vec.h"
+
+#define SUMMARY_MAGIC 0x316d757372726c74ull /* "tllrsum1" */
+
+/* A row as it crosses: no padding, so no byte of it is left unwritten. */
+typedef struct wire_row {
+    uint32_t ev, name, pg, pg_ranks, seq, grid[3];
+    int32_t  group_size;
+    int8_t   dir;
+    uint8_t  fam;
+    uint16_t zero;
+    int64_t  start, dur;
+} wire_row;
+_Static_assert(sizeof(wire_row) == 56, "wire_row has no padding");
+
+typedef struct wire_source {
+    uint32_t events, rows;
+} wire_source;
+
+static size_t up8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* The local id of run string id in the summary's table, adding it. */
+typedef struct strtab {
+    kmap      ids;  /* run id -> slot in local */
+    uint32_t *local;
+    size_t    cap;
+    uint32_t *run;  /* local id -> run id; [0] is 0 */
+    size_t    n, rcap;
+} strtab;
+
+static int local_id(strtab *t, uint32_t id, uint32_t *out)
+{
+    if (id == 0) {
+        *out = 0;
+        return 0;
+    }
+    uint32_t *slot = kmap_slot(&t->ids, id, (void **)&t->local, &t->cap, sizeof *t->local);
+    if (!slot)
+        return -1;
+    if (!*slot) {
+        if (TELLER_GROW(t->run, t->rcap, t->n + 1))
+            return -1;
+        t->run[t->n] = id;
+        *slot = (uint32_t)t->n++;
+    }
+    *out = *slot;
+    return 0;
+}
+
+void *teller_summary_pack(const teller_store *st, const teller_source_rows *sr, size_t *n)
+{
+    size_t ns = st->nsources, nrows = 0;
+    for (size_t s = 0; s < ns; s++)
+        nrows += sr[s].n;
+    strtab t = {0};
+    wire_row *rows = malloc((nrows ? nrows : 1) * sizeof *rows);
+    int bad = !rows || TELLER_GROW(t.run, t.rcap, 1);
+    if (!bad)
+        t.run[t.n++] = 0;
+    for (size_t s = 0, k = 0; s < ns && !bad; s++)
+        for (size_t r = 0; r < sr[s].n && !bad; r++, k++) {
+            const teller_coll_row *c = &sr[s].rows[r];
+            wire_row *w = &rows[k];
+            *w = (wire_row){c->ev, 0, 0, 0, c->seq, {c->grid[0], c->grid[1], c->grid[2]}, c->group_size, c->dir,
+                            c->fam, 0, c->start, c->dur};
+            bad = local_id(&t, c->name, &w->name) || local_id(&t, c->pg, &w->pg) ||
+                  local_id(&t, c->pg_ranks, &w->pg_ranks);
+        }
+    size_t size = 4 * sizeof(uint64_t) + (t.n - 1) * sizeof(uint32_t);
+    for (size_t i = 1; i < t.n && !bad; i++)
+        size += st->strs[t.run[i]].len;
+    size = up8(size) + up8(ns * sizeof(wire_source)) + nrows * sizeof *rows;
+    char *buf = bad ? NULL : calloc(size, 1); /* zeroed: the alignment gaps are sent too */
+    if (buf) {
+        uint64_t head[4] = {SUMMARY_MAGIC, t.n, ns, nrows};
+        size_t off = sizeof head;
+        memcpy(buf, head, sizeof head);
+        for (size_t i = 1; i < t.n; i++, off += sizeof(uint32_t)) {
+            uint32_t len = (uint32_t)st->strs[t.run[i]].len;
+            memcpy(buf + off, &len, sizeof len);
+        }
+        for (size_t i = 1; i < t.n; i++) {
+            size_t len = st->strs[t.run[i]].len;
+            memcpy(buf + off, teller_store_str(st, t.run[i]), len);
+            off += len;
+        }
+        off = up8(off);
+        for (size_t s = 0; s < ns; s++, off += sizeof(wire_source))
+            memcpy(buf + off, &(wire_source){sr[s].events, (uint32_t)sr[s].n}, sizeof(wire_source));
+        off = up8(off);
+        if (nrows)
+            memcpy(buf + off, rows, nrows * sizeof *rows);
+        *n = size;
+    }
+    kmap_free(&t.ids);
+    free(t.local);
+    free(t.run);
+    free(rows);
+    return buf;
+}
+
+static teller_status damaged(teller_error *err, const char *file, size_t off, const char *what)
+{
+    return teller_error_set(err, TELLER_ERR_FORMAT, file, off, "summary of its collectives %s", what);
+}
+
+teller_status teller_summary_read(teller_store *st, size_t s0, size_t nsources, const void *data, size_t size,
+                                  const char *file, teller_source_rows *sr, teller_error *err)
+{
+    const char *buf = data;
+    uint64_t head[4];
+    if (size < sizeof head)
+        return damaged(err, file, 0, "cut short");
+    memcpy(head, buf, sizeof head);
+    if (head[0] != SUMMARY_MAGIC)
+        return damaged(err, file, 0, "is not one");
+    if (head[2] != nsources)
+        return damaged(err, file, 16, "names another count of sources than its store");
+    /* every count bounded by the bytes it needs, before any is used */
+    size_t off = sizeof head, nstr = head[1], nrows = head[3];
+    if (nstr == 0 || nstr - 1 > (size - off) / sizeof(uint32_t) || nrows > size / sizeof(wire_row))
+        return damaged(err, file, 8, "cut short");
+    uint32_t *ids = malloc(nstr * sizeof *ids);
+    teller_source_rows *got = calloc(nsources ? nsources : 1, sizeof *got);
+    teller_status s = TELLER_OK;
+    if (!ids || !got) {
+        s = teller_error_set(err, TELLER_ERR_NOMEM, file, 0, "out of memory");
+        goto done;
+    }
+    const char *lens = buf + off, *text = lens + (nstr - 1) * sizeof(uint32_t);
+    off = (size_t)(text - buf);
+    ids[0] = 0;
+    for (size_t i = 1; i < nstr && s == TELLER_OK; i++) {
+        uint32_t len;
+        memcpy(&len, lens + (i - 1) * sizeof len, sizeof len);
+        if (len > size - off)
+            s = damaged(err, file, (size_t)(lens - buf) + (i - 1) * sizeof len, "cut short");
+        else if ((ids[i] = teller_store_intern(st, buf + off, len)) == TELLER_NONE)
+            s = teller_error_set(err, TELLER_ERR_NOMEM, file, 0, "out of memory");
+        off += len;
+    }
+    off = up8(off);
+    if (s == TELLER_OK && (off > size || nsources > (size - off) / sizeof(wire_source)))
+        s = damaged(err, file, off, "cut short");
+    size_t src_at = off, total = 0;
+    off = s == TELLER_OK ? up8(off + nsources * sizeof(wire_source)) : 0;
+    for (size_t k = 0; k < nsources && s == TELLER_OK; k++) {
+        wire_source ws;
+        memcpy(&ws, buf + src_at + k * sizeof ws, sizeof ws);
+        total += ws.rows;
+        got[k].events = ws.events;
+        got[k].n = ws.rows;
+        got[k].given = 1;
+        if (total > nrows || ws.rows > ws.events)
+            s = damaged(err, file, src_at + k * sizeof ws, "counts more rows than it holds");
+    }
+    if (s == TELLER_OK && (total != nrows || off > size || nrows > (size - off) / sizeof(wire_row)))
+        s = damaged(err, file, off, "cut short");
+    for (size_t k = 0; k < nsources && s == TELLER_OK; k++) {
+        if (!(got[k].rows = malloc((got[k].n ? got[k].n : 1) * sizeof *got[k].rows))) {
+            s = teller_error_set(err, TELLER_ERR_NOMEM, file, 0, "out of memory");
+            break;
+        }
+        for (size_t r = 0; r < got[k].n && s == TELLER_OK; r++, off += sizeof(wire_row)) {
+            wire_row w;
+            memcpy(&w, buf + off, sizeof w);
+            /* rows are the source's communication kernels in event order */
+            int ok = w.ev < got[k].events && (r == 0 || w.ev > got[k].rows[r - 1].ev) && w.name < nstr &&
+                     w.pg < nstr && w.pg_ranks < nstr && w.dir >= -1 && w.dir <= 1 && w.fam < TELLER_COMM_FAMILIES &&
+                     w.group_size >= 0 && teller_time_ok(w.start, w.dur);
+            if (!ok) {
+                s = damaged(err, file, off, "holds a row out of bounds");
+                break;
+            }
+            got[k].rows[r] = (teller_coll_row){
+                .ev = w.ev,
+                .name = ids[w.name],
+                .pg = ids[w.pg],
+                .pg_ranks = ids[w.pg_ranks],
+                .seq = w.seq,
+                .step = TELLER_NONE,
+                .grid = {w.grid[0], w.grid[1], w.grid[2]},
+                .group_size = w.group_size,
+                .dir = w.dir,
+                .fam = w.fam,
+                .start = w.start,
+                .dur = w.dur,
+            };
+        }
+    }
+    if (s == TELLER_OK) {
+        for (size_t k = 0; k < nsources; k++) {
+            free(sr[s0 + k].rows);
+            sr[s0 + k] = got[k];
+        }
+        free(got);
+        got = NULL;
+    }
+done:
+    teller_source_rows_free(got, nsources);
+    free(ids);
+    return s;
+}
