@@ -1,17 +1,17 @@
 /*
- * fuzz_summary.c - libFuzzer target for the reader of the summaries of
- * collectives that teller-mpi's processes send with each rank file
- * (src/mpi/summary.c): any bytes must give rows the tree build takes, or be
- * refused, never crash.
+ * fuzz_summary.c - libFuzzer target for the reader of the summaries that
+ * teller-mpi's processes send with each rank file (src/mpi/summary.c: the
+ * communication kernels' rows and the step markers): any bytes must give
+ * summaries the tree build takes, or be refused, never crash.
  *
  * As fuzz_pack does, the input drives a real summary: the part before the
  * first 0 byte is read as a Kineto trace (the seed corpus of
- * fuzz/corpus/kineto serves), its rows are found (teller_tree_rows) and
+ * fuzz/corpus/kineto serves), its summary is found (teller_tree_local) and
  * packed, and each following 4-byte group flips one byte of the summary (3
  * bytes of position, 1 of XOR mask), or, the last, cuts it short. The summary
  * is then read, from an exact-size heap copy, against the trace read again,
- * and the trees are built from its rows. An unflipped summary must be taken
- * and give the collectives a plain build finds.
+ * and the trees are built from it. An unflipped summary must be taken and
+ * give the collectives and steps a plain build finds.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -44,10 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(trace, data, tn);
     teller_store *src = read_trace(trace, tn), *dst = src ? read_trace(trace, tn) : NULL,
                  *plain = dst ? read_trace(trace, tn) : NULL;
-    teller_source_rows *sr = NULL, *got = NULL;
+    teller_source_summary *sr = NULL, *got = NULL;
     teller_error err;
     size_t ns = src ? teller_store_num_sources(src) : 0, n = 0;
-    unsigned char *sum = plain && teller_tree_rows(src, 1, &sr, &err) == TELLER_OK
+    unsigned char *sum = plain && teller_tree_local(src, NULL, &sr, &err) == TELLER_OK
                              ? teller_summary_pack(src, sr, &n)
                              : NULL;
     if (sum) {
@@ -69,23 +69,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(copy, sum, keep);
             teller_status s = teller_summary_read(dst, 0, ns, copy, keep, "fuzz.json", got, &err);
             if (s == TELLER_OK)
-                s = teller_tree_build_rows(dst, NULL, got, &err);
+                s = teller_tree_build_given(dst, NULL, got, &err);
             if (!flipped && s != TELLER_OK && s != TELLER_ERR_NOMEM) {
                 fprintf(stderr, "fuzz_summary: an unflipped summary was refused: %s\n", err.msg);
                 abort();
             }
             if (!flipped && s == TELLER_OK && teller_tree_build(plain, NULL, &err) == TELLER_OK &&
-                teller_store_num_collectives(plain) != teller_store_num_collectives(dst)) {
-                fprintf(stderr, "fuzz_summary: an unflipped summary gave %zu collectives, a plain build %zu\n",
-                        teller_store_num_collectives(dst), teller_store_num_collectives(plain));
+                (teller_store_num_collectives(plain) != teller_store_num_collectives(dst) ||
+                 teller_store_num_steps(plain) != teller_store_num_steps(dst))) {
+                fprintf(stderr, "fuzz_summary: an unflipped summary gave %zu collectives and %zu steps, a plain build %zu and %zu\n",
+                        teller_store_num_collectives(dst), teller_store_num_steps(dst),
+                        teller_store_num_collectives(plain), teller_store_num_steps(plain));
                 abort();
             }
         }
         free(copy);
     }
     free(sum);
-    teller_source_rows_free(sr, ns);
-    teller_source_rows_free(got, ns);
+    teller_source_summary_free(sr, ns);
+    teller_source_summary_free(got, ns);
     teller_store_free(src);
     teller_store_free(dst);
     teller_store_free(plain);

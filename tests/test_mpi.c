@@ -51,14 +51,14 @@ static teller_status read_packed(void *ctx, size_t i, const char *path, teller_s
     teller_store *part = teller_store_create();
     if (!part || i >= 16)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-    teller_source_rows *sr = NULL;
+    teller_source_summary *sr = NULL;
     teller_status s = teller_ingest_file(part, path, NULL, err);
     if (s == TELLER_OK)
-        s = teller_tree_rows(part, 1, &sr, err);
+        s = teller_tree_local(part, NULL, &sr, err);
     size_t n = 0, ns = 0, had = teller_store_num_sources(into), parts = teller_store_num_sources(part);
     void *buf = s == TELLER_OK ? teller_pack_store(part, &n) : NULL;
     void *sum = s == TELLER_OK ? teller_summary_pack(part, sr, &ns) : NULL;
-    teller_source_rows_free(sr, parts);
+    teller_source_summary_free(sr, parts);
     teller_store_free(part);
     if (s != TELLER_OK)
         return s;
@@ -66,9 +66,9 @@ static teller_status read_packed(void *ctx, size_t i, const char *path, teller_s
     if (!buf || !sum)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
     REFUSED_CUT_SHORT(buf, n, teller_pack_append(scratch, buf, cut, &e));
-    teller_source_rows *none = calloc(parts ? parts : 1, sizeof *none);
+    teller_source_summary *none = calloc(parts ? parts : 1, sizeof *none);
     REFUSED_CUT_SHORT(sum, ns, teller_summary_read(scratch, 0, parts, sum, cut, path, none, &e));
-    teller_source_rows_free(none, parts);
+    teller_source_summary_free(none, parts);
     s = teller_pack_append(into, buf, n, err);
     free(buf);
     P->nsources[i] = teller_store_num_sources(into) - had;
@@ -77,8 +77,8 @@ static teller_status read_packed(void *ctx, size_t i, const char *path, teller_s
     return s;
 }
 
-/* teller_load's rows from the summaries read_packed kept */
-static teller_status rows_packed(void *ctx, teller_store *st, struct teller_source_rows *sr, teller_error *err)
+/* teller_load's summaries: those read_packed kept */
+static teller_status summaries_packed(void *ctx, teller_store *st, struct teller_source_summary *sr, teller_error *err)
 {
     packed_run *P = ctx;
     teller_status s = TELLER_OK;
@@ -96,7 +96,7 @@ static teller_store *load_files(char **files, size_t n, int packed)
     o.jobs = 2;
     if (packed) {
         o.read = read_packed;
-        o.rows = rows_packed;
+        o.summaries = summaries_packed;
         o.read_ctx = &P;
     }
     teller_store *st = teller_store_create();
@@ -131,8 +131,8 @@ static void test_packed_store_appends_as_the_store(void)
 }
 
 /* A summary (src/mpi/summary.h) is input like any file: a damaged one is
- * refused naming the file and where, and one whose rows were found over
- * other events than its source holds fails the tree build. */
+ * refused naming the file and where, and one found over other events than
+ * its source holds fails the tree build. */
 static void test_summary_refused_when_damaged(void)
 {
     char dir[] = "/tmp/teller_mpi_sum_XXXXXX";
@@ -140,45 +140,57 @@ static void test_summary_refused_when_damaged(void)
     char path[4200];
     snprintf(path, sizeof path, "%s/rank0.trace.json.gz", dir);
     teller_store *part = teller_store_create();
-    teller_source_rows *sr = NULL;
+    teller_source_summary *sr = NULL;
     teller_error err;
     teller_error_clear(&err);
     CHECK_EQ_INT(teller_ingest_file(part, path, NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_rows(part, 1, &sr, &err), TELLER_OK);
-    size_t n = 0, nrows = sr ? sr[0].n : 0;
+    CHECK_EQ_INT(teller_tree_local(part, NULL, &sr, &err), TELLER_OK);
+    size_t n = 0, nrows = sr ? sr[0].nrows : 0, nmarks = sr ? sr[0].nmarks : 0;
     unsigned char *sum = teller_summary_pack(part, sr, &n);
-    CHECK(sum != NULL && nrows > 10);
-    teller_source_rows_free(sr, 1);
+    CHECK(sum != NULL && nrows > 10 && nmarks == 6);
+    teller_source_summary_free(sr, 1);
     teller_store_free(part);
-    size_t rows_at = n - nrows * 56, src_at = rows_at - 8; /* one source: 8 bytes, then the rows */
-    /* where: 0 the magic, 1 the first row, 2 the source; the byte within
-     * it; the element whose offset the error gives starts there */
+    /* one source (16 bytes), its rows (56 bytes each), its markers (32) */
+    size_t marks_at = n - nmarks * 32, rows_at = marks_at - nrows * 56, src_at = rows_at - 16;
+    /* where: 0 the magic, 1 the first row, 2 the source, 3 the second
+     * marker; the byte within it; the element whose offset the error gives
+     * starts there */
     static const struct { int where; size_t byte; uint64_t value; int width; const char *what; } bad[] = {
         {0, 0, 0x316d757372726c75ull, 8, "is not one"},
-        {1, 0, 0xFFFFFFF0u, 4, "holds a row out of bounds"},                  /* its event */
-        {1, 37, 200, 1, "holds a row out of bounds"},                         /* its family */
-        {1, 40, (uint64_t)TELLER_TIME_MAX + 1, 8, "holds a row out of bounds"}, /* its start */
-        {2, 4, 0xFFFFFFFFu, 4, "counts more rows than it holds"},             /* its row count */
+        {1, 0, 0xFFFFFFF0u, 4, "holds a row out of bounds"},                      /* its event */
+        {1, 37, 200, 1, "holds a row out of bounds"},                             /* its family */
+        {1, 40, (uint64_t)TELLER_TIME_MAX + 1, 8, "holds a row out of bounds"},   /* its start */
+        {2, 4, 0xFFFFFFFFu, 4, "counts more rows or markers than it holds"},     /* its row count */
+        {3, 16, (uint64_t)INT64_MIN, 8, "holds a step marker out of bounds"},     /* its end */
+        {3, 0, 0, 4, "holds a step marker out of bounds"},                        /* its event: the first's */
     };
     for (size_t k = 0; sum && k < sizeof bad / sizeof *bad; k++) {
-        size_t elem = bad[k].where == 0 ? 0 : bad[k].where == 1 ? rows_at : src_at;
+        size_t elem = bad[k].where == 0   ? 0
+                      : bad[k].where == 1 ? rows_at
+                      : bad[k].where == 2 ? src_at
+                                          : marks_at + 32;
         unsigned char *copy = malloc(n);
         memcpy(copy, sum, n);
         memcpy(copy + elem + bad[k].byte, &bad[k].value, (size_t)bad[k].width);
         teller_store *st = teller_store_create();
-        teller_source_rows got = {0};
+        teller_source_summary got = {0};
         teller_error_clear(&err);
         CHECK_EQ_INT(teller_summary_read(st, 0, 1, copy, n, path, &got, &err), TELLER_ERR_FORMAT);
         CHECK(strstr(err.msg, bad[k].what) != NULL && !strcmp(err.file, path));
         CHECK_EQ_INT(err.offset, elem);
-        CHECK(!got.given && got.rows == NULL);
+        CHECK(!got.given && got.rows == NULL && got.marks == NULL);
         teller_store_free(st);
         free(copy);
     }
-    /* another count of sources than the store's */
+    /* another count of sources than the store's; a byte past its end */
     teller_store *st = teller_store_create();
-    teller_source_rows two[2] = {{0}};
+    teller_source_summary two[2] = {{0}};
     CHECK_EQ_INT(teller_summary_read(st, 0, 2, sum, n, path, two, &err), TELLER_ERR_FORMAT);
+    unsigned char *longer = calloc(n + 8, 1);
+    memcpy(longer, sum, n);
+    CHECK_EQ_INT(teller_summary_read(st, 0, 1, longer, n + 8, path, two, &err), TELLER_ERR_FORMAT);
+    CHECK(strstr(err.msg, "has bytes past its end") && err.offset == n);
+    free(longer);
     teller_store_free(st);
     /* whole, its rows build the tree; with one event more counted, the
      * build names the file */
@@ -188,15 +200,16 @@ static void test_summary_refused_when_damaged(void)
         events += (uint32_t)more;
         memcpy(sum + src_at, &events, sizeof events);
         st = teller_store_create();
-        teller_source_rows one = {0};
+        teller_source_summary one = {0};
         CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
         CHECK_EQ_INT(teller_summary_read(st, 0, 1, sum, n, path, &one, &err), TELLER_OK);
-        CHECK(one.given && one.n == nrows);
-        teller_status s = teller_tree_build_rows(st, NULL, &one, &err);
+        CHECK(one.given && one.nrows == nrows && one.nmarks == nmarks);
+        teller_status s = teller_tree_build_given(st, NULL, &one, &err);
         CHECK_EQ_INT(s, more ? TELLER_ERR_FORMAT : TELLER_OK);
-        CHECK(more ? strstr(err.msg, "its collectives were found over") != NULL
-                   : teller_store_num_collectives(st) > 10);
+        CHECK(more ? strstr(err.msg, "its summary was found over") != NULL
+                   : teller_store_num_collectives(st) > 10 && teller_store_num_steps(st) == 6);
         free(one.rows);
+        free(one.marks);
         teller_store_free(st);
     }
     free(sum);

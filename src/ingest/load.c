@@ -440,14 +440,14 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
         goto done;
     teller_tree_opts to = o->tree;
     to.jobs = jobs;
-    teller_source_rows *sr = o->rows ? calloc(st->nsources ? st->nsources : 1, sizeof *sr) : NULL;
-    if (o->rows && !sr)
+    teller_source_summary *sr = o->summaries ? calloc(st->nsources ? st->nsources : 1, sizeof *sr) : NULL;
+    if (o->summaries && !sr)
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
-    else if (o->rows)
-        s = o->rows(o->read_ctx, st, sr, err);
+    else if (o->summaries)
+        s = o->summaries(o->read_ctx, st, sr, err);
     if (s == TELLER_OK)
-        s = teller_tree_build_rows(st, &to, sr, err);
-    teller_source_rows_free(sr, st->nsources);
+        s = teller_tree_build_given(st, &to, sr, err);
+    teller_source_summary_free(sr, st->nsources);
     if (s == TELLER_OK && !o->force)
         s = teller_load_check_run(st, err);
 done:

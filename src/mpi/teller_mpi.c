@@ -57,7 +57,9 @@ static double wait_note_s = 60; /* how often process 0 says what it waits for (T
 typedef struct plan {
     uint64_t           n;         /* files; 0: nothing to read, stop */
     uint64_t           names_len; /* their paths, each with its NUL, then a byte per file: 1 for a
-                                   * repeat (teller_load_same_files), which nobody reads or sends */
+                                   * repeat (teller_load_same_files), which nobody reads or sends,
+                                   * then the step pattern with its NUL */
+    uint64_t           pattern_len; /* of the step pattern; 0: the built-in one */
     teller_ingest_opts ingest;
     int32_t            jobs;
 } plan;
@@ -196,9 +198,9 @@ static void remote_free(remote *R)
     free(R->received);
 }
 
-/* teller_load's rows on process 0: the summaries of the files the others
+/* teller_load's summaries on process 0: those of the files the others
  * read, for their sources (files append their sources in order) */
-static teller_status remote_rows(void *ctx, teller_store *st, struct teller_source_rows *sr, teller_error *err)
+static teller_status remote_summaries(void *ctx, teller_store *st, struct teller_source_summary *sr, teller_error *err)
 {
     remote *R = ctx;
     teller_status s = TELLER_OK;
@@ -226,9 +228,11 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     p.n = n;
     p.ingest = opts->ingest;
     p.jobs = opts->jobs;
+    const char *pattern = opts->tree.step_pattern;
+    p.pattern_len = pattern ? strlen(pattern) + 1 : 0;
     for (size_t i = 0; i < n; i++)
         p.names_len += strlen(files[i]) + 1;
-    p.names_len += n;
+    p.names_len += n + p.pattern_len;
     char *names = malloc(p.names_len ? p.names_len : 1);
     size_t *same_as = malloc((n ? n : 1) * sizeof *same_as);
     remote R = {n,
@@ -246,6 +250,8 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
     else if (n > tag_bound() || p.names_len > INT32_MAX)
         bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
+    else /* the readers find the step markers with it */
+        bad = teller_step_pattern_check(pattern, err);
     if (bad != TELLER_OK) {
         plan none = {0};
         announce(&none, NULL);
@@ -262,11 +268,13 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     }
     for (size_t i = 0; i < n; i++) /* teller_load reads a repeat's first name only */
         names[at + i] = same_as[i] < n;
+    if (pattern)
+        memcpy(names + at + n, pattern, p.pattern_len);
     announce(&p, names);
     free(names);
     teller_load_opts lo = *opts;
     lo.read = read_remote;
-    lo.rows = remote_rows;
+    lo.summaries = remote_summaries;
     lo.read_ctx = &R;
     if (!threaded)
         lo.jobs = 1;
@@ -295,6 +303,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
 
 typedef struct share {
     const plan   *p;
+    const teller_tree_opts *tree; /* jobs 1: each file is one task */
     char        **files;
     const char   *repeat; /* per file: 1 for a repeat, not read */
     size_t        lo;    /* this process reads files lo, lo + 1, ... */
@@ -319,11 +328,11 @@ static void read_pack(void *ctx, size_t b)
         teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory");
         return;
     }
-    /* sorted as the run's tree will sort it (the summary's rows name events
-     * by that order), packed, then freed */
-    teller_source_rows *sr = NULL;
+    /* its trees built as the run's build will build them (the summary names
+     * events by that order), packed with its summary, then freed */
+    teller_source_summary *sr = NULL;
     if (teller_ingest_file(st, path, &S->p->ingest, &h->err) == TELLER_OK &&
-        teller_tree_rows(st, 1, &sr, &h->err) == TELLER_OK) {
+        teller_tree_local(st, S->tree, &sr, &h->err) == TELLER_OK) {
         size_t n = 0, ns = 0;
         S->buf[k] = teller_pack_store(st, &n);
         S->sum[k] = S->buf[k] ? teller_summary_pack(st, sr, &ns) : NULL;
@@ -332,7 +341,7 @@ static void read_pack(void *ctx, size_t b)
         if (!S->sum[k])
             teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory packing the file");
     }
-    teller_source_rows_free(sr, teller_store_num_sources(st));
+    teller_source_summary_free(sr, teller_store_num_sources(st));
     teller_store_free(st);
 }
 
@@ -414,7 +423,11 @@ static int serve(void)
     size_t mine = lo < hi ? hi - lo : 0, at = 0;
     for (size_t i = 0; i < n; i++)
         at += strlen(files[i]) + 1;
+    names[p.names_len - 1] = 0; /* the last path or the pattern ends there */
+    teller_tree_opts tree = teller_tree_defaults();
+    tree.step_pattern = p.pattern_len ? names + at + n : NULL;
     share S = {&p,
+               &tree,
                files,
                names + at,
                lo,

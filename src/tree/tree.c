@@ -400,16 +400,6 @@ typedef struct source_pass {
     uint64_t      *dups;   /* per source: API calls reusing an id */
 } source_pass;
 
-/* Pass 1 alone, for teller_tree_rows. */
-static void sort_one(void *ctx, size_t s)
-{
-    source_pass *p = ctx;
-    size_t *row_start = NULL;
-    long nrows = 0;
-    p->failed[s] = sort_source(p->ev, p->range[s], p->range[s + 1], &row_start, &nrows);
-    free(row_start);
-}
-
 static void sort_nest_link(void *ctx, size_t s)
 {
     source_pass *p = ctx;
@@ -510,19 +500,10 @@ static int assign_ranks_nodes(teller_store *st, const teller_tree_opts *o)
  * may run on another stream than NCCL's, else the group of the source's
  * first collective that is not a send or receive (its tensor-parallel
  * group, which the engine's all-reduce serves). */
-typedef struct coll_find {
-    const teller_store *st;
-    const size_t       *range;
-    teller_source_rows *sr; /* per source */
-    int                *failed;
-} coll_find;
-
-static void find_collectives(void *ctx, size_t s)
+/* Finds source s's rows into sr (malloc'd); 0, or -1 out of memory. */
+static int find_collectives(const teller_store *st, const size_t *range, size_t s, teller_source_summary *sr)
 {
-    coll_find *f = ctx;
-    if (f->sr[s].given)
-        return;
-    const teller_events *ev = &f->st->ev;
+    const teller_events *ev = &st->ev;
     teller_coll_row *out = NULL;
     size_t n = 0, cap = 0;
     kmap streams = {0}; /* stream -> slot in spg: the first process group seen there */
@@ -531,29 +512,30 @@ static void find_collectives(void *ctx, size_t s)
     kmap names = {0}; /* kernel name -> slot in nfam: its family + 1, classified once */
     uint8_t *nfam = NULL;
     size_t nfcap = 0;
-    for (size_t i = f->range[s]; i < f->range[s + 1]; i++) {
+    int bad = 0;
+    for (size_t i = range[s]; i < range[s + 1]; i++) {
         if (ev->layer[i] != TELLER_LAYER_KERNEL || !(ev->flags[i] & TELLER_F_COMM))
             continue;
-        const teller_comm *cm = teller_store_event_comm(f->st, (uint32_t)i);
+        const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
         uint32_t pg = cm ? cm->pg_name : 0;
         uint32_t stream = (uint32_t)teller_event_tid(ev, i);
         uint32_t *slot = pg ? kmap_slot(&streams, stream, (void **)&spg, &spcap, sizeof *spg) : NULL;
         uint8_t *fam = kmap_slot(&names, ev->name[i], (void **)&nfam, &nfcap, sizeof *nfam);
         if ((pg && !slot) || !fam || TELLER_GROW(out, cap, n + 1)) {
-            f->failed[s] = 1;
+            bad = 1;
             break;
         }
         if (slot && !*slot)
             *slot = pg;
         if (!*fam)
-            *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(f->st, ev->name[i]), NULL, 0));
-        const char *coll = cm ? teller_store_str(f->st, cm->collective) : "";
+            *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(st, ev->name[i]), NULL, 0));
+        const char *coll = cm ? teller_store_str(st, cm->collective) : "";
         int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
         if (pg && !src_pg && !dir)
             src_pg = pg;
-        const teller_args *a = teller_store_event_args(f->st, (uint32_t)i);
+        const teller_args *a = teller_store_event_args(st, (uint32_t)i);
         out[n++] = (teller_coll_row){
-            .ev = (uint32_t)(i - f->range[s]),
+            .ev = (uint32_t)(i - range[s]),
             .name = ev->name[i],
             .pg = pg,
             .pg_ranks = cm ? cm->pg_ranks : 0,
@@ -567,10 +549,10 @@ static void find_collectives(void *ctx, size_t s)
             .dur = ev->dur_ns[i],
         };
     }
-    for (size_t k = 0; k < n && !f->failed[s]; k++) {
+    for (size_t k = 0; k < n && !bad; k++) {
         if (out[k].pg)
             continue;
-        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, f->range[s] + out[k].ev), 0);
+        uint32_t ix = kmap_get(&streams, (uint32_t)teller_event_tid(ev, range[s] + out[k].ev), 0);
         out[k].pg = ix == UINT32_MAX ? 0 : spg[ix];
         const teller_comm_family *fam = teller_comm_family_get((teller_comm_family_id)out[k].fam);
         if (!out[k].pg && fam && fam->match == TELLER_COMM_MATCH_ORDER)
@@ -580,9 +562,9 @@ static void find_collectives(void *ctx, size_t s)
     free(spg);
     kmap_free(&names);
     free(nfam);
-    f->sr[s].rows = out;
-    f->sr[s].n = n;
-    f->sr[s].events = (uint32_t)(f->range[s + 1] - f->range[s]);
+    sr->rows = out;
+    sr->nrows = n;
+    return bad ? -1 : 0;
 }
 
 typedef struct coll_item {
@@ -710,7 +692,7 @@ static int node_source_cmp(const void *a, const void *b)
  * or -1 where its node holds one group (or it ran none). Only sources of
  * one node are paired: the cost is the sum over nodes of their sources
  * squared, not the store's. 0, or -1 out of memory. */
-static int engine_groups(const teller_store *st, const teller_source_rows *sr, int32_t *grp)
+static int engine_groups(const teller_store *st, const teller_source_summary *sr, int32_t *grp)
 {
     size_t ns = st->nsources, nby = 0;
     int64_t **ends = calloc(ns ? ns : 1, sizeof *ends);
@@ -723,11 +705,11 @@ static int engine_groups(const teller_store *st, const teller_source_rows *sr, i
         grp[s] = -1;
         up[s] = (int32_t)s;
         low[s] = INT32_MAX;
-        for (size_t k = 0; k < sr[s].n; k++) {
+        for (size_t k = 0; k < sr[s].nrows; k++) {
             const teller_coll_row *r = &sr[s].rows[k];
             if (r->pg || !by_order(r) || r->fam == TELLER_COMM_DEEP_EP)
                 continue;
-            if (!ends[s] && !(ends[s] = malloc(sr[s].n * sizeof **ends))) {
+            if (!ends[s] && !(ends[s] = malloc(sr[s].nrows * sizeof **ends))) {
                 bad = 1;
                 break;
             }
@@ -823,7 +805,7 @@ static void order_key(const teller_store *st, const teller_coll_row *r, int32_t 
  * backward sends go the other way and are matched wrongly). Keys are
  * interned in row order, whatever the threads. With mend, *mend receives
  * per member its source and end (malloc'd). */
-static int match_collectives(teller_store *st, const teller_source_rows *sr, int jobs, int by_step, int32_t *egrp,
+static int match_collectives(teller_store *st, const teller_source_summary *sr, int jobs, int by_step, int32_t *egrp,
                              size_t *ordered, member_end **mend)
 {
     size_t ns = st->nsources;
@@ -835,13 +817,13 @@ static int match_collectives(teller_store *st, const teller_source_rows *sr, int
     int bad = !by_step && engine_groups(st, sr, egrp);
     /* one item per row: sized once, so never copied to grow */
     for (size_t s = 0; s < ns && !bad; s++)
-        icap += sr[s].n;
+        icap += sr[s].nrows;
     if (!bad && icap && !(items = malloc(icap * sizeof *items)))
         bad = 1;
     char buf[256];
     *ordered = 0;
     for (size_t s = 0; s < ns && !bad; s++)
-        for (size_t k = 0; k < sr[s].n && !bad; k++) {
+        for (size_t k = 0; k < sr[s].nrows && !bad; k++) {
             const teller_coll_row *r = &sr[s].rows[k];
             int32_t me = st->sources[s].rank;
             coll_item it = {0,          r->seq,  me, st->sources[s].first_event + r->ev, TELLER_NONE, (uint32_t)s,
@@ -969,13 +951,13 @@ static int node_end_cmp(const void *a, const void *b)
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Moving one source's events, and its rows, onto node 0's clock, on the
- * pool. */
+/* Moving one source's events, and its summary, onto node 0's clock, on
+ * the pool. */
 typedef struct clock_shift {
     teller_events   *ev;
     const size_t    *range;
     const int64_t   *offset; /* per source: its node's offset */
-    teller_source_rows *sr;
+    teller_source_summary *sr;
 } clock_shift;
 
 static void shift_source(void *ctx, size_t s)
@@ -983,8 +965,12 @@ static void shift_source(void *ctx, size_t s)
     const clock_shift *c = ctx;
     for (size_t i = c->range[s]; i < c->range[s + 1]; i++)
         c->ev->start_ns[i] -= c->offset[s];
-    for (size_t k = 0; k < c->sr[s].n; k++)
+    for (size_t k = 0; k < c->sr[s].nrows; k++)
         c->sr[s].rows[k].start -= c->offset[s];
+    for (size_t k = 0; k < c->sr[s].nmarks; k++) {
+        c->sr[s].marks[k].start -= c->offset[s];
+        c->sr[s].marks[k].end -= c->offset[s];
+    }
 }
 
 /* A node's clock offset is the median, over the collectives it shares with
@@ -997,7 +983,7 @@ static void shift_source(void *ctx, size_t s)
  * collective's members. The members' ends are mend (match_collectives),
  * not the events. */
 static int estimate_offsets(teller_store *st, const size_t *range, int jobs, const member_end *mend,
-                            teller_source_rows *sr)
+                            teller_source_summary *sr)
 {
     size_t nn = st->nnodes, ns = st->nsources;
     if (nn < 2)
@@ -1135,10 +1121,73 @@ static const char *const k_step_patterns =
 
 const char *teller_step_pattern_default(void) { return k_step_patterns; }
 
+/* pattern (NULL: the built-in one) compiled into re; else TELLER_ERR_ARG. */
+static teller_status step_regex(const char *pattern, regex_t *re, teller_error *err)
+{
+    int rc = regcomp(re, pattern ? pattern : k_step_patterns, REG_EXTENDED | REG_NOSUB);
+    if (!rc)
+        return TELLER_OK;
+    char m[256];
+    regerror(rc, re, m, sizeof m);
+    return teller_error_set(err, TELLER_ERR_ARG, "--step-pattern", 0, "bad regular expression: %s", m);
+}
+
+teller_status teller_step_pattern_check(const char *pattern, teller_error *err)
+{
+    regex_t re;
+    teller_status s = step_regex(pattern, &re, err);
+    if (s == TELLER_OK)
+        regfree(&re);
+    return s;
+}
+
+/* 1 when the name of event i matches re, else 2; each distinct name is
+ * tested once (names: its answer per name id); 0 out of memory. */
+static int marker_name(const teller_store *st, uint32_t i, const regex_t *re, kmap *names, uint8_t **is, size_t *cap)
+{
+    uint8_t *slot = kmap_slot(names, st->ev.name[i], (void **)is, cap, sizeof **is);
+    if (slot && !*slot)
+        *slot = regexec(re, teller_store_str(st, st->ev.name[i]), 0, NULL, 0) == 0 ? 1 : 2;
+    return slot ? *slot : 0;
+}
+
+/* Finds source s's step markers into sr (malloc'd): its events of a layer
+ * that marks steps, on the host, whose names match re and that no such
+ * event encloses (outermost markers only). 0, or -1 out of memory. */
+static int find_marks(const teller_store *st, const size_t *range, size_t s, const regex_t *re,
+                      teller_source_summary *sr)
+{
+    const teller_events *ev = &st->ev;
+    kmap names = {0};
+    uint8_t *is = NULL;
+    size_t icap = 0, cap = 0;
+    int bad = 0;
+    for (size_t i = range[s]; i < range[s + 1] && !bad; i++) {
+        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU))
+            continue;
+        int yes = marker_name(st, (uint32_t)i, re, &names, &is, &icap);
+        int nested = 0;
+        for (uint32_t p = ev->parent[i]; yes == 1 && p != TELLER_NONE && !nested && !bad; p = ev->parent[p]) {
+            int outer = can_mark_step(ev->layer[p]) ? marker_name(st, p, re, &names, &is, &icap) : 2;
+            bad = outer == 0;
+            nested = outer == 1;
+        }
+        bad = bad || yes == 0 || (yes == 1 && !nested && TELLER_GROW(sr->marks, cap, sr->nmarks + 1));
+        if (yes == 1 && !nested && !bad)
+            sr->marks[sr->nmarks++] = (teller_step_mark){
+                (uint32_t)(i - range[s]), ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
+                teller_step_iteration(teller_store_str(st, ev->name[i]))};
+    }
+    kmap_free(&names);
+    free(is);
+    return bad ? -1 : 0;
+}
+
 typedef struct marker {
     int32_t  rank;
     int64_t  start, end;
     uint32_t ev;
+    int64_t  iter; /* teller_step_mark.iter; -1 without a marker event */
 } marker;
 
 static int marker_cmp(const void *a, const void *b)
@@ -1277,7 +1326,7 @@ static int eventless_steps(const teller_store *st, const size_t *range, marker *
         if (k == *nmk) {
             if (TELLER_GROW(*mk, *mcap, *nmk + 1))
                 return -1;
-            (*mk)[(*nmk)++] = (marker){rank, a, b, TELLER_NONE};
+            (*mk)[(*nmk)++] = (marker){rank, a, b, TELLER_NONE, -1};
         } else {
             if (a < (*mk)[k].start) (*mk)[k].start = a;
             if (b > (*mk)[k].end) (*mk)[k].end = b;
@@ -1292,7 +1341,7 @@ static int eventless_steps(const teller_store *st, const size_t *range, marker *
  * began an iteration later lines up with the others by iteration, not by
  * its first step), else each rank's steps in order; a step without an
  * annotation follows its rank's step before it. 0, or -1 out of memory. */
-static int number_steps(const teller_store *st, const marker *mk, size_t n, uint32_t *num)
+static int number_steps(const marker *mk, size_t n, uint32_t *num)
 {
     int64_t *it = malloc((n ? n : 1) * sizeof *it), *all = malloc((n ? n : 1) * sizeof *all);
     if (!it || !all) {
@@ -1303,7 +1352,7 @@ static int number_steps(const teller_store *st, const marker *mk, size_t n, uint
     size_t na = 0;
     int by_iter = 1;
     for (size_t k = 0; k < n; k++) {
-        it[k] = mk[k].ev != TELLER_NONE ? teller_step_iteration(teller_store_str(st, st->ev.name[mk[k].ev])) : -1;
+        it[k] = mk[k].iter;
         if (mk[k].ev != TELLER_NONE && it[k] < 0)
             by_iter = 0;
         for (size_t j = k; by_iter && it[k] >= 0 && j-- > 0 && mk[j].rank == mk[k].rank;)
@@ -1340,51 +1389,22 @@ static int number_steps(const teller_store *st, const marker *mk, size_t n, uint
     return 0;
 }
 
-static teller_status cut_steps(teller_store *st, const size_t *range, const teller_tree_opts *o, teller_error *err)
+static teller_status cut_steps(teller_store *st, const size_t *range, const teller_source_summary *sr, int jobs,
+                               teller_error *err)
 {
     size_t ns = st->nsources;
     teller_events *ev = &st->ev;
-    regex_t re;
-    const char *pat = o->step_pattern ? o->step_pattern : k_step_patterns;
-    int rc = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-        char m[256];
-        regerror(rc, &re, m, sizeof m);
-        return teller_error_set(err, TELLER_ERR_ARG, "--step-pattern", 0, "bad regular expression: %s", m);
-    }
-    /* names are interned: test each distinct name once */
-    uint8_t *is_marker_name = calloc(st->nstr, 1);
-    if (!is_marker_name) {
-        regfree(&re);
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
-    }
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU))
-            continue;
-        uint32_t nm = ev->name[i];
-        if (is_marker_name[nm] == 0)
-            is_marker_name[nm] = regexec(&re, teller_store_str(st, nm), 0, NULL, 0) == 0 ? 1 : 2;
-    }
-    regfree(&re);
     marker *mk = NULL;
     size_t nmk = 0, mcap = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU) || is_marker_name[ev->name[i]] != 1)
-            continue;
-        /* outermost markers only */
-        int nested = 0;
-        for (uint32_t p = ev->parent[i]; p != TELLER_NONE && !nested; p = ev->parent[p])
-            nested = can_mark_step(ev->layer[p]) && is_marker_name[ev->name[p]] == 1;
-        if (nested)
-            continue;
-        if (TELLER_GROW(mk, mcap, nmk + 1))
-            goto oom;
-        mk[nmk++] = (marker){st->sources[ev->source[i]].rank, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
-                             (uint32_t)i};
-        ev->flags[i] |= TELLER_F_STEP;
-    }
-    free(is_marker_name);
-    is_marker_name = NULL;
+    for (size_t s = 0; s < ns; s++)
+        for (size_t k = 0; k < sr[s].nmarks; k++) {
+            const teller_step_mark *m = &sr[s].marks[k];
+            uint32_t i = (uint32_t)range[s] + m->ev;
+            if (TELLER_GROW(mk, mcap, nmk + 1))
+                goto oom;
+            mk[nmk++] = (marker){st->sources[s].rank, m->start, m->end, i, m->iter};
+            ev->flags[i] |= TELLER_F_STEP;
+        }
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
     if (eventless_steps(st, range, &mk, &nmk, &mcap))
         goto oom;
@@ -1392,7 +1412,7 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     free(st->steps);
     st->steps = malloc((nmk ? nmk : 1) * sizeof *st->steps);
     uint32_t *num = malloc((nmk ? nmk : 1) * sizeof *num);
-    if (!st->steps || !num || number_steps(st, mk, nmk, num)) {
+    if (!st->steps || !num || number_steps(mk, nmk, num)) {
         free(num);
         goto oom;
     }
@@ -1409,7 +1429,7 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     step_stamp sp = {st, range, mk, nmk, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
     int bad = !sp.end || !sp.first;
     if (!bad)
-        teller_parallel_for(o->jobs, ns, stamp_steps, &sp);
+        teller_parallel_for(jobs, ns, stamp_steps, &sp);
     for (size_t s = 0; s < ns && !bad; s++) {
         bad = sp.end[s] == NULL;
         for (size_t k = sp.first[s]; !bad && k < nmk && st->steps[k].rank == st->sources[s].rank; k++)
@@ -1426,7 +1446,6 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     free(mk);
     return TELLER_OK;
 oom:
-    free(is_marker_name);
     free(mk);
     return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
 }
@@ -1446,109 +1465,141 @@ static int group_sources(teller_store *st, size_t *range)
     return 0;
 }
 
-teller_status teller_tree_rows(teller_store *st, int jobs, teller_source_rows **out, teller_error *err)
+/* Finding each source's summary, on the pool; given ones are kept. */
+typedef struct source_find {
+    const teller_store    *st;
+    const size_t          *range;
+    const regex_t         *re;
+    teller_source_summary *sr;
+    int                   *failed;
+} source_find;
+
+static void find_source(void *ctx, size_t s)
+{
+    source_find *f = ctx;
+    if (f->sr[s].given)
+        return;
+    f->sr[s].events = (uint32_t)(f->range[s + 1] - f->range[s]);
+    f->failed[s] = find_collectives(f->st, f->range, s, &f->sr[s]) || find_marks(f->st, f->range, s, f->re, &f->sr[s]);
+}
+
+/* Passes 1 to 3 (sort, nesting, launch links) on every source, on jobs
+ * threads; dups (per source) receives the API calls reusing an id. 0, or
+ * -1 out of memory. */
+static int build_sources(teller_store *st, const size_t *range, int jobs, int *failed, uint64_t *dups)
+{
+    teller_parallel_for(jobs, st->nsources, sort_nest_link, &(source_pass){&st->ev, range, failed, dups});
+    int bad = 0;
+    for (size_t s = 0; s < st->nsources; s++)
+        bad |= failed[s];
+    return bad ? -1 : 0;
+}
+
+/* Every source's summary not given (pass 4's rows, pass 7's markers) found
+ * into sr, on jobs threads. 0, or -1 out of memory. */
+static int find_summaries(const teller_store *st, const size_t *range, const regex_t *re, int jobs,
+                          teller_source_summary *sr, int *failed)
+{
+    teller_parallel_for(jobs, st->nsources, find_source, &(source_find){st, range, re, sr, failed});
+    int bad = 0;
+    for (size_t s = 0; s < st->nsources; s++)
+        bad |= failed[s];
+    return bad ? -1 : 0;
+}
+
+teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, teller_source_summary **out,
+                                teller_error *err)
 {
     size_t ns = st->nsources;
+    regex_t re;
+    teller_status s = step_regex(opts ? opts->step_pattern : NULL, &re, err);
+    if (s != TELLER_OK)
+        return s;
+    int jobs = opts ? opts->jobs : 1;
     size_t *range = malloc((ns + 1) * sizeof *range);
     int *failed = calloc(ns ? ns : 1, sizeof *failed);
-    teller_source_rows *sr = calloc(ns ? ns : 1, sizeof *sr);
-    int bad = !range || !failed || !sr || group_sources(st, range);
-    if (!bad)
-        teller_parallel_for(jobs, ns, sort_one, &(source_pass){&st->ev, range, failed, NULL});
-    for (size_t s = 0; s < ns && !bad; s++)
-        bad = failed[s];
-    if (!bad)
-        teller_parallel_for(jobs, ns, find_collectives, &(coll_find){st, range, sr, failed});
-    for (size_t s = 0; s < ns && !bad; s++)
-        bad = failed[s];
+    uint64_t *dups = calloc(ns ? ns : 1, sizeof *dups);
+    teller_source_summary *sr = calloc(ns ? ns : 1, sizeof *sr);
+    int bad = !range || !failed || !dups || !sr || group_sources(st, range) ||
+              build_sources(st, range, jobs, failed, dups) || find_summaries(st, range, &re, jobs, sr, failed);
+    regfree(&re);
     free(range);
     free(failed);
+    free(dups);
     if (bad) {
-        teller_source_rows_free(sr, ns);
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while finding collectives");
+        teller_source_summary_free(sr, ns);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while building its trees");
     }
     *out = sr;
     return TELLER_OK;
 }
 
-void teller_source_rows_free(teller_source_rows *sr, size_t n)
+void teller_source_summary_free(teller_source_summary *sr, size_t n)
 {
-    for (size_t s = 0; sr && s < n; s++)
+    for (size_t s = 0; sr && s < n; s++) {
         free(sr[s].rows);
+        free(sr[s].marks);
+    }
     free(sr);
 }
 
 teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err)
 {
-    return teller_tree_build_rows(st, opts, NULL, err);
+    return teller_tree_build_given(st, opts, NULL, err);
 }
 
-teller_status teller_tree_build_rows(teller_store *st, const teller_tree_opts *opts, teller_source_rows *given,
-                                     teller_error *err)
+teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *opts, teller_source_summary *given,
+                                      teller_error *err)
 {
     teller_tree_opts def = teller_tree_defaults();
     const teller_tree_opts *o = opts ? opts : &def;
     teller_events *ev = &st->ev;
     size_t ns = st->nsources;
+    regex_t re;
+    teller_status s = step_regex(o->step_pattern, &re, err);
+    if (s != TELLER_OK)
+        return s;
     size_t *range = malloc((ns + 1) * sizeof *range);
     int *failed = calloc(ns ? ns : 1, sizeof *failed);
     uint64_t *dups = calloc(ns ? ns : 1, sizeof *dups);
-    if (!range || !failed || !dups || group_by_source(st, range)) {
-        free(range);
-        free(failed);
-        free(dups);
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while sorting events");
-    }
-    source_pass sp = {ev, range, failed, dups};
-    teller_parallel_for(o->jobs, ns, sort_nest_link, &sp);
-    int bad = 0;
+    int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups, for both matchings */
+    teller_source_summary *sr = given ? given : calloc(ns ? ns : 1, sizeof *sr);
+    member_end *mend = NULL;
+    size_t ordered = 0;
+    if (!range || !failed || !dups || !egrp || !sr || group_sources(st, range) ||
+        build_sources(st, range, o->jobs, failed, dups))
+        s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while building the trees");
     uint64_t ndup = 0;
-    for (size_t s = 0; s < ns; s++) {
-        bad |= failed[s];
-        ndup += dups[s];
-    }
-    free(dups);
-    if (bad) {
-        free(range);
-        free(failed);
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while linking events");
-    }
+    for (size_t k = 0; s == TELLER_OK && k < ns; k++)
+        ndup += dups[k];
     if (ndup)
         teller_store_warn(st, "(trace)", 0,
                           "%llu API calls reuse a correlation id already seen; GPU work links to the first",
                           (unsigned long long)ndup);
-    size_t ordered = 0;
-    int32_t *egrp = malloc((ns ? ns : 1) * sizeof *egrp); /* per source: engine_groups, for both matchings */
-    teller_source_rows *sr = given ? given : calloc(ns ? ns : 1, sizeof *sr);
-    member_end *mend = NULL;
-    teller_status s = TELLER_OK;
     for (size_t k = 0; given && k < ns && s == TELLER_OK; k++)
         if (sr[k].given && sr[k].events != range[k + 1] - range[k])
             s = teller_error_set(err, TELLER_ERR_FORMAT, teller_store_str(st, st->sources[k].path), 0,
-                                 "its collectives were found over %u events, but it has %zu",
-                                 (unsigned)sr[k].events, range[k + 1] - range[k]);
-    bad = !egrp || !sr || assign_ranks_nodes(st, o);
-    if (!bad && s == TELLER_OK)
-        teller_parallel_for(o->jobs, ns, find_collectives, &(coll_find){st, range, sr, failed});
-    for (size_t k = 0; k < ns && !bad; k++)
-        bad = failed[k];
-    free(failed);
-    bad = bad || (s == TELLER_OK && (match_collectives(st, sr, o->jobs, 0, egrp, &ordered, &mend) ||
-                                     estimate_offsets(st, range, o->jobs, mend, sr)));
-    free(mend);
-    if (bad)
+                                 "its summary was found over %u events, but it has %zu", (unsigned)sr[k].events,
+                                 range[k + 1] - range[k]);
+    if (s == TELLER_OK &&
+        (assign_ranks_nodes(st, o) || find_summaries(st, range, &re, o->jobs, sr, failed) ||
+         match_collectives(st, sr, o->jobs, 0, egrp, &ordered, &mend) || estimate_offsets(st, range, o->jobs, mend, sr)))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
+    regfree(&re);
+    free(mend);
     if (s == TELLER_OK)
-        s = cut_steps(st, range, o, err);
+        s = cut_steps(st, range, sr, o->jobs, err);
     /* the engines' own collectives line up within steps, known now */
     for (size_t k = 0; s == TELLER_OK && ordered && k < ns; k++)
-        for (size_t r = 0; r < sr[k].n; r++)
-            sr[k].rows[r].step = ev->step[st->sources[k].first_event + sr[k].rows[r].ev];
+        for (size_t r = 0; r < sr[k].nrows; r++)
+            sr[k].rows[r].step = ev->step[range[k] + sr[k].rows[r].ev];
     if (s == TELLER_OK && ordered && match_collectives(st, sr, o->jobs, 1, egrp, &ordered, NULL))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     if (!given)
-        teller_source_rows_free(sr, ns);
+        teller_source_summary_free(sr, ns);
     free(range);
+    free(failed);
+    free(dups);
     free(egrp);
     return s;
 }

@@ -1,9 +1,10 @@
 /*
- * tree_internal.h - what collective matching reads of a communication
- * kernel (src/tree/tree.c). Rows are found per source, from that source's
- * events alone; the run-wide half of matching (keys, the engines' groups,
- * numbering, members) and the clock offsets read rows, not events. So a
- * process that read a rank's file can find its rows and send them
+ * tree_internal.h - what the run-wide half of the tree build (src/tree/tree.c)
+ * reads of each source: its communication kernels' rows and its step
+ * markers, found per source from that source's events alone. Collective
+ * matching (keys, the engines' groups, numbering, members), the clock
+ * offsets, and the steps' markers and numbers read these, not the events;
+ * so a process that read a rank's file can find its summary and send it
  * (teller-mpi, src/mpi/summary.h) to the one that builds the run.
  */
 #ifndef TELLER_TREE_INTERNAL_H
@@ -31,27 +32,40 @@ typedef struct teller_coll_row {
     int64_t  start, dur; /* ns; start on node 0's clock once the offsets are applied */
 } teller_coll_row;
 
-/* One source's rows. */
-typedef struct teller_source_rows {
-    teller_coll_row *rows;   /* malloc'd */
-    size_t           n;
-    uint32_t         events; /* the source's events they were found among */
-    int              given;  /* found where the file was read: teller_tree_build_rows takes them as they are */
-} teller_source_rows;
+/* One step marker of a source: an event of the engine or backend layer
+ * whose name matches the step pattern and that no such event encloses. */
+typedef struct teller_step_mark {
+    uint32_t ev;         /* its index among its source's events, in the tree's order */
+    int64_t  start, end; /* ns; on node 0's clock once the offsets are applied */
+    int64_t  iter;       /* teller_step_iteration of its name (its ProfilerStep number), else -1 */
+} teller_step_mark;
+
+/* What the run-wide half of the tree build reads of one source: its
+ * communication kernels' rows and its step markers, in event order. */
+typedef struct teller_source_summary {
+    teller_coll_row  *rows; /* malloc'd */
+    size_t            nrows;
+    teller_step_mark *marks; /* malloc'd */
+    size_t            nmarks;
+    uint32_t          events; /* the source's events they were found among */
+    int               given;  /* found where the file was read: teller_tree_build_given takes it as it is */
+} teller_source_summary;
 
 /* The per-source half of teller_tree_build on a store just read (not
- * bare: sorting borrows the tree's columns): groups and sorts its events
- * as teller_tree_build does, and finds each source's rows (*out: one entry
- * per source, malloc'd; teller_source_rows_free). */
-teller_status teller_tree_rows(teller_store *st, int jobs, teller_source_rows **out, teller_error *err);
+ * bare: it builds the trees): sorts, nests and links each source's events
+ * as teller_tree_build does and finds its summary with the step pattern of
+ * opts (*out: one entry per source, malloc'd; teller_source_summary_free).
+ * A bad step pattern is TELLER_ERR_ARG (teller_step_pattern_check). */
+teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, teller_source_summary **out,
+                                teller_error *err);
 
-/* teller_tree_build, taking the rows of the sources marked given in sr (one
- * entry per source) and finding the others' into it; sr stays the
- * caller's. A given source whose events are not as many as its rows were
- * found among is a format error naming its file. */
-teller_status teller_tree_build_rows(teller_store *st, const teller_tree_opts *opts, teller_source_rows *sr,
-                                     teller_error *err);
+/* teller_tree_build, taking the summaries of the sources marked given in
+ * sr (one entry per source) and finding the others' into it; sr stays the
+ * caller's. A given source whose events are not as many as its summary
+ * was found among is a format error naming its file. */
+teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *opts, teller_source_summary *sr,
+                                      teller_error *err);
 
-void teller_source_rows_free(teller_source_rows *sr, size_t n);
+void teller_source_summary_free(teller_source_summary *sr, size_t n);
 
 #endif
