@@ -20,36 +20,48 @@
 #include "check.h"
 #include "mpi/pack.h"
 #include "mpi/summary.h"
+#include "ingest/load_internal.h"
 #include "teller/diagnose.h"
 #include "teller/load.h"
 #include "teller/sim.h"
 
-/* ---- the packed store and the summary of its collectives ---- */
+/* ---- the packed store and the summary of its trees ---- */
 
-/* What read_packed keeps of each file for rows_packed: its sources and
- * the summary of their collectives. */
+/* What read_packed keeps of each file for summaries_packed: its sources
+ * and their summary. */
+#define PACKED_FILES 16
 typedef struct packed_run {
-    size_t  nsources[16];
-    void   *summary[16];
-    size_t  size[16];
+    size_t nsources[PACKED_FILES];
+    void  *summary[PACKED_FILES];
+    size_t size[PACKED_FILES];
 } packed_run;
 
-/* Cut short anywhere, buf is refused by read, not read past its end. */
-#define REFUSED_CUT_SHORT(buf, n, read)                                                                         \
-    for (size_t cut = 0; cut < (n); cut += (n) / 7 + 1) {                                                      \
-        teller_store *scratch = teller_store_create();                                                        \
-        teller_error e;                                                                                       \
-        CHECK_EQ_INT(read, TELLER_ERR_FORMAT);                                                                \
-        teller_store_free(scratch);                                                                           \
+/* Cut short anywhere, a packed store (summary 0) or a summary of nsources
+ * sources (summary 1) is refused, not read past its end. */
+static void refused_cut_short(const void *buf, size_t n, int summary, size_t nsources)
+{
+    teller_source_summary *none = calloc(nsources ? nsources : 1, sizeof *none);
+    for (size_t cut = 0; cut < n; cut += n / 7 + 1) {
+        teller_store *scratch = teller_store_create();
+        teller_error e;
+        CHECK_EQ_INT(summary ? teller_summary_read(scratch, 0, nsources, buf, cut, "cut", none, &e)
+                             : teller_pack_append(scratch, buf, cut, &e),
+                     TELLER_ERR_FORMAT);
+        teller_store_free(scratch);
     }
+    teller_source_summary_free(none, nsources);
+}
 
 /* a teller_load reader that sends every file as teller-mpi's readers do:
- * sorted, through a packed buffer, its collectives' rows in a summary */
+ * its trees built, through a packed buffer, with its summary */
 static teller_status read_packed(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err)
 {
     packed_run *P = ctx;
+    CHECK(i < PACKED_FILES);
+    if (i >= PACKED_FILES)
+        return teller_error_set(err, TELLER_ERR_LIMIT, path, 0, "more files than the test keeps");
     teller_store *part = teller_store_create();
-    if (!part || i >= 16)
+    if (!part)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
     teller_source_summary *sr = NULL;
     teller_status s = teller_ingest_file(part, path, NULL, err);
@@ -65,10 +77,8 @@ static teller_status read_packed(void *ctx, size_t i, const char *path, teller_s
     CHECK(buf != NULL && sum != NULL);
     if (!buf || !sum)
         return teller_error_set(err, TELLER_ERR_NOMEM, path, 0, "out of memory");
-    REFUSED_CUT_SHORT(buf, n, teller_pack_append(scratch, buf, cut, &e));
-    teller_source_summary *none = calloc(parts ? parts : 1, sizeof *none);
-    REFUSED_CUT_SHORT(sum, ns, teller_summary_read(scratch, 0, parts, sum, cut, path, none, &e));
-    teller_source_summary_free(none, parts);
+    refused_cut_short(buf, n, 0, 0);
+    refused_cut_short(sum, ns, 1, parts);
     s = teller_pack_append(into, buf, n, err);
     free(buf);
     P->nsources[i] = teller_store_num_sources(into) - had;
@@ -77,12 +87,12 @@ static teller_status read_packed(void *ctx, size_t i, const char *path, teller_s
     return s;
 }
 
-/* teller_load's summaries: those read_packed kept */
-static teller_status summaries_packed(void *ctx, teller_store *st, struct teller_source_summary *sr, teller_error *err)
+/* teller_load_given's summaries: those read_packed kept */
+static teller_status summaries_packed(void *ctx, teller_store *st, teller_source_summary *sr, teller_error *err)
 {
     packed_run *P = ctx;
     teller_status s = TELLER_OK;
-    for (size_t i = 0, s0 = 0; i < 16 && P->summary[i] && s == TELLER_OK; s0 += P->nsources[i], i++)
+    for (size_t i = 0, s0 = 0; i < PACKED_FILES && P->summary[i] && s == TELLER_OK; s0 += P->nsources[i], i++)
         s = teller_summary_read(st, s0, P->nsources[i], P->summary[i], P->size[i], "summary", sr, err);
     return s;
 }
@@ -96,14 +106,14 @@ static teller_store *load_files(char **files, size_t n, int packed)
     o.jobs = 2;
     if (packed) {
         o.read = read_packed;
-        o.summaries = summaries_packed;
         o.read_ctx = &P;
     }
     teller_store *st = teller_store_create();
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_load(st, (const char *const *)files, n, &o, &err), TELLER_OK);
-    for (size_t i = 0; i < 16; i++)
+    CHECK_EQ_INT(teller_load_given(st, (const char *const *)files, n, &o, packed ? summaries_packed : NULL, &err),
+                 TELLER_OK);
+    for (size_t i = 0; i < PACKED_FILES; i++)
         free(P.summary[i]);
     return st;
 }
@@ -192,25 +202,53 @@ static void test_summary_refused_when_damaged(void)
     CHECK(strstr(err.msg, "has bytes past its end") && err.offset == n);
     free(longer);
     teller_store_free(st);
-    /* whole, its rows build the tree; with one event more counted, the
-     * build names the file */
-    for (int more = 0; sum && more < 2; more++) {
-        uint32_t events;
-        memcpy(&events, sum + src_at, sizeof events);
-        events += (uint32_t)more;
-        memcpy(sum + src_at, &events, sizeof events);
+    /* whole, it builds the tree from what it says: its first row, a custom
+     * all-reduce, told of NCCL's family with a sequence, is keyed by its
+     * process group; with one event more counted, or a row naming another
+     * event, the build names the file */
+    for (int k = 0; sum && k < 4; k++) {
+        unsigned char *copy = malloc(n);
+        memcpy(copy, sum, n);
+        uint32_t events, ev = 0;
+        memcpy(&events, copy + src_at, sizeof events);
+        events += k == 2;
+        memcpy(copy + src_at, &events, sizeof events);
+        if (k == 1) { /* its family (byte 37) NCCL's, with a sequence (byte 16) */
+            copy[rows_at + 37] = TELLER_COMM_NCCL;
+            memset(copy + rows_at + 16, 7, 1);
+            memset(copy + rows_at + 17, 0, 3);
+        }
+        if (k == 3) {
+            memcpy(&ev, copy + rows_at, sizeof ev);
+            ev++;
+            memcpy(copy + rows_at, &ev, sizeof ev);
+        }
         st = teller_store_create();
         teller_source_summary one = {0};
         CHECK_EQ_INT(teller_ingest_file(st, path, NULL, &err), TELLER_OK);
-        CHECK_EQ_INT(teller_summary_read(st, 0, 1, sum, n, path, &one, &err), TELLER_OK);
+        teller_status s = teller_summary_read(st, 0, 1, copy, n, path, &one, &err);
+        CHECK_EQ_INT(s, TELLER_OK);
         CHECK(one.given && one.nrows == nrows && one.nmarks == nmarks);
-        teller_status s = teller_tree_build_given(st, NULL, &one, &err);
-        CHECK_EQ_INT(s, more ? TELLER_ERR_FORMAT : TELLER_OK);
-        CHECK(more ? strstr(err.msg, "its summary was found over") != NULL
-                   : teller_store_num_collectives(st) > 10 && teller_store_num_steps(st) == 6);
+        s = teller_tree_build_given(st, NULL, &one, &err);
+        CHECK_EQ_INT(s, k >= 2 ? TELLER_ERR_FORMAT : TELLER_OK);
+        if (k >= 2)
+            CHECK(strstr(err.msg, "its summary does not match its events") && !strcmp(err.file, path));
+        else
+            CHECK(teller_store_num_collectives(st) > 10 && teller_store_num_steps(st) == 6);
+        /* the key of the first row's kernel's collective */
+        const char *key = "";
+        memcpy(&ev, copy + rows_at, sizeof ev);
+        for (size_t c = 0; s == TELLER_OK && c < teller_store_num_collectives(st); c++) {
+            const teller_collective *co = &teller_store_collectives(st)[c];
+            for (uint32_t m = 0; m < co->num_members; m++)
+                if (teller_store_coll_members(st)[co->first_member + m].kernel == ev)
+                    key = teller_store_str(st, co->key);
+        }
+        CHECK(k >= 2 || !strncmp(key, k == 1 ? "pg " : "fam custom_ar ", k == 1 ? 3 : 14));
         free(one.rows);
         free(one.marks);
         teller_store_free(st);
+        free(copy);
     }
     free(sum);
     rm_rf(dir);

@@ -29,8 +29,6 @@
 extern "C" {
 #endif
 
-struct teller_source_summary; /* src/tree/tree_internal.h */
-
 typedef struct teller_load_opts {
     teller_ingest_opts ingest;
     teller_tree_opts   tree;  /* tree.jobs is set from jobs below */
@@ -48,13 +46,6 @@ typedef struct teller_load_opts {
      * other processes read. */
     teller_status (*read)(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err);
     void *read_ctx;
-    /* Called with read_ctx once every file is in the store, before the
-     * tree is built, with one zeroed entry per source: may give the
-     * summaries (src/tree/tree_internal.h: communication kernels' rows, step
-     * markers) of sources whose files were summarised where they were read.
-     * NULL: the tree finds every source's. teller-mpi gives those of the
-     * files other processes read. */
-    teller_status (*summaries)(void *ctx, teller_store *st, struct teller_source_summary *sr, teller_error *err);
 } teller_load_opts;
 
 teller_load_opts teller_load_defaults(void);

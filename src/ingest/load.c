@@ -35,8 +35,8 @@
 #include <time.h>
 
 #include "teller/load.h"
+#include "load_internal.h"
 #include "../store/store_internal.h"
-#include "../tree/tree_internal.h"
 #include "../util/pool.h"
 #include "../util/vec.h"
 
@@ -379,6 +379,12 @@ int teller_load_same_files(const char *const *files, size_t n, size_t *same_as, 
 teller_status teller_load(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
                           teller_error *err)
 {
+    return teller_load_given(st, files, n, opts, NULL, err);
+}
+
+teller_status teller_load_given(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
+                                teller_load_summaries_fn summaries, teller_error *err)
+{
     teller_load_opts def = teller_load_defaults();
     const teller_load_opts *o = opts ? opts : &def;
     int jobs = o->jobs > 0 ? o->jobs : teller_num_cores();
@@ -440,11 +446,11 @@ teller_status teller_load(teller_store *st, const char *const *files, size_t n, 
         goto done;
     teller_tree_opts to = o->tree;
     to.jobs = jobs;
-    teller_source_summary *sr = o->summaries ? calloc(st->nsources ? st->nsources : 1, sizeof *sr) : NULL;
-    if (o->summaries && !sr)
+    teller_source_summary *sr = summaries ? calloc(st->nsources ? st->nsources : 1, sizeof *sr) : NULL;
+    if (summaries && !sr)
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
-    else if (o->summaries)
-        s = o->summaries(o->read_ctx, st, sr, err);
+    else if (summaries)
+        s = summaries(o->read_ctx, st, sr, err);
     if (s == TELLER_OK)
         s = teller_tree_build_given(st, &to, sr, err);
     teller_source_summary_free(sr, st->nsources);

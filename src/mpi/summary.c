@@ -1,5 +1,7 @@
 /*
- * summary.c - see summary.h.
+ * summary.c - see summary.h. A summary is read like a file: every count is
+ * bounded by the bytes left before anything it counts is read, and nothing
+ * is given unless all of it is sound.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -201,7 +203,9 @@ teller_status teller_summary_read(teller_store *st, size_t s0, size_t nsources, 
     /* every section must fit before anything of it is read */
     size_t off = sizeof head, lens = off;
     uint64_t nstr = head[1], nrows = head[3], nmarks = head[4];
-    if (nstr == 0 || !fits(size, &off, nstr - 1, sizeof(uint32_t)))
+    if (nstr == 0) /* id 0, the empty string, is always there */
+        return damaged(err, file, 8, "counts no strings");
+    if (!fits(size, &off, nstr - 1, sizeof(uint32_t)))
         return damaged(err, file, 8, "cut short");
     uint32_t *ids = malloc(nstr * sizeof *ids);
     teller_source_summary *got = calloc(nsources ? nsources : 1, sizeof *got);

@@ -39,6 +39,7 @@
 #include "teller/ingest.h"
 #include "teller/load.h"
 #include "../cli/cli.h"
+#include "../ingest/load_internal.h"
 #include "../store/store_internal.h"
 #include "../util/clock.h"
 #include "../util/pool.h"
@@ -200,7 +201,7 @@ static void remote_free(remote *R)
 
 /* teller_load's summaries on process 0: those of the files the others
  * read, for their sources (files append their sources in order) */
-static teller_status remote_summaries(void *ctx, teller_store *st, struct teller_source_summary *sr, teller_error *err)
+static teller_status remote_summaries(void *ctx, teller_store *st, teller_source_summary *sr, teller_error *err)
 {
     remote *R = ctx;
     teller_status s = TELLER_OK;
@@ -235,15 +236,13 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     p.names_len += n + p.pattern_len;
     char *names = malloc(p.names_len ? p.names_len : 1);
     size_t *same_as = malloc((n ? n : 1) * sizeof *same_as);
-    remote R = {n,
-                files,
-                calloc(n ? n : 1, 1),
-                &opts->ingest,
-                0,
-                0,
-                calloc(n ? n : 1, sizeof *R.nsources),
-                calloc(n ? n : 1, sizeof *R.summary),
-                calloc(n ? n : 1, sizeof *R.summary_size)};
+    remote R = {.n = n,
+                .files = files,
+                .received = calloc(n ? n : 1, 1),
+                .ingest = &opts->ingest,
+                .nsources = calloc(n ? n : 1, sizeof *R.nsources),
+                .summary = calloc(n ? n : 1, sizeof *R.summary),
+                .summary_size = calloc(n ? n : 1, sizeof *R.summary_size)};
     teller_status bad = TELLER_OK;
     if (!names || !same_as || !R.received || !R.nsources || !R.summary || !R.summary_size ||
         teller_load_same_files(files, n, same_as, NULL))
@@ -274,11 +273,10 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     free(names);
     teller_load_opts lo = *opts;
     lo.read = read_remote;
-    lo.summaries = remote_summaries;
     lo.read_ctx = &R;
     if (!threaded)
         lo.jobs = 1;
-    teller_status s = teller_load(st, files, n, &lo, err);
+    teller_status s = teller_load_given(st, files, n, &lo, remote_summaries, err);
     /* a file teller_load did not ask for (it stopped at an error) is still
      * sent, but for a repeat: take it, so its sender ends */
     for (size_t i = 0; i < n; i++) {
@@ -331,8 +329,10 @@ static void read_pack(void *ctx, size_t b)
     /* its trees built as the run's build will build them (the summary names
      * events by that order), packed with its summary, then freed */
     teller_source_summary *sr = NULL;
-    if (teller_ingest_file(st, path, &S->p->ingest, &h->err) == TELLER_OK &&
-        teller_tree_local(st, S->tree, &sr, &h->err) == TELLER_OK) {
+    teller_status rs = teller_ingest_file(st, path, &S->p->ingest, &h->err);
+    if (rs == TELLER_OK && (rs = teller_tree_local(st, S->tree, &sr, &h->err)) != TELLER_OK)
+        snprintf(h->err.file, sizeof h->err.file, "%s", path); /* it said "(trace)" */
+    if (rs == TELLER_OK) {
         size_t n = 0, ns = 0;
         S->buf[k] = teller_pack_store(st, &n);
         S->sum[k] = S->buf[k] ? teller_summary_pack(st, sr, &ns) : NULL;
@@ -426,15 +426,14 @@ static int serve(void)
     names[p.names_len - 1] = 0; /* the last path or the pattern ends there */
     teller_tree_opts tree = teller_tree_defaults();
     tree.step_pattern = p.pattern_len ? names + at + n : NULL;
-    share S = {&p,
-               &tree,
-               files,
-               names + at,
-               lo,
-               0,
-               calloc(mine ? mine : 1, sizeof *S.head),
-               calloc(mine ? mine : 1, sizeof *S.buf),
-               calloc(mine ? mine : 1, sizeof *S.sum)};
+    share S = {.p = &p,
+               .tree = &tree,
+               .files = files,
+               .repeat = names + at,
+               .lo = lo,
+               .head = calloc(mine ? mine : 1, sizeof *S.head),
+               .buf = calloc(mine ? mine : 1, sizeof *S.buf),
+               .sum = calloc(mine ? mine : 1, sizeof *S.sum)};
     if (!S.head || !S.buf || !S.sum) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);

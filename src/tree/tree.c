@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "teller/tree.h"
+#include "tree_internal.h"
 #include "../store/store_internal.h"
 #include "../util/kmap.h"
-#include "tree_internal.h"
 #include "../util/pool.h"
 #include "../util/vec.h"
 
@@ -1465,6 +1465,36 @@ static int group_sources(teller_store *st, size_t *range)
     return 0;
 }
 
+/* 1 when a given summary names source k's events as they are: found
+ * over as many events, a row for each communication kernel, each naming
+ * one with its name and times, each marker a host event of a layer that
+ * marks steps, with its times. (Process 0 of teller-mpi holds the events
+ * its summaries were found among: a reader that built its trees otherwise
+ * is caught here.) */
+static int summary_matches(const teller_store *st, const size_t *range, size_t k, const teller_source_summary *sr)
+{
+    const teller_events *ev = &st->ev;
+    size_t lo = range[k], comm = 0;
+    if (sr->events != range[k + 1] - lo)
+        return 0;
+    for (size_t i = lo; i < range[k + 1]; i++)
+        comm += ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM);
+    int ok = comm == sr->nrows;
+    for (size_t r = 0; r < sr->nrows && ok; r++) {
+        const teller_coll_row *c = &sr->rows[r];
+        size_t i = lo + c->ev;
+        ok = ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM) && ev->name[i] == c->name &&
+             ev->start_ns[i] == c->start && ev->dur_ns[i] == c->dur;
+    }
+    for (size_t m = 0; m < sr->nmarks && ok; m++) {
+        const teller_step_mark *mk = &sr->marks[m];
+        size_t i = lo + mk->ev;
+        ok = can_mark_step(ev->layer[i]) && !(ev->flags[i] & TELLER_F_GPU) && ev->start_ns[i] == mk->start &&
+             ev->start_ns[i] + ev->dur_ns[i] == mk->end;
+    }
+    return ok;
+}
+
 /* Finding each source's summary, on the pool; given ones are kept. */
 typedef struct source_find {
     const teller_store    *st;
@@ -1577,10 +1607,9 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
                           "%llu API calls reuse a correlation id already seen; GPU work links to the first",
                           (unsigned long long)ndup);
     for (size_t k = 0; given && k < ns && s == TELLER_OK; k++)
-        if (sr[k].given && sr[k].events != range[k + 1] - range[k])
+        if (sr[k].given && !summary_matches(st, range, k, &sr[k]))
             s = teller_error_set(err, TELLER_ERR_FORMAT, teller_store_str(st, st->sources[k].path), 0,
-                                 "its summary was found over %u events, but it has %zu", (unsigned)sr[k].events,
-                                 range[k + 1] - range[k]);
+                                 "its summary does not match its events");
     if (s == TELLER_OK &&
         (assign_ranks_nodes(st, o) || find_summaries(st, range, &re, o->jobs, sr, failed) ||
          match_collectives(st, sr, o->jobs, 0, egrp, &ordered, &mend) || estimate_offsets(st, range, o->jobs, mend, sr)))

@@ -60,9 +60,12 @@ teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, 
                                 teller_error *err);
 
 /* teller_tree_build, taking the summaries of the sources marked given in
- * sr (one entry per source) and finding the others' into it; sr stays the
- * caller's. A given source whose events are not as many as its summary
- * was found among is a format error naming its file. */
+ * sr (one entry per source) and finding the others' into it. sr stays the
+ * caller's, changed by the build: every summary moved onto node 0's clock,
+ * its rows' steps set. A given summary that does not name its source's
+ * events as they are (as many events, a row for each communication
+ * kernel, with its name and times, each marker's times) is a format error
+ * naming the source's file. */
 teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *opts, teller_source_summary *sr,
                                       teller_error *err);
 
