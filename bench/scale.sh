@@ -128,7 +128,7 @@ if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
       printf "  %-26s %7.2f s  peak RSS per process (MB):%s; process 0 %.2fx, worst %.2fx the one process (target <= 0.40x: %s)\n",
              "teller-mpi -n " np, b - a, line, m0 / m1, worst / m1, (worst / m1 <= 0.40 ? "PASS" : "FALL SHORT")
       sent = 64 - int(64 / np) # process 0 reads files 0 .. 64/np - 1 itself
-      printf "  %-26s %.1f MB received by process 0 from %d ranks (%.1f KB per rank per step), of which summaries of collectives %.1f MB (%.0f bytes per rank per step); predictions %s\n", "", by / 1e6, sent, by / 1024 / sent / steps, su / 1e6, su / sent / steps, same
+      printf "  %-26s %.1f MB received by process 0 from %d ranks (%.1f KB per rank per step), of which summaries %.1f MB (%.0f bytes per rank per step); predictions %s\n", "", by / 1e6, sent, by / 1024 / sent / steps, su / 1e6, su / sent / steps, same
     }'
   done
 fi
