@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flip.h"
 #include "mpi/pack.h"
 #include "teller/ingest.h"
 #include "teller/store.h"
@@ -25,39 +26,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t *zero = memchr(data, 0, size);
-    size_t tn = zero ? (size_t)(zero - data) : size;
-    char *trace = malloc(tn ? tn : 1);
-    if (!trace)
-        return 0;
-    memcpy(trace, data, tn);
-    teller_store *src = teller_store_create();
+    size_t from;
+    teller_store *src = fuzz_trace(data, size, &from);
     teller_error err;
     teller_error_clear(&err);
-    if (!src || teller_ingest_kineto_mem(src, "fuzz.json", trace, tn, NULL, &err) != TELLER_OK) {
-        teller_store_free(src);
-        free(trace);
+    if (!src)
         return 0;
-    }
     size_t n = 0;
     unsigned char *packed = teller_pack_store(src, &n);
     if (!packed) {
         teller_store_free(src);
-        free(trace);
         return 0;
     }
-    int flipped = 0;
-    size_t keep = n;
-    for (size_t at = zero ? tn + 1 : size; at + 4 <= size; at += 4) {
-        size_t pos = ((size_t)data[at] | (size_t)data[at + 1] << 8 | (size_t)data[at + 2] << 16) % n;
-        if (at + 8 > size && data[at + 3] == 0xFF) {
-            keep = pos; /* the last group cuts the buffer short instead */
-            flipped = 1;
-            continue;
-        }
-        packed[pos] ^= data[at + 3];
-        flipped |= data[at + 3] != 0;
-    }
+    size_t keep;
+    int flipped = fuzz_flip(data, size, from, packed, n, &keep);
     unsigned char *copy = malloc(keep ? keep : 1);
     if (copy) {
         memcpy(copy, packed, keep);
@@ -79,6 +61,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(packed);
     teller_store_free(src);
-    free(trace);
     return 0;
 }

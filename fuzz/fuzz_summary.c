@@ -18,32 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flip.h"
 #include "mpi/summary.h"
 #include "teller/ingest.h"
 #include "teller/store.h"
 #include "teller/tree.h"
 
-/* The trace read into a fresh store, or NULL. */
-static teller_store *read_trace(const char *trace, size_t n)
-{
-    teller_store *st = teller_store_create();
-    teller_error err;
-    if (st && teller_ingest_kineto_mem(st, "fuzz.json", trace, n, NULL, &err) == TELLER_OK)
-        return st;
-    teller_store_free(st);
-    return NULL;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t *zero = memchr(data, 0, size);
-    size_t tn = zero ? (size_t)(zero - data) : size;
-    char *trace = malloc(tn ? tn : 1);
-    if (!trace)
-        return 0;
-    memcpy(trace, data, tn);
-    teller_store *src = read_trace(trace, tn), *dst = src ? read_trace(trace, tn) : NULL,
-                 *plain = dst ? read_trace(trace, tn) : NULL;
+    size_t from;
+    teller_store *src = fuzz_trace(data, size, &from), *dst = src ? fuzz_trace(data, size, &from) : NULL,
+                 *plain = dst ? fuzz_trace(data, size, &from) : NULL;
     teller_source_summary *sr = NULL, *got = NULL;
     teller_error err;
     size_t ns = src ? teller_store_num_sources(src) : 0, n = 0;
@@ -51,18 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              ? teller_summary_pack(src, sr, &n)
                              : NULL;
     if (sum) {
-        int flipped = 0;
-        size_t keep = n;
-        for (size_t at = zero ? tn + 1 : size; at + 4 <= size; at += 4) {
-            size_t pos = ((size_t)data[at] | (size_t)data[at + 1] << 8 | (size_t)data[at + 2] << 16) % n;
-            if (at + 8 > size && data[at + 3] == 0xFF) {
-                keep = pos; /* the last group cuts the summary short instead */
-                flipped = 1;
-                continue;
-            }
-            sum[pos] ^= data[at + 3];
-            flipped |= data[at + 3] != 0;
-        }
+        size_t keep;
+        int flipped = fuzz_flip(data, size, from, sum, n, &keep);
         unsigned char *copy = malloc(keep ? keep : 1);
         got = calloc(ns ? ns : 1, sizeof *got);
         if (copy && got) {
@@ -91,6 +66,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     teller_store_free(src);
     teller_store_free(dst);
     teller_store_free(plain);
-    free(trace);
     return 0;
 }
