@@ -36,9 +36,6 @@ teller_tree_opts teller_tree_defaults(void);
 /* The built-in step-marker pattern (a POSIX extended regex), used when
  * step_pattern is NULL. */
 const char *teller_step_pattern_default(void);
-/* TELLER_OK when pattern (NULL: the built-in one) is a regular expression
- * teller_tree_build takes, else TELLER_ERR_ARG saying why. */
-teller_status teller_step_pattern_check(const char *pattern, teller_error *err);
 
 teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err);
 

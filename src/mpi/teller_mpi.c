@@ -24,9 +24,11 @@
  * stalls the run: process 0 then says every TELLER_MPI_WAIT seconds (60 by
  * default) which file it is waiting for, from which process.
  *
- * What this is not yet (docs/SCALE.md): process 0 still receives every
- * event and does the whole analysis; only the reading is spread. Sending
- * per-rank summaries instead of events is the next step.
+ * Each reader also builds its files' trees and sends each file's summary
+ * (summary.h: its collectives' rows and step markers), which process 0's
+ * tree build takes as it is. What this is not yet (docs/SCALE.md):
+ * process 0 still receives every event and does the rest of the analysis
+ * on them.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -249,8 +251,6 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
     else if (n > tag_bound() || p.names_len > INT32_MAX)
         bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
-    else /* the readers find the step markers with it */
-        bad = teller_step_pattern_check(pattern, err);
     if (bad != TELLER_OK) {
         plan none = {0};
         announce(&none, NULL);

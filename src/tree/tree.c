@@ -492,15 +492,15 @@ static int assign_ranks_nodes(teller_store *st, const teller_tree_opts *o)
 
 /* ---- pass 4: collectives ---- */
 
-/* The run-wide half of matching reads rows (tree_internal.h), one per
- * communication kernel, found per source on the pool: a kernel without
- * metadata (NCCL called directly, or captured in a CUDA graph) takes the
- * process group that named kernels on the same stream carry; an engine's
- * own collective (a family matched by order), which never has metadata and
- * may run on another stream than NCCL's, else the group of the source's
- * first collective that is not a send or receive (its tensor-parallel
- * group, which the engine's all-reduce serves). */
-/* Finds source s's rows into sr (malloc'd); 0, or -1 out of memory. */
+/* Finds source s's rows into sr (malloc'd; tree_internal.h), one per
+ * communication kernel, which the run-wide half of matching reads: a
+ * kernel without metadata (NCCL called directly, or captured in a CUDA
+ * graph) takes the process group that named kernels on the same stream
+ * carry; an engine's own collective (a family matched by order), which
+ * never has metadata and may run on another stream than NCCL's, else the
+ * group of the source's first collective that is not a send or receive
+ * (its tensor-parallel group, which the engine's all-reduce serves). 0, or
+ * -1 out of memory. */
 static int find_collectives(const teller_store *st, const size_t *range, size_t s, teller_source_summary *sr)
 {
     const teller_events *ev = &st->ev;
@@ -1132,55 +1132,45 @@ static teller_status step_regex(const char *pattern, regex_t *re, teller_error *
     return teller_error_set(err, TELLER_ERR_ARG, "--step-pattern", 0, "bad regular expression: %s", m);
 }
 
-teller_status teller_step_pattern_check(const char *pattern, teller_error *err)
+/* Per name id: 1 when it matches re, 2 when not, 0 untested; each name of
+ * an event that could mark a step, in a source whose summary is not
+ * given, tested once (names are interned). NULL out of memory. */
+static uint8_t *marker_names(const teller_store *st, const size_t *range, const teller_source_summary *sr,
+                             const regex_t *re)
 {
-    regex_t re;
-    teller_status s = step_regex(pattern, &re, err);
-    if (s == TELLER_OK)
-        regfree(&re);
-    return s;
-}
-
-/* 1 when the name of event i matches re, else 2; each distinct name is
- * tested once (names: its answer per name id); 0 out of memory. */
-static int marker_name(const teller_store *st, uint32_t i, const regex_t *re, kmap *names, uint8_t **is, size_t *cap)
-{
-    uint8_t *slot = kmap_slot(names, st->ev.name[i], (void **)is, cap, sizeof **is);
-    if (slot && !*slot)
-        *slot = regexec(re, teller_store_str(st, st->ev.name[i]), 0, NULL, 0) == 0 ? 1 : 2;
-    return slot ? *slot : 0;
+    const teller_events *ev = &st->ev;
+    uint8_t *is = calloc(st->nstr ? st->nstr : 1, 1);
+    for (size_t s = 0; is && s < st->nsources; s++)
+        for (size_t i = range[s]; !sr[s].given && i < range[s + 1]; i++)
+            if (can_mark_step(ev->layer[i]) && !(ev->flags[i] & TELLER_F_GPU) && !is[ev->name[i]])
+                is[ev->name[i]] = regexec(re, teller_store_str(st, ev->name[i]), 0, NULL, 0) == 0 ? 1 : 2;
+    return is;
 }
 
 /* Finds source s's step markers into sr (malloc'd): its events of a layer
- * that marks steps, on the host, whose names match re and that no such
- * event encloses (outermost markers only). 0, or -1 out of memory. */
-static int find_marks(const teller_store *st, const size_t *range, size_t s, const regex_t *re,
+ * that marks steps, on the host, whose names are marker names (is, from
+ * marker_names) and that no such event encloses (outermost markers only).
+ * 0, or -1 out of memory. */
+static int find_marks(const teller_store *st, const size_t *range, size_t s, const uint8_t *is,
                       teller_source_summary *sr)
 {
     const teller_events *ev = &st->ev;
-    kmap names = {0};
-    uint8_t *is = NULL;
-    size_t icap = 0, cap = 0;
-    int bad = 0;
-    for (size_t i = range[s]; i < range[s + 1] && !bad; i++) {
-        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU))
+    size_t cap = 0;
+    for (size_t i = range[s]; i < range[s + 1]; i++) {
+        if (!can_mark_step(ev->layer[i]) || (ev->flags[i] & TELLER_F_GPU) || is[ev->name[i]] != 1)
             continue;
-        int yes = marker_name(st, (uint32_t)i, re, &names, &is, &icap);
         int nested = 0;
-        for (uint32_t p = ev->parent[i]; yes == 1 && p != TELLER_NONE && !nested && !bad; p = ev->parent[p]) {
-            int outer = can_mark_step(ev->layer[p]) ? marker_name(st, p, re, &names, &is, &icap) : 2;
-            bad = outer == 0;
-            nested = outer == 1;
-        }
-        bad = bad || yes == 0 || (yes == 1 && !nested && TELLER_GROW(sr->marks, cap, sr->nmarks + 1));
-        if (yes == 1 && !nested && !bad)
-            sr->marks[sr->nmarks++] = (teller_step_mark){
-                (uint32_t)(i - range[s]), ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i],
-                teller_step_iteration(teller_store_str(st, ev->name[i]))};
+        for (uint32_t p = ev->parent[i]; p != TELLER_NONE && !nested; p = ev->parent[p])
+            nested = can_mark_step(ev->layer[p]) && is[ev->name[p]] == 1;
+        if (nested)
+            continue;
+        if (TELLER_GROW(sr->marks, cap, sr->nmarks + 1))
+            return -1;
+        sr->marks[sr->nmarks++] = (teller_step_mark){(uint32_t)(i - range[s]), ev->start_ns[i],
+                                                     ev->start_ns[i] + ev->dur_ns[i],
+                                                     teller_step_iteration(teller_store_str(st, ev->name[i]))};
     }
-    kmap_free(&names);
-    free(is);
-    return bad ? -1 : 0;
+    return 0;
 }
 
 typedef struct marker {
@@ -1499,7 +1489,7 @@ static int summary_matches(const teller_store *st, const size_t *range, size_t k
 typedef struct source_find {
     const teller_store    *st;
     const size_t          *range;
-    const regex_t         *re;
+    const uint8_t         *is_marker; /* marker_names */
     teller_source_summary *sr;
     int                   *failed;
 } source_find;
@@ -1510,7 +1500,8 @@ static void find_source(void *ctx, size_t s)
     if (f->sr[s].given)
         return;
     f->sr[s].events = (uint32_t)(f->range[s + 1] - f->range[s]);
-    f->failed[s] = find_collectives(f->st, f->range, s, &f->sr[s]) || find_marks(f->st, f->range, s, f->re, &f->sr[s]);
+    f->failed[s] =
+        find_collectives(f->st, f->range, s, &f->sr[s]) || find_marks(f->st, f->range, s, f->is_marker, &f->sr[s]);
 }
 
 /* Passes 1 to 3 (sort, nesting, launch links) on every source, on jobs
@@ -1530,11 +1521,27 @@ static int build_sources(teller_store *st, const size_t *range, int jobs, int *f
 static int find_summaries(const teller_store *st, const size_t *range, const regex_t *re, int jobs,
                           teller_source_summary *sr, int *failed)
 {
-    teller_parallel_for(jobs, st->nsources, find_source, &(source_find){st, range, re, sr, failed});
+    uint8_t *is = marker_names(st, range, sr, re);
+    if (!is)
+        return -1;
+    teller_parallel_for(jobs, st->nsources, find_source, &(source_find){st, range, is, sr, failed});
+    free(is);
     int bad = 0;
     for (size_t s = 0; s < st->nsources; s++)
         bad |= failed[s];
     return bad ? -1 : 0;
+}
+
+/* The per-source half of the build: events grouped by source (range),
+ * passes 1 to 3 on each source, and the summaries not given found into
+ * sr, on jobs threads. failed and dups: one entry per source (dups: the
+ * API calls reusing an id). 0, or -1 out of memory. */
+static int build_local(teller_store *st, const regex_t *re, int jobs, size_t *range, int *failed, uint64_t *dups,
+                       teller_source_summary *sr)
+{
+    if (group_sources(st, range) || build_sources(st, range, jobs, failed, dups))
+        return -1;
+    return find_summaries(st, range, re, jobs, sr, failed);
 }
 
 teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, teller_source_summary **out,
@@ -1550,8 +1557,7 @@ teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, 
     int *failed = calloc(ns ? ns : 1, sizeof *failed);
     uint64_t *dups = calloc(ns ? ns : 1, sizeof *dups);
     teller_source_summary *sr = calloc(ns ? ns : 1, sizeof *sr);
-    int bad = !range || !failed || !dups || !sr || group_sources(st, range) ||
-              build_sources(st, range, jobs, failed, dups) || find_summaries(st, range, &re, jobs, sr, failed);
+    int bad = !range || !failed || !dups || !sr || build_local(st, &re, jobs, range, failed, dups, sr);
     regfree(&re);
     free(range);
     free(failed);
@@ -1596,9 +1602,9 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
     teller_source_summary *sr = given ? given : calloc(ns ? ns : 1, sizeof *sr);
     member_end *mend = NULL;
     size_t ordered = 0;
-    if (!range || !failed || !dups || !egrp || !sr || group_sources(st, range) ||
-        build_sources(st, range, o->jobs, failed, dups))
+    if (!range || !failed || !dups || !egrp || !sr || build_local(st, &re, o->jobs, range, failed, dups, sr))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while building the trees");
+    regfree(&re);
     uint64_t ndup = 0;
     for (size_t k = 0; s == TELLER_OK && k < ns; k++)
         ndup += dups[k];
@@ -1610,11 +1616,9 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
         if (sr[k].given && !summary_matches(st, range, k, &sr[k]))
             s = teller_error_set(err, TELLER_ERR_FORMAT, teller_store_str(st, st->sources[k].path), 0,
                                  "its summary does not match its events");
-    if (s == TELLER_OK &&
-        (assign_ranks_nodes(st, o) || find_summaries(st, range, &re, o->jobs, sr, failed) ||
-         match_collectives(st, sr, o->jobs, 0, egrp, &ordered, &mend) || estimate_offsets(st, range, o->jobs, mend, sr)))
+    if (s == TELLER_OK && (assign_ranks_nodes(st, o) || match_collectives(st, sr, o->jobs, 0, egrp, &ordered, &mend) ||
+                           estimate_offsets(st, range, o->jobs, mend, sr)))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
-    regfree(&re);
     free(mend);
     if (s == TELLER_OK)
         s = cut_steps(st, range, sr, o->jobs, err);

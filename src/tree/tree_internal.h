@@ -55,7 +55,7 @@ typedef struct teller_source_summary {
  * bare: it builds the trees): sorts, nests and links each source's events
  * as teller_tree_build does and finds its summary with the step pattern of
  * opts (*out: one entry per source, malloc'd; teller_source_summary_free).
- * A bad step pattern is TELLER_ERR_ARG (teller_step_pattern_check). */
+ * A bad step pattern is TELLER_ERR_ARG. */
 teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, teller_source_summary **out,
                                 teller_error *err);
 
