@@ -21,6 +21,7 @@
 #include "mpi/pack.h"
 #include "mpi/summary.h"
 #include "ingest/load_internal.h"
+#include "tree/tree_internal.h"
 #include "teller/diagnose.h"
 #include "teller/load.h"
 #include "teller/sim.h"
@@ -135,6 +136,60 @@ static void test_packed_store_appends_as_the_store(void)
     free(want);
     free(got);
     teller_store_free(ref);
+    teller_store_free(st);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* A source's step cells (tree_internal.h) are found from its own events:
+ * with every other source's events damaged, they come out the same, and
+ * no other source's cell is written. They hold what the step summaries
+ * say of its rows. */
+static void test_step_cells_of_own_events(void)
+{
+    char dir[] = "/tmp/teller_mpi_cells_XXXXXX";
+    sim_faulty(dir, 2, 2, 10, 5, 1);
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    teller_store *st = load_files(files, n, 0);
+    size_t nsrc = teller_store_num_sources(st), ncell = (size_t)teller_store_step_count(st) * nsrc;
+    uint32_t nsteps = teller_store_step_count(st);
+    CHECK(nsrc == 4 && nsteps >= 10);
+    teller_step_cell *want = calloc(ncell, sizeof *want), *got = malloc(ncell * sizeof *got);
+    CHECK(want && got);
+    for (uint32_t q = 0; q < nsrc; q++)
+        CHECK_EQ_INT(teller_step_cells_of(st, q, nsteps, want), 0);
+    teller_step_summary *sum = NULL;
+    size_t nsum = 0;
+    CHECK_EQ_INT(teller_step_summaries(st, &sum, &nsum, &err), TELLER_OK);
+    int64_t kernels = 0;
+    for (size_t r = 0; r < nsum; r++) {
+        const teller_step_cell *c = &want[(size_t)sum[r].step * nsrc + (size_t)teller_store_source_of_rank(st, sum[r].rank)];
+        CHECK(c->kernel_ns == sum[r].kernel_ns && c->comm_ns == sum[r].comm_ns && c->gpu_busy_ns == sum[r].gpu_busy_ns);
+        CHECK(c->gpu_busy_ns <= c->kernel_ns + c->comm_ns + c->memcpy_ns);
+        kernels += c->kernels;
+    }
+    CHECK(kernels > 1000);
+    /* source 1 again, every other source's events changed under it */
+    teller_events *ev = teller_store_events_mut(st);
+    for (size_t i = 0; i < ev->n; i++)
+        if (ev->source[i] != 1) {
+            ev->step[i] = 0;
+            ev->dur_ns[i] = 12345;
+            ev->flags[i] ^= TELLER_F_COMM | TELLER_F_PROFILER;
+        }
+    memset(got, 0xAB, ncell * sizeof *got);
+    CHECK_EQ_INT(teller_step_cells_of(st, 1, nsteps, got), 0);
+    for (size_t c = 0; c < ncell; c++) {
+        unsigned char blank[sizeof *got];
+        memset(blank, 0xAB, sizeof blank);
+        CHECK(!memcmp(&got[c], c % nsrc == 1 ? (const void *)&want[c] : (const void *)blank, sizeof *got));
+    }
+    free(sum);
+    free(want);
+    free(got);
     teller_store_free(st);
     teller_load_files_free(files, n);
     rm_rf(dir);
@@ -629,6 +684,7 @@ static void test_mpi_stalled_process_is_named(void)
 const test_case mpi_tests[] = {
     {"mpi: a packed store and its summary build the run as the store itself; cut short, each is refused",
      test_packed_store_appends_as_the_store},
+    {"mpi: a source's step cells are found from its own events alone", test_step_cells_of_own_events},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
      test_summary_refused_when_damaged},
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",

@@ -680,29 +680,27 @@ static int coverage_run(const dctx *D, diag_state *S, size_t i, finds *out)
 {
     (void)i;
     (void)out;
-    teller_step_summary *sum = NULL;
-    size_t n = 0;
-    teller_error err;
-    if (teller_step_summaries(D->st, &sum, &n, &err) != TELLER_OK)
-        return -1;
+    const teller_step *rows = teller_store_steps(D->st);
     S->gpu_known = malloc((size_t)D->nsteps * D->nsrc + 1);
-    if (!S->gpu_known) {
-        free(sum);
+    if (!S->gpu_known)
         return -1;
-    }
     memset(S->gpu_known, 1, (size_t)D->nsteps * D->nsrc + 1);
-    for (size_t r = 0; r < n; r++) {
-        int32_t src = teller_store_source_of_rank(D->st, sum[r].rank);
-        if (sum[r].gpu_known || src < 0 || sum[r].step >= D->nsteps)
+    /* the step table's rows */
+    for (size_t r = 0; r < teller_store_num_steps(D->st); r++) {
+        int32_t src = teller_store_source_of_rank(D->st, rows[r].rank);
+        if (src < 0 || rows[r].step >= D->nsteps)
             continue;
-        S->gpu_known[(size_t)sum[r].step * D->nsrc + (size_t)src] = 0;
+        size_t c = (size_t)rows[r].step * D->nsrc + (size_t)src;
+        const teller_step_cell *cell = &D->cell[c];
+        if (teller_step_cell_gpu_known(cell, teller_store_source_c(D->st, (uint32_t)src)))
+            continue;
+        S->gpu_known[c] = 0;
         S->cov_rows++;
-        S->cov_launches += sum[r].launches;
-        S->cov_unlaunched += sum[r].unlaunched;
+        S->cov_launches += cell->launches;
+        S->cov_unlaunched += cell->unlaunched;
     }
     for (size_t q = 0; q < D->nsrc; q++)
         S->cov_dropped += teller_store_source_c(D->st, (uint32_t)q)->dropped;
-    free(sum);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "cand.h"
 #include "teller/diagnose.h"
 #include "teller/store.h"
+#include "../tree/tree_internal.h"
 
 /* The run, as every detector reads it. */
 typedef struct dctx {
@@ -28,7 +29,7 @@ typedef struct dctx {
     size_t              *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     uint32_t            *mrow;    /* per (step, source): the row of its step annotation in the step table, or TELLER_NONE */
     double              *step_start; /* per step: its earliest rank's start, node 0's clock */
-    int64_t             *compute;    /* per (step, source): the time its compute kernels took */
+    teller_step_cell    *cell;    /* per (step, source): what it did, found from its own events */
     int64_t             *src_dur;    /* per (step, source): what the step added to its run (step_windows) */
     double              *step_work;  /* per step: the compute kernel time of the lowest rank (the batch's size) */
     double               t_first, t_last; /* the traced steps' span, node 0's clock */

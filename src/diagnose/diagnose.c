@@ -425,20 +425,31 @@ static teller_diagnosis *diagnosis_new(uint32_t nsteps)
     return d;
 }
 
+typedef struct cells_run {
+    dctx *D;
+    int  *failed; /* per source: out of memory */
+} cells_run;
+
+static void cells_task(void *ctx, size_t s)
+{
+    cells_run *R = ctx;
+    R->failed[s] = teller_step_cells_of(R->D->st, (uint32_t)s, R->D->nsteps, R->D->cell);
+}
+
 /* The context's view of the steps and sources: each step's start (and the
  * traced span) and work, each source's events, each (step, source)'s step
- * annotation. 0; -1 out of memory; 1 when the events are not grouped by
- * source. */
-static int ctx_steps(dctx *D, const teller_diagnosis *d)
+ * annotation and cell (found per source on jobs threads). 0; -1 out of
+ * memory; 1 when the events are not grouped by source. */
+static int ctx_steps(dctx *D, const teller_diagnosis *d, int jobs)
 {
     const teller_store *st = D->st;
     const teller_step *steps = teller_store_steps(st);
     D->step_start = calloc((size_t)D->nsteps + 1, sizeof *D->step_start);
     D->step_work = calloc((size_t)D->nsteps + 1, sizeof *D->step_work);
-    D->compute = calloc((size_t)D->nsteps * D->nsrc + 1, sizeof *D->compute);
+    D->cell = malloc(((size_t)D->nsteps * D->nsrc + 1) * sizeof *D->cell);
     D->range = calloc(D->nsrc + 1, sizeof *D->range);
     D->mrow = malloc(((size_t)D->nsteps * D->nsrc + 1) * sizeof *D->mrow);
-    if (!D->step_start || !D->step_work || !D->compute || !D->range || !D->mrow)
+    if (!D->step_start || !D->step_work || !D->cell || !D->range || !D->mrow)
         return -1;
     D->t_first = INFINITY;
     D->t_last = -INFINITY;
@@ -465,11 +476,15 @@ static int ctx_steps(dctx *D, const teller_diagnosis *d)
         if (mk != TELLER_NONE && steps[i].step < D->nsteps)
             D->mrow[(size_t)steps[i].step * D->nsrc + D->ev->source[mk]] = (uint32_t)i;
     }
-    /* each (step, source)'s compute kernel time; a step's work, the lowest rank's */
-    for (size_t q = 0; q < D->nsrc; q++)
-        for (size_t i = D->range[q]; i < D->range[q + 1]; i++)
-            if (D->ev->layer[i] == TELLER_LAYER_KERNEL && !(D->ev->flags[i] & TELLER_F_COMM) && D->ev->step[i] < D->nsteps)
-                D->compute[(size_t)D->ev->step[i] * D->nsrc + q] += D->ev->dur_ns[i];
+    int *failed = calloc(D->nsrc + 1, sizeof *failed), bad = !failed;
+    if (failed)
+        teller_parallel_for(jobs, D->nsrc, cells_task, &(cells_run){D, failed});
+    for (size_t q = 0; q < D->nsrc && !bad; q++)
+        bad = failed[q];
+    free(failed);
+    if (bad)
+        return -1;
+    /* a step's work: the lowest rank's compute kernel time */
     int32_t low = INT32_MAX;
     for (size_t q = 0; q < D->nsrc; q++)
         if (teller_store_source_c(st, (uint32_t)q)->rank < low)
@@ -477,7 +492,7 @@ static int ctx_steps(dctx *D, const teller_diagnosis *d)
     for (uint32_t k = 0; k < D->nsteps; k++)
         for (size_t q = 0; q < D->nsrc; q++)
             if (teller_store_source_c(st, (uint32_t)q)->rank == low)
-                D->step_work[k] += (double)D->compute[(size_t)k * D->nsrc + q];
+                D->step_work[k] += (double)D->cell[(size_t)k * D->nsrc + q].kernel_ns;
     return 0;
 }
 
@@ -494,7 +509,7 @@ static void ctx_free(dctx *D, diag_state *S)
     teller_req_abort(S->req);
     free(D->step_start);
     free(D->step_work);
-    free(D->compute);
+    free(D->cell);
     free(D->src_dur);
     free(D->group);
     free(D->peers);
@@ -807,7 +822,7 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     D.pipe = calloc(D.nsrc + 1, sizeof *D.pipe);
     if (!d || !S.steps || !D.group || !D.pipe || step_windows(&D, d))
         goto done;
-    if ((rc = ctx_steps(&D, d)) == 1) {
+    if ((rc = ctx_steps(&D, d, o->jobs > 0 ? o->jobs : teller_num_cores())) == 1) {
         ctx_free(&D, &S);
         teller_diagnosis_free(d);
         return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");

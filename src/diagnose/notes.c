@@ -2,13 +2,11 @@
  * notes.c - the notes on what the run did not let the diagnosis see or
  * trust (the explanations are facts.c's).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
-#include "../util/vec.h"
 
 void diag_add_note(diag_state *S, const char *text)
 {
@@ -24,52 +22,21 @@ void diag_add_note(diag_state *S, const char *text)
     d->notes[d->nnotes++] = t;
 }
 
-/* a piece of the profiler's own work: its (step, source) and event */
-typedef struct prof_ev {
-    uint64_t pair;
-    uint32_t e;
-} prof_ev;
-
-static int prof_cmp(const void *x, const void *y)
-{
-    const prof_ev *a = x, *b = y;
-    if (a->pair != b->pair)
-        return a->pair < b->pair ? -1 : 1;
-    return (a->e > b->e) - (a->e < b->e);
-}
-
 /* The profiler's own work inside the steps (TELLER_F_PROFILER): the step
  * and rank where it took the most, in all, and in how many (step, rank)
  * pairs it took any. A stall that is the tracer's, not the program's. */
 static void profiler_note(const dctx *D, diag_state *S)
 {
-    const teller_events *ev = D->ev;
-    prof_ev *p = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < ev->n; i++)
-        if ((ev->flags[i] & TELLER_F_PROFILER) && ev->dur_ns[i] > 0 && ev->step[i] < D->nsteps) {
-            if (TELLER_GROW(p, cap, n + 1)) {
-                free(p);
-                S->nomem = 1;
-                return;
-            }
-            p[n++] = (prof_ev){(uint64_t)ev->step[i] * D->nsrc + ev->source[i], (uint32_t)i};
-        }
-    teller_sort(p, n, sizeof *p, prof_cmp);
     int64_t most = 0;
-    size_t pairs = 0;
-    uint32_t most_e = 0;
-    for (size_t q = 0, r; q < n; q = r) {
-        int64_t sum = 0;
-        for (r = q; r < n && p[r].pair == p[q].pair; r++)
-            sum += ev->dur_ns[p[r].e];
-        pairs++;
+    size_t pairs = 0, most_c = 0;
+    for (size_t c = 0; c < (size_t)D->nsteps * D->nsrc; c++) {
+        int64_t sum = D->cell[c].profiler_ns;
+        pairs += sum > 0;
         if (sum > most) {
             most = sum;
-            most_e = p[q].e;
+            most_c = c;
         }
     }
-    free(p);
     if (most < TELLER_FAULT_MATERIAL_NS)
         return;
     char note[400];
@@ -77,8 +44,8 @@ static void profiler_note(const dctx *D, diag_state *S)
              "the profiler's own work (CUPTI's activity buffer requests and flushes, its instrumentation) took "
              "%.3f ms in all inside step %u on rank %d, and some time in %zu (step, rank) pair%s: time the program "
              "untraced would not have spent; API calls are timed without it",
-             (double)most / 1e6, ev->step[most_e] + S->out->step_base, (int)rank_of(D, most_e), pairs,
-             pairs == 1 ? "" : "s");
+             (double)most / 1e6, (uint32_t)(most_c / D->nsrc) + S->out->step_base,
+             (int)teller_store_source_c(D->st, (uint32_t)(most_c % D->nsrc))->rank, pairs, pairs == 1 ? "" : "s");
     diag_add_note(S, note);
 }
 

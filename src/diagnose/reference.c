@@ -460,7 +460,7 @@ static int reference_merge(const dctx *D, diag_state *S, uint32_t k)
     merge_link(D, sa);
     size_t ran = 0, thr = 0, first = SIZE_MAX;
     for (size_t q = 0; q < D->nsrc; q++)
-        ran += D->compute[(size_t)k * D->nsrc + q] > 0;
+        ran += D->cell[(size_t)k * D->nsrc + q].kernel_ns > 0;
     for (size_t a = 0; a < sa->n; a++)
         if (sa->c[a].reference && sa->c[a].det == TELLER_FAULT_GPU_THROTTLE) {
             thr++;

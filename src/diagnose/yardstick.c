@@ -81,12 +81,8 @@ void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class 
     /* what its annotation states, else the kernels it launched on the
      * annotation's rank: an empty step closing a profile is no step of
      * the same work as the full ones */
-    if (out->work < 0 && mk != TELLER_NONE) {
-        uint16_t src = D->ev->source[mk];
-        out->work = 0;
-        for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
-            out->work += D->ev->step[i] == k && D->ev->layer[i] == TELLER_LAYER_KERNEL && (D->ev->flags[i] & TELLER_F_GPU);
-    }
+    if (out->work < 0 && mk != TELLER_NONE)
+        out->work = D->cell[(size_t)k * D->nsrc + D->ev->source[mk]].kernels;
 }
 
 /* The usual duration of a step of work w in a fitted group. */
@@ -223,7 +219,7 @@ static void compute_work(const dctx *D, int64_t *cwork, int32_t *crank)
         cwork[k] = -1;
         crank[k] = -1;
         for (size_t q = 0; q < D->nsrc; q++) {
-            int64_t x = D->compute[(size_t)k * D->nsrc + q];
+            int64_t x = D->cell[(size_t)k * D->nsrc + q].kernel_ns;
             if (x <= 0)
                 continue;
             ran++;

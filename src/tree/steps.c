@@ -1,120 +1,101 @@
 /*
  * steps.c - per-step, per-rank time accounting over a built store:
  * kernel, communication and copy time, and GPU idle time as the step
- * window minus the union of GPU work over every stream.
+ * window minus the union of GPU work over every stream. Each source's
+ * part is found from its own events (teller_step_cells_of), one cell per
+ * step; the summaries read the cells of the step table's rows.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "teller/tree.h"
+#include "tree_internal.h"
 #include "../util/vec.h"
 
+/* One GPU operation of a source: its step, start and end. */
 typedef struct ival {
-    uint32_t row; /* index into the step table */
+    uint32_t step;
     int64_t  s, e;
 } ival;
 
 static int ival_cmp(const void *a, const void *b)
 {
     const ival *x = a, *y = b;
-    if (x->row != y->row) return x->row < y->row ? -1 : 1;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
-/* Row of (step, rank) in the step table, sorted by (step, rank). */
-static size_t find_row(const teller_step *steps, size_t n, uint32_t step, int32_t rank)
+/* The launch calls of source s's steps (q: the source's first event, n
+ * its events): each counted in its cell, and those with no GPU work under
+ * them. launch: per string, 0 not yet asked, 1 a launch, 2 not. */
+static void count_launches(const teller_store *st, size_t q, size_t n, uint32_t s, uint32_t nsteps, uint8_t *launch,
+                           teller_step_cell *cells)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (steps[mid].step < step || (steps[mid].step == step && steps[mid].rank < rank))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && steps[lo].step == step && steps[lo].rank == rank ? lo : n;
-}
-
-teller_status teller_step_summaries(const teller_store *st, teller_step_summary **out, size_t *nout,
-                                    teller_error *err)
-{
-    size_t n = teller_store_num_steps(st);
-    const teller_step *steps = teller_store_steps(st);
     const teller_events *ev = teller_store_events(st);
-    teller_step_summary *sum = calloc(n ? n : 1, sizeof *sum);
-    ival *iv = NULL;
-    size_t niv = 0, icap = 0;
-    if (!sum)
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
-    for (size_t k = 0; k < n; k++) {
-        sum[k].step = steps[k].step;
-        sum[k].rank = steps[k].rank;
-        sum[k].start_ns = steps[k].start_ns;
-        sum[k].dur_ns = steps[k].end_ns - steps[k].start_ns;
-        int32_t q = teller_store_source_of_rank(st, steps[k].rank);
-        sum[k].node = q < 0 ? 0 : teller_store_source_c(st, (uint32_t)q)->node;
-    }
-    /* launches with no GPU work in the trace; a source whose profiler
-     * dropped records lacks GPU work in every step */
-    uint8_t *launch = calloc(teller_store_num_strings(st) + 1, 1); /* per name: 1 launch, 2 not */
-    if (!launch) {
-        free(sum);
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
-    }
-    for (size_t k = 0; k < n; k++) {
-        int32_t q = teller_store_source_of_rank(st, steps[k].rank);
-        sum[k].gpu_known = q < 0 || !teller_store_source_c(st, (uint32_t)q)->dropped;
-    }
-    for (size_t i = 0; i < ev->n; i++) {
-        if ((ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER) || ev->step[i] == TELLER_NONE)
+    size_t nsrc = teller_store_num_sources(st);
+    for (size_t i = q; i < q + n; i++) {
+        if ((ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER) || ev->step[i] >= nsteps ||
+            ev->source[i] != s)
             continue;
         uint8_t *l = &launch[ev->name[i]];
         if (!*l)
             *l = teller_name_is_launch(teller_store_str(st, ev->name[i])) ? 1 : 2;
         if (*l != 1)
             continue;
-        size_t row = find_row(steps, n, ev->step[i], teller_store_event_rank(st, (uint32_t)i));
-        if (row == n)
-            continue;
         int work = 0;
         for (uint32_t c = ev->first_child[i]; c != TELLER_NONE && !work; c = ev->next_sibling[c])
             work = (ev->flags[c] & TELLER_F_GPU) != 0;
-        sum[row].launches++;
-        if (!work) {
-            sum[row].unlaunched++;
-            sum[row].gpu_known = 0;
-        }
+        teller_step_cell *cell = &cells[(size_t)ev->step[i] * nsrc + s];
+        cell->launches++;
+        cell->unlaunched += !work;
     }
+}
+
+int teller_step_cells_of(const teller_store *st, uint32_t s, uint32_t nsteps, teller_step_cell *cells)
+{
+    const teller_events *ev = teller_store_events(st);
+    const teller_source *so = teller_store_source_c(st, s);
+    size_t nsrc = teller_store_num_sources(st);
+    size_t q = so->first_event, n = so->num_events;
+    if (q > ev->n || n > ev->n - q)
+        q = n = 0;
+    for (uint32_t k = 0; k < nsteps; k++)
+        cells[(size_t)k * nsrc + s] = (teller_step_cell){0};
+    uint8_t *launch = calloc(teller_store_num_strings(st) + 1, 1);
+    ival *iv = NULL;
+    size_t niv = 0, icap = 0;
+    if (!launch)
+        return -1;
+    count_launches(st, q, n, s, nsteps, launch, cells);
     free(launch);
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!(ev->flags[i] & TELLER_F_GPU) || ev->step[i] == TELLER_NONE || !teller_layer_is_gpu_work(ev->layer[i]))
+    for (size_t i = q; i < q + n; i++) {
+        if (ev->step[i] >= nsteps || ev->source[i] != s)
             continue;
-        int32_t rank = teller_store_event_rank(st, (uint32_t)i);
-        size_t row = find_row(steps, n, ev->step[i], rank);
-        if (row == n)
+        teller_step_cell *cell = &cells[(size_t)ev->step[i] * nsrc + s];
+        if ((ev->flags[i] & TELLER_F_PROFILER) && ev->dur_ns[i] > 0)
+            cell->profiler_ns += ev->dur_ns[i];
+        if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]))
             continue;
         if (ev->layer[i] == TELLER_LAYER_KERNEL) {
-            sum[row].kernels++;
+            cell->kernels++;
             if (ev->flags[i] & TELLER_F_COMM)
-                sum[row].comm_ns += ev->dur_ns[i];
+                cell->comm_ns += ev->dur_ns[i];
             else
-                sum[row].kernel_ns += ev->dur_ns[i];
+                cell->kernel_ns += ev->dur_ns[i];
         } else {
-            sum[row].memcpy_ns += ev->dur_ns[i];
+            cell->memcpy_ns += ev->dur_ns[i];
         }
         if (TELLER_GROW(iv, icap, niv + 1)) {
-            free(sum);
             free(iv);
-            return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+            return -1;
         }
-        iv[niv++] = (ival){(uint32_t)row, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
+        iv[niv++] = (ival){ev->step[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
     }
+    /* each step's GPU busy time: the union of its operations' spans */
     teller_sort(iv, niv, sizeof *iv, ival_cmp);
-    for (size_t a = 0; a < niv;) {
-        uint32_t row = iv[a].row;
+    for (size_t a = 0, b; a < niv; a = b) {
         int64_t busy = 0, cs = iv[a].s, ce = iv[a].e;
-        size_t b = a + 1;
-        for (; b < niv && iv[b].row == row; b++) {
+        for (b = a + 1; b < niv && iv[b].step == iv[a].step; b++) {
             if (iv[b].s > ce) {
                 busy += ce - cs;
                 cs = iv[b].s;
@@ -123,15 +104,53 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
                 ce = iv[b].e;
             }
         }
-        busy += ce - cs;
-        sum[row].gpu_busy_ns = busy;
-        a = b;
+        cells[(size_t)iv[a].step * nsrc + s].gpu_busy_ns = busy + ce - cs;
+    }
+    free(iv);
+    return 0;
+}
+
+teller_status teller_step_summaries(const teller_store *st, teller_step_summary **out, size_t *nout,
+                                    teller_error *err)
+{
+    size_t n = teller_store_num_steps(st), nsrc = teller_store_num_sources(st);
+    const teller_step *steps = teller_store_steps(st);
+    uint32_t nsteps = teller_store_step_count(st);
+    teller_step_summary *sum = calloc(n ? n : 1, sizeof *sum);
+    teller_step_cell *cells = malloc(((size_t)nsteps * nsrc + 1) * sizeof *cells);
+    int bad = !sum || !cells;
+    for (uint32_t s = 0; s < nsrc && !bad; s++)
+        bad = teller_step_cells_of(st, s, nsteps, cells);
+    if (bad) {
+        free(sum);
+        free(cells);
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
     }
     for (size_t k = 0; k < n; k++) {
+        sum[k].step = steps[k].step;
+        sum[k].rank = steps[k].rank;
+        sum[k].start_ns = steps[k].start_ns;
+        sum[k].dur_ns = steps[k].end_ns - steps[k].start_ns;
+        int32_t q = teller_store_source_of_rank(st, steps[k].rank);
+        const teller_source *so = q < 0 ? NULL : teller_store_source_c(st, (uint32_t)q);
+        sum[k].node = so ? so->node : 0;
+        sum[k].gpu_known = !so || !so->dropped;
+        /* a source whose profiler dropped records lacks GPU work in every step */
+        if (so && steps[k].step < nsteps) {
+            const teller_step_cell *c = &cells[(size_t)steps[k].step * nsrc + (size_t)q];
+            sum[k].kernel_ns = c->kernel_ns;
+            sum[k].comm_ns = c->comm_ns;
+            sum[k].memcpy_ns = c->memcpy_ns;
+            sum[k].gpu_busy_ns = c->gpu_busy_ns;
+            sum[k].kernels = c->kernels;
+            sum[k].launches = c->launches;
+            sum[k].unlaunched = c->unlaunched;
+            sum[k].gpu_known = teller_step_cell_gpu_known(c, so);
+        }
         int64_t idle = sum[k].dur_ns - sum[k].gpu_busy_ns;
         sum[k].gpu_idle_ns = idle > 0 ? idle : 0;
     }
-    free(iv);
+    free(cells);
     *out = sum;
     *nout = n;
     return TELLER_OK;

@@ -71,4 +71,33 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
 
 void teller_source_summary_free(teller_source_summary *sr, size_t n);
 
+/* What one source did in one step, found from that source's events alone
+ * (steps.c): the unit the run-wide parts of the diagnosis and the step
+ * summaries read instead of other ranks' events. Its GPU work is that of
+ * device rows (TELLER_F_GPU): kernels, copies, memsets. */
+typedef struct teller_step_cell {
+    int64_t  kernel_ns;   /* its compute kernels' time (not TELLER_F_COMM) */
+    int64_t  comm_ns;     /* its communication kernels' time */
+    int64_t  memcpy_ns;   /* its copies' and memsets' time */
+    int64_t  gpu_busy_ns; /* the union of its GPU work over every stream */
+    int64_t  profiler_ns; /* the profiler's own work in it (TELLER_F_PROFILER), any thread */
+    uint32_t kernels;     /* its kernels */
+    uint32_t launches;    /* its calls that launch GPU work (teller_name_is_launch) */
+    uint32_t unlaunched;  /* of those, the ones with no GPU work under them in the trace */
+    uint32_t pad;         /* 0 */
+} teller_step_cell;
+
+/* Fills the cells of source s, cells[k * nsrc + s] for each step k <
+ * nsteps, from s's events alone (those its teller_source names, the tree
+ * build having grouped them); the others are not touched. An event whose
+ * step is not below nsteps counts nowhere. 0, or -1 out of memory. */
+int teller_step_cells_of(const teller_store *st, uint32_t s, uint32_t nsteps, teller_step_cell *cells);
+
+/* Whether the trace holds the GPU work of a cell of source so: none of its
+ * launches lacks it, and so's profiler dropped no records. */
+static inline int teller_step_cell_gpu_known(const teller_step_cell *c, const teller_source *so)
+{
+    return !so->dropped && !c->unlaunched;
+}
+
 #endif
