@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "diagnose/context.h"
 #include "mpi/pack.h"
 #include "mpi/summary.h"
 #include "ingest/load_internal.h"
 #include "tree/tree_internal.h"
 #include "teller/diagnose.h"
+#include "teller/ingest.h"
 #include "teller/load.h"
 #include "teller/sim.h"
 
@@ -190,6 +192,53 @@ static void test_step_cells_of_own_events(void)
     free(sum);
     free(want);
     free(got);
+    teller_store_free(st);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* The collectives' members as the diagnosis reads them (members.c) say
+ * what their communication rows say, which a process that does not hold
+ * the rank receives: name, process group, direction, arrival and time on
+ * node 0's clock, and step where the row has one. */
+static void test_members_are_their_rows(void)
+{
+    char dir[] = "/tmp/teller_mpi_members_XXXXXX";
+    sim_faulty(dir, 2, 2, 10, 5, 1);
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    teller_store *st = teller_store_create();
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ_INT(teller_ingest_file(st, files[i], NULL, &err), TELLER_OK);
+    size_t ns = teller_store_num_sources(st), compared = 0, stepped = 0;
+    teller_source_summary *sr = calloc(ns, sizeof *sr);
+    CHECK_EQ_INT(teller_tree_build_given(st, NULL, sr, &err), TELLER_OK);
+    dctx D = {.st = st, .ev = teller_store_events(st), .nsrc = ns};
+    CHECK_EQ_INT(diag_members_build(&D), 0);
+    const teller_collective *co = teller_store_collectives(st);
+    const teller_coll_member *mem = teller_store_coll_members(st);
+    for (size_t c = 0; c < teller_store_num_collectives(st); c++)
+        for (uint32_t m = co[c].first_member; m < co[c].first_member + co[c].num_members; m++) {
+            const diag_member *dm = &D.member[m];
+            const teller_source_summary *ss = &sr[dm->src];
+            uint32_t at = mem[m].kernel - (uint32_t)teller_store_source_c(st, dm->src)->first_event;
+            const teller_coll_row *row = NULL;
+            for (size_t r = 0; r < ss->nrows && !row; r++)
+                row = ss->rows[r].ev == at ? &ss->rows[r] : NULL;
+            CHECK(row != NULL);
+            if (!row)
+                continue;
+            CHECK(dm->name == row->name && dm->pg_ranks == row->pg_ranks && dm->dir == row->dir);
+            CHECK(dm->start == row->start && dm->dur == row->dur);
+            CHECK(row->step == TELLER_NONE || row->step == dm->step);
+            stepped += row->step != TELLER_NONE;
+            compared++;
+        }
+    CHECK(compared > 100 && stepped > 0);
+    free(D.member);
+    teller_source_summary_free(sr, ns);
     teller_store_free(st);
     teller_load_files_free(files, n);
     rm_rf(dir);
@@ -685,6 +734,7 @@ const test_case mpi_tests[] = {
     {"mpi: a packed store and its summary build the run as the store itself; cut short, each is refused",
      test_packed_store_appends_as_the_store},
     {"mpi: a source's step cells are found from its own events alone", test_step_cells_of_own_events},
+    {"mpi: the collectives' members the diagnosis reads say what their rows say", test_members_are_their_rows},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
      test_summary_refused_when_damaged},
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",

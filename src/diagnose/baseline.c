@@ -299,9 +299,10 @@ int diag_waits_build(waitidx *W, const dctx *D)
         if (co[c].num_members < 2)
             continue;
         /* the last and the second last to arrive (start) */
+        const diag_member *dm = D->member + co[c].first_member;
         int64_t last = INT64_MIN, second = INT64_MIN;
         for (uint32_t m = 0; m < co[c].num_members; m++) {
-            int64_t t = ev->start_ns[mem[co[c].first_member + m].kernel];
+            int64_t t = dm[m].start;
             if (t > last) {
                 second = last;
                 last = t;
@@ -311,8 +312,8 @@ int diag_waits_build(waitidx *W, const dctx *D)
         }
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             uint32_t k = mem[co[c].first_member + m].kernel;
-            int64_t t = ev->start_ns[k];
-            size_t lo = W->off[ev->source[k]], hi = W->off[ev->source[k] + 1], end = hi;
+            int64_t t = dm[m].start;
+            size_t lo = W->off[dm[m].src], hi = W->off[dm[m].src + 1], end = hi;
             while (lo < hi) { /* the kernel's place: the first of its start, then k itself */
                 size_t mid = (lo + hi) / 2;
                 if (W->start[mid] < t)
@@ -565,15 +566,15 @@ int diag_build_groups(dctx *D)
     for (size_t s = 0; s < ns; s++)
         D->group[s] = D->pipe[s] = (int32_t)s;
     const teller_collective *co = teller_store_collectives(D->st);
-    const teller_coll_member *mem = teller_store_coll_members(D->st);
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
-        const char *nm = teller_store_str(D->st, D->ev->name[mem[co[c].first_member].kernel]);
+        const diag_member *dm = D->member + co[c].first_member;
+        const char *nm = teller_store_str(D->st, dm[0].name);
         int p2p = strstr(nm, "SendRecv") || strstr(nm, "Send") == nm;
-        uint16_t a = D->ev->source[mem[co[c].first_member].kernel];
+        uint16_t a = dm[0].src;
         for (uint32_t m = 1; m < co[c].num_members; m++) {
-            uint16_t b = D->ev->source[mem[co[c].first_member + m].kernel];
+            uint16_t b = dm[m].src;
             int32_t ra = uf_find(D->pipe, a), rb = uf_find(D->pipe, b);
             if (ra != rb)
                 D->pipe[rb] = ra;

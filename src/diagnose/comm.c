@@ -58,8 +58,8 @@ static void opnames_free(opnames *names)
 static int32_t pg_missing(const dctx *D, const teller_collective *cc)
 {
     const teller_coll_member *mem = teller_store_coll_members(D->st);
-    const teller_comm *cm = teller_store_event_comm(D->st, mem[cc->first_member].kernel);
-    const char *p = cm && cm->pg_ranks ? teller_store_str(D->st, cm->pg_ranks) : NULL;
+    uint32_t pg_ranks = D->member[cc->first_member].pg_ranks;
+    const char *p = pg_ranks ? teller_store_str(D->st, pg_ranks) : NULL;
     long r;
     while (p && teller_pg_ranks_next(&p, &r)) {
         int present = 0, loaded = 0;
@@ -140,28 +140,23 @@ static int expected_members(collscan *C)
 static int instances(collscan *C)
 {
     const teller_store *st = C->D->st;
-    const teller_events *ev = C->D->ev;
     const teller_collective *co = teller_store_collectives(st);
-    const teller_coll_member *mem = teller_store_coll_members(st);
     char buf[256];
     for (size_t c = 0; c < C->nc; c++) {
         inst *x = &C->in[c];
+        const diag_member *dm = C->D->member + co[c].first_member;
         x->c = (uint32_t)c;
-        uint32_t k0 = mem[co[c].first_member].kernel;
-        x->step = ev->step[k0];
+        x->step = dm[0].step;
         x->transfer = INFINITY;
         for (uint32_t m = 0; m < co[c].num_members; m++) {
-            uint32_t k = mem[co[c].first_member + m].kernel;
-            if ((double)ev->dur_ns[k] < x->transfer)
-                x->transfer = (double)ev->dur_ns[k];
-            if (ev->step[k] < x->step)
-                x->step = ev->step[k];
+            if ((double)dm[m].dur < x->transfer)
+                x->transfer = (double)dm[m].dur;
+            if (dm[m].step < x->step)
+                x->step = dm[m].step;
         }
-        const teller_comm *cm = teller_store_event_comm(st, k0);
-        x->bytes = cm && cm->in_nelems > 0 ? (double)cm->in_nelems : -1;
-        teller_name_normalize(teller_store_str(st, ev->name[k0]), buf, sizeof buf);
-        x->p2p = strstr(buf, "SendRecv") != NULL || (cm && (!strcmp(teller_store_str(st, cm->collective), "send") ||
-                                                            !strcmp(teller_store_str(st, cm->collective), "recv")));
+        x->bytes = (double)dm[0].elems;
+        teller_name_normalize(teller_store_str(st, dm[0].name), buf, sizeof buf);
+        x->p2p = strstr(buf, "SendRecv") != NULL || dm[0].dir;
         x->opname = op_id(&C->names, buf);
         if (x->opname == UINT32_MAX)
             return -1;
@@ -186,7 +181,6 @@ static int instances(collscan *C)
 static int judge_hang(collscan *C, const inst *x, double u, finds *out)
 {
     const dctx *D = C->D;
-    const teller_events *ev = D->ev;
     const teller_collective *co = teller_store_collectives(D->st);
     const teller_coll_member *mem = teller_store_coll_members(D->st);
     const teller_collective *cc = &co[x->c];
@@ -208,10 +202,11 @@ static int judge_hang(collscan *C, const inst *x, double u, finds *out)
     }
     if (missing < 0)
         missing = pg_missing(D, cc);
+    const diag_member *dm = D->member + cc->first_member;
     int64_t t0 = INT64_MAX;
     for (uint32_t m = 0; m < cc->num_members; m++)
-        if (ev->start_ns[mem[cc->first_member + m].kernel] < t0)
-            t0 = ev->start_ns[mem[cc->first_member + m].kernel];
+        if (dm[m].start < t0)
+            t0 = dm[m].start;
     if (missing >= 0 && x->transfer <= 5e9) {
         if (!C->first && !(C->first = first_starts(D)))
             return -1;
@@ -220,11 +215,13 @@ static int judge_hang(collscan *C, const inst *x, double u, finds *out)
     }
     if (missing < 0 && x->transfer <= 5e9)
         return 0;
-    cand cd = {.det = TELLER_FAULT_NCCL_HANG, .rank = missing, .name = ev->name[mem[cc->first_member].kernel],
+    cand cd = {.det = TELLER_FAULT_NCCL_HANG, .rank = missing, .name = dm[0].name,
                .layer = TELLER_LAYER_KERNEL, .excess = x->transfer, .ratio = x->transfer / (u + 1), .usual = u,
                .event = TELLER_NONE, .members = cc->num_members, .peer = mem[cc->first_member].rank};
     return finds_add(out, x->step, &cd) ? -1 : 1;
 }
+
+static int32_t src_node(const teller_store *st, uint16_t src) { return teller_store_source_c(st, src)->node; }
 
 /* Instance x as a transfer against its op's usual u (spread sd): one
  * member alone cannot tell its transfer from its wait for peers; a slow
@@ -237,34 +234,34 @@ static int judge_transfer(const collscan *C, const inst *x, double u, double sd,
     const teller_store *st = C->D->st;
     const teller_coll_member *mem = teller_store_coll_members(st);
     const teller_collective *cc = &teller_store_collectives(st)[x->c];
+    const diag_member *dm = C->D->member;
     double ex = x->transfer - u - 3 * sd;
     if (x->transfer <= 2.5 * u + 50000 || ex <= 50000 || cc->num_members < 2)
         return 0;
     uint32_t pick = cc->first_member;
     for (uint32_t m = 0; m < cc->num_members; m++) {
-        uint32_t e = mem[cc->first_member + m].kernel, pe = mem[pick].kernel;
-        const teller_comm *cm = teller_store_event_comm(st, e);
+        uint32_t q = cc->first_member + m;
         if (x->p2p) {
-            if (cm && !strcmp(teller_store_str(st, cm->collective), "send")) {
-                pick = cc->first_member + m;
+            if (dm[q].dir > 0) {
+                pick = q;
                 break;
             }
-        } else if (teller_store_event_node(st, e) > teller_store_event_node(st, pe)) {
-            pick = cc->first_member + m;
+        } else if (src_node(st, dm[q].src) > src_node(st, dm[pick].src)) {
+            pick = q;
         }
     }
     uint32_t e = mem[pick].kernel;
     int32_t peer = -1, peer_node = INT32_MAX;
     for (uint32_t m = 0; m < cc->num_members; m++) {
         uint32_t q = cc->first_member + m;
-        int32_t nd = teller_store_event_node(st, mem[q].kernel);
+        int32_t nd = src_node(st, dm[q].src);
         if (q != pick && nd < peer_node) {
             peer = mem[q].rank;
             peer_node = nd;
         }
     }
     cand cd = {.det = x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, .rank = mem[pick].rank,
-               .name = C->D->ev->name[e], .layer = TELLER_LAYER_KERNEL, .excess = ex, .ratio = x->transfer / (u + 1),
+               .name = dm[pick].name, .layer = TELLER_LAYER_KERNEL, .excess = ex, .ratio = x->transfer / (u + 1),
                .actual = x->transfer, .usual = u, .event = e, .peer = peer};
     return finds_add(out, x->step, &cd);
 }
@@ -501,9 +498,7 @@ static int late_run(const dctx *D, diag_state *S, size_t task, finds *out)
 {
     (void)task;
     (void)out;
-    const teller_events *ev = D->ev;
     const teller_collective *co = teller_store_collectives(D->st);
-    const teller_coll_member *mem = teller_store_coll_members(D->st);
     size_t cells = (size_t)D->nsteps * D->nsrc;
     S->late_last = calloc(cells + 1, sizeof *S->late_last);
     S->late_insts = calloc(D->nsteps + 1, sizeof *S->late_insts);
@@ -513,19 +508,17 @@ static int late_run(const dctx *D, diag_state *S, size_t task, finds *out)
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
-        uint32_t lk = mem[co[c].first_member].kernel;
-        for (uint32_t m = 0; m < co[c].num_members; m++) {
-            uint32_t k = mem[co[c].first_member + m].kernel;
-            if (ev->start_ns[k] > ev->start_ns[lk])
-                lk = k;
-        }
-        uint32_t step = ev->step[lk];
+        const diag_member *dm = D->member + co[c].first_member, *last = dm;
+        for (uint32_t m = 0; m < co[c].num_members; m++)
+            if (dm[m].start > last->start)
+                last = &dm[m];
+        uint32_t step = last->step;
         if (step >= D->nsteps)
             continue;
         double w = 0;
         for (uint32_t m = 0; m < co[c].num_members; m++)
-            w += (double)(ev->start_ns[lk] - ev->start_ns[mem[co[c].first_member + m].kernel]);
-        size_t cell = (size_t)step * D->nsrc + ev->source[lk];
+            w += (double)(last->start - dm[m].start);
+        size_t cell = (size_t)step * D->nsrc + last->src;
         S->late_last[cell]++;
         S->late_wait[cell] += w;
         S->late_insts[step]++;

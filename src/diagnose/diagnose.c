@@ -521,6 +521,7 @@ static void ctx_free(dctx *D, diag_state *S)
     free(D->pcount);
     free(D->mrow);
     free(D->range);
+    free(D->member);
 }
 
 /* A note on the steps without a yardstick: the only step of their kind,
@@ -822,12 +823,13 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     D.pipe = calloc(D.nsrc + 1, sizeof *D.pipe);
     if (!d || !S.steps || !D.group || !D.pipe || step_windows(&D, d))
         goto done;
-    if ((rc = ctx_steps(&D, d, o->jobs > 0 ? o->jobs : teller_num_cores())) == 1) {
+    int jobs = o->jobs > 0 ? o->jobs : teller_num_cores();
+    if ((rc = ctx_steps(&D, d, jobs)) == 1) {
         ctx_free(&D, &S);
         teller_diagnosis_free(d);
         return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");
     }
-    if (rc || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S, o->jobs > 0 ? o->jobs : teller_num_cores())))
+    if (rc || (rc = diag_members_build(&D)) || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S, jobs)))
         goto done;
     rc = -1;
     if (diag_subtract_run_normal(&D, S.steps) || yardsticks(&D, &S, J.threshold, J.spreads))

@@ -505,8 +505,8 @@ static int index_transfers(const dctx *D, struct ref_state *R)
             continue;
         double x = INFINITY;
         for (uint32_t m = 0; m < co[c].num_members; m++)
-            if ((double)D->ev->dur_ns[mem[co[c].first_member + m].kernel] < x)
-                x = (double)D->ev->dur_ns[mem[co[c].first_member + m].kernel];
+            if ((double)D->member[co[c].first_member + m].dur < x)
+                x = (double)D->member[co[c].first_member + m].dur;
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             double *slot = kmap_slot(&R->xfer, mem[co[c].first_member + m].kernel, (void **)&R->xv, &R->xcap, sizeof *R->xv);
             if (!slot)
