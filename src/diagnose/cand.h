@@ -43,7 +43,14 @@ typedef struct cand {
      * kernel name each against its usual over the fastest peer (what a
      * throttled GPU cost, names below the bar for one slowed kernel too) */
     double       over_peers;
+    /* kernel findings: the compute kernel name with the most time on the
+     * rank in the step, its longest call and its time (TELLER_NONE, 0:
+     * none), which names a throttled GPU (kernels.c); carried from where
+     * the rank's kernels were tallied */
+    uint32_t     heavy, heavy_event;
+    double       heavy_t;
     int64_t      hole_from, hole_to; /* host gaps: the hole the finding is named after, ended by event */
+    int64_t      ran_from, ran_to;   /* transfers: when the kernel event ran, node 0's clock (0, 0: none) */
     int          reference; /* 1: judged against the reference run's usual (reference.c), not the run's */
     /* zero for a finding of the step's own */
     int          carried;  /* 1: the previous step's finding, carried into this one (carry.c) */

@@ -262,7 +262,8 @@ static int judge_transfer(const collscan *C, const inst *x, double u, double sd,
     }
     cand cd = {.det = x->p2p ? TELLER_FAULT_PP_SEND_DELAY : TELLER_FAULT_SLOW_LINK, .rank = mem[pick].rank,
                .name = dm[pick].name, .layer = TELLER_LAYER_KERNEL, .excess = ex, .ratio = x->transfer / (u + 1),
-               .actual = x->transfer, .usual = u, .event = e, .peer = peer};
+               .actual = x->transfer, .usual = u, .event = e, .peer = peer, .ran_from = dm[pick].start,
+               .ran_to = dm[pick].start + dm[pick].dur};
     return finds_add(out, x->step, &cd);
 }
 
@@ -432,9 +433,7 @@ static int collectives_merge(const dctx *D, diag_state *S, uint32_t k)
             }
             idx = g;
         }
-        uint32_t e = s->c[a].event;
-        int64_t t0 = e != TELLER_NONE ? D->ev->start_ns[e] : 0;
-        idx[n++] = (xfer){s->c[a].name, a, t0, e != TELLER_NONE ? t0 + D->ev->dur_ns[e] : t0};
+        idx[n++] = (xfer){s->c[a].name, a, s->c[a].ran_from, s->c[a].ran_to};
         cross |= s->c[a].det == TELLER_FAULT_SLOW_LINK;
     }
     /* one stalled send among healthy ones stays a send stall */

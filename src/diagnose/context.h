@@ -124,6 +124,10 @@ static inline uint64_t nss_key(uint32_t name, uint32_t step, uint16_t src)
     return ((uint64_t)(name & 0xFFFFFFF) << 36) | ((uint64_t)(step & 0x3FFFFF) << 14) | (src & 0x3FFF);
 }
 
+/* kernels.c: on c, a finding on source s in step k, the step's heaviest
+ * compute kernel there (cand.h heavy), from the kernel_tally row's state. */
+void diag_heaviest(const diag_state *S, size_t s, uint32_t k, cand *c);
+
 /* members.c: D->member. 0, or -1 out of memory. */
 int diag_members_build(dctx *D);
 

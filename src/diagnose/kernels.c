@@ -18,6 +18,7 @@
 typedef struct ktot {
     double   t;
     uint32_t count, event;
+    uint32_t longest; /* its longest call (the first of that time), once t > 0 */
     uint64_t cfgs; /* the sum of its calls' launch configurations' keys: the same calls, the same sum */
 } ktot;
 
@@ -33,6 +34,13 @@ typedef struct ktab {
     double   *tref;  /* the time of its calls that have one */
     uint8_t  *noref; /* some call had no usual time */
     size_t    cap, kcap;
+    /* per step: the name with the most time (the first to reach it, in
+     * event order), its longest call and its time; name TELLER_NONE when
+     * no compute kernel of the step took any */
+    struct kheavy {
+        uint32_t name, longest;
+        double   t;
+    } *heavy;
 } ktab;
 
 /* The key of a kernel call's launch configuration on its source: name,
@@ -117,6 +125,7 @@ static void ktab_free(ktab *K)
     free(K->ref);
     free(K->tref);
     free(K->noref);
+    free(K->heavy);
     memset(K, 0, sizeof *K);
 }
 
@@ -141,6 +150,10 @@ static int kernel_tally_run(const dctx *D, diag_state *S, size_t s, finds *out)
     size_t hcap = 0;
     uint32_t *kix = NULL; /* per compute kernel, in event order: its (step, name) and its configuration */
     int rc = -1;
+    if (!(K->heavy = malloc(((size_t)D->nsteps + 1) * sizeof *K->heavy)))
+        goto done;
+    for (uint32_t k = 0; k < D->nsteps; k++)
+        K->heavy[k] = (struct kheavy){TELLER_NONE, TELLER_NONE, -1};
     for (size_t i = lo; i < hi; i++) {
         if (!is_compute_kernel(D, i))
             continue;
@@ -150,6 +163,13 @@ static int kernel_tally_run(const dctx *D, diag_state *S, size_t s, finds *out)
         if (!t || (ix >= K->kcap && TELLER_GROW(K->keys, K->kcap, (size_t)ix + 1)))
             goto done;
         K->keys[ix] = key;
+        if (ev->dur_ns[i] > 0) { /* the step's heaviest name so far */
+            if (!(t->t > 0) || ev->dur_ns[i] > ev->dur_ns[t->longest])
+                t->longest = (uint32_t)i;
+            struct kheavy *h = &K->heavy[ev->step[i]];
+            if (t->t + (double)ev->dur_ns[i] > h->t)
+                *h = (struct kheavy){ev->name[i], t->longest, t->t + (double)ev->dur_ns[i]};
+        }
         t->t += (double)ev->dur_ns[i];
         if (!t->count++)
             t->event = (uint32_t)i;
@@ -424,6 +444,7 @@ static int kernels_run(const dctx *D, diag_state *S, size_t s, finds *out)
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = teller_store_source_c(D->st, (uint32_t)s)->rank,
                   .name = (uint32_t)(key & 0xFFFFFFF), .layer = TELLER_LAYER_KERNEL, .excess = t - best,
                   .ratio = t / best, .actual = t, .usual = best, .event = me->tot[ix].event, .peer = -1};
+        diag_heaviest(S, s, (uint32_t)(key >> 28), &c);
         if (finds_add(out, (uint32_t)(key >> 28), &c))
             goto done;
         hit[ix] = 1;
@@ -438,41 +459,6 @@ done:
     return rc;
 }
 
-/* The compute kernel name with the most time on the source of event e in
- * e's step, and in *longest its longest call there, *t its time; TELLER_NONE
- * when out of memory. */
-static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, double *t)
-{
-    const teller_events *ev = D->ev;
-    uint32_t k = ev->step[e], best = TELLER_NONE;
-    uint16_t src = ev->source[e];
-    kmap m = {0};
-    ktot *tot = NULL;
-    size_t cap = 0;
-    double bt = -1;
-    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
-        if (ev->step[i] != k || !is_compute_kernel(D, i) || ev->dur_ns[i] <= 0)
-            continue;
-        ktot *a = kmap_slot(&m, ev->name[i], (void **)&tot, &cap, sizeof *tot);
-        if (!a) {
-            best = TELLER_NONE;
-            break;
-        }
-        a->t += (double)ev->dur_ns[i];
-        if (!a->count++ || ev->dur_ns[i] > ev->dur_ns[a->event])
-            a->event = (uint32_t)i;
-        if (a->t > bt) {
-            bt = a->t;
-            best = ev->name[i];
-            *longest = a->event;
-            *t = a->t;
-        }
-    }
-    kmap_free(&m);
-    free(tot);
-    return best;
-}
-
 /* Three or more slowed kernel names on one rank are one throttled GPU,
  * and so are fewer when its other names were slow too (whole_gpu: its
  * cost is then at least over_peers). Throttled clocks slow every kernel
@@ -484,6 +470,7 @@ static uint32_t heaviest_kernel(const dctx *D, uint32_t e, uint32_t *longest, do
  * over the slowed names' mean slowdown. */
 static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n)
 {
+    (void)D;
     if (n < 3 && !(c[idx[0]].over_peers > 0))
         return SIZE_MAX;
     size_t best = idx[0];
@@ -494,8 +481,8 @@ static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n
         if (c[idx[q]].excess > c[best].excess)
             best = idx[q];
     }
-    double sig = ratio_sum / (double)n, t = 0;
-    uint32_t longest = TELLER_NONE, heavy = heaviest_kernel(D, c[best].event, &longest, &t);
+    double sig = ratio_sum / (double)n, t = c[best].heavy_t;
+    uint32_t heavy = c[best].heavy;
     if (heavy != TELLER_NONE && heavy != c[best].name) {
         size_t q = 0;
         while (q < n && c[idx[q]].name != heavy)
@@ -505,7 +492,7 @@ static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n
         } else {
             c[best].name = heavy;
             c[best].layer = TELLER_LAYER_KERNEL;
-            c[best].event = longest;
+            c[best].event = c[best].heavy_event;
             c[best].actual = t;
             c[best].usual = sig > 1 ? t / sig : t;
         }
@@ -514,6 +501,14 @@ static size_t merge_throttle(const dctx *D, cand *c, const size_t *idx, size_t n
     c[best].excess = sum > c[best].over_peers ? sum : c[best].over_peers;
     c[best].ratio = sig;
     return best;
+}
+
+void diag_heaviest(const diag_state *S, size_t s, uint32_t k, cand *c)
+{
+    const struct kheavy *h = &S->kernel_tally[s].heavy[k];
+    c->heavy = h->name;
+    c->heavy_event = h->longest;
+    c->heavy_t = h->name != TELLER_NONE ? h->t : 0;
 }
 
 static int kernel_tally_prepare(const dctx *D, diag_state *S)

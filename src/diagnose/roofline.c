@@ -329,7 +329,7 @@ static int collect_calls(const dctx *D, size_t s, rcall **calls, size_t *n, size
 }
 
 /* Source s's findings into out. 0, or -1 out of memory. */
-static int judge_source(const dctx *D, size_t s, finds *out)
+static int judge_source(const dctx *D, const diag_state *S, size_t s, finds *out)
 {
     const teller_events *ev = D->ev;
     rcall *calls = NULL;
@@ -400,6 +400,7 @@ static int judge_source(const dctx *D, size_t s, finds *out)
         cand c = {.det = TELLER_FAULT_KERNEL_REGRESSION, .rank = rank, .name = r->name, .layer = TELLER_LAYER_KERNEL,
                   .excess = st->t - u, .ratio = st->t / u, .actual = st->t, .usual = u, .event = st->longest,
                   .peer = -1};
+        diag_heaviest(S, s, st->step, &c);
         rc = finds_add(out, st->step, &c);
     }
 done:
@@ -415,8 +416,9 @@ done:
 
 static int work_run(const dctx *D, diag_state *S, size_t src, finds *out)
 {
-    (void)S;
-    return unjudged(D, src) ? judge_source(D, src, out) : 0;
+    return unjudged(D, src) ? judge_source(D, S, src, out) : 0;
 }
 
-const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_SOURCE, .round = 1, .run = work_run};
+/* round 2: its findings carry their step's heaviest kernel, of the tally */
+const diag_detector diag_row_work = {.name = "work", .scope = DIAG_PER_SOURCE, .round = 2,
+                                     .reads = DIAG_S_KERNEL_TALLY, .run = work_run};
