@@ -284,6 +284,51 @@ static void test_families_pair_across_ranks(void)
     }
 }
 
+/* A step ends with its GPU work on every rank, also on one whose profile
+ * began an iteration later (its steps numbered from 1): rank 1's last
+ * step launches a kernel that runs 450 us past its annotation. */
+static void test_step_ends_with_its_gpu_work(void)
+{
+    char dir[] = "/tmp/teller_commfam_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (int r = 0; r < 2; r++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/rank%d.json", dir, r);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (!f)
+            return;
+        fprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n", r);
+        for (int k = r; k < 3; k++) {
+            double t = 1000.0 * k, dur = r == 1 && k == 2 ? 500 : 50;
+            fprintf(f,
+                    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":100},\n"
+                    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":10,\"tid\":10,\"ts\":%.3f,\"dur\":5,\"args\":{\"correlation\":%d}},\n"
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"correlation\":%d}}%s\n",
+                    k, t, t + 10, k + 1, t + 50, dur, k + 1, k == 2 ? "" : ",");
+        }
+        fprintf(f, "]}\n");
+        fclose(f);
+    }
+    teller_store *st = load_run(dir);
+    const teller_step *rows = teller_store_steps(st);
+    const teller_events *ev = teller_store_events(st);
+    CHECK_EQ_INT(teller_store_num_steps(st), 5);
+    for (size_t r = 0; r < teller_store_num_steps(st); r++) {
+        int64_t last = INT64_MIN;
+        for (size_t i = 0; i < ev->n; i++)
+            if ((ev->flags[i] & TELLER_F_GPU) && ev->step[i] == rows[r].step &&
+                teller_store_event_rank(st, (uint32_t)i) == rows[r].rank && ev->start_ns[i] + ev->dur_ns[i] > last)
+                last = ev->start_ns[i] + ev->dur_ns[i];
+        CHECK(last != INT64_MIN && rows[r].end_ns == last);
+        static const uint32_t step[] = {0, 1, 1, 2, 2};
+        static const int32_t rank[] = {0, 0, 1, 0, 1};
+        CHECK(r < 5 && rows[r].step == step[r] && rows[r].rank == rank[r]);
+    }
+    teller_store_free(st);
+    rm_run(dir);
+}
+
 /* Instances line up within a step: rank 1's profile begins a step later
  * (its ProfilerStep#1 is the run's step 1), and rank 0 lacks one
  * all-reduce of step 1. In the run's order every later all-reduce would
@@ -484,6 +529,8 @@ const test_case commfam_tests[] = {
     {"commfam: each family's kernels pair across ranks step by step and count as comm time",
      test_families_pair_across_ranks},
     {"commfam: instances line up within a step, not in the run's order", test_instances_line_up_by_step},
+    {"commfam: a step ends with its GPU work, on a rank whose profile began a step later too",
+     test_step_ends_with_its_gpu_work},
     {"commfam: kernels of one launch grid line up together", test_grid_keeps_instances_apart},
     {"commfam: a rank that never launches a custom all-reduce is the hang's root", test_custom_all_reduce_hang},
     {"commfam: a slow rank under DeepEP's dispatch and combine is the root, its peers' wait communication",

@@ -1195,44 +1195,18 @@ static int step_cmp(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* Stamping one source's events with their steps, on the pool: mk (and
- * st->steps, row for row) is sorted by (rank, start); the source's rank's
- * markers are rows [first, first + count). */
-typedef struct step_stamp {
-    teller_store *st;
-    const size_t *range;
-    const marker *mk;
-    size_t        nmk;
-    int64_t     **end;   /* per source: the latest end of its GPU work per step of its rank (NULL: no memory) */
-    size_t       *first; /* per source: its rank's first row */
-} step_stamp;
-
-static void stamp_steps(void *ctx, size_t s)
+/* Stamps the events [lo, hi) of one source with their steps: rows are
+ * its rank's steps (count of them) sorted by start, as stamping reads
+ * them (each its marker's span, not yet extended to its GPU work), their
+ * numbers rising with their start. A host event belongs to the last step
+ * that started at or before it, when it starts before that step's end; GPU
+ * work to the step of its launch. end[p] receives the latest end of row p's
+ * GPU work (INT64_MIN: none). */
+static void stamp_source(teller_events *ev, size_t lo_ev, size_t hi_ev, const teller_step *rows, size_t count,
+                         int64_t *end)
 {
-    step_stamp *p = ctx;
-    teller_events *ev = &p->st->ev;
-    const marker *mk = p->mk;
-    int32_t rank = p->st->sources[s].rank;
-    size_t first = 0, hi = p->nmk;
-    while (first < hi) {
-        size_t mid = (first + hi) / 2;
-        if (mk[mid].rank < rank)
-            first = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t count = 0;
-    while (first + count < p->nmk && mk[first + count].rank == rank)
-        count++;
-    int64_t *end = malloc((count ? count : 1) * sizeof *end);
-    p->first[s] = first;
-    p->end[s] = end;
-    if (!end)
-        return;
     for (size_t k = 0; k < count; k++)
         end[k] = INT64_MIN;
-    size_t lo_ev = p->range[s], hi_ev = p->range[s + 1];
-    /* CPU events by time: the last marker of the rank starting at or before them */
     for (size_t i = lo_ev; i < hi_ev; i++) {
         ev->step[i] = TELLER_NONE;
         if (ev->flags[i] & TELLER_F_GPU)
@@ -1240,16 +1214,14 @@ static void stamp_steps(void *ctx, size_t s)
         size_t lo = 0, h = count;
         while (lo < h) {
             size_t mid = (lo + h) / 2;
-            if (mk[first + mid].start <= ev->start_ns[i])
+            if (rows[mid].start_ns <= ev->start_ns[i])
                 lo = mid + 1;
             else
                 h = mid;
         }
-        if (lo > 0 && ev->start_ns[i] < mk[first + lo - 1].end)
-            ev->step[i] = p->st->steps[first + lo - 1].step;
+        if (lo > 0 && ev->start_ns[i] < rows[lo - 1].end_ns)
+            ev->step[i] = rows[lo - 1].step;
     }
-    /* GPU work belongs to the step of its launch (of the same source);
-     * steps end with their GPU work */
     for (size_t i = lo_ev; i < hi_ev; i++) {
         if (!(ev->flags[i] & TELLER_F_GPU))
             continue;
@@ -1257,10 +1229,47 @@ static void stamp_steps(void *ctx, size_t s)
         if (par == TELLER_NONE || ev->step[par] == TELLER_NONE)
             continue;
         uint32_t k = ev->step[i] = ev->step[par];
+        size_t lo = 0, h = count; /* its row: the numbers rise with the rows */
+        while (lo < h) {
+            size_t mid = (lo + h) / 2;
+            if (rows[mid].step < k)
+                lo = mid + 1;
+            else
+                h = mid;
+        }
         int64_t e = ev->start_ns[i] + ev->dur_ns[i];
-        if (k < count && e > end[k])
-            end[k] = e;
+        if (lo < count && rows[lo].step == k && e > end[lo])
+            end[lo] = e;
     }
+}
+
+/* Stamping the sources' events on the pool: st->steps sorted by (rank,
+ * start), each source stamped with its rank's rows. */
+typedef struct step_stamp {
+    teller_store *st;
+    const size_t *range;
+    int64_t     **end;   /* per source: the latest end of its GPU work per row of its rank (NULL: no memory) */
+    size_t       *first; /* per source: its rank's first row */
+} step_stamp;
+
+static void stamp_steps(void *ctx, size_t s)
+{
+    step_stamp *p = ctx;
+    const teller_step *rows = p->st->steps;
+    size_t n = p->st->nsteps, first = 0, hi = n, count = 0;
+    int32_t rank = p->st->sources[s].rank;
+    while (first < hi) {
+        size_t mid = (first + hi) / 2;
+        if (rows[mid].rank < rank)
+            first = mid + 1;
+        else
+            hi = mid;
+    }
+    while (first + count < n && rows[first + count].rank == rank)
+        count++;
+    p->first[s] = first;
+    if ((p->end[s] = malloc((count ? count : 1) * sizeof *p->end[s])))
+        stamp_source(&p->st->ev, p->range[s], p->range[s + 1], rows + first, count, p->end[s]);
 }
 
 /* The steps without a marker event, at most one per rank, added to
@@ -1416,7 +1425,7 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     free(num);
     /* stamp every source's events on the pool, then take the latest end of
      * each step's GPU work (a maximum: the order does not matter) */
-    step_stamp sp = {st, range, mk, nmk, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
+    step_stamp sp = {st, range, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
     int bad = !sp.end || !sp.first;
     if (!bad)
         teller_parallel_for(jobs, ns, stamp_steps, &sp);
