@@ -1,8 +1,8 @@
 /*
  * flip.h - what the fuzz targets of teller-mpi's buffers (fuzz_pack.c,
- * fuzz_summary.c) share: the input's head, up to its first 0 byte, read as
- * a Kineto trace to make a real buffer from, and its tail read as 4-byte
- * groups that damage that buffer.
+ * fuzz_summary.c, fuzz_rounds.c) share: the input's head, up to its first 0
+ * byte, read as a Kineto trace to make a real buffer from, and its tail
+ * read as 4-byte groups that damage that buffer.
  */
 #ifndef TELLER_FUZZ_FLIP_H
 #define TELLER_FUZZ_FLIP_H

@@ -47,8 +47,8 @@ for t in "${targets[@]}"; do
   name=${t#fuzz_}
   seeds=()
   [ -d "fuzz/corpus/$name" ] && seeds+=("fuzz/corpus/$name")
-  # the tokenizer also learns from whole traces; packed stores and summaries are made from them
-  { [ "$name" = json ] || [ "$name" = pack ] || [ "$name" = summary ]; } && [ -d fuzz/corpus/kineto ] && seeds+=(fuzz/corpus/kineto)
+  # the tokenizer also learns from whole traces; packed stores, summaries and rounds are made from them
+  { [ "$name" = json ] || [ "$name" = pack ] || [ "$name" = summary ] || [ "$name" = rounds ]; } && [ -d fuzz/corpus/kineto ] && seeds+=(fuzz/corpus/kineto)
   [ "$name" = watch ] && seeds+=(fuzz/corpus/tlt)
   # the requests read service logs
   [ "$name" = requests ] && seeds+=(fuzz/corpus/logs)

@@ -20,6 +20,7 @@
 #include "check.h"
 #include "diagnose/context.h"
 #include "mpi/pack.h"
+#include "mpi/rounds.h"
 #include "mpi/summary.h"
 #include "ingest/load_internal.h"
 #include "tree/tree_internal.h"
@@ -162,7 +163,7 @@ static void test_step_cells_of_own_events(void)
     teller_step_cell *want = calloc(ncell, sizeof *want), *got = malloc(ncell * sizeof *got);
     CHECK(want && got);
     for (uint32_t q = 0; q < nsrc; q++)
-        CHECK_EQ_INT(teller_step_cells_of(st, q, nsteps, want), 0);
+        CHECK_EQ_INT(teller_step_cells_of(st, q, NULL, nsteps, want + q, nsrc), 0);
     teller_step_summary *sum = NULL;
     size_t nsum = 0;
     CHECK_EQ_INT(teller_step_summaries(st, &sum, &nsum, &err), TELLER_OK);
@@ -183,7 +184,7 @@ static void test_step_cells_of_own_events(void)
             ev->flags[i] ^= TELLER_F_COMM | TELLER_F_PROFILER;
         }
     memset(got, 0xAB, ncell * sizeof *got);
-    CHECK_EQ_INT(teller_step_cells_of(st, 1, nsteps, got), 0);
+    CHECK_EQ_INT(teller_step_cells_of(st, 1, NULL, nsteps, got + 1, nsrc), 0);
     for (size_t c = 0; c < ncell; c++) {
         unsigned char blank[sizeof *got];
         memset(blank, 0xAB, sizeof blank);
@@ -240,6 +241,86 @@ static void test_members_are_their_rows(void)
     free(D.member);
     teller_source_summary_free(sr, ns);
     teller_store_free(st);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* The round after the build (src/mpi/rounds.h), as a reader and process 0
+ * play it: a reader that kept file 1's store takes the run's steps for its
+ * source and answers with its cells, which the run takes and the
+ * diagnosis reads as its own; damaged steps are refused with no event
+ * changed, damaged cells refused naming where, or the file. */
+static void test_round_after_the_build(void)
+{
+    char dir[] = "/tmp/teller_mpi_round_XXXXXX";
+    sim_faulty(dir, 2, 2, 10, 5, 1);
+    char **files = NULL;
+    size_t n = 0;
+    teller_error err;
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    teller_store *run = load_files(files, n, 0), *kept = teller_store_create();
+    teller_source_summary *sr = NULL;
+    CHECK_EQ_INT(teller_ingest_file(kept, files[1], NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_local(kept, NULL, &sr, &err), TELLER_OK);
+    teller_source_summary_free(sr, 1);
+    char *want = diagnosis_json(run, NULL);
+    size_t ns = 0, nc = 0;
+    unsigned char *steps = teller_steps_pack(run, 1, 1, &ns);
+    CHECK(steps && ns > 100);
+    /* damaged steps: refused, the kept events as they were: the magic,
+     * the sources, the rows' count, row 0's end before its start, its step
+     * past the run's, its zero word, row 1's step that does not rise (head
+     * 24 bytes, a source's counts 16, rows 24 each) */
+    const teller_events *kev = teller_store_events(kept);
+    int64_t first = kev->start_ns[0];
+    static const struct { size_t at; unsigned char x; } bad[] = {{0, 1}, {16, 1}, {32, 1}, {55, 0x80},
+                                                                 {59, 0x80}, {60, 1}, {80, 1}};
+    unsigned char *cells = NULL;
+    for (size_t b = 0; steps && b < sizeof bad / sizeof *bad; b++) {
+        steps[bad[b].at] ^= bad[b].x;
+        CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&cells, &nc, &err), TELLER_ERR_FORMAT);
+        steps[bad[b].at] ^= bad[b].x;
+        CHECK(kev->start_ns[0] == first);
+    }
+    for (size_t cut = 0; steps && cut < ns; cut += ns / 7 + 1)
+        CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, cut, (void **)&cells, &nc, &err), TELLER_ERR_FORMAT);
+    CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&cells, &nc, &err), TELLER_OK);
+    uint32_t nsteps = teller_store_step_count(run);
+    CHECK(cells && nc == 24 + (size_t)nsteps * 56); /* rank 1 has a row in every step */
+    /* a cell out of bounds, or not the events', is refused */
+    for (size_t at = 24; cells && at < nc; at += 56 * (nsteps / 4 + 1)) {
+        cells[at + 7] ^= 0x80; /* its compute time's sign */
+        CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
+        CHECK(strstr(err.file, "(cells from process 1)") != NULL && err.offset == at);
+        cells[at + 7] ^= 0x80;
+        cells[at + 40] ^= 1; /* its kernels, one more or less */
+        CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
+        CHECK(!strcmp(err.file, files[1]));
+        cells[at + 40] ^= 1;
+    }
+    CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc - 1, 1, &err), TELLER_ERR_FORMAT);
+    CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc, 1, &err), TELLER_OK);
+    char *got = diagnosis_json(run, NULL);
+    CHECK(want && got && !strcmp(want, got));
+    /* given cells are what the run reads of the source */
+    teller_step_cell mark[64];
+    CHECK(nsteps <= 64);
+    for (uint32_t k = 0; k < nsteps && k < 64; k++)
+        mark[k] = (teller_step_cell){.kernels = 12345};
+    CHECK_EQ_INT(teller_step_cells_give(run, 1, mark), 0);
+    teller_step_summary *sum = NULL;
+    size_t nsum = 0, marked = 0;
+    CHECK_EQ_INT(teller_step_summaries(run, &sum, &nsum, &err), TELLER_OK);
+    for (size_t r = 0; r < nsum; r++)
+        marked += sum[r].kernels == 12345;
+    CHECK_EQ_INT(marked, nsteps);
+    free(sum);
+    free(want);
+    free(got);
+    free(steps);
+    free(cells);
+    teller_store_free(kept);
+    teller_store_free(run);
     teller_load_files_free(files, n);
     rm_rf(dir);
 }
@@ -735,6 +816,8 @@ const test_case mpi_tests[] = {
      test_packed_store_appends_as_the_store},
     {"mpi: a source's step cells are found from its own events alone", test_step_cells_of_own_events},
     {"mpi: the collectives' members the diagnosis reads say what their rows say", test_members_are_their_rows},
+    {"mpi: after the build a reader stamps its kept events and its cells are the run's; damaged, each is refused",
+     test_round_after_the_build},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
      test_summary_refused_when_damaged},
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",

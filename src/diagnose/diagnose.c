@@ -433,7 +433,7 @@ typedef struct cells_run {
 static void cells_task(void *ctx, size_t s)
 {
     cells_run *R = ctx;
-    R->failed[s] = teller_step_cells_of(R->D->st, (uint32_t)s, R->D->nsteps, R->D->cell);
+    R->failed[s] = teller_step_cells(R->D->st, (uint32_t)s, R->D->nsteps, R->D->cell);
 }
 
 /* The context's view of the steps and sources: each step's start (and the

@@ -26,9 +26,13 @@
  *
  * Each reader also builds its files' trees and sends each file's summary
  * (summary.h: its collectives' rows and step markers), which process 0's
- * tree build takes as it is. What this is not yet (docs/SCALE.md):
- * process 0 still receives every event and does the rest of the analysis
- * on them.
+ * tree build takes as it is, and keeps its files' stores. Once the run is
+ * built, process 0 sends each reader its sources' clock offsets and steps,
+ * and the reader, having moved and stamped its events as the build did,
+ * answers with their per-(step, source) cells, which process 0's store
+ * takes (rounds.h); process 0 sends a 0 instead when its load failed. What
+ * this is not yet (docs/SCALE.md): process 0 still receives every event
+ * and does the rest of the analysis on them.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -46,6 +50,7 @@
 #include "../util/clock.h"
 #include "../util/pool.h"
 #include "pack.h"
+#include "rounds.h"
 #include "summary.h"
 
 #define CHUNK ((size_t)1 << 30) /* bytes per message at most: MPI counts are ints */
@@ -76,12 +81,36 @@ typedef struct file_head {
 
 static int owner(size_t i, size_t n) { return (int)(i * (size_t)nproc / n); }
 
-/* The largest tag this MPI allows (at least 32767): file i is tag i. */
+/* The largest tag this MPI allows (at least 32767): file i is tag i, and
+ * the round after the build (rounds.h) is the largest. */
 static size_t tag_bound(void)
 {
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     return flag && ub ? (size_t)*ub : 32767;
+}
+
+/* The messages of a buffer of size bytes: CHUNK bytes each at most, as
+ * recv_buffer takes them. */
+static size_t chunks(uint64_t size) { return (size + CHUNK - 1) / CHUNK; }
+
+/* Posts the sends of a buffer to process `to` into req; returns how many. */
+static size_t send_buffer(const char *b, uint64_t size, int to, int tag, MPI_Request *req)
+{
+    size_t r = 0;
+    for (size_t off = 0; off < size; off += CHUNK) {
+        size_t len = size - off < CHUNK ? size - off : CHUNK;
+        MPI_Isend(b + off, (int)len, MPI_BYTE, to, tag, MPI_COMM_WORLD, &req[r++]);
+    }
+    return r;
+}
+
+/* Posts the sends of *size, then of the buffer b of that many bytes, to
+ * process `to`; returns how many requests (1 + chunks(*size)). */
+static size_t send_sized(const uint64_t *size, const char *b, int to, int tag, MPI_Request *req)
+{
+    MPI_Isend(size, (int)sizeof *size, MPI_BYTE, to, tag, MPI_COMM_WORLD, req);
+    return 1 + send_buffer(b, *size, to, tag, req + 1);
 }
 
 /* ---- process 0 ---- */
@@ -92,6 +121,7 @@ typedef struct remote {
     uint8_t                  *received; /* per file: its messages were taken */
     const teller_ingest_opts *ingest;
     uint64_t                  bytes, summary_bytes; /* received so far (under mpi_mu with threads) */
+    uint64_t                  cell_bytes;           /* of them, the cells of the round after the build */
     size_t                   *nsources; /* per file: the sources its store holds */
     char                    **summary;  /* per file another process read: the summary of its collectives */
     uint64_t                 *summary_size;
@@ -214,6 +244,66 @@ static teller_status remote_summaries(void *ctx, teller_store *st, teller_source
     return s;
 }
 
+/* The round after the build (rounds.h): each reader's sources' steps out,
+ * their cells back, given to st; with ok 0 (the load failed), a 0 that
+ * tells each reader there is none. Every reader's answer is taken, so that
+ * none waits forever; the first refused is the error. */
+static teller_status steps_round(teller_store *st, remote *R, int ok, teller_error *err)
+{
+    int tag = (int)tag_bound();
+    size_t *s0 = calloc((size_t)nproc + 1, sizeof *s0);
+    uint64_t *size = calloc((size_t)nproc + 1, sizeof *size);
+    char **buf = calloc((size_t)nproc + 1, sizeof *buf);
+    if (!s0 || !size || !buf) {
+        fprintf(stderr, "teller-mpi: process 0: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t i = 0; i < R->n; i++) /* each process's sources follow the earlier processes' */
+        s0[owner(i, R->n) + 1] += R->nsources[i];
+    for (int p = 1; p <= nproc; p++)
+        s0[p] += s0[p - 1];
+    size_t nreq = 0;
+    for (int p = 1; p < nproc; p++) {
+        buf[p] = ok ? teller_steps_pack(st, s0[p], s0[p + 1] - s0[p], &size[p]) : NULL;
+        if (ok && !buf[p]) {
+            fprintf(stderr, "teller-mpi: process 0: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        nreq += 1 + chunks(size[p]);
+    }
+    MPI_Request *req = malloc((nreq + 1) * sizeof *req);
+    if (!req) {
+        fprintf(stderr, "teller-mpi: process 0: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    nreq = 0;
+    for (int p = 1; p < nproc; p++)
+        nreq += send_sized(&size[p], buf[p], p, tag, req + nreq);
+    teller_status s = TELLER_OK;
+    for (int p = 1; ok && p < nproc; p++) {
+        uint64_t n;
+        recv_bytes(&n, sizeof n, p, tag, "its files' cells");
+        char *cells = recv_buffer(n, p, tag, "its files' cells");
+        R->bytes += sizeof n + n;
+        R->cell_bytes += n;
+        teller_error e;
+        teller_status t = teller_cells_take(st, s0[p], s0[p + 1] - s0[p], cells, n, p, &e);
+        if (t != TELLER_OK && s == TELLER_OK) {
+            *err = e;
+            s = t;
+        }
+        free(cells);
+    }
+    MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE);
+    for (int p = 0; p < nproc; p++)
+        free(buf[p]);
+    free(buf);
+    free(size);
+    free(req);
+    free(s0);
+    return s;
+}
+
 static void announce(const plan *p, char *names)
 {
     MPI_Bcast((void *)p, (int)sizeof *p, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -249,7 +339,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     if (!names || !same_as || !R.received || !R.nsources || !R.summary || !R.summary_size ||
         teller_load_same_files(files, n, same_as, NULL))
         bad = teller_error_set(err, TELLER_ERR_NOMEM, "(arguments)", 0, "out of memory");
-    else if (n > tag_bound() || p.names_len > INT32_MAX)
+    else if (n >= tag_bound() || p.names_len > INT32_MAX)
         bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
     if (bad != TELLER_OK) {
         plan none = {0};
@@ -289,10 +379,16 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         free(sum);
     }
     free(same_as);
+    teller_status r = steps_round(st, &R, s == TELLER_OK, err);
+    if (s == TELLER_OK)
+        s = r;
     /* bench/scale.sh reads what crossed the wire from here */
     if (getenv("TELLER_MPI_STATS"))
-        fprintf(stderr, "teller-mpi: %d processes, %zu files; process 0 received %llu bytes, %llu of them summaries\n",
-                nproc, n, (unsigned long long)R.bytes, (unsigned long long)R.summary_bytes);
+        fprintf(stderr,
+                "teller-mpi: %d processes, %zu files; process 0 received %llu bytes, %llu of them summaries, %llu of "
+                "them cells\n",
+                nproc, n, (unsigned long long)R.bytes, (unsigned long long)R.summary_bytes,
+                (unsigned long long)R.cell_bytes);
     remote_free(&R);
     return s;
 }
@@ -309,6 +405,7 @@ typedef struct share {
     file_head    *head;  /* per file of the share */
     char        **buf;   /* per file: its packed store */
     char        **sum;   /* per file: the summary of its collectives */
+    teller_store **kept; /* per file: its store, kept for the round after the build (NULL: none) */
 } share;
 
 static void read_pack(void *ctx, size_t b)
@@ -327,7 +424,7 @@ static void read_pack(void *ctx, size_t b)
         return;
     }
     /* its trees built as the run's build will build them (the summary names
-     * events by that order), packed with its summary, then freed */
+     * events by that order), packed with its summary, then kept */
     teller_source_summary *sr = NULL;
     teller_status rs = teller_ingest_file(st, path, &S->p->ingest, &h->err);
     if (rs == TELLER_OK && (rs = teller_tree_local(st, S->tree, &sr, &h->err)) != TELLER_OK)
@@ -342,22 +439,10 @@ static void read_pack(void *ctx, size_t b)
             teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory packing the file");
     }
     teller_source_summary_free(sr, teller_store_num_sources(st));
-    teller_store_free(st);
-}
-
-/* The messages of a buffer of size bytes: CHUNK bytes each at most, as
- * recv_buffer takes them. */
-static size_t chunks(uint64_t size) { return (size + CHUNK - 1) / CHUNK; }
-
-/* Posts the sends of a buffer into req; returns how many. */
-static size_t send_buffer(const char *b, uint64_t size, int tag, MPI_Request *req)
-{
-    size_t r = 0;
-    for (size_t off = 0; off < size; off += CHUNK) {
-        size_t len = size - off < CHUNK ? size - off : CHUNK;
-        MPI_Isend(b + off, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[r++]);
-    }
-    return r;
+    if (h->err.code == TELLER_OK)
+        S->kept[k] = st;
+    else
+        teller_store_free(st);
 }
 
 /* Posts the sends of files [a, b) of the share; returns their requests
@@ -385,11 +470,51 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
             *rc = 1;
             continue;
         }
-        r += send_buffer(S->buf[k], h->size, tag, &req[r]);
-        r += send_buffer(S->sum[k], h->summary_size, tag, &req[r]);
+        r += send_buffer(S->buf[k], h->size, 0, tag, &req[r]);
+        r += send_buffer(S->sum[k], h->summary_size, 0, tag, &req[r]);
     }
     *nreq = (int)r;
     return req;
+}
+
+/* The reader's side of the round after the build (rounds.h): process 0's
+ * steps for the sources of the kept stores (mine of them) in, their cells
+ * out; nothing when process 0 sends 0 (its load failed). Steps it cannot
+ * take end the run: process 0 waits for the cells. */
+static void answer_round(teller_store **kept, size_t mine)
+{
+    int tag = (int)tag_bound();
+    uint64_t n, cn = 0;
+    MPI_Recv(&n, (int)sizeof n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (n == 0)
+        return;
+    char *buf = malloc(n), *cells = NULL;
+    if (!buf) {
+        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t off = 0; off < n; off += CHUNK)
+        MPI_Recv(buf + off, (int)(n - off < CHUNK ? n - off : CHUNK), MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    teller_error err;
+    size_t cz = 0;
+    if (teller_steps_answer(kept, mine, buf, n, (void **)&cells, &cz, &err) != TELLER_OK) {
+        fprintf(stderr, "teller-mpi: process %d cannot take the run's steps: %s:%llu: %s\n", me, err.file,
+                (unsigned long long)err.offset, err.msg);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    cn = cz;
+    free(buf);
+    size_t nreq = 1 + chunks(cn);
+    MPI_Request *req = malloc(nreq * sizeof *req);
+    if (!req) {
+        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    send_sized(&cn, cells, 0, tag, req);
+    MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE);
+    free(req);
+    free(cells);
 }
 
 /* Reads this process's share of the files process 0 announces and sends
@@ -433,8 +558,9 @@ static int serve(void)
                .lo = lo,
                .head = calloc(mine ? mine : 1, sizeof *S.head),
                .buf = calloc(mine ? mine : 1, sizeof *S.buf),
-               .sum = calloc(mine ? mine : 1, sizeof *S.sum)};
-    if (!S.head || !S.buf || !S.sum) {
+               .sum = calloc(mine ? mine : 1, sizeof *S.sum),
+               .kept = calloc(mine ? mine : 1, sizeof *S.kept)};
+    if (!S.head || !S.buf || !S.sum || !S.kept) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -467,6 +593,10 @@ static int serve(void)
         }
         free(prev);
     }
+    answer_round(S.kept, mine);
+    for (size_t k = 0; k < mine; k++)
+        teller_store_free(S.kept[k]);
+    free(S.kept);
     free(S.head);
     free(S.buf);
     free(S.sum);

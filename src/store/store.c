@@ -169,6 +169,9 @@ void teller_store_free(teller_store *st)
     free(st->args);
     free(st->comms);
     free(st->steps);
+    free(st->spans);
+    free(st->cells);
+    free(st->cells_given);
     free(st->colls);
     free(st->members);
     free(st->nodes);

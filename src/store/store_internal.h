@@ -41,6 +41,7 @@ struct teller_store {
 
     /* derived (tree.c) */
     teller_step        *steps;
+    teller_step        *spans;  /* the steps as stamping read them (teller_tree_spans), nsteps of them */
     size_t              nsteps;
     uint32_t            step_count;
     teller_collective  *colls;
@@ -49,6 +50,10 @@ struct teller_store {
     size_t              nmembers;
     teller_node        *nodes;
     size_t              nnodes;
+    /* per (step, source), the cells of the sources whose cells_given is 1:
+     * found by the process that holds them (steps.c, teller_step_cells) */
+    struct teller_step_cell *cells;
+    uint8_t                 *cells_given;
 
     /* warnings */
     uint64_t nwarn;

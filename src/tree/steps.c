@@ -10,9 +10,10 @@
 
 #include "teller/tree.h"
 #include "tree_internal.h"
+#include "../store/store_internal.h"
 #include "../util/vec.h"
 
-/* One GPU operation of a source: its step, start and end. */
+/* One GPU operation of a source: its step's cell, start and end. */
 typedef struct ival {
     uint32_t step;
     int64_t  s, e;
@@ -25,53 +26,83 @@ static int ival_cmp(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
-/* The launch calls of source s's steps (q: the source's first event, n
- * its events): each counted in its cell, and those with no GPU work under
- * them. launch: per string, 0 not yet asked, 1 a launch, 2 not. */
-static void count_launches(const teller_store *st, size_t q, size_t n, uint32_t s, uint32_t nsteps, uint8_t *launch,
-                           teller_step_cell *cells)
+/* Where a step's cell is: its index among steps[0..n) (ascending), or,
+ * with steps NULL, the step itself when below n; UINT32_MAX nowhere. */
+static uint32_t slot_of(const uint32_t *steps, uint32_t n, uint32_t step)
 {
-    const teller_events *ev = teller_store_events(st);
-    size_t nsrc = teller_store_num_sources(st);
-    for (size_t i = q; i < q + n; i++) {
-        if ((ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER) || ev->step[i] >= nsteps ||
-            ev->source[i] != s)
+    if (!steps)
+        return step < n ? step : UINT32_MAX;
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (steps[mid] < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && steps[lo] == step ? lo : UINT32_MAX;
+}
+
+/* Source s's cells being found: its events [q, q + n), where each step's
+ * cell is (slot_of), and the cells, stride apart. */
+typedef struct cell_scan {
+    const teller_store *st;
+    uint32_t            s;
+    size_t              q, n;
+    const uint32_t     *steps;
+    uint32_t            nsteps;
+    teller_step_cell   *cells;
+    size_t              stride;
+} cell_scan;
+
+/* The launch calls of the source's steps: each counted in its cell, and
+ * those with no GPU work under them. launch: per string, 0 not yet asked,
+ * 1 a launch, 2 not. */
+static void count_launches(const cell_scan *C, uint8_t *launch)
+{
+    const teller_events *ev = teller_store_events(C->st);
+    for (size_t i = C->q; i < C->q + C->n; i++) {
+        if ((ev->layer[i] != TELLER_LAYER_RUNTIME && ev->layer[i] != TELLER_LAYER_DRIVER) || ev->source[i] != C->s)
+            continue;
+        uint32_t j = slot_of(C->steps, C->nsteps, ev->step[i]);
+        if (j == UINT32_MAX)
             continue;
         uint8_t *l = &launch[ev->name[i]];
         if (!*l)
-            *l = teller_name_is_launch(teller_store_str(st, ev->name[i])) ? 1 : 2;
+            *l = teller_name_is_launch(teller_store_str(C->st, ev->name[i])) ? 1 : 2;
         if (*l != 1)
             continue;
         int work = 0;
         for (uint32_t c = ev->first_child[i]; c != TELLER_NONE && !work; c = ev->next_sibling[c])
             work = (ev->flags[c] & TELLER_F_GPU) != 0;
-        teller_step_cell *cell = &cells[(size_t)ev->step[i] * nsrc + s];
+        teller_step_cell *cell = &C->cells[j * C->stride];
         cell->launches++;
         cell->unlaunched += !work;
     }
 }
 
-int teller_step_cells_of(const teller_store *st, uint32_t s, uint32_t nsteps, teller_step_cell *cells)
+int teller_step_cells_of(const teller_store *st, uint32_t s, const uint32_t *steps, uint32_t nsteps,
+                         teller_step_cell *cells, size_t stride)
 {
     const teller_events *ev = teller_store_events(st);
     const teller_source *so = teller_store_source_c(st, s);
-    size_t nsrc = teller_store_num_sources(st);
-    size_t q = so->first_event, n = so->num_events;
-    if (q > ev->n || n > ev->n - q)
-        q = n = 0;
+    cell_scan C = {st, s, so->first_event, so->num_events, steps, nsteps, cells, stride};
+    if (C.q > ev->n || C.n > ev->n - C.q)
+        C.q = C.n = 0;
     for (uint32_t k = 0; k < nsteps; k++)
-        cells[(size_t)k * nsrc + s] = (teller_step_cell){0};
+        cells[k * stride] = (teller_step_cell){0};
     uint8_t *launch = calloc(teller_store_num_strings(st) + 1, 1);
     ival *iv = NULL;
     size_t niv = 0, icap = 0;
     if (!launch)
         return -1;
-    count_launches(st, q, n, s, nsteps, launch, cells);
+    count_launches(&C, launch);
     free(launch);
-    for (size_t i = q; i < q + n; i++) {
-        if (ev->step[i] >= nsteps || ev->source[i] != s)
+    for (size_t i = C.q; i < C.q + C.n; i++) {
+        uint32_t j = ev->source[i] == s ? slot_of(steps, nsteps, ev->step[i]) : UINT32_MAX;
+        if (j == UINT32_MAX)
             continue;
-        teller_step_cell *cell = &cells[(size_t)ev->step[i] * nsrc + s];
+        teller_step_cell *cell = &cells[j * stride];
         if ((ev->flags[i] & TELLER_F_PROFILER) && ev->dur_ns[i] > 0)
             cell->profiler_ns += ev->dur_ns[i];
         if (!(ev->flags[i] & TELLER_F_GPU) || !teller_layer_is_gpu_work(ev->layer[i]))
@@ -89,7 +120,7 @@ int teller_step_cells_of(const teller_store *st, uint32_t s, uint32_t nsteps, te
             free(iv);
             return -1;
         }
-        iv[niv++] = (ival){ev->step[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
+        iv[niv++] = (ival){j, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
     }
     /* each step's GPU busy time: the union of its operations' spans */
     teller_sort(iv, niv, sizeof *iv, ival_cmp);
@@ -104,9 +135,38 @@ int teller_step_cells_of(const teller_store *st, uint32_t s, uint32_t nsteps, te
                 ce = iv[b].e;
             }
         }
-        cells[(size_t)iv[a].step * nsrc + s].gpu_busy_ns = busy + ce - cs;
+        cells[iv[a].step * stride].gpu_busy_ns = busy + ce - cs;
     }
     free(iv);
+    return 0;
+}
+
+int teller_step_cells(const teller_store *st, uint32_t s, uint32_t nsteps, teller_step_cell *cells)
+{
+    if (!st->cells_given || !st->cells_given[s] || nsteps != st->step_count)
+        return teller_step_cells_of(st, s, NULL, nsteps, cells + s, st->nsources);
+    for (uint32_t k = 0; k < nsteps; k++)
+        cells[(size_t)k * st->nsources + s] = st->cells[(size_t)k * st->nsources + s];
+    return 0;
+}
+
+int teller_step_cells_give(teller_store *st, uint32_t s, const teller_step_cell *cells)
+{
+    size_t n = (size_t)st->step_count * st->nsources;
+    if (!st->cells_given) {
+        st->cells = malloc((n ? n : 1) * sizeof *st->cells);
+        st->cells_given = calloc(st->nsources ? st->nsources : 1, 1);
+        if (!st->cells || !st->cells_given) {
+            free(st->cells);
+            free(st->cells_given);
+            st->cells = NULL;
+            st->cells_given = NULL;
+            return -1;
+        }
+    }
+    for (uint32_t k = 0; k < st->step_count; k++)
+        st->cells[(size_t)k * st->nsources + s] = cells[k];
+    st->cells_given[s] = 1;
     return 0;
 }
 
@@ -120,7 +180,7 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
     teller_step_cell *cells = malloc(((size_t)nsteps * nsrc + 1) * sizeof *cells);
     int bad = !sum || !cells;
     for (uint32_t s = 0; s < nsrc && !bad; s++)
-        bad = teller_step_cells_of(st, s, nsteps, cells);
+        bad = teller_step_cells(st, s, nsteps, cells);
     if (bad) {
         free(sum);
         free(cells);

@@ -1243,8 +1243,8 @@ static void stamp_source(teller_events *ev, size_t lo_ev, size_t hi_ev, const te
     }
 }
 
-/* Stamping the sources' events on the pool: st->steps sorted by (rank,
- * start), each source stamped with its rank's rows. */
+/* Stamping the sources' events on the pool, each with its rank's rows
+ * (st->spans, as st->steps before their ends are extended). */
 typedef struct step_stamp {
     teller_store *st;
     const size_t *range;
@@ -1255,21 +1255,11 @@ typedef struct step_stamp {
 static void stamp_steps(void *ctx, size_t s)
 {
     step_stamp *p = ctx;
-    const teller_step *rows = p->st->steps;
-    size_t n = p->st->nsteps, first = 0, hi = n, count = 0;
-    int32_t rank = p->st->sources[s].rank;
-    while (first < hi) {
-        size_t mid = (first + hi) / 2;
-        if (rows[mid].rank < rank)
-            first = mid + 1;
-        else
-            hi = mid;
-    }
-    while (first + count < n && rows[first + count].rank == rank)
-        count++;
-    p->first[s] = first;
+    size_t count;
+    const teller_step *rows = teller_tree_spans(p->st, p->st->sources[s].rank, &count);
+    p->first[s] = (size_t)(rows - p->st->spans);
     if ((p->end[s] = malloc((count ? count : 1) * sizeof *p->end[s])))
-        stamp_source(&p->st->ev, p->range[s], p->range[s + 1], rows + first, count, p->end[s]);
+        stamp_source(&p->st->ev, p->range[s], p->range[s + 1], rows, count, p->end[s]);
 }
 
 /* The steps without a marker event, at most one per rank, added to
@@ -1423,6 +1413,16 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
             st->step_count = num[k] + 1;
     }
     free(num);
+    /* as stamping reads them, for a process that holds a rank's events;
+     * cells given for other steps are gone */
+    free(st->cells);
+    free(st->cells_given);
+    st->cells = NULL;
+    st->cells_given = NULL;
+    free(st->spans);
+    if (!(st->spans = malloc((nmk ? nmk : 1) * sizeof *st->spans)))
+        goto oom;
+    memcpy(st->spans, st->steps, nmk * sizeof *st->spans);
     /* stamp every source's events on the pool, then take the latest end of
      * each step's GPU work (a maximum: the order does not matter) */
     step_stamp sp = {st, range, calloc(ns ? ns : 1, sizeof *sp.end), calloc(ns ? ns : 1, sizeof *sp.first)};
@@ -1577,6 +1577,35 @@ teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, 
     }
     *out = sr;
     return TELLER_OK;
+}
+
+const teller_step *teller_tree_spans(const teller_store *st, int32_t rank, size_t *count)
+{
+    size_t n = st->spans ? st->nsteps : 0, lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (st->spans[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (*count = 0; lo + *count < n && st->spans[lo + *count].rank == rank;)
+        ++*count;
+    return st->spans ? st->spans + lo : NULL;
+}
+
+int teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count)
+{
+    teller_events *ev = &st->ev;
+    size_t lo = st->sources[s].first_event, hi = lo + st->sources[s].num_events;
+    int64_t *end = malloc((count ? count : 1) * sizeof *end);
+    if (!end)
+        return -1;
+    for (size_t i = lo; i < hi; i++)
+        ev->start_ns[i] -= offset_ns;
+    stamp_source(ev, lo, hi, rows, count, end);
+    free(end);
+    return 0;
 }
 
 void teller_source_summary_free(teller_source_summary *sr, size_t n)

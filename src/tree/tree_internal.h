@@ -71,6 +71,19 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
 
 void teller_source_summary_free(teller_source_summary *sr, size_t n);
 
+/* Rank's steps as the build stamped its events with them (*count rows,
+ * none before a build), by start: each its marker's span (not extended to
+ * its GPU work) and its number. */
+const teller_step *teller_tree_spans(const teller_store *st, int32_t rank, size_t *count);
+
+/* Does to source s's events what the run's build did where the run is
+ * built elsewhere (teller-mpi): moves them onto node 0's clock (start -
+ * offset_ns, the source's node's offset) and stamps them with their steps,
+ * rows being its rank's of teller_tree_spans (count of them, on node 0's
+ * clock). The store's trees are built (teller_tree_local). 0, or
+ * -1 out of memory. */
+int teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count);
+
 /* What one source did in one step, found from that source's events alone
  * (steps.c): the unit the run-wide parts of the diagnosis and the step
  * summaries read instead of other ranks' events. Its GPU work is that of
@@ -87,11 +100,23 @@ typedef struct teller_step_cell {
     uint32_t pad;         /* 0 */
 } teller_step_cell;
 
-/* Fills the cells of source s, cells[k * nsrc + s] for each step k <
- * nsteps, from s's events alone (those its teller_source names, the tree
- * build having grouped them); the others are not touched. An event whose
- * step is not below nsteps counts nowhere. 0, or -1 out of memory. */
-int teller_step_cells_of(const teller_store *st, uint32_t s, uint32_t nsteps, teller_step_cell *cells);
+/* Fills the cells of source s from its events alone (those its
+ * teller_source names, the tree build having grouped them): cell j at
+ * cells[j * stride], for j < nsteps, of step j when steps is NULL, else
+ * of step steps[j] (steps ascending). An event of a step without a cell
+ * counts nowhere. 0, or -1 out of memory. */
+int teller_step_cells_of(const teller_store *st, uint32_t s, const uint32_t *steps, uint32_t nsteps,
+                         teller_step_cell *cells, size_t stride);
+
+/* The cells of source s, cells[k * nsrc + s] for each step k < nsteps:
+ * those given for it (teller_step_cells_give), else found from its events
+ * (teller_step_cells_of). 0, or -1 out of memory. */
+int teller_step_cells(const teller_store *st, uint32_t s, uint32_t nsteps, teller_step_cell *cells);
+
+/* Gives the store source s's cells, one per step of the run (its
+ * step_count, built), found where its events are (teller-mpi: the process
+ * that read its file). 0, or -1 out of memory. */
+int teller_step_cells_give(teller_store *st, uint32_t s, const teller_step_cell *cells);
 
 /* Whether the trace holds the GPU work of a cell of source so: none of its
  * launches lacks it, and so's profiler dropped no records. */
