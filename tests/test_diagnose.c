@@ -2288,6 +2288,93 @@ done:
     free(ref);
 }
 
+/* Samples for test_medians_from_parts: sample i under key key[i] with
+ * value val[i], counted cnt[i] times, in the part of the source whose
+ * range holds i. */
+typedef struct cut_samples {
+    const uint64_t *key;
+    const double   *val;
+    const size_t   *cnt;
+} cut_samples;
+
+static int fill_part_samples(const dctx *D, const void *arg, size_t src, diag_part *part)
+{
+    const cut_samples *ps = arg;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
+        if ((ps->val[i] >= 0 && diag_part_add(part, ps->key[i], ps->val[i])) ||
+            (ps->cnt[i] && diag_part_count(part, ps->key[i], ps->cnt[i])))
+            return -1;
+    return 0;
+}
+
+/* The run-wide medians merged from per-source parts are those of one pass
+ * over every sample (diag_groups_medians), and the counts their sums,
+ * however the samples fall into sources and whatever the threads: the
+ * same samples cut into 1, 7 and 40 sources (some empty), in order and
+ * reversed, on 1 and 3 threads; keys with many ties, a key with counts but
+ * no samples, and a key absent (median and count 0). */
+static void test_medians_from_parts(void)
+{
+    enum { N = 3000, NKEY = 23 };
+    uint64_t *key = malloc(N * sizeof *key), *rkey = malloc(N * sizeof *rkey);
+    double *val = malloc(N * sizeof *val), *rval = malloc(N * sizeof *rval);
+    size_t *cnt = malloc(N * sizeof *cnt), *rcnt = malloc(N * sizeof *rcnt), *range = malloc(41 * sizeof *range);
+    size_t want_cnt[NKEY + 1] = {0};
+    groups g = {0};
+    double *want = NULL;
+    CHECK(key && rkey && val && rval && cnt && rcnt && range);
+    if (!key || !rkey || !val || !rval || !cnt || !rcnt || !range)
+        goto done;
+    uint32_t seed = 77;
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t k = (seed >> 8) % NKEY;
+        key[i] = (uint64_t)k << 40 | k; /* keys far apart in both halves */
+        val[i] = k == NKEY - 1 ? -1 : (double)((seed >> 16) % (k + 3)) * 1000.0; /* the last key: counts only */
+        cnt[i] = (seed >> 20) % 3;
+        want_cnt[k] += cnt[i];
+        if (val[i] >= 0)
+            CHECK(!diag_groups_add(&g, key[i], val[i]));
+        rkey[N - 1 - i] = key[i];
+        rval[N - 1 - i] = val[i];
+        rcnt[N - 1 - i] = cnt[i];
+    }
+    CHECK((want = diag_groups_medians(&g)) != NULL);
+    size_t nsrcs[] = {1, 7, 40};
+    for (size_t t = 0; want && t < sizeof nsrcs / sizeof *nsrcs; t++)
+        for (int rev = 0; rev < 2; rev++)
+            for (int jobs = 1; jobs <= 3; jobs += 2) {
+                size_t ns = nsrcs[t];
+                for (size_t s = 0; s <= ns; s++) /* uneven cuts; the last of 40 sources empty */
+                    range[s] = s == ns ? N : s * s * N / (ns * ns);
+                if (ns == 40)
+                    range[39] = N;
+                dctx D = {.nsrc = ns, .range = range, .jobs = jobs};
+                cut_samples ps = {rev ? rkey : key, rev ? rval : val, rev ? rcnt : cnt};
+                diag_medians M = {0};
+                CHECK(!diag_medians_build(&M, &D, fill_part_samples, &ps));
+                CHECK_EQ_INT(M.keys.n, NKEY);
+                for (uint32_t k = 0; k < NKEY; k++) {
+                    uint64_t kk = (uint64_t)k << 40 | k;
+                    uint32_t ix = kmap_get(&g.keys, kk, 0);
+                    CHECK(diag_medians_get(&M, kk) == (ix != TELLER_NONE ? want[ix] : 0));
+                    CHECK_EQ_INT(diag_medians_count(&M, kk), want_cnt[k]);
+                }
+                CHECK(diag_medians_get(&M, 12345) == 0 && diag_medians_count(&M, 12345) == 0);
+                diag_medians_free(&M);
+            }
+done:
+    free(want);
+    diag_groups_free(&g);
+    free(key);
+    free(rkey);
+    free(val);
+    free(rval);
+    free(cnt);
+    free(rcnt);
+    free(range);
+}
+
 /* A trace without events (a profiler stopped before its first step) is
  * said to hold none, not described as one coarse step of one rank. */
 static void test_diagnose_empty_trace_says_so(void)
@@ -2523,6 +2610,8 @@ const test_case diagnose_tests[] = {
     {"diagnose: ranks line up by iteration; a peer's zero-length record is no yardstick", test_steps_line_up_by_iteration},
     {"diagnose: a trace without events is said to hold none", test_diagnose_empty_trace_says_so},
     {"diagnose: the medians and order statistics (selections) give what sorting gives, hostile orders too", test_medians_match_sorting},
+    {"diagnose: run-wide medians merged from per-source parts are one pass's, however the sources cut the samples",
+     test_medians_from_parts},
     {"diagnose: simulated case: faults found, explanations grounded; missing ranks and foreign logs said",
      test_diagnose_simulated_case},
     {"diagnose: real traces: runs, valid predictions and HTML, says what it cannot see", test_diagnose_real_traces},

@@ -86,13 +86,11 @@ typedef struct acc_t {
 } acc_t;
 
 /* What the row's tasks share, made once (apis_prepare): the run-wide
- * input of a per-source search. Across processes it is a median and a
- * count per API name over every rank's calls. */
+ * input of a per-source search, a median and a count per API name over
+ * every rank's calls, merged from each source's (baseline.h). */
 typedef struct apis_in {
-    busyidx prof;  /* when the profiler's own work ran, per source */
-    groups  durs;  /* call durations per name */
-    double *med;   /* their medians */
-    size_t *use;   /* per name: the (step, source) pairs calling it */
+    busyidx      prof; /* when the profiler's own work ran, per source */
+    diag_medians med;  /* per name: its calls' median duration, and the (step, source) pairs calling it */
 } apis_in;
 
 /* A source's API calls, as the detector reads them. */
@@ -100,7 +98,7 @@ typedef struct apiscan {
     const dctx *D;
     diag_state *S;
     size_t      src;
-    apis_in    *in;              /* read only (kmap_get takes no const) */
+    apis_in    *in;              /* read only (diag_medians_get takes no const) */
     groups      step_durs;       /* call durations per (name, step, source) */
     double     *step_med;        /* their medians */
     kmap        slot;            /* (name, step, source) -> acc */
@@ -118,42 +116,43 @@ static double call_ns(const dctx *D, const apis_in *in, size_t i)
 }
 
 /* The run's median call of API name nm. */
-static double run_median(apis_in *in, uint32_t nm) { return in->med[kmap_get(&in->durs.keys, nm, 0)]; }
+static double run_median(apis_in *in, uint32_t nm) { return diag_medians_get(&in->med, nm); }
+
+/* Source src's part of the run's medians (diag_part_fill): its calls'
+ * durations per name, and per name the steps that call it. */
+static int apis_part(const dctx *D, const void *arg, size_t src, diag_part *part)
+{
+    const teller_events *ev = D->ev;
+    const apis_in *in = arg;
+    kmap steps = {0}; /* (name, step) pairs seen */
+    int rc = -1;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+        if (!is_api(ev->layer[i]))
+            continue;
+        uint32_t nm = ev->name[i];
+        if (diag_part_add(part, nm, call_ns(D, in, i)))
+            goto out;
+        if (ev->step[i] < D->nsteps) {
+            size_t before = steps.n;
+            if (kmap_get(&steps, (uint64_t)ev->step[i] << 32 | nm, 1) == TELLER_NONE ||
+                (steps.n > before && diag_part_count(part, nm, 1)))
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    kmap_free(&steps);
+    return rc;
+}
 
 /* Each API's median call over the run, and how many (step, source) pairs
  * call it. */
 static int apis_prepare(const dctx *D, diag_state *S)
 {
-    const teller_events *ev = D->ev;
-    size_t nstr_guess = 0;
-    kmap pairs = {0};
     apis_in *in = S->apis = calloc(1, sizeof *S->apis);
     if (!in || diag_busy_build(&in->prof, D, DIAG_BUSY_PROFILER, NULL))
         return -1;
-    for (size_t i = 0; i < ev->n; i++)
-        if (is_api(ev->layer[i]) && ev->name[i] + 1 > nstr_guess)
-            nstr_guess = ev->name[i] + 1;
-    if (!(in->use = calloc(nstr_guess ? nstr_guess : 1, sizeof *in->use)))
-        return -1;
-    int rc = -1;
-    for (size_t i = 0; i < ev->n; i++) {
-        if (!is_api(ev->layer[i]))
-            continue;
-        uint32_t nm = ev->name[i];
-        if (diag_groups_add(&in->durs, nm, call_ns(D, in, i)))
-            goto out;
-        if (ev->step[i] < D->nsteps) {
-            size_t before = pairs.n;
-            if (kmap_get(&pairs, nss_key(nm, ev->step[i], ev->source[i]), 1) == TELLER_NONE)
-                goto out;
-            in->use[nm] += pairs.n > before;
-        }
-    }
-    if ((in->med = diag_groups_medians(&in->durs)))
-        rc = 0;
-out:
-    kmap_free(&pairs);
-    return rc;
+    return diag_medians_build(&in->med, D, apis_part, in);
 }
 
 static void apis_release(const dctx *D, diag_state *S)
@@ -161,9 +160,7 @@ static void apis_release(const dctx *D, diag_state *S)
     (void)D;
     if (S->apis) {
         diag_busy_free(&S->apis->prof);
-        diag_groups_free(&S->apis->durs);
-        free(S->apis->med);
-        free(S->apis->use);
+        diag_medians_free(&S->apis->med);
     }
     free(S->apis);
 }
@@ -203,7 +200,7 @@ static int tally_calls(apiscan *A)
             continue;
         uint32_t nm = ev->name[i];
         /* allocation calls absent from most steps are expected not to happen at all */
-        int rare = is_alloc_api(teller_store_str(st, nm)) && A->in->use[nm] * 4 < total_pairs;
+        int rare = is_alloc_api(teller_store_str(st, nm)) && diag_medians_count(&A->in->med, nm) * 4 < total_pairs;
         if (diag_blocks_on_gpu(st, nm))
             continue; /* the sync detector judges these */
         int first = first_launch(ev, (uint32_t)i, &seen);

@@ -1,10 +1,11 @@
 /*
  * baseline.h - what the run itself says is usual, for every detector to
- * compare with (baseline.c): medians of grouped samples, when each rank's
- * GPU (or its other threads) was busy, how late each collective's kernel
- * arrived after its peers, the steps' rows of the step table, the launch
- * prior of short runs, and the cost most steps pay (taken off every
- * finding). Not a public header.
+ * compare with (baseline.c): medians of grouped samples (the run's, from
+ * per-source parts, in medians.c), when each rank's GPU (or its other
+ * threads) was busy, how late each collective's kernel arrived after its
+ * peers, the steps' rows of the step table, the launch prior of short
+ * runs, and the cost most steps pay (taken off every finding). Not a
+ * public header.
  */
 #ifndef TELLER_DIAG_BASELINE_H
 #define TELLER_DIAG_BASELINE_H
@@ -44,6 +45,47 @@ int diag_groups_add(groups *g, uint64_t key, double x);
 double *diag_groups_medians(groups *g);
 double *diag_groups_spreads(const groups *g, const double *med);
 void diag_groups_free(groups *g);
+
+/* Run-wide medians from per-source parts (medians.c), for the rows that
+ * judge each source against the whole run (API calls, synchronizes,
+ * copies). Each source fills a part of its own from its own events alone
+ * (D->range[s] .. D->range[s + 1]), on the pool: samples under 64-bit keys
+ * (diag_part_add) and counts (diag_part_count). The merge gives each key
+ * the median of the union of every part's samples and the sum of its
+ * counts. A median is that of the multiset whatever order the samples
+ * come in (diag_select compares values only, and the samples are times:
+ * no NaN, no -0), so it is the one a single pass over the run would find.
+ * The callers see only the parts and what diag_medians_get and
+ * diag_medians_count give: a merge across processes, each holding some
+ * sources' parts, can replace the one in medians.c without touching them,
+ * by an exact distributed selection (bisection on the samples' 64-bit
+ * order, one allreduce of each key's counts below the probe per round,
+ * and one of the counts). */
+typedef struct diag_part {
+    groups  g;     /* samples by key */
+    size_t *count; /* per key of g.keys: its count; zero past ccap */
+    size_t  ccap;
+} diag_part;
+typedef struct diag_medians {
+    kmap    keys;  /* key -> index into med and count, in the order the parts first name them */
+    double *med;   /* per key: the median of every part's samples of it */
+    size_t *count; /* per key: its counts summed over the parts */
+} diag_medians;
+/* Fills part with source src's samples and counts, from its events alone,
+ * on a pool thread (it writes nothing else). 0, or -1 out of memory. */
+typedef int (*diag_part_fill)(const struct dctx *D, const void *arg, size_t src, diag_part *part);
+int diag_part_add(diag_part *p, uint64_t key, double x);
+int diag_part_count(diag_part *p, uint64_t key, size_t n);
+/* M (zeroed by the caller) from fill(D, arg, s, part) for every source s
+ * on D->jobs threads, then the merge; diag_medians_free frees it, built
+ * or not. 0, or -1 out of memory. */
+int diag_medians_build(diag_medians *M, const struct dctx *D, diag_part_fill fill, const void *arg);
+/* Key's median over the run, 0 when no source gave it a sample (the
+ * median of nothing, as diag_median). */
+double diag_medians_get(diag_medians *M, uint64_t key);
+/* Key's count over the run, 0 when no source counted it. */
+size_t diag_medians_count(diag_medians *M, uint64_t key);
+void diag_medians_free(diag_medians *M);
 
 /* When something was busy, per source: the union of some events as sorted
  * disjoint intervals [a, b), those of source s at off[s] .. off[s + 1],

@@ -37,6 +37,7 @@ typedef struct dctx {
     const teller_diag_opts *opts;
     uint32_t             nsteps;
     size_t               nsrc;
+    int                  jobs;    /* the threads the diagnosis runs on (--jobs, else the cores) */
     size_t              *range;   /* source s holds events [range[s], range[s + 1]) (the tree build groups them) */
     uint32_t            *mrow;    /* per (step, source): the row of its step annotation in the step table, or TELLER_NONE */
     double              *step_start; /* per step: its earliest rank's start, node 0's clock */

@@ -141,11 +141,10 @@ typedef struct cp {
 } cp;
 
 /* What the row's tasks share, made once (copies_prepare): the run-wide
- * input of a per-source search. Across processes it is a median per
- * (name, size) over every rank's copies. */
+ * input of a per-source search, a median per (name, size) over every
+ * rank's copies, merged from each source's (baseline.h). */
 typedef struct copies_in {
-    groups  bm;    /* durations per (name, size) */
-    double *usual; /* their medians */
+    diag_medians usual; /* per (name, size): the copies' median duration */
 } copies_in;
 
 /* A source's copies, as the detector reads them. */
@@ -153,7 +152,7 @@ typedef struct copyscan {
     const dctx *D;
     diag_state *S;
     size_t      src;
-    copies_in  *in; /* read only (kmap_get takes no const) */
+    copies_in  *in; /* read only (diag_medians_get takes no const) */
     kmap        m;       /* (name, step, source) -> c */
     cp         *c;
     size_t      ccap;
@@ -177,28 +176,32 @@ static int64_t copy_bytes(const teller_store *st, const teller_events *ev, size_
     return a && a->bytes > 0 ? a->bytes : 0;
 }
 
+/* Source src's part of the run's usual copies (diag_part_fill): its
+ * copies' durations per (name, size). */
+static int copies_part(const dctx *D, const void *arg, size_t src, diag_part *part)
+{
+    (void)arg;
+    const teller_events *ev = D->ev;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++) {
+        int64_t bytes = copy_bytes(D->st, ev, i);
+        if (bytes && diag_part_add(part, size_key(ev->name[i], bytes), (double)ev->dur_ns[i]))
+            return -1;
+    }
+    return 0;
+}
+
 /* The usual duration of a copy of each name and size, over the run. */
 static int copies_prepare(const dctx *D, diag_state *S)
 {
-    const teller_events *ev = D->ev;
     copies_in *in = S->copies = calloc(1, sizeof *S->copies);
-    if (!in)
-        return -1;
-    for (size_t i = 0; i < ev->n; i++) {
-        int64_t bytes = copy_bytes(D->st, ev, i);
-        if (bytes && diag_groups_add(&in->bm, size_key(ev->name[i], bytes), (double)ev->dur_ns[i]))
-            return -1;
-    }
-    return (in->usual = diag_groups_medians(&in->bm)) ? 0 : -1;
+    return in ? diag_medians_build(&in->usual, D, copies_part, NULL) : -1;
 }
 
 static void copies_release(const dctx *D, diag_state *S)
 {
     (void)D;
-    if (S->copies) {
-        diag_groups_free(&S->copies->bm);
-        free(S->copies->usual);
-    }
+    if (S->copies)
+        diag_medians_free(&S->copies->usual);
     free(S->copies);
 }
 
@@ -221,7 +224,7 @@ static int tally_copies(copyscan *C)
             x->name = ev->name[i];
             x->src = ev->source[i];
         }
-        double u = C->in->usual[kmap_get(&C->in->bm.keys, size_key(ev->name[i], bytes), 0)];
+        double u = diag_medians_get(&C->in->usual, size_key(ev->name[i], bytes));
         x->t += (double)ev->dur_ns[i];
         x->bytes += (double)bytes;
         x->usual += u;

@@ -52,8 +52,10 @@ typedef struct diag_detector {
     int         round;   /* 1 to 5 (above) */
     uint32_t    reads;   /* DIAG_S_* of the state it reads */
     uint32_t    writes;  /* DIAG_S_* of the state it writes (its findings list aside) */
-    /* Before the row's round, on the calling thread: what its tasks share
-     * (an array of one slot a source). 0, or -1 out of memory. NULL: none. */
+    /* Before the row's round, on the calling thread (which may hand
+     * per-source parts of it to the pool, as diag_medians_build does):
+     * what its tasks share (an array of one slot a source). 0, or -1 out
+     * of memory. NULL: none. */
     int (*prepare)(const dctx *D, diag_state *S);
     /* Runs task i (0 for a run-wide row; the source; the step) into out.
      * 0; -1 out of memory; 1 when it failed otherwise, S->status and

@@ -264,11 +264,11 @@ static size_t row_tasks(const dctx *D, const diag_detector *row)
     return row->run ? row->scope == DIAG_PER_SOURCE ? D->nsrc : 1 : 0;
 }
 
-/* Rounds 1 to 3 on jobs threads, each round's rows prepared first; then
+/* Rounds 1 to 3 on D->jobs threads, each round's rows prepared first; then
  * every task's findings join the steps in table order (a row's tasks in
  * order), whatever thread ran it. 0; -1 out of memory; 1 a row's failure
  * (S->status). */
-static int run_rounds(const dctx *D, diag_state *S, int jobs)
+static int run_rounds(const dctx *D, diag_state *S)
 {
     size_t nt = 0;
     for (size_t r = 0; r < diag_table_size; r++)
@@ -290,7 +290,7 @@ static int run_rounds(const dctx *D, diag_state *S, int jobs)
             if (t[q].row->round == round)
                 which[n++] = q;
         if (!rc)
-            teller_parallel_for(jobs, n, run_task, &R);
+            teller_parallel_for(D->jobs, n, run_task, &R);
         for (size_t q = 0; q < n && !rc; q++)
             rc = t[which[q]].rc;
     }
@@ -306,9 +306,9 @@ static int run_rounds(const dctx *D, diag_state *S, int jobs)
 /* The table: rounds 1 to 3, every row's merge on every step and its
  * merged hook, then round 4 (detector.h). 0; -1 out of memory; 1 a row's
  * failure (S->status). */
-static int run_table(const dctx *D, diag_state *S, int jobs)
+static int run_table(const dctx *D, diag_state *S)
 {
-    int rc = run_rounds(D, S, jobs);
+    int rc = run_rounds(D, S);
     for (uint32_t k = 0; k < D->nsteps && !rc; k++)
         for (size_t r = 0; r < diag_table_size && !rc; r++)
             if (diag_table[r]->merge)
@@ -438,9 +438,9 @@ static void cells_task(void *ctx, size_t s)
 
 /* The context's view of the steps and sources: each step's start (and the
  * traced span) and work, each source's events, each (step, source)'s step
- * annotation and cell (found per source on jobs threads). 0; -1 out of
+ * annotation and cell (found per source on D->jobs threads). 0; -1 out of
  * memory; 1 when the events are not grouped by source. */
-static int ctx_steps(dctx *D, const teller_diagnosis *d, int jobs)
+static int ctx_steps(dctx *D, const teller_diagnosis *d)
 {
     const teller_store *st = D->st;
     const teller_step *steps = teller_store_steps(st);
@@ -478,7 +478,7 @@ static int ctx_steps(dctx *D, const teller_diagnosis *d, int jobs)
     }
     int *failed = calloc(D->nsrc + 1, sizeof *failed), bad = !failed;
     if (failed)
-        teller_parallel_for(jobs, D->nsrc, cells_task, &(cells_run){D, failed});
+        teller_parallel_for(D->jobs, D->nsrc, cells_task, &(cells_run){D, failed});
     for (size_t q = 0; q < D->nsrc && !bad; q++)
         bad = failed[q];
     free(failed);
@@ -811,7 +811,7 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     judging J = {.o = o, .threshold = o->threshold > 0 ? o->threshold : def.threshold,
                  .spreads = o->spreads >= 0 ? o->spreads : TELLER_DIAG_SPREADS};
     dctx D = {.st = st, .ev = teller_store_events(st), .opts = o, .nsteps = teller_store_step_count(st),
-              .nsrc = teller_store_num_sources(st)};
+              .nsrc = teller_store_num_sources(st), .jobs = o->jobs > 0 ? o->jobs : teller_num_cores()};
     diag_state S = {.err = err, .ref_make = keep != NULL};
     teller_diagnosis *d = diagnosis_new(D.nsteps);
     int rc = -1;
@@ -823,13 +823,12 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     D.pipe = calloc(D.nsrc + 1, sizeof *D.pipe);
     if (!d || !S.steps || !D.group || !D.pipe || step_windows(&D, d))
         goto done;
-    int jobs = o->jobs > 0 ? o->jobs : teller_num_cores();
-    if ((rc = ctx_steps(&D, d, jobs)) == 1) {
+    if ((rc = ctx_steps(&D, d)) == 1) {
         ctx_free(&D, &S);
         teller_diagnosis_free(d);
         return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");
     }
-    if (rc || (rc = diag_members_build(&D)) || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S, jobs)))
+    if (rc || (rc = diag_members_build(&D)) || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S)))
         goto done;
     rc = -1;
     if (diag_subtract_run_normal(&D, S.steps) || yardsticks(&D, &S, J.threshold, J.spreads))

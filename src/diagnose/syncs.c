@@ -37,8 +37,8 @@ static double beyond_others(const dctx *D, const waitidx *W, uint32_t k, uint16_
 }
 
 /* What the row's tasks share, made once (syncs_prepare): the run-wide
- * input of a per-source search. Across processes it is one number, the
- * median of every rank's overhangs. */
+ * input of a per-source search: one number, the median of every rank's
+ * overhangs, merged from each source's (baseline.h). */
 typedef struct syncs_in {
     endidx E;     /* each source's GPU work by end */
     double usual; /* the run's median overhang */
@@ -60,26 +60,28 @@ static double overhang(const dctx *D, const endidx *E, size_t i)
     return (double)diag_overhang(E, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
 }
 
+/* Source src's part of the run's usual overhang (diag_part_fill): its
+ * synchronizes' overhangs, all under one key. */
+static int syncs_part(const dctx *D, const void *arg, size_t src, diag_part *part)
+{
+    const syncs_in *in = arg;
+    for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
+        if (is_sync(D, i) && diag_part_add(part, 0, overhang(D, &in->E, i)))
+            return -1;
+    return 0;
+}
+
 /* The run's usual overhang, over every rank's synchronizes. */
 static int syncs_prepare(const dctx *D, diag_state *S)
 {
+    diag_medians M = {0};
     syncs_in *in = S->syncs = calloc(1, sizeof *S->syncs);
     if (!in || diag_ends_build(&in->E, D))
         return -1;
-    double *over = NULL;
-    size_t nover = 0, ocap = 0;
-    for (size_t i = 0; i < D->ev->n; i++) {
-        if (!is_sync(D, i))
-            continue;
-        if (TELLER_GROW(over, ocap, nover + 1)) {
-            free(over);
-            return -1;
-        }
-        over[nover++] = overhang(D, &in->E, i);
-    }
-    in->usual = diag_median(over, nover);
-    free(over);
-    return 0;
+    int rc = diag_medians_build(&M, D, syncs_part, in);
+    in->usual = diag_medians_get(&M, 0);
+    diag_medians_free(&M);
+    return rc;
 }
 
 /* The synchronizes of source src whose overhang is far above the run's
