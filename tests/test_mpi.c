@@ -200,8 +200,8 @@ static void test_step_cells_of_own_events(void)
 
 /* The collectives' members as the diagnosis reads them (members.c) say
  * what their communication rows say, which a process that does not hold
- * the rank receives: name, process group, direction, arrival and time on
- * node 0's clock, and step where the row has one. */
+ * the rank receives: name, process group, direction, elements, arrival
+ * and time on node 0's clock, and step where the row has one. */
 static void test_members_are_their_rows(void)
 {
     char dir[] = "/tmp/teller_mpi_members_XXXXXX";
@@ -232,7 +232,7 @@ static void test_members_are_their_rows(void)
             if (!row)
                 continue;
             CHECK(dm->name == row->name && dm->pg_ranks == row->pg_ranks && dm->dir == row->dir);
-            CHECK(dm->start == row->start && dm->dur == row->dur);
+            CHECK(dm->start == row->start && dm->dur == row->dur && dm->elems == row->elems);
             CHECK(row->step == TELLER_NONE || row->step == dm->step);
             stepped += row->step != TELLER_NONE;
             compared++;
@@ -345,8 +345,8 @@ static void test_summary_refused_when_damaged(void)
     CHECK(sum != NULL && nrows > 10 && nmarks == 6);
     teller_source_summary_free(sr, 1);
     teller_store_free(part);
-    /* one source (16 bytes), its rows (56 bytes each), its markers (32) */
-    size_t marks_at = n - nmarks * 32, rows_at = marks_at - nrows * 56, src_at = rows_at - 16;
+    /* one source (16 bytes), its rows (64 bytes each), its markers (32) */
+    size_t marks_at = n - nmarks * 32, rows_at = marks_at - nrows * 64, src_at = rows_at - 16;
     /* where: 0 the magic, 1 the first row, 2 the source, 3 the second
      * marker; the byte within it; the element whose offset the error gives
      * starts there */
@@ -354,10 +354,12 @@ static void test_summary_refused_when_damaged(void)
         {0, 0, 0x316d757372726c75ull, 8, "is not one"},
         {1, 0, 0xFFFFFFF0u, 4, "holds a row out of bounds"},                      /* its event */
         {1, 37, 200, 1, "holds a row out of bounds"},                             /* its family */
-        {1, 40, (uint64_t)TELLER_TIME_MAX + 1, 8, "holds a row out of bounds"},   /* its start */
+        {1, 40, 0, 8, "holds a row out of bounds"},                               /* its elements */
+        {1, 48, (uint64_t)TELLER_TIME_MAX + 1, 8, "holds a row out of bounds"},   /* its start */
         {2, 4, 0xFFFFFFFFu, 4, "counts more rows or markers than it holds"},     /* its row count */
         {3, 16, (uint64_t)INT64_MIN, 8, "holds a step marker out of bounds"},     /* its end */
         {3, 0, 0, 4, "holds a step marker out of bounds"},                        /* its event: the first's */
+        {3, 4, 0xFFFFFFF0u, 4, "holds a step marker out of bounds"},              /* its name */
     };
     for (size_t k = 0; sum && k < sizeof bad / sizeof *bad; k++) {
         size_t elem = bad[k].where == 0   ? 0

@@ -275,6 +275,11 @@ teller_status teller_store_append(teller_store *dst, const teller_store *src, te
 size_t teller_store_num_steps(const teller_store *st);        /* rows: step x rank */
 const teller_step *teller_store_steps(const teller_store *st);
 uint32_t teller_store_step_count(const teller_store *st);     /* distinct step numbers */
+/* The name of step row i's annotation (its marker event's), TELLER_NONE
+ * for a row without one: read it here, not from the marker event, which a
+ * process that builds the run from other processes' summaries need not
+ * hold. */
+uint32_t teller_store_step_annotation(const teller_store *st, size_t i);
 size_t teller_store_num_collectives(const teller_store *st);
 const teller_collective *teller_store_collectives(const teller_store *st);
 const teller_coll_member *teller_store_coll_members(const teller_store *st);

@@ -105,11 +105,10 @@ teller_status teller_run_steps(const teller_run *r, teller_run_step *rows, size_
     s = teller_step_summaries(r->st, &sum, &nsum, err);
     if (s != TELLER_OK)
         return s;
-    const teller_step *steps = teller_store_steps(r->st);
-    const teller_events *ev = teller_store_events(r->st);
     for (size_t i = 0; i < nsum && i < *n; i++) {
+        uint32_t a = teller_store_step_annotation(r->st, i);
         rows[i].sum = sum[i];
-        rows[i].annotation = steps[i].marker == TELLER_NONE ? 0 : ev->name[steps[i].marker];
+        rows[i].annotation = a == TELLER_NONE ? 0 : a;
         teller_step_class c;
         teller_step_classify(rows[i].annotation ? teller_store_str(r->st, rows[i].annotation) : NULL, &c);
         rows[i].kind = (int32_t)c.kind;

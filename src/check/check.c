@@ -166,7 +166,7 @@ static void step_class(const chk *C, uint32_t k, teller_step_class *cls)
     for (size_t i = 0; i < teller_store_num_steps(C->st); i++) {
         if (rows[i].step != k || rows[i].marker == TELLER_NONE)
             continue;
-        teller_step_classify(teller_store_str(C->st, C->ev->name[rows[i].marker]), cls);
+        teller_step_classify(teller_store_str(C->st, teller_store_step_annotation(C->st, i)), cls);
         if (pick == SIZE_MAX || cls->work > most || (cls->work == most && rows[i].rank == rank && rows[pick].rank != rank)) {
             pick = i;
             most = cls->work;
@@ -176,7 +176,7 @@ static void step_class(const chk *C, uint32_t k, teller_step_class *cls)
         teller_step_classify(NULL, cls);
         return;
     }
-    teller_step_classify(teller_store_str(C->st, C->ev->name[rows[pick].marker]), cls);
+    teller_step_classify(teller_store_str(C->st, teller_store_step_annotation(C->st, pick)), cls);
     size_t lo, hi;
     if (cls->work < 0 && rank_events(C, rows[pick].rank, &lo, &hi)) {
         cls->work = 0;

@@ -46,7 +46,7 @@ int cmd_steps(int argc, char **argv)
     for (size_t k = 0; k < n; k++) {
         const teller_step_summary *s = &sum[k];
         const char *marker = steps[k].marker != TELLER_NONE
-                                 ? teller_store_str(st, teller_store_events(st)->name[steps[k].marker])
+                                 ? teller_store_str(st, teller_store_step_annotation(st, k))
                              : teller_step_unfinished(&steps[k]) ? "(unfinished: the trace ends in it)"
                                                                  : "(whole trace: no step annotation)";
         if (json) {

@@ -342,19 +342,20 @@ static int put_line(const dctx *D, diag_state *S, finds *out, uint32_t k, teller
     if (det != TELLER_FAULT_PREEMPTION && det != TELLER_FAULT_KV_SWAP)
         return 0;
     const teller_step *s = teller_store_steps(D->st);
-    uint32_t marker = TELLER_NONE;
+    uint32_t marker = TELLER_NONE, name = TELLER_NONE;
     int32_t r0 = INT32_MAX;
     size_t hi, lo = diag_step_rows(D->st, k, &hi);
     for (size_t i = lo; i < hi; i++)
         if (s[i].rank < r0 && s[i].marker != TELLER_NONE) {
             r0 = s[i].rank;
             marker = s[i].marker;
+            name = teller_store_step_annotation(D->st, i);
         }
     if (marker != TELLER_NONE && det == TELLER_FAULT_PREEMPTION) {
         /* what the recomputation cost: the step against the steps around
          * it, which served the same requests without it */
         double dur = (double)ds->dur_ns, usual = around(D, S, k);
-        cand c = {.det = TELLER_FAULT_PREEMPTION, .rank = r0, .name = D->ev->name[marker], .layer = TELLER_LAYER_ENGINE,
+        cand c = {.det = TELLER_FAULT_PREEMPTION, .rank = r0, .name = name, .layer = TELLER_LAYER_ENGINE,
                   .excess = dur > usual ? dur - usual : 0, .ratio = 10, .actual = dur, .usual = usual, .event = marker,
                   .peer = -1};
         if (finds_add(out, k, &c))

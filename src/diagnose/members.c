@@ -4,11 +4,10 @@
  * transfer, step, name, process group, direction and size, one per member
  * of the store's table. Lateness, late arrivals, transfers, hangs, peer
  * groups and a reference's transfers read these, never another rank's
- * events. Each field but the element count is one of the member's
- * communication row (tree_internal.h, teller_coll_row), which a process
- * that does not hold the rank receives in the rank's summary; found here
- * from the member's kernel while the process holds every event
- * (docs/SCALE.md).
+ * events. Each field is one of the member's communication row
+ * (tree_internal.h, teller_coll_row), which a process that does not hold
+ * the rank receives in the rank's summary; found here from the member's
+ * kernel while the process holds every event (docs/SCALE.md).
  */
 #include <stdlib.h>
 #include <string.h>

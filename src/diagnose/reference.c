@@ -471,10 +471,12 @@ static int reference_merge(const dctx *D, diag_state *S, uint32_t k)
         return 0;
     const teller_step *rows = teller_store_steps(D->st);
     size_t hi, lo = diag_step_rows(D->st, k, &hi);
-    uint32_t marker = TELLER_NONE;
+    uint32_t marker = TELLER_NONE, name = TELLER_NONE;
     for (size_t r = lo; r < hi && marker == TELLER_NONE; r++)
-        if (rows[r].rank == sa->c[first].rank)
+        if (rows[r].rank == sa->c[first].rank) {
             marker = rows[r].marker;
+            name = teller_store_step_annotation(D->st, r);
+        }
     if (marker == TELLER_NONE)
         return 0;
     cand p = sa->c[first];
@@ -485,7 +487,7 @@ static int reference_merge(const dctx *D, diag_state *S, uint32_t k)
             sa->c[a].det = TELLER_FAULT_NONE;
         }
     p.det = TELLER_FAULT_PREEMPTION;
-    p.name = D->ev->name[marker];
+    p.name = name;
     p.layer = TELLER_LAYER_ENGINE;
     p.event = marker;
     sa->c[first] = p;

@@ -45,26 +45,26 @@
  * the lowest rank's that has one. The ranks of one engine annotate a step
  * alike; data-parallel replicas each run a batch of their own, and the
  * step lasts as long as the heaviest, unless a fault holds another back. */
-static uint32_t step_marker(const dctx *D, uint32_t k, int32_t rank)
+static size_t step_marker(const dctx *D, uint32_t k, int32_t rank)
 {
     const teller_step *rows = teller_store_steps(D->st);
-    size_t hi, lo = diag_step_rows(D->st, k, &hi);
-    uint32_t pick = TELLER_NONE;
+    size_t hi, lo = diag_step_rows(D->st, k, &hi), pick = SIZE_MAX;
     int64_t most = -1;
     int on_rank = 0;
     for (size_t i = lo; i < hi; i++) {
-        if (rows[i].marker == TELLER_NONE)
+        uint32_t name = teller_store_step_annotation(D->st, i);
+        if (name == TELLER_NONE)
             continue;
         /* the ranks of one engine share the annotation's text: classified once */
-        if (pick != TELLER_NONE && D->ev->name[rows[i].marker] == D->ev->name[pick]) {
+        if (pick != SIZE_MAX && name == teller_store_step_annotation(D->st, pick)) {
             if (rows[i].rank == rank && !on_rank)
-                pick = rows[i].marker, on_rank = 1;
+                pick = i, on_rank = 1;
             continue;
         }
         teller_step_class c;
-        teller_step_classify(teller_store_str(D->st, D->ev->name[rows[i].marker]), &c);
-        if (pick == TELLER_NONE || c.work > most || (c.work == most && rows[i].rank == rank && !on_rank)) {
-            pick = rows[i].marker;
+        teller_step_classify(teller_store_str(D->st, name), &c);
+        if (pick == SIZE_MAX || c.work > most || (c.work == most && rows[i].rank == rank && !on_rank)) {
+            pick = i;
             most = c.work;
             on_rank = rows[i].rank == rank;
         }
@@ -74,15 +74,17 @@ static uint32_t step_marker(const dctx *D, uint32_t k, int32_t rank)
 
 void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class *out)
 {
-    uint32_t mk = step_marker(D, k, rank);
-    teller_step_classify(mk != TELLER_NONE ? teller_store_str(D->st, D->ev->name[mk]) : NULL, out);
-    if (mk == TELLER_NONE) /* the whole trace, or the step a rank's trace ends in: a kind of its own */
+    size_t row = step_marker(D, k, rank);
+    teller_step_classify(row != SIZE_MAX ? teller_store_str(D->st, teller_store_step_annotation(D->st, row)) : NULL,
+                         out);
+    if (row == SIZE_MAX) /* the whole trace, or the step a rank's trace ends in: a kind of its own */
         snprintf(out->family, sizeof out->family, "(no annotation %u)", k);
     /* what its annotation states, else the kernels it launched on the
      * annotation's rank: an empty step closing a profile is no step of
      * the same work as the full ones */
-    if (out->work < 0 && mk != TELLER_NONE)
-        out->work = D->cell[(size_t)k * D->nsrc + D->ev->source[mk]].kernels;
+    int32_t src = row != SIZE_MAX ? teller_store_source_of_rank(D->st, teller_store_steps(D->st)[row].rank) : -1;
+    if (out->work < 0 && src >= 0)
+        out->work = D->cell[(size_t)k * D->nsrc + (size_t)src].kernels;
 }
 
 /* The usual duration of a step of work w in a fitted group. */

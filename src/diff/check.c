@@ -106,7 +106,8 @@ static int profile_build(const teller_store *st, profile *p)
         if (teller_step_unfinished(&steps[i]))
             continue;
         teller_step_class c;
-        teller_step_classify(steps[i].marker == TELLER_NONE ? NULL : teller_store_str(st, teller_store_events(st)->name[steps[i].marker]), &c);
+        teller_step_classify(
+            steps[i].marker == TELLER_NONE ? NULL : teller_store_str(st, teller_store_step_annotation(st, i)), &c);
         diff_kind *k = kmap_slot(&p->kinds, diff_kind_key(&c), (void **)&p->kind, &p->kcap, sizeof *p->kind);
         if (!k) {
             free(sum);

@@ -93,7 +93,6 @@ static int bucket_of(int64_t v)
 static int classify_rows(dctx *c, side *s, int which)
 {
     const teller_step *steps = teller_store_steps(s->st);
-    const teller_events *ev = teller_store_events(s->st);
     s->cls_of = malloc((s->nsum ? s->nsum : 1) * sizeof *s->cls_of);
     if (!s->cls_of)
         return -1;
@@ -102,7 +101,8 @@ static int classify_rows(dctx *c, side *s, int which)
         if (teller_step_unfinished(&steps[i]))
             continue;
         teller_step_class sc;
-        teller_step_classify(steps[i].marker == TELLER_NONE ? NULL : teller_store_str(s->st, ev->name[steps[i].marker]),
+        teller_step_classify(steps[i].marker == TELLER_NONE ? NULL
+                                                            : teller_store_str(s->st, teller_store_step_annotation(s->st, i)),
                              &sc);
         /* a loop's iterations do the same work; other steps that state none are sized by their kernels */
         int byk = sc.work < 0 && sc.kind != TELLER_STEP_ITERATION;

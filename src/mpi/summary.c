@@ -12,7 +12,7 @@
 #include "../util/kmap.h"
 #include "../util/vec.h"
 
-#define SUMMARY_MAGIC 0x316d757372726c74ull /* "tllrsum1" */
+#define SUMMARY_MAGIC 0x326d757372726c74ull /* "tllrsum2" */
 
 /* A row as it crosses: no padding, so no byte of it is left unwritten. */
 typedef struct wire_row {
@@ -21,12 +21,12 @@ typedef struct wire_row {
     int8_t   dir;
     uint8_t  fam;
     uint16_t zero;
-    int64_t  start, dur;
+    int64_t  elems, start, dur;
 } wire_row;
-_Static_assert(sizeof(wire_row) == 56, "wire_row has no padding");
+_Static_assert(sizeof(wire_row) == 64, "wire_row has no padding");
 
 typedef struct wire_mark {
-    uint32_t ev, zero;
+    uint32_t ev, name;
     int64_t  start, end, iter;
 } wire_mark;
 _Static_assert(sizeof(wire_mark) == 32, "wire_mark has no padding");
@@ -74,7 +74,8 @@ void *teller_summary_pack(const teller_store *st, const teller_source_summary *s
     }
     strtab t = {0};
     wire_row *rows = malloc((nrows ? nrows : 1) * sizeof *rows);
-    int bad = !rows || TELLER_GROW(t.run, t.rcap, 1);
+    uint32_t *mnames = malloc((nmarks ? nmarks : 1) * sizeof *mnames); /* the markers' names' local ids */
+    int bad = !rows || !mnames || TELLER_GROW(t.run, t.rcap, 1);
     if (!bad)
         t.run[t.n++] = 0;
     for (size_t s = 0, k = 0; s < ns && !bad; s++)
@@ -82,10 +83,13 @@ void *teller_summary_pack(const teller_store *st, const teller_source_summary *s
             const teller_coll_row *c = &sr[s].rows[r];
             wire_row *w = &rows[k];
             *w = (wire_row){c->ev, 0, 0, 0, c->seq, {c->grid[0], c->grid[1], c->grid[2]}, c->group_size, c->dir,
-                            c->fam, 0, c->start, c->dur};
+                            c->fam, 0, c->elems, c->start, c->dur};
             bad = local_id(&t, c->name, &w->name) || local_id(&t, c->pg, &w->pg) ||
                   local_id(&t, c->pg_ranks, &w->pg_ranks);
         }
+    for (size_t s = 0, k = 0; s < ns && !bad; s++)
+        for (size_t m = 0; m < sr[s].nmarks && !bad; m++, k++)
+            bad = local_id(&t, sr[s].marks[m].name, &mnames[k]);
     size_t size = 5 * sizeof(uint64_t) + (t.n - 1) * sizeof(uint32_t);
     for (size_t i = 1; i < t.n && !bad; i++)
         size += st->strs[t.run[i]].len;
@@ -111,10 +115,10 @@ void *teller_summary_pack(const teller_store *st, const teller_source_summary *s
         if (nrows)
             memcpy(buf + off, rows, nrows * sizeof *rows);
         off += nrows * sizeof *rows;
-        for (size_t s = 0; s < ns; s++)
-            for (size_t k = 0; k < sr[s].nmarks; k++, off += sizeof(wire_mark)) {
+        for (size_t s = 0, j = 0; s < ns; s++)
+            for (size_t k = 0; k < sr[s].nmarks; k++, j++, off += sizeof(wire_mark)) {
                 const teller_step_mark *m = &sr[s].marks[k];
-                memcpy(buf + off, &(wire_mark){m->ev, 0, m->start, m->end, m->iter}, sizeof(wire_mark));
+                memcpy(buf + off, &(wire_mark){m->ev, mnames[j], m->start, m->end, m->iter}, sizeof(wire_mark));
             }
         *n = size;
     }
@@ -122,6 +126,7 @@ void *teller_summary_pack(const teller_store *st, const teller_source_summary *s
     free(t.local);
     free(t.run);
     free(rows);
+    free(mnames);
     return buf;
 }
 
@@ -150,7 +155,7 @@ static size_t take_rows(const char *buf, size_t off, const uint32_t *ids, size_t
         /* the source's communication kernels, in event order */
         if (w.ev >= got->events || (r > 0 && w.ev <= got->rows[r - 1].ev) || w.name >= nstr || w.pg >= nstr ||
             w.pg_ranks >= nstr || w.dir < -1 || w.dir > 1 || w.fam >= TELLER_COMM_FAMILIES || w.group_size < 0 ||
-            !teller_time_ok(w.start, w.dur))
+            w.elems == 0 || w.elems < -1 || !teller_time_ok(w.start, w.dur))
             return off + 1;
         got->rows[r] = (teller_coll_row){
             .ev = w.ev,
@@ -163,6 +168,7 @@ static size_t take_rows(const char *buf, size_t off, const uint32_t *ids, size_t
             .group_size = w.group_size,
             .dir = w.dir,
             .fam = w.fam,
+            .elems = w.elems,
             .start = w.start,
             .dur = w.dur,
         };
@@ -172,7 +178,7 @@ static size_t take_rows(const char *buf, size_t off, const uint32_t *ids, size_t
 
 /* A source's step markers from the wire into got; 0, or the offset of the
  * first bad one + 1. */
-static size_t take_marks(const char *buf, size_t off, teller_source_summary *got)
+static size_t take_marks(const char *buf, size_t off, const uint32_t *ids, size_t nstr, teller_source_summary *got)
 {
     for (size_t k = 0; k < got->nmarks; k++, off += sizeof(wire_mark)) {
         wire_mark w;
@@ -181,9 +187,9 @@ static size_t take_marks(const char *buf, size_t off, teller_source_summary *got
          * any trace's (the difference taken unsigned: it cannot overflow) */
         if (w.ev >= got->events || (k > 0 && w.ev <= got->marks[k - 1].ev) || w.end < w.start ||
             (uint64_t)w.end - (uint64_t)w.start > (uint64_t)TELLER_TIME_MAX / 4 ||
-            !teller_time_ok(w.start, w.end - w.start) || w.iter < -1)
+            !teller_time_ok(w.start, w.end - w.start) || w.iter < -1 || w.name >= nstr)
             return off + 1;
-        got->marks[k] = (teller_step_mark){w.ev, w.start, w.end, w.iter};
+        got->marks[k] = (teller_step_mark){w.ev, ids[w.name], w.start, w.end, w.iter};
     }
     return 0;
 }
@@ -251,7 +257,7 @@ teller_status teller_summary_read(teller_store *st, size_t s0, size_t nsources, 
     if (s == TELLER_OK && (rows != nrows || marks != nmarks))
         s = damaged(err, file, 24, "counts other rows or markers than its sources");
     for (size_t k = 0, bad; k < nsources && s == TELLER_OK; k++) {
-        if ((bad = take_rows(buf, rows_at, ids, nstr, &got[k])) || (bad = take_marks(buf, marks_at, &got[k])))
+        if ((bad = take_rows(buf, rows_at, ids, nstr, &got[k])) || (bad = take_marks(buf, marks_at, ids, nstr, &got[k])))
             s = damaged(err, file, bad - 1, bad - 1 < marks_at ? "holds a row out of bounds" : "holds a step marker out of bounds");
         rows_at += got[k].nrows * sizeof(wire_row);
         marks_at += got[k].nmarks * sizeof(wire_mark);

@@ -4,12 +4,13 @@
  * (src/tree/tree_internal.h: its communication kernels' rows and its step
  * markers), found where the file was read, so that collective matching,
  * the clock offsets and the steps' markers on process 0 read them as they
- * are. Format "tllrsum1": five 64-bit counts (a magic number, strings,
- * sources, rows, markers); the strings the rows name (their 32-bit
- * lengths, then their bytes; id 0 is the empty string and is not sent);
- * from the next multiple of 8 bytes, per source its events, rows and
- * markers (four 32-bit words, the last 0); the rows, 56 bytes each, and the
- * markers, 32 bytes each, source after source; nothing after. Machine
+ * are. Format "tllrsum2": five 64-bit counts (a magic number, strings,
+ * sources, rows, markers); the strings the rows and markers name (their
+ * 32-bit lengths, then their bytes; id 0 is the empty string and is not
+ * sent); from the next multiple of 8 bytes, per source its events, rows
+ * and markers (four 32-bit words, the last 0); the rows, 64 bytes each,
+ * and the markers, 32 bytes each (with their names), source after source;
+ * nothing after. Machine
  * words are written as they are in memory: both ends run the same build.
  */
 #ifndef TELLER_MPI_SUMMARY_H

@@ -696,11 +696,11 @@ static int sglang_frames(const teller_store *st)
 
 static const char *engine_of(const teller_store *st)
 {
-    const teller_step *steps = teller_store_steps(st);
     for (size_t j = 0; j < teller_store_num_steps(st); j++) {
-        if (steps[j].marker == TELLER_NONE)
+        uint32_t a = teller_store_step_annotation(st, j);
+        if (a == TELLER_NONE)
             continue;
-        const char *n = teller_store_str(st, teller_store_events(st)->name[steps[j].marker]);
+        const char *n = teller_store_str(st, a);
         if (!strncmp(n, "execute_", 8)) /* a model runner's step: vLLM's, or SGLang's traced the same way */
             return sglang_frames(st) ? "sglang" : "vllm";
         if (!strncmp(n, "step[", 5))

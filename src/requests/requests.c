@@ -751,7 +751,6 @@ teller_status teller_req_begin(const teller_store *st, const teller_req_opts *op
     uint32_t nst = b->nst = teller_store_step_count(st);
     const teller_step *rows = teller_store_steps(st);
     size_t nrows = teller_store_num_steps(st);
-    const teller_events *ev = teller_store_events(st);
     R->nsteps = nst;
     R->steps = calloc(nst ? nst : 1, sizeof *R->steps);
     if (!R->steps)
@@ -772,7 +771,7 @@ teller_status teller_req_begin(const teller_store *st, const teller_req_opts *op
         if (s->end_ns > si->end_ns)
             si->end_ns = s->end_ns;
         if (s->marker != TELLER_NONE && si->known_seqs != -2) {
-            const char *m = teller_store_str(st, ev->name[s->marker]);
+            const char *m = teller_store_str(st, teller_store_step_annotation(st, i));
             b->markers++;
             parse_marker(m, si);
             b->sglang |= !strncmp(m, "step[", 5);

@@ -170,6 +170,7 @@ void teller_store_free(teller_store *st)
     free(st->comms);
     free(st->steps);
     free(st->spans);
+    free(st->step_names);
     free(st->cells);
     free(st->cells_given);
     free(st->colls);
@@ -449,6 +450,10 @@ int32_t teller_store_event_node(const teller_store *st, uint32_t e)
 size_t teller_store_num_steps(const teller_store *st) { return st->nsteps; }
 const teller_step *teller_store_steps(const teller_store *st) { return st->steps; }
 uint32_t teller_store_step_count(const teller_store *st) { return st->step_count; }
+uint32_t teller_store_step_annotation(const teller_store *st, size_t i)
+{
+    return st->step_names && i < st->nsteps ? st->step_names[i] : TELLER_NONE;
+}
 size_t teller_store_num_collectives(const teller_store *st) { return st->ncolls; }
 const teller_collective *teller_store_collectives(const teller_store *st) { return st->colls; }
 const teller_coll_member *teller_store_coll_members(const teller_store *st) { return st->members; }

@@ -42,6 +42,7 @@ struct teller_store {
     /* derived (tree.c) */
     teller_step        *steps;
     teller_step        *spans;  /* the steps as stamping read them (teller_tree_spans), nsteps of them */
+    uint32_t           *step_names; /* per row of steps: its annotation's name, TELLER_NONE none */
     size_t              nsteps;
     uint32_t            step_count;
     teller_collective  *colls;

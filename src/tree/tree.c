@@ -545,6 +545,7 @@ static int find_collectives(const teller_store *st, const size_t *range, size_t 
             .group_size = cm ? cm->group_size : 0,
             .dir = (int8_t)dir,
             .fam = (uint8_t)(*fam - 1),
+            .elems = cm && cm->in_nelems > 0 ? cm->in_nelems : -1,
             .start = ev->start_ns[i],
             .dur = ev->dur_ns[i],
         };
@@ -1166,7 +1167,7 @@ static int find_marks(const teller_store *st, const size_t *range, size_t s, con
             continue;
         if (TELLER_GROW(sr->marks, cap, sr->nmarks + 1))
             return -1;
-        sr->marks[sr->nmarks++] = (teller_step_mark){(uint32_t)(i - range[s]), ev->start_ns[i],
+        sr->marks[sr->nmarks++] = (teller_step_mark){(uint32_t)(i - range[s]), ev->name[i], ev->start_ns[i],
                                                      ev->start_ns[i] + ev->dur_ns[i],
                                                      teller_step_iteration(teller_store_str(st, ev->name[i]))};
     }
@@ -1177,6 +1178,7 @@ typedef struct marker {
     int32_t  rank;
     int64_t  start, end;
     uint32_t ev;
+    uint32_t name; /* teller_step_mark.name; TELLER_NONE without a marker event */
     int64_t  iter; /* teller_step_mark.iter; -1 without a marker event */
 } marker;
 
@@ -1315,7 +1317,7 @@ static int eventless_steps(const teller_store *st, const size_t *range, marker *
         if (k == *nmk) {
             if (TELLER_GROW(*mk, *mcap, *nmk + 1))
                 return -1;
-            (*mk)[(*nmk)++] = (marker){rank, a, b, TELLER_NONE, -1};
+            (*mk)[(*nmk)++] = (marker){rank, a, b, TELLER_NONE, TELLER_NONE, -1};
         } else {
             if (a < (*mk)[k].start) (*mk)[k].start = a;
             if (b > (*mk)[k].end) (*mk)[k].end = b;
@@ -1391,7 +1393,7 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
             uint32_t i = (uint32_t)range[s] + m->ev;
             if (TELLER_GROW(mk, mcap, nmk + 1))
                 goto oom;
-            mk[nmk++] = (marker){st->sources[s].rank, m->start, m->end, i, m->iter};
+            mk[nmk++] = (marker){st->sources[s].rank, m->start, m->end, i, m->name, m->iter};
             ev->flags[i] |= TELLER_F_STEP;
         }
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
@@ -1399,6 +1401,8 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
         goto oom;
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
     free(st->steps);
+    free(st->step_names);
+    st->step_names = NULL;
     st->steps = malloc((nmk ? nmk : 1) * sizeof *st->steps);
     uint32_t *num = malloc((nmk ? nmk : 1) * sizeof *num);
     if (!st->steps || !num || number_steps(mk, nmk, num)) {
@@ -1441,7 +1445,24 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     free(sp.first);
     if (bad)
         goto oom;
-    teller_sort(st->steps, st->nsteps, sizeof *st->steps, step_cmp);
+    /* by step, then rank, each row with its annotation's name (step_cmp
+     * reads the row, first in the pair) */
+    struct named {
+        teller_step row;
+        uint32_t    name;
+    } *nm = malloc((nmk ? nmk : 1) * sizeof *nm);
+    if (!nm || !(st->step_names = malloc((nmk ? nmk : 1) * sizeof *st->step_names))) {
+        free(nm);
+        goto oom;
+    }
+    for (size_t k = 0; k < nmk; k++)
+        nm[k] = (struct named){st->steps[k], mk[k].name};
+    teller_sort(nm, nmk, sizeof *nm, step_cmp);
+    for (size_t k = 0; k < nmk; k++) {
+        st->steps[k] = nm[k].row;
+        st->step_names[k] = nm[k].name;
+    }
+    free(nm);
     free(mk);
     return TELLER_OK;
 oom:
@@ -1482,14 +1503,16 @@ static int summary_matches(const teller_store *st, const size_t *range, size_t k
     for (size_t r = 0; r < sr->nrows && ok; r++) {
         const teller_coll_row *c = &sr->rows[r];
         size_t i = lo + c->ev;
+        const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
         ok = ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM) && ev->name[i] == c->name &&
-             ev->start_ns[i] == c->start && ev->dur_ns[i] == c->dur;
+             ev->start_ns[i] == c->start && ev->dur_ns[i] == c->dur &&
+             c->elems == (cm && cm->in_nelems > 0 ? cm->in_nelems : -1);
     }
     for (size_t m = 0; m < sr->nmarks && ok; m++) {
         const teller_step_mark *mk = &sr->marks[m];
         size_t i = lo + mk->ev;
-        ok = can_mark_step(ev->layer[i]) && !(ev->flags[i] & TELLER_F_GPU) && ev->start_ns[i] == mk->start &&
-             ev->start_ns[i] + ev->dur_ns[i] == mk->end;
+        ok = can_mark_step(ev->layer[i]) && !(ev->flags[i] & TELLER_F_GPU) && ev->name[i] == mk->name &&
+             ev->start_ns[i] == mk->start && ev->start_ns[i] + ev->dur_ns[i] == mk->end;
     }
     return ok;
 }

@@ -29,6 +29,7 @@ typedef struct teller_coll_row {
     int32_t  group_size; /* the trace's group size, 0 when absent */
     int8_t   dir;        /* 1 a send, -1 a receive, 0 a collective */
     uint8_t  fam;        /* teller_comm_family_id */
+    int64_t  elems;      /* its input's elements ("In msg nelems"), -1 unknown */
     int64_t  start, dur; /* ns; start on node 0's clock once the offsets are applied */
 } teller_coll_row;
 
@@ -36,6 +37,7 @@ typedef struct teller_coll_row {
  * whose name matches the step pattern and that no such event encloses. */
 typedef struct teller_step_mark {
     uint32_t ev;         /* its index among its source's events, in the tree's order */
+    uint32_t name;       /* its name (interned): the step's annotation */
     int64_t  start, end; /* ns; on node 0's clock once the offsets are applied */
     int64_t  iter;       /* teller_step_iteration of its name (its ProfilerStep number), else -1 */
 } teller_step_mark;
