@@ -36,7 +36,11 @@ static char *str_alloc(teller_store *st, size_t n)
 {
     str_block *b = st->blocks;
     if (!b || b->size - b->used < n) {
-        size_t sz = n > STR_BLOCK_SIZE ? n : STR_BLOCK_SIZE;
+        /* a store of a few names (a teller-mpi reader keeps one per file)
+         * starts small; blocks double up to STR_BLOCK_SIZE */
+        size_t sz = b ? (b->size < STR_BLOCK_SIZE ? 2 * b->size : STR_BLOCK_SIZE) : STR_BLOCK_SIZE / 16;
+        if (sz < n)
+            sz = n;
         str_block *nb = malloc(sizeof *nb + sz);
         if (!nb)
             return NULL;
