@@ -439,10 +439,12 @@ static void read_pack(void *ctx, size_t b)
             teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory packing the file");
     }
     teller_source_summary_free(sr, teller_store_num_sources(st));
-    if (h->err.code == TELLER_OK)
+    if (h->err.code == TELLER_OK) {
+        teller_store_fit(st);
         S->kept[k] = st;
-    else
+    } else {
         teller_store_free(st);
+    }
 }
 
 /* Posts the sends of files [a, b) of the share; returns their requests

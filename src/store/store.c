@@ -274,6 +274,33 @@ int teller_store_reserve_args(teller_store *st, size_t need)
     return need >= TELLER_NONE ? -1 : TELLER_GROW(st->args, st->args_cap, need);
 }
 
+void teller_store_fit(teller_store *st)
+{
+    teller_events *e = &st->ev;
+    size_t n = e->n ? e->n : 1;
+    if (n >= st->ev_cap)
+        return;
+    /* a shrinking realloc that fails leaves the column as it was */
+#define COL(f)                                          \
+    do {                                                \
+        void *p = realloc(e->f, n * sizeof *e->f);      \
+        if (p)                                          \
+            e->f = p;                                   \
+    } while (0)
+    COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
+    COL(track); COL(corr); COL(args);
+    if (!st->bare) {
+        COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
+    }
+#undef COL
+    st->ev_cap = n;
+    void *a = st->nargs < st->args_cap ? realloc(st->args, (st->nargs ? st->nargs : 1) * sizeof *st->args) : NULL;
+    if (a) {
+        st->args = a;
+        st->args_cap = st->nargs ? st->nargs : 1;
+    }
+}
+
 void teller_store_reset(teller_store *st)
 {
     /* strings: keep the newest block (emptied), the table and the id array */

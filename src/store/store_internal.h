@@ -78,6 +78,10 @@ struct teller_store {
 int teller_store_reserve_events(teller_store *st, size_t need);
 /* Grows the args table to hold `need` rows; 0 or -1 (out of memory). */
 int teller_store_reserve_args(teller_store *st, size_t need);
+/* Gives back the event columns' and the args table's room past what they
+ * hold (a store kept long, as a teller-mpi reader keeps each file's: a
+ * reader reserves room for the events a file's size suggests). */
+void teller_store_fit(teller_store *st);
 /* Empties a store that has not been tree-built, keeping the capacity of its
  * columns and tables (their pages stay mapped), so that the next file read
  * into it neither grows nor faults them in again. */
