@@ -601,6 +601,14 @@ static void test_mpi_predictions_are_teller_diagnose(void)
      * for it (a reader used to send it and wait for process 0 to take it) */
     snprintf(inputs, sizeof inputs, "'%s/rank12.trace.json.gz' '%s'", dir, dir);
     same_as_teller(inputs, tmp, 0);
+    /* the repeat last, with no step pattern: its flag is the announcement's
+     * last byte (a reader once took it for a path's end, read the file and
+     * waited for process 0 to take it) */
+    snprintf(inputs, sizeof inputs, "'%s' '%s/rank3.trace.json.gz'", dir, dir);
+    same_as_teller(inputs, tmp, 0);
+    /* a reference run, loaded first: two loads, each with its round */
+    snprintf(inputs, sizeof inputs, "--baseline '%s' '%s'", dir, dir);
+    same_as_teller(inputs, tmp, 0);
     /* real multi-rank traces: two Kineto ranks, an NCCL trace, a 2-GPU nsys export */
     snprintf(inputs, sizeof inputs, "'%s'", shared_path("hta/trace_filter"));
     same_as_teller(inputs, tmp, 0);
@@ -825,7 +833,7 @@ const test_case mpi_tests[] = {
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",
      test_packed_store_keeps_the_trace_bounds},
 #ifdef TELLER_MPI
-    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, a file named twice, real traces)",
+    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, a file named twice, a reference, real traces)",
      test_mpi_predictions_are_teller_diagnose},
     {"mpi: a file one process cannot read fails the run on every process, no hang", test_mpi_unreadable_file_fails_every_process},
     {"mpi: a process killed mid-run ends the run, named by mpirun, no process left waiting",

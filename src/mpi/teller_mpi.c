@@ -18,9 +18,10 @@
  * not be read, as `teller diagnose` does, receives (and drops) whatever was
  * still sent to it, so no sender waits forever, and exits 1; every process
  * waits at a barrier before it ends, so that mpirun does not stop process 0
- * before it has said so. When process 0
- * stops before loading (bad options, --help, a missing name) it tells the
- * others there is nothing to read. A process that stalls without dying
+ * before it has said so. Process 0 announces each load (`--baseline` loads
+ * the reference first, then the run) and, when it is done, that there is
+ * nothing more to read, also when it stopped before loading (bad options,
+ * --help, a missing name). A process that stalls without dying
  * stalls the run: process 0 then says every TELLER_MPI_WAIT seconds (60 by
  * default) which file it is waiting for, from which process.
  *
@@ -57,7 +58,6 @@
 
 static int me, nproc;
 static int threaded;  /* MPI may be called from the load's threads, one at a time */
-static int announced; /* process 0 told the others what to read */
 static pthread_mutex_t mpi_mu = PTHREAD_MUTEX_INITIALIZER;
 static double wait_note_s = 60; /* how often process 0 says what it waits for (TELLER_MPI_WAIT) */
 
@@ -309,13 +309,14 @@ static void announce(const plan *p, char *names)
     MPI_Bcast((void *)p, (int)sizeof *p, MPI_BYTE, 0, MPI_COMM_WORLD);
     if (p->n)
         MPI_Bcast(names, (int)p->names_len, MPI_BYTE, 0, MPI_COMM_WORLD);
-    announced = 1;
 }
 
 /* cli_loader on process 0 */
 static teller_status mpi_load(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
                               teller_error *err)
 {
+    if (n == 0) /* an empty plan would end the readers */
+        return teller_load_given(st, files, n, opts, NULL, err);
     plan p;
     memset(&p, 0, sizeof p);
     p.n = n;
@@ -342,8 +343,6 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     else if (n >= tag_bound() || p.names_len > INT32_MAX)
         bad = teller_error_set(err, TELLER_ERR_LIMIT, "(arguments)", 0, "too many files for one MPI run (%zu)", n);
     if (bad != TELLER_OK) {
-        plan none = {0};
-        announce(&none, NULL);
         free(names);
         free(same_as);
         remote_free(&R);
@@ -519,8 +518,9 @@ static void answer_round(teller_store **kept, size_t mine)
     free(cells);
 }
 
-/* Reads this process's share of the files process 0 announces and sends
- * it; returns the exit status: 1 when a file could not be read. Files are
+/* Reads this process's share of the files of one load process 0 announces
+ * and sends it; returns 1 when a file could not be read, 0, or -1 when
+ * process 0 announced that nothing more is to be read. Files are
  * read `jobs` at a time; a batch is sent while the next one is read, and
  * its buffers are freed once process 0 has taken it, so that a reader
  * holds at most two batches of packed files, whatever its share. */
@@ -529,7 +529,7 @@ static int serve(void)
     plan p;
     MPI_Bcast(&p, (int)sizeof p, MPI_BYTE, 0, MPI_COMM_WORLD);
     if (p.n == 0)
-        return 0;
+        return -1;
     char *names = malloc(p.names_len);
     char **files = calloc(p.n, sizeof *files);
     if (!names || !files) {
@@ -539,6 +539,11 @@ static int serve(void)
     }
     MPI_Bcast(names, (int)p.names_len, MPI_BYTE, 0, MPI_COMM_WORLD);
     size_t n = p.n, lo = n, hi = n;
+    /* the paths (each with its NUL), a flag byte per file, the pattern with
+     * its NUL: the last path and the pattern end where they must */
+    names[p.names_len - n - p.pattern_len - 1] = 0;
+    if (p.pattern_len)
+        names[p.names_len - 1] = 0;
     for (size_t i = 0, at = 0; i < n; i++) {
         files[i] = names + at;
         at += strlen(files[i]) + 1;
@@ -550,7 +555,6 @@ static int serve(void)
     size_t mine = lo < hi ? hi - lo : 0, at = 0;
     for (size_t i = 0; i < n; i++)
         at += strlen(files[i]) + 1;
-    names[p.names_len - 1] = 0; /* the last path or the pattern ends there */
     teller_tree_opts tree = teller_tree_defaults();
     tree.step_pattern = p.pattern_len ? names + at + n : NULL;
     share S = {.p = &p,
@@ -620,9 +624,11 @@ int main(int argc, char **argv)
     const char *w = getenv("TELLER_MPI_WAIT");
     if (w && atof(w) > 0)
         wait_note_s = atof(w);
-    int rc;
+    int rc = 0;
     if (me != 0) {
-        rc = serve();
+        /* one load per plan (--baseline loads the reference first) */
+        for (int r; (r = serve()) >= 0;)
+            rc |= r;
     } else if (argc < 2 || strcmp(argv[1], "diagnose") != 0) {
         fprintf(stderr, "usage: mpirun -n P teller-mpi diagnose [options] TRACE_OR_CASE...\n"
                         "  the options and output of 'teller diagnose'; the rank files are read by the P processes\n");
@@ -631,7 +637,7 @@ int main(int argc, char **argv)
         cli_loader = mpi_load;
         rc = cmd_diagnose(argc - 1, argv + 1);
     }
-    if (me == 0 && !announced) {
+    if (me == 0) { /* nothing more to read */
         plan none = {0};
         announce(&none, NULL);
     }
