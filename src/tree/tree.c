@@ -1067,7 +1067,17 @@ static int estimate_offsets(teller_store *st, const size_t *range, int jobs, con
                 }
             }
             if (nd) {
-                st->nodes[n].offset_ns = median_i64(diffs, nd);
+                int64_t off = median_i64(diffs, nd);
+                /* beyond a quarter of the bound on times (36 years), moving
+                 * the events could take them past any trace's: left as is */
+                if (off < -TELLER_TIME_MAX / 4 || off > TELLER_TIME_MAX / 4) {
+                    teller_store_warn(st, "(trace)", 0,
+                                      "node %d's clock is %.0f s from node 0's, more than a trace's times allow; "
+                                      "not corrected",
+                                      (int)st->nodes[n].node, (double)off / 1e9);
+                    off = 0;
+                }
+                st->nodes[n].offset_ns = off;
                 st->nodes[n].offset_samples = (uint32_t)nd;
                 known[n] = 1;
                 progress = 1;
