@@ -198,6 +198,46 @@ static void test_step_cells_of_own_events(void)
     rm_rf(dir);
 }
 
+/* A rank held by two sources (its file read twice, as --force keeps it):
+ * its step rows sum both sources' cells and union their GPU busy time, as
+ * the rank's events say. */
+static void test_rank_of_two_sources(void)
+{
+    char dir[] = "/tmp/teller_mpi_two_XXXXXX";
+    sim_faulty(dir, 2, 2, 6, 9, 0);
+    char path[2][4200];
+    snprintf(path[0], sizeof path[0], "%s/rank1.trace.json.gz", dir);
+    snprintf(path[1], sizeof path[1], "%s/rank1.trace.json.gz", dir);
+    teller_step_summary *sum[2] = {NULL, NULL};
+    size_t n[2] = {0, 0};
+    for (int twice = 0; twice < 2; twice++) {
+        teller_store *st = teller_store_create();
+        teller_error err;
+        const char *const files[2] = {path[0], path[1]};
+        for (int f = 0; f <= twice; f++)
+            CHECK_EQ_INT(teller_ingest_file(st, files[f], NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_store_num_sources(st), (size_t)twice + 1);
+        CHECK_EQ_INT(teller_step_summaries(st, &sum[twice], &n[twice], &err), TELLER_OK);
+        teller_store_free(st);
+    }
+    /* each marker twice makes twice the rows, the second of each pair
+     * holding the step's work: the run's totals tell */
+    int64_t kernels[2] = {0, 0}, busy[2] = {0, 0}, launches[2] = {0, 0};
+    for (int t = 0; t < 2; t++)
+        for (size_t r = 0; r < n[t]; r++) {
+            kernels[t] += sum[t][r].kernels;
+            busy[t] += sum[t][r].gpu_busy_ns;
+            launches[t] += sum[t][r].launches;
+        }
+    CHECK(n[0] == 6 && n[1] == 12);
+    CHECK(kernels[0] > 1000 && kernels[1] == 2 * kernels[0] && launches[1] == 2 * launches[0]);
+    CHECK(busy[0] > 0 && busy[1] == busy[0]);
+    free(sum[0]);
+    free(sum[1]);
+    rm_rf(dir);
+}
+
 /* The collectives' members as the diagnosis reads them (members.c) say
  * what their communication rows say, which a process that does not hold
  * the rank receives: name, process group, direction, elements, arrival
@@ -246,8 +286,9 @@ static void test_members_are_their_rows(void)
 }
 
 /* The round after the build (src/mpi/rounds.h), as a reader and process 0
- * play it: a reader that kept file 1's store takes the run's steps for its
- * source and answers with its cells, which the run takes and the
+ * play it: a reader that kept file 2's store (rank 2, on node 1: its clock
+ * has an offset) takes the run's steps for its source and answers with its
+ * cells, which the run takes and the
  * diagnosis reads as its own; damaged steps are refused with no event
  * changed, damaged cells refused naming where, or the file. */
 static void test_round_after_the_build(void)
@@ -260,12 +301,12 @@ static void test_round_after_the_build(void)
     CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
     teller_store *run = load_files(files, n, 0), *kept = teller_store_create();
     teller_source_summary *sr = NULL;
-    CHECK_EQ_INT(teller_ingest_file(kept, files[1], NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_tree_local(kept, NULL, &sr, &err), TELLER_OK);
     teller_source_summary_free(sr, 1);
     char *want = diagnosis_json(run, NULL);
     size_t ns = 0, nc = 0;
-    unsigned char *steps = teller_steps_pack(run, 1, 1, &ns);
+    unsigned char *steps = teller_steps_pack(run, 2, 1, &ns);
     CHECK(steps && ns > 100);
     /* damaged steps: refused, the kept events as they were: the magic,
      * the sources, the rows' count, row 0's end before its start, its step
@@ -284,22 +325,26 @@ static void test_round_after_the_build(void)
     }
     for (size_t cut = 0; steps && cut < ns; cut += ns / 7 + 1)
         CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, cut, (void **)&cells, &nc, &err), TELLER_ERR_FORMAT);
+    int64_t offset;
+    memcpy(&offset, steps + 24, sizeof offset); /* node 1's: its events move by it */
+    CHECK(offset != 0);
     CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&cells, &nc, &err), TELLER_OK);
+    CHECK(kev->start_ns[0] == first - offset);
     uint32_t nsteps = teller_store_step_count(run);
-    CHECK(cells && nc == 24 + (size_t)nsteps * 56); /* rank 1 has a row in every step */
+    CHECK(cells && nc == 24 + (size_t)nsteps * 56); /* rank 2 has a row in every step */
     /* a cell out of bounds, or not the events', is refused */
     for (size_t at = 24; cells && at < nc; at += 56 * (nsteps / 4 + 1)) {
         cells[at + 7] ^= 0x80; /* its compute time's sign */
-        CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
+        CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
         CHECK(strstr(err.file, "(cells from process 1)") != NULL && err.offset == at);
         cells[at + 7] ^= 0x80;
         cells[at + 40] ^= 1; /* its kernels, one more or less */
-        CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
-        CHECK(!strcmp(err.file, files[1]));
+        CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
+        CHECK(!strcmp(err.file, files[2]));
         cells[at + 40] ^= 1;
     }
-    CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc - 1, 1, &err), TELLER_ERR_FORMAT);
-    CHECK_EQ_INT(teller_cells_take(run, 1, 1, cells, nc, 1, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc - 1, 1, &err), TELLER_ERR_FORMAT);
+    CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc, 1, &err), TELLER_OK);
     char *got = diagnosis_json(run, NULL);
     CHECK(want && got && !strcmp(want, got));
     /* given cells are what the run reads of the source */
@@ -307,7 +352,7 @@ static void test_round_after_the_build(void)
     CHECK(nsteps <= 64);
     for (uint32_t k = 0; k < nsteps && k < 64; k++)
         mark[k] = (teller_step_cell){.kernels = 12345};
-    CHECK_EQ_INT(teller_step_cells_give(run, 1, mark), 0);
+    CHECK_EQ_INT(teller_step_cells_give(run, 2, mark), 0);
     teller_step_summary *sum = NULL;
     size_t nsum = 0, marked = 0;
     CHECK_EQ_INT(teller_step_summaries(run, &sum, &nsum, &err), TELLER_OK);
@@ -826,6 +871,7 @@ const test_case mpi_tests[] = {
      test_packed_store_appends_as_the_store},
     {"mpi: a source's step cells are found from its own events alone", test_step_cells_of_own_events},
     {"mpi: the collectives' members the diagnosis reads say what their rows say", test_members_are_their_rows},
+    {"mpi: a rank held by two sources sums their cells and unions their GPU busy time", test_rank_of_two_sources},
     {"mpi: after the build a reader stamps its kept events and its cells are the run's; damaged, each is refused",
      test_round_after_the_build},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",

@@ -682,24 +682,27 @@ static int coverage_run(const dctx *D, diag_state *S, size_t i, finds *out)
     (void)i;
     (void)out;
     const teller_step *rows = teller_store_steps(D->st);
+    size_t n = teller_store_num_steps(D->st);
+    teller_step_cell *agg = malloc((n + 1) * sizeof *agg); /* per row, over its rank's sources */
+    uint8_t *known = malloc(n + 1);
     S->gpu_known = malloc((size_t)D->nsteps * D->nsrc + 1);
-    if (!S->gpu_known)
+    if (!agg || !known || !S->gpu_known || teller_step_rows(D->st, D->cell, agg, known)) {
+        free(agg);
+        free(known);
         return -1;
-    memset(S->gpu_known, 1, (size_t)D->nsteps * D->nsrc + 1);
-    /* the step table's rows */
-    for (size_t r = 0; r < teller_store_num_steps(D->st); r++) {
-        int32_t src = teller_store_source_of_rank(D->st, rows[r].rank);
-        if (src < 0 || rows[r].step >= D->nsteps)
-            continue;
-        size_t c = (size_t)rows[r].step * D->nsrc + (size_t)src;
-        const teller_step_cell *cell = &D->cell[c];
-        if (teller_step_cell_gpu_known(cell, teller_store_source_c(D->st, (uint32_t)src)))
-            continue;
-        S->gpu_known[c] = 0;
-        S->cov_rows++;
-        S->cov_launches += cell->launches;
-        S->cov_unlaunched += cell->unlaunched;
     }
+    memset(S->gpu_known, 1, (size_t)D->nsteps * D->nsrc + 1);
+    for (size_t r = 0; r < n; r++) {
+        int32_t src = teller_store_source_of_rank(D->st, rows[r].rank);
+        if (known[r] || src < 0 || rows[r].step >= D->nsteps)
+            continue;
+        S->gpu_known[(size_t)rows[r].step * D->nsrc + (size_t)src] = 0;
+        S->cov_rows++;
+        S->cov_launches += agg[r].launches;
+        S->cov_unlaunched += agg[r].unlaunched;
+    }
+    free(agg);
+    free(known);
     for (size_t q = 0; q < D->nsrc; q++)
         S->cov_dropped += teller_store_source_c(D->st, (uint32_t)q)->dropped;
     return 0;

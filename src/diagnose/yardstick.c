@@ -82,9 +82,19 @@ void diag_step_class(const dctx *D, uint32_t k, int32_t rank, teller_step_class 
     /* what its annotation states, else the kernels it launched on the
      * annotation's rank: an empty step closing a profile is no step of
      * the same work as the full ones */
-    int32_t src = row != SIZE_MAX ? teller_store_source_of_rank(D->st, teller_store_steps(D->st)[row].rank) : -1;
-    if (out->work < 0 && src >= 0)
-        out->work = D->cell[(size_t)k * D->nsrc + (size_t)src].kernels;
+    if (out->work < 0 && row != SIZE_MAX) {
+        /* the annotation's source: the one whose events hold it */
+        uint32_t mk = teller_store_steps(D->st)[row].marker;
+        size_t lo = 0, hi = D->nsrc;
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (D->range[mid] <= mk)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        out->work = D->cell[(size_t)k * D->nsrc + lo].kernels;
+    }
 }
 
 /* The usual duration of a step of work w in a fitted group. */

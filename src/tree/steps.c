@@ -26,6 +26,30 @@ static int ival_cmp(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
+/* The GPU busy time of a step, the union of its operations' spans: with
+ * iv[0..n) sorted (ival_cmp) on the first call (a == 0), the step of
+ * iv[a] is unioned over its operations [a, *b) and the time left in
+ * iv[a].e. 0 when a is past the end. */
+static int busy_by_step(ival *iv, size_t n, size_t a, size_t *b)
+{
+    if (a == 0)
+        teller_sort(iv, n, sizeof *iv, ival_cmp);
+    if (a >= n)
+        return 0;
+    int64_t busy = 0, cs = iv[a].s, ce = iv[a].e;
+    for (*b = a + 1; *b < n && iv[*b].step == iv[a].step; ++*b) {
+        if (iv[*b].s > ce) {
+            busy += ce - cs;
+            cs = iv[*b].s;
+            ce = iv[*b].e;
+        } else if (iv[*b].e > ce) {
+            ce = iv[*b].e;
+        }
+    }
+    iv[a].e = busy + ce - cs;
+    return 1;
+}
+
 /* Where a step's cell is: its index among steps[0..n) (ascending), or,
  * with steps NULL, the step itself when below n; UINT32_MAX nowhere. */
 static uint32_t slot_of(const uint32_t *steps, uint32_t n, uint32_t step)
@@ -122,21 +146,8 @@ int teller_step_cells_of(const teller_store *st, uint32_t s, const uint32_t *ste
         }
         iv[niv++] = (ival){j, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
     }
-    /* each step's GPU busy time: the union of its operations' spans */
-    teller_sort(iv, niv, sizeof *iv, ival_cmp);
-    for (size_t a = 0, b; a < niv; a = b) {
-        int64_t busy = 0, cs = iv[a].s, ce = iv[a].e;
-        for (b = a + 1; b < niv && iv[b].step == iv[a].step; b++) {
-            if (iv[b].s > ce) {
-                busy += ce - cs;
-                cs = iv[b].s;
-                ce = iv[b].e;
-            } else if (iv[b].e > ce) {
-                ce = iv[b].e;
-            }
-        }
-        cells[iv[a].step * stride].gpu_busy_ns = busy + ce - cs;
-    }
+    for (size_t a = 0, b; busy_by_step(iv, niv, a, &b); a = b)
+        cells[iv[a].step * stride].gpu_busy_ns = iv[a].e; /* busy_by_step left it there */
     free(iv);
     return 0;
 }
@@ -170,6 +181,106 @@ int teller_step_cells_give(teller_store *st, uint32_t s, const teller_step_cell 
     return 0;
 }
 
+/* The sources of rank, ascending, among order[0..n) (the sources sorted
+ * by rank, then index): the first, and in *count how many. */
+static size_t rank_sources(const teller_store *st, const uint32_t *order, size_t n, int32_t rank, size_t *count)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (st->sources[order[mid]].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (*count = 0; lo + *count < n && st->sources[order[lo + *count]].rank == rank;)
+        ++*count;
+    return lo;
+}
+
+static int rank_cmp(const void *a, const void *b, void *ctx)
+{
+    const teller_store *st = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int32_t rx = st->sources[x].rank, ry = st->sources[y].rank;
+    return rx != ry ? (rx < ry ? -1 : 1) : (x > y) - (x < y);
+}
+
+int teller_step_rows(const teller_store *st, const teller_step_cell *cells, teller_step_cell *rows, uint8_t *known)
+{
+    size_t nsrc = st->nsources;
+    uint32_t *order = malloc((nsrc ? nsrc : 1) * sizeof *order);
+    if (!order)
+        return -1;
+    for (uint32_t q = 0; q < nsrc; q++)
+        order[q] = q;
+    teller_sort_r(order, nsrc, sizeof *order, rank_cmp, (void *)st);
+    for (size_t r = 0; r < st->nsteps; r++) {
+        const teller_step *row = &st->steps[r];
+        size_t count, first = rank_sources(st, order, nsrc, row->rank, &count);
+        int32_t q0 = teller_store_source_of_rank(st, row->rank);
+        /* a source whose profiler dropped records lacks GPU work in every step */
+        known[r] = q0 < 0 || !st->sources[q0].dropped;
+        rows[r] = (teller_step_cell){0};
+        for (size_t j = first; j < first + count && row->step < st->step_count; j++) {
+            const teller_step_cell *c = &cells[(size_t)row->step * nsrc + order[j]];
+            rows[r].kernel_ns += c->kernel_ns;
+            rows[r].comm_ns += c->comm_ns;
+            rows[r].memcpy_ns += c->memcpy_ns;
+            rows[r].profiler_ns += c->profiler_ns;
+            rows[r].gpu_busy_ns = count == 1 ? c->gpu_busy_ns : 0;
+            rows[r].kernels += c->kernels;
+            rows[r].launches += c->launches;
+            rows[r].unlaunched += c->unlaunched;
+        }
+        known[r] &= !rows[r].unlaunched;
+    }
+    free(order);
+    return 0;
+}
+
+/* The GPU busy time of the rows of a rank held by several sources (a file
+ * named twice with --force, several processes of one rank in a file): the
+ * union of their GPU work, which their cells cannot give. 0, or -1 out of
+ * memory. */
+static int multi_busy(const teller_store *st, teller_step_cell *rows)
+{
+    const teller_events *ev = &st->ev;
+    int64_t *busy = malloc(((size_t)st->step_count + 1) * sizeof *busy);
+    ival *iv = NULL;
+    size_t icap = 0;
+    int rc = busy ? 0 : -1;
+    for (size_t s = 0; s < st->nsources && !rc; s++) {
+        int32_t rank = st->sources[s].rank;
+        size_t same = 0, earlier = 0;
+        for (size_t q = 0; q < st->nsources; q++)
+            if (st->sources[q].rank == rank) {
+                same++;
+                earlier += q < s;
+            }
+        if (same < 2 || earlier) /* one source, or a rank done already */
+            continue;
+        size_t niv = 0;
+        for (size_t i = 0; i < ev->n && !rc; i++)
+            if (st->sources[ev->source[i]].rank == rank && (ev->flags[i] & TELLER_F_GPU) &&
+                teller_layer_is_gpu_work(ev->layer[i]) && ev->step[i] < st->step_count) {
+                if ((rc = TELLER_GROW(iv, icap, niv + 1)))
+                    break;
+                iv[niv++] = (ival){ev->step[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
+            }
+        for (uint32_t k = 0; k < st->step_count; k++)
+            busy[k] = 0;
+        for (size_t a = 0, b; !rc && busy_by_step(iv, niv, a, &b); a = b)
+            busy[iv[a].step] = iv[a].e;
+        for (size_t r = 0; r < st->nsteps && !rc; r++)
+            if (st->steps[r].rank == rank && st->steps[r].step < st->step_count)
+                rows[r].gpu_busy_ns = busy[st->steps[r].step];
+    }
+    free(busy);
+    free(iv);
+    return rc;
+}
+
 teller_status teller_step_summaries(const teller_store *st, teller_step_summary **out, size_t *nout,
                                     teller_error *err)
 {
@@ -177,40 +288,40 @@ teller_status teller_step_summaries(const teller_store *st, teller_step_summary 
     const teller_step *steps = teller_store_steps(st);
     uint32_t nsteps = teller_store_step_count(st);
     teller_step_summary *sum = calloc(n ? n : 1, sizeof *sum);
-    teller_step_cell *cells = malloc(((size_t)nsteps * nsrc + 1) * sizeof *cells);
-    int bad = !sum || !cells;
+    teller_step_cell *cells = malloc(((size_t)nsteps * nsrc + 1) * sizeof *cells), *rows = malloc((n + 1) * sizeof *rows);
+    uint8_t *known = malloc(n + 1);
+    int bad = !sum || !cells || !rows || !known;
     for (uint32_t s = 0; s < nsrc && !bad; s++)
         bad = teller_step_cells(st, s, nsteps, cells);
+    if (!bad)
+        bad = teller_step_rows(st, cells, rows, known) || multi_busy(st, rows);
+    free(cells);
     if (bad) {
         free(sum);
-        free(cells);
+        free(rows);
+        free(known);
         return teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
     }
     for (size_t k = 0; k < n; k++) {
-        sum[k].step = steps[k].step;
-        sum[k].rank = steps[k].rank;
-        sum[k].start_ns = steps[k].start_ns;
-        sum[k].dur_ns = steps[k].end_ns - steps[k].start_ns;
         int32_t q = teller_store_source_of_rank(st, steps[k].rank);
-        const teller_source *so = q < 0 ? NULL : teller_store_source_c(st, (uint32_t)q);
-        sum[k].node = so ? so->node : 0;
-        sum[k].gpu_known = !so || !so->dropped;
-        /* a source whose profiler dropped records lacks GPU work in every step */
-        if (so && steps[k].step < nsteps) {
-            const teller_step_cell *c = &cells[(size_t)steps[k].step * nsrc + (size_t)q];
-            sum[k].kernel_ns = c->kernel_ns;
-            sum[k].comm_ns = c->comm_ns;
-            sum[k].memcpy_ns = c->memcpy_ns;
-            sum[k].gpu_busy_ns = c->gpu_busy_ns;
-            sum[k].kernels = c->kernels;
-            sum[k].launches = c->launches;
-            sum[k].unlaunched = c->unlaunched;
-            sum[k].gpu_known = teller_step_cell_gpu_known(c, so);
-        }
+        sum[k] = (teller_step_summary){.step = steps[k].step,
+                                       .rank = steps[k].rank,
+                                       .node = q < 0 ? 0 : teller_store_source_c(st, (uint32_t)q)->node,
+                                       .start_ns = steps[k].start_ns,
+                                       .dur_ns = steps[k].end_ns - steps[k].start_ns,
+                                       .kernel_ns = rows[k].kernel_ns,
+                                       .comm_ns = rows[k].comm_ns,
+                                       .memcpy_ns = rows[k].memcpy_ns,
+                                       .gpu_busy_ns = rows[k].gpu_busy_ns,
+                                       .kernels = rows[k].kernels,
+                                       .launches = rows[k].launches,
+                                       .unlaunched = rows[k].unlaunched,
+                                       .gpu_known = known[k]};
         int64_t idle = sum[k].dur_ns - sum[k].gpu_busy_ns;
         sum[k].gpu_idle_ns = idle > 0 ? idle : 0;
     }
-    free(cells);
+    free(rows);
+    free(known);
     *out = sum;
     *nout = n;
     return TELLER_OK;

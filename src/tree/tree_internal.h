@@ -120,11 +120,13 @@ int teller_step_cells(const teller_store *st, uint32_t s, uint32_t nsteps, telle
  * that read its file). 0, or -1 out of memory. */
 int teller_step_cells_give(teller_store *st, uint32_t s, const teller_step_cell *cells);
 
-/* Whether the trace holds the GPU work of a cell of source so: none of its
- * launches lacks it, and so's profiler dropped no records. */
-static inline int teller_step_cell_gpu_known(const teller_step_cell *c, const teller_source *so)
-{
-    return !so->dropped && !c->unlaunched;
-}
+/* Per row r of st's step table, its figures in rows[r], summed over the
+ * cells (per (step, source), as teller_step_cells) of every source of its
+ * rank; gpu_busy_ns its one source's, 0 for a rank of several (a union is
+ * no sum); known[r]: whether the trace holds the row's GPU work (no launch
+ * without it, and the profiler of the rank's first source dropped no
+ * records). 0, or -1 out of memory. */
+int teller_step_rows(const teller_store *st, const teller_step_cell *cells, teller_step_cell *rows, uint8_t *known);
+
 
 #endif
