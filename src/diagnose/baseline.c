@@ -16,6 +16,7 @@
 
 #include "detector.h"
 #include "teller/tree.h"
+#include "../util/pool.h"
 
 int diag_cmp_dbl(const void *a, const void *b)
 {
@@ -256,14 +257,29 @@ int diag_busy_part(busyidx *B, const dctx *D, diag_busy_what what, const int32_t
     return 0;
 }
 
+typedef struct busy_run {
+    busyidx        *B;
+    const dctx     *D;
+    diag_busy_what  what;
+    const int32_t  *step_tid;
+    int            *failed; /* per source: its part's build failed */
+} busy_run;
+
+static void busy_task(void *ctx, size_t s)
+{
+    busy_run *R = ctx;
+    R->failed[s] = diag_busy_part(R->B, R->D, R->what, R->step_tid, s) != 0;
+}
+
 int diag_busy_build(busyidx *B, const dctx *D, diag_busy_what what, const int32_t *step_tid)
 {
-    if (diag_busy_init(B, D->nsrc))
-        return -1;
-    for (size_t s = 0; s < D->nsrc; s++)
-        if (diag_busy_part(B, D, what, step_tid, s))
-            return -1;
-    return 0;
+    int *failed = calloc(D->nsrc + 1, sizeof *failed), rc = failed ? diag_busy_init(B, D->nsrc) : -1;
+    if (!rc)
+        teller_parallel_for(D->jobs, D->nsrc, busy_task, &(busy_run){B, D, what, step_tid, failed});
+    for (size_t s = 0; s < D->nsrc && !rc; s++)
+        rc = failed[s] ? -1 : 0;
+    free(failed);
+    return rc;
 }
 
 int diag_waits_build(waitidx *W, const dctx *D)

@@ -118,7 +118,7 @@ int diag_busy_init(busyidx *B, size_t nsrc);
  * alone; tasks may build different sources' parts at once. 0, or -1 out
  * of memory. */
 int diag_busy_part(busyidx *B, const struct dctx *D, diag_busy_what what, const int32_t *step_tid, size_t s);
-/* The whole index: every source's part, source after source. */
+/* The whole index: every source's part, on D->jobs threads. */
 int diag_busy_build(busyidx *B, const struct dctx *D, diag_busy_what what, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 
