@@ -2375,6 +2375,123 @@ done:
     free(range);
 }
 
+/* GPU work of source s, as the busy index counts it: a kernel, copy or
+ * memset that took time. */
+static int gpu_worked(const teller_events *ev, size_t i)
+{
+    return ev->dur_ns[i] > 0 && (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]);
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Each source's part of the busy and end indexes is built from its own
+ * events alone: with every other source's events made to count for
+ * nothing, its part is the same. And the parts say what a plain scan of
+ * the source's events says: a window's idle time is its length less the
+ * union of the GPU work in it, its holes add up to that, and a call's
+ * overhang runs from the last GPU work that ended by its end. */
+static void test_busy_index_parts_per_source(void)
+{
+    char dir[] = "/tmp/teller_busy_XXXXXX";
+    sim_faulty(dir, 1, 4, 8, 3101, 0);
+    teller_store *st = load_case_ranks(dir, 0, 4);
+    CHECK(st != NULL);
+    if (!st) {
+        rm_rf(dir);
+        return;
+    }
+    const teller_events *ev = teller_store_events(st);
+    size_t ns = teller_store_num_sources(st), *range = calloc(ns + 1, sizeof *range);
+    int64_t *dur = malloc(ev->n * sizeof *dur), *iv = malloc(2 * ev->n * sizeof *iv);
+    uint8_t *layer = malloc(ev->n);
+    CHECK(ns == 4 && range && dur && iv && layer);
+    for (size_t s = 0; range && s < ns; s++)
+        range[s + 1] = range[s] + teller_store_source_c(st, (uint32_t)s)->num_events;
+    dctx D = {.st = st, .ev = ev, .nsrc = ns, .range = range};
+    busyidx B = {0}, B1 = {0};
+    endidx E = {0}, E1 = {0};
+    CHECK(diag_busy_build(&B, &D, DIAG_BUSY_GPU, NULL) == 0 && diag_ends_init(&E, ns) == 0);
+    for (size_t s = 0; s < ns; s++)
+        CHECK(diag_ends_part(&E, &D, s) == 0);
+    teller_events alone = *ev;
+    alone.dur_ns = dur;
+    alone.layer = layer;
+    dctx A = D;
+    A.ev = &alone;
+    for (size_t s = 0; s < ns && dur && iv && layer; s++) {
+        /* source s alone: the others' events take no time and are no GPU work */
+        for (size_t i = 0; i < ev->n; i++) {
+            int own = i >= range[s] && i < range[s + 1];
+            dur[i] = own ? ev->dur_ns[i] : 0;
+            layer[i] = own ? ev->layer[i] : TELLER_LAYER_OTHER;
+        }
+        CHECK(diag_busy_init(&B1, ns) == 0 && diag_ends_init(&E1, ns) == 0);
+        CHECK(diag_busy_part(&B1, &A, DIAG_BUSY_GPU, NULL, s) == 0 && diag_ends_part(&E1, &A, s) == 0);
+        const busypart *p = &B.part[s], *q = &B1.part[s];
+        CHECK(p->n >= 8); /* at least a stretch of work a step */
+        CHECK(q->n == p->n && !memcmp(p->a, q->a, p->n * sizeof *p->a) && !memcmp(p->b, q->b, p->n * sizeof *p->b) &&
+              !memcmp(p->cum, q->cum, p->n * sizeof *p->cum) && !memcmp(p->ev, q->ev, p->n * sizeof *p->ev));
+        CHECK(E1.part[s].n == E.part[s].n && !memcmp(E1.part[s].end, E.part[s].end, E.part[s].n * sizeof(int64_t)));
+        CHECK(B1.part[(s + 1) % ns].a == NULL); /* no other part was built */
+        diag_busy_free(&B1);
+        diag_ends_free(&E1);
+        /* the source's span cut into windows, against a scan of its events */
+        int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+        for (size_t i = range[s]; i < range[s + 1]; i++) {
+            t0 = ev->start_ns[i] < t0 ? ev->start_ns[i] : t0;
+            t1 = ev->start_ns[i] + ev->dur_ns[i] > t1 ? ev->start_ns[i] + ev->dur_ns[i] : t1;
+        }
+        for (int w = 0; w < 40; w++) {
+            int64_t a = t0 + (t1 - t0) / 40 * w, b = a + (t1 - t0) / 23;
+            size_t n = 0;
+            for (size_t i = range[s]; i < range[s + 1]; i++) {
+                int64_t x = ev->start_ns[i], y = x + ev->dur_ns[i];
+                if (gpu_worked(ev, i) && y > a && x < b) {
+                    iv[2 * n] = x > a ? x : a;
+                    iv[2 * n++ + 1] = y < b ? y : b;
+                }
+            }
+            qsort(iv, n, 2 * sizeof *iv, cmp_i64); /* by start */
+            int64_t busy = 0, cur = a;
+            for (size_t j = 0; j < n; j++) {
+                int64_t x = iv[2 * j] > cur ? iv[2 * j] : cur;
+                if (iv[2 * j + 1] > x)
+                    busy += iv[2 * j + 1] - x;
+                if (iv[2 * j + 1] > cur)
+                    cur = iv[2 * j + 1];
+            }
+            CHECK(diag_idle_in(&B, (uint16_t)s, a, b) == (double)(b - a - busy));
+            diag_hole *H = NULL;
+            size_t cap = 0, nh = 0;
+            int64_t holes = 0;
+            CHECK(diag_busy_holes(&B, (uint16_t)s, a, b, TELLER_NONE, &H, &cap, &nh) == 0);
+            for (size_t h = 0; h < nh; h++)
+                holes += H[h].b - H[h].a;
+            CHECK(holes == b - a - busy);
+            free(H);
+            /* a call over [a, b): past the last GPU work ended by b, or its start */
+            int64_t last = INT64_MIN;
+            for (size_t i = range[s]; i < range[s + 1]; i++)
+                if (teller_layer_is_gpu_work(ev->layer[i]) && ev->start_ns[i] + ev->dur_ns[i] <= b &&
+                    ev->start_ns[i] + ev->dur_ns[i] > last)
+                    last = ev->start_ns[i] + ev->dur_ns[i];
+            CHECK(diag_overhang(&E, (uint16_t)s, a, b) == b - (last > a ? last : a));
+        }
+    }
+    diag_busy_free(&B);
+    diag_ends_free(&E);
+    free(range);
+    free(dur);
+    free(iv);
+    free(layer);
+    teller_store_free(st);
+    rm_rf(dir);
+}
+
 /* A trace without events (a profiler stopped before its first step) is
  * said to hold none, not described as one coarse step of one rank. */
 static void test_diagnose_empty_trace_says_so(void)
@@ -2693,5 +2810,7 @@ const test_case diagnose_tests[] = {
     {"diagnose: candidate records, one feature vector each, best first; candidate recall@K through eval",
      test_diagnose_candidate_records},
     {"diagnose: the detector table's rows read only what earlier rounds write", test_diagnose_table_order},
+    {"diagnose: a source's part of the busy and end indexes is built from its own events alone",
+     test_busy_index_parts_per_source},
     {NULL, NULL},
 };

@@ -1,12 +1,14 @@
 /*
  * baseline.c - what the run itself says is usual, for every detector to
  * compare with (baseline.h): medians of grouped samples, when each rank's
- * GPU (or its other threads) was busy, how late each collective's kernel
- * arrived after its peers (a host stall before it cost no more), the
- * tensor-parallel peer groups, and the cost that most steps pay (taken off
- * every finding); and the table's rows that build the run's indexes:
+ * GPU (or its other threads) was busy and when its GPU work ended (each
+ * source's part found from its own events), how late each collective's
+ * kernel arrived after its peers (a host stall before it cost no more),
+ * the tensor-parallel peer groups, and the cost that most steps pay (taken
+ * off every finding); and the table's rows that build the run's indexes:
  * coverage, gpu_busy, waits.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "detector.h"
 #include "teller/tree.h"
+#include "../util/pool.h"
 
 int diag_cmp_dbl(const void *a, const void *b)
 {
@@ -190,66 +193,93 @@ static int busy_counts(const teller_events *ev, uint32_t i, diag_busy_what what,
     return p == TELLER_NONE || !teller_layer_is_host_op(ev->layer[p]);
 }
 
-int diag_busy_build(busyidx *B, const dctx *D, diag_busy_what what, const int32_t *step_tid)
+int diag_busy_init(busyidx *B, size_t nsrc)
+{
+    B->nsrc = nsrc;
+    B->part = calloc(nsrc ? nsrc : 1, sizeof *B->part);
+    return B->part ? 0 : -1;
+}
+
+int diag_busy_part(busyidx *B, const dctx *D, diag_busy_what what, const int32_t *step_tid, size_t s)
 {
     const teller_events *ev = D->ev;
-    size_t ns = D->nsrc, n = 0;
-    memset(B, 0, sizeof *B);
-    B->off = calloc(ns + 2, sizeof *B->off);
-    if (!B->off)
-        return -1;
-    for (size_t i = 0; i < ev->n; i++)
-        if (busy_counts(ev, (uint32_t)i, what, step_tid)) {
-            B->off[ev->source[i] + 2]++;
-            n++;
-        }
-    /* the events grouped by source (counting sort), each source's put in
-     * start order, then merged */
-    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    B->a = malloc((n ? n : 1) * sizeof *B->a);
-    B->b = malloc((n ? n : 1) * sizeof *B->b);
-    B->cum = malloc((n ? n : 1) * sizeof *B->cum);
-    B->ev = malloc((n ? n : 1) * sizeof *B->ev);
-    if (!ids || !tmp || !B->a || !B->b || !B->cum || !B->ev) {
+    busypart *P = &B->part[s];
+    size_t lo = D->range[s], hi = D->range[s + 1], n = 0;
+    for (size_t i = lo; i < hi; i++)
+        n += (size_t)busy_counts(ev, (uint32_t)i, what, step_tid);
+    size_t cap = n ? n : 1;
+    uint32_t *ids = malloc(cap * sizeof *ids), *tmp = malloc(cap * sizeof *tmp);
+    int64_t *m = malloc(cap * (3 * sizeof *m + sizeof *P->ev)); /* a, b, cum, then ev */
+    if (!ids || !tmp || !m) {
         free(ids);
         free(tmp);
+        free(m);
         return -1;
     }
+    *P = (busypart){.a = m, .b = m + cap, .cum = m + 2 * cap, .ev = (uint32_t *)(m + 3 * cap)};
     teller_prefault(ids, n * sizeof *ids); /* written whole below */
-    for (size_t s = 0; s < ns; s++)
-        B->off[s + 2] += B->off[s + 1];
-    for (size_t i = 0; i < ev->n; i++)
+    size_t w = 0;
+    for (size_t i = lo; i < hi; i++)
         if (busy_counts(ev, (uint32_t)i, what, step_tid))
-            ids[B->off[ev->source[i] + 1]++] = (uint32_t)i;
-    /* off[s] .. off[s + 1] now bound source s; merge each run in place */
-    size_t w = 0, lo = 0;
-    for (size_t s = 0; s < ns; s++) {
-        size_t hi = B->off[s + 1]; /* the source's original end, overwritten below */
-        teller_sort_by_key(ids + lo, tmp, hi - lo, ev->start_ns);
-        B->off[s] = w;
-        int64_t cum = 0;
-        for (size_t j = lo; j < hi; j++) {
-            int64_t a = ev->start_ns[ids[j]], b = a + ev->dur_ns[ids[j]];
-            if (w > B->off[s] && a <= B->b[w - 1]) {
-                if (b > B->b[w - 1]) {
-                    cum += b - B->b[w - 1];
-                    B->b[w - 1] = b;
-                }
-                continue;
+            ids[w++] = (uint32_t)i;
+    /* in start order (stable: events of one start keep their order), then
+     * merged */
+    teller_sort_by_key(ids, tmp, n, ev->start_ns);
+    int64_t cum = 0;
+    for (size_t j = 0; j < n; j++) {
+        int64_t a = ev->start_ns[ids[j]], b = a + ev->dur_ns[ids[j]];
+        if (P->n && a <= P->b[P->n - 1]) {
+            if (b > P->b[P->n - 1]) {
+                cum += b - P->b[P->n - 1];
+                P->b[P->n - 1] = b;
             }
-            B->a[w] = a;
-            B->b[w] = b;
-            B->cum[w] = cum;
-            B->ev[w] = ids[j];
-            cum += b - a;
-            w++;
+            continue;
         }
-        B->off[s + 1] = w;
-        lo = hi;
+        P->a[P->n] = a;
+        P->b[P->n] = b;
+        P->cum[P->n] = cum;
+        P->ev[P->n++] = ids[j];
+        cum += b - a;
     }
     free(ids);
     free(tmp);
+    /* far fewer intervals than events, most of all on a busy GPU: b, cum
+     * and ev moved down behind a's last, and the block cut to their size */
+    if (P->n < cap) {
+        size_t k = P->n ? P->n : 1;
+        memmove(m + k, P->b, P->n * sizeof *m);
+        memmove(m + 2 * k, P->cum, P->n * sizeof *m);
+        memmove(m + 3 * k, P->ev, P->n * sizeof *P->ev);
+        int64_t *fit = realloc(m, k * (3 * sizeof *m + sizeof *P->ev));
+        m = fit ? fit : m;
+        *P = (busypart){.a = m, .b = m + k, .cum = m + 2 * k, .ev = (uint32_t *)(m + 3 * k), .n = P->n};
+    }
     return 0;
+}
+
+typedef struct busy_run {
+    busyidx        *B;
+    const dctx     *D;
+    diag_busy_what  what;
+    const int32_t  *step_tid;
+    int            *failed; /* per source: its part's build failed */
+} busy_run;
+
+static void busy_task(void *ctx, size_t s)
+{
+    busy_run *R = ctx;
+    R->failed[s] = diag_busy_part(R->B, R->D, R->what, R->step_tid, s) != 0;
+}
+
+int diag_busy_build(busyidx *B, const dctx *D, diag_busy_what what, const int32_t *step_tid)
+{
+    int *failed = calloc(D->nsrc + 1, sizeof *failed), rc = failed ? diag_busy_init(B, D->nsrc) : -1;
+    if (!rc)
+        teller_parallel_for(D->jobs, D->nsrc, busy_task, &(busy_run){B, D, what, step_tid, failed});
+    for (size_t s = 0; s < D->nsrc && !rc; s++)
+        rc = failed[s] ? -1 : 0;
+    free(failed);
+    return rc;
 }
 
 int diag_waits_build(waitidx *W, const dctx *D)
@@ -398,111 +428,116 @@ double diag_spend_lateness(const waitidx *W, double *left, uint16_t src, uint32_
     return x - cost;
 }
 
-int diag_ends_build(endidx *E, const dctx *D)
+int diag_ends_init(endidx *E, size_t nsrc)
+{
+    E->nsrc = nsrc;
+    E->part = calloc(nsrc ? nsrc : 1, sizeof *E->part);
+    return E->part ? 0 : -1;
+}
+
+int diag_ends_part(endidx *E, const dctx *D, size_t s)
 {
     const teller_events *ev = D->ev;
-    size_t ns = D->nsrc;
-    memset(E, 0, sizeof *E);
-    if (!(E->off = calloc(ns + 1, sizeof *E->off)))
-        return -1;
-    for (size_t i = 0; i < ev->n; i++)
-        if (teller_layer_is_gpu_work(ev->layer[i]))
-            E->off[ev->source[i] + 1]++;
-    for (size_t s = 0; s < ns; s++)
-        E->off[s + 1] += E->off[s];
-    size_t n = E->off[ns];
-    int64_t *end_of = malloc((n ? n : 1) * sizeof *end_of); /* in event order */
-    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    E->end = malloc((n ? n : 1) * sizeof *E->end);
-    int rc = end_of && pos && tmp && E->end ? 0 : -1;
-    size_t w = 0;
-    for (size_t s = 0; s < ns && !rc; s++)
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
+    endpart *P = &E->part[s];
+    size_t lo = D->range[s], hi = D->range[s + 1], n = 0;
+    for (size_t i = lo; i < hi; i++)
+        n += teller_layer_is_gpu_work(ev->layer[i]) != 0;
+    size_t cap = n ? n : 1;
+    int64_t *end_of = malloc(cap * sizeof *end_of), *end = malloc(cap * sizeof *end); /* end_of in event order */
+    uint32_t *pos = malloc(cap * sizeof *pos), *tmp = malloc(cap * sizeof *tmp);
+    int rc = end_of && end && pos && tmp ? 0 : -1;
+    if (!rc) {
+        size_t w = 0;
+        for (size_t i = lo; i < hi; i++)
             if (teller_layer_is_gpu_work(ev->layer[i])) {
                 pos[w] = (uint32_t)w;
                 end_of[w++] = ev->start_ns[i] + ev->dur_ns[i];
             }
-    for (size_t s = 0; s < ns && !rc; s++)
-        teller_sort_by_key(pos + E->off[s], tmp, E->off[s + 1] - E->off[s], end_of);
-    for (size_t j = 0; j < n && !rc; j++)
-        E->end[j] = end_of[pos[j]];
+        teller_sort_by_key(pos, tmp, n, end_of);
+        for (size_t j = 0; j < n; j++)
+            end[j] = end_of[pos[j]];
+        *P = (endpart){.end = end, .n = n};
+    } else {
+        free(end);
+    }
     free(end_of);
     free(pos);
     free(tmp);
-    if (rc)
-        diag_ends_free(E);
     return rc;
 }
 
 void diag_ends_free(endidx *E)
 {
-    free(E->end);
-    free(E->off);
-    E->end = NULL;
-    E->off = NULL;
+    for (size_t s = 0; E->part && s < E->nsrc; s++)
+        free(E->part[s].end);
+    free(E->part);
+    memset(E, 0, sizeof *E);
 }
 
 int64_t diag_overhang(const endidx *E, uint16_t src, int64_t start, int64_t end)
 {
-    size_t lo = E->off[src], hi = E->off[src + 1];
+    const endpart *P = &E->part[src];
+    assert(P->end);
+    size_t lo = 0, hi = P->n;
     while (lo < hi) { /* past the last GPU end at or before the call's end */
         size_t mid = (lo + hi) / 2;
-        if (E->end[mid] <= end)
+        if (P->end[mid] <= end)
             lo = mid + 1;
         else
             hi = mid;
     }
-    int64_t last = lo > E->off[src] ? E->end[lo - 1] : INT64_MIN;
+    int64_t last = lo ? P->end[lo - 1] : INT64_MIN;
     return end - (last > start ? last : start);
 }
 
 void diag_busy_free(busyidx *B)
 {
-    free(B->a);
-    free(B->b);
-    free(B->cum);
-    free(B->ev);
-    free(B->off);
+    for (size_t s = 0; B->part && s < B->nsrc; s++)
+        free(B->part[s].a);
+    free(B->part);
+    memset(B, 0, sizeof *B);
 }
 
-/* busy time of source src before t */
-static int64_t busy_before(const busyidx *B, uint16_t src, int64_t t)
+/* busy time of part P before t */
+static int64_t busy_before(const busypart *P, int64_t t)
 {
-    size_t lo = B->off[src], hi = B->off[src + 1];
+    size_t lo = 0, hi = P->n;
     while (lo < hi) { /* the first interval starting at or after t */
         size_t mid = (lo + hi) / 2;
-        if (B->a[mid] < t)
+        if (P->a[mid] < t)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == B->off[src])
+    if (!lo)
         return 0;
     size_t j = lo - 1; /* the last interval starting before t */
-    int64_t end = B->b[j] < t ? B->b[j] : t;
-    return B->cum[j] + (end - B->a[j]);
+    int64_t end = P->b[j] < t ? P->b[j] : t;
+    return P->cum[j] + (end - P->a[j]);
 }
 
 int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32_t last, diag_hole **H, size_t *cap,
                     size_t *nh)
 {
-    size_t lo = B->off[src], hi = B->off[src + 1];
+    const busypart *P = &B->part[src];
+    assert(P->a);
+    size_t lo = 0, hi = P->n;
     while (lo < hi) { /* the first interval ending after a */
         size_t mid = (lo + hi) / 2;
-        if (B->b[mid] <= a)
+        if (P->b[mid] <= a)
             lo = mid + 1;
         else
             hi = mid;
     }
     int64_t cur = a;
-    for (size_t j = lo; j < B->off[src + 1] && B->a[j] < b; j++) {
-        if (B->a[j] > cur) {
+    for (size_t j = lo; j < P->n && P->a[j] < b; j++) {
+        if (P->a[j] > cur) {
             if (TELLER_GROW(*H, *cap, *nh + 1))
                 return -1;
-            (*H)[(*nh)++] = (diag_hole){cur, B->a[j], B->ev[j]};
+            (*H)[(*nh)++] = (diag_hole){cur, P->a[j], P->ev[j]};
         }
-        if (B->b[j] > cur)
-            cur = B->b[j];
+        if (P->b[j] > cur)
+            cur = P->b[j];
     }
     if (b > cur) {
         if (TELLER_GROW(*H, *cap, *nh + 1))
@@ -515,9 +550,11 @@ int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32
 /* how long source src was idle in [a, b) */
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b)
 {
+    const busypart *P = &B->part[src];
+    assert(P->a);
     if (b <= a)
         return 0;
-    return (double)((b - a) - (busy_before(B, src, b) - busy_before(B, src, a)));
+    return (double)((b - a) - (busy_before(P, b) - busy_before(P, a)));
 }
 
 /* ---- peer groups: ranks that share all-reduce / all-gather collectives;
@@ -758,22 +795,30 @@ const diag_detector diag_row_coverage = {
     .run = coverage_run, .merge = coverage_merge, .merged = coverage_merged, .release = coverage_release};
 
 /* A host call or a host gap costs the step only the time the rank's GPU
- * had nothing to do meanwhile: the index of when each source's GPU worked. */
-static int gpu_busy_run(const dctx *D, diag_state *S, size_t i, finds *out)
+ * had nothing to do meanwhile, and a blocking call only what it went on
+ * past its GPU's last work: the indexes of when each source's GPU worked
+ * and when its work ended, a task per source building its parts. */
+static int gpu_busy_prepare(const dctx *D, diag_state *S)
 {
-    (void)i;
+    return diag_busy_init(&S->gpu, D->nsrc) || diag_ends_init(&S->ends, D->nsrc) ? -1 : 0;
+}
+
+static int gpu_busy_run(const dctx *D, diag_state *S, size_t src, finds *out)
+{
     (void)out;
-    return diag_busy_build(&S->gpu, D, DIAG_BUSY_GPU, NULL) ? -1 : 0;
+    return diag_busy_part(&S->gpu, D, DIAG_BUSY_GPU, NULL, src) || diag_ends_part(&S->ends, D, src) ? -1 : 0;
 }
 
 static void gpu_busy_release(const dctx *D, diag_state *S)
 {
     (void)D;
     diag_busy_free(&S->gpu);
+    diag_ends_free(&S->ends);
 }
 
-const diag_detector diag_row_gpu_busy = {.name = "gpu_busy", .scope = DIAG_PER_RUN, .round = 1,
-                                         .writes = DIAG_S_GPU_BUSY, .run = gpu_busy_run, .release = gpu_busy_release};
+const diag_detector diag_row_gpu_busy = {.name = "gpu_busy", .scope = DIAG_PER_SOURCE, .round = 1,
+                                         .writes = DIAG_S_GPU_BUSY, .prepare = gpu_busy_prepare,
+                                         .run = gpu_busy_run, .release = gpu_busy_release};
 
 /* How late each collective's kernel arrived after the other members, and
  * a copy of it for the host stalls before them to spend. */

@@ -87,13 +87,21 @@ double diag_medians_get(diag_medians *M, uint64_t key);
 size_t diag_medians_count(diag_medians *M, uint64_t key);
 void diag_medians_free(diag_medians *M);
 
-/* When something was busy, per source: the union of some events as sorted
- * disjoint intervals [a, b), those of source s at off[s] .. off[s + 1],
- * cum the busy time before each, ev the event that opened each. */
-typedef struct busyidx {
+/* When something was busy, per source: a part per source, each built
+ * from that source's events alone (D->range), so that the parts can be
+ * built on the pool, or only those of the sources a process holds. A
+ * part is the union of some events of its source as sorted disjoint
+ * intervals [a[j], b[j]), j < n, cum[j] the busy time before interval j,
+ * ev[j] the event that opened it; a, b, cum and ev share one allocation
+ * (a's), and a is NULL until the part is built. */
+typedef struct busypart {
     int64_t  *a, *b, *cum;
     uint32_t *ev;
-    size_t   *off;
+    size_t    n;
+} busypart;
+typedef struct busyidx {
+    busypart *part; /* per source */
+    size_t    nsrc;
 } busyidx;
 
 /* What a busy index holds: GPU work; the outermost host ops of each
@@ -103,6 +111,14 @@ typedef struct busyidx {
 typedef enum diag_busy_what {
     DIAG_BUSY_GPU, DIAG_BUSY_OTHER_THREADS, DIAG_BUSY_ANY, DIAG_BUSY_HOST, DIAG_BUSY_PROFILER
 } diag_busy_what;
+/* An index of nsrc sources with no part built yet. 0, or -1 out of
+ * memory. */
+int diag_busy_init(busyidx *B, size_t nsrc);
+/* Builds source s's part of B (not built before) from its own events
+ * alone; tasks may build different sources' parts at once. 0, or -1 out
+ * of memory. */
+int diag_busy_part(busyidx *B, const struct dctx *D, diag_busy_what what, const int32_t *step_tid, size_t s);
+/* The whole index: every source's part, on D->jobs threads. */
 int diag_busy_build(busyidx *B, const struct dctx *D, diag_busy_what what, const int32_t *step_tid);
 void diag_busy_free(busyidx *B);
 
@@ -113,27 +129,34 @@ typedef struct diag_hole {
     uint32_t ev;
 } diag_hole;
 
-/* The holes of [a, b) on source src that no busy interval covers, appended
- * to *H (*nh of them, grown), each with the event that ended it: the one
- * whose busy interval starts where the hole ends, or `last` for a hole
- * that runs to b. 0, or -1 out of memory. */
+/* The holes of [a, b) on source src (whose part is built) that no busy
+ * interval covers, appended to *H (*nh of them, grown), each with the
+ * event that ended it: the one whose busy interval starts where the hole
+ * ends, or `last` for a hole that runs to b. 0, or -1 out of memory. */
 int diag_busy_holes(const busyidx *B, uint16_t src, int64_t a, int64_t b, uint32_t last, diag_hole **H, size_t *cap,
                     size_t *nh);
 double diag_idle_in(const busyidx *B, uint16_t src, int64_t a, int64_t b);
 
-/* When each source's GPU work (kernels, copies, memsets) ended, sorted:
- * those of source s at end[off[s] .. off[s + 1]). */
-typedef struct endidx {
+/* When each source's GPU work (kernels, copies, memsets) ended, sorted, a
+ * part per source built from its own events alone: end[0 .. n), NULL
+ * until the part is built. */
+typedef struct endpart {
     int64_t *end;
-    size_t  *off;
+    size_t   n;
+} endpart;
+typedef struct endidx {
+    endpart *part; /* per source */
+    size_t   nsrc;
 } endidx;
 
-int diag_ends_build(endidx *E, const struct dctx *D);
+/* As diag_busy_init and diag_busy_part. */
+int diag_ends_init(endidx *E, size_t nsrc);
+int diag_ends_part(endidx *E, const struct dctx *D, size_t s);
 void diag_ends_free(endidx *E);
-/* How long a call of source src running [start, end) went on after the
- * last GPU work of its source that had ended by its end, or after its own
- * start if none had ended since: a synchronize's overhang (diagnose.h
- * TELLER_FACT_OVERHANG). */
+/* How long a call of source src (whose part is built) running [start,
+ * end) went on after the last GPU work of its source that had ended by
+ * its end, or after its own start if none had ended since: a
+ * synchronize's overhang (diagnose.h TELLER_FACT_OVERHANG). */
 int64_t diag_overhang(const endidx *E, uint16_t src, int64_t start, int64_t end);
 
 /* Per source, its kernels in start order (those of source s at off[s] ..

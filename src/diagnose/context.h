@@ -64,6 +64,7 @@ typedef struct diag_state {
     step_acc         *steps;      /* per step: its candidates (written as each row's findings are added) */
     teller_diagnosis *out;        /* the diagnosis being written: notes, evidence, step durations */
     busyidx           gpu;        /* when each source's GPU was busy (row gpu_busy) */
+    endidx            ends;       /* when each source's GPU work ended (row gpu_busy) */
     waitidx           waits;      /* each source's kernels and how late each collective's arrived (row waits) */
     double           *wait_left;  /* per kernel of waits: the lateness host stalls have not spent yet (row waits;
                                    * spent by api_calls, then host_gaps: a stall before a collective costs at
@@ -88,7 +89,8 @@ typedef struct diag_state {
      * carried into the step being judged */
     cand              prev;
     double            prev_late, prev_late_host, carry_in;
-    busyidx           any;        /* when each source's GPU or any of its host ops worked (facts.c, made once) */
+    busyidx           any;        /* when each source's GPU or any of its host ops worked (facts.c, each source's
+                                   * part made when a step of it is explained) */
     /* row reference: each source's operator time per step, and what it
      * needs; made when the run is judged against a reference or is one */
     struct ref_state *ref;

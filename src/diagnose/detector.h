@@ -30,7 +30,7 @@ typedef enum diag_scope { DIAG_PER_RUN, DIAG_PER_SOURCE, DIAG_PER_STEP } diag_sc
 
 /* The parts of diag_state a row reads or writes. */
 enum {
-    DIAG_S_GPU_BUSY     = 1u << 0,  /* gpu */
+    DIAG_S_GPU_BUSY     = 1u << 0,  /* gpu, ends */
     DIAG_S_WAITS        = 1u << 1,  /* waits */
     DIAG_S_WAIT_LEFT    = 1u << 2,  /* wait_left */
     DIAG_S_HOST_BUSY    = 1u << 3,  /* step_tid, host */

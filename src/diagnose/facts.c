@@ -711,7 +711,9 @@ void diag_explain_slow(const dctx *D, diag_state *S, teller_diag_step *s)
     for (size_t i = lo; src >= 0 && i < hi; i++) {
         if (rows[i].rank != s->dur_rank)
             continue;
-        if (!S->any.off && diag_busy_build(&S->any, D, DIAG_BUSY_ANY, NULL)) {
+        /* the index is built lazily, a part for each source explained */
+        if ((!S->any.part && diag_busy_init(&S->any, D->nsrc)) ||
+            (!S->any.part[src].a && diag_busy_part(&S->any, D, DIAG_BUSY_ANY, NULL, (size_t)src))) {
             S->nomem = 1;
             break;
         }

@@ -6,8 +6,8 @@
  * hole), against the rank's usual gap, costing the time the GPU idled in
  * them (CPU contention). Every yardstick is the source's own, so the
  * detector runs one source at a time, on the pool; the other threads' work
- * is one busy index for the run (row host_busy), made before with each
- * source's stepping thread.
+ * is a busy index (row host_busy, a round before), each source's part
+ * built by a task of its own once every source's stepping thread is known.
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,13 +59,12 @@ out:
     return rc;
 }
 
-/* Each source's stepping thread (the thread of its step markers) and the
- * busy index of its other threads. */
-static int host_busy_run(const dctx *D, diag_state *S, size_t task, finds *out)
+/* Each source's stepping thread (the thread of its step markers, from the
+ * step table), before the tasks that build each source's part of the busy
+ * index of its other threads. */
+static int host_busy_prepare(const dctx *D, diag_state *S)
 {
-    (void)task;
-    (void)out;
-    if (!(S->step_tid = malloc((D->nsrc ? D->nsrc : 1) * sizeof *S->step_tid)))
+    if (!(S->step_tid = malloc((D->nsrc ? D->nsrc : 1) * sizeof *S->step_tid)) || diag_busy_init(&S->host, D->nsrc))
         return -1;
     for (size_t s = 0; s < D->nsrc; s++)
         S->step_tid[s] = INT32_MIN;
@@ -73,7 +72,13 @@ static int host_busy_run(const dctx *D, diag_state *S, size_t task, finds *out)
     for (size_t k = 0; k < teller_store_num_steps(D->st); k++)
         if (steps[k].marker != TELLER_NONE)
             S->step_tid[D->ev->source[steps[k].marker]] = teller_event_tid(D->ev, steps[k].marker);
-    return diag_busy_build(&S->host, D, DIAG_BUSY_OTHER_THREADS, S->step_tid);
+    return 0;
+}
+
+static int host_busy_run(const dctx *D, diag_state *S, size_t src, finds *out)
+{
+    (void)out;
+    return diag_busy_part(&S->host, D, DIAG_BUSY_OTHER_THREADS, S->step_tid, src);
 }
 
 static void host_busy_release(const dctx *D, diag_state *S)
@@ -83,9 +88,9 @@ static void host_busy_release(const dctx *D, diag_state *S)
     free(S->step_tid);
 }
 
-const diag_detector diag_row_host_busy = {.name = "host_busy", .scope = DIAG_PER_RUN, .round = 2,
-                                          .writes = DIAG_S_HOST_BUSY, .run = host_busy_run,
-                                          .release = host_busy_release};
+const diag_detector diag_row_host_busy = {.name = "host_busy", .scope = DIAG_PER_SOURCE, .round = 2,
+                                          .writes = DIAG_S_HOST_BUSY, .prepare = host_busy_prepare,
+                                          .run = host_busy_run, .release = host_busy_release};
 
 /* One source's sweep of its host gaps: pass 0 gathers the yardsticks,
  * pass 1 judges every hole against them. */

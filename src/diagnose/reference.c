@@ -100,8 +100,7 @@ typedef struct rtab {
 
 struct ref_state {
     rtab              *tab;   /* per source */
-    busyidx            host;  /* when each source's host ops ran */
-    endidx             ends;  /* when each source's GPU work ended */
+    busyidx            host;  /* when each source's host ops ran (each source's part built by its task) */
     kmap               xfer;  /* collective member kernel -> its instance's transfer */
     double            *xv;
     size_t             xcap;
@@ -202,7 +201,7 @@ static double op_time(const dctx *D, const diag_state *S, uint32_t i)
         return -1;
     const char *nm = teller_store_str(D->st, ev->name[i]);
     if (strstr(nm, "Synchronize"))
-        return (double)diag_overhang(&S->ref->ends, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+        return (double)diag_overhang(&S->ends, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
     return teller_name_is_launch(nm) || strstr(nm, "Malloc") || strstr(nm, "alloc") || strstr(nm, "Free") ||
                    strstr(nm, "MemAlloc")
                ? (double)ev->dur_ns[i]
@@ -569,7 +568,6 @@ static void ref_state_free(struct ref_state *R, size_t nsrc)
     }
     free(R->tab);
     diag_busy_free(&R->host);
-    diag_ends_free(&R->ends);
     kmap_free(&R->xfer);
     free(R->xv);
     free(R->cls);
@@ -589,8 +587,7 @@ static int reference_prepare(const dctx *D, diag_state *S)
         return -1;
     S->ref = R;
     R->tab = calloc(D->nsrc + 1, sizeof *R->tab);
-    if (!R->tab || diag_busy_build(&R->host, D, DIAG_BUSY_HOST, NULL) || diag_ends_build(&R->ends, D) ||
-        index_transfers(D, R) || classify(D, S->out, R))
+    if (!R->tab || diag_busy_init(&R->host, D->nsrc) || index_transfers(D, R) || classify(D, S->out, R))
         return -1;
     return 0;
 }
@@ -599,7 +596,7 @@ static int reference_run(const dctx *D, diag_state *S, size_t src, finds *out)
 {
     if (!S->ref)
         return 0;
-    if (tally(D, S, (uint16_t)src))
+    if (diag_busy_part(&S->ref->host, D, DIAG_BUSY_HOST, NULL, src) || tally(D, S, (uint16_t)src))
         return -1;
     return D->opts->reference ? compare(D, S, (uint16_t)src, out) : 0;
 }
@@ -611,7 +608,7 @@ static void reference_release(const dctx *D, diag_state *S)
 }
 
 const diag_detector diag_row_reference = {.name = "reference", .scope = DIAG_PER_SOURCE, .round = 2,
-                                          .writes = DIAG_S_REFERENCE | DIAG_S_STEPS,
+                                          .reads = DIAG_S_GPU_BUSY, .writes = DIAG_S_REFERENCE | DIAG_S_STEPS,
                                           .prepare = reference_prepare, .run = reference_run,
                                           .merge = reference_merge, .release = reference_release};
 

@@ -1,7 +1,7 @@
 /*
  * syncs.c - the synchronize detector (row syncs): a synchronize's (or a
- * blocking copy call's) overhang past the rank's last GPU work, against the
- * run's usual overhang.
+ * blocking copy call's) overhang past the rank's last GPU work (the index
+ * of when it ended is row gpu_busy's), against the run's usual overhang.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +40,6 @@ static double beyond_others(const dctx *D, const waitidx *W, uint32_t k, uint16_
  * input of a per-source search: one number, the median of every rank's
  * overhangs, merged from each source's (baseline.h). */
 typedef struct syncs_in {
-    endidx E;     /* each source's GPU work by end */
     double usual; /* the run's median overhang */
 } syncs_in;
 
@@ -54,19 +53,19 @@ static int is_sync(const dctx *D, size_t i)
 /* A synchronize's overhang: how long it went on after the last GPU work
  * of its rank that had finished by then (0 when it returned as that work
  * finished). */
-static double overhang(const dctx *D, const endidx *E, size_t i)
+static double overhang(const dctx *D, const diag_state *S, size_t i)
 {
     const teller_events *ev = D->ev;
-    return (double)diag_overhang(E, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
+    return (double)diag_overhang(&S->ends, ev->source[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]);
 }
 
 /* Source src's part of the run's usual overhang (diag_part_fill): its
  * synchronizes' overhangs, all under one key. */
 static int syncs_part(const dctx *D, const void *arg, size_t src, diag_part *part)
 {
-    const syncs_in *in = arg;
+    const diag_state *S = arg;
     for (size_t i = D->range[src]; i < D->range[src + 1]; i++)
-        if (is_sync(D, i) && diag_part_add(part, 0, overhang(D, &in->E, i)))
+        if (is_sync(D, i) && diag_part_add(part, 0, overhang(D, S, i)))
             return -1;
     return 0;
 }
@@ -76,9 +75,9 @@ static int syncs_prepare(const dctx *D, diag_state *S)
 {
     diag_medians M = {0};
     syncs_in *in = S->syncs = calloc(1, sizeof *S->syncs);
-    if (!in || diag_ends_build(&in->E, D))
+    if (!in)
         return -1;
-    int rc = diag_medians_build(&M, D, syncs_part, in);
+    int rc = diag_medians_build(&M, D, syncs_part, S);
     in->usual = diag_medians_get(&M, 0);
     diag_medians_free(&M);
     return rc;
@@ -94,7 +93,7 @@ static int syncs_run(const dctx *D, diag_state *S, size_t src, finds *out)
         if (!is_sync(D, i))
             continue;
         int64_t end = ev->start_ns[i] + ev->dur_ns[i];
-        double o = overhang(D, &in->E, i), ex = o - 3 * in->usual - 20000;
+        double o = overhang(D, S, i), ex = o - 3 * in->usual - 20000;
         if (ex <= 0)
             continue;
         double held = ex; /* the host waited that much longer */
@@ -113,10 +112,9 @@ static int syncs_run(const dctx *D, diag_state *S, size_t src, finds *out)
 static void syncs_release(const dctx *D, diag_state *S)
 {
     (void)D;
-    if (S->syncs)
-        diag_ends_free(&S->syncs->E);
     free(S->syncs);
 }
 
-const diag_detector diag_row_syncs = {.name = "syncs", .scope = DIAG_PER_SOURCE, .round = 2, .reads = DIAG_S_WAITS,
-                                      .prepare = syncs_prepare, .run = syncs_run, .release = syncs_release};
+const diag_detector diag_row_syncs = {.name = "syncs", .scope = DIAG_PER_SOURCE, .round = 2,
+                                      .reads = DIAG_S_GPU_BUSY | DIAG_S_WAITS, .prepare = syncs_prepare,
+                                      .run = syncs_run, .release = syncs_release};
