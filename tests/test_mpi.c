@@ -56,6 +56,18 @@ static void refused_cut_short(const void *buf, size_t n, int summary, size_t nso
     teller_source_summary_free(none, nsources);
 }
 
+/* A simulated 2 x 2 case of 10 steps with a hang, into dir (a mkdtemp
+ * template): its rank files in *files (teller_load_files_free), how many
+ * returned. */
+static size_t sim_files(char *dir, char ***files)
+{
+    size_t n = 0;
+    teller_error err;
+    sim_faulty(dir, 2, 2, 10, 5, 1);
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, files, &n, &err), TELLER_OK);
+    return n;
+}
+
 /* a teller_load reader that sends every file as teller-mpi's readers do:
  * its trees built, through a packed buffer, with its summary */
 static teller_status read_packed(void *ctx, size_t i, const char *path, teller_store *into, teller_error *err)
@@ -125,11 +137,8 @@ static teller_store *load_files(char **files, size_t n, int packed)
 static void test_packed_store_appends_as_the_store(void)
 {
     char dir[] = "/tmp/teller_mpi_pack_XXXXXX";
-    sim_faulty(dir, 2, 2, 10, 5, 1);
     char **files = NULL;
-    size_t n = 0;
-    teller_error err;
-    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
+    size_t n = sim_files(dir, &files);
     teller_store *ref = load_files(files, n, 0), *st = load_files(files, n, 1);
     CHECK(teller_store_num_collectives(ref) > 20);
     CHECK(same_store(ref, st));
@@ -151,11 +160,9 @@ static void test_packed_store_appends_as_the_store(void)
 static void test_step_cells_of_own_events(void)
 {
     char dir[] = "/tmp/teller_mpi_cells_XXXXXX";
-    sim_faulty(dir, 2, 2, 10, 5, 1);
     char **files = NULL;
-    size_t n = 0;
+    size_t n = sim_files(dir, &files);
     teller_error err;
-    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
     teller_store *st = load_files(files, n, 0);
     size_t nsrc = teller_store_num_sources(st), ncell = (size_t)teller_store_step_count(st) * nsrc;
     uint32_t nsteps = teller_store_step_count(st);
@@ -245,11 +252,9 @@ static void test_rank_of_two_sources(void)
 static void test_members_are_their_rows(void)
 {
     char dir[] = "/tmp/teller_mpi_members_XXXXXX";
-    sim_faulty(dir, 2, 2, 10, 5, 1);
     char **files = NULL;
-    size_t n = 0;
+    size_t n = sim_files(dir, &files);
     teller_error err;
-    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
     teller_store *st = teller_store_create();
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(teller_ingest_file(st, files[i], NULL, &err), TELLER_OK);
@@ -294,11 +299,9 @@ static void test_members_are_their_rows(void)
 static void test_round_after_the_build(void)
 {
     char dir[] = "/tmp/teller_mpi_round_XXXXXX";
-    sim_faulty(dir, 2, 2, 10, 5, 1);
     char **files = NULL;
-    size_t n = 0;
+    size_t n = sim_files(dir, &files);
     teller_error err;
-    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
     teller_store *run = load_files(files, n, 0), *kept = teller_store_create();
     teller_source_summary *sr = NULL;
     CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);

@@ -15,6 +15,11 @@
 
 #define STR_BLOCK_SIZE (1u << 20)
 
+/* The event columns (X(name) each, as a statement): those the readers
+ * fill, and the tree's, which a bare store has not. */
+#define READ_COLUMNS(X) X(start_ns); X(dur_ns); X(name); X(layer); X(flags); X(source); X(track); X(corr); X(args);
+#define TREE_COLUMNS(X) X(parent); X(first_child); X(next_sibling); X(depth); X(step);
+
 static uint32_t hash_bytes(const char *s, size_t n)
 {
     /* FNV-1a over 8-byte words then bytes: names are short and repeat. */
@@ -259,10 +264,9 @@ int teller_store_reserve_events(teller_store *st, size_t need)
         if (teller_grow((void **)&e->f, &c, ncap, sizeof *e->f)) \
             return -1;                                           \
     } while (0)
-    COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(track); COL(corr); COL(args);
+    READ_COLUMNS(COL)
     if (!st->bare) {
-        COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
+        TREE_COLUMNS(COL)
     }
 #undef COL
     st->ev_cap = ncap;
@@ -287,10 +291,9 @@ void teller_store_fit(teller_store *st)
         if (p)                                          \
             e->f = p;                                   \
     } while (0)
-    COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(track); COL(corr); COL(args);
+    READ_COLUMNS(COL)
     if (!st->bare) {
-        COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
+        TREE_COLUMNS(COL)
     }
 #undef COL
     st->ev_cap = n;
@@ -334,10 +337,9 @@ static void prefault_rows(teller_store *st, size_t lo, size_t hi)
 {
     teller_events *e = &st->ev;
 #define COL(f) teller_prefault(e->f + lo, (hi - lo) * sizeof *e->f)
-    COL(start_ns); COL(dur_ns); COL(name); COL(layer); COL(flags); COL(source);
-    COL(track); COL(corr); COL(args);
+    READ_COLUMNS(COL)
     if (!st->bare) {
-        COL(parent); COL(first_child); COL(next_sibling); COL(depth); COL(step);
+        TREE_COLUMNS(COL)
     }
 #undef COL
 }
