@@ -21,6 +21,7 @@
 #include "diagnose/context.h"
 #include "mpi/pack.h"
 #include "mpi/rounds.h"
+#include "store/store_internal.h"
 #include "mpi/summary.h"
 #include "ingest/load_internal.h"
 #include "tree/tree_internal.h"
@@ -201,6 +202,47 @@ static void test_step_cells_of_own_events(void)
     free(want);
     free(got);
     teller_store_free(st);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* A reader keeps its files in one store: each file built per source and
+ * appended with its trees (teller_store_append_local) holds what the
+ * files read into one store and built there hold, event for event. */
+static void test_local_stores_append_as_built(void)
+{
+    char dir[] = "/tmp/teller_mpi_app_XXXXXX";
+    char **files = NULL;
+    size_t n = sim_files(dir, &files);
+    teller_error err;
+    teller_source_summary *sr = NULL;
+    teller_store *one = teller_store_create(), *kept = teller_store_create();
+    for (size_t i = 0; i < 3; i++)
+        CHECK_EQ_INT(teller_ingest_file(one, files[i], NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_local(one, NULL, &sr, &err), TELLER_OK);
+    teller_source_summary_free(sr, teller_store_num_sources(one));
+    for (size_t i = 0; i < 3; i++) {
+        teller_store *part = teller_store_create();
+        CHECK_EQ_INT(teller_ingest_file(part, files[i], NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_tree_local(part, NULL, &sr, &err), TELLER_OK);
+        teller_source_summary_free(sr, teller_store_num_sources(part));
+        CHECK_EQ_INT(teller_store_append_local(kept, part, &err), TELLER_OK);
+        teller_store_free(part);
+    }
+    const teller_events *a = teller_store_events(one), *b = teller_store_events(kept);
+    CHECK(a->n > 1000 && a->n == b->n);
+    size_t same = 0, nested = 0;
+    for (size_t i = 0; i < a->n && i < b->n; i++) {
+        same += a->start_ns[i] == b->start_ns[i] && a->parent[i] == b->parent[i] &&
+                a->first_child[i] == b->first_child[i] && a->next_sibling[i] == b->next_sibling[i] &&
+                a->depth[i] == b->depth[i];
+        nested += b->parent[i] != TELLER_NONE;
+    }
+    CHECK(same == a->n && nested > a->n / 4);
+    for (uint32_t q = 0; q < 3; q++)
+        CHECK(teller_store_source_c(one, q)->first_event == teller_store_source_c(kept, q)->first_event);
+    teller_store_free(one);
+    teller_store_free(kept);
     teller_load_files_free(files, n);
     rm_rf(dir);
 }
@@ -874,6 +916,8 @@ const test_case mpi_tests[] = {
      test_packed_store_appends_as_the_store},
     {"mpi: a source's step cells are found from its own events alone", test_step_cells_of_own_events},
     {"mpi: the collectives' members the diagnosis reads say what their rows say", test_members_are_their_rows},
+    {"mpi: a reader's files, built one by one and appended with their trees, are as if built in one store",
+     test_local_stores_append_as_built},
     {"mpi: a rank held by two sources sums their cells and unions their GPU busy time", test_rank_of_two_sources},
     {"mpi: after the build a reader stamps its kept events and its cells are the run's; damaged, each is refused",
      test_round_after_the_build},

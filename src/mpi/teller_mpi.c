@@ -35,6 +35,7 @@
  * this is not yet (docs/SCALE.md): process 0 still receives every event
  * and does the rest of the analysis on them.
  */
+#include <malloc.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -404,7 +405,7 @@ typedef struct share {
     file_head    *head;  /* per file of the share */
     char        **buf;   /* per file: its packed store */
     char        **sum;   /* per file: the summary of its collectives */
-    teller_store **kept; /* per file: its store, kept for the round after the build (NULL: none) */
+    teller_store **part; /* per file of the batch being read: its store, once packed (NULL: none) */
 } share;
 
 static void read_pack(void *ctx, size_t b)
@@ -438,12 +439,10 @@ static void read_pack(void *ctx, size_t b)
             teller_error_set(&h->err, TELLER_ERR_NOMEM, path, 0, "out of memory packing the file");
     }
     teller_source_summary_free(sr, teller_store_num_sources(st));
-    if (h->err.code == TELLER_OK) {
-        teller_store_fit(st);
-        S->kept[k] = st;
-    } else {
+    if (h->err.code == TELLER_OK)
+        S->part[k] = st;
+    else
         teller_store_free(st);
-    }
 }
 
 /* Posts the sends of files [a, b) of the share; returns their requests
@@ -479,10 +478,10 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
 }
 
 /* The reader's side of the round after the build (rounds.h): process 0's
- * steps for the sources of the kept stores (mine of them) in, their cells
- * out; nothing when process 0 sends 0 (its load failed). Steps it cannot
- * take end the run: process 0 waits for the cells. */
-static void answer_round(teller_store **kept, size_t mine)
+ * steps for the sources of the store it kept in, their cells out; nothing
+ * when process 0 sends 0 (its load failed). Steps it cannot take end the
+ * run: process 0 waits for the cells. */
+static void answer_round(teller_store *kept)
 {
     int tag = (int)tag_bound();
     uint64_t n, cn = 0;
@@ -499,7 +498,7 @@ static void answer_round(teller_store **kept, size_t mine)
                  MPI_STATUS_IGNORE);
     teller_error err;
     size_t cz = 0;
-    if (teller_steps_answer(kept, mine, buf, n, (void **)&cells, &cz, &err) != TELLER_OK) {
+    if (teller_steps_answer(&kept, 1, buf, n, (void **)&cells, &cz, &err) != TELLER_OK) {
         fprintf(stderr, "teller-mpi: process %d cannot take the run's steps: %s:%llu: %s\n", me, err.file,
                 (unsigned long long)err.offset, err.msg);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -565,8 +564,12 @@ static int serve(void)
                .head = calloc(mine ? mine : 1, sizeof *S.head),
                .buf = calloc(mine ? mine : 1, sizeof *S.buf),
                .sum = calloc(mine ? mine : 1, sizeof *S.sum),
-               .kept = calloc(mine ? mine : 1, sizeof *S.kept)};
-    if (!S.head || !S.buf || !S.sum || !S.kept) {
+               .part = calloc(mine ? mine : 1, sizeof *S.part)};
+    /* the share's stores in one, file after file, for the round after the
+     * build: as the run's store holds them */
+    teller_store *kept = teller_store_create();
+    teller_error err;
+    if (!S.head || !S.buf || !S.sum || !S.part || !kept) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -577,6 +580,14 @@ static int serve(void)
         size_t b = a + (size_t)jobs < mine ? a + (size_t)jobs : mine;
         S.first = a;
         teller_parallel_for(jobs, b - a, read_pack, &S);
+        for (size_t k = a; k < b; k++) {
+            if (S.part[k] && teller_store_append_local(kept, S.part[k], &err) != TELLER_OK) {
+                fprintf(stderr, "teller-mpi: process %d: %s\n", me, err.msg);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            teller_store_free(S.part[k]);
+            S.part[k] = NULL;
+        }
         int ncur = 0;
         MPI_Request *cur = send_batch(&S, a, b, &ncur, &rc);
         if (prev) {
@@ -599,10 +610,10 @@ static int serve(void)
         }
         free(prev);
     }
-    answer_round(S.kept, mine);
-    for (size_t k = 0; k < mine; k++)
-        teller_store_free(S.kept[k]);
-    free(S.kept);
+    teller_store_fit(kept);
+    answer_round(kept);
+    teller_store_free(kept);
+    free(S.part);
     free(S.head);
     free(S.buf);
     free(S.sum);
@@ -626,6 +637,11 @@ int main(int argc, char **argv)
         wait_note_s = atof(w);
     int rc = 0;
     if (me != 0) {
+#ifdef M_MMAP_THRESHOLD
+        /* a reader's store grows file after file: columns of a MB or more
+         * are mapped, so that growing one moves its pages, not copies them */
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
         /* one load per plan (--baseline loads the reference first) */
         for (int r; (r = serve()) >= 0;)
             rc |= r;

@@ -278,6 +278,23 @@ int teller_store_reserve_args(teller_store *st, size_t need)
     return need >= TELLER_NONE ? -1 : TELLER_GROW(st->args, st->args_cap, need);
 }
 
+teller_status teller_store_append_local(teller_store *dst, const teller_store *src, teller_error *err)
+{
+    size_t e0 = dst->ev.n;
+    teller_status s = teller_store_append(dst, src, err);
+    if (s != TELLER_OK || dst->bare || src->bare)
+        return s;
+    const teller_events *se = &src->ev;
+    teller_events *de = &dst->ev;
+    for (size_t i = 0; i < se->n; i++) {
+        de->parent[e0 + i] = se->parent[i] == TELLER_NONE ? TELLER_NONE : se->parent[i] + (uint32_t)e0;
+        de->first_child[e0 + i] = se->first_child[i] == TELLER_NONE ? TELLER_NONE : se->first_child[i] + (uint32_t)e0;
+        de->next_sibling[e0 + i] = se->next_sibling[i] == TELLER_NONE ? TELLER_NONE : se->next_sibling[i] + (uint32_t)e0;
+        de->depth[e0 + i] = se->depth[i];
+    }
+    return TELLER_OK;
+}
+
 void teller_store_fit(teller_store *st)
 {
     teller_events *e = &st->ev;

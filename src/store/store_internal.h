@@ -78,6 +78,11 @@ struct teller_store {
 int teller_store_reserve_events(teller_store *st, size_t need);
 /* Grows the args table to hold `need` rows; 0 or -1 (out of memory). */
 int teller_store_reserve_args(teller_store *st, size_t need);
+/* teller_store_append of a store whose trees are built per source
+ * (teller_tree_local), into a store that is not bare: its trees come
+ * along, their event indexes moved, and its sources stay whole, so that
+ * dst holds them as if their files had been read and built in it. */
+teller_status teller_store_append_local(teller_store *dst, const teller_store *src, teller_error *err);
 /* Gives back the event columns' and the args table's room past what they
  * hold (a store kept long, as a teller-mpi reader keeps each file's: a
  * reader reserves room for the events a file's size suggests). */
