@@ -35,7 +35,6 @@
  * this is not yet (docs/SCALE.md): process 0 still receives every event
  * and does the rest of the analysis on them.
  */
-#include <malloc.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -43,6 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* mallopt */
+#endif
 
 #include "teller/ingest.h"
 #include "teller/load.h"

@@ -299,8 +299,6 @@ void teller_store_fit(teller_store *st)
 {
     teller_events *e = &st->ev;
     size_t n = e->n ? e->n : 1;
-    if (n >= st->ev_cap)
-        return;
     /* a shrinking realloc that fails leaves the column as it was */
 #define COL(f)                                          \
     do {                                                \
@@ -308,12 +306,14 @@ void teller_store_fit(teller_store *st)
         if (p)                                          \
             e->f = p;                                   \
     } while (0)
-    READ_COLUMNS(COL)
-    if (!st->bare) {
-        TREE_COLUMNS(COL)
+    if (n < st->ev_cap) {
+        READ_COLUMNS(COL)
+        if (!st->bare) {
+            TREE_COLUMNS(COL)
+        }
+        st->ev_cap = n;
     }
 #undef COL
-    st->ev_cap = n;
     void *a = st->nargs < st->args_cap ? realloc(st->args, (st->nargs ? st->nargs : 1) * sizeof *st->args) : NULL;
     if (a) {
         st->args = a;

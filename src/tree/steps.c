@@ -206,15 +206,24 @@ static int rank_cmp(const void *a, const void *b, void *ctx)
     return rx != ry ? (rx < ry ? -1 : 1) : (x > y) - (x < y);
 }
 
+/* The sources sorted by rank, then index (malloc'd); NULL out of memory. */
+static uint32_t *sources_by_rank(const teller_store *st)
+{
+    uint32_t *order = malloc((st->nsources ? st->nsources : 1) * sizeof *order);
+    if (!order)
+        return NULL;
+    for (uint32_t q = 0; q < st->nsources; q++)
+        order[q] = q;
+    teller_sort_r(order, st->nsources, sizeof *order, rank_cmp, (void *)st);
+    return order;
+}
+
 int teller_step_rows(const teller_store *st, const teller_step_cell *cells, teller_step_cell *rows, uint8_t *known)
 {
     size_t nsrc = st->nsources;
-    uint32_t *order = malloc((nsrc ? nsrc : 1) * sizeof *order);
+    uint32_t *order = sources_by_rank(st);
     if (!order)
         return -1;
-    for (uint32_t q = 0; q < nsrc; q++)
-        order[q] = q;
-    teller_sort_r(order, nsrc, sizeof *order, rank_cmp, (void *)st);
     for (size_t r = 0; r < st->nsteps; r++) {
         const teller_step *row = &st->steps[r];
         size_t count, first = rank_sources(st, order, nsrc, row->rank, &count);
@@ -239,43 +248,64 @@ int teller_step_rows(const teller_store *st, const teller_step_cell *cells, tell
     return 0;
 }
 
+/* A row index by its rank (then index), for the rows of a rank. */
+static int row_rank_cmp(const void *a, const void *b, void *ctx)
+{
+    const teller_store *st = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int32_t rx = st->steps[x].rank, ry = st->steps[y].rank;
+    return rx != ry ? (rx < ry ? -1 : 1) : (x > y) - (x < y);
+}
+
 /* The GPU busy time of the rows of a rank held by several sources (a file
  * named twice with --force, several processes of one rank in a file): the
- * union of their GPU work, which their cells cannot give. 0, or -1 out of
- * memory. */
+ * union of their GPU work, which their cells cannot give, from their
+ * events (one pass over each such source's). 0, or -1 out of memory. */
 static int multi_busy(const teller_store *st, teller_step_cell *rows)
 {
     const teller_events *ev = &st->ev;
+    size_t nsrc = st->nsources, n = st->nsteps;
+    uint32_t *order = sources_by_rank(st), *ridx = malloc((n + 1) * sizeof *ridx);
     int64_t *busy = malloc(((size_t)st->step_count + 1) * sizeof *busy);
     ival *iv = NULL;
     size_t icap = 0;
-    int rc = busy ? 0 : -1;
-    for (size_t s = 0; s < st->nsources && !rc; s++) {
-        int32_t rank = st->sources[s].rank;
-        size_t same = 0, earlier = 0;
-        for (size_t q = 0; q < st->nsources; q++)
-            if (st->sources[q].rank == rank) {
-                same++;
-                earlier += q < s;
-            }
-        if (same < 2 || earlier) /* one source, or a rank done already */
+    int rc = order && ridx && busy ? 0 : -1;
+    for (uint32_t r = 0; !rc && r < n; r++)
+        ridx[r] = r;
+    if (!rc)
+        teller_sort_r(ridx, n, sizeof *ridx, row_rank_cmp, (void *)st);
+    for (size_t j = 0, c = 1; !rc && j < nsrc; j += c) {
+        int32_t rank = st->sources[order[j]].rank;
+        for (c = 1; j + c < nsrc && st->sources[order[j + c]].rank == rank; c++)
+            ;
+        if (c < 2)
             continue;
         size_t niv = 0;
-        for (size_t i = 0; i < ev->n && !rc; i++)
-            if (st->sources[ev->source[i]].rank == rank && (ev->flags[i] & TELLER_F_GPU) &&
-                teller_layer_is_gpu_work(ev->layer[i]) && ev->step[i] < st->step_count) {
-                if ((rc = TELLER_GROW(iv, icap, niv + 1)))
-                    break;
-                iv[niv++] = (ival){ev->step[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
-            }
+        for (size_t q = j; q < j + c && !rc; q++) {
+            const teller_source *so = &st->sources[order[q]];
+            for (size_t i = so->first_event; i < (size_t)so->first_event + so->num_events && i < ev->n && !rc; i++)
+                if ((ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) &&
+                    ev->step[i] < st->step_count && !(rc = TELLER_GROW(iv, icap, niv + 1)))
+                    iv[niv++] = (ival){ev->step[i], ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
+        }
         for (uint32_t k = 0; k < st->step_count; k++)
             busy[k] = 0;
         for (size_t a = 0, b; !rc && busy_by_step(iv, niv, a, &b); a = b)
             busy[iv[a].step] = iv[a].e;
-        for (size_t r = 0; r < st->nsteps && !rc; r++)
-            if (st->steps[r].rank == rank && st->steps[r].step < st->step_count)
-                rows[r].gpu_busy_ns = busy[st->steps[r].step];
+        size_t lo = 0, hi = n; /* the rank's rows in ridx */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (st->steps[ridx[mid]].rank < rank)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; !rc && lo < n && st->steps[ridx[lo]].rank == rank; lo++)
+            if (st->steps[ridx[lo]].step < st->step_count)
+                rows[ridx[lo]].gpu_busy_ns = busy[st->steps[ridx[lo]].step];
     }
+    free(order);
+    free(ridx);
     free(busy);
     free(iv);
     return rc;
