@@ -152,16 +152,14 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
                 rk[k] = (teller_step){w.step, teller_store_source_c(stores[f], q)->rank, TELLER_NONE, w.start, w.end};
                 steps[k] = w.step;
             }
-            teller_step_cell *cells = malloc((src[1] ? src[1] : 1) * sizeof *cells);
-            if (!rk || !steps || !cells || teller_tree_stamp(stores[f], q, (int64_t)src[0], rk, src[1]) ||
-                teller_step_cells_of(stores[f], q, steps, (uint32_t)src[1], cells, 1))
+            if (rk && steps)
+                teller_tree_stamp(stores[f], q, (int64_t)src[0], rk, src[1]);
+            /* straight into the answer: its cells start 8-byte aligned */
+            if (!rk || !steps || teller_step_cells_of(stores[f], q, steps, (uint32_t)src[1], (teller_step_cell *)a, 1))
                 s = teller_error_set(err, TELLER_ERR_NOMEM, "(steps from process 0)", 0, "out of memory");
-            else
-                memcpy(a, cells, src[1] * sizeof *cells);
-            a += src[1] * sizeof *cells;
+            a += src[1] * sizeof(teller_step_cell);
             free(rk);
             free(steps);
-            free(cells);
         }
     if (s != TELLER_OK) {
         free(ans);

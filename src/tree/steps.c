@@ -26,16 +26,10 @@ static int ival_cmp(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
-/* The GPU busy time of a step, the union of its operations' spans: with
- * iv[0..n) sorted (ival_cmp) on the first call (a == 0), the step of
- * iv[a] is unioned over its operations [a, *b) and the time left in
- * iv[a].e. 0 when a is past the end. */
-static int busy_by_step(ival *iv, size_t n, size_t a, size_t *b)
+/* The GPU busy time of iv[a]'s step, iv[0..n) sorted by ival_cmp: the
+ * union of its operations' spans, iv[a, *b). */
+static int64_t step_busy(const ival *iv, size_t n, size_t a, size_t *b)
 {
-    if (a == 0)
-        teller_sort(iv, n, sizeof *iv, ival_cmp);
-    if (a >= n)
-        return 0;
     int64_t busy = 0, cs = iv[a].s, ce = iv[a].e;
     for (*b = a + 1; *b < n && iv[*b].step == iv[a].step; ++*b) {
         if (iv[*b].s > ce) {
@@ -46,8 +40,7 @@ static int busy_by_step(ival *iv, size_t n, size_t a, size_t *b)
             ce = iv[*b].e;
         }
     }
-    iv[a].e = busy + ce - cs;
-    return 1;
+    return busy + ce - cs;
 }
 
 /* Where a step's cell is: its index among steps[0..n) (ascending), or,
@@ -146,8 +139,9 @@ int teller_step_cells_of(const teller_store *st, uint32_t s, const uint32_t *ste
         }
         iv[niv++] = (ival){j, ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i]};
     }
-    for (size_t a = 0, b; busy_by_step(iv, niv, a, &b); a = b)
-        cells[iv[a].step * stride].gpu_busy_ns = iv[a].e; /* busy_by_step left it there */
+    teller_sort(iv, niv, sizeof *iv, ival_cmp);
+    for (size_t a = 0, b; a < niv; a = b)
+        cells[iv[a].step * stride].gpu_busy_ns = step_busy(iv, niv, a, &b);
     free(iv);
     return 0;
 }
@@ -290,8 +284,10 @@ static int multi_busy(const teller_store *st, teller_step_cell *rows)
         }
         for (uint32_t k = 0; k < st->step_count; k++)
             busy[k] = 0;
-        for (size_t a = 0, b; !rc && busy_by_step(iv, niv, a, &b); a = b)
-            busy[iv[a].step] = iv[a].e;
+        if (!rc)
+            teller_sort(iv, niv, sizeof *iv, ival_cmp);
+        for (size_t a = 0, b; !rc && a < niv; a = b)
+            busy[iv[a].step] = step_busy(iv, niv, a, &b);
         size_t lo = 0, hi = n; /* the rank's rows in ridx */
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;

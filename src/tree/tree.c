@@ -1212,12 +1212,12 @@ static int step_cmp(const void *a, const void *b)
  * them (each its marker's span, not yet extended to its GPU work), their
  * numbers rising with their start. A host event belongs to the last step
  * that started at or before it, when it starts before that step's end; GPU
- * work to the step of its launch. end[p] receives the latest end of row p's
- * GPU work (INT64_MIN: none). */
+ * work to the step of its launch. end[p], when end is given, receives the
+ * latest end of row p's GPU work (INT64_MIN: none). */
 static void stamp_source(teller_events *ev, size_t lo_ev, size_t hi_ev, const teller_step *rows, size_t count,
                          int64_t *end)
 {
-    for (size_t k = 0; k < count; k++)
+    for (size_t k = 0; end && k < count; k++)
         end[k] = INT64_MIN;
     for (size_t i = lo_ev; i < hi_ev; i++) {
         ev->step[i] = TELLER_NONE;
@@ -1241,6 +1241,8 @@ static void stamp_source(teller_events *ev, size_t lo_ev, size_t hi_ev, const te
         if (par == TELLER_NONE || ev->step[par] == TELLER_NONE)
             continue;
         uint32_t k = ev->step[i] = ev->step[par];
+        if (!end)
+            continue;
         size_t lo = 0, h = count; /* its row: the numbers rise with the rows */
         while (lo < h) {
             size_t mid = (lo + h) / 2;
@@ -1627,18 +1629,13 @@ const teller_step *teller_tree_spans(const teller_store *st, int32_t rank, size_
     return st->spans ? st->spans + lo : NULL;
 }
 
-int teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count)
+void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count)
 {
     teller_events *ev = &st->ev;
     size_t lo = st->sources[s].first_event, hi = lo + st->sources[s].num_events;
-    int64_t *end = malloc((count ? count : 1) * sizeof *end);
-    if (!end)
-        return -1;
     for (size_t i = lo; i < hi; i++)
         ev->start_ns[i] -= offset_ns;
-    stamp_source(ev, lo, hi, rows, count, end);
-    free(end);
-    return 0;
+    stamp_source(ev, lo, hi, rows, count, NULL); /* the steps' ends are the build's */
 }
 
 void teller_source_summary_free(teller_source_summary *sr, size_t n)

@@ -82,9 +82,8 @@ const teller_step *teller_tree_spans(const teller_store *st, int32_t rank, size_
  * built elsewhere (teller-mpi): moves them onto node 0's clock (start -
  * offset_ns, the source's node's offset) and stamps them with their steps,
  * rows being its rank's of teller_tree_spans (count of them, on node 0's
- * clock). The store's trees are built (teller_tree_local). 0, or
- * -1 out of memory. */
-int teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count);
+ * clock). The store's trees are built (teller_tree_local). */
+void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count);
 
 /* What one source did in one step, found from that source's events alone
  * (steps.c): the unit the run-wide parts of the diagnosis and the step
