@@ -287,11 +287,12 @@ static void test_rank_of_two_sources(void)
     rm_rf(dir);
 }
 
-/* The collectives' members as the diagnosis reads them (members.c) say
- * what their communication rows say, which a process that does not hold
- * the rank receives: name, process group, direction, elements, arrival
- * and time on node 0's clock, and step where the row has one. */
-static void test_members_are_their_rows(void)
+/* The collectives' members as the diagnosis reads them
+ * (teller_tree_member_rows), each found from its communication row, which
+ * a process that does not hold the rank receives, say what the member's
+ * kernel says: source, name, process group, direction, elements, arrival
+ * and time on node 0's clock (node 1's clock has an offset), and step. */
+static void test_members_are_their_kernels(void)
 {
     char dir[] = "/tmp/teller_mpi_members_XXXXXX";
     char **files = NULL;
@@ -300,33 +301,28 @@ static void test_members_are_their_rows(void)
     teller_store *st = teller_store_create();
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(teller_ingest_file(st, files[i], NULL, &err), TELLER_OK);
-    size_t ns = teller_store_num_sources(st), compared = 0, stepped = 0;
-    teller_source_summary *sr = calloc(ns, sizeof *sr);
-    CHECK_EQ_INT(teller_tree_build_given(st, NULL, sr, &err), TELLER_OK);
-    dctx D = {.st = st, .ev = teller_store_events(st), .nsrc = ns};
-    CHECK_EQ_INT(diag_members_build(&D), 0);
+    CHECK_EQ_INT(teller_tree_build(st, NULL, &err), TELLER_OK);
+    const teller_events *ev = teller_store_events(st);
     const teller_collective *co = teller_store_collectives(st);
     const teller_coll_member *mem = teller_store_coll_members(st);
-    for (size_t c = 0; c < teller_store_num_collectives(st); c++)
+    const teller_member_row *mr = teller_tree_member_rows(st);
+    size_t compared = 0, stepped = 0, moved = 0;
+    CHECK(mr != NULL);
+    for (size_t c = 0; mr && c < teller_store_num_collectives(st); c++)
         for (uint32_t m = co[c].first_member; m < co[c].first_member + co[c].num_members; m++) {
-            const diag_member *dm = &D.member[m];
-            const teller_source_summary *ss = &sr[dm->src];
-            uint32_t at = mem[m].kernel - (uint32_t)teller_store_source_c(st, dm->src)->first_event;
-            const teller_coll_row *row = NULL;
-            for (size_t r = 0; r < ss->nrows && !row; r++)
-                row = ss->rows[r].ev == at ? &ss->rows[r] : NULL;
-            CHECK(row != NULL);
-            if (!row)
-                continue;
-            CHECK(dm->name == row->name && dm->pg_ranks == row->pg_ranks && dm->dir == row->dir);
-            CHECK(dm->start == row->start && dm->dur == row->dur && dm->elems == row->elems);
-            CHECK(row->step == TELLER_NONE || row->step == dm->step);
-            stepped += row->step != TELLER_NONE;
+            uint32_t k = mem[m].kernel;
+            const teller_comm *cm = teller_store_event_comm(st, k);
+            const char *coll = cm ? teller_store_str(st, cm->collective) : "";
+            int8_t dir = (int8_t)(!strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0);
+            CHECK(mr[m].src == ev->source[k] && mr[m].name == ev->name[k] && mr[m].dir == dir);
+            CHECK(mr[m].pg_ranks == (cm ? cm->pg_ranks : 0));
+            CHECK(mr[m].elems == (cm && cm->in_nelems > 0 ? cm->in_nelems : -1));
+            CHECK(mr[m].start == ev->start_ns[k] && mr[m].dur == ev->dur_ns[k] && mr[m].step == ev->step[k]);
+            stepped += mr[m].step != TELLER_NONE;
+            moved += teller_store_source_c(st, mr[m].src)->node != 0;
             compared++;
         }
-    CHECK(compared > 100 && stepped > 0);
-    free(D.member);
-    teller_source_summary_free(sr, ns);
+    CHECK(compared > 100 && stepped > 0 && moved > 0);
     teller_store_free(st);
     teller_load_files_free(files, n);
     rm_rf(dir);
@@ -915,7 +911,7 @@ const test_case mpi_tests[] = {
     {"mpi: a packed store and its summary build the run as the store itself; cut short, each is refused",
      test_packed_store_appends_as_the_store},
     {"mpi: a source's step cells are found from its own events alone", test_step_cells_of_own_events},
-    {"mpi: the collectives' members the diagnosis reads say what their rows say", test_members_are_their_rows},
+    {"mpi: the collectives' members the diagnosis reads, found from rows, say what their kernels say", test_members_are_their_kernels},
     {"mpi: a reader's files, built one by one and appended with their trees, are as if built in one store",
      test_local_stores_append_as_built},
     {"mpi: a rank held by two sources sums their cells and unions their GPU busy time", test_rank_of_two_sources},

@@ -329,7 +329,7 @@ int diag_waits_build(waitidx *W, const dctx *D)
         if (co[c].num_members < 2)
             continue;
         /* the last and the second last to arrive (start) */
-        const diag_member *dm = D->member + co[c].first_member;
+        const teller_member_row *dm = D->member + co[c].first_member;
         int64_t last = INT64_MIN, second = INT64_MIN;
         for (uint32_t m = 0; m < co[c].num_members; m++) {
             int64_t t = dm[m].start;
@@ -606,7 +606,7 @@ int diag_build_groups(dctx *D)
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
-        const diag_member *dm = D->member + co[c].first_member;
+        const teller_member_row *dm = D->member + co[c].first_member;
         const char *nm = teller_store_str(D->st, dm[0].name);
         int p2p = strstr(nm, "SendRecv") || strstr(nm, "Send") == nm;
         uint16_t a = dm[0].src;

@@ -144,7 +144,7 @@ static int instances(collscan *C)
     char buf[256];
     for (size_t c = 0; c < C->nc; c++) {
         inst *x = &C->in[c];
-        const diag_member *dm = C->D->member + co[c].first_member;
+        const teller_member_row *dm = C->D->member + co[c].first_member;
         x->c = (uint32_t)c;
         x->step = dm[0].step;
         x->transfer = INFINITY;
@@ -202,7 +202,7 @@ static int judge_hang(collscan *C, const inst *x, double u, finds *out)
     }
     if (missing < 0)
         missing = pg_missing(D, cc);
-    const diag_member *dm = D->member + cc->first_member;
+    const teller_member_row *dm = D->member + cc->first_member;
     int64_t t0 = INT64_MAX;
     for (uint32_t m = 0; m < cc->num_members; m++)
         if (dm[m].start < t0)
@@ -234,7 +234,7 @@ static int judge_transfer(const collscan *C, const inst *x, double u, double sd,
     const teller_store *st = C->D->st;
     const teller_coll_member *mem = teller_store_coll_members(st);
     const teller_collective *cc = &teller_store_collectives(st)[x->c];
-    const diag_member *dm = C->D->member;
+    const teller_member_row *dm = C->D->member;
     double ex = x->transfer - u - 3 * sd;
     if (x->transfer <= 2.5 * u + 50000 || ex <= 50000 || cc->num_members < 2)
         return 0;
@@ -507,7 +507,7 @@ static int late_run(const dctx *D, diag_state *S, size_t task, finds *out)
     for (size_t c = 0; c < teller_store_num_collectives(D->st); c++) {
         if (co[c].num_members < 2)
             continue;
-        const diag_member *dm = D->member + co[c].first_member, *last = dm;
+        const teller_member_row *dm = D->member + co[c].first_member, *last = dm;
         for (uint32_t m = 0; m < co[c].num_members; m++)
             if (dm[m].start > last->start)
                 last = &dm[m];

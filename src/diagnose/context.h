@@ -19,17 +19,6 @@
 #include "teller/store.h"
 #include "../tree/tree_internal.h"
 
-/* A collective's member as the run-wide parts read it (members.c). */
-typedef struct diag_member {
-    int64_t  start, dur; /* its kernel's arrival and time, node 0's clock */
-    int64_t  elems;      /* its input's elements ("In msg nelems"), -1 unknown */
-    uint32_t step;       /* its kernel's step, TELLER_NONE none */
-    uint32_t name;       /* its kernel's name */
-    uint32_t pg_ranks;   /* its process group's rank list ("[0, 1]", interned), 0 none */
-    uint16_t src;        /* its source */
-    int8_t   dir;        /* 1 a send, -1 a receive, 0 a collective */
-} diag_member;
-
 /* The run, as every detector reads it. */
 typedef struct dctx {
     teller_store        *st;      /* rows of round 4 and later may intern strings into it (the logs) */
@@ -54,7 +43,7 @@ typedef struct dctx {
     uint32_t            *linked;  /* the sources, grouped by pipeline */
     uint32_t            *pfirst, *pcount; /* per source: where its pipeline starts in linked, and its size */
     int                  apart;   /* some ranks share no pipeline (data-parallel replicas, unlinked traces) */
-    diag_member         *member;  /* per member of the store's collectives */
+    const teller_member_row *member; /* per member of the store's collectives: its row (teller_tree_member_rows) */
 } dctx;
 
 /* What the diagnosis builds as it goes. Each index is written by one row
@@ -130,9 +119,6 @@ static inline uint64_t nss_key(uint32_t name, uint32_t step, uint16_t src)
 /* kernels.c: on c, a finding on source s in step k, the step's heaviest
  * compute kernel there (cand.h heavy), from the kernel_tally row's state. */
 void diag_heaviest(const diag_state *S, size_t s, uint32_t k, cand *c);
-
-/* members.c: D->member. 0, or -1 out of memory. */
-int diag_members_build(dctx *D);
 
 /* notes.c: the notes on what the run did not let the diagnosis see */
 void diag_add_note(diag_state *S, const char *text);

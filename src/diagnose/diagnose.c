@@ -521,7 +521,6 @@ static void ctx_free(dctx *D, diag_state *S)
     free(D->pcount);
     free(D->mrow);
     free(D->range);
-    free(D->member);
 }
 
 /* A note on the steps without a yardstick: the only step of their kind,
@@ -811,7 +810,8 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
     judging J = {.o = o, .threshold = o->threshold > 0 ? o->threshold : def.threshold,
                  .spreads = o->spreads >= 0 ? o->spreads : TELLER_DIAG_SPREADS};
     dctx D = {.st = st, .ev = teller_store_events(st), .opts = o, .nsteps = teller_store_step_count(st),
-              .nsrc = teller_store_num_sources(st), .jobs = o->jobs > 0 ? o->jobs : teller_num_cores()};
+              .nsrc = teller_store_num_sources(st), .jobs = o->jobs > 0 ? o->jobs : teller_num_cores(),
+              .member = teller_tree_member_rows(st)};
     diag_state S = {.err = err, .ref_make = keep != NULL};
     teller_diagnosis *d = diagnosis_new(D.nsteps);
     int rc = -1;
@@ -828,7 +828,7 @@ static teller_status diagnose(teller_store *st, const teller_diag_opts *o, telle
         teller_diagnosis_free(d);
         return teller_error_set(err, TELLER_ERR_ARG, "(diagnose)", 0, "events are not grouped by source: build the trees first");
     }
-    if (rc || (rc = diag_members_build(&D)) || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S)))
+    if (rc || (rc = diag_build_groups(&D)) || (rc = run_table(&D, &S)))
         goto done;
     rc = -1;
     if (diag_subtract_run_normal(&D, S.steps) || yardsticks(&D, &S, J.threshold, J.spreads))

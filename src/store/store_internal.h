@@ -49,6 +49,7 @@ struct teller_store {
     size_t              ncolls;
     teller_coll_member *members;
     size_t              nmembers;
+    struct teller_member_row *member_rows; /* per member: its row (teller_tree_member_rows) */
     teller_node        *nodes;
     size_t              nnodes;
     /* per (step, source), the cells of the sources whose cells_given is 1:

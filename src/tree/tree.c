@@ -921,6 +921,40 @@ oom:
     return -1;
 }
 
+/* Each member's row (teller_tree_member_rows), found from the member's
+ * kernel index alone: its source by the sources' ranges, its row among
+ * the source's rows (in event order) by the kernel's index in it. The
+ * rows are on node 0's clock, their steps set. 0, or -1 out of memory. */
+static int member_rows(teller_store *st, const size_t *range, const teller_source_summary *sr)
+{
+    free(st->member_rows);
+    if (!(st->member_rows = malloc((st->nmembers ? st->nmembers : 1) * sizeof *st->member_rows)))
+        return -1;
+    for (size_t m = 0; m < st->nmembers; m++) {
+        uint32_t k = st->members[m].kernel;
+        size_t lo = 0, hi = st->nsources;
+        while (lo < hi) { /* the first source that begins past the kernel */
+            size_t mid = (lo + hi) / 2;
+            if (range[mid] <= k)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t s = lo - 1, a = 0, b = sr[s].nrows;
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (sr[s].rows[mid].ev < k - range[s])
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        const teller_coll_row *r = &sr[s].rows[a];
+        st->member_rows[m] = (teller_member_row){r->start, r->dur, r->elems, r->step, r->name, r->pg_ranks,
+                                                 (uint16_t)s, r->dir};
+    }
+    return 0;
+}
+
 /* ---- pass 5: clock offsets ---- */
 
 static int64_t median_i64(int64_t *v, size_t n)
@@ -1638,6 +1672,8 @@ void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const te
     stamp_source(ev, lo, hi, rows, count, NULL); /* the steps' ends are the build's */
 }
 
+const teller_member_row *teller_tree_member_rows(const teller_store *st) { return st->member_rows; }
+
 void teller_source_summary_free(teller_source_summary *sr, size_t n)
 {
     for (size_t s = 0; sr && s < n; s++) {
@@ -1690,12 +1726,15 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
     free(mend);
     if (s == TELLER_OK)
         s = cut_steps(st, range, sr, o->jobs, err);
-    /* the engines' own collectives line up within steps, known now */
-    for (size_t k = 0; s == TELLER_OK && ordered && k < ns; k++)
+    /* the rows' steps, known now: the engines' own collectives line up
+     * within steps */
+    for (size_t k = 0; s == TELLER_OK && k < ns; k++)
         for (size_t r = 0; r < sr[k].nrows; r++)
             sr[k].rows[r].step = ev->step[range[k] + sr[k].rows[r].ev];
     if (s == TELLER_OK && ordered && match_collectives(st, sr, o->jobs, 1, egrp, &ordered, NULL))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
+    if (s == TELLER_OK && member_rows(st, range, sr))
+        s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
     if (!given)
         teller_source_summary_free(sr, ns);
     free(range);

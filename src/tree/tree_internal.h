@@ -42,6 +42,24 @@ typedef struct teller_step_mark {
     int64_t  iter;       /* teller_step_iteration of its name (its ProfilerStep number), else -1 */
 } teller_step_mark;
 
+/* A collective's member as the run-wide parts of the diagnosis read it:
+ * each field its communication row's (teller_coll_row), which a process
+ * that does not hold the rank receives in the rank's summary, so that
+ * nothing run-wide reads another rank's kernel. */
+typedef struct teller_member_row {
+    int64_t  start, dur; /* its kernel's arrival and time, node 0's clock */
+    int64_t  elems;      /* its input's elements ("In msg nelems"), -1 unknown */
+    uint32_t step;       /* its kernel's step, TELLER_NONE none */
+    uint32_t name;       /* its kernel's name */
+    uint32_t pg_ranks;   /* its process group's rank list ("[0, 1]", interned), 0 none */
+    uint16_t src;        /* its source */
+    int8_t   dir;        /* 1 a send, -1 a receive, 0 a collective */
+} teller_member_row;
+
+/* Per member of the built store's collectives (teller_store_coll_members),
+ * its row; NULL before a build. */
+const teller_member_row *teller_tree_member_rows(const teller_store *st);
+
 /* What the run-wide half of the tree build reads of one source: its
  * communication kernels' rows and its step markers, in event order. */
 typedef struct teller_source_summary {
