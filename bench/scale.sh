@@ -96,7 +96,7 @@ echo "scale: inflate of .json.gz rank files, MB/s of JSON (best of 5)"
 # (default 200; the target's case is 1,000) diagnosed by one process and by
 # `mpirun -n 2` and `-n 4 teller-mpi`: wall time, peak resident memory of
 # each process (/usr/bin/time per process), bytes process 0 received and
-# how many of them were summaries and cells (TELLER_MPI_STATS), predictions compared
+# how many of them were summaries and the readers' answers (TELLER_MPI_STATS), predictions compared
 # byte for byte. Target: every
 # process at most 0.40x the one-process peak under -n 4.
 if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
@@ -117,9 +117,9 @@ if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
     t1=$(date +%s.%N)
     bytes=$(sed -n 's/.*received \([0-9]*\) bytes.*/\1/p' "$OUTDIR/mpi_stats.txt")
     sums=$(sed -n 's/.* \([0-9]*\) of them summaries.*/\1/p' "$OUTDIR/mpi_stats.txt")
-    cells=$(sed -n 's/.* \([0-9]*\) of them cells.*/\1/p' "$OUTDIR/mpi_stats.txt")
+    answers=$(sed -n 's/.* \([0-9]*\) of them answers.*/\1/p' "$OUTDIR/mpi_stats.txt")
     same=$(cmp -s "$OUTDIR/mpi_pred_one.json" "$OUTDIR/mpi_pred_mpi.json" && echo identical || echo DIFFER)
-    awk -v a="$t0" -v b="$t1" -v np=$np -v m1="$M1" -v by="$bytes" -v su="$sums" -v ce="$cells" -v same="$same" -v dir="$OUTDIR" -v steps="$MSTEPS" 'BEGIN {
+    awk -v a="$t0" -v b="$t1" -v np=$np -v m1="$M1" -v by="$bytes" -v su="$sums" -v ce="$answers" -v same="$same" -v dir="$OUTDIR" -v steps="$MSTEPS" 'BEGIN {
       worst = 0; line = ""
       for (r = 0; r < np; r++) {
         f = dir "/mpi_rss." r; getline m < f; close(f)
@@ -129,7 +129,7 @@ if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
       printf "  %-26s %7.2f s  peak RSS per process (MB):%s; process 0 %.2fx, worst %.2fx the one process (target <= 0.40x: %s)\n",
              "teller-mpi -n " np, b - a, line, m0 / m1, worst / m1, (worst / m1 <= 0.40 ? "PASS" : "FALL SHORT")
       sent = 64 - int(64 / np) # process 0 reads files 0 .. 64/np - 1 itself
-      printf "  %-26s %.1f MB received by process 0 from %d ranks (%.1f KB per rank per step), of which summaries %.1f MB (%.0f bytes per rank per step) and cells %.1f MB (%.0f); predictions %s\n", "", by / 1e6, sent, by / 1024 / sent / steps, su / 1e6, su / sent / steps, ce / 1e6, ce / sent / steps, same
+      printf "  %-26s %.1f MB received by process 0 from %d ranks (%.1f KB per rank per step), of which summaries %.1f MB (%.0f bytes per rank per step) and answers %.1f MB (%.0f); predictions %s\n", "", by / 1e6, sent, by / 1024 / sent / steps, su / 1e6, su / sent / steps, ce / 1e6, ce / sent / steps, same
     }'
   done
 fi

@@ -1,15 +1,16 @@
 /*
  * fuzz_rounds.c - libFuzzer target for what teller-mpi's processes send
- * each other once the run is built (src/mpi/rounds.c): the steps process
- * 0 sends a reader, and the cells the reader answers with. Any bytes must
+ * each other while the run is built (src/mpi/rounds.c): the steps process
+ * 0 sends a reader, and the answer the reader sends back. Any bytes must
  * be taken or refused, never crash.
  *
  * As fuzz_summary does, the input drives real buffers: the part before
  * the first 0 byte is read as a Kineto trace twice, one store built as the
- * run (teller_tree_build), one kept as a reader keeps it (teller_tree_local);
- * the run's steps are packed, flipped by the input's tail (flip.h) and
- * answered by the kept store; its cells, flipped by the same tail, are
- * taken by the run. Unflipped, both must be taken.
+ * run (teller_tree_build_given, its summaries kept), one kept as a reader
+ * keeps it (teller_tree_local); the run's steps are packed, flipped by the
+ * input's tail (flip.h) and answered by the kept store; its answer,
+ * flipped by the same tail, is taken by the run. Unflipped, both must be
+ * taken.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,12 +38,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t from;
     teller_store *run = fuzz_trace(data, size, &from), *kept = run ? fuzz_trace(data, size, &from) : NULL;
-    teller_source_summary *sr = NULL;
+    teller_source_summary *sr = NULL, *rsr = kept ? calloc(teller_store_num_sources(run) + 1, sizeof *rsr) : NULL;
     teller_error err;
     size_t ns = kept ? teller_store_num_sources(kept) : 0, n = 0, cn = 0, keep, ckeep;
     unsigned char *steps = NULL, *cells = NULL, *copy = NULL, *ccopy = NULL;
-    if (kept && teller_tree_build(run, NULL, &err) == TELLER_OK && teller_tree_local(kept, NULL, &sr, &err) == TELLER_OK &&
-        teller_store_num_sources(run) == ns && (steps = teller_steps_pack(run, 0, ns, &n))) {
+    int64_t **end = calloc(ns + 1, sizeof *end);
+    int built = kept && rsr && end && teller_tree_build_given(run, NULL, rsr, NULL, &err) == TELLER_OK;
+    for (size_t q = 0; built && q < ns; q++) /* each source's rows at most the run's */
+        built = (end[q] = malloc((teller_store_num_steps(run) + 1) * sizeof *end[q])) != NULL;
+    if (built && teller_tree_local(kept, NULL, &sr, &err) == TELLER_OK && teller_store_num_sources(run) == ns &&
+        (steps = teller_steps_pack(run, 0, ns, &n))) {
         int flipped, cflipped;
         copy = flipped_copy(data, size, from, steps, n, &keep, &flipped);
         teller_status s =
@@ -52,9 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         if (s == TELLER_OK && (ccopy = flipped_copy(data, size, from, cells, cn, &ckeep, &cflipped))) {
-            s = teller_cells_take(run, 0, ns, ccopy, ckeep, 1, &err);
+            s = teller_stamps_take(run, 0, ns, rsr, end, ccopy, ckeep, 1, &err);
             if (!flipped && !cflipped && s != TELLER_OK && s != TELLER_ERR_NOMEM) {
-                fprintf(stderr, "fuzz_rounds: unflipped cells were refused: %s\n", err.msg);
+                fprintf(stderr, "fuzz_rounds: an unflipped answer was refused: %s\n", err.msg);
                 abort();
             }
         }
@@ -64,6 +69,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(cells);
     free(ccopy);
     teller_source_summary_free(sr, ns);
+    teller_source_summary_free(rsr, run ? teller_store_num_sources(run) : 0);
+    for (size_t q = 0; end && q < ns; q++)
+        free(end[q]);
+    free(end);
     teller_store_free(run);
     teller_store_free(kept);
     return 0;

@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(copy, sum, keep);
             teller_status s = teller_summary_read(dst, 0, ns, copy, keep, "fuzz.json", got, &err);
             if (s == TELLER_OK)
-                s = teller_tree_build_given(dst, NULL, got, &err);
+                s = teller_tree_build_given(dst, NULL, got, NULL, &err);
             if (!flipped && s != TELLER_OK && s != TELLER_ERR_NOMEM) {
                 fprintf(stderr, "fuzz_summary: an unflipped summary was refused: %s\n", err.msg);
                 abort();

@@ -128,7 +128,7 @@ static teller_store *load_files(char **files, size_t n, int packed)
     teller_store *st = teller_store_create();
     teller_error err;
     teller_error_clear(&err);
-    CHECK_EQ_INT(teller_load_given(st, (const char *const *)files, n, &o, packed ? summaries_packed : NULL, &err),
+    CHECK_EQ_INT(teller_load_given(st, (const char *const *)files, n, &o, packed ? summaries_packed : NULL, NULL, &err),
                  TELLER_OK);
     for (size_t i = 0; i < PACKED_FILES; i++)
         free(P.summary[i]);
@@ -328,25 +328,31 @@ static void test_members_are_their_kernels(void)
     rm_rf(dir);
 }
 
-/* The round after the build (src/mpi/rounds.h), as a reader and process 0
- * play it: a reader that kept file 2's store (rank 2, on node 1: its clock
- * has an offset) takes the run's steps for its source and answers with its
- * cells, which the run takes and the
- * diagnosis reads as its own; damaged steps are refused with no event
- * changed, damaged cells refused naming where, or the file. */
-static void test_round_after_the_build(void)
+/* The build's question to the readers (src/mpi/rounds.h), as a reader
+ * and process 0 play it: a reader that kept file 2's store (rank 2, on
+ * node 1: its clock has an offset) takes the run's steps for its source
+ * and answers with its rows' GPU ends, its communication kernels' steps
+ * and its cells, which the run takes: the ends are what the build extended
+ * the steps to, the steps the rows', the cells what the diagnosis reads as
+ * its own; damaged steps are refused with no event changed, a damaged
+ * answer refused naming where, or the file. */
+static void test_readers_answer_the_build(void)
 {
     char dir[] = "/tmp/teller_mpi_round_XXXXXX";
     char **files = NULL;
     size_t n = sim_files(dir, &files);
     teller_error err;
-    teller_store *run = load_files(files, n, 0), *kept = teller_store_create();
-    teller_source_summary *sr = NULL;
+    teller_store *run = teller_store_create(), *kept = teller_store_create();
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ_INT(teller_ingest_file(run, files[i], NULL, &err), TELLER_OK);
+    size_t nsrc = teller_store_num_sources(run);
+    teller_source_summary *sr = calloc(nsrc, sizeof *sr), *ksr = NULL;
+    CHECK_EQ_INT(teller_tree_build_given(run, NULL, sr, NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);
-    CHECK_EQ_INT(teller_tree_local(kept, NULL, &sr, &err), TELLER_OK);
-    teller_source_summary_free(sr, 1);
+    CHECK_EQ_INT(teller_tree_local(kept, NULL, &ksr, &err), TELLER_OK);
+    teller_source_summary_free(ksr, 1);
     char *want = diagnosis_json(run, NULL);
-    size_t ns = 0, nc = 0;
+    size_t ns = 0, na = 0;
     unsigned char *steps = teller_steps_pack(run, 2, 1, &ns);
     CHECK(steps && ns > 100);
     /* damaged steps: refused, the kept events as they were: the magic,
@@ -357,35 +363,71 @@ static void test_round_after_the_build(void)
     int64_t first = kev->start_ns[0];
     static const struct { size_t at; unsigned char x; } bad[] = {{0, 1}, {16, 1}, {32, 1}, {55, 0x80},
                                                                  {59, 0x80}, {60, 1}, {80, 1}};
-    unsigned char *cells = NULL;
+    unsigned char *ans = NULL;
     for (size_t b = 0; steps && b < sizeof bad / sizeof *bad; b++) {
         steps[bad[b].at] ^= bad[b].x;
-        CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&cells, &nc, &err), TELLER_ERR_FORMAT);
+        CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&ans, &na, &err), TELLER_ERR_FORMAT);
         steps[bad[b].at] ^= bad[b].x;
         CHECK(kev->start_ns[0] == first);
     }
     for (size_t cut = 0; steps && cut < ns; cut += ns / 7 + 1)
-        CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, cut, (void **)&cells, &nc, &err), TELLER_ERR_FORMAT);
+        CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, cut, (void **)&ans, &na, &err), TELLER_ERR_FORMAT);
     int64_t offset;
     memcpy(&offset, steps + 24, sizeof offset); /* node 1's: its events move by it */
     CHECK(offset != 0);
-    CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&cells, &nc, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&ans, &na, &err), TELLER_OK);
     CHECK(kev->start_ns[0] == first - offset);
     uint32_t nsteps = teller_store_step_count(run);
-    CHECK(cells && nc == 24 + (size_t)nsteps * 56); /* rank 2 has a row in every step */
-    /* a cell out of bounds, or not the events', is refused */
-    for (size_t at = 24; cells && at < nc; at += 56 * (nsteps / 4 + 1)) {
-        cells[at + 7] ^= 0x80; /* its compute time's sign */
-        CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
-        CHECK(strstr(err.file, "(cells from process 1)") != NULL && err.offset == at);
-        cells[at + 7] ^= 0x80;
-        cells[at + 40] ^= 1; /* its kernels, one more or less */
-        CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc, 1, &err), TELLER_ERR_FORMAT);
-        CHECK(!strcmp(err.file, files[2]));
-        cells[at + 40] ^= 1;
+    size_t rows = sr[2].nrows, ncomm_at = 24, cell0 = 32, steps0 = cell0 + (size_t)nsteps * 64;
+    CHECK(rows > 10);
+    /* rank 2 has a row in every step; its kernels' steps fill 8 bytes */
+    CHECK(ans && na == steps0 + (rows * 4 + 7) / 8 * 8);
+    int64_t *end[8] = {0};
+    CHECK(nsrc == 4);
+    end[2] = malloc(((size_t)nsteps + 1) * sizeof *end[2]);
+    uint32_t *had = malloc((rows + 1) * sizeof *had);
+    for (size_t r = 0; r < rows; r++) {
+        had[r] = sr[2].rows[r].step;
+        sr[2].rows[r].step = 7777;
     }
-    CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc - 1, 1, &err), TELLER_ERR_FORMAT);
-    CHECK_EQ_INT(teller_cells_take(run, 2, 1, cells, nc, 1, &err), TELLER_OK);
+    /* an answer out of bounds is refused naming where, and one not the
+     * events' naming the file: a cell's compute time's sign, its kernels
+     * one more, its row's end past the bounds, a kernel's step past the
+     * run's, the kernels' count, a padding byte, a byte cut or added */
+    struct { size_t at; unsigned char x; int file; } dam[] = {
+        {cell0 + 7, 0x80, 0}, {cell0 + 40, 1, 1}, {cell0 + 56 + 7, 0x7F, 0}, {steps0 + 2, 0x40, 0},
+        {ncomm_at, 1, 0}, {na - 1, rows % 2 ? 1 : 0, 0}};
+    for (size_t d = 0; ans && d < sizeof dam / sizeof *dam; d++) {
+        if (!dam[d].x)
+            continue; /* no padding */
+        ans[dam[d].at] ^= dam[d].x;
+        CHECK_EQ_INT(teller_stamps_take(run, 2, 1, sr, end, ans, na, 1, &err), TELLER_ERR_FORMAT);
+        if (dam[d].file)
+            CHECK(!strcmp(err.file, files[2]));
+        else
+            CHECK(strstr(err.file, "(answer from process 1)") != NULL && err.offset <= dam[d].at);
+        ans[dam[d].at] ^= dam[d].x;
+    }
+    CHECK_EQ_INT(teller_stamps_take(run, 2, 1, sr, end, ans, na - 1, 1, &err), TELLER_ERR_FORMAT);
+    unsigned char *more = malloc(na + 8);
+    memcpy(more, ans, na);
+    memset(more + na, 0, 8);
+    CHECK_EQ_INT(teller_stamps_take(run, 2, 1, sr, end, more, na + 8, 1, &err), TELLER_ERR_FORMAT);
+    free(more);
+    CHECK_EQ_INT(teller_stamps_take(run, 2, 1, sr, end, ans, na, 1, &err), TELLER_OK);
+    for (size_t r = 0; r < rows; r++)
+        CHECK(sr[2].rows[r].step == had[r]);
+    /* the build extended each of rank 2's steps to its GPU work's end */
+    size_t count, worked = 0;
+    const teller_step *sp = teller_tree_spans(run, 2, &count), *all = teller_store_steps(run);
+    CHECK(count == nsteps);
+    for (size_t k = 0; k < count; k++)
+        for (size_t r = 0; r < teller_store_num_steps(run); r++)
+            if (all[r].rank == 2 && all[r].step == sp[k].step) {
+                CHECK(all[r].end_ns == (end[2][k] > sp[k].end_ns ? end[2][k] : sp[k].end_ns));
+                worked += end[2][k] != INT64_MIN;
+            }
+    CHECK(worked == count);
     char *got = diagnosis_json(run, NULL);
     CHECK(want && got && !strcmp(want, got));
     /* given cells are what the run reads of the source */
@@ -404,7 +446,10 @@ static void test_round_after_the_build(void)
     free(want);
     free(got);
     free(steps);
-    free(cells);
+    free(ans);
+    free(end[2]);
+    free(had);
+    teller_source_summary_free(sr, nsrc);
     teller_store_free(kept);
     teller_store_free(run);
     teller_load_files_free(files, n);
@@ -502,7 +547,7 @@ static void test_summary_refused_when_damaged(void)
         teller_status s = teller_summary_read(st, 0, 1, copy, n, path, &one, &err);
         CHECK_EQ_INT(s, TELLER_OK);
         CHECK(one.given && one.nrows == nrows && one.nmarks == nmarks);
-        s = teller_tree_build_given(st, NULL, &one, &err);
+        s = teller_tree_build_given(st, NULL, &one, NULL, &err);
         CHECK_EQ_INT(s, k >= 2 ? TELLER_ERR_FORMAT : TELLER_OK);
         if (k >= 2)
             CHECK(strstr(err.msg, "its summary does not match its events") && !strcmp(err.file, path));
@@ -915,8 +960,8 @@ const test_case mpi_tests[] = {
     {"mpi: a reader's files, built one by one and appended with their trees, are as if built in one store",
      test_local_stores_append_as_built},
     {"mpi: a rank held by two sources sums their cells and unions their GPU busy time", test_rank_of_two_sources},
-    {"mpi: after the build a reader stamps its kept events and its cells are the run's; damaged, each is refused",
-     test_round_after_the_build},
+    {"mpi: a reader stamps its kept events for the build; its ends, steps and cells are the run's; damaged, refused",
+     test_readers_answer_the_build},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
      test_summary_refused_when_damaged},
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",

@@ -379,11 +379,12 @@ int teller_load_same_files(const char *const *files, size_t n, size_t *same_as, 
 teller_status teller_load(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
                           teller_error *err)
 {
-    return teller_load_given(st, files, n, opts, NULL, err);
+    return teller_load_given(st, files, n, opts, NULL, NULL, err);
 }
 
 teller_status teller_load_given(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
-                                teller_load_summaries_fn summaries, teller_error *err)
+                                teller_load_summaries_fn summaries, const teller_tree_holders *holders,
+                                teller_error *err)
 {
     teller_load_opts def = teller_load_defaults();
     const teller_load_opts *o = opts ? opts : &def;
@@ -452,7 +453,7 @@ teller_status teller_load_given(teller_store *st, const char *const *files, size
     else if (summaries)
         s = summaries(o->read_ctx, st, sr, err);
     if (s == TELLER_OK)
-        s = teller_tree_build_given(st, &to, sr, err);
+        s = teller_tree_build_given(st, &to, sr, holders, err);
     teller_source_summary_free(sr, st->nsources);
     if (s == TELLER_OK && !o->force)
         s = teller_load_check_run(st, err);

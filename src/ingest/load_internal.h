@@ -15,8 +15,10 @@ typedef teller_status (*teller_load_summaries_fn)(void *ctx, teller_store *st, t
                                                   teller_error *err);
 
 /* teller_load, the tree built from the summaries `summaries` gives (NULL:
- * teller_load itself). */
+ * teller_load itself), asking holders (NULL: none) for what only the
+ * given sources' events say (teller_tree_build_given). */
 teller_status teller_load_given(teller_store *st, const char *const *files, size_t n, const teller_load_opts *opts,
-                                teller_load_summaries_fn summaries, teller_error *err);
+                                teller_load_summaries_fn summaries, const teller_tree_holders *holders,
+                                teller_error *err);
 
 #endif

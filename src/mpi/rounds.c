@@ -7,10 +7,9 @@
 #include <string.h>
 
 #include "rounds.h"
-#include "../tree/tree_internal.h"
 
 #define STEPS_MAGIC 0x31707473726c6c74ull /* "tllrstp1" */
-#define CELLS_MAGIC 0x316c6563726c6c74ull /* "tllrcel1" */
+#define ANSWER_MAGIC 0x31736e61726c6c74ull /* "tllrans1" */
 
 /* A step row as it crosses: no padding, so no byte of it is left unwritten. */
 typedef struct wire_span {
@@ -123,6 +122,69 @@ static teller_status steps_check(const char *buf, size_t n, size_t nsrc, size_t 
     return TELLER_OK;
 }
 
+/* Source q's communication kernels (its rows, in event order). */
+static uint64_t comm_kernels(const teller_store *st, uint32_t q)
+{
+    const teller_events *ev = teller_store_events(st);
+    const teller_source *so = teller_store_source_c(st, q);
+    uint64_t n = 0;
+    for (size_t i = so->first_event; i < (size_t)so->first_event + so->num_events; i++)
+        n += ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM);
+    return n;
+}
+
+/* A source's part of the answer: its communication kernels' count, then
+ * per row a cell and an end, then per kernel its step, to 8 bytes. */
+static size_t part_size(uint64_t rows, uint64_t ncomm)
+{
+    return sizeof(uint64_t) + (size_t)rows * (sizeof(teller_step_cell) + sizeof(int64_t)) +
+           ((size_t)ncomm * sizeof(uint32_t) + 7) / 8 * 8;
+}
+
+/* Source q's part of the answer at a, its events moved and stamped with
+ * the count rows of wire at p. 0, or -1 out of memory. */
+static int answer_source(teller_store *st, uint32_t q, const char *p, uint64_t offset, uint64_t count,
+                         uint64_t ncomm, char *a)
+{
+    teller_step *rk = malloc((count ? count : 1) * sizeof *rk);
+    uint32_t *steps = malloc((count ? count : 1) * sizeof *steps);
+    int64_t *end = malloc((count ? count : 1) * sizeof *end);
+    teller_step_cell *cells = malloc((count ? count : 1) * sizeof *cells);
+    int rc = -1;
+    if (!rk || !steps || !end || !cells)
+        goto done;
+    for (uint64_t k = 0; k < count; k++, p += sizeof(wire_span)) {
+        wire_span w;
+        memcpy(&w, p, sizeof w);
+        rk[k] = (teller_step){w.step, teller_store_source_c(st, q)->rank, TELLER_NONE, w.start, w.end};
+        steps[k] = w.step;
+    }
+    teller_tree_stamp(st, q, (int64_t)offset, rk, count, end);
+    if (teller_step_cells_of(st, q, steps, (uint32_t)count, cells, 1))
+        goto done;
+    memcpy(a, &ncomm, sizeof ncomm);
+    a += sizeof ncomm;
+    for (uint64_t k = 0; k < count; k++) {
+        memcpy(a, &cells[k], sizeof *cells);
+        memcpy(a + sizeof *cells, &end[k], sizeof *end);
+        a += sizeof *cells + sizeof *end;
+    }
+    const teller_events *ev = teller_store_events(st);
+    const teller_source *so = teller_store_source_c(st, q);
+    uint64_t c = 0;
+    for (size_t i = so->first_event; i < (size_t)so->first_event + so->num_events; i++)
+        if (ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM))
+            memcpy(a + c++ * sizeof(uint32_t), &ev->step[i], sizeof(uint32_t));
+    memset(a + c * sizeof(uint32_t), 0, part_size(count, ncomm) - part_size(count, 0) - c * sizeof(uint32_t));
+    rc = 0;
+done:
+    free(rk);
+    free(steps);
+    free(end);
+    free(cells);
+    return rc;
+}
+
 teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, const void *buf, size_t n, void **out,
                                   size_t *nout, teller_error *err)
 {
@@ -132,34 +194,30 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
     teller_status s = steps_check(buf, n, nsrc, &rows, err);
     if (s != TELLER_OK)
         return s;
-    /* the rows bound the answer: cells, one per row, in the rows' order */
-    *nout = 3 * sizeof(uint64_t) + rows * sizeof(teller_step_cell);
-    char *ans = malloc(*nout), *a = ans + 3 * sizeof(uint64_t);
+    /* the rows bound the answer: a cell and an end each, in the rows' order */
     const char *p = (const char *)buf + 3 * sizeof(uint64_t);
-    if (!ans)
-        return teller_error_set(err, TELLER_ERR_NOMEM, "(steps from process 0)", 0, "out of memory");
-    memcpy(ans, (uint64_t[3]){CELLS_MAGIC, rows, nsrc}, 3 * sizeof(uint64_t));
-    for (size_t f = 0; f < nstores && s == TELLER_OK; f++)
-        for (uint32_t q = 0; stores[f] && q < teller_store_num_sources(stores[f]) && s == TELLER_OK; q++) {
+    *nout = 3 * sizeof(uint64_t);
+    for (size_t f = 0; f < nstores; f++)
+        for (uint32_t q = 0; stores[f] && q < teller_store_num_sources(stores[f]); q++) {
             uint64_t src[2];
             memcpy(src, p, sizeof src);
+            p += sizeof src + src[1] * sizeof(wire_span);
+            *nout += part_size(src[1], comm_kernels(stores[f], q));
+        }
+    char *ans = malloc(*nout), *a = ans + 3 * sizeof(uint64_t);
+    if (!ans)
+        return teller_error_set(err, TELLER_ERR_NOMEM, "(steps from process 0)", 0, "out of memory");
+    memcpy(ans, (uint64_t[3]){ANSWER_MAGIC, rows, nsrc}, 3 * sizeof(uint64_t));
+    p = (const char *)buf + 3 * sizeof(uint64_t);
+    for (size_t f = 0; f < nstores && s == TELLER_OK; f++)
+        for (uint32_t q = 0; stores[f] && q < teller_store_num_sources(stores[f]) && s == TELLER_OK; q++) {
+            uint64_t src[2], ncomm = comm_kernels(stores[f], q);
+            memcpy(src, p, sizeof src);
             p += sizeof src;
-            teller_step *rk = malloc((src[1] ? src[1] : 1) * sizeof *rk);
-            uint32_t *steps = malloc((src[1] ? src[1] : 1) * sizeof *steps);
-            for (uint64_t k = 0; rk && steps && k < src[1]; k++, p += sizeof(wire_span)) {
-                wire_span w;
-                memcpy(&w, p, sizeof w);
-                rk[k] = (teller_step){w.step, teller_store_source_c(stores[f], q)->rank, TELLER_NONE, w.start, w.end};
-                steps[k] = w.step;
-            }
-            if (rk && steps)
-                teller_tree_stamp(stores[f], q, (int64_t)src[0], rk, src[1]);
-            /* straight into the answer: its cells start 8-byte aligned */
-            if (!rk || !steps || teller_step_cells_of(stores[f], q, steps, (uint32_t)src[1], (teller_step_cell *)a, 1))
+            if (answer_source(stores[f], q, p, src[0], src[1], ncomm, a))
                 s = teller_error_set(err, TELLER_ERR_NOMEM, "(steps from process 0)", 0, "out of memory");
-            a += src[1] * sizeof(teller_step_cell);
-            free(rk);
-            free(steps);
+            p += src[1] * sizeof(wire_span);
+            a += part_size(src[1], ncomm);
         }
     if (s != TELLER_OK) {
         free(ans);
@@ -176,11 +234,15 @@ static int cell_ok(const teller_step_cell *c, uint32_t events)
            c->kernels <= events && c->launches <= events && c->unlaunched <= c->launches && !c->pad;
 }
 
-teller_status teller_cells_take(teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
-                                teller_error *err)
+/* Whether a row's GPU work's end can be one stamping found: none, or an
+ * event's end moved by a clock offset (span_ok's bounds). */
+static int end_ok(int64_t e) { return e == INT64_MIN || (e >= -TELLER_TIME_MAX / 2 && e <= TELLER_TIME_MAX / 2 * 3); }
+
+/* Checks the answer buf (n bytes) for st's sources [s0, s0 + nsrc), their
+ * rows sr. */
+static teller_status answer_check(const teller_store *st, size_t s0, size_t nsrc, const teller_source_summary *sr,
+                                  const char *buf, size_t n, const char *what, teller_error *err)
 {
-    char what[64];
-    snprintf(what, sizeof what, "(cells from process %d)", from);
     size_t rows = 0, count;
     for (size_t q = s0; q < s0 + nsrc; q++) {
         teller_tree_spans(st, teller_store_source_c(st, (uint32_t)q)->rank, &count);
@@ -190,27 +252,75 @@ teller_status teller_cells_take(teller_store *st, size_t s0, size_t nsrc, const 
     if (n < sizeof head)
         return damaged(err, what, 0, "cut short before its counts");
     memcpy(head, buf, sizeof head);
-    if (head[0] != CELLS_MAGIC)
-        return damaged(err, what, 0, "not teller-mpi cells (bad magic)");
+    if (head[0] != ANSWER_MAGIC)
+        return damaged(err, what, 0, "not a teller-mpi answer (bad magic)");
     if (head[1] != rows || head[2] != nsrc)
         return damaged(err, what, 8, "counts other rows or sources than the run gave it");
-    if (n - sizeof head != rows * sizeof(teller_step_cell)) /* the store's counts: no overflow */
-        return damaged(err, what, sizeof head, "not as many cells as it counts");
-    uint32_t nsteps = teller_store_step_count(st);
     size_t at = sizeof head;
+    uint32_t nsteps = teller_store_step_count(st);
+    for (size_t q = s0; q < s0 + nsrc; q++) {
+        const teller_source *so = teller_store_source_c(st, (uint32_t)q);
+        teller_tree_spans(st, so->rank, &count);
+        uint64_t ncomm;
+        if (n - at < sizeof ncomm)
+            return damaged(err, what, at, "cut short in a source's count");
+        memcpy(&ncomm, buf + at, sizeof ncomm);
+        if (ncomm != sr[q].nrows)
+            return damaged(err, what, at, "counts other communication kernels than the source's summary");
+        if (n - at < part_size(count, ncomm))
+            return damaged(err, what, at, "cut short in a source's cells or steps");
+        at += sizeof ncomm;
+        for (size_t k = 0; k < count; k++, at += sizeof(teller_step_cell) + sizeof(int64_t)) {
+            teller_step_cell c;
+            int64_t e;
+            memcpy(&c, buf + at, sizeof c);
+            memcpy(&e, buf + at + sizeof c, sizeof e);
+            if (!cell_ok(&c, so->num_events))
+                return damaged(err, what, at, "a cell out of bounds");
+            if (!end_ok(e))
+                return damaged(err, what, at + sizeof c, "a row's end out of bounds");
+        }
+        for (size_t r = 0; r < ncomm; r++, at += sizeof(uint32_t)) {
+            uint32_t k;
+            memcpy(&k, buf + at, sizeof k);
+            if (k >= nsteps && k != TELLER_NONE)
+                return damaged(err, what, at, "a kernel's step out of bounds");
+        }
+        for (; at % 8; at++)
+            if (buf[at])
+                return damaged(err, what, at, "a padding byte that is not 0");
+    }
+    if (at != n)
+        return damaged(err, what, at, "bytes past its end");
+    return TELLER_OK;
+}
+
+teller_status teller_stamps_take(teller_store *st, size_t s0, size_t nsrc, teller_source_summary *sr,
+                                 int64_t *const *end, const void *buf, size_t n, int from, teller_error *err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "(answer from process %d)", from);
+    teller_status s = answer_check(st, s0, nsrc, sr, buf, n, what, err);
+    if (s != TELLER_OK)
+        return s;
+    uint32_t nsteps = teller_store_step_count(st);
+    size_t at = 3 * sizeof(uint64_t), count;
     teller_step_cell *own = malloc(((size_t)nsteps + 1) * sizeof *own), *got = calloc((size_t)nsteps * nsrc + 1, sizeof *got);
-    teller_status s = own && got ? TELLER_OK : teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
+    s = own && got ? TELLER_OK : teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
     for (size_t q = s0; q < s0 + nsrc && s == TELLER_OK; q++) {
         const teller_source *so = teller_store_source_c(st, (uint32_t)q);
         const teller_step *rk = teller_tree_spans(st, so->rank, &count);
         teller_step_cell *mine = got + (q - s0) * nsteps; /* its steps' cells, a step without a row none */
-        for (size_t k = 0; k < count && s == TELLER_OK; k++, at += sizeof(teller_step_cell)) {
+        at += sizeof(uint64_t);
+        for (size_t k = 0; k < count; k++, at += sizeof(teller_step_cell) + sizeof(int64_t)) {
             memcpy(&mine[rk[k].step], (const char *)buf + at, sizeof *mine);
-            if (!cell_ok(&mine[rk[k].step], so->num_events))
-                s = damaged(err, what, at, "a cell out of bounds");
+            memcpy(&end[q][k], (const char *)buf + at + sizeof *mine, sizeof(int64_t));
         }
+        for (size_t r = 0; r < sr[q].nrows; r++, at += sizeof(uint32_t))
+            memcpy(&sr[q].rows[r].step, (const char *)buf + at, sizeof(uint32_t));
+        at = (at + 7) / 8 * 8;
         /* process 0 still holds the events: the cells must be theirs */
-        if (s == TELLER_OK && teller_step_cells_of(st, (uint32_t)q, NULL, nsteps, own, 1))
+        if (teller_step_cells_of(st, (uint32_t)q, NULL, nsteps, own, 1))
             s = teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
         for (uint32_t k = 0; k < nsteps && s == TELLER_OK; k++)
             if (memcmp(&mine[k], &own[k], sizeof *own))

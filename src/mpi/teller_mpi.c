@@ -27,13 +27,15 @@
  *
  * Each reader also builds its files' trees and sends each file's summary
  * (summary.h: its collectives' rows and step markers), which process 0's
- * tree build takes as it is, and keeps its files' stores. Once the run is
- * built, process 0 sends each reader its sources' clock offsets and steps,
- * and the reader, having moved and stamped its events as the build did,
- * answers with their per-(step, source) cells, which process 0's store
- * takes (rounds.h); process 0 sends a 0 instead when its load failed. What
- * this is not yet (docs/SCALE.md): process 0 still receives every event
- * and does the rest of the analysis on them.
+ * tree build takes as it is, and keeps its files' stores. Once the build
+ * has cut the run's steps, it asks the readers (teller_tree_holders):
+ * process 0 sends each reader its sources' clock offsets and steps, and
+ * the reader, having moved and stamped its events as the build does,
+ * answers with what only they say, the steps' GPU ends, its communication
+ * kernels' steps and its per-(step, source) cells, which the build takes
+ * (rounds.h); process 0 sends a 0 instead when its load failed before the
+ * build asked. What this is not yet (docs/SCALE.md): process 0 still
+ * receives every event and does the rest of the analysis on them.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -85,7 +87,7 @@ typedef struct file_head {
 static int owner(size_t i, size_t n) { return (int)(i * (size_t)nproc / n); }
 
 /* The largest tag this MPI allows (at least 32767): file i is tag i, and
- * the round after the build (rounds.h) is the largest. */
+ * the build's question to the readers (rounds.h) is the largest. */
 static size_t tag_bound(void)
 {
     int *ub = NULL, flag = 0;
@@ -124,7 +126,8 @@ typedef struct remote {
     uint8_t                  *received; /* per file: its messages were taken */
     const teller_ingest_opts *ingest;
     uint64_t                  bytes, summary_bytes; /* received so far (under mpi_mu with threads) */
-    uint64_t                  cell_bytes;           /* of them, the cells of the round after the build */
+    uint64_t                  answer_bytes;         /* of them, the readers' answers to the build's steps */
+    int                       asked;                /* the build asked the readers (holders_stamped) */
     size_t                   *nsources; /* per file: the sources its store holds */
     char                    **summary;  /* per file another process read: the summary of its collectives */
     uint64_t                 *summary_size;
@@ -247,11 +250,13 @@ static teller_status remote_summaries(void *ctx, teller_store *st, teller_source
     return s;
 }
 
-/* The round after the build (rounds.h): each reader's sources' steps out,
- * their cells back, given to st; with ok 0 (the load failed), a 0 that
- * tells each reader there is none. Every reader's answer is taken, so that
- * none waits forever; the first refused is the error. */
-static teller_status steps_round(teller_store *st, remote *R, int ok, teller_error *err)
+/* The build's question to the readers (teller_tree_holders, rounds.h):
+ * each reader's sources' steps out, its answer back, taken into end and
+ * sr and given to st; with st NULL (the load failed before the build
+ * asked), a 0 that tells each reader there is none. Every reader's answer
+ * is taken, so that none waits forever; the first refused is the error. */
+static teller_status steps_round(teller_store *st, remote *R, teller_source_summary *sr, int64_t *const *end,
+                                 teller_error *err)
 {
     int tag = (int)tag_bound();
     size_t *s0 = calloc((size_t)nproc + 1, sizeof *s0);
@@ -267,8 +272,8 @@ static teller_status steps_round(teller_store *st, remote *R, int ok, teller_err
         s0[p] += s0[p - 1];
     size_t nreq = 0;
     for (int p = 1; p < nproc; p++) {
-        buf[p] = ok ? teller_steps_pack(st, s0[p], s0[p + 1] - s0[p], &size[p]) : NULL;
-        if (ok && !buf[p]) {
+        buf[p] = st ? teller_steps_pack(st, s0[p], s0[p + 1] - s0[p], &size[p]) : NULL;
+        if (st && !buf[p]) {
             fprintf(stderr, "teller-mpi: process 0: out of memory\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -283,19 +288,19 @@ static teller_status steps_round(teller_store *st, remote *R, int ok, teller_err
     for (int p = 1; p < nproc; p++)
         nreq += send_sized(&size[p], buf[p], p, tag, req + nreq);
     teller_status s = TELLER_OK;
-    for (int p = 1; ok && p < nproc; p++) {
+    for (int p = 1; st && p < nproc; p++) {
         uint64_t n;
-        recv_bytes(&n, sizeof n, p, tag, "its files' cells");
-        char *cells = recv_buffer(n, p, tag, "its files' cells");
+        recv_bytes(&n, sizeof n, p, tag, "its files' answer");
+        char *ans = recv_buffer(n, p, tag, "its files' answer");
         R->bytes += sizeof n + n;
-        R->cell_bytes += n;
+        R->answer_bytes += n;
         teller_error e;
-        teller_status t = teller_cells_take(st, s0[p], s0[p + 1] - s0[p], cells, n, p, &e);
+        teller_status t = teller_stamps_take(st, s0[p], s0[p + 1] - s0[p], sr, end, ans, n, p, &e);
         if (t != TELLER_OK && s == TELLER_OK) {
             *err = e;
             s = t;
         }
-        free(cells);
+        free(ans);
     }
     MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE);
     for (int p = 0; p < nproc; p++)
@@ -305,6 +310,15 @@ static teller_status steps_round(teller_store *st, remote *R, int ok, teller_err
     free(req);
     free(s0);
     return s;
+}
+
+/* teller_tree_holders on process 0: the readers hold the given sources */
+static teller_status holders_stamped(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
+                                     teller_error *err)
+{
+    remote *R = ctx;
+    R->asked = 1;
+    return steps_round(st, R, sr, end, err);
 }
 
 static void announce(const plan *p, char *names)
@@ -319,7 +333,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
                               teller_error *err)
 {
     if (n == 0) /* an empty plan would end the readers */
-        return teller_load_given(st, files, n, opts, NULL, err);
+        return teller_load_given(st, files, n, opts, NULL, NULL, err);
     plan p;
     memset(&p, 0, sizeof p);
     p.n = n;
@@ -368,7 +382,8 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     lo.read_ctx = &R;
     if (!threaded)
         lo.jobs = 1;
-    teller_status s = teller_load_given(st, files, n, &lo, remote_summaries, err);
+    teller_tree_holders holders = {holders_stamped, &R};
+    teller_status s = teller_load_given(st, files, n, &lo, remote_summaries, &holders, err);
     /* a file teller_load did not ask for (it stopped at an error) is still
      * sent, but for a repeat: take it, so its sender ends */
     for (size_t i = 0; i < n; i++) {
@@ -381,16 +396,15 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         free(sum);
     }
     free(same_as);
-    teller_status r = steps_round(st, &R, s == TELLER_OK, err);
-    if (s == TELLER_OK)
-        s = r;
+    if (!R.asked) /* the readers wait for the build's steps */
+        steps_round(NULL, &R, NULL, NULL, err);
     /* bench/scale.sh reads what crossed the wire from here */
     if (getenv("TELLER_MPI_STATS"))
         fprintf(stderr,
                 "teller-mpi: %d processes, %zu files; process 0 received %llu bytes, %llu of them summaries, %llu of "
-                "them cells\n",
+                "them answers\n",
                 nproc, n, (unsigned long long)R.bytes, (unsigned long long)R.summary_bytes,
-                (unsigned long long)R.cell_bytes);
+                (unsigned long long)R.answer_bytes);
     remote_free(&R);
     return s;
 }
@@ -479,10 +493,10 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
     return req;
 }
 
-/* The reader's side of the round after the build (rounds.h): process 0's
- * steps for the sources of the store it kept in, their cells out; nothing
- * when process 0 sends 0 (its load failed). Steps it cannot take end the
- * run: process 0 waits for the cells. */
+/* The reader's side of the build's question (rounds.h): process 0's steps
+ * for the sources of the store it kept in, its answer out; nothing when
+ * process 0 sends 0 (its load failed). Steps it cannot take end the run:
+ * process 0 waits for the answer. */
 static void answer_round(teller_store *kept)
 {
     int tag = (int)tag_bound();
@@ -490,7 +504,7 @@ static void answer_round(teller_store *kept)
     MPI_Recv(&n, (int)sizeof n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (n == 0)
         return;
-    char *buf = malloc(n), *cells = NULL;
+    char *buf = malloc(n), *ans = NULL;
     if (!buf) {
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -500,7 +514,7 @@ static void answer_round(teller_store *kept)
                  MPI_STATUS_IGNORE);
     teller_error err;
     size_t cz = 0;
-    if (teller_steps_answer(&kept, 1, buf, n, (void **)&cells, &cz, &err) != TELLER_OK) {
+    if (teller_steps_answer(&kept, 1, buf, n, (void **)&ans, &cz, &err) != TELLER_OK) {
         fprintf(stderr, "teller-mpi: process %d cannot take the run's steps: %s:%llu: %s\n", me, err.file,
                 (unsigned long long)err.offset, err.msg);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -513,10 +527,10 @@ static void answer_round(teller_store *kept)
         fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    send_sized(&cn, cells, 0, tag, req);
+    send_sized(&cn, ans, 0, tag, req);
     MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE);
     free(req);
-    free(cells);
+    free(ans);
 }
 
 /* Reads this process's share of the files of one load process 0 announces

@@ -1426,8 +1426,48 @@ static int number_steps(const marker *mk, size_t n, uint32_t *num)
     return 0;
 }
 
-static teller_status cut_steps(teller_store *st, const size_t *range, const teller_source_summary *sr, int jobs,
-                               teller_error *err)
+/* With holders, each given source's steps' ends (end[s], per row of its
+ * rank's spans) and rows' steps as its holder found them; while the store
+ * holds the source's events too, each must be what they say. */
+static teller_status ask_holders(teller_store *st, const size_t *range, teller_source_summary *sr,
+                                 const teller_tree_holders *h, int64_t **end, teller_error *err)
+{
+    size_t ns = st->nsources, count;
+    int64_t **got = calloc(ns + 1, sizeof *got);
+    teller_status s = got ? TELLER_OK : TELLER_ERR_NOMEM;
+    for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
+        teller_tree_spans(st, st->sources[k].rank, &count);
+        if (sr[k].given && !(got[k] = malloc((count ? count : 1) * sizeof *got[k])))
+            s = TELLER_ERR_NOMEM;
+    }
+    if (s != TELLER_OK) {
+        s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+        goto done;
+    }
+    s = h->stamped(h->ctx, st, sr, got, err);
+    for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
+        if (!got[k])
+            continue;
+        teller_tree_spans(st, st->sources[k].rank, &count);
+        int same = !memcmp(got[k], end[k], count * sizeof *got[k]);
+        for (size_t r = 0; r < sr[k].nrows && same; r++)
+            same = sr[k].rows[r].step == st->ev.step[range[k] + sr[k].rows[r].ev];
+        if (!same)
+            s = teller_error_set(err, TELLER_ERR_FORMAT, teller_store_str(st, st->sources[k].path), 0,
+                                 "the steps its holder stamped are not its events'");
+        free(end[k]);
+        end[k] = got[k];
+        got[k] = NULL;
+    }
+done:
+    for (size_t k = 0; got && k < ns; k++)
+        free(got[k]);
+    free(got);
+    return s;
+}
+
+static teller_status cut_steps(teller_store *st, const size_t *range, teller_source_summary *sr,
+                               const teller_tree_holders *holders, int jobs, teller_error *err)
 {
     size_t ns = st->nsources;
     teller_events *ev = &st->ev;
@@ -1479,18 +1519,23 @@ static teller_status cut_steps(teller_store *st, const size_t *range, const tell
     int bad = !sp.end || !sp.first;
     if (!bad)
         teller_parallel_for(jobs, ns, stamp_steps, &sp);
-    for (size_t s = 0; s < ns && !bad; s++) {
+    for (size_t s = 0; s < ns && !bad; s++)
         bad = sp.end[s] == NULL;
-        for (size_t k = sp.first[s]; !bad && k < nmk && st->steps[k].rank == st->sources[s].rank; k++)
+    teller_status hs = !bad && holders ? ask_holders(st, range, sr, holders, sp.end, err) : TELLER_OK;
+    for (size_t s = 0; s < ns && !bad && hs == TELLER_OK; s++)
+        for (size_t k = sp.first[s]; k < nmk && st->steps[k].rank == st->sources[s].rank; k++)
             if (sp.end[s][k - sp.first[s]] > st->steps[k].end_ns)
                 st->steps[k].end_ns = sp.end[s][k - sp.first[s]];
-    }
     for (size_t s = 0; sp.end && s < ns; s++)
         free(sp.end[s]);
     free(sp.end);
     free(sp.first);
     if (bad)
         goto oom;
+    if (hs != TELLER_OK) {
+        free(mk);
+        return hs;
+    }
     /* by step, then rank, each row with its annotation's name (step_cmp
      * reads the row, first in the pair) */
     struct named {
@@ -1663,13 +1708,14 @@ const teller_step *teller_tree_spans(const teller_store *st, int32_t rank, size_
     return st->spans ? st->spans + lo : NULL;
 }
 
-void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count)
+void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count,
+                       int64_t *end)
 {
     teller_events *ev = &st->ev;
     size_t lo = st->sources[s].first_event, hi = lo + st->sources[s].num_events;
     for (size_t i = lo; i < hi; i++)
         ev->start_ns[i] -= offset_ns;
-    stamp_source(ev, lo, hi, rows, count, NULL); /* the steps' ends are the build's */
+    stamp_source(ev, lo, hi, rows, count, end);
 }
 
 const teller_member_row *teller_tree_member_rows(const teller_store *st) { return st->member_rows; }
@@ -1685,11 +1731,11 @@ void teller_source_summary_free(teller_source_summary *sr, size_t n)
 
 teller_status teller_tree_build(teller_store *st, const teller_tree_opts *opts, teller_error *err)
 {
-    return teller_tree_build_given(st, opts, NULL, err);
+    return teller_tree_build_given(st, opts, NULL, NULL, err);
 }
 
 teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *opts, teller_source_summary *given,
-                                      teller_error *err)
+                                      const teller_tree_holders *holders, teller_error *err)
 {
     teller_tree_opts def = teller_tree_defaults();
     const teller_tree_opts *o = opts ? opts : &def;
@@ -1725,11 +1771,11 @@ teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");
     free(mend);
     if (s == TELLER_OK)
-        s = cut_steps(st, range, sr, o->jobs, err);
-    /* the rows' steps, known now: the engines' own collectives line up
-     * within steps */
+        s = cut_steps(st, range, sr, holders, o->jobs, err);
+    /* the rows' steps, known now (a holder's from it): the engines' own
+     * collectives line up within steps */
     for (size_t k = 0; s == TELLER_OK && k < ns; k++)
-        for (size_t r = 0; r < sr[k].nrows; r++)
+        for (size_t r = 0; !(holders && sr[k].given) && r < sr[k].nrows; r++)
             sr[k].rows[r].step = ev->step[range[k] + sr[k].rows[r].ev];
     if (s == TELLER_OK && ordered && match_collectives(st, sr, o->jobs, 1, egrp, &ordered, NULL))
         s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory while matching collectives");

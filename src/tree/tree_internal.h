@@ -79,15 +79,31 @@ typedef struct teller_source_summary {
 teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, teller_source_summary **out,
                                 teller_error *err);
 
+/* The processes that hold the given sources' events (teller-mpi), asked
+ * by the build once it has cut the run's steps: told each given source's
+ * clock offset and its rank's steps (teller_tree_spans), each stamps the
+ * source's events as the build stamps its own (teller_tree_stamp) and
+ * answers with, per given source s, end[s][j] for row j of its rank's
+ * spans (the latest end of the row's GPU work, INT64_MIN none), the step
+ * of each of its rows (sr[s].rows[r].step) and its cells, which it gives
+ * st (teller_step_cells_give). */
+typedef struct teller_tree_holders {
+    teller_status (*stamped)(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
+                             teller_error *err);
+    void *ctx;
+} teller_tree_holders;
+
 /* teller_tree_build, taking the summaries of the sources marked given in
- * sr (one entry per source) and finding the others' into it. sr stays the
- * caller's, changed by the build: every summary moved onto node 0's clock,
- * its rows' steps set. A given summary that does not name its source's
- * events as they are (as many events, a row for each communication
- * kernel, with its name and times, each marker's times) is a format error
- * naming the source's file. */
+ * sr (one entry per source) and finding the others' into it; with
+ * holders, the given sources' steps' ends and rows' steps are theirs. sr
+ * stays the caller's, changed by the build: every summary moved onto node
+ * 0's clock, its rows' steps set. A given summary that does not name its
+ * source's events as they are (as many events, a row for each
+ * communication kernel, with its name and times, each marker's times), or
+ * a holder's answer that is not its events' while the store holds them, is
+ * a format error naming the source's file. */
 teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *opts, teller_source_summary *sr,
-                                      teller_error *err);
+                                      const teller_tree_holders *holders, teller_error *err);
 
 void teller_source_summary_free(teller_source_summary *sr, size_t n);
 
@@ -100,8 +116,10 @@ const teller_step *teller_tree_spans(const teller_store *st, int32_t rank, size_
  * built elsewhere (teller-mpi): moves them onto node 0's clock (start -
  * offset_ns, the source's node's offset) and stamps them with their steps,
  * rows being its rank's of teller_tree_spans (count of them, on node 0's
- * clock). The store's trees are built (teller_tree_local). */
-void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count);
+ * clock); end[j] receives the latest end of row j's GPU work (INT64_MIN:
+ * none). The store's trees are built (teller_tree_local). */
+void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const teller_step *rows, size_t count,
+                       int64_t *end);
 
 /* What one source did in one step, found from that source's events alone
  * (steps.c): the unit the run-wide parts of the diagnosis and the step
