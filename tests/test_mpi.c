@@ -456,6 +456,79 @@ static void test_readers_answer_the_build(void)
     rm_rf(dir);
 }
 
+/* A fake holder of source 2: the kept store answers as a reader does,
+ * its answer damaged at byte `flip` when that is not 0. */
+typedef struct fake_holder {
+    teller_store *kept;
+    size_t        flip;
+} fake_holder;
+
+static teller_status fake_stamped(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
+                                  teller_error *err)
+{
+    fake_holder *H = ctx;
+    size_t ns = 0, na = 0;
+    unsigned char *steps = teller_steps_pack(st, 2, 1, &ns), *ans = NULL;
+    teller_status s = steps ? teller_steps_answer(&H->kept, 1, steps, ns, (void **)&ans, &na, err) : TELLER_ERR_NOMEM;
+    if (s == TELLER_OK && H->flip && H->flip < na)
+        ans[H->flip] ^= 1;
+    if (s == TELLER_OK)
+        s = teller_stamps_take(st, 2, 1, sr, end, ans, na, 1, err);
+    free(steps);
+    free(ans);
+    return s;
+}
+
+/* The build asks the holder of a given source (teller_tree_holders) and
+ * builds the run a plain build does from its answer; an answer whose end
+ * or step is not the events' fails the build naming the file. */
+static void test_build_takes_holders_answers(void)
+{
+    char dir[] = "/tmp/teller_mpi_holders_XXXXXX";
+    char **files = NULL;
+    size_t n = sim_files(dir, &files);
+    teller_error err;
+    teller_store *plain = load_files(files, n, 0);
+    char *want = diagnosis_json(plain, NULL);
+    /* the first answer's end of row 0 (after the 24-byte head, the count
+     * and a cell), then its first kernel's step */
+    size_t flips[] = {0, 24 + 8 + 56, 0};
+    for (int t = 0; t < 3; t++) {
+        teller_store *run = teller_store_create(), *kept = teller_store_create();
+        for (size_t i = 0; i < n; i++)
+            CHECK_EQ_INT(teller_ingest_file(run, files[i], NULL, &err), TELLER_OK);
+        teller_source_summary *ksr = NULL, *sr = calloc(teller_store_num_sources(run), sizeof *sr);
+        CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_tree_local(kept, NULL, &ksr, &err), TELLER_OK);
+        size_t sn = 0;
+        void *sum = teller_summary_pack(kept, ksr, &sn);
+        CHECK(sum && teller_summary_read(run, 2, 1, sum, sn, files[2], sr, &err) == TELLER_OK);
+        fake_holder H = {kept, flips[t]};
+        if (t == 2) /* the step of the first kernel: past a cell and an end per row, one per step */
+            H.flip = 24 + 8 + (size_t)teller_store_step_count(plain) * 64;
+        teller_tree_holders h = {fake_stamped, &H};
+        teller_status got = teller_tree_build_given(run, NULL, sr, &h, &err);
+        if (t == 0) {
+            CHECK_EQ_INT(got, TELLER_OK);
+            char *json = diagnosis_json(run, NULL);
+            CHECK(want && json && !strcmp(want, json));
+            free(json);
+        } else {
+            CHECK_EQ_INT(got, TELLER_ERR_FORMAT);
+            CHECK(!strcmp(err.file, files[2]) && strstr(err.msg, "its holder") != NULL);
+        }
+        free(sum);
+        teller_source_summary_free(ksr, 1);
+        teller_source_summary_free(sr, teller_store_num_sources(run));
+        teller_store_free(kept);
+        teller_store_free(run);
+    }
+    free(want);
+    teller_store_free(plain);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
 /* A summary (src/mpi/summary.h) is input like any file: a damaged one is
  * refused naming the file and where, and one found over other events than
  * its source holds fails the tree build. */
@@ -962,6 +1035,8 @@ const test_case mpi_tests[] = {
     {"mpi: a rank held by two sources sums their cells and unions their GPU busy time", test_rank_of_two_sources},
     {"mpi: a reader stamps its kept events for the build; its ends, steps and cells are the run's; damaged, refused",
      test_readers_answer_the_build},
+    {"mpi: the build takes a holder's answer; an end or a step not the events' fails it naming the file",
+     test_build_takes_holders_answers},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
      test_summary_refused_when_damaged},
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",

@@ -1,6 +1,7 @@
 /*
- * rounds.c - the steps process 0 sends each reader once the run is built,
- * and the cells the reader answers with (rounds.h).
+ * rounds.c - the steps process 0's build sends each reader once it has
+ * cut them, and the reader's answer: the steps' GPU ends, its
+ * communication kernels' steps and its cells (rounds.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,9 +240,9 @@ static int cell_ok(const teller_step_cell *c, uint32_t events)
 static int end_ok(int64_t e) { return e == INT64_MIN || (e >= -TELLER_TIME_MAX / 2 && e <= TELLER_TIME_MAX / 2 * 3); }
 
 /* Checks the answer buf (n bytes) for st's sources [s0, s0 + nsrc), their
- * rows sr. */
+ * rows sr, each with room for its ends in end (NULL: not asked about). */
 static teller_status answer_check(const teller_store *st, size_t s0, size_t nsrc, const teller_source_summary *sr,
-                                  const char *buf, size_t n, const char *what, teller_error *err)
+                                  int64_t *const *end, const char *buf, size_t n, const char *what, teller_error *err)
 {
     size_t rows = 0, count;
     for (size_t q = s0; q < s0 + nsrc; q++) {
@@ -262,6 +263,8 @@ static teller_status answer_check(const teller_store *st, size_t s0, size_t nsrc
         const teller_source *so = teller_store_source_c(st, (uint32_t)q);
         teller_tree_spans(st, so->rank, &count);
         uint64_t ncomm;
+        if (!end[q])
+            return damaged(err, what, at, "answers for a source the build did not ask about");
         if (n - at < sizeof ncomm)
             return damaged(err, what, at, "cut short in a source's count");
         memcpy(&ncomm, buf + at, sizeof ncomm);
@@ -300,7 +303,7 @@ teller_status teller_stamps_take(teller_store *st, size_t s0, size_t nsrc, telle
 {
     char what[64];
     snprintf(what, sizeof what, "(answer from process %d)", from);
-    teller_status s = answer_check(st, s0, nsrc, sr, buf, n, what, err);
+    teller_status s = answer_check(st, s0, nsrc, sr, end, buf, n, what, err);
     if (s != TELLER_OK)
         return s;
     uint32_t nsteps = teller_store_step_count(st);

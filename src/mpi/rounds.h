@@ -57,10 +57,11 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
  * cells given to st. An answer that is not whole, counts other rows or
  * kernels than the run's, or whose cells, ends or steps are out of bounds
  * (a negative time, a count over the source's events, more launches
- * without GPU work than launches, a step past the run's) is
- * TELLER_ERR_FORMAT naming the byte offset, and nothing is taken. While
- * process 0 still holds the sources' events, cells other than theirs are
- * TELLER_ERR_FORMAT naming the source's file. */
+ * without GPU work than launches, a step past the run's), or that answers
+ * for a source without room in end, is TELLER_ERR_FORMAT naming the byte
+ * offset, and nothing is taken. While process 0 still holds the sources'
+ * events, cells other than theirs are TELLER_ERR_FORMAT naming the
+ * source's file (the ends and steps taken by then: the build fails). */
 teller_status teller_stamps_take(teller_store *st, size_t s0, size_t nsrc, teller_source_summary *sr,
                                  int64_t *const *end, const void *buf, size_t n, int from, teller_error *err);
 

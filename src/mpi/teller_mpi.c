@@ -581,8 +581,8 @@ static int serve(void)
                .buf = calloc(mine ? mine : 1, sizeof *S.buf),
                .sum = calloc(mine ? mine : 1, sizeof *S.sum),
                .part = calloc(mine ? mine : 1, sizeof *S.part)};
-    /* the share's stores in one, file after file, for the round after the
-     * build: as the run's store holds them */
+    /* the share's stores in one, file after file, for the build's
+     * question: as the run's store holds them */
     teller_store *kept = teller_store_create();
     teller_error err;
     if (!S.head || !S.buf || !S.sum || !S.part || !kept) {

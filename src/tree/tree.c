@@ -492,6 +492,14 @@ static int assign_ranks_nodes(teller_store *st, const teller_tree_opts *o)
 
 /* ---- pass 4: collectives ---- */
 
+/* A communication kernel's direction from its metadata cm (NULL: none): 1
+ * a send, -1 a receive, 0 a collective. */
+static int comm_dir(const teller_store *st, const teller_comm *cm)
+{
+    const char *coll = cm ? teller_store_str(st, cm->collective) : "";
+    return !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
+}
+
 /* Finds source s's rows into sr (malloc'd; tree_internal.h), one per
  * communication kernel, which the run-wide half of matching reads: a
  * kernel without metadata (NCCL called directly, or captured in a CUDA
@@ -529,8 +537,7 @@ static int find_collectives(const teller_store *st, const size_t *range, size_t 
             *slot = pg;
         if (!*fam)
             *fam = (uint8_t)(1 + teller_comm_family_of(teller_store_str(st, ev->name[i]), NULL, 0));
-        const char *coll = cm ? teller_store_str(st, cm->collective) : "";
-        int dir = !strcmp(coll, "send") ? 1 : !strcmp(coll, "recv") ? -1 : 0;
+        int dir = comm_dir(st, cm);
         if (pg && !src_pg && !dir)
             src_pg = pg;
         const teller_args *a = teller_store_event_args(st, (uint32_t)i);
@@ -1578,8 +1585,8 @@ static int group_sources(teller_store *st, size_t *range)
 
 /* 1 when a given summary names source k's events as they are: found
  * over as many events, a row for each communication kernel, each naming
- * one with its name and times, each marker a host event of a layer that
- * marks steps, with its times. (Process 0 of teller-mpi holds the events
+ * one with its name, times, elements, rank list and direction, each marker
+ * a host event of a layer that marks steps, with its times. (Process 0 of teller-mpi holds the events
  * its summaries were found among: a reader that built its trees otherwise
  * is caught here.) */
 static int summary_matches(const teller_store *st, const size_t *range, size_t k, const teller_source_summary *sr)
@@ -1597,7 +1604,8 @@ static int summary_matches(const teller_store *st, const size_t *range, size_t k
         const teller_comm *cm = teller_store_event_comm(st, (uint32_t)i);
         ok = ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM) && ev->name[i] == c->name &&
              ev->start_ns[i] == c->start && ev->dur_ns[i] == c->dur &&
-             c->elems == (cm && cm->in_nelems > 0 ? cm->in_nelems : -1);
+             c->elems == (cm && cm->in_nelems > 0 ? cm->in_nelems : -1) && c->pg_ranks == (cm ? cm->pg_ranks : 0) &&
+             c->dir == comm_dir(st, cm);
     }
     for (size_t m = 0; m < sr->nmarks && ok; m++) {
         const teller_step_mark *mk = &sr->marks[m];
