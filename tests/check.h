@@ -79,6 +79,9 @@ const char *shared_path(const char *rel);
  * CHECKing both. */
 struct teller_sim_opts;
 void sim_case(char *dir, const struct teller_sim_opts *o);
+/* A simulated run's shape: nodes x gpus GPUs, tp x pp parallel, steps,
+ * seed; the simulator's defaults else. */
+struct teller_sim_opts sim_shape(int nodes, int gpus, int tp, int pp, int steps, uint64_t seed);
 /* sim_case for a case of nodes x gpus ranks (tensor parallel inside a
  * node, pipeline across nodes) in which 30 % of the steps carry a fault of
  * any kind (nccl_hang only when hangs is 1). */

@@ -53,8 +53,7 @@ void sim_case(char *dir, const teller_sim_opts *o)
     CHECK_EQ_INT(teller_simulate(o, dir, &err), TELLER_OK);
 }
 
-/* A simulated run's shape: nodes x gpus GPUs, tp x pp parallel, steps, seed. */
-static teller_sim_opts sim_shape(int nodes, int gpus, int tp, int pp, int steps, uint64_t seed)
+teller_sim_opts sim_shape(int nodes, int gpus, int tp, int pp, int steps, uint64_t seed)
 {
     teller_sim_opts o = teller_sim_defaults();
     o.nodes = nodes;

@@ -456,57 +456,92 @@ static void test_readers_answer_the_build(void)
     rm_rf(dir);
 }
 
-/* A fake holder of source 2: the kept store answers as a reader does,
- * its answer damaged at byte `flip` when that is not 0. */
+/* A fake holder of one source: the kept store answers as a reader does,
+ * its answer to the steps damaged at byte `flip` when that is not 0, its
+ * span without a marker another when `other`. */
 typedef struct fake_holder {
     teller_store *kept;
+    size_t        src; /* the source it holds */
     size_t        flip;
+    int           other;
 } fake_holder;
+
+static teller_status fake_unmarked(void *ctx, teller_store *st, const teller_source_summary *sr, const int64_t *last,
+                                   int64_t (*span)[3], teller_error *err)
+{
+    (void)sr;
+    fake_holder *H = ctx;
+    size_t nq = 0, na = 0;
+    unsigned char *q = teller_unmarked_pack(st, H->src, 1, last, &nq), *ans = NULL;
+    teller_status s = q ? teller_unmarked_answer(&H->kept, 1, q, nq, (void **)&ans, &na, err) : TELLER_ERR_NOMEM;
+    if (s == TELLER_OK)
+        s = teller_unmarked_take(st, H->src, 1, ans, na, 1, span, err);
+    if (H->other) { /* a span that is sound, and not the events' */
+        span[H->src][0] = 1000;
+        span[H->src][1] = 2000;
+        span[H->src][2] = 1;
+    }
+    free(q);
+    free(ans);
+    return s;
+}
 
 static teller_status fake_stamped(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
                                   teller_error *err)
 {
     fake_holder *H = ctx;
     size_t ns = 0, na = 0;
-    unsigned char *steps = teller_steps_pack(st, 2, 1, &ns), *ans = NULL;
+    unsigned char *steps = teller_steps_pack(st, H->src, 1, &ns), *ans = NULL;
     teller_status s = steps ? teller_steps_answer(&H->kept, 1, steps, ns, (void **)&ans, &na, err) : TELLER_ERR_NOMEM;
     if (s == TELLER_OK && H->flip && H->flip < na)
         ans[H->flip] ^= 1;
     if (s == TELLER_OK)
-        s = teller_stamps_take(st, 2, 1, sr, end, ans, na, 1, err);
+        s = teller_stamps_take(st, H->src, 1, sr, end, ans, na, 1, err);
     free(steps);
     free(ans);
     return s;
 }
 
 /* The build asks the holder of a given source (teller_tree_holders) and
- * builds the run a plain build does from its answer; an answer whose end
- * or step is not the events' fails the build naming the file. */
+ * builds the run a plain build does from its answers; an answer whose
+ * end, step or span is not the events' fails the build naming the file. */
 static void test_build_takes_holders_answers(void)
 {
     char dir[] = "/tmp/teller_mpi_holders_XXXXXX";
     char **files = NULL;
-    size_t n = sim_files(dir, &files);
+    size_t n = 0;
     teller_error err;
+    teller_sim_opts o = sim_shape(2, 2, 2, 2, 10, 5); /* hangs only: ranks taken down mid-step */
+    o.fault_rate = 0.5;
+    o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+    sim_case(dir, &o);
+    CHECK_EQ_INT(teller_load_expand((const char *const[]){dir}, 1, &files, &n, &err), TELLER_OK);
     teller_store *plain = load_files(files, n, 0);
     char *want = diagnosis_json(plain, NULL);
-    /* the first answer's end of row 0 (after the 24-byte head, the count
-     * and a cell), then its first kernel's step */
-    size_t flips[] = {0, 24 + 8 + 56, 0};
-    for (int t = 0; t < 3; t++) {
+    /* the holder of a rank the hang took down mid-step: its unfinished
+     * step comes from its answer (one source per file) */
+    size_t held = n, rows = teller_store_num_steps(plain);
+    const teller_step *all = teller_store_steps(plain);
+    for (size_t r = 0; r < rows && held == n; r++)
+        for (size_t k = 0; teller_step_unfinished(&all[r]) && k < n; k++)
+            held = teller_store_source_c(plain, (uint32_t)k)->rank == all[r].rank ? k : held;
+    CHECK(held < n);
+    /* its answer to the steps damaged at the end of row 0 (after the
+     * 24-byte head, the count and a cell), then at its first kernel's step
+     * (past a cell and an end per row, one per step); another span */
+    size_t flips[] = {0, 24 + 8 + 56, 24 + 8 + (size_t)teller_store_step_count(plain) * 64, 0};
+    for (int t = 0; held < n && t < 4; t++) {
         teller_store *run = teller_store_create(), *kept = teller_store_create();
         for (size_t i = 0; i < n; i++)
             CHECK_EQ_INT(teller_ingest_file(run, files[i], NULL, &err), TELLER_OK);
         teller_source_summary *ksr = NULL, *sr = calloc(teller_store_num_sources(run), sizeof *sr);
-        CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);
+        CHECK_EQ_INT(teller_ingest_file(kept, files[held], NULL, &err), TELLER_OK);
         CHECK_EQ_INT(teller_tree_local(kept, NULL, &ksr, &err), TELLER_OK);
         size_t sn = 0;
         void *sum = teller_summary_pack(kept, ksr, &sn);
-        CHECK(sum && teller_summary_read(run, 2, 1, sum, sn, files[2], sr, &err) == TELLER_OK);
-        fake_holder H = {kept, flips[t]};
-        if (t == 2) /* the step of the first kernel: past a cell and an end per row, one per step */
-            H.flip = 24 + 8 + (size_t)teller_store_step_count(plain) * 64;
-        teller_tree_holders h = {fake_stamped, &H};
+        CHECK(sum && teller_summary_read(run, held, 1, sum, sn, files[held], sr, &err) == TELLER_OK);
+        fake_holder H = {kept, held, flips[t], t == 3};
+        teller_tree_holders h = {fake_unmarked, fake_stamped, &H};
         teller_status got = teller_tree_build_given(run, NULL, sr, &h, &err);
         if (t == 0) {
             CHECK_EQ_INT(got, TELLER_OK);
@@ -515,7 +550,7 @@ static void test_build_takes_holders_answers(void)
             free(json);
         } else {
             CHECK_EQ_INT(got, TELLER_ERR_FORMAT);
-            CHECK(!strcmp(err.file, files[2]) && strstr(err.msg, "its holder") != NULL);
+            CHECK(!strcmp(err.file, files[held]) && strstr(err.msg, "its holder") != NULL);
         }
         free(sum);
         teller_source_summary_free(ksr, 1);
@@ -525,6 +560,67 @@ static void test_build_takes_holders_answers(void)
     }
     free(want);
     teller_store_free(plain);
+    teller_load_files_free(files, n);
+    rm_rf(dir);
+}
+
+/* The build's first question (src/mpi/rounds.h) and its answer are input
+ * like any file: damaged, cut short or lengthened, each is refused naming
+ * where, and the answer's span comes onto node 0's clock. */
+static void test_unmarked_question_refused_when_damaged(void)
+{
+    char dir[] = "/tmp/teller_mpi_unmarked_XXXXXX";
+    char **files = NULL;
+    size_t n = sim_files(dir, &files);
+    teller_error err;
+    teller_store *run = load_files(files, n, 0), *kept = teller_store_create();
+    teller_source_summary *ksr = NULL;
+    CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);
+    CHECK_EQ_INT(teller_tree_local(kept, NULL, &ksr, &err), TELLER_OK);
+    teller_source_summary_free(ksr, 1);
+    int64_t last[4] = {0, 0, INT64_MIN, 0}, span[4][3], own[3];
+    size_t nq = 0, na = 0;
+    unsigned char *q = teller_unmarked_pack(run, 2, 1, last, &nq), *ans = NULL;
+    CHECK(q && nq == 24);
+    for (size_t at = 0; q && at < 16; at += 8) { /* the magic, the sources */
+        q[at] ^= 1;
+        CHECK_EQ_INT(teller_question_answer(&kept, 1, q, nq, (void **)&ans, &na, &err), TELLER_ERR_FORMAT);
+        CHECK(err.offset == at);
+        q[at] ^= 1;
+    }
+    CHECK_EQ_INT(teller_question_answer(&kept, 1, q, nq - 1, (void **)&ans, &na, &err), TELLER_ERR_FORMAT);
+    CHECK_EQ_INT(teller_question_answer(&kept, 1, q, nq, (void **)&ans, &na, &err), TELLER_OK);
+    CHECK(ans && na == 16 + 24);
+    /* a rank without markers: every event of a known layer, on node 1's clock */
+    teller_tree_unmarked(kept, 0, INT64_MIN, own);
+    int64_t off = 0;
+    for (size_t k = 0; k < teller_store_num_nodes(run); k++)
+        if (teller_store_nodes(run)[k].node == teller_store_source_c(run, 2)->node)
+            off = teller_store_nodes(run)[k].offset_ns;
+    CHECK(off != 0 && own[0] < own[1]);
+    /* damaged: the magic, the count, the start after the end, the launch
+     * flag 2; cut short; lengthened */
+    struct { size_t at; int64_t v; } bad[] = {{0, 1}, {8, 2}, {16, INT64_MAX - 1}, {32, 2}};
+    for (size_t b = 0; ans && b < sizeof bad / sizeof *bad; b++) {
+        int64_t keep;
+        memcpy(&keep, ans + bad[b].at, sizeof keep);
+        memcpy(ans + bad[b].at, &bad[b].v, sizeof keep);
+        CHECK_EQ_INT(teller_unmarked_take(run, 2, 1, ans, na, 1, span, &err), TELLER_ERR_FORMAT);
+        CHECK(strstr(err.file, "(answer from process 1)") != NULL && err.offset == (bad[b].at < 16 ? bad[b].at : 16));
+        memcpy(ans + bad[b].at, &keep, sizeof keep);
+    }
+    CHECK_EQ_INT(teller_unmarked_take(run, 2, 1, ans, na - 1, 1, span, &err), TELLER_ERR_FORMAT);
+    unsigned char *more = malloc(na + 8);
+    memcpy(more, ans, na);
+    memset(more + na, 0, 8);
+    CHECK_EQ_INT(teller_unmarked_take(run, 2, 1, more, na + 8, 1, span, &err), TELLER_ERR_FORMAT);
+    free(more);
+    CHECK_EQ_INT(teller_unmarked_take(run, 2, 1, ans, na, 1, span, &err), TELLER_OK);
+    CHECK(span[2][0] == own[0] - off && span[2][1] == own[1] - off && span[2][2] == 0);
+    free(q);
+    free(ans);
+    teller_store_free(kept);
+    teller_store_free(run);
     teller_load_files_free(files, n);
     rm_rf(dir);
 }
@@ -1035,7 +1131,9 @@ const test_case mpi_tests[] = {
     {"mpi: a rank held by two sources sums their cells and unions their GPU busy time", test_rank_of_two_sources},
     {"mpi: a reader stamps its kept events for the build; its ends, steps and cells are the run's; damaged, refused",
      test_readers_answer_the_build},
-    {"mpi: the build takes a holder's answer; an end or a step not the events' fails it naming the file",
+    {"mpi: the build's question of a span without a marker and its answer, damaged, are refused naming where",
+     test_unmarked_question_refused_when_damaged},
+    {"mpi: the build takes a holder's answers; an end, step or span not the events' fails it naming the file",
      test_build_takes_holders_answers},
     {"mpi: a damaged summary is refused naming the file and where; one of other events fails the tree build",
      test_summary_refused_when_damaged},

@@ -11,6 +11,8 @@
 
 #define STEPS_MAGIC 0x31707473726c6c74ull /* "tllrstp1" */
 #define ANSWER_MAGIC 0x31736e61726c6c74ull /* "tllrans1" */
+#define UNMARKED_Q_MAGIC 0x31716e75726c6c74ull /* "tllrunq1" */
+#define UNMARKED_A_MAGIC 0x31616e75726c6c74ull /* "tllruna1" */
 
 /* A step row as it crosses: no padding, so no byte of it is left unwritten. */
 typedef struct wire_span {
@@ -29,6 +31,105 @@ static int64_t source_offset(const teller_store *st, uint32_t s)
         if (nd[k].node == teller_store_source_c(st, s)->node)
             return nd[k].offset_ns;
     return 0;
+}
+
+static teller_status damaged(teller_error *err, const char *what, size_t off, const char *msg)
+{
+    return teller_error_set(err, TELLER_ERR_FORMAT, what, off, "%s", msg);
+}
+
+/* Reads the first `words` 64-bit words of buf (n bytes) into head, the
+ * first of them its magic number: a buffer too short for them, or of
+ * another magic (`kind` names what it should be), is refused. */
+static teller_status head_read(const void *buf, size_t n, uint64_t *head, size_t words, uint64_t magic,
+                               const char *kind, const char *what, teller_error *err)
+{
+    if (n < words * sizeof *head)
+        return damaged(err, what, 0, "cut short before its counts");
+    memcpy(head, buf, words * sizeof *head);
+    return head[0] == magic ? TELLER_OK
+                            : teller_error_set(err, TELLER_ERR_FORMAT, what, 0, "not %s (bad magic)", kind);
+}
+
+void *teller_unmarked_pack(const teller_store *st, size_t s0, size_t nsrc, const int64_t *last, size_t *n)
+{
+    *n = 2 * sizeof(uint64_t) + nsrc * sizeof(int64_t);
+    char *buf = malloc(*n), *p = buf + 2 * sizeof(uint64_t);
+    if (!buf)
+        return NULL;
+    memcpy(buf, (uint64_t[2]){UNMARKED_Q_MAGIC, nsrc}, 2 * sizeof(uint64_t));
+    for (size_t s = s0; s < s0 + nsrc; s++, p += sizeof(int64_t)) {
+        int64_t own = last[s] == INT64_MIN ? INT64_MIN : last[s] + source_offset(st, (uint32_t)s);
+        memcpy(p, &own, sizeof own);
+    }
+    return buf;
+}
+
+teller_status teller_unmarked_answer(teller_store *const *stores, size_t nstores, const void *buf, size_t n,
+                                     void **out, size_t *nout, teller_error *err)
+{
+    const char *what = "(question from process 0)";
+    size_t nsrc = 0;
+    for (size_t f = 0; f < nstores; f++)
+        nsrc += stores[f] ? teller_store_num_sources(stores[f]) : 0;
+    uint64_t head[2];
+    teller_status s = head_read(buf, n, head, 2, UNMARKED_Q_MAGIC, "a teller-mpi question", what, err);
+    if (s != TELLER_OK)
+        return s;
+    if (head[1] != nsrc)
+        return damaged(err, what, 8, "counts other sources than this process holds");
+    if (n != sizeof head + nsrc * sizeof(int64_t))
+        return damaged(err, what, sizeof head, "not one step end per source");
+    *nout = sizeof head + nsrc * 3 * sizeof(int64_t);
+    char *ans = malloc(*nout), *a = ans + sizeof head;
+    const char *p = (const char *)buf + sizeof head;
+    if (!ans)
+        return teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
+    memcpy(ans, (uint64_t[2]){UNMARKED_A_MAGIC, nsrc}, sizeof head);
+    for (size_t f = 0; f < nstores; f++)
+        for (uint32_t q = 0; stores[f] && q < teller_store_num_sources(stores[f]); q++) {
+            int64_t last, span[3];
+            memcpy(&last, p, sizeof last); /* compared with, never moved: any value is safe */
+            p += sizeof last;
+            teller_tree_unmarked(stores[f], q, last, span);
+            memcpy(a, span, sizeof span);
+            a += sizeof span;
+        }
+    *out = ans;
+    return TELLER_OK;
+}
+
+teller_status teller_unmarked_take(const teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
+                                   int64_t (*span)[3], teller_error *err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "(answer from process %d)", from);
+    uint64_t head[2];
+    teller_status s = head_read(buf, n, head, 2, UNMARKED_A_MAGIC, "a teller-mpi answer", what, err);
+    if (s != TELLER_OK)
+        return s;
+    if (head[1] != nsrc)
+        return damaged(err, what, 8, "counts other sources than the run gave it");
+    if (n != sizeof head + nsrc * 3 * sizeof(int64_t))
+        return damaged(err, what, sizeof head, "not one span per source");
+    for (size_t q = 0, at = sizeof head; q < nsrc; q++, at += 3 * sizeof(int64_t)) {
+        int64_t v[3];
+        memcpy(v, (const char *)buf + at, sizeof v);
+        /* none, or an event's first start and last end on its own clock */
+        int none = v[0] == INT64_MAX && v[1] == INT64_MIN && !v[2];
+        if (!none && (v[0] < -TELLER_TIME_MAX / 4 || v[0] > v[1] || v[1] > TELLER_TIME_MAX / 4 * 5 ||
+                      (v[2] != 0 && v[2] != 1)))
+            return damaged(err, what, at, "a span out of bounds");
+    }
+    for (size_t q = 0, at = sizeof head; q < nsrc; q++, at += 3 * sizeof(int64_t)) {
+        int64_t *v = span[s0 + q], off = source_offset(st, (uint32_t)(s0 + q));
+        memcpy(v, (const char *)buf + at, 3 * sizeof *v);
+        if (v[0] <= v[1]) { /* onto node 0's clock */
+            v[0] -= off;
+            v[1] -= off;
+        }
+    }
+    return TELLER_OK;
 }
 
 void *teller_steps_pack(const teller_store *st, size_t s0, size_t nsrc, size_t *n)
@@ -56,11 +157,6 @@ void *teller_steps_pack(const teller_store *st, size_t s0, size_t nsrc, size_t *
     return buf;
 }
 
-static teller_status damaged(teller_error *err, const char *what, size_t off, const char *msg)
-{
-    return teller_error_set(err, TELLER_ERR_FORMAT, what, off, "%s", msg);
-}
-
 /* Whether a row's span can be one the build made: an event's start or
  * end (teller_time_ok's bounds), a rank's span of them without a marker,
  * moved by a clock offset of at most a quarter of TELLER_TIME_MAX. */
@@ -85,11 +181,9 @@ static teller_status steps_check(const char *buf, size_t n, size_t nsrc, size_t 
 {
     const char *what = "(steps from process 0)";
     uint64_t head[3];
-    if (n < sizeof head)
-        return damaged(err, what, 0, "cut short before its counts");
-    memcpy(head, buf, sizeof head);
-    if (head[0] != STEPS_MAGIC)
-        return damaged(err, what, 0, "not teller-mpi steps (bad magic)");
+    teller_status s = head_read(buf, n, head, 3, STEPS_MAGIC, "teller-mpi steps", what, err);
+    if (s != TELLER_OK)
+        return s;
     if (head[1] > UINT32_MAX || head[2] != nsrc)
         return damaged(err, what, 8, "counts other steps or sources than this process holds");
     size_t off = sizeof head;
@@ -250,11 +344,9 @@ static teller_status answer_check(const teller_store *st, size_t s0, size_t nsrc
         rows += count;
     }
     uint64_t head[3];
-    if (n < sizeof head)
-        return damaged(err, what, 0, "cut short before its counts");
-    memcpy(head, buf, sizeof head);
-    if (head[0] != ANSWER_MAGIC)
-        return damaged(err, what, 0, "not a teller-mpi answer (bad magic)");
+    teller_status s = head_read(buf, n, head, 3, ANSWER_MAGIC, "a teller-mpi answer", what, err);
+    if (s != TELLER_OK)
+        return s;
     if (head[1] != rows || head[2] != nsrc)
         return damaged(err, what, 8, "counts other rows or sources than the run gave it");
     size_t at = sizeof head;
@@ -336,4 +428,14 @@ teller_status teller_stamps_take(teller_store *st, size_t s0, size_t nsrc, telle
     free(own);
     free(got);
     return s;
+}
+
+teller_status teller_question_answer(teller_store *const *stores, size_t nstores, const void *buf, size_t n,
+                                     void **out, size_t *nout, teller_error *err)
+{
+    uint64_t magic = 0;
+    if (n >= sizeof magic)
+        memcpy(&magic, buf, sizeof magic);
+    return magic == UNMARKED_Q_MAGIC ? teller_unmarked_answer(stores, nstores, buf, n, out, nout, err)
+                                     : teller_steps_answer(stores, nstores, buf, n, out, nout, err);
 }

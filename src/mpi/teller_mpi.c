@@ -27,14 +27,14 @@
  *
  * Each reader also builds its files' trees and sends each file's summary
  * (summary.h: its collectives' rows and step markers), which process 0's
- * tree build takes as it is, and keeps its files' stores. Once the build
- * has cut the run's steps, it asks the readers (teller_tree_holders):
- * process 0 sends each reader its sources' clock offsets and steps, and
- * the reader, having moved and stamped its events as the build does,
- * answers with what only they say, the steps' GPU ends, its communication
- * kernels' steps and its per-(step, source) cells, which the build takes
- * (rounds.h); process 0 sends a 0 instead when its load failed before the
- * build asked. What this is not yet (docs/SCALE.md): process 0 still
+ * tree build takes as it is, and keeps its files' stores. The build asks
+ * the readers twice (teller_tree_holders, rounds.h) for what only their
+ * events say: the span after each rank's last step marker, then, given
+ * the run's steps and clock offsets, which the reader moves and stamps
+ * its events with as the build does, the steps' GPU ends, its
+ * communication kernels' steps and its per-(step, source) cells. A reader
+ * answers until process 0 sends a 0, as it does once its load is over or
+ * has failed. What this is not yet (docs/SCALE.md): process 0 still
  * receives every event and does the rest of the analysis on them.
  */
 #include <mpi.h>
@@ -87,7 +87,7 @@ typedef struct file_head {
 static int owner(size_t i, size_t n) { return (int)(i * (size_t)nproc / n); }
 
 /* The largest tag this MPI allows (at least 32767): file i is tag i, and
- * the build's question to the readers (rounds.h) is the largest. */
+ * the build's questions to the readers (rounds.h) are the largest. */
 static size_t tag_bound(void)
 {
     int *ub = NULL, flag = 0;
@@ -126,8 +126,7 @@ typedef struct remote {
     uint8_t                  *received; /* per file: its messages were taken */
     const teller_ingest_opts *ingest;
     uint64_t                  bytes, summary_bytes; /* received so far (under mpi_mu with threads) */
-    uint64_t                  answer_bytes;         /* of them, the readers' answers to the build's steps */
-    int                       asked;                /* the build asked the readers (holders_stamped) */
+    uint64_t                  answer_bytes;         /* of them, the readers' answers to the build's questions */
     size_t                   *nsources; /* per file: the sources its store holds */
     char                    **summary;  /* per file another process read: the summary of its collectives */
     uint64_t                 *summary_size;
@@ -250,13 +249,23 @@ static teller_status remote_summaries(void *ctx, teller_store *st, teller_source
     return s;
 }
 
-/* The build's question to the readers (teller_tree_holders, rounds.h):
- * each reader's sources' steps out, its answer back, taken into end and
- * sr and given to st; with st NULL (the load failed before the build
- * asked), a 0 that tells each reader there is none. Every reader's answer
- * is taken, so that none waits forever; the first refused is the error. */
-static teller_status steps_round(teller_store *st, remote *R, teller_source_summary *sr, int64_t *const *end,
-                                 teller_error *err)
+/* One of the build's questions (teller_tree_holders, rounds.h): what each
+ * reader is asked, made for its sources, and where its answer goes. */
+typedef struct question {
+    void *(*make)(const teller_store *st, size_t s0, size_t nsrc, const struct question *q, size_t *n);
+    teller_status (*take)(teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
+                          const struct question *q, teller_error *err);
+    const int64_t          *last;  /* unmarked: per source, its rank's last marker's end */
+    int64_t               (*span)[3];
+    teller_source_summary  *sr;    /* stamped */
+    int64_t *const         *end;
+} question;
+
+/* Asks every reader q for its sources and takes each answer; with q NULL,
+ * a 0 that tells each reader there is no more (the load is over). Every
+ * reader's answer is taken, so that none waits forever; the first refused
+ * is the error. */
+static teller_status ask_readers(teller_store *st, remote *R, const question *q, teller_error *err)
 {
     int tag = (int)tag_bound();
     size_t *s0 = calloc((size_t)nproc + 1, sizeof *s0);
@@ -272,8 +281,8 @@ static teller_status steps_round(teller_store *st, remote *R, teller_source_summ
         s0[p] += s0[p - 1];
     size_t nreq = 0;
     for (int p = 1; p < nproc; p++) {
-        buf[p] = st ? teller_steps_pack(st, s0[p], s0[p + 1] - s0[p], &size[p]) : NULL;
-        if (st && !buf[p]) {
+        buf[p] = q ? q->make(st, s0[p], s0[p + 1] - s0[p], q, &size[p]) : NULL;
+        if (q && !buf[p]) {
             fprintf(stderr, "teller-mpi: process 0: out of memory\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -288,14 +297,14 @@ static teller_status steps_round(teller_store *st, remote *R, teller_source_summ
     for (int p = 1; p < nproc; p++)
         nreq += send_sized(&size[p], buf[p], p, tag, req + nreq);
     teller_status s = TELLER_OK;
-    for (int p = 1; st && p < nproc; p++) {
+    for (int p = 1; q && p < nproc; p++) {
         uint64_t n;
         recv_bytes(&n, sizeof n, p, tag, "its files' answer");
         char *ans = recv_buffer(n, p, tag, "its files' answer");
         R->bytes += sizeof n + n;
         R->answer_bytes += n;
         teller_error e;
-        teller_status t = teller_stamps_take(st, s0[p], s0[p + 1] - s0[p], sr, end, ans, n, p, &e);
+        teller_status t = q->take(st, s0[p], s0[p + 1] - s0[p], ans, n, p, q, &e);
         if (t != TELLER_OK && s == TELLER_OK) {
             *err = e;
             s = t;
@@ -312,13 +321,43 @@ static teller_status steps_round(teller_store *st, remote *R, teller_source_summ
     return s;
 }
 
+static void *unmarked_make(const teller_store *st, size_t s0, size_t nsrc, const question *q, size_t *n)
+{
+    return teller_unmarked_pack(st, s0, nsrc, q->last, n);
+}
+
+static teller_status unmarked_take(teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
+                                   const question *q, teller_error *err)
+{
+    return teller_unmarked_take(st, s0, nsrc, buf, n, from, q->span, err);
+}
+
+static void *stamped_make(const teller_store *st, size_t s0, size_t nsrc, const question *q, size_t *n)
+{
+    (void)q;
+    return teller_steps_pack(st, s0, nsrc, n);
+}
+
+static teller_status stamped_take(teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
+                                  const question *q, teller_error *err)
+{
+    return teller_stamps_take(st, s0, nsrc, q->sr, q->end, buf, n, from, err);
+}
+
 /* teller_tree_holders on process 0: the readers hold the given sources */
+static teller_status holders_unmarked(void *ctx, teller_store *st, const teller_source_summary *sr,
+                                      const int64_t *last, int64_t (*span)[3], teller_error *err)
+{
+    (void)sr;
+    question q = {.make = unmarked_make, .take = unmarked_take, .last = last, .span = span};
+    return ask_readers(st, ctx, &q, err);
+}
+
 static teller_status holders_stamped(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
                                      teller_error *err)
 {
-    remote *R = ctx;
-    R->asked = 1;
-    return steps_round(st, R, sr, end, err);
+    question q = {.make = stamped_make, .take = stamped_take, .sr = sr, .end = end};
+    return ask_readers(st, ctx, &q, err);
 }
 
 static void announce(const plan *p, char *names)
@@ -382,7 +421,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
     lo.read_ctx = &R;
     if (!threaded)
         lo.jobs = 1;
-    teller_tree_holders holders = {holders_stamped, &R};
+    teller_tree_holders holders = {holders_unmarked, holders_stamped, &R};
     teller_status s = teller_load_given(st, files, n, &lo, remote_summaries, &holders, err);
     /* a file teller_load did not ask for (it stopped at an error) is still
      * sent, but for a repeat: take it, so its sender ends */
@@ -396,8 +435,7 @@ static teller_status mpi_load(teller_store *st, const char *const *files, size_t
         free(sum);
     }
     free(same_as);
-    if (!R.asked) /* the readers wait for the build's steps */
-        steps_round(NULL, &R, NULL, NULL, err);
+    ask_readers(NULL, &R, NULL, err); /* the readers answer questions until this */
     /* bench/scale.sh reads what crossed the wire from here */
     if (getenv("TELLER_MPI_STATS"))
         fprintf(stderr,
@@ -493,44 +531,46 @@ static MPI_Request *send_batch(share *S, size_t a, size_t b, int *nreq, int *rc)
     return req;
 }
 
-/* The reader's side of the build's question (rounds.h): process 0's steps
- * for the sources of the store it kept in, its answer out; nothing when
- * process 0 sends 0 (its load failed). Steps it cannot take end the run:
- * process 0 waits for the answer. */
-static void answer_round(teller_store *kept)
+/* The reader's side of the build's questions (rounds.h): process 0's
+ * questions about the sources of the store it kept, each answered, until
+ * process 0 sends 0 (the load is over, or failed). A question it cannot
+ * take ends the run: process 0 waits for the answer. */
+static void answer_questions(teller_store *kept)
 {
     int tag = (int)tag_bound();
-    uint64_t n, cn = 0;
-    MPI_Recv(&n, (int)sizeof n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (n == 0)
-        return;
-    char *buf = malloc(n), *ans = NULL;
-    if (!buf) {
-        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    for (;;) {
+        uint64_t n, cn = 0;
+        MPI_Recv(&n, (int)sizeof n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (n == 0)
+            return;
+        char *buf = malloc(n), *ans = NULL;
+        if (!buf) {
+            fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        for (size_t off = 0; off < n; off += CHUNK)
+            MPI_Recv(buf + off, (int)(n - off < CHUNK ? n - off : CHUNK), MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        teller_error err;
+        size_t cz = 0;
+        if (teller_question_answer(&kept, 1, buf, n, (void **)&ans, &cz, &err) != TELLER_OK) {
+            fprintf(stderr, "teller-mpi: process %d cannot take the build's question: %s:%llu: %s\n", me, err.file,
+                    (unsigned long long)err.offset, err.msg);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        cn = cz;
+        free(buf);
+        size_t nreq = 1 + chunks(cn);
+        MPI_Request *req = malloc(nreq * sizeof *req);
+        if (!req) {
+            fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        send_sized(&cn, ans, 0, tag, req);
+        MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE);
+        free(req);
+        free(ans);
     }
-    for (size_t off = 0; off < n; off += CHUNK)
-        MPI_Recv(buf + off, (int)(n - off < CHUNK ? n - off : CHUNK), MPI_BYTE, 0, tag, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-    teller_error err;
-    size_t cz = 0;
-    if (teller_steps_answer(&kept, 1, buf, n, (void **)&ans, &cz, &err) != TELLER_OK) {
-        fprintf(stderr, "teller-mpi: process %d cannot take the run's steps: %s:%llu: %s\n", me, err.file,
-                (unsigned long long)err.offset, err.msg);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    cn = cz;
-    free(buf);
-    size_t nreq = 1 + chunks(cn);
-    MPI_Request *req = malloc(nreq * sizeof *req);
-    if (!req) {
-        fprintf(stderr, "teller-mpi: process %d: out of memory\n", me);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    send_sized(&cn, ans, 0, tag, req);
-    MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE);
-    free(req);
-    free(ans);
 }
 
 /* Reads this process's share of the files of one load process 0 announces
@@ -582,7 +622,7 @@ static int serve(void)
                .sum = calloc(mine ? mine : 1, sizeof *S.sum),
                .part = calloc(mine ? mine : 1, sizeof *S.part)};
     /* the share's stores in one, file after file, for the build's
-     * question: as the run's store holds them */
+     * questions: as the run's store holds them */
     teller_store *kept = teller_store_create();
     teller_error err;
     if (!S.head || !S.buf || !S.sum || !S.part || !kept) {
@@ -627,7 +667,7 @@ static int serve(void)
         free(prev);
     }
     teller_store_fit(kept);
-    answer_round(kept);
+    answer_questions(kept);
     teller_store_free(kept);
     free(S.part);
     free(S.head);

@@ -1317,6 +1317,44 @@ static void stamp_steps(void *ctx, size_t s)
         stamp_source(&p->st->ev, p->range[s], p->range[s + 1], rows, count, p->end[s]);
 }
 
+void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int64_t span[3])
+{
+    const teller_events *ev = &st->ev;
+    int marked = last != INT64_MIN;
+    int64_t a = INT64_MAX, b = INT64_MIN, launched = 0;
+    size_t lo = st->sources[s].first_event, hi = lo + st->sources[s].num_events;
+    for (size_t i = lo; i < hi; i++) {
+        if (ev->layer[i] == TELLER_LAYER_OTHER || (marked && (ev->start_ns[i] < last || (ev->flags[i] & TELLER_F_GPU))))
+            continue;
+        if (ev->start_ns[i] < a) a = ev->start_ns[i];
+        if (ev->start_ns[i] + ev->dur_ns[i] > b) b = ev->start_ns[i] + ev->dur_ns[i];
+        launched |= marked && (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) &&
+                    strstr(teller_store_str(st, ev->name[i]), "Launch") != NULL;
+    }
+    span[0] = a;
+    span[1] = b;
+    span[2] = launched;
+}
+
+/* With holders, each given source's span (teller_tree_unmarked) as its
+ * holder found it; while the store holds the source's events too, it must
+ * be what they say. */
+static teller_status ask_unmarked(teller_store *st, const teller_source_summary *sr, const teller_tree_holders *h,
+                                  const int64_t *last, int64_t (*span)[3], teller_error *err)
+{
+    teller_status s = h->unmarked(h->ctx, st, sr, last, span, err);
+    for (size_t k = 0; k < st->nsources && s == TELLER_OK; k++) {
+        int64_t own[3];
+        if (!sr[k].given)
+            continue;
+        teller_tree_unmarked(st, (uint32_t)k, last[k], own);
+        if (memcmp(own, span[k], sizeof own))
+            s = teller_error_set(err, TELLER_ERR_FORMAT, teller_store_str(st, st->sources[k].path), 0,
+                                 "the span without a marker its holder found is not its events'");
+    }
+    return s;
+}
+
 /* The steps without a marker event, at most one per rank, added to
  * mk[0..*nmk) (sorted by rank and start):
  *   - a rank with no marker gets one fallback step spanning its events
@@ -1331,13 +1369,17 @@ static void stamp_steps(void *ctx, size_t s)
  *     launches. (No trace in ../shared/data launches anything after its
  *     last step.)
  * A rank's sources widen its one step (for the unfinished one, those that
- * launched). 0, or -1 out of memory. */
-static int eventless_steps(const teller_store *st, const size_t *range, marker **mk, size_t *nmk, size_t *mcap)
+ * launched). With holders, a given source's span is its holder's. */
+static teller_status eventless_steps(teller_store *st, const teller_source_summary *sr,
+                                     const teller_tree_holders *holders, marker **mk, size_t *nmk, size_t *mcap,
+                                     teller_error *err)
 {
-    const teller_events *ev = &st->ev;
-    size_t n0 = *nmk;
-    for (size_t s = 0; s < st->nsources; s++) {
-        int32_t rank = st->sources[s].rank;
+    size_t n0 = *nmk, ns = st->nsources;
+    int64_t *last = malloc((ns ? ns : 1) * sizeof *last), (*span)[3] = malloc((ns ? ns : 1) * sizeof *span);
+    int asked = 0;
+    teller_status s = last && span ? TELLER_OK : TELLER_ERR_NOMEM;
+    for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
+        int32_t rank = st->sources[k].rank;
         size_t lo = 0, hi = n0;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
@@ -1346,37 +1388,41 @@ static int eventless_steps(const teller_store *st, const size_t *range, marker *
             else
                 hi = mid;
         }
-        int marked = lo < n0 && (*mk)[lo].rank == rank;
-        int64_t last = INT64_MIN;
-        for (size_t k = lo; k < n0 && (*mk)[k].rank == rank; k++)
-            if ((*mk)[k].end > last)
-                last = (*mk)[k].end;
-        int64_t a = INT64_MAX, b = INT64_MIN;
-        int launched = 0;
-        for (size_t i = range[s]; i < range[s + 1]; i++) {
-            if (ev->layer[i] == TELLER_LAYER_OTHER ||
-                (marked && (ev->start_ns[i] < last || (ev->flags[i] & TELLER_F_GPU))))
-                continue;
-            if (ev->start_ns[i] < a) a = ev->start_ns[i];
-            if (ev->start_ns[i] + ev->dur_ns[i] > b) b = ev->start_ns[i] + ev->dur_ns[i];
-            launched |= marked && (ev->layer[i] == TELLER_LAYER_RUNTIME || ev->layer[i] == TELLER_LAYER_DRIVER) &&
-                        strstr(teller_store_str(st, ev->name[i]), "Launch") != NULL;
-        }
-        if (a > b || (marked && !launched))
+        last[k] = INT64_MIN; /* the rank's last marker's end; none: unmarked */
+        for (size_t q = lo; q < n0 && (*mk)[q].rank == rank; q++)
+            if ((*mk)[q].end > last[k])
+                last[k] = (*mk)[q].end;
+        asked |= holders && sr[k].given;
+        if (!(holders && sr[k].given))
+            teller_tree_unmarked(st, (uint32_t)k, last[k], span[k]);
+    }
+    if (s == TELLER_OK && asked && (s = ask_unmarked(st, sr, holders, last, span, err)) != TELLER_OK)
+        goto done;
+    for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
+        int32_t rank = st->sources[k].rank;
+        int64_t a = span[k][0], b = span[k][1];
+        if (a > b || (last[k] != INT64_MIN && !span[k][2]))
             continue;
-        size_t k = n0;
-        while (k < *nmk && (*mk)[k].rank != rank)
-            k++;
-        if (k == *nmk) {
-            if (TELLER_GROW(*mk, *mcap, *nmk + 1))
-                return -1;
+        size_t q = n0;
+        while (q < *nmk && (*mk)[q].rank != rank)
+            q++;
+        if (q == *nmk) {
+            if (TELLER_GROW(*mk, *mcap, *nmk + 1)) {
+                s = TELLER_ERR_NOMEM;
+                break;
+            }
             (*mk)[(*nmk)++] = (marker){rank, a, b, TELLER_NONE, TELLER_NONE, -1};
         } else {
-            if (a < (*mk)[k].start) (*mk)[k].start = a;
-            if (b > (*mk)[k].end) (*mk)[k].end = b;
+            if (a < (*mk)[q].start) (*mk)[q].start = a;
+            if (b > (*mk)[q].end) (*mk)[q].end = b;
         }
     }
-    return 0;
+    if (s == TELLER_ERR_NOMEM)
+        s = teller_error_set(err, TELLER_ERR_NOMEM, "(trace)", 0, "out of memory");
+done:
+    free(last);
+    free(span);
+    return s;
 }
 
 /* Numbers the steps mk[0..n) (sorted by rank and start) into num: by
@@ -1490,8 +1536,11 @@ static teller_status cut_steps(teller_store *st, const size_t *range, teller_sou
             ev->flags[i] |= TELLER_F_STEP;
         }
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
-    if (eventless_steps(st, range, &mk, &nmk, &mcap))
-        goto oom;
+    teller_status es = eventless_steps(st, sr, holders, &mk, &nmk, &mcap, err);
+    if (es != TELLER_OK) {
+        free(mk);
+        return es;
+    }
     teller_sort(mk, nmk, sizeof *mk, marker_cmp);
     free(st->steps);
     free(st->step_names);

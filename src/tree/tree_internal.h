@@ -80,18 +80,36 @@ teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, 
                                 teller_error *err);
 
 /* The processes that hold the given sources' events (teller-mpi), asked
- * by the build once it has cut the run's steps: told each given source's
- * clock offset and its rank's steps (teller_tree_spans), each stamps the
+ * twice by the build, for what only those events say.
+ *
+ * unmarked: before it numbers the steps, told per source its rank's last
+ * step marker's end (last[s], node 0's clock; INT64_MIN: the rank has
+ * none), each answers for each given source s what teller_tree_unmarked
+ * says (span[s], node 0's clock).
+ *
+ * stamped: once it has cut the steps, told each given source's clock
+ * offset and its rank's steps (teller_tree_spans), each stamps the
  * source's events as the build stamps its own (teller_tree_stamp) and
  * answers with, per given source s, end[s][j] for row j of its rank's
  * spans (the latest end of the row's GPU work, INT64_MIN none), the step
  * of each of its rows (sr[s].rows[r].step) and its cells, which it gives
  * st (teller_step_cells_give). */
 typedef struct teller_tree_holders {
+    teller_status (*unmarked)(void *ctx, teller_store *st, const teller_source_summary *sr, const int64_t *last,
+                              int64_t (*span)[3], teller_error *err);
     teller_status (*stamped)(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
                              teller_error *err);
     void *ctx;
 } teller_tree_holders;
+
+/* What source s says of its rank's step without a marker, the rank's last
+ * marker ending at `last` (INT64_MIN: it has none): span[0] and span[1]
+ * the first start and last end of its events of a known layer (not
+ * TELLER_LAYER_OTHER; those that start at or after `last` and are not GPU
+ * work, when it has one), INT64_MAX and INT64_MIN when none; span[2] 1 when one of them is a
+ * launch call (it launched work after its last marker), else 0. The
+ * source's times and `last` on one clock. */
+void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int64_t span[3]);
 
 /* teller_tree_build, taking the summaries of the sources marked given in
  * sr (one entry per source) and finding the others' into it; with
