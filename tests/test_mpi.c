@@ -378,7 +378,7 @@ static void test_readers_answer_the_build(void)
     CHECK_EQ_INT(teller_steps_answer(&kept, 1, steps, ns, (void **)&ans, &na, &err), TELLER_OK);
     CHECK(kev->start_ns[0] == first - offset);
     uint32_t nsteps = teller_store_step_count(run);
-    size_t rows = sr[2].nrows, ncomm_at = 24, cell0 = 32, steps0 = cell0 + (size_t)nsteps * 64;
+    size_t rows = sr[2].nrows, ncomm_at = 24, cell0 = 32, steps0 = cell0 + (size_t)nsteps * 72;
     CHECK(rows > 10);
     /* rank 2 has a row in every step; its kernels' steps fill 8 bytes */
     CHECK(ans && na == steps0 + (rows * 4 + 7) / 8 * 8);
@@ -392,11 +392,12 @@ static void test_readers_answer_the_build(void)
     }
     /* an answer out of bounds is refused naming where, and one not the
      * events' naming the file: a cell's compute time's sign, its kernels
-     * one more, its row's end past the bounds, a kernel's step past the
-     * run's, the kernels' count, a padding byte, a byte cut or added */
+     * one more, its queued end and its row's end past the bounds, a
+     * kernel's step past the run's, the kernels' count, a padding byte, a
+     * byte cut or added (a cell 64 bytes, an end 8) */
     struct { size_t at; unsigned char x; int file; } dam[] = {
-        {cell0 + 7, 0x80, 0}, {cell0 + 40, 1, 1}, {cell0 + 56 + 7, 0x7F, 0}, {steps0 + 2, 0x40, 0},
-        {ncomm_at, 1, 0}, {na - 1, rows % 2 ? 1 : 0, 0}};
+        {cell0 + 7, 0x80, 0}, {cell0 + 40, 1, 1}, {cell0 + 56 + 7, 0x7F, 0}, {cell0 + 64 + 7, 0x7F, 0},
+        {steps0 + 2, 0x40, 0}, {ncomm_at, 1, 0}, {na - 1, rows % 2 ? 1 : 0, 0}};
     for (size_t d = 0; ans && d < sizeof dam / sizeof *dam; d++) {
         if (!dam[d].x)
             continue; /* no padding */
@@ -529,7 +530,7 @@ static void test_build_takes_holders_answers(void)
     /* its answer to the steps damaged at the end of row 0 (after the
      * 24-byte head, the count and a cell), then at its first kernel's step
      * (past a cell and an end per row, one per step); another span */
-    size_t flips[] = {0, 24 + 8 + 56, 24 + 8 + (size_t)teller_store_step_count(plain) * 64, 0};
+    size_t flips[] = {0, 24 + 8 + 64, 24 + 8 + (size_t)teller_store_step_count(plain) * 72, 0};
     for (int t = 0; held < n && t < 4; t++) {
         teller_store *run = teller_store_create(), *kept = teller_store_create();
         for (size_t i = 0; i < n; i++)
@@ -916,6 +917,16 @@ static void test_mpi_predictions_are_teller_diagnose(void)
     same_as_teller(inputs, tmp, 0);
     snprintf(inputs, sizeof inputs, "'%s'", shared_path("nsys-ai/mfu_2gpu_before.sqlite"));
     same_as_teller(inputs, tmp, 0);
+    /* ranks a hang took down mid-step, held by readers: their unfinished
+     * steps, and their cells of the steps they never reached */
+    char hang[] = "/tmp/teller_mpi_hang_XXXXXX";
+    teller_sim_opts o = sim_shape(2, 2, 2, 2, 10, 1); /* two ranks never reach the last step */
+    o.fault_rate = 0.5;
+    o.faults = 1u << TELLER_FAULT_NCCL_HANG;
+    sim_case(hang, &o);
+    snprintf(inputs, sizeof inputs, "'%s'", hang);
+    same_as_teller(inputs, tmp, 0);
+    rm_rf(hang);
     rm_rf(dir);
     rm_rf(tmp);
 }
@@ -1140,7 +1151,7 @@ const test_case mpi_tests[] = {
     {"mpi: a packed store keeps the bounds on times a trace keeps, or is refused naming the event",
      test_packed_store_keeps_the_trace_bounds},
 #ifdef TELLER_MPI
-    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, a file named twice, a reference, real traces)",
+    {"mpi: teller-mpi -n 1, 2, 4 writes what teller diagnose writes (simulated 16 ranks with reports, a file named twice, a reference, real traces, ranks a hang took down)",
      test_mpi_predictions_are_teller_diagnose},
     {"mpi: a file one process cannot read fails the run on every process, no hang", test_mpi_unreadable_file_fails_every_process},
     {"mpi: a process killed mid-run ends the run, named by mpirun, no process left waiting",

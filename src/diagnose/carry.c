@@ -17,15 +17,18 @@
  * launch along the chain that leads to it from the previous step's work,
  * and the step's exposure is how much of its window's end such delays
  * hold: the window's end against the latest end its operations (and its
- * step annotation) would have had. A run whose host waits for the GPU
- * (a serving engine that schedules after the last batch finished) has none.
+ * step annotation) would have had. The walk is the cells' (each source's,
+ * from its own events: queued_end, src/tree/steps.c), so a teller-mpi
+ * reader does it for the ranks it holds. A run whose host waits for the
+ * GPU (a serving engine that schedules after the last batch finished) has
+ * none.
  *
- * diagnose.c asks, for a step after a flagged one, what the previous step's
- * lateness X (its top finding's excess, plus what it carried itself) did
- * to it: without it every rank's window would end min(X, its exposure)
- * earlier, less, on the faulty rank, how much later the fault made its
- * host start the step (diag_carried), and the step's duration (its
- * longest rank window) falls by the carried cost. The step then has a
+ * The row carried asks, for a step after a flagged one, what the previous
+ * step's lateness X (its top finding's excess, plus what it carried
+ * itself) did to it: without it every rank's window would end min(X, its
+ * exposure) earlier, less, on the faulty rank, how much later the fault
+ * made its host start the step, and the step's duration (its longest rank
+ * window) falls by the carried cost. The step then has a
  * candidate that is the previous step's root with that cost, scored like
  * any finding (its share of the step, and how unusual the operator was
  * where it ran).
@@ -35,84 +38,30 @@
 #include <stdlib.h>
 
 #include "detector.h"
-#include "stall.h"
 
-/* The last operation seen on one stream. */
-typedef struct lastop {
-    int32_t  pid, tid;
-    int64_t  end;
-    uint32_t step;
-    int64_t  delay; /* how much earlier it could have ended, had its step's predecessors ended earlier */
-} lastop;
-
-/* The delay a predecessor passes to an operation of step k: unbounded
- * from an earlier step's work (what this file asks is what an earlier end
- * would change), else its own (work of a later step, launched by another
- * thread while this step's still was, queues behind the same earlier work). */
-static int64_t passed(const lastop *p, uint32_t k)
-{
-    return p->step < k ? INT64_MAX : p->delay;
-}
-
-/* What source s's step windows queued behind earlier steps' work. */
+/* What source s's step windows queued behind earlier steps' work: the
+ * window's end against the latest end its work (its cell's queued_end:
+ * src/tree/steps.c walks the source's GPU work) and its step annotation
+ * (its rank's span of the step, as stamping read it) would have had. */
 static int exposure_run(const dctx *D, diag_state *S, size_t s, finds *out)
 {
     (void)out;
-    const teller_events *ev = D->ev;
-    int64_t *cfend = malloc((D->nsteps ? D->nsteps : 1) * sizeof *cfend); /* per step */
-    gop *g = NULL;
-    lastop *ls = NULL;
-    size_t gcap = 0, lcap = 0, ng = 0, nl = 0;
-    int rc = -1;
-    if (!cfend)
-        goto done;
-    for (uint32_t k = 0; k < D->nsteps; k++)
-        cfend[k] = INT64_MIN;
-    if (diag_gpu_work(D, s, &g, &gcap, &ng))
-        goto done;
-    for (size_t i = 0; i < ng; i++) {
-        const gop *o = &g[i];
-        int64_t from = -1; /* the delay its predecessors pass on; -1: it waited for none */
-        size_t own = nl;
-        for (size_t q = 0; q < nl; q++) {
-            if (ls[q].pid == o->pid && ls[q].tid == o->tid) {
-                own = q;
-                if (o->ready < ls[q].end && passed(&ls[q], o->step) > from)
-                    from = passed(&ls[q], o->step);
-            } else if (ls[q].end >= o->start - DIAG_WAIT_NS - DIAG_ROUND_NS && ls[q].end <= o->start + DIAG_ROUND_NS &&
-                       passed(&ls[q], o->step) > from) {
-                from = passed(&ls[q], o->step);
-            }
-        }
-        int64_t slack = o->start - o->ready, delay = from < 0 ? 0 : from < slack ? from : slack;
-        if (own == nl) {
-            if (TELLER_GROW(ls, lcap, nl + 1))
-                goto done;
-            nl++;
-        }
-        ls[own] = (lastop){o->pid, o->tid, o->end, o->step, delay};
-        if (o->end - delay > cfend[o->step])
-            cfend[o->step] = o->end - delay;
-    }
-    /* the exposure of the rank's window in each step: its end against the
-     * latest end its work and its step annotation would have had */
     const teller_step *steps = teller_store_steps(D->st);
-    for (uint32_t k = 0; k < D->nsteps; k++) {
+    size_t count;
+    const teller_step *span = teller_tree_spans(D->st, teller_store_source_c(D->st, (uint32_t)s)->rank, &count);
+    for (uint32_t k = 0, j = 0; k < D->nsteps; k++) {
         uint32_t r = D->mrow[(size_t)k * D->nsrc + s];
         if (r == TELLER_NONE)
             continue;
-        uint32_t mk = steps[r].marker;
-        int64_t held = ev->start_ns[mk] + ev->dur_ns[mk];
-        if (cfend[k] > held)
-            held = cfend[k];
+        while (j < count && span[j].step < k) /* the rank's spans: their numbers rise */
+            j++;
+        int64_t held = j < count && span[j].step == k ? span[j].end_ns : INT64_MIN,
+                q = D->cell[(size_t)k * D->nsrc + s].queued_end;
+        if (q > held)
+            held = q;
         S->expo[(size_t)k * D->nsrc + s] = steps[r].end_ns > held ? (double)(steps[r].end_ns - held) : 0;
     }
-    rc = 0;
-done:
-    free(cfend);
-    free(g);
-    free(ls);
-    return rc;
+    return 0;
 }
 
 /* A rank's window runs from its step annotation's start (the host) to its

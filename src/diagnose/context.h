@@ -95,14 +95,6 @@ typedef struct diag_state {
 
 static inline int32_t rank_of(const dctx *D, uint32_t e) { return teller_store_event_rank(D->st, e); }
 static inline int is_api(uint8_t L) { return L == TELLER_LAYER_RUNTIME || L == TELLER_LAYER_DRIVER; }
-/* When GPU operation i could have started: its launch call's end, never
- * after its own start (its start when nothing on the host launched it). */
-static inline int64_t diag_ready_ns(const teller_events *ev, uint32_t i)
-{
-    uint32_t p = ev->parent[i];
-    int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
-    return ready < ev->start_ns[i] ? ready : ev->start_ns[i];
-}
 /* the node of a loaded rank, -1 when no loaded source has it */
 static inline int32_t diag_node_of_rank(const teller_store *st, int32_t rank)
 {

@@ -71,7 +71,7 @@ static double copy_cost(const dctx *D, const uint32_t *kr, size_t n, uint32_t i,
     uint32_t k = kr[lo];
     if (ev->track[k] != ev->track[i] && ev->start_ns[k] > end + 5000)
         return 0;
-    int64_t ready = diag_ready_ns(ev, k), from = ready > slow_from ? ready : slow_from;
+    int64_t ready = teller_ready_ns(ev, k), from = ready > slow_from ? ready : slow_from;
     *from_out = from;
     return end > from ? (double)(end - from) : 0;
 }

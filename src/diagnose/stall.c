@@ -35,7 +35,7 @@ int diag_gpu_work(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *ng)
     teller_sort_by_key(ids, tmp, n, ev->start_ns);
     for (size_t k = 0; k < n; k++) {
         uint32_t i = ids[k];
-        (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], diag_ready_ns(ev, i), ev->step[i],
+        (*g)[k] = (gop){ev->start_ns[i], ev->start_ns[i] + ev->dur_ns[i], teller_ready_ns(ev, i), ev->step[i],
                         teller_event_pid(ev, i), teller_event_tid(ev, i), (ev->flags[i] & TELLER_F_COMM) && D->nsrc > 1,
                         SIZE_MAX};
     }
@@ -192,7 +192,7 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
             d = INFINITY;
             for (size_t q = 0; q < nl; q++) {
                 int same = ls[q].pid == o->pid && ls[q].tid == o->tid;
-                int near = ls[q].end >= o->start - DIAG_WAIT_NS - DIAG_ROUND_NS && ls[q].end <= o->start + DIAG_ROUND_NS;
+                int near = ls[q].end >= o->start - TELLER_WAIT_NS - TELLER_ROUND_NS && ls[q].end <= o->start + TELLER_ROUND_NS;
                 if (same || near) {
                     /* queued when it ended, the operation follows it as
                      * closely as it did (the GPU's own gap between two
@@ -230,7 +230,7 @@ double diag_host_delay_cost(const dctx *D, const diag_gpuops *G, size_t s, uint3
                 coll = d;
             if ((double)o->end - d > held)
                 held = (double)o->end - d;
-            if (o->end <= block + DIAG_ROUND_NS && (double)o->end - d > gpu_done)
+            if (o->end <= block + TELLER_ROUND_NS && (double)o->end - d > gpu_done)
                 gpu_done = (double)o->end - d;
         }
         size_t q = 0;

@@ -24,11 +24,8 @@ typedef struct gop {
                                  * else SIZE_MAX */
 } gop;
 
-/* An operation waited for an operation of another stream when it started
- * within DIAG_WAIT_NS after its end, or DIAG_ROUND_NS before it (Kineto
- * rounds start and duration apart; perturb's retime uses the same rule). */
-#define DIAG_WAIT_NS  2000
-#define DIAG_ROUND_NS 1000
+/* An operation waited for an operation of another stream as
+ * TELLER_WAIT_NS and TELLER_ROUND_NS say (tree_internal.h). */
 
 /* Source s's GPU work of the steps, in start order, into *g (grown, *n of
  * them). 0, or -1 out of memory. */

@@ -20,7 +20,7 @@ typedef struct wire_span {
     uint32_t step, zero;
 } wire_span;
 _Static_assert(sizeof(wire_span) == 24, "wire_span has no padding");
-_Static_assert(sizeof(teller_step_cell) == 56, "teller_step_cell has no padding");
+_Static_assert(sizeof(teller_step_cell) == 64, "teller_step_cell has no padding");
 
 /* The clock offset of source s's node: what the build subtracted from its
  * events. */
@@ -322,16 +322,18 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
     return TELLER_OK;
 }
 
+/* Whether a row's GPU work's end, or a cell's queued end, can be one
+ * stamping found: none, or an event's end moved by a clock offset
+ * (span_ok's bounds). */
+static int end_ok(int64_t e) { return e == INT64_MIN || (e >= -TELLER_TIME_MAX / 2 && e <= TELLER_TIME_MAX / 2 * 3); }
+
 /* Whether cell c of a source of `events` events is in bounds. */
 static int cell_ok(const teller_step_cell *c, uint32_t events)
 {
     return c->kernel_ns >= 0 && c->comm_ns >= 0 && c->memcpy_ns >= 0 && c->gpu_busy_ns >= 0 && c->profiler_ns >= 0 &&
-           c->kernels <= events && c->launches <= events && c->unlaunched <= c->launches && !c->pad;
+           c->kernels <= events && c->launches <= events && c->unlaunched <= c->launches && !c->pad &&
+           end_ok(c->queued_end);
 }
-
-/* Whether a row's GPU work's end can be one stamping found: none, or an
- * event's end moved by a clock offset (span_ok's bounds). */
-static int end_ok(int64_t e) { return e == INT64_MIN || (e >= -TELLER_TIME_MAX / 2 && e <= TELLER_TIME_MAX / 2 * 3); }
 
 /* Checks the answer buf (n bytes) for st's sources [s0, s0 + nsrc), their
  * rows sr, each with room for its ends in end (NULL: not asked about). */
@@ -400,8 +402,10 @@ teller_status teller_stamps_take(teller_store *st, size_t s0, size_t nsrc, telle
         return s;
     uint32_t nsteps = teller_store_step_count(st);
     size_t at = 3 * sizeof(uint64_t), count;
-    teller_step_cell *own = malloc(((size_t)nsteps + 1) * sizeof *own), *got = calloc((size_t)nsteps * nsrc + 1, sizeof *got);
+    teller_step_cell *own = malloc(((size_t)nsteps + 1) * sizeof *own), *got = malloc(((size_t)nsteps * nsrc + 1) * sizeof *got);
     s = own && got ? TELLER_OK : teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
+    for (size_t k = 0; got && k < (size_t)nsteps * nsrc; k++) /* a step without a row: a cell of nothing */
+        got[k] = (teller_step_cell){.queued_end = INT64_MIN};
     for (size_t q = s0; q < s0 + nsrc && s == TELLER_OK; q++) {
         const teller_source *so = teller_store_source_c(st, (uint32_t)q);
         const teller_step *rk = teller_tree_spans(st, so->rank, &count);

@@ -30,7 +30,7 @@
  * node 0's clock, 64-bit), step (32-bit), 0 (32-bit).
  * Format "tllrans1": three 64-bit words (a magic number, rows, sources);
  * per source the count of its communication kernels (64-bit), then per
- * row its steps gave it, in their order, a cell (56 bytes,
+ * row its steps gave it, in their order, a cell (64 bytes,
  * teller_step_cell) and the end (ns, 64-bit, INT64_MIN none), then per
  * communication kernel in event order its step (32-bit, 0xFFFFFFFF none),
  * then zero bytes to a multiple of 8: a source's events belong to its
@@ -96,8 +96,9 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
  * rank's spans), each communication kernel's step into sr[q].rows, the
  * cells given to st. An answer that is not whole, counts other rows or
  * kernels than the run's, or whose cells, ends or steps are out of bounds
- * (a negative time, a count over the source's events, more launches
- * without GPU work than launches, a step past the run's), or that answers
+ * (a negative time, an end past what events keep, a count over the
+ * source's events, more launches without GPU work than launches, a step
+ * past the run's), or that answers
  * for a source without room in end, is TELLER_ERR_FORMAT naming the byte
  * offset, and nothing is taken. While process 0 still holds the sources'
  * events, cells other than theirs are TELLER_ERR_FORMAT naming the

@@ -1,9 +1,10 @@
 /*
  * steps.c - per-step, per-rank time accounting over a built store:
  * kernel, communication and copy time, and GPU idle time as the step
- * window minus the union of GPU work over every stream. Each source's
- * part is found from its own events (teller_step_cells_of), one cell per
- * step; the summaries read the cells of the step table's rows.
+ * window minus the union of GPU work over every stream, and how late its
+ * GPU work ended for queueing behind earlier steps'. Each source's part is
+ * found from its own events (teller_step_cells_of), one cell per step; the
+ * summaries read the cells of the step table's rows.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,80 @@ static void count_launches(const cell_scan *C, uint8_t *launch)
     }
 }
 
+/* The last operation seen on one stream (queued_ends). */
+typedef struct lastop {
+    int32_t  pid, tid;
+    int64_t  end;
+    uint32_t step;
+    int64_t  delay; /* how much earlier it could have ended, had its step's predecessors ended earlier */
+} lastop;
+
+/* The delay a predecessor passes to an operation of step k: unbounded
+ * from an earlier step's work (what an earlier end would change), else its
+ * own (work of a later step, launched by another thread while this step's
+ * still was, queues behind the same earlier work). */
+static int64_t passed(const lastop *p, uint32_t k) { return p->step < k ? INT64_MAX : p->delay; }
+
+/* Each cell's queued_end (teller_step_cell): walking the source's GPU work
+ * in start order, an operation launched before the operation before it
+ * on its stream ended (queued behind it), or that started when an
+ * operation of another stream ended (it waited for it, TELLER_WAIT_NS),
+ * could have started earlier by as much as that predecessor, down to its
+ * launch call's end; work of an earlier step could have ended any
+ * earlier. 0, or -1 out of memory. */
+static int queued_ends(const cell_scan *C)
+{
+    const teller_events *ev = teller_store_events(C->st);
+    size_t n = 0, nl = 0, lcap = 0;
+    for (size_t i = C->q; i < C->q + C->n; i++) /* counted first: the ids are the GPU operations' */
+        n += (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) &&
+             slot_of(C->steps, C->nsteps, ev->step[i]) != UINT32_MAX;
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    lastop *ls = NULL;
+    int rc = -1;
+    if (!ids || !tmp)
+        goto done;
+    n = 0;
+    for (size_t i = C->q; i < C->q + C->n; i++)
+        if ((ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) &&
+            slot_of(C->steps, C->nsteps, ev->step[i]) != UINT32_MAX)
+            ids[n++] = (uint32_t)i;
+    teller_sort_by_key(ids, tmp, n, ev->start_ns);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = ids[k], step = ev->step[i];
+        int64_t start = ev->start_ns[i], end = start + ev->dur_ns[i], ready = teller_ready_ns(ev, i);
+        int32_t pid = teller_event_pid(ev, i), tid = teller_event_tid(ev, i);
+        int64_t from = -1; /* the delay its predecessors pass on; -1: it waited for none */
+        size_t own = nl;
+        for (size_t q = 0; q < nl; q++) {
+            if (ls[q].pid == pid && ls[q].tid == tid) {
+                own = q;
+                if (ready < ls[q].end && passed(&ls[q], step) > from)
+                    from = passed(&ls[q], step);
+            } else if (ls[q].end >= start - TELLER_WAIT_NS - TELLER_ROUND_NS && ls[q].end <= start + TELLER_ROUND_NS &&
+                       passed(&ls[q], step) > from) {
+                from = passed(&ls[q], step);
+            }
+        }
+        int64_t slack = start - ready, delay = from < 0 ? 0 : from < slack ? from : slack;
+        if (own == nl) {
+            if (TELLER_GROW(ls, lcap, nl + 1))
+                goto done;
+            nl++;
+        }
+        ls[own] = (lastop){pid, tid, end, step, delay};
+        int64_t *q = &C->cells[slot_of(C->steps, C->nsteps, step) * C->stride].queued_end;
+        if (end - delay > *q)
+            *q = end - delay;
+    }
+    rc = 0;
+done:
+    free(ids);
+    free(tmp);
+    free(ls);
+    return rc;
+}
+
 int teller_step_cells_of(const teller_store *st, uint32_t s, const uint32_t *steps, uint32_t nsteps,
                          teller_step_cell *cells, size_t stride)
 {
@@ -107,12 +182,14 @@ int teller_step_cells_of(const teller_store *st, uint32_t s, const uint32_t *ste
     if (C.q > ev->n || C.n > ev->n - C.q)
         C.q = C.n = 0;
     for (uint32_t k = 0; k < nsteps; k++)
-        cells[k * stride] = (teller_step_cell){0};
+        cells[k * stride] = (teller_step_cell){.queued_end = INT64_MIN};
     uint8_t *launch = calloc(teller_store_num_strings(st) + 1, 1);
     ival *iv = NULL;
     size_t niv = 0, icap = 0;
-    if (!launch)
+    if (!launch || queued_ends(&C)) {
+        free(launch);
         return -1;
+    }
     count_launches(&C, launch);
     free(launch);
     for (size_t i = C.q; i < C.q + C.n; i++) {

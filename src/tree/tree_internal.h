@@ -153,7 +153,28 @@ typedef struct teller_step_cell {
     uint32_t launches;    /* its calls that launch GPU work (teller_name_is_launch) */
     uint32_t unlaunched;  /* of those, the ones with no GPU work under them in the trace */
     uint32_t pad;         /* 0 */
+    int64_t  queued_end;  /* the latest end its GPU work would have had, had every earlier step's work
+                           * ended at once (queued behind its stream's operation before it, or waiting
+                           * for another stream's, an operation could have started earlier by as much,
+                           * down to its launch call's end); INT64_MIN when it has none */
 } teller_step_cell;
+
+/* When GPU operation i could have started: its launch call's end, never
+ * after its own start (its start when nothing on the host launched it). */
+static inline int64_t teller_ready_ns(const teller_events *ev, uint32_t i)
+{
+    uint32_t p = ev->parent[i];
+    int64_t ready = p != TELLER_NONE && !(ev->flags[p] & TELLER_F_GPU) ? ev->start_ns[p] + ev->dur_ns[p] : ev->start_ns[i];
+    return ready < ev->start_ns[i] ? ready : ev->start_ns[i];
+}
+
+/* The rule by which a GPU operation waited for one of another stream: it
+ * started within TELLER_WAIT_NS after the other's end, or TELLER_ROUND_NS
+ * before it (Kineto rounds start and duration apart; the diagnosis's
+ * host-stall costs read it too, and perturb's retime follows the same
+ * rule). */
+#define TELLER_WAIT_NS  2000
+#define TELLER_ROUND_NS 1000
 
 /* Fills the cells of source s from its events alone (those its
  * teller_source names, the tree build having grouped them): cell j at
