@@ -109,7 +109,7 @@ if [ -x "$BUILD/teller-mpi" ] && command -v mpirun >/dev/null 2>&1; then
   read -r W1 M1 < "$OUTDIR/mpi_one.time"
   printf "  %-26s %7.2f s  peak RSS %7.1f MB\n" "teller diagnose" "$W1" "$(awk -v m="$M1" 'BEGIN { print m / 1024 }')"
   for np in 2 4; do
-    rm -f "$OUTDIR"/mpi_rss.*
+    rm -f "$OUTDIR"/mpi_rss.* "$OUTDIR/mpi_pred_mpi.json"
     t0=$(date +%s.%N)
     TELLER_MPI_STATS=1 mpirun --allow-run-as-root --oversubscribe -x TELLER_MPI_STATS -n $np sh -c \
       '/usr/bin/time -f %M -o "$0/mpi_rss.$OMPI_COMM_WORLD_RANK" "$1/teller-mpi" diagnose -q --json "$0/mpi_pred_mpi.json" "$2"' \

@@ -55,8 +55,9 @@ static int exposure_run(const dctx *D, diag_state *S, size_t s, finds *out)
             continue;
         while (j < count && span[j].step < k) /* the rank's spans: their numbers rise */
             j++;
-        int64_t held = j < count && span[j].step == k ? span[j].end_ns : INT64_MIN,
-                q = D->cell[(size_t)k * D->nsrc + s].queued_end;
+        if (j == count || span[j].step != k)
+            continue; /* a row of the step table has its rank's span */
+        int64_t held = span[j].end_ns, q = D->cell[(size_t)k * D->nsrc + s].queued_end;
         if (q > held)
             held = q;
         S->expo[(size_t)k * D->nsrc + s] = steps[r].end_ns > held ? (double)(steps[r].end_ns - held) : 0;

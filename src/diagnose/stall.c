@@ -7,14 +7,16 @@
 
 #include "stall.h"
 
-/* Whether event i is GPU work of a step (what the carried steps follow). */
+/* Whether event i is GPU work of a step. */
 static int is_gop(const dctx *D, size_t i)
 {
     const teller_events *ev = D->ev;
     return (ev->flags[i] & TELLER_F_GPU) && teller_layer_is_gpu_work(ev->layer[i]) && ev->step[i] < D->nsteps;
 }
 
-int diag_gpu_work(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *ng)
+/* Source s's GPU work of the steps, in start order, into *g (grown, *ng of
+ * them). 0, or -1 out of memory. */
+static int gpu_work(const dctx *D, size_t s, gop **g, size_t *gcap, size_t *ng)
 {
     const teller_events *ev = D->ev;
     size_t n = 0, lo = D->range[s], hi = D->range[s + 1];
@@ -81,7 +83,7 @@ struct diag_gpuops {
 diag_gpuops *diag_gpuops_create(const dctx *D, const waitidx *W, size_t s)
 {
     diag_gpuops *G = calloc(1, sizeof *G);
-    if (!G || diag_gpu_work(D, s, &G->g, &G->cap, &G->n) ||
+    if (!G || gpu_work(D, s, &G->g, &G->cap, &G->n) ||
         !(G->first = malloc((D->nsteps ? D->nsteps : 1) * sizeof *G->first)) ||
         !(G->last = calloc(D->nsteps ? D->nsteps : 1, sizeof *G->last)) ||
         !(G->block = malloc((D->nsteps ? D->nsteps : 1) * sizeof *G->block))) {

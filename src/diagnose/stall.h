@@ -3,8 +3,9 @@
  * on from its queue through a stall and idles later, where it catches up
  * with the late host, or not at all; the cost is read from the rank's GPU
  * work walked in start order. Shared by the detectors whose findings are
- * host delays (API calls, host gaps) and by the carried steps. Not a
- * public header.
+ * host delays (API calls, host gaps). An operation waited for an operation
+ * of another stream as TELLER_WAIT_NS and TELLER_ROUND_NS say
+ * (tree_internal.h). Not a public header.
  */
 #ifndef TELLER_DIAG_STALL_H
 #define TELLER_DIAG_STALL_H
@@ -23,13 +24,6 @@ typedef struct gop {
     size_t   wix;               /* such a collective: its kernel in the waits index (diag_gpuops_create),
                                  * else SIZE_MAX */
 } gop;
-
-/* An operation waited for an operation of another stream as
- * TELLER_WAIT_NS and TELLER_ROUND_NS say (tree_internal.h). */
-
-/* Source s's GPU work of the steps, in start order, into *g (grown, *n of
- * them). 0, or -1 out of memory. */
-int diag_gpu_work(const dctx *D, size_t s, gop **g, size_t *cap, size_t *n);
 
 /* Source s's GPU work, indexed for diag_host_delay_cost (its collectives'
  * kernels found in W); NULL when out of memory. */

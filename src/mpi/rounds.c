@@ -54,9 +54,10 @@ static teller_status head_read(const void *buf, size_t n, uint64_t *head, size_t
 void *teller_unmarked_pack(const teller_store *st, size_t s0, size_t nsrc, const int64_t *last, size_t *n)
 {
     *n = 2 * sizeof(uint64_t) + nsrc * sizeof(int64_t);
-    char *buf = malloc(*n), *p = buf + 2 * sizeof(uint64_t);
+    char *buf = malloc(*n);
     if (!buf)
         return NULL;
+    char *p = buf + 2 * sizeof(uint64_t);
     memcpy(buf, (uint64_t[2]){UNMARKED_Q_MAGIC, nsrc}, 2 * sizeof(uint64_t));
     for (size_t s = s0; s < s0 + nsrc; s++, p += sizeof(int64_t)) {
         int64_t own = last[s] == INT64_MIN ? INT64_MIN : last[s] + source_offset(st, (uint32_t)s);
@@ -81,10 +82,11 @@ teller_status teller_unmarked_answer(teller_store *const *stores, size_t nstores
     if (n != sizeof head + nsrc * sizeof(int64_t))
         return damaged(err, what, sizeof head, "not one step end per source");
     *nout = sizeof head + nsrc * 3 * sizeof(int64_t);
-    char *ans = malloc(*nout), *a = ans + sizeof head;
-    const char *p = (const char *)buf + sizeof head;
+    char *ans = malloc(*nout);
     if (!ans)
         return teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
+    char *a = ans + sizeof head;
+    const char *p = (const char *)buf + sizeof head;
     memcpy(ans, (uint64_t[2]){UNMARKED_A_MAGIC, nsrc}, sizeof head);
     for (size_t f = 0; f < nstores; f++)
         for (uint32_t q = 0; stores[f] && q < teller_store_num_sources(stores[f]); q++) {
@@ -299,9 +301,10 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
             p += sizeof src + src[1] * sizeof(wire_span);
             *nout += part_size(src[1], comm_kernels(stores[f], q));
         }
-    char *ans = malloc(*nout), *a = ans + 3 * sizeof(uint64_t);
+    char *ans = malloc(*nout);
     if (!ans)
         return teller_error_set(err, TELLER_ERR_NOMEM, "(steps from process 0)", 0, "out of memory");
+    char *a = ans + 3 * sizeof(uint64_t);
     memcpy(ans, (uint64_t[3]){ANSWER_MAGIC, rows, nsrc}, 3 * sizeof(uint64_t));
     p = (const char *)buf + 3 * sizeof(uint64_t);
     for (size_t f = 0; f < nstores && s == TELLER_OK; f++)

@@ -113,13 +113,14 @@ void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int6
 
 /* teller_tree_build, taking the summaries of the sources marked given in
  * sr (one entry per source) and finding the others' into it; with
- * holders, the given sources' steps' ends and rows' steps are theirs. sr
- * stays the caller's, changed by the build: every summary moved onto node
- * 0's clock, its rows' steps set. A given summary that does not name its
- * source's events as they are (as many events, a row for each
- * communication kernel, with its name and times, each marker's times), or
- * a holder's answer that is not its events' while the store holds them, is
- * a format error naming the source's file. */
+ * holders, the given sources' spans without a marker, steps' ends, rows'
+ * steps and cells are theirs. sr stays the caller's, changed by the build:
+ * every summary moved onto node 0's clock, its rows' steps set. A given
+ * summary that does not name its source's events as they are (as many
+ * events, a row for each communication kernel, with its name, times,
+ * elements, rank list and direction, each marker's times), or a holder's
+ * answer that is not its events' while the store holds them, is a format
+ * error naming the source's file. */
 teller_status teller_tree_build_given(teller_store *st, const teller_tree_opts *opts, teller_source_summary *sr,
                                       const teller_tree_holders *holders, teller_error *err);
 
@@ -197,7 +198,7 @@ int teller_step_cells_give(teller_store *st, uint32_t s, const teller_step_cell 
 /* Per row r of st's step table, its figures in rows[r], summed over the
  * cells (per (step, source), as teller_step_cells) of every source of its
  * rank; gpu_busy_ns its one source's, 0 for a rank of several (a union is
- * no sum); known[r]: whether the trace holds the row's GPU work (no launch
+ * no sum); queued_end 0 (a source's alone: no row reads it); known[r]: whether the trace holds the row's GPU work (no launch
  * without it, and the profiler of the rank's first source dropped no
  * records). 0, or -1 out of memory. */
 int teller_step_rows(const teller_store *st, const teller_step_cell *cells, teller_step_cell *rows, uint8_t *known);
