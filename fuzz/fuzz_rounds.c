@@ -42,7 +42,7 @@ static unsigned char *flipped_copy(const uint8_t *data, size_t size, size_t from
 static void unmarked_round(const uint8_t *data, size_t size, size_t from, teller_store *run, teller_store *kept,
                            size_t ns)
 {
-    int64_t *last = malloc((ns + 1) * sizeof *last), (*span)[3] = malloc((ns + 1) * sizeof *span);
+    int64_t *last = malloc((ns + 1) * sizeof *last), (*span)[5] = malloc((ns + 1) * sizeof *span);
     size_t n = 0, an = 0, keep, akeep;
     unsigned char *q = NULL, *copy = NULL, *ans = NULL, *acopy = NULL;
     teller_error err;

@@ -468,7 +468,7 @@ typedef struct fake_holder {
 } fake_holder;
 
 static teller_status fake_unmarked(void *ctx, teller_store *st, const teller_source_summary *sr, const int64_t *last,
-                                   int64_t (*span)[3], teller_error *err)
+                                   int64_t (*span)[5], teller_error *err)
 {
     (void)sr;
     fake_holder *H = ctx;
@@ -579,7 +579,7 @@ static void test_unmarked_question_refused_when_damaged(void)
     CHECK_EQ_INT(teller_ingest_file(kept, files[2], NULL, &err), TELLER_OK);
     CHECK_EQ_INT(teller_tree_local(kept, NULL, &ksr, &err), TELLER_OK);
     teller_source_summary_free(ksr, 1);
-    int64_t last[4] = {0, 0, INT64_MIN, 0}, span[4][3], own[3];
+    int64_t last[4] = {0, 0, INT64_MIN, 0}, span[4][5], own[5];
     size_t nq = 0, na = 0;
     unsigned char *q = teller_unmarked_pack(run, 2, 1, last, &nq), *ans = NULL;
     CHECK(q && nq == 24);
@@ -591,17 +591,18 @@ static void test_unmarked_question_refused_when_damaged(void)
     }
     CHECK_EQ_INT(teller_question_answer(&kept, 1, q, nq - 1, (void **)&ans, &na, &err), TELLER_ERR_FORMAT);
     CHECK_EQ_INT(teller_question_answer(&kept, 1, q, nq, (void **)&ans, &na, &err), TELLER_OK);
-    CHECK(ans && na == 16 + 24);
-    /* a rank without markers: every event of a known layer, on node 1's clock */
+    CHECK(ans && na == 16 + 40);
+    /* a rank without markers: every event of a known layer, and every
+     * event, on node 1's clock */
     teller_tree_unmarked(kept, 0, INT64_MIN, own);
     int64_t off = 0;
     for (size_t k = 0; k < teller_store_num_nodes(run); k++)
         if (teller_store_nodes(run)[k].node == teller_store_source_c(run, 2)->node)
             off = teller_store_nodes(run)[k].offset_ns;
-    CHECK(off != 0 && own[0] < own[1]);
+    CHECK(off != 0 && own[0] < own[1] && own[3] <= own[0] && own[4] >= own[1]);
     /* damaged: the magic, the count, the start after the end, the launch
-     * flag 2; cut short; lengthened */
-    struct { size_t at; int64_t v; } bad[] = {{0, 1}, {8, 2}, {16, INT64_MAX - 1}, {32, 2}};
+     * flag 2, the extent's end before its start; cut short; lengthened */
+    struct { size_t at; int64_t v; } bad[] = {{0, 1}, {8, 2}, {16, INT64_MAX - 1}, {32, 2}, {48, INT64_MIN + 1}};
     for (size_t b = 0; ans && b < sizeof bad / sizeof *bad; b++) {
         int64_t keep;
         memcpy(&keep, ans + bad[b].at, sizeof keep);
@@ -618,6 +619,7 @@ static void test_unmarked_question_refused_when_damaged(void)
     free(more);
     CHECK_EQ_INT(teller_unmarked_take(run, 2, 1, ans, na, 1, span, &err), TELLER_OK);
     CHECK(span[2][0] == own[0] - off && span[2][1] == own[1] - off && span[2][2] == 0);
+    CHECK(span[2][3] == own[3] - off && span[2][4] == own[4] - off);
     free(q);
     free(ans);
     teller_store_free(kept);

@@ -73,26 +73,16 @@ static int32_t pg_missing(const dctx *D, const teller_collective *cc)
     return -1;
 }
 
-/* Each source's first start; NULL out of memory. */
-static int64_t *first_starts(const dctx *D)
-{
-    int64_t *first = malloc((D->nsrc + 1) * sizeof *first);
-    for (size_t s = 0; first && s < D->nsrc; s++) {
-        first[s] = INT64_MAX;
-        for (size_t i = D->range[s]; i < D->range[s + 1]; i++)
-            if (D->ev->start_ns[i] < first[s])
-                first[s] = D->ev->start_ns[i];
-    }
-    return first;
-}
-
 /* Whether rank's trace had begun by t: one of its sources has an event
- * that starts by then (first: first_starts). */
-static int traced_by(const dctx *D, const int64_t *first, int32_t rank, int64_t t)
+ * that starts by then (its extent, teller_tree_extent). */
+static int traced_by(const dctx *D, int32_t rank, int64_t t)
 {
-    for (size_t s = 0; s < D->nsrc; s++)
-        if (teller_store_source_c(D->st, (uint32_t)s)->rank == rank && first[s] <= t)
+    for (size_t s = 0; s < D->nsrc; s++) {
+        int64_t first, end;
+        teller_tree_extent(D->st, (uint32_t)s, &first, &end);
+        if (teller_store_source_c(D->st, (uint32_t)s)->rank == rank && first <= t)
             return 1;
+    }
     return 0;
 }
 
@@ -111,7 +101,6 @@ typedef struct collscan {
     size_t      mcap;
     groups      bm;       /* per (op, sized): transfer per element */
     double     *usual, *spread; /* their medians and spreads */
-    int64_t    *first;    /* each source's first start, made when a collective is short of a member */
     opnames     names;
 } collscan;
 
@@ -208,9 +197,7 @@ static int judge_hang(collscan *C, const inst *x, double u, finds *out)
         if (dm[m].start < t0)
             t0 = dm[m].start;
     if (missing >= 0 && x->transfer <= 5e9) {
-        if (!C->first && !(C->first = first_starts(D)))
-            return -1;
-        if (!traced_by(D, C->first, missing, t0))
+        if (!traced_by(D, missing, t0))
             return 1; /* the missing rank's trace began after it: not traced yet, not a hang */
     }
     if (missing < 0 && x->transfer <= 5e9)
@@ -295,7 +282,6 @@ out:
     kmap_free(&C.km);
     free(C.maxm);
     free(C.in);
-    free(C.first);
     opnames_free(&C.names);
     return rc;
 }

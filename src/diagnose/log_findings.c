@@ -669,11 +669,10 @@ static int log_hangs(const dctx *D, diag_state *S, finds *out, const waits_seen 
             }
             int64_t end = INT64_MIN; /* where the rank's trace stops, over its sources */
             for (uint32_t m2 = m; m2 < ng; m2++) {
-                if (teller_store_source_c(D->st, g[m2])->rank != r)
-                    continue;
-                for (size_t e = D->range[g[m2]]; e < D->range[g[m2] + 1]; e++)
-                    if (ev->start_ns[e] + ev->dur_ns[e] > end)
-                        end = ev->start_ns[e] + ev->dur_ns[e];
+                int64_t first, last;
+                teller_tree_extent(D->st, g[m2], &first, &last);
+                if (teller_store_source_c(D->st, g[m2])->rank == r && last > end)
+                    end = last;
             }
             if (end < stop) {
                 stop = end;

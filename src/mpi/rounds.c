@@ -51,6 +51,16 @@ static teller_status head_read(const void *buf, size_t n, uint64_t *head, size_t
                             : teller_error_set(err, TELLER_ERR_FORMAT, what, 0, "not %s (bad magic)", kind);
 }
 
+/* Whether a first start and last end on a source's own clock can be its
+ * events': none (INT64_MAX, INT64_MIN: when none may be), or a start and
+ * an end a trace's events keep, in order. */
+static int own_span_ok(int64_t first, int64_t end, int none_ok)
+{
+    if (first == INT64_MAX && end == INT64_MIN)
+        return none_ok;
+    return first >= -TELLER_TIME_MAX / 4 && first <= end && end <= TELLER_TIME_MAX / 4 * 5;
+}
+
 void *teller_unmarked_pack(const teller_store *st, size_t s0, size_t nsrc, const int64_t *last, size_t *n)
 {
     *n = 2 * sizeof(uint64_t) + nsrc * sizeof(int64_t);
@@ -81,7 +91,7 @@ teller_status teller_unmarked_answer(teller_store *const *stores, size_t nstores
         return damaged(err, what, 8, "counts other sources than this process holds");
     if (n != sizeof head + nsrc * sizeof(int64_t))
         return damaged(err, what, sizeof head, "not one step end per source");
-    *nout = sizeof head + nsrc * 3 * sizeof(int64_t);
+    *nout = sizeof head + nsrc * 5 * sizeof(int64_t);
     char *ans = malloc(*nout);
     if (!ans)
         return teller_error_set(err, TELLER_ERR_NOMEM, what, 0, "out of memory");
@@ -90,7 +100,7 @@ teller_status teller_unmarked_answer(teller_store *const *stores, size_t nstores
     memcpy(ans, (uint64_t[2]){UNMARKED_A_MAGIC, nsrc}, sizeof head);
     for (size_t f = 0; f < nstores; f++)
         for (uint32_t q = 0; stores[f] && q < teller_store_num_sources(stores[f]); q++) {
-            int64_t last, span[3];
+            int64_t last, span[5];
             memcpy(&last, p, sizeof last); /* compared with, never moved: any value is safe */
             p += sizeof last;
             teller_tree_unmarked(stores[f], q, last, span);
@@ -102,7 +112,7 @@ teller_status teller_unmarked_answer(teller_store *const *stores, size_t nstores
 }
 
 teller_status teller_unmarked_take(const teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
-                                   int64_t (*span)[3], teller_error *err)
+                                   int64_t (*span)[5], teller_error *err)
 {
     char what[64];
     snprintf(what, sizeof what, "(answer from process %d)", from);
@@ -112,24 +122,22 @@ teller_status teller_unmarked_take(const teller_store *st, size_t s0, size_t nsr
         return s;
     if (head[1] != nsrc)
         return damaged(err, what, 8, "counts other sources than the run gave it");
-    if (n != sizeof head + nsrc * 3 * sizeof(int64_t))
+    if (n != sizeof head + nsrc * 5 * sizeof(int64_t))
         return damaged(err, what, sizeof head, "not one span per source");
-    for (size_t q = 0, at = sizeof head; q < nsrc; q++, at += 3 * sizeof(int64_t)) {
-        int64_t v[3];
+    for (size_t q = 0, at = sizeof head; q < nsrc; q++, at += 5 * sizeof(int64_t)) {
+        int64_t v[5];
         memcpy(v, (const char *)buf + at, sizeof v);
-        /* none, or an event's first start and last end on its own clock */
-        int none = v[0] == INT64_MAX && v[1] == INT64_MIN && !v[2];
-        if (!none && (v[0] < -TELLER_TIME_MAX / 4 || v[0] > v[1] || v[1] > TELLER_TIME_MAX / 4 * 5 ||
-                      (v[2] != 0 && v[2] != 1)))
+        if (!own_span_ok(v[0], v[1], v[2] == 0) || (v[2] != 0 && v[2] != 1) || !own_span_ok(v[3], v[4], 1))
             return damaged(err, what, at, "a span out of bounds");
     }
-    for (size_t q = 0, at = sizeof head; q < nsrc; q++, at += 3 * sizeof(int64_t)) {
+    for (size_t q = 0, at = sizeof head; q < nsrc; q++, at += 5 * sizeof(int64_t)) {
         int64_t *v = span[s0 + q], off = source_offset(st, (uint32_t)(s0 + q));
-        memcpy(v, (const char *)buf + at, 3 * sizeof *v);
-        if (v[0] <= v[1]) { /* onto node 0's clock */
-            v[0] -= off;
-            v[1] -= off;
-        }
+        memcpy(v, (const char *)buf + at, 5 * sizeof *v);
+        for (int w = 0; w < 5; w += 3) /* onto node 0's clock */
+            if (v[w] <= v[w + 1]) {
+                v[w] -= off;
+                v[w + 1] -= off;
+            }
     }
     return TELLER_OK;
 }

@@ -8,7 +8,7 @@
  * rank's last step marker's end, and the reader answers with the span of
  * what the source did after it (or of all it did, for a rank without
  * markers: teller_tree_unmarked), from which the build makes the steps
- * without a marker. Once it has cut the steps, process 0 tells each reader
+ * without a marker, and the source's extent (teller_tree_extent). Once it has cut the steps, process 0 tells each reader
  * its sources' clock offsets and their ranks' steps as the build stamps
  * events with them, and the reader, once it has done to the events it
  * kept what the build does (teller_tree_stamp), answers with per step row
@@ -23,7 +23,9 @@
  * 64-bit; INT64_MIN: the rank has none).
  * Format "tllruna1": two 64-bit words (a magic number, sources); per
  * source the span's start and end on its own clock and 1 when it launched
- * work, else 0 (64-bit each; INT64_MAX, INT64_MIN, 0: none).
+ * work there, else 0 (INT64_MAX, INT64_MIN, 0: none), then the first start
+ * and last end of all its events (INT64_MAX, INT64_MIN: none), 64-bit
+ * each.
  * Format "tllrstp1": three 64-bit words (a magic number, the run's steps,
  * sources); per source its clock offset (ns) and the count of its rank's
  * rows (64-bit each), then those rows, 24 bytes each: start and end (ns,
@@ -73,7 +75,7 @@ teller_status teller_unmarked_answer(teller_store *const *stores, size_t nstores
  * keep, a launch flag other than 0 or 1) is TELLER_ERR_FORMAT naming the
  * byte offset, and nothing is taken. */
 teller_status teller_unmarked_take(const teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
-                                   int64_t (*span)[3], teller_error *err);
+                                   int64_t (*span)[5], teller_error *err);
 
 /* The steps of sources [s0, s0 + nsrc) of the run st, once its build has
  * cut them, in a malloc'd

@@ -256,7 +256,7 @@ typedef struct question {
     teller_status (*take)(teller_store *st, size_t s0, size_t nsrc, const void *buf, size_t n, int from,
                           const struct question *q, teller_error *err);
     const int64_t          *last;  /* unmarked: per source, its rank's last marker's end */
-    int64_t               (*span)[3];
+    int64_t               (*span)[5];
     teller_source_summary  *sr;    /* stamped */
     int64_t *const         *end;
 } question;
@@ -346,7 +346,7 @@ static teller_status stamped_take(teller_store *st, size_t s0, size_t nsrc, cons
 
 /* teller_tree_holders on process 0: the readers hold the given sources */
 static teller_status holders_unmarked(void *ctx, teller_store *st, const teller_source_summary *sr,
-                                      const int64_t *last, int64_t (*span)[3], teller_error *err)
+                                      const int64_t *last, int64_t (*span)[5], teller_error *err)
 {
     (void)sr;
     question q = {.make = unmarked_make, .take = unmarked_take, .last = last, .span = span};

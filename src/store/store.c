@@ -185,6 +185,7 @@ void teller_store_free(teller_store *st)
     free(st->colls);
     free(st->members);
     free(st->member_rows);
+    free(st->extent);
     free(st->nodes);
     for (size_t i = 0; i < st->nwarn_msgs; i++)
         free(st->warn_msgs[i]);

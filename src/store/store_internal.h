@@ -49,6 +49,7 @@ struct teller_store {
     size_t              ncolls;
     teller_coll_member *members;
     size_t              nmembers;
+    int64_t            (*extent)[2]; /* per source: its first start and last end (teller_tree_extent) */
     struct teller_member_row *member_rows; /* per member: its row (teller_tree_member_rows) */
     teller_node        *nodes;
     size_t              nnodes;

@@ -1317,13 +1317,15 @@ static void stamp_steps(void *ctx, size_t s)
         stamp_source(&p->st->ev, p->range[s], p->range[s + 1], rows, count, p->end[s]);
 }
 
-void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int64_t span[3])
+void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int64_t span[5])
 {
     const teller_events *ev = &st->ev;
     int marked = last != INT64_MIN;
-    int64_t a = INT64_MAX, b = INT64_MIN, launched = 0;
+    int64_t a = INT64_MAX, b = INT64_MIN, launched = 0, first = INT64_MAX, end = INT64_MIN;
     size_t lo = st->sources[s].first_event, hi = lo + st->sources[s].num_events;
     for (size_t i = lo; i < hi; i++) {
+        if (ev->start_ns[i] < first) first = ev->start_ns[i];
+        if (ev->start_ns[i] + ev->dur_ns[i] > end) end = ev->start_ns[i] + ev->dur_ns[i];
         if (ev->layer[i] == TELLER_LAYER_OTHER || (marked && (ev->start_ns[i] < last || (ev->flags[i] & TELLER_F_GPU))))
             continue;
         if (ev->start_ns[i] < a) a = ev->start_ns[i];
@@ -1334,17 +1336,25 @@ void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int6
     span[0] = a;
     span[1] = b;
     span[2] = launched;
+    span[3] = first;
+    span[4] = end;
+}
+
+void teller_tree_extent(const teller_store *st, uint32_t s, int64_t *first, int64_t *end)
+{
+    *first = st->extent && s < st->nsources ? st->extent[s][0] : INT64_MAX;
+    *end = st->extent && s < st->nsources ? st->extent[s][1] : INT64_MIN;
 }
 
 /* With holders, each given source's span (teller_tree_unmarked) as its
  * holder found it; while the store holds the source's events too, it must
  * be what they say. */
 static teller_status ask_unmarked(teller_store *st, const teller_source_summary *sr, const teller_tree_holders *h,
-                                  const int64_t *last, int64_t (*span)[3], teller_error *err)
+                                  const int64_t *last, int64_t (*span)[5], teller_error *err)
 {
     teller_status s = h->unmarked(h->ctx, st, sr, last, span, err);
     for (size_t k = 0; k < st->nsources && s == TELLER_OK; k++) {
-        int64_t own[3];
+        int64_t own[5];
         if (!sr[k].given)
             continue;
         teller_tree_unmarked(st, (uint32_t)k, last[k], own);
@@ -1375,7 +1385,7 @@ static teller_status eventless_steps(teller_store *st, const teller_source_summa
                                      teller_error *err)
 {
     size_t n0 = *nmk, ns = st->nsources;
-    int64_t *last = malloc((ns ? ns : 1) * sizeof *last), (*span)[3] = malloc((ns ? ns : 1) * sizeof *span);
+    int64_t *last = malloc((ns ? ns : 1) * sizeof *last), (*span)[5] = malloc((ns ? ns : 1) * sizeof *span);
     int asked = 0;
     teller_status s = last && span ? TELLER_OK : TELLER_ERR_NOMEM;
     for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
@@ -1398,6 +1408,14 @@ static teller_status eventless_steps(teller_store *st, const teller_source_summa
     }
     if (s == TELLER_OK && asked && (s = ask_unmarked(st, sr, holders, last, span, err)) != TELLER_OK)
         goto done;
+    free(st->extent);
+    st->extent = NULL;
+    if (s == TELLER_OK && !(st->extent = malloc((ns ? ns : 1) * sizeof *st->extent)))
+        s = TELLER_ERR_NOMEM;
+    for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
+        st->extent[k][0] = span[k][3];
+        st->extent[k][1] = span[k][4];
+    }
     for (size_t k = 0; k < ns && s == TELLER_OK; k++) {
         int32_t rank = st->sources[k].rank;
         int64_t a = span[k][0], b = span[k][1];

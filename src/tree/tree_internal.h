@@ -96,7 +96,7 @@ teller_status teller_tree_local(teller_store *st, const teller_tree_opts *opts, 
  * st (teller_step_cells_give). */
 typedef struct teller_tree_holders {
     teller_status (*unmarked)(void *ctx, teller_store *st, const teller_source_summary *sr, const int64_t *last,
-                              int64_t (*span)[3], teller_error *err);
+                              int64_t (*span)[5], teller_error *err);
     teller_status (*stamped)(void *ctx, teller_store *st, teller_source_summary *sr, int64_t *const *end,
                              teller_error *err);
     void *ctx;
@@ -106,10 +106,18 @@ typedef struct teller_tree_holders {
  * marker ending at `last` (INT64_MIN: it has none): span[0] and span[1]
  * the first start and last end of its events of a known layer (not
  * TELLER_LAYER_OTHER; those that start at or after `last` and are not GPU
- * work, when it has one), INT64_MAX and INT64_MIN when none; span[2] 1 when one of them is a
- * launch call (it launched work after its last marker), else 0. The
- * source's times and `last` on one clock. */
-void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int64_t span[3]);
+ * work, when it has one), INT64_MAX and INT64_MIN when none; span[2] 1
+ * when one of them is a launch call (it launched work after its last
+ * marker), else 0; and span[3] and span[4] the first start and last end of
+ * all its events (its extent, teller_tree_extent), INT64_MAX and INT64_MIN
+ * when it has none. The source's times and `last` on one clock. */
+void teller_tree_unmarked(const teller_store *st, uint32_t s, int64_t last, int64_t span[5]);
+
+/* Where source s's trace begins and ends on node 0's clock: the first
+ * start and last end of its events, as the build found them (or their
+ * holder, teller_tree_holders); INT64_MAX and INT64_MIN for a source
+ * without events or a store not built. */
+void teller_tree_extent(const teller_store *st, uint32_t s, int64_t *first, int64_t *end);
 
 /* teller_tree_build, taking the summaries of the sources marked given in
  * sr (one entry per source) and finding the others' into it; with
