@@ -473,17 +473,8 @@ static int ctx_steps(dctx *D, const teller_diagnosis *d)
         D->mrow[c] = TELLER_NONE;
     for (size_t i = 0; i < teller_store_num_steps(st); i++) {
         uint32_t mk = steps[i].marker;
-        if (mk == TELLER_NONE || steps[i].step >= D->nsteps)
-            continue;
-        size_t lo = 0, hi = D->nsrc; /* the marker's source, by the ranges: not its event's column */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (D->range[mid] <= mk)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        D->mrow[(size_t)steps[i].step * D->nsrc + lo - 1] = (uint32_t)i;
+        if (mk != TELLER_NONE && steps[i].step < D->nsteps)
+            D->mrow[(size_t)steps[i].step * D->nsrc + teller_tree_event_source(st, mk)] = (uint32_t)i;
     }
     int *failed = calloc(D->nsrc + 1, sizeof *failed), bad = !failed;
     if (failed)

@@ -227,6 +227,12 @@ static teller_status steps_check(const char *buf, size_t n, size_t nsrc, size_t 
     return TELLER_OK;
 }
 
+/* Whether event i is a communication kernel: a row of its source. */
+static int comm_kernel(const teller_events *ev, size_t i)
+{
+    return ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM);
+}
+
 /* Source q's communication kernels (its rows, in event order). */
 static uint64_t comm_kernels(const teller_store *st, uint32_t q)
 {
@@ -234,7 +240,7 @@ static uint64_t comm_kernels(const teller_store *st, uint32_t q)
     const teller_source *so = teller_store_source_c(st, q);
     uint64_t n = 0;
     for (size_t i = so->first_event; i < (size_t)so->first_event + so->num_events; i++)
-        n += ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM);
+        n += comm_kernel(ev, i);
     return n;
 }
 
@@ -278,7 +284,7 @@ static int answer_source(teller_store *st, uint32_t q, const char *p, uint64_t o
     const teller_source *so = teller_store_source_c(st, q);
     uint64_t c = 0;
     for (size_t i = so->first_event; i < (size_t)so->first_event + so->num_events; i++)
-        if (ev->layer[i] == TELLER_LAYER_KERNEL && (ev->flags[i] & TELLER_F_COMM))
+        if (comm_kernel(ev, i))
             memcpy(a + c++ * sizeof(uint32_t), &ev->step[i], sizeof(uint32_t));
     memset(a + c * sizeof(uint32_t), 0, part_size(count, ncomm) - part_size(count, 0) - c * sizeof(uint32_t));
     rc = 0;
@@ -336,7 +342,7 @@ teller_status teller_steps_answer(teller_store *const *stores, size_t nstores, c
 /* Whether a row's GPU work's end, or a cell's queued end, can be one
  * stamping found: none, or an event's end moved by a clock offset
  * (span_ok's bounds). */
-static int end_ok(int64_t e) { return e == INT64_MIN || (e >= -TELLER_TIME_MAX / 2 && e <= TELLER_TIME_MAX / 2 * 3); }
+static int end_ok(int64_t e) { return e == INT64_MIN || span_ok(e, e); }
 
 /* Whether cell c of a source of `events` events is in bounds. */
 static int cell_ok(const teller_step_cell *c, uint32_t events)

@@ -929,7 +929,8 @@ oom:
 }
 
 /* Each member's row (teller_tree_member_rows), found from the member's
- * kernel index alone: its source by the sources' ranges, its row among
+ * kernel index alone: its source by the sources' ranges
+ * (teller_tree_event_source), its row among
  * the source's rows (in event order) by the kernel's index in it. The
  * rows are on node 0's clock, their steps set. 0, or -1 out of memory. */
 static int member_rows(teller_store *st, const size_t *range, const teller_source_summary *sr)
@@ -939,15 +940,7 @@ static int member_rows(teller_store *st, const size_t *range, const teller_sourc
         return -1;
     for (size_t m = 0; m < st->nmembers; m++) {
         uint32_t k = st->members[m].kernel;
-        size_t lo = 0, hi = st->nsources;
-        while (lo < hi) { /* the first source that begins past the kernel */
-            size_t mid = (lo + hi) / 2;
-            if (range[mid] <= k)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        size_t s = lo - 1, a = 0, b = sr[s].nrows;
+        size_t s = teller_tree_event_source(st, k), a = 0, b = sr[s].nrows;
         while (a < b) {
             size_t mid = (a + b) / 2;
             if (sr[s].rows[mid].ev < k - range[s])
@@ -1653,9 +1646,9 @@ static int group_sources(teller_store *st, size_t *range)
 /* 1 when a given summary names source k's events as they are: found
  * over as many events, a row for each communication kernel, each naming
  * one with its name, times, elements, rank list and direction, each marker
- * a host event of a layer that marks steps, with its times. (Process 0 of teller-mpi holds the events
- * its summaries were found among: a reader that built its trees otherwise
- * is caught here.) */
+ * a host event of a layer that marks steps, with its times. (Process 0 of
+ * teller-mpi holds the events its summaries were found among: a reader
+ * that built its trees otherwise is caught here.) */
 static int summary_matches(const teller_store *st, const size_t *range, size_t k, const teller_source_summary *sr)
 {
     const teller_events *ev = &st->ev;
@@ -1794,6 +1787,19 @@ void teller_tree_stamp(teller_store *st, uint32_t s, int64_t offset_ns, const te
 }
 
 const teller_member_row *teller_tree_member_rows(const teller_store *st) { return st->member_rows; }
+
+uint32_t teller_tree_event_source(const teller_store *st, uint32_t e)
+{
+    size_t lo = 0, hi = st->nsources;
+    while (lo < hi) { /* the first source that begins past e */
+        size_t mid = (lo + hi) / 2;
+        if (st->sources[mid].first_event <= e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint32_t)(lo - 1);
+}
 
 void teller_source_summary_free(teller_source_summary *sr, size_t n)
 {

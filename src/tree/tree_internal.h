@@ -60,6 +60,12 @@ typedef struct teller_member_row {
  * its row; NULL before a build. */
 const teller_member_row *teller_tree_member_rows(const teller_store *st);
 
+/* The source that holds event e of a store whose events the tree build
+ * grouped by source: found from the sources' ranges (first_event), not
+ * the event's own column, so a process that holds only the sources'
+ * counts finds it too. */
+uint32_t teller_tree_event_source(const teller_store *st, uint32_t e);
+
 /* What the run-wide half of the tree build reads of one source: its
  * communication kernels' rows and its step markers, in event order. */
 typedef struct teller_source_summary {
@@ -206,9 +212,10 @@ int teller_step_cells_give(teller_store *st, uint32_t s, const teller_step_cell 
 /* Per row r of st's step table, its figures in rows[r], summed over the
  * cells (per (step, source), as teller_step_cells) of every source of its
  * rank; gpu_busy_ns its one source's, 0 for a rank of several (a union is
- * no sum); queued_end 0 (a source's alone: no row reads it); known[r]: whether the trace holds the row's GPU work (no launch
- * without it, and the profiler of the rank's first source dropped no
- * records). 0, or -1 out of memory. */
+ * no sum); queued_end 0 (a source's alone: no row reads it); known[r]:
+ * whether the trace holds the row's GPU work (no launch without it, and
+ * the profiler of the rank's first source dropped no records). 0, or -1
+ * out of memory. */
 int teller_step_rows(const teller_store *st, const teller_step_cell *cells, teller_step_cell *rows, uint8_t *known);
 
 
